@@ -1,0 +1,10 @@
+//! `base`: the bottom layer every Atoll crate may use.
+//!
+//! It holds what has no better home and no dependencies of its own: the unit types
+//! that configuration and metrics speak in ([`units`]) and the written-down bounds of
+//! the system ([`limits`]). Nothing here does I/O.
+
+pub mod limits;
+pub mod units;
+
+pub use units::{ByteSize, ReadableDuration, UnitError};

@@ -1,0 +1,27 @@
+//! Every bound Atoll keeps, in one place, units last in the name.
+//!
+//! A limit that a user may tune is a config knob instead (see the `config` crate); what is
+//! here is fixed by design, so a reader can find every ceiling without grepping literals.
+
+/// Longest CPU profile the status server collects in one request.
+pub const PROFILE_SECONDS_MAX: u64 = 300;
+/// CPU profile length when the request names none (TiKV and TiDB both use 10 s).
+pub const PROFILE_SECONDS_DEFAULT: u64 = 10;
+/// Sampling frequency of a CPU profile when the request names none (TiKV's 99 Hz).
+pub const PROFILE_FREQUENCY_HZ_DEFAULT: i32 = 99;
+/// Highest sampling frequency a request may ask for.
+pub const PROFILE_FREQUENCY_HZ_MAX: i32 = 1000;
+/// Largest request body the status server reads (a `POST /config` is a few hundred bytes).
+pub const STATUS_REQUEST_BODY_BYTES_MAX: usize = 64 * 1024;
+/// Largest config file a process reads at start-up.
+pub const CONFIG_FILE_BYTES_MAX: u64 = 4 * 1024 * 1024;
+/// How long `/debug/zip` waits for one thread to report its stack.
+pub const THREAD_STACK_WAIT_MS: u64 = 200;
+/// Frames kept per thread stack in `/debug/zip`.
+pub const THREAD_STACK_FRAMES_MAX: usize = 128;
+/// Threads whose stacks `/debug/zip` collects; the rest are listed without a stack.
+pub const THREAD_STACKS_MAX: usize = 1024;
+/// How long the playground waits for one child to answer on its status port.
+pub const PLAYGROUND_READY_WAIT_MS: u64 = 60_000;
+/// How long the playground waits for children to exit after SIGTERM before it sends SIGKILL.
+pub const PLAYGROUND_STOP_WAIT_MS: u64 = 10_000;

@@ -1,0 +1,558 @@
+//! The kv node's knobs: KNOBS.md §1 with TiKV's names, units, ranges and online rule.
+//!
+//! Default formulas are TiKV's (v8.5.4+ code) except where Atoll documents a better one:
+//! - `readpool.unified.max-thread-count`: TiKV's `max(4, floor(CPU*0.8))`, capped at the cores
+//!   the process may use, so a 1- or 2-core node does not run 4 read threads on 2 cores.
+//! - `server.grpc-concurrency`: TiKV gives 5 threads below 16 cores; the hybrid-deployment guide
+//!   advises 2 for 8 cores. Atoll uses one gRPC thread per 4 cores (1 to 4) below 16 cores and
+//!   TiKV's `3*base+2` from 16 cores on.
+//! - `readpool.unified.small-request-share` is Atoll's own (DESIGN.md §5).
+//!
+//! Atoll has only the unified read pool and always keeps Raft logs in raft-engine, so
+//! `readpool.*.use-unified-pool = false` and `raft-engine.enable = false` are rejected
+//! with a message that says so, instead of being silently ignored.
+
+use base::{ByteSize, ReadableDuration};
+
+use crate::config::Config;
+use crate::error::ConfigError;
+use crate::spec::*;
+use crate::value::{Kind, Value};
+
+pub const COMPRESSIONS: &[&str] = &["no", "snappy", "zlib", "bzip2", "lz4", "lz4hc", "zstd"];
+const BOTTOMMOST_COMPRESSIONS: &[&str] = &[
+    "disable", "no", "snappy", "zlib", "bzip2", "lz4", "lz4hc", "zstd",
+];
+const CF_COMPRESSION_DEFAULT: &[&str] = &["no", "no", "lz4", "lz4", "lz4", "zstd", "zstd"];
+const LOCKCF_COMPRESSION_DEFAULT: &[&str] = &["no"; 7];
+const LEVELS: Kind = Kind::EnumList {
+    allowed: COMPRESSIONS,
+    len: 7,
+};
+
+/// Unified read pool size: TiKV's `max(4, floor(CPU*0.8))`, never more than the cores we may use.
+pub fn unified_read_pool_threads(cpu: f64) -> i64 {
+    let tikv = ((cpu * 0.8).floor() as i64).max(4);
+    tikv.min((cpu.ceil() as i64).max(1))
+}
+
+/// gRPC threads: one per 4 cores below 16 cores (1..=4), TiKV's `3*base+2` from 16 cores on.
+pub fn grpc_concurrency(cpu: f64) -> i64 {
+    if cpu >= 16.0 {
+        3 * grpc_base(cpu) + 2
+    } else {
+        ((cpu / 4.0).ceil() as i64).clamp(1, 4)
+    }
+}
+
+/// TiKV's `clamp(floor(CPU/8), 1, 4)`: the base of gRPC sizing and `grpc-raft-conn-num`.
+pub fn grpc_base(cpu: f64) -> i64 {
+    ((cpu / 8.0).floor() as i64).clamp(1, 4)
+}
+
+/// TiKV's scheduler pool size: 8 from 16 cores on, else `clamp(CPU, 1, 4)`.
+pub fn scheduler_worker_pool_size(cpu: f64) -> i64 {
+    if cpu >= 16.0 {
+        8
+    } else {
+        (cpu.floor() as i64).clamp(1, 4)
+    }
+}
+
+/// TiKV's `max(2, min(9, CPU-1))` flush + compaction threads.
+pub fn max_background_jobs(cpu: f64) -> i64 {
+    ((cpu.floor() as i64).max(1) - 1).clamp(2, 9)
+}
+
+pub static KNOBS: &[KnobSpec] = &[
+    KnobSpec {
+        name: "server.addr",
+        kind: Kind::Address,
+        default: |_| text("127.0.0.1:20160"),
+        online: false,
+    },
+    KnobSpec {
+        name: "server.status-addr",
+        kind: Kind::Address,
+        default: |_| text("127.0.0.1:20180"),
+        online: false,
+    },
+    KnobSpec {
+        name: "server.grpc-concurrency",
+        kind: Kind::Int { min: 1, max: 1024 },
+        default: |d| int(grpc_concurrency(d.cpu())),
+        online: false,
+    },
+    KnobSpec {
+        name: "server.grpc-raft-conn-num",
+        kind: Kind::Int { min: 1, max: 64 },
+        default: |d| int(grpc_base(d.cpu())),
+        online: false,
+    },
+    KnobSpec {
+        name: "server.grpc-compression-type",
+        kind: Kind::Enum(&["none", "deflate", "gzip"]),
+        default: |_| text("none"),
+        online: false,
+    },
+    KnobSpec {
+        name: "server.grpc-gzip-compression-level",
+        kind: Kind::Int { min: 0, max: 9 },
+        default: |_| int(2),
+        online: false,
+    },
+    KnobSpec {
+        name: "server.grpc-min-message-size-to-compress",
+        kind: Kind::SIZE_ANY,
+        default: |_| size(ByteSize(4096)),
+        online: false,
+    },
+    KnobSpec {
+        name: "pd.endpoints",
+        kind: Kind::AddressList,
+        default: |_| list(&["127.0.0.1:2379"]),
+        online: false,
+    },
+    KnobSpec {
+        name: "storage.data-dir",
+        kind: Kind::Path,
+        default: |_| text("./atoll-data/kv"),
+        online: false,
+    },
+    KnobSpec {
+        name: "storage.scheduler-worker-pool-size",
+        kind: INT_POSITIVE,
+        default: |d| int(scheduler_worker_pool_size(d.cpu())),
+        online: true,
+    },
+    KnobSpec {
+        name: "storage.scheduler-concurrency",
+        kind: Kind::Int {
+            min: 1,
+            max: 1 << 26,
+        },
+        default: |_| int(524_288),
+        online: false,
+    },
+    KnobSpec {
+        name: "storage.scheduler-pending-write-threshold",
+        kind: Kind::SIZE_ANY,
+        default: |_| size(ByteSize::mib(100)),
+        online: false,
+    },
+    KnobSpec {
+        name: "storage.flow-control.enable",
+        kind: Kind::Bool,
+        default: |_| Value::Bool(true),
+        online: true,
+    },
+    KnobSpec {
+        name: "storage.flow-control.memtables-threshold",
+        kind: INT_POSITIVE,
+        default: |_| int(5),
+        online: true,
+    },
+    KnobSpec {
+        name: "storage.flow-control.l0-files-threshold",
+        kind: INT_POSITIVE,
+        default: |_| int(20),
+        online: true,
+    },
+    KnobSpec {
+        name: "storage.flow-control.soft-pending-compaction-bytes-limit",
+        kind: Kind::SIZE_ANY,
+        default: |_| size(ByteSize::gib(192)),
+        online: true,
+    },
+    KnobSpec {
+        name: "storage.flow-control.hard-pending-compaction-bytes-limit",
+        kind: Kind::SIZE_ANY,
+        default: |_| size(ByteSize::gib(1024)),
+        online: true,
+    },
+    KnobSpec {
+        name: "readpool.unified.min-thread-count",
+        kind: INT_POSITIVE,
+        default: |_| int(1),
+        online: false,
+    },
+    KnobSpec {
+        name: "readpool.unified.max-thread-count",
+        kind: INT_POSITIVE,
+        default: |d| int(unified_read_pool_threads(d.cpu())),
+        online: true,
+    },
+    KnobSpec {
+        name: "readpool.unified.auto-adjust-pool-size",
+        kind: Kind::Bool,
+        default: |_| Value::Bool(false),
+        online: true,
+    },
+    KnobSpec {
+        name: "readpool.unified.cpu-threshold",
+        kind: Kind::Float { min: 0.0, max: 1.0 },
+        default: |_| Value::Float(0.0),
+        online: true,
+    },
+    KnobSpec {
+        name: "readpool.unified.max-tasks-per-worker",
+        kind: Kind::Int {
+            min: 2,
+            max: i64::MAX,
+        },
+        default: |_| int(2000),
+        online: true,
+    },
+    KnobSpec {
+        name: "readpool.unified.small-request-share",
+        kind: Kind::Float { min: 0.0, max: 1.0 },
+        default: |_| Value::Float(0.8),
+        online: true,
+    },
+    KnobSpec {
+        name: "readpool.storage.use-unified-pool",
+        kind: Kind::Bool,
+        default: |_| Value::Bool(true),
+        online: false,
+    },
+    KnobSpec {
+        name: "readpool.coprocessor.use-unified-pool",
+        kind: Kind::Bool,
+        default: |_| Value::Bool(true),
+        online: false,
+    },
+    KnobSpec {
+        name: "gc.max-write-bytes-per-sec",
+        kind: Kind::SIZE_ANY,
+        default: |_| size(ByteSize(0)),
+        online: true,
+    },
+    KnobSpec {
+        name: "gc.batch-keys",
+        kind: Kind::Int {
+            min: 1,
+            max: 1 << 20,
+        },
+        default: |_| int(512),
+        online: true,
+    },
+    KnobSpec {
+        name: "gc.ratio-threshold",
+        kind: Kind::Float { min: 0.0, max: 1e9 },
+        default: |_| Value::Float(1.1),
+        online: true,
+    },
+    KnobSpec {
+        name: "gc.enable-compaction-filter",
+        kind: Kind::Bool,
+        default: |_| Value::Bool(true),
+        online: true,
+    },
+    KnobSpec {
+        name: "gc.num-threads",
+        kind: Kind::Int { min: 1, max: 64 },
+        default: |_| int(1),
+        online: true,
+    },
+    KnobSpec {
+        name: "rocksdb.max-background-jobs",
+        kind: Kind::Int {
+            min: 2,
+            max: i64::MAX,
+        },
+        default: |d| int(max_background_jobs(d.cpu())),
+        online: true,
+    },
+    KnobSpec {
+        name: "rocksdb.max-background-flushes",
+        kind: INT_POSITIVE,
+        default: |d| int(((d.int("rocksdb.max-background-jobs") + 3) / 4).min(3)),
+        online: true,
+    },
+    KnobSpec {
+        name: "rocksdb.max-sub-compactions",
+        kind: INT_POSITIVE,
+        default: |d| {
+            int((d.int("rocksdb.max-background-jobs")
+                - d.int("rocksdb.max-background-flushes")
+                - 1)
+            .clamp(1, 3))
+        },
+        online: false,
+    },
+    KnobSpec {
+        name: "rocksdb.rate-bytes-per-sec",
+        kind: Kind::SIZE_ANY,
+        default: |_| size(ByteSize::gib(10)),
+        online: true,
+    },
+    KnobSpec {
+        name: "rocksdb.rate-limiter-mode",
+        kind: Kind::Enum(&["read-only", "write-only", "all-io"]),
+        default: |_| text("write-only"),
+        online: false,
+    },
+    KnobSpec {
+        name: "rocksdb.rate-limiter-auto-tuned",
+        kind: Kind::Bool,
+        default: |_| Value::Bool(true),
+        online: true,
+    },
+    KnobSpec {
+        name: "rocksdb.titan.enabled",
+        kind: Kind::Bool,
+        default: |_| Value::Bool(true),
+        online: false,
+    },
+    KnobSpec {
+        name: "rocksdb.defaultcf.titan.min-blob-size",
+        kind: Kind::SIZE_ANY,
+        default: |_| size(ByteSize::kib(32)),
+        online: true,
+    },
+    KnobSpec {
+        name: "rocksdb.defaultcf.titan.blob-file-compression",
+        kind: Kind::Enum(COMPRESSIONS),
+        default: |_| text("zstd"),
+        online: true,
+    },
+    KnobSpec {
+        name: "rocksdb.defaultcf.compression-per-level",
+        kind: LEVELS,
+        default: |_| list(CF_COMPRESSION_DEFAULT),
+        online: false,
+    },
+    KnobSpec {
+        name: "rocksdb.defaultcf.bottommost-level-compression",
+        kind: Kind::Enum(BOTTOMMOST_COMPRESSIONS),
+        default: |_| text("zstd"),
+        online: false,
+    },
+    KnobSpec {
+        name: "rocksdb.writecf.compression-per-level",
+        kind: LEVELS,
+        default: |_| list(CF_COMPRESSION_DEFAULT),
+        online: false,
+    },
+    KnobSpec {
+        name: "rocksdb.writecf.bottommost-level-compression",
+        kind: Kind::Enum(BOTTOMMOST_COMPRESSIONS),
+        default: |_| text("zstd"),
+        online: false,
+    },
+    KnobSpec {
+        name: "rocksdb.lockcf.compression-per-level",
+        kind: LEVELS,
+        default: |_| list(LOCKCF_COMPRESSION_DEFAULT),
+        online: false,
+    },
+    KnobSpec {
+        name: "rocksdb.lockcf.bottommost-level-compression",
+        kind: Kind::Enum(BOTTOMMOST_COMPRESSIONS),
+        default: |_| text("disable"),
+        online: false,
+    },
+    KnobSpec {
+        name: "raft-engine.enable",
+        kind: Kind::Bool,
+        default: |_| Value::Bool(true),
+        online: false,
+    },
+    KnobSpec {
+        name: "raft-engine.dir",
+        kind: Kind::Path,
+        default: |_| text(""),
+        online: false,
+    },
+    KnobSpec {
+        name: "raft-engine.format-version",
+        kind: Kind::Int { min: 1, max: 2 },
+        default: |_| int(2),
+        online: false,
+    },
+    KnobSpec {
+        name: "raft-engine.enable-log-recycle",
+        kind: Kind::Bool,
+        default: |_| Value::Bool(true),
+        online: false,
+    },
+    KnobSpec {
+        name: "raft-engine.prefill-for-recycle",
+        kind: Kind::Bool,
+        default: |_| Value::Bool(false),
+        online: false,
+    },
+    KnobSpec {
+        name: "raft-engine.purge-threshold",
+        kind: Kind::SIZE_ANY,
+        default: |_| size(ByteSize::gib(10)),
+        online: false,
+    },
+    KnobSpec {
+        name: "raft-engine.memory-limit",
+        kind: Kind::SIZE_ANY,
+        default: |d| size(ByteSize(d.memory() / 100 * 15)),
+        online: false,
+    },
+    KnobSpec {
+        name: "coprocessor.region-split-size",
+        kind: Kind::Size {
+            min: ByteSize::mib(1),
+            max: ByteSize::gib(10),
+        },
+        default: |_| size(ByteSize::mib(256)),
+        online: true,
+    },
+    KnobSpec {
+        name: "coprocessor.region-max-size",
+        kind: Kind::SIZE_ANY,
+        default: |d| size(ByteSize(d.size("coprocessor.region-split-size").0 / 2 * 3)),
+        online: true,
+    },
+    KnobSpec {
+        name: "coprocessor.region-split-keys",
+        kind: INT_POSITIVE,
+        default: |d| int((d.size("coprocessor.region-split-size").0 >> 20).max(1) as i64 * 10_000),
+        online: true,
+    },
+    KnobSpec {
+        name: "coprocessor.region-max-keys",
+        kind: INT_POSITIVE,
+        default: |d| int(d.int("coprocessor.region-split-keys") / 2 * 3),
+        online: true,
+    },
+    KnobSpec {
+        name: "coprocessor.batch-split-limit",
+        kind: INT_POSITIVE,
+        default: |_| int(10),
+        online: true,
+    },
+    KnobSpec {
+        name: "raftstore.region-split-check-diff",
+        kind: Kind::SIZE_ANY,
+        default: |d| size(ByteSize(d.size("coprocessor.region-split-size").0 / 16)),
+        online: true,
+    },
+    KnobSpec {
+        name: "raftstore.split-region-check-tick-interval",
+        kind: DURATION_ANY,
+        default: |_| dur(ReadableDuration::secs(10)),
+        online: true,
+    },
+];
+
+/// Rules that involve more than one knob or the machine's size.
+pub fn check(c: &Config) -> Result<(), ConfigError> {
+    let cpu = c.resources().cpu_cores;
+    let min_threads = c.int("readpool.unified.min-thread-count");
+    let max_threads = c.int("readpool.unified.max-thread-count");
+    let thread_ceiling = ((cpu * 10.0) as i64).max(4);
+    if max_threads < min_threads || max_threads > thread_ceiling {
+        return Err(ConfigError::bad_value(
+            "readpool.unified.max-thread-count",
+            format!(
+                "{max_threads} is out of range [{min_threads} (min-thread-count), {thread_ceiling} (max(4, CPU*10))]"
+            ),
+        ));
+    }
+    let sched = c.int("storage.scheduler-worker-pool-size");
+    let sched_ceiling = (cpu as i64).max(4);
+    if sched > sched_ceiling {
+        return Err(ConfigError::bad_value(
+            "storage.scheduler-worker-pool-size",
+            format!("{sched} is out of range [1, {sched_ceiling} (max(4, CPU))]"),
+        ));
+    }
+    let jobs = c.int("rocksdb.max-background-jobs");
+    let jobs_ceiling = ((cpu * 10.0) as i64).max(2);
+    if jobs > jobs_ceiling {
+        return Err(ConfigError::bad_value(
+            "rocksdb.max-background-jobs",
+            format!("{jobs} is out of range [2, {jobs_ceiling} (CPU*10)]"),
+        ));
+    }
+    let flushes = c.int("rocksdb.max-background-flushes");
+    if flushes >= jobs {
+        return Err(ConfigError::bad_value(
+            "rocksdb.max-background-flushes",
+            format!(
+                "{flushes} leaves no compaction thread: it must be below max-background-jobs ({jobs})"
+            ),
+        ));
+    }
+    for (max, split) in [
+        (
+            "coprocessor.region-max-size",
+            "coprocessor.region-split-size",
+        ),
+        (
+            "coprocessor.region-max-keys",
+            "coprocessor.region-split-keys",
+        ),
+    ] {
+        if order(c.value(max), c.value(split)) {
+            return Err(ConfigError::bad_value(
+                max,
+                format!("must be at least `{split}` ({})", c.value(split)),
+            ));
+        }
+    }
+    for key in [
+        "readpool.storage.use-unified-pool",
+        "readpool.coprocessor.use-unified-pool",
+    ] {
+        if !c.bool(key) {
+            return Err(ConfigError::bad_value(
+                key,
+                "Atoll runs every read on the unified read pool; only true is supported",
+            ));
+        }
+    }
+    if !c.bool("raft-engine.enable") {
+        return Err(ConfigError::bad_value(
+            "raft-engine.enable",
+            "Atoll always keeps Raft logs in raft-engine; only true is supported",
+        ));
+    }
+    if c.bool("raft-engine.enable-log-recycle") && c.int("raft-engine.format-version") < 2 {
+        return Err(ConfigError::bad_value(
+            "raft-engine.enable-log-recycle",
+            "needs raft-engine.format-version = 2",
+        ));
+    }
+    Ok(())
+}
+
+/// `a < b` for two values of the same numeric kind.
+fn order(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Size(a), Value::Size(b)) => a < b,
+        (Value::Int(a), Value::Int(b)) => a < b,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_derived_defaults_never_exceed_the_cores_on_small_machines() {
+        // (cpu, read pool, grpc, scheduler, background jobs)
+        let table = [
+            (0.5, 1, 1, 1, 2),
+            (1.0, 1, 1, 1, 2),
+            (2.0, 2, 1, 2, 2),
+            (4.0, 4, 1, 4, 3),
+            (8.0, 6, 2, 4, 7),
+            (16.0, 12, 8, 8, 9),
+            (32.0, 25, 14, 8, 9),
+        ];
+        for (cpu, read, grpc, sched, jobs) in table {
+            assert_eq!(unified_read_pool_threads(cpu), read, "read pool at {cpu}");
+            assert_eq!(grpc_concurrency(cpu), grpc, "grpc at {cpu}");
+            assert_eq!(scheduler_worker_pool_size(cpu), sched, "scheduler at {cpu}");
+            assert_eq!(max_background_jobs(cpu), jobs, "jobs at {cpu}");
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! The sql node's config-file knobs: KNOBS.md §2 items that TiDB keeps in `tidb.toml`.
+//!
+//! TiDB's file items are static (read at start); the knobs that change at run time are
+//! system variables, listed in `sysvars.rs`. `data-dir` is Atoll's: where the stateless sql
+//! node keeps its log and slow log.
+
+use crate::config::Config;
+use crate::error::ConfigError;
+use crate::spec::*;
+use crate::value::{Kind, Value};
+
+pub static KNOBS: &[KnobSpec] = &[
+    KnobSpec {
+        name: "host",
+        kind: Kind::Text,
+        default: |_| text("0.0.0.0"),
+        online: false,
+    },
+    KnobSpec {
+        name: "port",
+        kind: PORT,
+        default: |_| int(4000),
+        online: false,
+    },
+    KnobSpec {
+        name: "path",
+        kind: Kind::AddressList,
+        default: |_| list(&["127.0.0.1:2379"]),
+        online: false,
+    },
+    KnobSpec {
+        name: "data-dir",
+        kind: Kind::Path,
+        default: |_| text("./atoll-data/sql"),
+        online: false,
+    },
+    KnobSpec {
+        name: "status.status-host",
+        kind: Kind::Text,
+        default: |_| text("0.0.0.0"),
+        online: false,
+    },
+    KnobSpec {
+        name: "status.status-port",
+        kind: PORT,
+        default: |_| int(10080),
+        online: false,
+    },
+    KnobSpec {
+        name: "log.slow-threshold",
+        kind: INT_NON_NEGATIVE,
+        default: |_| int(300),
+        online: false,
+    },
+    KnobSpec {
+        name: "log.slow-query-file",
+        kind: Kind::Path,
+        default: |_| text("tidb-slow.log"),
+        online: false,
+    },
+    KnobSpec {
+        name: "performance.max-procs",
+        kind: Kind::Int { min: 0, max: 1024 },
+        default: |_| int(0),
+        online: false,
+    },
+    KnobSpec {
+        name: "performance.committer-concurrency",
+        kind: Kind::Int {
+            min: 1,
+            max: 10_000,
+        },
+        default: |_| int(128),
+        online: false,
+    },
+    KnobSpec {
+        name: "performance.max-txn-ttl",
+        kind: Kind::Int {
+            min: 1,
+            max: i64::MAX,
+        },
+        default: |_| int(3_600_000),
+        online: false,
+    },
+    KnobSpec {
+        name: "tikv-client.grpc-connection-count",
+        kind: Kind::Int { min: 1, max: 256 },
+        default: |_| int(4),
+        online: false,
+    },
+    KnobSpec {
+        name: "tikv-client.grpc-compression-type",
+        kind: Kind::Enum(&["none", "gzip"]),
+        default: |_| text("none"),
+        online: false,
+    },
+    KnobSpec {
+        name: "tikv-client.copr-cache.capacity-mb",
+        kind: Kind::Float { min: 0.0, max: 1e9 },
+        default: |_| Value::Float(1000.0),
+        online: false,
+    },
+];
+
+pub fn check(c: &Config) -> Result<(), ConfigError> {
+    if c.int("port") == c.int("status.status-port") {
+        return Err(ConfigError::bad_value(
+            "status.status-port",
+            "must differ from `port`",
+        ));
+    }
+    Ok(())
+}
