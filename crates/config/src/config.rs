@@ -195,6 +195,19 @@ impl Config {
         }
     }
 
+    /// `host:port` of the status HTTP server (PD serves it on its client URL, as PD does).
+    pub fn status_address(&self) -> String {
+        match self.role {
+            Role::Kv => self.str("server.status-addr").to_string(),
+            Role::Pd => crate::value::strip_scheme(self.str("client-urls")).to_string(),
+            Role::Sql => format!(
+                "{}:{}",
+                self.str("status.status-host"),
+                self.int("status.status-port")
+            ),
+        }
+    }
+
     /// Nested JSON object, `{"readpool": {"unified": {"max-thread-count": 2}}}`.
     pub fn to_json(&self) -> serde_json::Value {
         let mut root = serde_json::Map::new();

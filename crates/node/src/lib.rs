@@ -1,1 +1,42 @@
-//! placeholder
+//! `node`: the shell every role process runs in, whatever the role does inside it.
+//!
+//! - [`data_dir`]: create, check and lock the data directory (one process per directory).
+//! - [`logging`]: `tracing` to stderr and to `<data-dir>/<role>.log`.
+//! - [`status_server`]: the HTTP status port (`/status`, `/metrics`, `/config`,
+//!   `/debug/pprof/profile`, `/debug/zip`), the same for pd, kv and sql.
+//! - [`metrics`]: process figures and CPU seconds per named thread pool.
+//! - [`profile`], [`thread_stacks`], [`debug_zip`]: what the debug endpoints collect.
+//! - [`lifecycle`]: start-up and shutdown of a role process in that order.
+
+pub mod data_dir;
+pub mod debug_zip;
+pub mod error;
+pub mod lifecycle;
+pub mod logging;
+pub mod metrics;
+pub mod profile;
+pub mod status_server;
+pub mod thread_stacks;
+
+pub use error::NodeError;
+pub use lifecycle::Node;
+
+/// What this binary is, for `/status`, `/debug/zip` and `--version`.
+pub struct BuildInfo {
+    pub version: &'static str,
+    pub git_hash: &'static str,
+}
+
+pub const BUILD: BuildInfo = BuildInfo {
+    version: env!("CARGO_PKG_VERSION"),
+    git_hash: env!("ATOLL_GIT_HASH"),
+};
+
+impl BuildInfo {
+    pub fn text(&self) -> String {
+        format!(
+            "Release Version: {}\nGit Commit Hash: {}\nEdition: Community\n",
+            self.version, self.git_hash
+        )
+    }
+}

@@ -1,0 +1,26 @@
+//! Errors of starting and serving a role process. Each says what failed and where, in one
+//! line, because the binary prints it as the process's last words.
+
+use std::io;
+
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error(transparent)]
+    Config(#[from] config::ConfigError),
+    #[error("data dir {path}: {reason}")]
+    DataDir { path: String, reason: String },
+    #[error("data dir {path} is in use by another process{holder}")]
+    DataDirLocked { path: String, holder: String },
+    #[error("cannot open log file {path}: {source}")]
+    LogFile { path: String, source: io::Error },
+    #[error("cannot listen on {addr} ({what}): {source}")]
+    Bind {
+        addr: String,
+        what: &'static str,
+        source: io::Error,
+    },
+    #[error("cannot start the runtime: {0}")]
+    Runtime(io::Error),
+    #[error("{0}")]
+    Profile(String),
+}

@@ -1,0 +1,106 @@
+//! Start-up and shutdown of a role process, in this order:
+//!
+//! 1. open and lock the data dir (a second process on it stops here);
+//! 2. start logging into it;
+//! 3. bind the status port (a port in use stops here, before anything else listens);
+//! 4. serve until SIGINT or SIGTERM, then stop accepting and return.
+//!
+//! Every failure comes back as a [`NodeError`] that the binary prints as one line.
+
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use config::{Config, ConfigController, Role};
+use prometheus::Registry;
+
+use crate::data_dir::DataDir;
+use crate::error::NodeError;
+use crate::status_server::{self, StatusState};
+use crate::{BUILD, logging, metrics};
+
+pub struct Node {
+    pub role: Role,
+    pub data_dir: DataDir,
+    pub controller: Arc<ConfigController>,
+    pub registry: Registry,
+    status_listener: std::net::TcpListener,
+    status_addr: String,
+}
+
+impl Node {
+    pub fn start(config: Config) -> Result<Node, NodeError> {
+        let role = config.role();
+        let data_dir = DataDir::open(Path::new(config.str(role.data_dir_knob())))?;
+        logging::init(role.name(), data_dir.path())?;
+        let status_addr = config.status_address();
+        let status_listener = status_server::bind(&status_addr)?;
+        tracing::info!(
+            role = role.name(),
+            version = BUILD.version,
+            git_hash = BUILD.git_hash,
+            cpu_cores = config.resources().cpu_cores,
+            memory_bytes = config.resources().memory_bytes,
+            data_dir = %data_dir.path().display(),
+            status_addr = %status_addr,
+            "starting"
+        );
+        Ok(Node {
+            role,
+            data_dir,
+            controller: ConfigController::new(config),
+            registry: metrics::new_registry(),
+            status_listener,
+            status_addr,
+        })
+    }
+
+    pub fn status_addr(&self) -> &str {
+        &self.status_addr
+    }
+
+    /// Serves the status port until SIGINT or SIGTERM. `serving` says, for `/status` and the
+    /// log, what else this process offers.
+    pub fn run_until_signal(self, serving: &str) -> Result<(), NodeError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name_fn(|| {
+                static NEXT: std::sync::atomic::AtomicUsize =
+                    std::sync::atomic::AtomicUsize::new(0);
+                format!(
+                    "status-{}",
+                    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                )
+            })
+            .enable_all()
+            .build()
+            .map_err(NodeError::Runtime)?;
+        let state = Arc::new(StatusState {
+            role: self.role,
+            controller: self.controller.clone(),
+            registry: self.registry.clone(),
+            started: SystemTime::now(),
+            serving: serving.to_string(),
+        });
+        tracing::info!(status_addr = %self.status_addr, serving, "ready");
+        let result = runtime.block_on(async {
+            status_server::serve(self.status_listener, state, shutdown_signal()).await
+        });
+        tracing::info!(role = self.role.name(), "stopped");
+        result.map_err(NodeError::Runtime)
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
+    async {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler installs");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        tracing::info!("signal received, shutting down");
+    }
+}

@@ -1,0 +1,189 @@
+//! Metrics every role exports: process CPU and memory (Prometheus' standard `process_*`
+//! family) and `atoll_thread_cpu_seconds_total{name, tid}`, the CPU each thread used, read
+//! from `/proc/self/task/<tid>/stat` at scrape time.
+//!
+//! `name` is the thread's name with a trailing `-<n>` index removed, so every thread of a pool
+//! (`grpc-0`, `grpc-1`) shares one name; a dashboard sums by `name` to draw "gRPC poll CPU",
+//! "Scheduler worker CPU" or "Unified read pool CPU" (KNOBS.md §5). Pools must therefore
+//! name their threads `<pool>-<index>`.
+
+use prometheus::core::{Collector, Desc};
+use prometheus::proto::MetricFamily;
+use prometheus::{Encoder, Opts, Registry, TextEncoder};
+
+/// A registry with the process and thread collectors already in it.
+pub fn new_registry() -> Registry {
+    let registry = Registry::new();
+    let process = prometheus::process_collector::ProcessCollector::for_self();
+    registry
+        .register(Box::new(process))
+        .expect("process collector registers once");
+    registry
+        .register(Box::new(ThreadCpuCollector::new()))
+        .expect("thread collector registers once");
+    registry
+}
+
+/// Prometheus text exposition of everything in `registry`.
+pub fn render(registry: &Registry) -> String {
+    let mut out = Vec::new();
+    TextEncoder::new()
+        .encode(&registry.gather(), &mut out)
+        .expect("encoding to a Vec cannot fail");
+    String::from_utf8(out).expect("Prometheus text is UTF-8")
+}
+
+/// One thread as `/proc/self/task/<tid>/stat` describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadStat {
+    pub tid: u32,
+    pub name: String,
+    /// `R`, `S`, `D`, ... as the kernel reports it.
+    pub state: char,
+    pub cpu_seconds: f64,
+}
+
+/// Every thread of this process, in tid order.
+pub fn threads() -> Vec<ThreadStat> {
+    // SAFETY: sysconf has no preconditions.
+    let ticks_per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut out: Vec<ThreadStat> = dir
+        .flatten()
+        .filter_map(|entry| {
+            let tid = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            parse_stat(tid, &stat, ticks_per_sec)
+        })
+        .collect();
+    out.sort_by_key(|t| t.tid);
+    out
+}
+
+/// Parses one `stat` line: `tid (comm) state ... utime stime ...` (fields 14 and 15).
+pub fn parse_stat(tid: u32, stat: &str, ticks_per_sec: f64) -> Option<ThreadStat> {
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let name = stat.get(open + 1..close)?.to_string();
+    let rest: Vec<&str> = stat.get(close + 1..)?.split_whitespace().collect();
+    let state = rest.first()?.chars().next()?;
+    // `rest[0]` is field 3 (state), so field N is rest[N - 3].
+    let utime: f64 = rest.get(11)?.parse().ok()?;
+    let stime: f64 = rest.get(12)?.parse().ok()?;
+    Some(ThreadStat {
+        tid,
+        name,
+        state,
+        cpu_seconds: (utime + stime) / ticks_per_sec,
+    })
+}
+
+/// `grpc-3` → `grpc`; names without an index stay as they are.
+pub fn pool_name(thread_name: &str) -> &str {
+    match thread_name.rsplit_once('-') {
+        Some((pool, index))
+            if !pool.is_empty()
+                && index.chars().all(|c| c.is_ascii_digit())
+                && !index.is_empty() =>
+        {
+            pool
+        }
+        _ => thread_name,
+    }
+}
+
+struct ThreadCpuCollector {
+    desc: Desc,
+}
+
+impl ThreadCpuCollector {
+    fn new() -> ThreadCpuCollector {
+        let opts = Opts::new(
+            "atoll_thread_cpu_seconds_total",
+            "CPU seconds used by each thread, by pool name",
+        );
+        let desc = Desc::new(
+            opts.fq_name(),
+            opts.help.clone(),
+            vec!["name".into(), "tid".into()],
+            Default::default(),
+        )
+        .expect("valid metric description");
+        ThreadCpuCollector { desc }
+    }
+}
+
+impl Collector for ThreadCpuCollector {
+    fn desc(&self) -> Vec<&Desc> {
+        vec![&self.desc]
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        let counters = prometheus::CounterVec::new(
+            Opts::new(
+                "atoll_thread_cpu_seconds_total",
+                "CPU seconds used by each thread, by pool name",
+            ),
+            &["name", "tid"],
+        )
+        .expect("valid metric");
+        for t in threads() {
+            counters
+                .with_label_values(&[pool_name(&t.name), &t.tid.to_string()])
+                .inc_by(t.cpu_seconds);
+        }
+        counters.collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_with_spaces_and_parens_in_the_name_parse() {
+        let line = "4242 (grpc (x) 1) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 1 0";
+        let t = parse_stat(4242, line, 100.0).unwrap();
+        assert_eq!(t.name, "grpc (x) 1");
+        assert_eq!(t.state, 'S');
+        assert_eq!(t.cpu_seconds, 3.0);
+        assert_eq!(parse_stat(1, "garbage", 100.0), None);
+    }
+
+    #[test]
+    fn pool_names_drop_the_thread_index() {
+        assert_eq!(pool_name("grpc-3"), "grpc");
+        assert_eq!(pool_name("unified-read-12"), "unified-read");
+        assert_eq!(pool_name("status"), "status");
+        assert_eq!(pool_name("raft-engine"), "raft-engine");
+        assert_eq!(pool_name("-1"), "-1");
+    }
+
+    #[test]
+    fn a_busy_named_thread_shows_up_with_its_cpu() {
+        let spin = std::thread::Builder::new()
+            .name("spintest-0".into())
+            .spawn(|| {
+                let start = std::time::Instant::now();
+                let mut x = 0u64;
+                while start.elapsed() < std::time::Duration::from_millis(300) {
+                    x = x.wrapping_add(std::hint::black_box(1));
+                }
+                x
+            })
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        let text = render(&new_registry());
+        spin.join().unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("atoll_thread_cpu_seconds_total{name=\"spintest\""))
+            .unwrap_or_else(|| panic!("no spintest thread in\n{text}"));
+        let seconds: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(seconds > 0.0, "{line}");
+        assert!(text.contains("process_cpu_seconds_total"));
+        assert!(text.contains("process_resident_memory_bytes"));
+    }
+}
