@@ -1,1 +1,72 @@
-fn main() {}
+//! `atoll`: the one binary. Parses arguments and dispatches; each subcommand lives in its
+//! own module ([`role`] for pd/kv/sql, [`playground`], [`ctl`]). Every failure ends the
+//! process with one line on stderr and a non-zero exit code.
+
+mod ctl;
+mod playground;
+mod role;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "atoll", version = node::BUILD.version, about = "Atoll: a distributed, MySQL-compatible SQL database")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a placement driver (timestamp oracle, cluster and region metadata).
+    Pd(role::PdArgs),
+    /// Run a transactional KV node.
+    Kv(role::KvArgs),
+    /// Run a stateless SQL node (MySQL protocol).
+    Sql(role::SqlArgs),
+    /// Start a whole cluster on this machine as child processes.
+    Playground(playground::PlaygroundArgs),
+    /// Admin client: show and change configuration online.
+    Ctl(ctl::CtlArgs),
+    /// Built-in workloads and the thread-pool benchmark (not built yet).
+    Bench {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        rest: Vec<String>,
+    },
+    /// Collect profiles and system figures and name the bottleneck (not built yet).
+    Diag {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        rest: Vec<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let (name, result) = match cli.command {
+        Command::Pd(args) => ("pd", role::run_pd(args)),
+        Command::Kv(args) => ("kv", role::run_kv(args)),
+        Command::Sql(args) => ("sql", role::run_sql(args)),
+        Command::Playground(args) => ("playground", playground::run(args)),
+        Command::Ctl(args) => ("ctl", ctl::run(args)),
+        Command::Bench { .. } => (
+            "bench",
+            Err(anyhow::anyhow!(
+                "not built yet: the pool and kv benchmarks come with issues #3 and #5"
+            )),
+        ),
+        Command::Diag { .. } => (
+            "diag",
+            Err(anyhow::anyhow!(
+                "not built yet: the diagnosis command has no issue yet"
+            )),
+        ),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("atoll {name}: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -98,7 +98,7 @@ impl fmt::Display for ByteSize {
         }
         let (name, unit) = SIZE_UNITS
             .iter()
-            .find(|(_, unit)| self.0 % unit == 0)
+            .find(|(_, unit)| self.0.is_multiple_of(*unit))
             .expect("B divides everything");
         write!(f, "{}{}", self.0 / unit, name)
     }
@@ -187,7 +187,7 @@ impl fmt::Display for ReadableDuration {
         }
         // Largest units first, e.g. 90s prints as 1m30s; below a second, one unit only.
         for (name, unit) in DURATION_UNITS {
-            if ns >= unit && (unit >= 1_000_000_000 || ns % unit == 0) {
+            if ns >= unit && (unit >= 1_000_000_000 || ns.is_multiple_of(unit)) {
                 write!(f, "{}{}", ns / unit, name)?;
                 ns %= unit;
                 if ns == 0 {

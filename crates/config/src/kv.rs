@@ -391,7 +391,8 @@ pub static KNOBS: &[KnobSpec] = &[
     KnobSpec {
         name: "raft-engine.memory-limit",
         kind: Kind::SIZE_ANY,
-        default: |d| size(ByteSize(d.memory() / 100 * 15)),
+        // 15 % of memory, rounded down to whole MiB so it prints readably.
+        default: |d| size(ByteSize((d.memory() / 100 * 15) >> 20 << 20)),
         online: false,
     },
     KnobSpec {

@@ -39,12 +39,23 @@ pub fn parse_toml(
 ) -> Result<BTreeMap<&'static str, UserValue>, ConfigError> {
     let table = DeTable::parse(text).map_err(|e| ConfigError::Syntax {
         path: file.unwrap_or("config").to_string(),
-        message: e.to_string().trim_end().replace('\n', " "),
+        message: one_line(&e.to_string()),
     })?;
     let mut out = BTreeMap::new();
     let ctx = Ctx { role, text, file };
     ctx.walk("", table.get_ref(), &mut out)?;
     Ok(out)
+}
+
+/// toml's error is a multi-line report (position, the source line, a caret, the reason);
+/// keep the position and the reason.
+fn one_line(report: &str) -> String {
+    let mut lines = report.lines().map(str::trim).filter(|l| !l.is_empty());
+    let position = lines.next().unwrap_or("TOML parse error");
+    match lines.rfind(|l| !l.contains('|')) {
+        Some(reason) => format!("{position}: {reason}"),
+        None => position.to_string(),
+    }
 }
 
 struct Ctx<'a> {
@@ -238,7 +249,10 @@ compression-per-level = ["zstd", "zstd", "zstd", "zstd", "zstd", "zstd", "zstd"]
         let e = parse_toml(Role::Kv, "[gc\n", Some("kv.toml"))
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("kv.toml: TOML parse error at line 1"), "{e}");
+        assert_eq!(
+            e,
+            "kv.toml: TOML parse error at line 1, column 4: unclosed table, expected `]`"
+        );
     }
 
     #[test]

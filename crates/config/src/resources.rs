@@ -167,37 +167,27 @@ fn read_trimmed(path: &Path) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
-fn min_option(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
+/// `quota / period` when both are positive: a limit of that many cores.
+fn cores(quota: f64, period: f64) -> Option<f64> {
+    (quota > 0.0 && period > 0.0).then_some(quota / period)
 }
 
 fn cgroup_cpu_quota(src: &Sources<'_>) -> Option<f64> {
-    let mut quota = None;
-    for dir in cgroup_dirs(src, Some("cpu")) {
-        let q = read_trimmed(&dir.join("cpu.cfs_quota_us")).and_then(|s| s.parse::<i64>().ok());
-        let p = read_trimmed(&dir.join("cpu.cfs_period_us")).and_then(|s| s.parse::<i64>().ok());
-        if let (Some(q), Some(p)) = (q, p) {
-            if q > 0 && p > 0 {
-                quota = min_option(quota, Some(q as f64 / p as f64));
-            }
-        }
-    }
-    for dir in cgroup_dirs(src, None) {
-        if let Some(line) = read_trimmed(&dir.join("cpu.max")) {
-            let mut parts = line.split_whitespace();
-            if let (Some(q), Some(p)) = (parts.next(), parts.next()) {
-                if let (Ok(q), Ok(p)) = (q.parse::<f64>(), p.parse::<f64>()) {
-                    if q > 0.0 && p > 0.0 {
-                        quota = min_option(quota, Some(q / p));
-                    }
-                }
-            }
-        }
-    }
-    quota
+    let number = |path: PathBuf| read_trimmed(&path)?.parse::<f64>().ok();
+    let v1 = cgroup_dirs(src, Some("cpu")).into_iter().filter_map(|dir| {
+        // v1 writes -1 for "no quota", which `cores` rejects.
+        cores(
+            number(dir.join("cpu.cfs_quota_us"))?,
+            number(dir.join("cpu.cfs_period_us"))?,
+        )
+    });
+    let v2 = cgroup_dirs(src, None).into_iter().filter_map(|dir| {
+        // v2 writes "max 100000" for "no quota"; "max" does not parse as a number.
+        let line = read_trimmed(&dir.join("cpu.max"))?;
+        let (quota, period) = line.split_once(' ')?;
+        cores(quota.parse().ok()?, period.trim().parse().ok()?)
+    });
+    v1.chain(v2).reduce(f64::min)
 }
 
 fn cgroup_memory_limit(src: &Sources<'_>) -> Option<u64> {

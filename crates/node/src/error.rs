@@ -11,13 +11,13 @@ pub enum NodeError {
     DataDir { path: String, reason: String },
     #[error("data dir {path} is in use by another process{holder}")]
     DataDirLocked { path: String, holder: String },
-    #[error("cannot open log file {path}: {source}")]
-    LogFile { path: String, source: io::Error },
-    #[error("cannot listen on {addr} ({what}): {source}")]
+    #[error("cannot open log file {path}: {error}")]
+    LogFile { path: String, error: io::Error },
+    #[error("cannot listen on {addr} ({what}): {error}")]
     Bind {
         addr: String,
         what: &'static str,
-        source: io::Error,
+        error: io::Error,
     },
     #[error("cannot start the runtime: {0}")]
     Runtime(io::Error),

@@ -92,13 +92,16 @@ impl Node {
     }
 }
 
-/// Resolves on SIGINT or SIGTERM.
+/// Resolves on SIGINT or SIGTERM. The handlers are installed when this is called (inside a
+/// tokio runtime), not when the future is first polled, so a signal that arrives between
+/// the call and the first poll is not lost to the default action.
 pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
-    async {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler installs");
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler installs");
+    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler installs");
+    async move {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
+            _ = int.recv() => {}
             _ = term.recv() => {}
         }
         tracing::info!("signal received, shutting down");

@@ -2,6 +2,7 @@
 //! (appended, so a restart keeps the history). `RUST_LOG` filters as usual; default `info`.
 
 use std::fs::OpenOptions;
+use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -18,14 +19,18 @@ pub fn init(role: &str, data_dir: &Path) -> Result<(), NodeError> {
         .create(true)
         .append(true)
         .open(&path)
-        .map_err(|source| NodeError::LogFile {
+        .map_err(|error| NodeError::LogFile {
             path: path.display().to_string(),
-            source,
+            error,
         })?;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let _ = tracing_subscriber::registry()
         .with(filter)
-        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(std::io::stderr().is_terminal())
+                .with_writer(std::io::stderr),
+        )
         .with(
             tracing_subscriber::fmt::layer()
                 .with_ansi(false)

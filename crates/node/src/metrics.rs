@@ -163,27 +163,41 @@ mod tests {
 
     #[test]
     fn a_busy_named_thread_shows_up_with_its_cpu() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::time::{Duration, Instant};
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let spin_stop = stop.clone();
         let spin = std::thread::Builder::new()
             .name("spintest-0".into())
-            .spawn(|| {
-                let start = std::time::Instant::now();
+            .spawn(move || {
                 let mut x = 0u64;
-                while start.elapsed() < std::time::Duration::from_millis(300) {
+                while !spin_stop.load(Ordering::Relaxed) {
                     x = x.wrapping_add(std::hint::black_box(1));
                 }
                 x
             })
             .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(250));
-        let text = render(&new_registry());
+        // Bounded wait, not a timing assertion: the busy thread's CPU must become visible.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let text = render(&new_registry());
+            assert!(text.contains("process_cpu_seconds_total"));
+            assert!(text.contains("process_resident_memory_bytes"));
+            // The thread names itself once it runs, so the first scrapes may not show it yet.
+            let seconds = text
+                .lines()
+                .find(|l| l.starts_with("atoll_thread_cpu_seconds_total{name=\"spintest\""))
+                .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
+            match seconds {
+                Some(s) if s > 0.0 => break,
+                _ if Instant::now() > deadline => panic!("no busy spintest thread in\n{text}"),
+                _ => {}
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        stop.store(true, Ordering::Relaxed);
         spin.join().unwrap();
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("atoll_thread_cpu_seconds_total{name=\"spintest\""))
-            .unwrap_or_else(|| panic!("no spintest thread in\n{text}"));
-        let seconds: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
-        assert!(seconds > 0.0, "{line}");
-        assert!(text.contains("process_cpu_seconds_total"));
-        assert!(text.contains("process_resident_memory_bytes"));
     }
 }

@@ -19,6 +19,13 @@ pub enum ProfileFormat {
 
 static PROFILER: Mutex<()> = Mutex::new(());
 
+const IDLE_SVG: &str = concat!(
+    r#"<?xml version="1.0" standalone="no"?>"#,
+    r#"<svg version="1.1" width="600" height="60" xmlns="http://www.w3.org/2000/svg">"#,
+    r#"<text x="10" y="35" font-family="Verdana" font-size="17">No samples: the process used no CPU while it was profiled.</text>"#,
+    "</svg>\n"
+);
+
 /// Samples the whole process for `seconds` at `frequency_hz` and encodes the result.
 /// Blocks the calling thread for the duration: call it from a blocking task.
 pub fn cpu_profile(
@@ -61,9 +68,15 @@ pub fn cpu_profile(
                 .encode(&mut out)
                 .map_err(|e| NodeError::Profile(format!("cannot encode the profile: {e}")))?;
         }
-        ProfileFormat::FlameGraph => report
-            .flamegraph(&mut out)
-            .map_err(|e| NodeError::Profile(format!("cannot draw the flame graph: {e}")))?,
+        ProfileFormat::FlameGraph => {
+            report
+                .flamegraph(&mut out)
+                .map_err(|e| NodeError::Profile(format!("cannot draw the flame graph: {e}")))?;
+            if out.is_empty() {
+                // inferno draws nothing without samples; say so in a picture rather than send an empty body.
+                out = IDLE_SVG.as_bytes().to_vec();
+            }
+        }
     }
     Ok(out)
 }

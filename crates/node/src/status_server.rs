@@ -55,10 +55,10 @@ pub fn router(state: Arc<StatusState>) -> Router {
 
 /// Binds the status port now, so a port in use stops start-up with a clear error.
 pub fn bind(addr: &str) -> Result<std::net::TcpListener, NodeError> {
-    let bind_error = |source| NodeError::Bind {
+    let bind_error = |error| NodeError::Bind {
         addr: addr.to_string(),
         what: "status port",
-        source,
+        error,
     };
     let listener = std::net::TcpListener::bind(addr).map_err(bind_error)?;
     listener.set_nonblocking(true).map_err(bind_error)?;

@@ -1,0 +1,267 @@
+//! `atoll playground`: a whole cluster on this machine, like `tiup playground`.
+//!
+//! Starts one pd, `--kv N` kv and `--sql M` sql nodes as child processes of this binary,
+//! each with its own data dir (`<data-dir>/pd`, `kv-0`, `sql-0`, ...), log and ports
+//! (TiDB's defaults plus `--port-offset`, and plus the node's index). Each child gets an
+//! equal share of this process's CPU and memory (`ATOLL_CPU_CORES`, `ATOLL_MEMORY_LIMIT`),
+//! so its defaults fit the machine. It waits until every child answers on its status port,
+//! prints how to reach them, and on Ctrl-C or SIGTERM stops them all (SIGTERM, then SIGKILL
+//! after `PLAYGROUND_STOP_WAIT_MS`). A child that dies takes the playground down with it.
+//! Children get SIGTERM from the kernel if the playground itself is killed.
+
+use std::future::Future;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use base::limits::{PLAYGROUND_READY_WAIT_MS, PLAYGROUND_STOP_WAIT_MS};
+use clap::Args;
+
+use crate::role::resources_from_env;
+
+#[derive(Args)]
+pub struct PlaygroundArgs {
+    /// Number of kv nodes.
+    #[arg(long, default_value_t = 1)]
+    kv: u16,
+    /// Number of sql nodes (0 allowed).
+    #[arg(long, default_value_t = 1)]
+    sql: u16,
+    /// Where every node keeps its data and logs; a second start finds them again.
+    #[arg(long, default_value = "atoll-playground")]
+    data_dir: PathBuf,
+    /// Added to every default port (2379, 20160, 20180, 4000, 10080), to run two playgrounds.
+    #[arg(long, default_value_t = 0)]
+    port_offset: u16,
+}
+
+struct Member {
+    name: String,
+    status_addr: String,
+    /// Where clients connect, for the summary.
+    serves: String,
+    child: Child,
+    stderr_path: PathBuf,
+}
+
+pub fn run(args: PlaygroundArgs) -> anyhow::Result<()> {
+    let exe = std::env::current_exe().context("cannot find the atoll binary")?;
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("cannot create data dir {}", args.data_dir.display()))?;
+    let port = |base: u16, index: u16| -> anyhow::Result<u16> {
+        base.checked_add(args.port_offset)
+            .and_then(|p| p.checked_add(index))
+            .context("--port-offset puts a port above 65535")
+    };
+    let members_total = 1 + u32::from(args.kv) + u32::from(args.sql);
+    let resources = resources_from_env()?;
+    let cpu_share = resources.cpu_cores / f64::from(members_total);
+    let memory_share = resources.memory_bytes / u64::from(members_total);
+
+    let pd_addr = format!("127.0.0.1:{}", port(2379, 0)?);
+    let mut plan: Vec<(String, Vec<String>, String, String)> = vec![(
+        "pd".into(),
+        vec![
+            "pd".into(),
+            format!("--client-urls=http://{pd_addr}"),
+            format!("--peer-urls=http://127.0.0.1:{}", port(2380, 0)?),
+        ],
+        pd_addr.clone(),
+        format!("pd at {pd_addr}"),
+    )];
+    for i in 0..args.kv {
+        let addr = format!("127.0.0.1:{}", port(20160, i)?);
+        let status = format!("127.0.0.1:{}", port(20180, i)?);
+        plan.push((
+            format!("kv-{i}"),
+            vec![
+                "kv".into(),
+                format!("--addr={addr}"),
+                format!("--status-addr={status}"),
+                format!("--pd={pd_addr}"),
+            ],
+            status.clone(),
+            format!("kv at {addr} (status {status})"),
+        ));
+    }
+    for i in 0..args.sql {
+        let (mysql, status) = (port(4000, i)?, port(10080, i)?);
+        plan.push((
+            format!("sql-{i}"),
+            vec!["sql".into(), "--host=127.0.0.1".into(), format!("-P{mysql}"), format!("--status={status}"), format!("--path={pd_addr}")],
+            format!("127.0.0.1:{status}"),
+            format!("sql at 127.0.0.1:{mysql} (status 127.0.0.1:{status}): mysql --host 127.0.0.1 --port {mysql} -u root"),
+        ));
+    }
+
+    // Signals are caught from here on, so Ctrl-C during start-up still stops the children.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let signal = {
+        let _context = runtime.enter();
+        node::lifecycle::shutdown_signal()
+    };
+    let mut members = Vec::new();
+    for (name, role_args, status_addr, serves) in plan {
+        match spawn(
+            &exe,
+            &args.data_dir,
+            &name,
+            role_args,
+            cpu_share,
+            memory_share,
+        ) {
+            Ok((child, stderr_path)) => members.push(Member {
+                name,
+                status_addr,
+                serves,
+                child,
+                stderr_path,
+            }),
+            Err(e) => {
+                stop_all(&mut members);
+                return Err(e);
+            }
+        }
+    }
+    if let Err(e) = wait_ready(&mut members) {
+        stop_all(&mut members);
+        return Err(e);
+    }
+    println!(
+        "Atoll playground is up ({:.2} CPU and {} MiB per node); data in {}",
+        cpu_share,
+        memory_share >> 20,
+        args.data_dir.display()
+    );
+    for m in &members {
+        println!("  {}", m.serves);
+    }
+    println!("Press Ctrl-C to stop.");
+    let outcome = runtime.block_on(watch(&mut members, signal));
+    stop_all(&mut members);
+    outcome
+}
+
+fn spawn(
+    exe: &Path,
+    data_dir: &Path,
+    name: &str,
+    mut role_args: Vec<String>,
+    cpu_share: f64,
+    memory_share: u64,
+) -> anyhow::Result<(Child, PathBuf)> {
+    let dir = data_dir.join(name);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let stderr_path = dir.join("stderr.log");
+    let stderr = std::fs::File::create(&stderr_path)
+        .with_context(|| format!("cannot create {}", stderr_path.display()))?;
+    role_args.push(format!("--data-dir={}", dir.display()));
+    let mut command = Command::new(exe);
+    command
+        .args(&role_args)
+        .env("ATOLL_CPU_CORES", format!("{cpu_share:.3}"))
+        .env("ATOLL_MEMORY_LIMIT", memory_share.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr);
+    // SAFETY: prctl is async-signal-safe; it only asks the kernel to signal the child if we die.
+    unsafe {
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    let child = command
+        .spawn()
+        .with_context(|| format!("cannot start {name}"))?;
+    Ok((child, stderr_path))
+}
+
+/// The child's last line on stderr, which says why it stopped.
+fn last_words(m: &Member) -> String {
+    let text = std::fs::read_to_string(&m.stderr_path).unwrap_or_default();
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("(no output)");
+    format!(
+        "{} exited: {line} (see {})",
+        m.name,
+        m.stderr_path.display()
+    )
+}
+
+fn wait_ready(members: &mut [Member]) -> anyhow::Result<()> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(2)))
+        .build()
+        .into();
+    let deadline = Instant::now() + Duration::from_millis(PLAYGROUND_READY_WAIT_MS);
+    for m in members.iter_mut() {
+        loop {
+            if m.child.try_wait()?.is_some() {
+                bail!("{}", last_words(m));
+            }
+            if agent
+                .get(format!("http://{}/status", m.status_addr))
+                .call()
+                .is_ok()
+            {
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "{} did not answer on {} within {} ms",
+                    m.name,
+                    m.status_addr,
+                    PLAYGROUND_READY_WAIT_MS
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    Ok(())
+}
+
+/// Waits for Ctrl-C / SIGTERM, or for a child to die.
+async fn watch(members: &mut [Member], signal: impl Future<Output = ()>) -> anyhow::Result<()> {
+    tokio::pin!(signal);
+    loop {
+        tokio::select! {
+            _ = &mut signal => return Ok(()),
+            _ = tokio::time::sleep(Duration::from_millis(200)) => {
+                for m in members.iter_mut() {
+                    if m.child.try_wait()?.is_some() {
+                        bail!("{}", last_words(m));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn stop_all(members: &mut [Member]) {
+    // Stop in reverse start order: sql, then kv, then pd.
+    for m in members.iter().rev() {
+        // SAFETY: signalling our own child by pid.
+        unsafe {
+            libc::kill(m.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+    }
+    let deadline = Instant::now() + Duration::from_millis(PLAYGROUND_STOP_WAIT_MS);
+    for m in members.iter_mut().rev() {
+        while matches!(m.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if matches!(m.child.try_wait(), Ok(None)) {
+            eprintln!("{} did not stop in time; killing it", m.name);
+            let _ = m.child.kill();
+            let _ = m.child.wait();
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! Helpers for tests that run the real `atoll` binary and talk to it over HTTP.
+
+#![allow(dead_code)]
+
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn atoll() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_atoll"));
+    c.env_remove("ATOLL_CPU_CORES")
+        .env_remove("ATOLL_MEMORY_LIMIT");
+    c
+}
+
+/// Runs `atoll ARGS` to completion.
+pub fn run(args: &[&str]) -> Output {
+    atoll()
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("atoll runs")
+}
+
+/// A port nothing listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into()
+}
+
+/// (status code, body) of a GET.
+pub fn get(url: &str) -> (u16, Vec<u8>) {
+    let mut r = agent().get(url).call().expect("request is answered");
+    let body = r
+        .body_mut()
+        .with_config()
+        .limit(256 << 20)
+        .read_to_vec()
+        .unwrap();
+    (r.status().as_u16(), body)
+}
+
+pub fn get_with_header(url: &str, name: &str, value: &str) -> (u16, Vec<u8>) {
+    let mut r = agent()
+        .get(url)
+        .header(name, value)
+        .call()
+        .expect("request is answered");
+    let body = r
+        .body_mut()
+        .with_config()
+        .limit(256 << 20)
+        .read_to_vec()
+        .unwrap();
+    (r.status().as_u16(), body)
+}
+
+pub fn post_json(url: &str, body: &str) -> (u16, serde_json::Value) {
+    let mut r = agent()
+        .post(url)
+        .header("Content-Type", "application/json")
+        .send(body)
+        .expect("request is answered");
+    let text = r.body_mut().read_to_string().unwrap();
+    (
+        r.status().as_u16(),
+        serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)),
+    )
+}
+
+/// A child process that is killed when the test ends, pass or fail.
+pub struct Running(pub Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Running {
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.0.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "process did not stop after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Waits until `GET http://addr/status` answers 200; panics if the child exits first.
+pub fn wait_ready(child: &mut Running, addr: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let quick: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(2)))
+        .build()
+        .into();
+    loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            panic!("process exited with {status} before it was ready");
+        }
+        if quick.get(format!("http://{addr}/status")).call().is_ok() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{addr} not ready in 60 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Starts `atoll kv` on free ports in `data_dir`, waits until it is ready.
+pub fn start_kv(data_dir: &std::path::Path) -> (Running, String) {
+    let status = format!("127.0.0.1:{}", free_port());
+    let addr = format!("127.0.0.1:{}", free_port());
+    let child = atoll()
+        .args([
+            "kv",
+            "--addr",
+            &addr,
+            "--status-addr",
+            &status,
+            "--data-dir",
+        ])
+        .arg(data_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut running = Running(child);
+    wait_ready(&mut running, &status);
+    (running, status)
+}

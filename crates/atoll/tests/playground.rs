@@ -1,0 +1,89 @@
+//! `atoll playground` starts pd, kv and sql as child processes, reports them ready, stops
+//! them all on SIGTERM, and finds its data dir again on a second start.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn port_offset() -> u16 {
+    // Spread concurrent runs; every port stays below 65535 (largest default: 20180).
+    20_000 + (std::process::id() % 20_000) as u16
+}
+
+fn start(data_dir: &std::path::Path, offset: u16) -> (Running, Vec<String>) {
+    let mut child = atoll()
+        .args([
+            "playground",
+            "--kv",
+            "1",
+            "--sql",
+            "1",
+            "--port-offset",
+            &offset.to_string(),
+            "--data-dir",
+        ])
+        .arg(data_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let running = Running(child);
+    let mut lines = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap();
+        let done = line.starts_with("Press Ctrl-C");
+        lines.push(line);
+        if done {
+            return (running, lines);
+        }
+    }
+    panic!("playground ended before it was up: {lines:?}");
+}
+
+fn port_free(port: u16) -> bool {
+    std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
+}
+
+#[test]
+fn playground_starts_reports_and_stops_the_whole_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let offset = port_offset();
+    let (playground, lines) = start(dir.path(), offset);
+    let text = lines.join("\n");
+    assert!(
+        text.contains(&format!("mysql --host 127.0.0.1 --port {}", 4000 + offset)),
+        "{text}"
+    );
+    for (port, role) in [(2379, "pd"), (20180, "kv"), (10080, "sql")] {
+        let (code, body) = get(&format!("http://127.0.0.1:{}/status", port + offset));
+        assert_eq!(code, 200);
+        let status: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(status["role"], role);
+    }
+    for member in ["pd", "kv-0", "sql-0"] {
+        assert!(
+            dir.path().join(member).join("LOCK").exists(),
+            "{member} has no data dir"
+        );
+    }
+    assert!(playground.terminate().success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !(port_free(2379 + offset) && port_free(20180 + offset) && port_free(10080 + offset)) {
+        assert!(
+            Instant::now() < deadline,
+            "children still hold their ports after the playground stopped"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The log of the first run is still there after a second start on the same dir.
+    let (again, _) = start(dir.path(), offset);
+    let log = std::fs::read_to_string(dir.path().join("kv-0").join("kv.log")).unwrap();
+    assert_eq!(log.matches(" ready ").count(), 2, "{log}");
+    assert!(again.terminate().success());
+}
