@@ -40,14 +40,7 @@ pub fn agent() -> ureq::Agent {
 
 /// (status code, body) of a GET.
 pub fn get(url: &str) -> (u16, Vec<u8>) {
-    let mut r = agent().get(url).call().expect("request is answered");
-    let body = r
-        .body_mut()
-        .with_config()
-        .limit(256 << 20)
-        .read_to_vec()
-        .unwrap();
-    (r.status().as_u16(), body)
+    get_with_header(url, "Accept", "*/*")
 }
 
 pub fn get_with_header(url: &str, name: &str, value: &str) -> (u16, Vec<u8>) {
