@@ -1,0 +1,344 @@
+//! The pool's behaviour through its public API: levels, groups, the share, priorities, the
+//! busy limit, resize, shutdown and panics. Assertions are about where work ran and what
+//! callers saw, never about how long it took.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use pool::{
+    JoinError, PoolConfig, Priority, ReadPool, ShutdownMode, SpawnError, TaskOptions, yield_now,
+};
+
+fn pool(threads: usize, f: impl FnOnce(&mut PoolConfig)) -> ReadPool {
+    let mut c = PoolConfig {
+        name: "test-pool".into(),
+        max_threads: threads,
+        thread_ceiling: 8,
+        ..PoolConfig::default()
+    };
+    f(&mut c);
+    ReadPool::new(c)
+}
+
+fn spin(d: Duration) {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        std::hint::spin_loop();
+    }
+}
+
+/// A scan of `slices` batches of `batch` CPU, yielding between batches.
+async fn scan(slices: usize, batch: Duration) {
+    for _ in 0..slices {
+        spin(batch);
+        yield_now().await;
+    }
+}
+
+#[test]
+fn a_long_task_sinks_through_the_levels() {
+    let p = pool(1, |c| {
+        c.level_thresholds = [Duration::from_millis(5), Duration::from_millis(40)]
+    });
+    p.spawn(TaskOptions::group(1), scan(80, Duration::from_millis(1)))
+        .unwrap()
+        .join()
+        .unwrap();
+    let s = p.stats();
+    assert!(s.slices[0] >= 1 && s.slices[0] <= 6, "{s:?}");
+    assert!(s.slices[1] >= 1, "{s:?}");
+    assert!(s.slices[2] >= 1, "{s:?}");
+    assert_eq!(s.completed, [0, 0, 1]);
+}
+
+#[test]
+fn tasks_of_one_group_share_one_budget() {
+    let thresholds = [Duration::from_millis(20), Duration::from_secs(10)];
+    let run = |groups: [u64; 3]| {
+        let p = pool(1, |c| c.level_thresholds = thresholds);
+        let handles: Vec<_> = groups
+            .iter()
+            .map(|&g| {
+                p.spawn(TaskOptions::group(g), scan(8, Duration::from_millis(1)))
+                    .unwrap()
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        p.stats()
+    };
+    // Three tasks of ~8 ms: apart, each stays under 20 ms; together the group passes it.
+    let apart = run([1, 2, 3]);
+    assert_eq!(apart.slices[1], 0, "{apart:?}");
+    let together = run([7, 7, 7]);
+    assert!(together.slices[1] > 0, "{together:?}");
+}
+
+#[test]
+fn fixed_priorities_ignore_run_time() {
+    let p = pool(1, |c| {
+        c.level_thresholds = [Duration::from_millis(1), Duration::from_millis(2)]
+    });
+    let high = TaskOptions::group(5).with_priority(Priority::High);
+    let low = TaskOptions::group(6).with_priority(Priority::Low);
+    p.spawn(high, scan(10, Duration::from_millis(1)))
+        .unwrap()
+        .join()
+        .unwrap();
+    p.spawn(low, async {}).unwrap().join().unwrap();
+    let s = p.stats();
+    assert_eq!(s.slices[1], 0, "{s:?}");
+    assert_eq!(s.completed, [1, 0, 1]);
+}
+
+/// Keeps `depth` small tasks queued on `p` until `stop`, each spinning `cost`.
+fn feed_small(
+    p: Arc<ReadPool>,
+    stop: Arc<AtomicBool>,
+    cost: Duration,
+    depth: usize,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut group = 1_000_000u64;
+        while !stop.load(Ordering::Relaxed) {
+            if p.stats().queued[0] < depth {
+                group += 1;
+                p.spawn(TaskOptions::group(group), async move { spin(cost) })
+                    .unwrap()
+                    .detach();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    })
+}
+
+#[test]
+fn competing_levels_get_the_configured_share() {
+    for share in [0.5, 0.8] {
+        let p = Arc::new(pool(1, |c| {
+            c.small_request_share = share;
+            c.max_tasks_per_worker = 100_000;
+        }));
+        let stop = Arc::new(AtomicBool::new(false));
+        let big = p.spawn(TaskOptions::group(1).with_priority(Priority::Low), {
+            let stop = stop.clone();
+            async move {
+                while !stop.load(Ordering::Relaxed) {
+                    spin(Duration::from_millis(1));
+                    yield_now().await;
+                }
+            }
+        });
+        let feeder = feed_small(p.clone(), stop.clone(), Duration::from_micros(50), 64);
+        std::thread::sleep(Duration::from_millis(200));
+        let before = p.stats();
+        std::thread::sleep(Duration::from_millis(1500));
+        let after = p.stats();
+        stop.store(true, Ordering::Relaxed);
+        feeder.join().unwrap();
+        big.unwrap().join().unwrap();
+        let small = (after.run_ns[0] - before.run_ns[0]) as f64;
+        let total = small + (after.run_ns[2] - before.run_ns[2]) as f64;
+        let got = small / total;
+        assert!(
+            (got - share).abs() < 0.05,
+            "share {share}: level 0 got {got:.3}"
+        );
+    }
+}
+
+#[test]
+fn beyond_max_tasks_per_worker_spawn_says_busy() {
+    let p = pool(1, |c| c.max_tasks_per_worker = 2);
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let rx = Arc::new(std::sync::Mutex::new(rx));
+    let blocker = |rx: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<()>>>| async move {
+        let _ = rx.lock().unwrap().recv();
+    };
+    let a = p
+        .spawn(TaskOptions::ungrouped(), blocker(rx.clone()))
+        .unwrap();
+    let b = p
+        .spawn(TaskOptions::ungrouped(), blocker(rx.clone()))
+        .unwrap();
+    assert!(matches!(
+        p.spawn(TaskOptions::ungrouped(), async {}),
+        Err(SpawnError::Busy { limit: 2, .. })
+    ));
+    tx.send(()).unwrap();
+    tx.send(()).unwrap();
+    a.join().unwrap();
+    b.join().unwrap();
+    p.spawn(TaskOptions::ungrouped(), async {})
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+#[test]
+fn resizing_changes_how_many_tasks_run_at_once() {
+    let p = pool(1, |_| {});
+    assert_eq!(p.resize(3), 3);
+    // Three tasks that each wait for the other two can only finish on three threads.
+    let barrier = Arc::new(Barrier::new(3));
+    let handles: Vec<_> = (0..3)
+        .map(|_| {
+            let b = barrier.clone();
+            p.spawn(TaskOptions::ungrouped(), async move {
+                b.wait();
+            })
+            .unwrap()
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_eq!(p.resize(1), 1);
+    assert_eq!(p.stats().active_threads, 1);
+    assert_eq!(p.resize(100), 8, "clamped to the ceiling");
+    let done = Arc::new(AtomicUsize::new(0));
+    let handles: Vec<_> = (0..100)
+        .map(|_| {
+            let d = done.clone();
+            p.spawn(TaskOptions::ungrouped(), async move {
+                d.fetch_add(1, Ordering::Relaxed);
+            })
+            .unwrap()
+        })
+        .collect();
+    p.resize(1);
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_eq!(done.load(Ordering::Relaxed), 100);
+}
+
+#[test]
+fn a_panicking_task_fails_alone() {
+    let p = pool(1, |_| {});
+    let r = p
+        .spawn(TaskOptions::ungrouped(), async { panic!("boom") })
+        .unwrap()
+        .join();
+    assert_eq!(r, Err::<(), _>(JoinError::Panicked("boom".into())));
+    assert_eq!(
+        p.spawn(TaskOptions::ungrouped(), async { 7 })
+            .unwrap()
+            .join(),
+        Ok(7)
+    );
+    assert_eq!(p.stats().in_flight, 0);
+}
+
+#[test]
+fn shutdown_cancels_or_drains_queued_tasks() {
+    for mode in [ShutdownMode::Cancel, ShutdownMode::Drain] {
+        let p = pool(1, |_| {});
+        let gate = Arc::new(Barrier::new(2));
+        let g = gate.clone();
+        let first = p.spawn(TaskOptions::ungrouped(), async move {
+            g.wait();
+            spin(Duration::from_millis(20));
+        });
+        gate.wait(); // the only worker is now busy: everything below queues
+        let queued: Vec<_> = (0..10)
+            .map(|i| p.spawn(TaskOptions::ungrouped(), async move { i }).unwrap())
+            .collect();
+        p.shutdown(mode);
+        assert_eq!(first.unwrap().join(), Ok(()));
+        let results: Vec<_> = queued.into_iter().map(|h| h.join()).collect();
+        match mode {
+            ShutdownMode::Cancel => assert!(
+                results.iter().all(|r| *r == Err(JoinError::Cancelled)),
+                "{results:?}"
+            ),
+            ShutdownMode::Drain => assert_eq!(results, (0..10).map(Ok).collect::<Vec<_>>()),
+        }
+        assert_eq!(
+            p.spawn(TaskOptions::ungrouped(), async {}).err(),
+            Some(SpawnError::ShuttingDown)
+        );
+    }
+}
+
+#[test]
+fn dropping_the_handle_cancels_a_waiting_task() {
+    let p = pool(1, |_| {});
+    let ran = Arc::new(AtomicBool::new(false));
+    let r = ran.clone();
+    let handle = p
+        .spawn(TaskOptions::ungrouped(), async move {
+            for _ in 0..1000 {
+                yield_now().await;
+            }
+            r.store(true, Ordering::Relaxed);
+        })
+        .unwrap();
+    drop(handle);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while p.stats().in_flight != 0 {
+        assert!(Instant::now() < deadline, "cancelled task never left");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(!ran.load(Ordering::Relaxed));
+}
+
+#[test]
+fn slice_check_says_yield_only_after_the_slice_inside_the_pool() {
+    assert!(!pool::slice_used_up(), "outside the pool there is no slice");
+    let p = pool(1, |c| c.slice = Duration::from_millis(2));
+    let (early, late) = p
+        .spawn(TaskOptions::ungrouped(), async {
+            let early = pool::slice_used_up();
+            spin(Duration::from_millis(3));
+            (early, pool::slice_used_up())
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(!early);
+    assert!(late);
+}
+
+#[test]
+fn stress_many_spawners_yields_and_resizes_lose_nothing() {
+    let p = Arc::new(pool(2, |c| c.max_tasks_per_worker = 1_000_000));
+    let done = Arc::new(AtomicUsize::new(0));
+    let spawners: Vec<_> = (0..4)
+        .map(|t| {
+            let p = p.clone();
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let handles: Vec<_> = (0..2000u64)
+                    .map(|i| {
+                        let done = done.clone();
+                        p.spawn(TaskOptions::group(i % 17 + t * 100), async move {
+                            for _ in 0..(i % 5) {
+                                yield_now().await;
+                            }
+                            done.fetch_add(1, Ordering::Relaxed);
+                        })
+                        .unwrap()
+                    })
+                    .collect();
+                for h in handles {
+                    h.join().unwrap();
+                }
+            })
+        })
+        .collect();
+    for n in [4, 1, 3, 2] {
+        std::thread::sleep(Duration::from_millis(5));
+        p.resize(n);
+    }
+    for s in spawners {
+        s.join().unwrap();
+    }
+    assert_eq!(done.load(Ordering::Relaxed), 8000);
+    let s = p.stats();
+    assert_eq!(s.in_flight, 0);
+    assert_eq!(s.queued, [0, 0, 0]);
+}
