@@ -2,6 +2,7 @@
 //! own module ([`role`] for pd/kv/sql, [`playground`], [`ctl`]). Every failure ends the
 //! process with one line on stderr and a non-zero exit code.
 
+mod bench;
 mod ctl;
 mod playground;
 mod role;
@@ -29,11 +30,8 @@ enum Command {
     Playground(playground::PlaygroundArgs),
     /// Admin client: show and change configuration online.
     Ctl(ctl::CtlArgs),
-    /// Built-in workloads and the thread-pool benchmark (not built yet).
-    Bench {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-        rest: Vec<String>,
-    },
+    /// Built-in benchmarks: `atoll bench pool` (the unified read pool against the alternatives).
+    Bench(bench::BenchArgs),
     /// Collect profiles and system figures and name the bottleneck (not built yet).
     Diag {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
@@ -49,12 +47,7 @@ fn main() -> ExitCode {
         Command::Sql(args) => ("sql", role::run_sql(args)),
         Command::Playground(args) => ("playground", playground::run(args)),
         Command::Ctl(args) => ("ctl", ctl::run(args)),
-        Command::Bench { .. } => (
-            "bench",
-            Err(anyhow::anyhow!(
-                "not built yet: the pool and kv benchmarks come with issues #3 and #5"
-            )),
-        ),
+        Command::Bench(args) => ("bench", bench::run(args)),
         Command::Diag { .. } => (
             "diag",
             Err(anyhow::anyhow!(

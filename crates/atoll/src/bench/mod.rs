@@ -1,0 +1,29 @@
+//! `atoll bench`: built-in benchmarks. Each runs in this process, in a release build, and
+//! reports ratios against baselines measured in the same run.
+
+mod executors;
+mod plot;
+mod pool_bench;
+
+use clap::{Args, Subcommand};
+
+#[derive(Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    command: BenchCommand,
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// The unified read pool against tokio, one FIFO pool and two fixed pools.
+    Pool(pool_bench::PoolBenchArgs),
+    /// Transactional read-modify-write through the KV client (not built yet).
+    Kv,
+}
+
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    match args.command {
+        BenchCommand::Pool(args) => pool_bench::run(args),
+        BenchCommand::Kv => anyhow::bail!("not built yet: the kv benchmark comes with issue #5"),
+    }
+}

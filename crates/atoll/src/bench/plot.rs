@@ -1,0 +1,136 @@
+//! PNG charts of benchmark results, drawn with plotters. Text needs a TrueType font: the
+//! first of [`FONT_PATHS`] that exists (Debian's fonts-dejavu-core, which
+//! `scripts/install-deps` installs).
+
+use std::path::Path;
+use std::sync::Once;
+
+use anyhow::{Context, anyhow};
+use plotters::prelude::*;
+
+use super::pool_bench::Row;
+
+const FONT_PATHS: &[&str] = &[
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+];
+
+const COLORS: [RGBColor; 4] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+];
+
+fn register_font() -> anyhow::Result<()> {
+    static ONCE: Once = Once::new();
+    let mut result = Ok(());
+    ONCE.call_once(|| {
+        result = (|| {
+            let path = FONT_PATHS
+                .iter()
+                .find(|p| Path::new(p).exists())
+                .context("no TrueType font found; install fonts-dejavu-core")?;
+            let bytes: &'static [u8] = Box::leak(std::fs::read(path)?.into_boxed_slice());
+            plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
+                .map_err(|_| anyhow!("{path} is not a usable font"))
+        })();
+    });
+    result
+}
+
+/// Two panels: small-task p99 latency (log scale) and small tasks done per second, one bar
+/// per scheduler in each scenario.
+pub fn pool_chart(rows: &[Row], path: &Path) -> anyhow::Result<()> {
+    register_font()?;
+    let mut scenarios: Vec<(usize, f64)> = Vec::new();
+    let mut schedulers: Vec<&str> = Vec::new();
+    for r in rows {
+        if !scenarios.contains(&(r.big_streams, r.small_load)) {
+            scenarios.push((r.big_streams, r.small_load));
+        }
+        if !schedulers.contains(&r.scheduler.as_str()) {
+            schedulers.push(&r.scheduler);
+        }
+    }
+    let root = BitMapBackend::new(path, (1200, 520)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (left, right) = root.split_horizontally(600);
+    let slot = |s: usize, k: usize| (s * (schedulers.len() + 1) + k) as f64;
+    let x_max = slot(scenarios.len(), 0);
+    let label = |x: &f64| {
+        let s = (*x / (schedulers.len() + 1) as f64) as usize;
+        scenarios
+            .get(s)
+            .map_or(String::new(), |(b, l)| format!("big={b} load={l}"))
+    };
+
+    let p99_max = rows.iter().map(|r| r.small_p99_us).fold(10.0, f64::max) * 2.0;
+    let mut chart = ChartBuilder::on(&left)
+        .caption("small-task p99 latency (µs, log)", ("sans-serif", 20))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..x_max, (1f64..p99_max).log_scale())?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(scenarios.len() * 2 + 1)
+        .x_label_formatter(&label)
+        .draw()?;
+    for (k, name) in schedulers.iter().enumerate() {
+        let color = COLORS[k % COLORS.len()];
+        let bars = rows.iter().filter(|r| r.scheduler == *name).map(|r| {
+            let s = scenarios
+                .iter()
+                .position(|x| *x == (r.big_streams, r.small_load))
+                .expect("scenario listed");
+            Rectangle::new(
+                [
+                    (slot(s, k), 1.0),
+                    (slot(s, k) + 0.9, r.small_p99_us.max(1.0)),
+                ],
+                color.filled(),
+            )
+        });
+        chart
+            .draw_series(bars)?
+            .label(*name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+
+    let done_max = rows.iter().map(|r| r.small_done_per_s).fold(1.0, f64::max) * 1.15;
+    let mut chart = ChartBuilder::on(&right)
+        .caption("small tasks completed per second", ("sans-serif", 20))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..x_max, 0f64..done_max)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(scenarios.len() * 2 + 1)
+        .x_label_formatter(&label)
+        .draw()?;
+    for (k, name) in schedulers.iter().enumerate() {
+        let color = COLORS[k % COLORS.len()];
+        let bars = rows.iter().filter(|r| r.scheduler == *name).map(|r| {
+            let s = scenarios
+                .iter()
+                .position(|x| *x == (r.big_streams, r.small_load))
+                .expect("scenario listed");
+            Rectangle::new(
+                [(slot(s, k), 0.0), (slot(s, k) + 0.9, r.small_done_per_s)],
+                color.filled(),
+            )
+        });
+        chart.draw_series(bars)?;
+    }
+    root.present()?;
+    Ok(())
+}
