@@ -11,6 +11,8 @@
 //!   by run time divided by the level's weight; the non-empty level with the earliest clock
 //!   goes first, so when small and big work compete the top level gets
 //!   `small_request_share` of the CPU.
+//! - [`reserve`]: while small work arrives, how many workers may be inside big slices at
+//!   once, so a small task does not wait for a batch on every thread.
 //! - [`pool`]: workers with a local FIFO queue per level, global injectors, work stealing,
 //!   wake-ups of one idle worker, the busy limit, online resize and shutdown.
 //! - [`yielding`]: `yield_now()` and the cheap `slice_used_up()` check, so a one-second scan
@@ -21,6 +23,7 @@
 pub mod groups;
 pub mod metrics;
 pub mod pool;
+pub mod reserve;
 pub mod share;
 pub mod task;
 pub mod yielding;

@@ -17,6 +17,9 @@
 //! before it parks; a spawner bumps `queued` and then unparks one registered worker. Both
 //! sides use SeqCst on `queued` and `idle_count`, so one of them always sees the other.
 //!
+//! Reserve: while small work arrives, fewer than all workers may be inside lower-level
+//! slices at once ([`crate::reserve`]), so a small task finds a worker between batches.
+//!
 //! Resize: `active` workers serve; a worker whose index is at or above `active` hands its
 //! local tasks to the injectors and parks until the pool grows again.
 //!
@@ -35,6 +38,7 @@ use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 
 use crate::LEVELS;
 use crate::groups::GroupTable;
+use crate::reserve::{self, Demand};
 use crate::share;
 use crate::task::{CatchPanic, JoinHandle, Priority, TaskMeta, TaskOptions};
 use crate::yielding::{begin_slice, end_slice};
@@ -139,6 +143,10 @@ pub(crate) struct Shared {
     run_ns: [AtomicU64; LEVELS],
     slices: [AtomicU64; LEVELS],
     completed: [AtomicU64; LEVELS],
+    /// Recent level-0 demand, for the reserve (see `reserve`).
+    demand: Demand,
+    /// Workers inside a lower-level slice right now.
+    running_lower: AtomicUsize,
 }
 
 /// The per-thread state of a worker, reachable from `schedule` on the same thread.
@@ -193,7 +201,13 @@ impl Shared {
             _ => self.injectors[level].push(task),
         }
         if self.queued[level].fetch_add(1, Ordering::SeqCst) == 0 {
-            let lifted = share::catch_up(self.clocks(), self.non_empty(), level);
+            let lifted = share::catch_up(
+                self.clocks(),
+                self.non_empty(),
+                level,
+                self.slice.as_nanos() as u64,
+                self.share(),
+            );
             for (clock, value) in self.clocks.iter().zip(lifted) {
                 clock.fetch_max(value, Ordering::Relaxed);
             }
@@ -251,15 +265,58 @@ impl Shared {
         None
     }
 
+    fn lower_limit(&self) -> usize {
+        reserve::lower_limit(
+            self.active.load(Ordering::Relaxed),
+            self.share(),
+            self.demand.cores(),
+        )
+    }
+
+    /// Takes a place among the workers running lower-level slices, if one is free.
+    fn claim_lower(&self) -> bool {
+        let limit = self.lower_limit();
+        self.running_lower
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < limit).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    fn release_lower(&self) {
+        self.running_lower.fetch_sub(1, Ordering::AcqRel);
+        if self.queued[1..]
+            .iter()
+            .any(|q| q.load(Ordering::SeqCst) > 0)
+        {
+            self.notify_one();
+        }
+    }
+
     fn find_task(&self, local: &Local, index: usize) -> Option<(usize, Task)> {
+        self.demand
+            .refresh(self.run_ns[0].load(Ordering::Relaxed), Instant::now());
         let (order, n) = share::serve_order(self.clocks(), self.non_empty());
         for &level in &order[..n] {
+            if level > 0 && !self.claim_lower() {
+                continue;
+            }
             if let Some(task) = self.take(local, index, level) {
                 self.queued[level].fetch_sub(1, Ordering::SeqCst);
                 return Some((level, task));
             }
+            if level > 0 {
+                self.release_lower();
+            }
         }
         None
+    }
+
+    /// Work this worker could take now: level 0, or a lower level with a free place.
+    fn has_takeable(&self) -> bool {
+        let [top, lower @ ..] = self.non_empty();
+        top || (lower.iter().any(|&b| b)
+            && self.running_lower.load(Ordering::Acquire) < self.lower_limit())
     }
 
     fn has_queued(&self) -> bool {
@@ -272,9 +329,15 @@ impl Shared {
             .lock()
             .expect("idle lock poisoned")
             .push((index, std::thread::current()));
-        let must_stay = self.has_queued() || self.state.load(Ordering::SeqCst) != RUNNING;
+        let must_stay = self.has_takeable() || self.state.load(Ordering::SeqCst) != RUNNING;
         if !must_stay {
-            std::thread::park_timeout(PARK_RECHECK);
+            // Held back by the reserve with big work waiting: look again when demand may have moved.
+            let timeout = if self.has_queued() {
+                reserve::EPOCH
+            } else {
+                PARK_RECHECK
+            };
+            std::thread::park_timeout(timeout);
         }
         let mut idle = self.idle.lock().expect("idle lock poisoned");
         if let Some(pos) = idle.iter().position(|(i, _)| *i == index) {
@@ -345,6 +408,9 @@ impl Shared {
         }
         self.run_ns[level].fetch_add(ran_ns, Ordering::Relaxed);
         self.slices[level].fetch_add(1, Ordering::Relaxed);
+        if level > 0 {
+            self.release_lower();
+        }
     }
 }
 
@@ -421,6 +487,8 @@ impl ReadPool {
             run_ns: std::array::from_fn(|_| AtomicU64::new(0)),
             slices: std::array::from_fn(|_| AtomicU64::new(0)),
             completed: std::array::from_fn(|_| AtomicU64::new(0)),
+            demand: Demand::new(),
+            running_lower: AtomicUsize::new(0),
         });
         let pool = ReadPool { shared };
         pool.resize(config.max_threads);

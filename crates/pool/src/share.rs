@@ -88,21 +88,40 @@ pub fn serve_order(clocks: [u64; CLOCKS], non_empty: [bool; LEVELS]) -> ([usize;
 }
 
 /// The clocks to start from when `level` gets work after being empty (values to `max` in).
-pub fn catch_up(clocks: [u64; CLOCKS], non_empty: [bool; LEVELS], level: usize) -> [u64; CLOCKS] {
+///
+/// The waking side is placed `credit_ns` of its own run time behind its busy rival, so a
+/// burst of new work runs up to that long before the rival's next turn, instead of one task
+/// per rival slice; the credit is bounded, so long-run shares still follow the weights.
+pub fn catch_up(
+    clocks: [u64; CLOCKS],
+    non_empty: [bool; LEVELS],
+    level: usize,
+    credit_ns: u64,
+    small_request_share: f64,
+) -> [u64; CLOCKS] {
+    let s = small_request_share.clamp(0.0, 1.0);
+    let place = |own: u64, rival: u64, weight: f64| {
+        own.max(rival.saturating_sub(advance(credit_ns, weight)))
+    };
     let mut lifted = clocks;
     let lower_busy = non_empty[1..].iter().any(|&b| b);
     if level == 0 {
         if lower_busy {
-            lifted[TOP] = clocks[TOP].max(clocks[LOWER]);
+            lifted[TOP] = place(clocks[TOP], clocks[LOWER], s);
         }
         return lifted;
     }
     let other = if level == 1 { 2 } else { 1 };
     if non_empty[other] {
-        lifted[inner_slot(level)] = clocks[inner_slot(level)].max(clocks[inner_slot(other)]);
+        let w = if level == 1 {
+            LEVEL1_OF_LOWER
+        } else {
+            1.0 - LEVEL1_OF_LOWER
+        };
+        lifted[inner_slot(level)] = place(clocks[inner_slot(level)], clocks[inner_slot(other)], w);
     } else if non_empty[0] {
         // The lower side as a whole wakes up against a busy level 0.
-        lifted[LOWER] = clocks[LOWER].max(clocks[TOP]);
+        lifted[LOWER] = place(clocks[LOWER], clocks[TOP], 1.0 - s);
     }
     lifted
 }
@@ -172,13 +191,72 @@ mod tests {
     }
 
     #[test]
-    fn a_waking_level_banks_no_credit() {
-        // Level 0 was idle at clock 3 while the lower side ran to 50.
-        assert_eq!(catch_up([3, 50, 0, 0], [false, false, true], 0)[TOP], 50);
-        assert_eq!(catch_up([90, 50, 0, 0], [false, false, true], 0)[TOP], 90);
-        assert_eq!(catch_up([3, 50, 0, 0], [false, false, false], 0)[TOP], 3);
+    fn a_waking_level_banks_no_credit_beyond_its_allowance() {
+        // Level 0 was idle at clock 3 while the lower side ran far ahead: it starts one credit
+        // (1 µs at weight 0.5) behind the lower side, not at 3.
+        let credit = advance(1000, 0.5);
+        let far = 10 * credit;
+        assert_eq!(
+            catch_up([3, far, 0, 0], [false, false, true], 0, 1000, 0.5)[TOP],
+            far - credit
+        );
+        assert_eq!(
+            catch_up([far + 5, far, 0, 0], [false, false, true], 0, 1000, 0.5)[TOP],
+            far + 5
+        );
+        assert_eq!(
+            catch_up([3, far, 0, 0], [false, false, false], 0, 1000, 0.5)[TOP],
+            3
+        );
         // Level 1 wakes next to a busy level 2; the lower side wakes next to a busy level 0.
-        assert_eq!(catch_up([0, 0, 4, 40], [false, false, true], 1)[2], 40);
-        assert_eq!(catch_up([70, 9, 0, 0], [true, false, false], 2)[LOWER], 70);
+        assert_eq!(
+            catch_up([0, 0, 4, 40_000], [false, false, true], 1, 0, 0.5)[2],
+            40_000
+        );
+        assert_eq!(
+            catch_up([70_000, 9, 0, 0], [true, false, false], 2, 0, 0.5)[LOWER],
+            70_000
+        );
+    }
+
+    #[test]
+    fn a_burst_within_the_credit_runs_before_the_next_big_slice() {
+        // Level 0 alternates between bursts of 20 tasks and silence while level 2 is always
+        // busy. With a credit of one big slice, a burst runs before the next big slice.
+        let share = 0.8;
+        let mut clocks = [0u64; CLOCKS];
+        let (mut ran_small, mut ran_big) = (0u64, 0u64);
+        for _ in 0..1000 {
+            for _ in 0..3 {
+                for (c, add) in clocks.iter_mut().zip(charge(2, 1_000_000, share)) {
+                    *c += add;
+                }
+                ran_big += 1_000_000;
+            }
+            clocks = catch_up(clocks, [false, false, true], 0, 1_000_000, share);
+            let mut left = 20;
+            let mut interrupted = false;
+            while left > 0 {
+                let (order, _) = serve_order(clocks, [true, false, true]);
+                let l = order[0];
+                let ns = if l == 0 {
+                    left -= 1;
+                    35_000
+                } else {
+                    interrupted = true;
+                    1_000_000
+                };
+                for (c, add) in clocks.iter_mut().zip(charge(l, ns, share)) {
+                    *c += add;
+                }
+                if l == 0 {
+                    ran_small += ns
+                } else {
+                    ran_big += ns
+                }
+            }
+            assert!(!interrupted, "a 700 µs burst fits in the credit");
+        }
+        assert_eq!((ran_small, ran_big), (1000 * 20 * 35_000, 3000 * 1_000_000));
     }
 }

@@ -265,25 +265,33 @@ fn shutdown_cancels_or_drains_queued_tasks() {
 }
 
 #[test]
-fn dropping_the_handle_cancels_a_waiting_task() {
+fn dropping_the_handle_cancels_a_yielding_task() {
     let p = pool(1, |_| {});
-    let ran = Arc::new(AtomicBool::new(false));
-    let r = ran.clone();
+    let started = Arc::new(AtomicBool::new(false));
+    let s = started.clone();
+    // Yields forever: only cancellation ends it.
     let handle = p
         .spawn(TaskOptions::ungrouped(), async move {
-            for _ in 0..1000 {
+            s.store(true, Ordering::Relaxed);
+            loop {
                 yield_now().await;
             }
-            r.store(true, Ordering::Relaxed);
         })
         .unwrap();
-    drop(handle);
     let deadline = Instant::now() + Duration::from_secs(10);
+    while !started.load(Ordering::Relaxed) {
+        assert!(Instant::now() < deadline, "task never started");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(handle);
     while p.stats().in_flight != 0 {
         assert!(Instant::now() < deadline, "cancelled task never left");
         std::thread::sleep(Duration::from_millis(1));
     }
-    assert!(!ran.load(Ordering::Relaxed));
+    p.spawn(TaskOptions::ungrouped(), async {})
+        .unwrap()
+        .join()
+        .unwrap();
 }
 
 #[test]

@@ -21,6 +21,12 @@ pub enum Class {
 pub trait Scheduler: Send + Sync {
     /// Runs `future` as a task of `group` (the query it belongs to).
     fn spawn(&self, class: Class, group: u64, future: BoxFuture);
+
+    /// True when big requests should yield with the runtime's own primitive
+    /// (`tokio::task::yield_now`, which tokio schedules fairly) rather than `pool::yield_now`.
+    fn native_yield(&self) -> bool {
+        false
+    }
 }
 
 pub const NAMES: [&str; 4] = ["atoll", "tokio", "fifo", "fixed"];
@@ -69,6 +75,10 @@ struct Tokio(tokio::runtime::Runtime);
 impl Scheduler for Tokio {
     fn spawn(&self, _: Class, _: u64, future: BoxFuture) {
         drop(self.0.spawn(future));
+    }
+
+    fn native_yield(&self) -> bool {
+        true
     }
 }
 

@@ -369,6 +369,7 @@ fn big_stream(
         let (tx, rx) = std::sync::mpsc::channel::<bool>();
         let (rec2, window2) = (rec.clone(), window.clone());
         let started = Instant::now();
+        let native_yield = scheduler.native_yield();
         scheduler.spawn(
             Class::Big,
             (stream + 1) << 32 | request,
@@ -384,7 +385,11 @@ fn big_stream(
                         rec2.big_ns
                             .fetch_add(spun.as_nanos() as u64, Ordering::Relaxed);
                     }
-                    pool::yield_now().await;
+                    if native_yield {
+                        tokio::task::yield_now().await;
+                    } else {
+                        pool::yield_now().await;
+                    }
                 }
                 let _ = tx.send(true);
             }),
