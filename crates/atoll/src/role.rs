@@ -12,7 +12,7 @@ use anyhow::Context;
 use base::ByteSize;
 use clap::Args;
 use config::{Config, Location, Raw, Resources, Role, UserValue};
-use node::Node;
+use node::{Node, NodeError};
 
 #[derive(Args)]
 pub struct CommonArgs {
@@ -77,12 +77,12 @@ pub fn run_pd(args: PdArgs) -> anyhow::Result<()> {
         ("client-urls", args.client_urls),
         ("peer-urls", args.peer_urls),
     ];
-    run(
-        Role::Pd,
-        args.common,
-        flags,
-        "status port only: the TSO and region metadata services are not built yet (issue #5)",
-    )
+    run(Role::Pd, args.common, flags, |node| {
+        shell_only(
+            node,
+            "status port only: the TSO and region metadata services are not built yet (issue #5)",
+        )
+    })
 }
 
 pub fn run_kv(args: KvArgs) -> anyhow::Result<()> {
@@ -91,12 +91,7 @@ pub fn run_kv(args: KvArgs) -> anyhow::Result<()> {
         ("server.status-addr", args.status_addr),
         ("pd.endpoints", args.pd),
     ];
-    run(
-        Role::Kv,
-        args.common,
-        flags,
-        "status port only: storage and the gRPC service are not built yet (issues #4, #5)",
-    )
+    run(Role::Kv, args.common, flags, kv_server::run)
 }
 
 pub fn run_sql(args: SqlArgs) -> anyhow::Result<()> {
@@ -106,28 +101,32 @@ pub fn run_sql(args: SqlArgs) -> anyhow::Result<()> {
         ("status.status-port", args.status),
         ("path", args.path),
     ];
-    run(
-        Role::Sql,
-        args.common,
-        flags,
-        "status port only: the MySQL protocol is not built yet (issue #6)",
-    )
+    run(Role::Sql, args.common, flags, |node| {
+        shell_only(
+            node,
+            "status port only: the MySQL protocol is not built yet (issue #6)",
+        )
+    })
+}
+
+/// A role whose service is not built yet runs the node shell alone and says so.
+fn shell_only(node: Node, serving: &str) -> Result<(), NodeError> {
+    tracing::warn!("{serving}");
+    node.run_until_signal(serving)
 }
 
 fn run<const N: usize>(
     role: Role,
     common: CommonArgs,
     flags: [(&'static str, Option<String>); N],
-    serving: &str,
+    serve: impl FnOnce(Node) -> Result<(), NodeError>,
 ) -> anyhow::Result<()> {
     let config = resolve(role, &common, flags)?;
     if common.print_config {
         print!("{}", config.to_toml());
         return Ok(());
     }
-    let node = Node::start(config)?;
-    tracing::warn!("{serving}");
-    node.run_until_signal(serving)?;
+    serve(Node::start(config)?)?;
     Ok(())
 }
 

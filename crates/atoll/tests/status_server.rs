@@ -143,3 +143,45 @@ fn metrics_profiles_and_the_debug_zip_answer() {
 
     assert!(kv.terminate().success());
 }
+
+#[test]
+fn the_unified_read_pool_runs_in_the_kv_node_and_resizes_online() {
+    let dir = tempfile::tempdir().unwrap();
+    let (kv, status) = start_kv(&dir.path().join("kv"));
+    let threads = || {
+        let (_, metrics) = get(&format!("http://{status}/metrics"));
+        let metrics = String::from_utf8(metrics).unwrap();
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("atoll_unified_read_pool_threads "))
+            .unwrap_or_else(|| panic!("no pool threads metric in\n{metrics}"))
+            .parse::<i64>()
+            .unwrap()
+    };
+    let (_, config) = get(&format!("http://{status}/config"));
+    let config: serde_json::Value = serde_json::from_slice(&config).unwrap();
+    assert_eq!(
+        threads(),
+        config["readpool"]["unified"]["max-thread-count"]
+            .as_i64()
+            .unwrap()
+    );
+
+    let (code, body) = post_json(
+        &format!("http://{status}/config"),
+        r#"{"readpool.unified.max-thread-count": 3}"#,
+    );
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(threads(), 3);
+    let (_, metrics) = get(&format!("http://{status}/metrics"));
+    let metrics = String::from_utf8(metrics).unwrap();
+    assert!(
+        metrics.contains("atoll_unified_read_pool_queued_tasks{level=\"2\"}"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("atoll_thread_cpu_seconds_total{name=\"unified-read\""),
+        "{metrics}"
+    );
+    assert!(kv.terminate().success());
+}

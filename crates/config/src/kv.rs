@@ -6,7 +6,8 @@
 //! - `server.grpc-concurrency`: TiKV gives 5 threads below 16 cores; the hybrid-deployment guide
 //!   advises 2 for 8 cores. Atoll uses one gRPC thread per 4 cores (1 to 4) below 16 cores and
 //!   TiKV's `3*base+2` from 16 cores on.
-//! - `readpool.unified.small-request-share` is Atoll's own (DESIGN.md §5).
+//! - `readpool.unified.small-request-share`, `level0-threshold`, `level1-threshold` and
+//!   `time-slice` are Atoll's own (DESIGN.md §5; TiKV hard-codes 5 ms, 100 ms).
 //!
 //! Atoll has only the unified read pool and always keeps Raft logs in raft-engine, so
 //! `readpool.*.use-unified-pool = false` and `raft-engine.enable = false` are rejected
@@ -208,6 +209,33 @@ pub static KNOBS: &[KnobSpec] = &[
         kind: Kind::Float { min: 0.0, max: 1.0 },
         default: |_| Value::Float(0.8),
         online: true,
+    },
+    KnobSpec {
+        name: "readpool.unified.level0-threshold",
+        kind: Kind::Duration {
+            min: ReadableDuration::millis(1),
+            max: ReadableDuration::secs(10),
+        },
+        default: |_| dur(ReadableDuration::millis(5)),
+        online: false,
+    },
+    KnobSpec {
+        name: "readpool.unified.level1-threshold",
+        kind: Kind::Duration {
+            min: ReadableDuration::millis(1),
+            max: ReadableDuration::secs(600),
+        },
+        default: |_| dur(ReadableDuration::millis(100)),
+        online: false,
+    },
+    KnobSpec {
+        name: "readpool.unified.time-slice",
+        kind: Kind::Duration {
+            min: ReadableDuration(std::time::Duration::from_micros(100)),
+            max: ReadableDuration::secs(1),
+        },
+        default: |_| dur(ReadableDuration::millis(1)),
+        online: false,
     },
     KnobSpec {
         name: "readpool.storage.use-unified-pool",
@@ -454,6 +482,16 @@ pub fn check(c: &Config) -> Result<(), ConfigError> {
             format!(
                 "{max_threads} is out of range [{min_threads} (min-thread-count), {thread_ceiling} (max(4, CPU*10))]"
             ),
+        ));
+    }
+    let (level0, level1) = (
+        c.duration("readpool.unified.level0-threshold"),
+        c.duration("readpool.unified.level1-threshold"),
+    );
+    if level1 <= level0 {
+        return Err(ConfigError::bad_value(
+            "readpool.unified.level1-threshold",
+            format!("{level1} must be above readpool.unified.level0-threshold ({level0})"),
         ));
     }
     let sched = c.int("storage.scheduler-worker-pool-size");
