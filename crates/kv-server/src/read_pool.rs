@@ -43,6 +43,7 @@ pub fn follow_config(pool: &Arc<ReadPool>, controller: &ConfigController) {
             };
             for name in names {
                 match *name {
+                    // With auto-adjust on, the tuner moves within the new bound from here.
                     "readpool.unified.max-thread-count" => {
                         let threads = pool.resize(c.int(name) as usize);
                         tracing::info!(threads, "unified read pool resized");
@@ -53,8 +54,7 @@ pub fn follow_config(pool: &Arc<ReadPool>, controller: &ConfigController) {
                     "readpool.unified.max-tasks-per-worker" => {
                         pool.set_max_tasks_per_worker(c.int(name) as usize)
                     }
-                    // auto-adjust-pool-size and cpu-threshold are accepted and kept; the
-                    // auto-adjusting tuner is not built yet.
+                    // auto-adjust-pool-size and cpu-threshold are read by the tuner each interval.
                     _ => {}
                 }
             }

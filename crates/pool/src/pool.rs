@@ -19,6 +19,8 @@
 //!
 //! Reserve: while small work arrives, fewer than all workers may be inside lower-level
 //! slices at once ([`crate::reserve`]), so a small task finds a worker between batches.
+//! Meanwhile a level-0 task that has used a whole slice re-queues at level 1, so a new big
+//! request holds the top level for one slice, not for the whole level-0 threshold.
 //!
 //! Resize: `active` workers serve; a worker whose index is at or above `active` hands its
 //! local tasks to the injectors and parks until the pool grows again.
@@ -169,11 +171,16 @@ impl Shared {
             Priority::High => 0,
             Priority::Low => LEVELS - 1,
             Priority::Normal => {
-                let run_us = self
-                    .groups
-                    .get(meta.options.group)
-                    .max(meta.own_run_us.load(Ordering::Relaxed));
-                self.thresholds_us.iter().filter(|&&t| run_us >= t).count()
+                let own_us = meta.own_run_us.load(Ordering::Relaxed);
+                let run_us = self.groups.get(meta.options.group).max(own_us);
+                let level = self.thresholds_us.iter().filter(|&&t| run_us >= t).count();
+                // While the reserve is active, a task that has used a whole slice has shown it
+                // is not small: it needs a reserve place like any lower-level task.
+                if level == 0 && own_us >= self.slice.as_micros() as u64 && self.reserve_active() {
+                    1
+                } else {
+                    level
+                }
             }
         }
     }
@@ -263,6 +270,10 @@ impl Shared {
             }
         }
         None
+    }
+
+    fn reserve_active(&self) -> bool {
+        self.lower_limit() < self.active.load(Ordering::Relaxed)
     }
 
     fn lower_limit(&self) -> usize {

@@ -151,6 +151,32 @@ fn competing_levels_get_the_configured_share() {
 }
 
 #[test]
+fn while_small_work_arrives_a_task_that_used_a_whole_slice_leaves_the_top_level() {
+    let run = |with_small_work: bool| {
+        let p = Arc::new(pool(2, |c| c.max_tasks_per_worker = 100_000));
+        let stop = Arc::new(AtomicBool::new(false));
+        let feeder = with_small_work
+            .then(|| feed_small(p.clone(), stop.clone(), Duration::from_micros(50), 4));
+        // Let the reserve see the small demand (it is smoothed over 10 ms epochs).
+        std::thread::sleep(Duration::from_millis(200));
+        // Three 1 ms batches: well under the 5 ms level-0 threshold.
+        p.spawn(TaskOptions::group(1), scan(3, Duration::from_millis(1)))
+            .unwrap()
+            .join()
+            .unwrap();
+        stop.store(true, Ordering::Relaxed);
+        if let Some(f) = feeder {
+            f.join().unwrap();
+        }
+        p.stats()
+    };
+    let alone = run(false);
+    assert_eq!(alone.slices[1], 0, "{alone:?}");
+    let beside_small = run(true);
+    assert!(beside_small.slices[1] >= 1, "{beside_small:?}");
+}
+
+#[test]
 fn beyond_max_tasks_per_worker_spawn_says_busy() {
     let p = pool(1, |c| c.max_tasks_per_worker = 2);
     let (tx, rx) = std::sync::mpsc::channel::<()>();

@@ -70,11 +70,12 @@ pub fn pool_chart(rows: &[Row], path: &Path) -> anyhow::Result<()> {
         .caption("small-task p99 latency (µs, log)", ("sans-serif", 20))
         .margin(10)
         .x_label_area_size(30)
-        .y_label_area_size(60)
+        .y_label_area_size(80)
         .build_cartesian_2d(0f64..x_max, (1f64..p99_max).log_scale())?;
     chart
         .configure_mesh()
         .disable_x_mesh()
+        .y_label_formatter(&|v| format!("{v:.0}"))
         .x_labels(scenarios.len() * 2 + 1)
         .x_label_formatter(&label)
         .draw()?;
@@ -114,6 +115,7 @@ pub fn pool_chart(rows: &[Row], path: &Path) -> anyhow::Result<()> {
     chart
         .configure_mesh()
         .disable_x_mesh()
+        .y_label_formatter(&|v| format!("{v:.0}"))
         .x_labels(scenarios.len() * 2 + 1)
         .x_label_formatter(&label)
         .draw()?;
