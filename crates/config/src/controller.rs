@@ -17,6 +17,11 @@ use crate::value::{Raw, Value};
 /// Called with the new config and the names that changed (all under the subscribed prefix).
 pub type OnChange = Box<dyn Fn(&Config, &[&'static str]) -> Result<(), String> + Send + Sync>;
 
+/// Called before a change is accepted, with the would-be config and the names that change;
+/// an error rejects the whole update. For rules that depend on what the running process can
+/// do, which the static config check cannot know.
+pub type Veto = Box<dyn Fn(&Config, &[&'static str]) -> Result<(), String> + Send + Sync>;
+
 struct Subscriber {
     prefix: String,
     callback: OnChange,
@@ -25,6 +30,7 @@ struct Subscriber {
 pub struct ConfigController {
     current: RwLock<Arc<Config>>,
     subscribers: Mutex<Vec<Arc<Subscriber>>>,
+    vetoes: Mutex<Vec<Veto>>,
     /// Serialises updates so two concurrent POSTs cannot interleave check and swap.
     update_lock: Mutex<()>,
 }
@@ -42,6 +48,7 @@ impl ConfigController {
         Arc::new(ConfigController {
             current: RwLock::new(Arc::new(config)),
             subscribers: Mutex::new(Vec::new()),
+            vetoes: Mutex::new(Vec::new()),
             update_lock: Mutex::new(()),
         })
     }
@@ -60,6 +67,11 @@ impl ConfigController {
                 prefix: prefix.to_string(),
                 callback,
             }));
+    }
+
+    /// `veto` may reject an update before anything changes (see [`Veto`]).
+    pub fn add_veto(&self, veto: Veto) {
+        self.vetoes.lock().expect("veto lock poisoned").push(veto);
     }
 
     /// Applies `{"name": value, ...}`; on any error nothing changes.
@@ -94,6 +106,13 @@ impl ConfigController {
                     new: new.clone(),
                 });
             }
+        }
+        let names: Vec<&'static str> = accepted.iter().map(|c| c.name).collect();
+        for veto in self.vetoes.lock().expect("veto lock poisoned").iter() {
+            veto(&next, &names).map_err(|message| ConfigError::Unsupported {
+                key: names.join(", "),
+                message,
+            })?;
         }
         let next = Arc::new(next);
         *self.current.write().expect("config lock poisoned") = next.clone();
@@ -187,6 +206,27 @@ mod tests {
             matches!(err, ConfigError::NotOnline { ref key } if key == "server.grpc-concurrency")
         );
         assert_eq!(*ctl.current(), *before);
+    }
+
+    #[test]
+    fn a_veto_rejects_the_whole_update() {
+        let ctl = controller();
+        ctl.add_veto(Box::new(|c, names| {
+            if names.contains(&"gc.batch-keys") && c.int("gc.batch-keys") > 1000 {
+                return Err("not while testing".into());
+            }
+            Ok(())
+        }));
+        let before = ctl.current();
+        let err = ctl
+            .update(&[
+                ("gc.batch-keys".into(), raw("2000")),
+                ("gc.num-threads".into(), raw("2")),
+            ])
+            .unwrap_err();
+        assert!(matches!(err, ConfigError::Unsupported { .. }), "{err}");
+        assert_eq!(*ctl.current(), *before);
+        ctl.update(&[("gc.batch-keys".into(), raw("900"))]).unwrap();
     }
 
     #[test]

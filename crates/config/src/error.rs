@@ -39,6 +39,8 @@ pub enum ConfigError {
     NotOnline { key: String },
     #[error("a subsystem refused the change of `{key}`: {message}")]
     Refused { key: String, message: String },
+    #[error("cannot change `{key}` online: {message}")]
+    Unsupported { key: String, message: String },
 }
 
 impl ConfigError {
@@ -56,7 +58,8 @@ impl ConfigError {
             ConfigError::UnknownKey { key, .. }
             | ConfigError::BadValue { key, .. }
             | ConfigError::NotOnline { key }
-            | ConfigError::Refused { key, .. } => Some(key),
+            | ConfigError::Refused { key, .. }
+            | ConfigError::Unsupported { key, .. } => Some(key),
             ConfigError::Read { .. } | ConfigError::Syntax { .. } => None,
         }
     }

@@ -9,6 +9,9 @@
 //! - `readpool.unified.small-request-share`, `level0-threshold`, `level1-threshold` and
 //!   `time-slice` are Atoll's own (DESIGN.md §5; TiKV hard-codes 5 ms, 100 ms).
 //!
+//! - `rocksdb.rate-limiter-auto-tuned` is restart-only (online in TiKV, whose RocksDB fork
+//!   can switch auto-tuning on a live limiter; upstream RocksDB cannot).
+//!
 //! Atoll has only the unified read pool and always keeps Raft logs in raft-engine, so
 //! `readpool.*.use-unified-pool = false` and `raft-engine.enable = false` are rejected
 //! with a message that says so, instead of being silently ignored.
@@ -324,7 +327,9 @@ pub static KNOBS: &[KnobSpec] = &[
         name: "rocksdb.rate-limiter-auto-tuned",
         kind: Kind::Bool,
         default: |_| Value::Bool(true),
-        online: true,
+        // TiKV changes it online through its RocksDB fork; upstream RocksDB fixes auto-tuning
+        // when the limiter is made, so Atoll applies it at restart.
+        online: false,
     },
     KnobSpec {
         name: "rocksdb.titan.enabled",

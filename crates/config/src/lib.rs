@@ -19,7 +19,7 @@ pub mod sysvars;
 pub mod value;
 
 pub use config::{Config, Role, UserValue};
-pub use controller::{Change, ConfigController};
+pub use controller::{Change, ConfigController, Veto};
 pub use error::{ConfigError, Location};
 pub use resources::Resources;
 pub use value::{Raw, Value};

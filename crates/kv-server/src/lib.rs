@@ -1,18 +1,28 @@
-//! `kv-server`: the kv node. Today it runs the unified read pool inside the node shell:
-//! sized from `readpool.unified.*`, resized and re-tuned online through the config
-//! controller, and exported in `/metrics`. Storage, Raft and the gRPC service join it here
-//! (issues #4 and #5).
+//! `kv-server`: the kv node. Today it opens the RocksDB engine in `<data-dir>/db` and runs
+//! the unified read pool inside the node shell; both follow online config changes
+//! (`rocksdb.*`, `readpool.unified.*`) and export their metrics. MVCC, the transaction
+//! scheduler, Raft and the gRPC service join them here (issues #4 and #5).
 
 pub mod auto_adjust;
 pub mod read_pool;
 
 use std::sync::Arc;
 
+use engine_rocks::RocksEngine;
 use node::{Node, NodeError};
 use pool::ShutdownMode;
 
 /// Runs the kv node until SIGINT or SIGTERM.
 pub fn run(node: Node) -> Result<(), NodeError> {
+    let db_dir = node.data_dir.path().join("db");
+    let engine = RocksEngine::open(&db_dir, &node.controller.current())
+        .map_err(|e| NodeError::Storage(format!("{}: {e}", db_dir.display())))?;
+    engine.follow_config(&node.controller);
+    node.registry
+        .register(Box::new(engine_rocks::metrics::RocksCollector::new(
+            engine.clone(),
+        )))
+        .expect("RocksDB metrics register once");
     let pool = Arc::new(read_pool::start(&node.controller.current()));
     read_pool::follow_config(&pool, &node.controller);
     node.registry
@@ -20,11 +30,12 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         .expect("read pool metrics register once");
     let (stop_tuner, stop) = std::sync::mpsc::channel();
     let tuner = auto_adjust::spawn(pool.clone(), node.controller.clone(), stop);
-    let serving = "status port and the unified read pool; storage and the gRPC service are not built yet (issues #4, #5)";
+    let serving = "status port, RocksDB and the unified read pool; transactions and the gRPC service are not built yet (issues #4, #5)";
     tracing::warn!("{serving}");
     let result = node.run_until_signal(serving);
     drop(stop_tuner);
     let _ = tuner.join();
     pool.shutdown(ShutdownMode::Cancel);
+    drop(engine);
     result
 }

@@ -23,4 +23,6 @@ pub enum NodeError {
     Runtime(io::Error),
     #[error("{0}")]
     Profile(String),
+    #[error("storage: {0}")]
+    Storage(String),
 }

@@ -1,0 +1,106 @@
+//! RocksDB figures in `/metrics`, read at scrape time (KNOBS.md §5, RocksDB-kv panels):
+//! compaction pending bytes, write stops and the delayed write rate per CF, running flushes
+//! and compactions, total write-stall time, and the rate limit in force.
+
+use engine::Cf;
+use prometheus::core::{Collector, Desc};
+use prometheus::proto::MetricFamily;
+use prometheus::{GaugeVec, IntCounter, IntGauge, Opts};
+use rocksdb::statistics::Ticker;
+
+use crate::engine::RocksEngine;
+
+const PREFIX: &str = "atoll_rocksdb";
+
+pub struct RocksCollector {
+    engine: RocksEngine,
+    descs: Vec<Desc>,
+}
+
+impl RocksCollector {
+    pub fn new(engine: RocksEngine) -> RocksCollector {
+        let descs = Self::families(&engine)
+            .iter()
+            .flat_map(|c| c.desc().into_iter().cloned().collect::<Vec<_>>())
+            .collect();
+        RocksCollector { engine, descs }
+    }
+
+    fn families(engine: &RocksEngine) -> Vec<Box<dyn Collector>> {
+        let per_cf = |name: &str, help: &str, property: &str| -> Box<dyn Collector> {
+            let g = GaugeVec::new(Opts::new(format!("{PREFIX}_{name}"), help), &["cf"])
+                .expect("valid metric");
+            for cf in Cf::ALL {
+                g.with_label_values(&[cf.name()])
+                    .set(engine.property(cf, property).unwrap_or(0) as f64);
+            }
+            Box::new(g)
+        };
+        let db_gauge = |name: &str, help: &str, value: i64| -> Box<dyn Collector> {
+            let g = IntGauge::new(format!("{PREFIX}_{name}"), help).expect("valid metric");
+            g.set(value);
+            Box::new(g)
+        };
+        let stall = IntCounter::new(
+            format!("{PREFIX}_write_stall_micros_total"),
+            "Time writes were stalled or stopped by RocksDB",
+        )
+        .expect("valid metric");
+        stall.inc_by(
+            engine
+                .inner
+                .db_options
+                .get_ticker_count(Ticker::StallMicros),
+        );
+        vec![
+            per_cf(
+                "compaction_pending_bytes",
+                "Estimated bytes compaction must rewrite to settle the LSM",
+                "rocksdb.estimate-pending-compaction-bytes",
+            ),
+            per_cf(
+                "write_stopped",
+                "1 while writes to the CF are stopped",
+                "rocksdb.is-write-stopped",
+            ),
+            per_cf(
+                "delayed_write_rate_bytes",
+                "Write rate while writes are delayed, 0 if not delayed",
+                "rocksdb.actual-delayed-write-rate",
+            ),
+            db_gauge(
+                "running_compactions",
+                "Compactions running now",
+                engine
+                    .property(Cf::Default, "rocksdb.num-running-compactions")
+                    .unwrap_or(0) as i64,
+            ),
+            db_gauge(
+                "running_flushes",
+                "Flushes running now",
+                engine
+                    .property(Cf::Default, "rocksdb.num-running-flushes")
+                    .unwrap_or(0) as i64,
+            ),
+            db_gauge(
+                "rate_limit_bytes_per_sec",
+                "Flush and compaction I/O limit in force",
+                engine.rate_limit(),
+            ),
+            Box::new(stall),
+        ]
+    }
+}
+
+impl Collector for RocksCollector {
+    fn desc(&self) -> Vec<&Desc> {
+        self.descs.iter().collect()
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        Self::families(&self.engine)
+            .iter()
+            .flat_map(|c| c.collect())
+            .collect()
+    }
+}

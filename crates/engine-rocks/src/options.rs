@@ -1,0 +1,110 @@
+//! From the kv node's config to RocksDB options (KNOBS.md §1).
+//!
+//! | knob | RocksDB |
+//! |---|---|
+//! | `rocksdb.max-background-jobs`, `max-background-flushes` | `max_background_jobs`, `max_background_flushes` |
+//! | `rocksdb.max-sub-compactions` | `max_subcompactions` |
+//! | `rocksdb.rate-bytes-per-sec`, `rate-limiter-mode`, `rate-limiter-auto-tuned` | a `GenericRateLimiter` (100 ms refill, fairness 10) with that rate, mode and auto-tuning |
+//! | `rocksdb.<cf>cf.compression-per-level`, `bottommost-level-compression` | `compression_per_level`, `bottommost_compression` (`disable` leaves it unset) |
+//! | `rocksdb.titan.enabled` | `enable_blob_files` on the default CF, with blob garbage collection |
+//! | `rocksdb.defaultcf.titan.min-blob-size` | `min_blob_size` |
+//! | `rocksdb.defaultcf.titan.blob-file-compression` | `blob_compression_type` |
+//!
+//! Titan is TiKV's key-value separation plugin; RocksDB's integrated blob files do the same
+//! job (large values in blob files, keys and small values in the LSM), so the Titan knobs
+//! map onto them one to one.
+
+use config::Config;
+use engine::Cf;
+use rocksdb::{DBCompressionType, Options};
+
+use crate::rate_limiter::{self, Mode, RateLimiter};
+
+pub fn compression(name: &str) -> Option<DBCompressionType> {
+    Some(match name {
+        "no" => DBCompressionType::None,
+        "snappy" => DBCompressionType::Snappy,
+        "zlib" => DBCompressionType::Zlib,
+        "bzip2" => DBCompressionType::Bz2,
+        "lz4" => DBCompressionType::Lz4,
+        "lz4hc" => DBCompressionType::Lz4hc,
+        "zstd" => DBCompressionType::Zstd,
+        _ => return None,
+    })
+}
+
+/// The name RocksDB's option strings use for a compression (for `SetOptions`).
+pub fn compression_option_name(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "no" => "kNoCompression",
+        "snappy" => "kSnappyCompression",
+        "zlib" => "kZlibCompression",
+        "bzip2" => "kBZip2Compression",
+        "lz4" => "kLZ4Compression",
+        "lz4hc" => "kLZ4HCCompression",
+        "zstd" => "kZSTD",
+        _ => return None,
+    })
+}
+
+/// The config prefix of a CF's knobs, if it has any.
+fn cf_prefix(cf: Cf) -> Option<&'static str> {
+    match cf {
+        Cf::Default => Some("rocksdb.defaultcf"),
+        Cf::Write => Some("rocksdb.writecf"),
+        Cf::Lock => Some("rocksdb.lockcf"),
+        Cf::Meta => None,
+    }
+}
+
+fn known(name: &str) -> DBCompressionType {
+    compression(name).expect("config accepts only known compression names")
+}
+
+/// DB-wide options, and the rate limiter they use.
+pub fn db_options(c: &Config) -> (Options, RateLimiter) {
+    let mut o = Options::default();
+    o.create_if_missing(true);
+    o.create_missing_column_families(true);
+    o.set_max_background_jobs(c.int("rocksdb.max-background-jobs") as i32);
+    // Deprecated in the Rust binding because RocksDB derives it from max_background_jobs when
+    // unset; set explicitly (as TiKV does) RocksDB still honours it.
+    #[allow(deprecated)]
+    o.set_max_background_flushes(c.int("rocksdb.max-background-flushes") as i32);
+    o.set_max_subcompactions(c.int("rocksdb.max-sub-compactions") as u32);
+    o.enable_statistics();
+    let limiter = RateLimiter::new(
+        rate_limiter::bytes_per_sec(c.size("rocksdb.rate-bytes-per-sec").bytes()),
+        Mode::from_name(c.str("rocksdb.rate-limiter-mode"))
+            .expect("config accepts only known modes"),
+        c.bool("rocksdb.rate-limiter-auto-tuned"),
+    );
+    limiter.install(&mut o);
+    (o, limiter)
+}
+
+/// Options of one column family.
+pub fn cf_options(c: &Config, cf: Cf) -> Options {
+    let mut o = Options::default();
+    if let Some(prefix) = cf_prefix(cf) {
+        let levels: Vec<DBCompressionType> = c
+            .list(&format!("{prefix}.compression-per-level"))
+            .iter()
+            .map(|n| known(n))
+            .collect();
+        o.set_compression_per_level(&levels);
+        let bottommost = c.str(&format!("{prefix}.bottommost-level-compression"));
+        if bottommost != "disable" {
+            o.set_bottommost_compression_type(known(bottommost));
+        }
+    }
+    if cf == Cf::Default && c.bool("rocksdb.titan.enabled") {
+        o.set_enable_blob_files(true);
+        o.set_min_blob_size(c.size("rocksdb.defaultcf.titan.min-blob-size").bytes());
+        o.set_blob_compression_type(known(
+            c.str("rocksdb.defaultcf.titan.blob-file-compression"),
+        ));
+        o.set_enable_blob_gc(true);
+    }
+    o
+}
