@@ -6,7 +6,10 @@
 //!
 //! The model: four column families ([`Cf`]); reads through a consistent [`Snapshot`];
 //! writes as an atomic [`WriteBatch`] that is durable (fsynced) when written with
-//! `sync = true`; iterators over one CF within optional bounds.
+//! `sync = true`; iterators over one CF within optional bounds. [`memory::MemoryEngine`]
+//! implements the traits in memory for tests that need no RocksDB.
+
+pub mod memory;
 
 use std::fmt;
 

@@ -1,0 +1,25 @@
+//! Timestamps from PD's oracle: `physical_ms << 18 | logical` (KNOBS.md §3.1), so `ts >> 18`
+//! is wall-clock milliseconds and TTLs can be measured on timestamps.
+
+pub const LOGICAL_BITS: u32 = 18;
+
+pub const fn compose(physical_ms: u64, logical: u64) -> u64 {
+    physical_ms << LOGICAL_BITS | (logical & ((1 << LOGICAL_BITS) - 1))
+}
+
+pub const fn physical_ms(ts: u64) -> u64 {
+    ts >> LOGICAL_BITS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn physical_and_logical_parts_round_trip() {
+        let ts = compose(1_700_000_000_000, 42);
+        assert_eq!(physical_ms(ts), 1_700_000_000_000);
+        assert_eq!(ts & ((1 << LOGICAL_BITS) - 1), 42);
+        assert!(compose(5, (1 << LOGICAL_BITS) - 1) < compose(6, 0));
+    }
+}

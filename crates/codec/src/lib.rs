@@ -1,0 +1,21 @@
+//! `codec`: byte encodings whose order is the order of what they encode (pure functions).
+//!
+//! - [`memcomparable`]: any byte string as groups of 8 bytes with a marker, so that the
+//!   encoded keys compare like the raw ones and no key is a prefix of another's encoding.
+//! - [`number`]: integers as fixed-width big-endian bytes, ascending or descending.
+//! - [`mvcc`]: the MVCC key layout: `memcomparable(user_key) + BE(!ts)`, so the versions of
+//!   one key sit together, newest first.
+
+pub mod memcomparable;
+pub mod mvcc;
+pub mod number;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CodecError {
+    #[error("truncated: needed {needed} more bytes")]
+    Truncated { needed: usize },
+    #[error("bad group marker {marker:#04x} at byte {at}")]
+    BadMarker { marker: u8, at: usize },
+    #[error("bad padding at byte {at}")]
+    BadPadding { at: usize },
+}

@@ -1,0 +1,62 @@
+//! Commit: the second phase. Turns txn `start_ts`'s lock on a key into a write record at
+//! `commit_ts`. The primary key's commit is the txn's commit point.
+//!
+//! Idempotent: if the lock is gone because the txn already committed, commit succeeds again;
+//! if it is gone because the txn was rolled back (or never prewritten), it fails with
+//! `TxnLockNotFound` and the client must treat the txn as aborted.
+
+use engine::Snapshot;
+
+use crate::error::{MvccError, Result};
+use crate::reader::{MvccReader, TxnCommitRecord};
+use crate::record::{LockType, Write, WriteType};
+use crate::txn::MvccTxn;
+
+pub fn commit<S: Snapshot>(
+    txn: &mut MvccTxn,
+    reader: &MvccReader<S>,
+    key: &[u8],
+    start_ts: u64,
+    commit_ts: u64,
+) -> Result<()> {
+    match reader.load_lock(key)? {
+        Some(lock) if lock.start_ts == start_ts => {
+            let Some(write_type) = WriteType::from_lock(lock.lock_type) else {
+                return Err(MvccError::LockTypeNotMatch {
+                    key: key.to_vec(),
+                    start_ts,
+                    actual: LockType::Pessimistic,
+                    expected: "a prewritten lock",
+                });
+            };
+            if commit_ts < lock.min_commit_ts {
+                return Err(MvccError::CommitTsExpired {
+                    key: key.to_vec(),
+                    start_ts,
+                    commit_ts,
+                    min_commit_ts: lock.min_commit_ts,
+                });
+            }
+            txn.put_write(
+                key,
+                commit_ts,
+                &Write {
+                    write_type,
+                    start_ts,
+                    short_value: lock.short_value,
+                },
+            );
+            txn.unlock(key);
+            Ok(())
+        }
+        _ => match reader.txn_commit_record(key, start_ts)? {
+            TxnCommitRecord::Committed { .. } => Ok(()),
+            TxnCommitRecord::RolledBack | TxnCommitRecord::None => {
+                Err(MvccError::TxnLockNotFound {
+                    key: key.to_vec(),
+                    start_ts,
+                })
+            }
+        },
+    }
+}

@@ -1,0 +1,106 @@
+//! Prewrite: the first phase of two-phase commit. Locks a key for txn `start_ts` with the
+//! value it will commit, after checking that nothing newer was committed (optimistic) or that
+//! the txn holds the key's pessimistic lock (pessimistic, which it then upgrades).
+//!
+//! Idempotent: a repeated prewrite of the same txn finds its own lock (or its own commit) and
+//! changes nothing. A rollback record of the txn makes it fail, so a prewrite that arrives
+//! after the txn was rolled back can never succeed.
+
+use engine::Snapshot;
+
+use crate::error::{LockInfo, MvccError, Result};
+use crate::reader::{MvccReader, TxnCommitRecord};
+use crate::record::{Lock, LockType, WriteType};
+use crate::txn::MvccTxn;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mutation {
+    Put(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+    /// Lock the key without changing it.
+    Lock(Vec<u8>),
+}
+
+impl Mutation {
+    pub fn key(&self) -> &[u8] {
+        match self {
+            Mutation::Put(k, _) | Mutation::Delete(k) | Mutation::Lock(k) => k,
+        }
+    }
+}
+
+/// What the txn tells every prewrite of its keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnProps {
+    pub primary: Vec<u8>,
+    pub start_ts: u64,
+    pub ttl_ms: u64,
+    /// 0 for an optimistic txn; the pessimistic txn's for_update_ts otherwise.
+    pub for_update_ts: u64,
+    pub txn_size: u64,
+    pub min_commit_ts: u64,
+}
+
+/// Prewrites one mutation. `pessimistic_lock` says the txn took this key's pessimistic lock.
+pub fn prewrite<S: Snapshot>(
+    txn: &mut MvccTxn,
+    reader: &MvccReader<S>,
+    props: &TxnProps,
+    mutation: Mutation,
+    pessimistic_lock: bool,
+) -> Result<()> {
+    let key = mutation.key().to_vec();
+    let start_ts = props.start_ts;
+    match reader.load_lock(&key)? {
+        Some(lock) if lock.start_ts != start_ts => {
+            return Err(MvccError::KeyIsLocked(LockInfo::new(&key, &lock)));
+        }
+        // Our own prewrite already happened: a retried request.
+        Some(lock) if lock.lock_type != LockType::Pessimistic => return Ok(()),
+        // Our pessimistic lock: the conflict checks were done when it was taken.
+        Some(_) => {}
+        None if pessimistic_lock => {
+            return match reader.txn_commit_record(&key, start_ts)? {
+                TxnCommitRecord::Committed { .. } => Ok(()),
+                TxnCommitRecord::RolledBack => Err(MvccError::AlreadyRolledBack { key, start_ts }),
+                TxnCommitRecord::None => Err(MvccError::PessimisticLockNotFound { key, start_ts }),
+            };
+        }
+        None => {
+            for (commit_ts, write) in reader.writes_since(&key, start_ts)? {
+                if write.start_ts == start_ts {
+                    return match write.write_type {
+                        WriteType::Rollback => Err(MvccError::AlreadyRolledBack { key, start_ts }),
+                        _ => Ok(()),
+                    };
+                }
+                if write.write_type != WriteType::Rollback {
+                    return Err(MvccError::WriteConflict {
+                        key,
+                        start_ts,
+                        conflict_start_ts: write.start_ts,
+                        conflict_commit_ts: commit_ts,
+                    });
+                }
+            }
+        }
+    }
+    let (lock_type, value) = match mutation {
+        Mutation::Put(_, v) => (LockType::Put, Some(v)),
+        Mutation::Delete(_) => (LockType::Delete, None),
+        Mutation::Lock(_) => (LockType::Lock, None),
+    };
+    let short_value = value.and_then(|v| super::place_value(txn, &key, start_ts, v));
+    let lock = Lock {
+        lock_type,
+        primary: props.primary.clone(),
+        start_ts,
+        ttl_ms: props.ttl_ms,
+        for_update_ts: props.for_update_ts,
+        min_commit_ts: props.min_commit_ts.max(start_ts + 1),
+        txn_size: props.txn_size,
+        short_value,
+    };
+    txn.put_lock(&key, &lock);
+    Ok(())
+}

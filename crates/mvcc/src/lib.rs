@@ -1,0 +1,22 @@
+//! `mvcc`: Percolator transactions over the `engine` traits (KNOBS.md §6.1-6.2).
+//!
+//! - [`record`]: the lock CF and write CF records and their byte format.
+//! - [`reader`]: reads at a timestamp through a snapshot: locks, versions, values.
+//! - [`txn`]: the writes one command makes, collected into one engine write batch.
+//! - [`actions`]: one file per action (prewrite, acquire_pessimistic_lock, commit,
+//!   rollback, check_txn_status, txn_heart_beat). Actions are pure: they read through a
+//!   reader, record writes in an [`MvccTxn`], and return what happened; the caller (the
+//!   scheduler, under latches) writes the batch.
+//!
+//! Keys are user keys (`&[u8]`); the reader and the txn encode them (`codec::mvcc`).
+
+pub mod actions;
+pub mod error;
+pub mod reader;
+pub mod record;
+pub mod txn;
+
+pub use error::{LockInfo, MvccError, Result};
+pub use reader::MvccReader;
+pub use record::{Lock, LockType, Write, WriteType};
+pub use txn::MvccTxn;

@@ -1,0 +1,236 @@
+//! Reads at a timestamp through one snapshot (KNOBS.md §6.2, "Read").
+//!
+//! A read at `ts` first looks at the key's lock: a lock of another txn with
+//! `start_ts <= ts` that could still commit below `ts` blocks it (`KeyIsLocked`, the client
+//! resolves and retries); pessimistic and `Lock` locks never block readers. Then it walks the
+//! key's write records from the newest at or below `ts`, skipping `Rollback` and `Lock`
+//! records: a `Put` gives the value (inline or from the default CF at its start_ts), a
+//! `Delete` gives none.
+
+use codec::mvcc::{append_ts, encode_key, split_versioned};
+use engine::{Cf, EngineIterator, IterOptions, Snapshot};
+
+use crate::error::{LockInfo, MvccError, Result};
+use crate::record::{Lock, LockType, Write, WriteType};
+
+/// What the write records say about one txn on one key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TxnCommitRecord {
+    Committed { commit_ts: u64, write: Write },
+    RolledBack,
+    None,
+}
+
+pub struct MvccReader<S> {
+    snap: S,
+}
+
+/// The smallest byte string greater than every string starting with `prefix`.
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    // Encoded keys end in a marker below 0xFF, so the last byte can always grow.
+    *end.last_mut().expect("encoded keys are never empty") += 1;
+    end
+}
+
+fn corrupt_key(cf: Cf, key: &[u8], e: codec::CodecError) -> MvccError {
+    MvccError::Engine(engine::Error::Corruption {
+        cf,
+        key: key.to_vec(),
+        detail: e.to_string(),
+    })
+}
+
+impl<S: Snapshot> MvccReader<S> {
+    pub fn new(snap: S) -> MvccReader<S> {
+        MvccReader { snap }
+    }
+
+    pub fn load_lock(&self, key: &[u8]) -> Result<Option<Lock>> {
+        match self.snap.get(Cf::Lock, &encode_key(key))? {
+            Some(bytes) => Ok(Some(Lock::decode(key, &bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The key's write records from the newest at or below `ts` downwards, at most `limit`.
+    fn writes_at_or_below(&self, key: &[u8], ts: u64, limit: usize) -> Result<Vec<(u64, Write)>> {
+        let encoded = encode_key(key);
+        let opts = IterOptions {
+            lower: Some(append_ts(&encoded, ts)),
+            upper: Some(prefix_end(&encoded)),
+            ..IterOptions::default()
+        };
+        let mut it = self.snap.iter(Cf::Write, opts)?;
+        let mut out = Vec::new();
+        let mut ok = it.seek_to_first()?;
+        while ok && out.len() < limit {
+            let (_, commit_ts) =
+                split_versioned(it.key()).map_err(|e| corrupt_key(Cf::Write, key, e))?;
+            out.push((commit_ts, Write::decode(key, it.value())?));
+            ok = it.next()?;
+        }
+        Ok(out)
+    }
+
+    /// The newest write record at or below `ts`.
+    pub fn seek_write(&self, key: &[u8], ts: u64) -> Result<Option<(u64, Write)>> {
+        Ok(self.writes_at_or_below(key, ts, 1)?.pop())
+    }
+
+    /// Every write record of the key with commit_ts at or above `ts`, newest first.
+    pub fn writes_since(&self, key: &[u8], ts: u64) -> Result<Vec<(u64, Write)>> {
+        Ok(self
+            .writes_at_or_below(key, u64::MAX, usize::MAX)?
+            .into_iter()
+            .take_while(|(commit_ts, _)| *commit_ts >= ts)
+            .collect())
+    }
+
+    /// Whether txn `start_ts` committed or rolled back on `key`.
+    pub fn txn_commit_record(&self, key: &[u8], start_ts: u64) -> Result<TxnCommitRecord> {
+        for (commit_ts, write) in self.writes_since(key, start_ts)? {
+            if write.start_ts == start_ts {
+                return Ok(match write.write_type {
+                    WriteType::Rollback => TxnCommitRecord::RolledBack,
+                    _ => TxnCommitRecord::Committed { commit_ts, write },
+                });
+            }
+        }
+        Ok(TxnCommitRecord::None)
+    }
+
+    pub fn load_value(&self, key: &[u8], start_ts: u64) -> Result<Vec<u8>> {
+        self.snap
+            .get(Cf::Default, &append_ts(&encode_key(key), start_ts))?
+            .ok_or_else(|| {
+                MvccError::Engine(engine::Error::Corruption {
+                    cf: Cf::Default,
+                    key: key.to_vec(),
+                    detail: format!("the value of the version started at {start_ts} is missing"),
+                })
+            })
+    }
+
+    /// Fails with `KeyIsLocked` if the key's lock blocks a read at `ts`.
+    pub fn check_lock(&self, key: &[u8], ts: u64, resolved: &[u64]) -> Result<()> {
+        if let Some(lock) = self.load_lock(key)? {
+            let blocks = lock.start_ts <= ts
+                && !matches!(lock.lock_type, LockType::Pessimistic | LockType::Lock)
+                && lock.min_commit_ts <= ts
+                && !resolved.contains(&lock.start_ts);
+            if blocks {
+                return Err(MvccError::KeyIsLocked(LockInfo::new(key, &lock)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The committed value of `key` visible at `ts`, without looking at locks.
+    pub fn get_committed(&self, key: &[u8], ts: u64) -> Result<Option<Vec<u8>>> {
+        let mut ts = ts;
+        loop {
+            let Some((commit_ts, write)) = self.seek_write(key, ts)? else {
+                return Ok(None);
+            };
+            match write.write_type {
+                WriteType::Put => {
+                    return match write.short_value {
+                        Some(v) => Ok(Some(v)),
+                        None => self.load_value(key, write.start_ts).map(Some),
+                    };
+                }
+                WriteType::Delete => return Ok(None),
+                WriteType::Lock | WriteType::Rollback => {
+                    if commit_ts == 0 {
+                        return Ok(None);
+                    }
+                    ts = commit_ts - 1;
+                }
+            }
+        }
+    }
+
+    /// A snapshot-isolation read of `key` at `ts`; `resolved` lists txns known to be resolved.
+    pub fn get(&self, key: &[u8], ts: u64, resolved: &[u64]) -> Result<Option<Vec<u8>>> {
+        self.check_lock(key, ts, resolved)?;
+        self.get_committed(key, ts)
+    }
+
+    /// Keys in `[start, end)` (`end` empty = unbounded) with their values at `ts`, at most
+    /// `limit` pairs, in key order.
+    pub fn scan(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        limit: usize,
+        ts: u64,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let opts = IterOptions {
+            lower: Some(encode_key(start)),
+            upper: (!end.is_empty()).then(|| encode_key(end)),
+            ..IterOptions::default()
+        };
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for cf in [Cf::Write, Cf::Lock] {
+            let mut it = self.snap.iter(cf, opts.clone())?;
+            let mut ok = it.seek_to_first()?;
+            while ok {
+                let encoded = match cf {
+                    Cf::Write => {
+                        split_versioned(it.key())
+                            .map_err(|e| corrupt_key(cf, it.key(), e))?
+                            .0
+                    }
+                    _ => it.key(),
+                };
+                let key =
+                    codec::mvcc::decode_key(encoded).map_err(|e| corrupt_key(cf, encoded, e))?;
+                if keys.last() != Some(&key) {
+                    keys.push(key);
+                }
+                ok = it.next()?;
+            }
+        }
+        keys.sort();
+        keys.dedup();
+        let mut out = Vec::new();
+        for key in keys {
+            if out.len() == limit {
+                break;
+            }
+            if let Some(v) = self.get(&key, ts, &[])? {
+                out.push((key, v));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Locks in `[start, end)` whose txn started at or before `max_ts`, at most `limit`.
+    pub fn scan_locks(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        max_ts: u64,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Lock)>> {
+        let opts = IterOptions {
+            lower: Some(encode_key(start)),
+            upper: (!end.is_empty()).then(|| encode_key(end)),
+            ..IterOptions::default()
+        };
+        let mut it = self.snap.iter(Cf::Lock, opts)?;
+        let mut out = Vec::new();
+        let mut ok = it.seek_to_first()?;
+        while ok && out.len() < limit {
+            let key = codec::mvcc::decode_key(it.key())
+                .map_err(|e| corrupt_key(Cf::Lock, it.key(), e))?;
+            let lock = Lock::decode(&key, it.value())?;
+            if lock.start_ts <= max_ts {
+                out.push((key, lock));
+            }
+            ok = it.next()?;
+        }
+        Ok(out)
+    }
+}

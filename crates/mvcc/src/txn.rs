@@ -1,0 +1,80 @@
+//! The writes of one MVCC command, collected and then applied as one atomic write batch.
+
+use codec::mvcc::{append_ts, encode_key};
+use engine::{Cf, WriteBatch};
+
+use crate::record::{Lock, Write};
+
+enum Modify {
+    Put(Cf, Vec<u8>, Vec<u8>),
+    Delete(Cf, Vec<u8>),
+}
+
+#[derive(Default)]
+pub struct MvccTxn {
+    modifies: Vec<Modify>,
+}
+
+impl MvccTxn {
+    pub fn new() -> MvccTxn {
+        MvccTxn::default()
+    }
+
+    pub fn put_lock(&mut self, key: &[u8], lock: &Lock) {
+        self.modifies
+            .push(Modify::Put(Cf::Lock, encode_key(key), lock.encode()));
+    }
+
+    pub fn unlock(&mut self, key: &[u8]) {
+        self.modifies
+            .push(Modify::Delete(Cf::Lock, encode_key(key)));
+    }
+
+    pub fn put_write(&mut self, key: &[u8], commit_ts: u64, write: &Write) {
+        self.modifies.push(Modify::Put(
+            Cf::Write,
+            append_ts(&encode_key(key), commit_ts),
+            write.encode(),
+        ));
+    }
+
+    pub fn put_value(&mut self, key: &[u8], start_ts: u64, value: &[u8]) {
+        self.modifies.push(Modify::Put(
+            Cf::Default,
+            append_ts(&encode_key(key), start_ts),
+            value.to_vec(),
+        ));
+    }
+
+    pub fn delete_value(&mut self, key: &[u8], start_ts: u64) {
+        self.modifies.push(Modify::Delete(
+            Cf::Default,
+            append_ts(&encode_key(key), start_ts),
+        ));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.modifies.is_empty()
+    }
+
+    /// Bytes the batch will write (keys and values), for write-rate limits and flow control.
+    pub fn write_bytes(&self) -> usize {
+        self.modifies
+            .iter()
+            .map(|m| match m {
+                Modify::Put(_, k, v) => k.len() + v.len(),
+                Modify::Delete(_, k) => k.len(),
+            })
+            .sum()
+    }
+
+    /// Moves the writes into `batch`, in the order they were made.
+    pub fn fill<W: WriteBatch>(self, batch: &mut W) {
+        for m in self.modifies {
+            match m {
+                Modify::Put(cf, k, v) => batch.put(cf, &k, &v),
+                Modify::Delete(cf, k) => batch.delete(cf, &k),
+            }
+        }
+    }
+}

@@ -1,0 +1,387 @@
+//! Percolator action sequences on an in-memory engine, each checking what clients would see.
+
+use base::ts::compose;
+use engine::memory::{MemoryEngine, MemorySnapshot};
+use engine::{Cf, KvEngine, WriteBatch};
+use mvcc::actions::acquire_pessimistic_lock::acquire_pessimistic_lock;
+use mvcc::actions::check_txn_status::{TxnStatus, check_txn_status};
+use mvcc::actions::commit::commit;
+use mvcc::actions::prewrite::{Mutation, TxnProps, prewrite};
+use mvcc::actions::rollback::rollback;
+use mvcc::actions::txn_heart_beat::txn_heart_beat;
+use mvcc::{MvccError, MvccReader, MvccTxn, Result};
+
+/// Timestamps at 1 ms of physical time per unit, so TTLs mean something.
+fn ts(ms: u64) -> u64 {
+    compose(1_000_000 + ms, 0)
+}
+
+struct Store(MemoryEngine);
+
+impl Store {
+    fn new() -> Store {
+        Store(MemoryEngine::new())
+    }
+
+    /// Runs one command: read through a fresh snapshot, then write its batch.
+    fn run<T>(
+        &self,
+        f: impl FnOnce(&mut MvccTxn, &MvccReader<MemorySnapshot>) -> Result<T>,
+    ) -> Result<T> {
+        let reader = MvccReader::new(self.0.snapshot());
+        let mut txn = MvccTxn::new();
+        let out = f(&mut txn, &reader)?;
+        let mut wb = self.0.write_batch();
+        txn.fill(&mut wb);
+        self.0.write(wb, true).unwrap();
+        Ok(out)
+    }
+
+    fn props(primary: &[u8], start: u64) -> TxnProps {
+        TxnProps {
+            primary: primary.to_vec(),
+            start_ts: start,
+            ttl_ms: 3000,
+            for_update_ts: 0,
+            txn_size: 1,
+            min_commit_ts: 0,
+        }
+    }
+
+    fn prewrite(&self, m: Mutation, primary: &[u8], start: u64) -> Result<()> {
+        self.run(|txn, r| prewrite(txn, r, &Store::props(primary, start), m, false))
+    }
+
+    fn put(&self, key: &[u8], value: &[u8], primary: &[u8], start: u64) -> Result<()> {
+        self.prewrite(Mutation::Put(key.to_vec(), value.to_vec()), primary, start)
+    }
+
+    fn commit(&self, key: &[u8], start: u64, commit_ts: u64) -> Result<()> {
+        self.run(|txn, r| commit(txn, r, key, start, commit_ts))
+    }
+
+    fn rollback(&self, key: &[u8], start: u64) -> Result<()> {
+        self.run(|txn, r| rollback(txn, r, key, start))
+    }
+
+    fn get(&self, key: &[u8], at: u64) -> Result<Option<Vec<u8>>> {
+        MvccReader::new(self.0.snapshot()).get(key, at, &[])
+    }
+
+    /// A committed put in one go.
+    fn write(&self, key: &[u8], value: &[u8], start: u64, commit_ts: u64) {
+        self.put(key, value, key, start).unwrap();
+        self.commit(key, start, commit_ts).unwrap();
+    }
+}
+
+fn v(s: &str) -> Option<Vec<u8>> {
+    Some(s.as_bytes().to_vec())
+}
+
+#[test]
+fn reads_see_the_version_committed_at_or_before_their_ts() {
+    let s = Store::new();
+    s.write(b"k", b"v1", ts(10), ts(11));
+    s.write(b"k", b"v2", ts(20), ts(21));
+    s.run(|txn, r| {
+        prewrite(
+            txn,
+            r,
+            &Store::props(b"k", ts(30)),
+            Mutation::Delete(b"k".to_vec()),
+            false,
+        )
+    })
+    .unwrap();
+    s.commit(b"k", ts(30), ts(31)).unwrap();
+    assert_eq!(s.get(b"k", ts(5)).unwrap(), None);
+    assert_eq!(s.get(b"k", ts(11)).unwrap(), v("v1"));
+    assert_eq!(s.get(b"k", ts(20)).unwrap(), v("v1"));
+    assert_eq!(s.get(b"k", ts(25)).unwrap(), v("v2"));
+    assert_eq!(s.get(b"k", ts(40)).unwrap(), None);
+}
+
+#[test]
+fn a_lock_blocks_readers_after_its_start_ts_only() {
+    let s = Store::new();
+    s.write(b"k", b"old", ts(1), ts(2));
+    s.put(b"k", b"new", b"k", ts(10)).unwrap();
+    assert!(
+        matches!(s.get(b"k", ts(15)), Err(MvccError::KeyIsLocked(ref l)) if l.start_ts == ts(10) && l.primary == b"k")
+    );
+    assert_eq!(s.get(b"k", ts(9)).unwrap(), v("old"));
+    // A reader that already resolved that txn reads past it.
+    assert_eq!(
+        MvccReader::new(s.0.snapshot())
+            .get(b"k", ts(15), &[ts(10)])
+            .unwrap(),
+        v("old")
+    );
+    s.commit(b"k", ts(10), ts(12)).unwrap();
+    assert_eq!(s.get(b"k", ts(15)).unwrap(), v("new"));
+}
+
+#[test]
+fn conflicting_writers_are_detected() {
+    let s = Store::new();
+    s.write(b"k", b"a", ts(10), ts(20));
+    // Started before that commit: write conflict.
+    let err = s.put(b"k", b"b", b"k", ts(15)).unwrap_err();
+    assert!(
+        matches!(err, MvccError::WriteConflict { conflict_commit_ts, .. } if conflict_commit_ts == ts(20)),
+        "{err}"
+    );
+    // Another txn's lock: KeyIsLocked.
+    s.put(b"k", b"c", b"k", ts(30)).unwrap();
+    assert!(matches!(
+        s.put(b"k", b"d", b"k", ts(31)),
+        Err(MvccError::KeyIsLocked(_))
+    ));
+    // The same txn again: idempotent.
+    s.put(b"k", b"c", b"k", ts(30)).unwrap();
+}
+
+#[test]
+fn a_rollback_stops_a_late_prewrite_and_a_late_commit() {
+    let s = Store::new();
+    s.rollback(b"k", ts(30)).unwrap();
+    assert!(matches!(
+        s.put(b"k", b"x", b"k", ts(30)),
+        Err(MvccError::AlreadyRolledBack { .. })
+    ));
+    assert!(matches!(
+        s.commit(b"k", ts(30), ts(31)),
+        Err(MvccError::TxnLockNotFound { .. })
+    ));
+    // Rolling back after a prewrite removes the lock and value.
+    s.put(b"j", &vec![9; 1000], b"j", ts(40)).unwrap();
+    s.rollback(b"j", ts(40)).unwrap();
+    assert_eq!(s.get(b"j", ts(50)).unwrap(), None);
+    assert!(s.0.snapshot_is_empty_of(Cf::Default));
+    assert!(matches!(
+        s.commit(b"j", ts(40), ts(41)),
+        Err(MvccError::TxnLockNotFound { .. })
+    ));
+}
+
+#[test]
+fn commit_is_idempotent_and_a_committed_txn_cannot_be_rolled_back() {
+    let s = Store::new();
+    s.write(b"k", b"v", ts(10), ts(11));
+    s.commit(b"k", ts(10), ts(11)).unwrap();
+    assert!(
+        matches!(s.rollback(b"k", ts(10)), Err(MvccError::Committed { commit_ts, .. }) if commit_ts == ts(11))
+    );
+    assert_eq!(s.get(b"k", ts(12)).unwrap(), v("v"));
+}
+
+#[test]
+fn large_values_live_in_the_default_cf() {
+    let s = Store::new();
+    let big = vec![7u8; 4096];
+    s.put(b"k", &big, b"k", ts(10)).unwrap();
+    s.commit(b"k", ts(10), ts(11)).unwrap();
+    assert_eq!(s.get(b"k", ts(12)).unwrap(), Some(big));
+}
+
+#[test]
+fn locks_of_a_dead_txn_are_resolved_by_ttl() {
+    let s = Store::new();
+    s.write(b"a", b"a0", ts(1), ts(2));
+    s.write(b"b", b"b0", ts(1), ts(2));
+    // Txn 10 prewrites both keys with a 100 ms TTL and dies.
+    let props = TxnProps {
+        ttl_ms: 100,
+        ..Store::props(b"a", ts(10))
+    };
+    for key in [b"a", b"b"] {
+        s.run(|txn, r| {
+            prewrite(
+                txn,
+                r,
+                &props,
+                Mutation::Put(key.to_vec(), b"x".to_vec()),
+                false,
+            )
+        })
+        .unwrap();
+    }
+    // A reader at 50 ms: the lock is alive; its min_commit_ts is pushed past the reader.
+    let status = s
+        .run(|txn, r| check_txn_status(txn, r, b"a", ts(10), ts(50), ts(50), false))
+        .unwrap();
+    assert!(
+        matches!(status, TxnStatus::Locked(ref l) if l.min_commit_ts == ts(50) + 1),
+        "{status:?}"
+    );
+    assert_eq!(
+        s.get(b"a", ts(50)).unwrap(),
+        v("a0"),
+        "pushed: the reader at 50 need not wait"
+    );
+    // At 200 ms the TTL has run out: the primary is rolled back; the secondary follows.
+    let status = s
+        .run(|txn, r| check_txn_status(txn, r, b"a", ts(10), ts(200), ts(200), false))
+        .unwrap();
+    assert_eq!(status, TxnStatus::TtlExpired);
+    s.rollback(b"b", ts(10)).unwrap();
+    assert_eq!(s.get(b"a", ts(300)).unwrap(), v("a0"));
+    assert_eq!(s.get(b"b", ts(300)).unwrap(), v("b0"));
+    assert!(matches!(
+        s.commit(b"a", ts(10), ts(250)),
+        Err(MvccError::TxnLockNotFound { .. })
+    ));
+}
+
+#[test]
+fn a_committed_primary_lets_secondaries_roll_forward() {
+    let s = Store::new();
+    for key in [b"p", b"s"] {
+        s.run(|txn, r| {
+            prewrite(
+                txn,
+                r,
+                &Store::props(b"p", ts(10)),
+                Mutation::Put(key.to_vec(), b"1".to_vec()),
+                false,
+            )
+        })
+        .unwrap();
+    }
+    s.commit(b"p", ts(10), ts(11)).unwrap();
+    let status = s
+        .run(|txn, r| check_txn_status(txn, r, b"p", ts(10), ts(20), ts(20), true))
+        .unwrap();
+    assert_eq!(status, TxnStatus::Committed { commit_ts: ts(11) });
+    s.commit(b"s", ts(10), ts(11)).unwrap();
+    assert_eq!(s.get(b"s", ts(20)).unwrap(), v("1"));
+    // No trace of a txn: with rollback_if_not_exist it is fenced off.
+    let status = s
+        .run(|txn, r| check_txn_status(txn, r, b"q", ts(30), ts(40), ts(40), true))
+        .unwrap();
+    assert_eq!(status, TxnStatus::LockNotExistRollback);
+    assert!(matches!(
+        s.put(b"q", b"late", b"q", ts(30)),
+        Err(MvccError::AlreadyRolledBack { .. })
+    ));
+    assert!(matches!(
+        s.run(|txn, r| check_txn_status(txn, r, b"z", ts(30), ts(40), ts(40), false)),
+        Err(MvccError::TxnNotFound { .. })
+    ));
+}
+
+#[test]
+fn a_pessimistic_lock_then_prewrite_then_commit() {
+    let s = Store::new();
+    s.write(b"k", b"v0", ts(1), ts(2));
+    let lock = |start, for_update| {
+        s.run(|txn, r| acquire_pessimistic_lock(txn, r, b"k", b"k", start, for_update, 3000))
+    };
+    lock(ts(10), ts(10)).unwrap();
+    // The pessimistic lock does not block readers, but blocks other lockers and writers.
+    assert_eq!(s.get(b"k", ts(15)).unwrap(), v("v0"));
+    assert!(matches!(
+        lock(ts(11), ts(11)),
+        Err(MvccError::KeyIsLocked(_))
+    ));
+    assert!(matches!(
+        s.put(b"k", b"x", b"k", ts(12)),
+        Err(MvccError::KeyIsLocked(_))
+    ));
+    // Committing before the prewrite is refused.
+    assert!(matches!(
+        s.commit(b"k", ts(10), ts(20)),
+        Err(MvccError::LockTypeNotMatch { .. })
+    ));
+    let props = TxnProps {
+        for_update_ts: ts(10),
+        ..Store::props(b"k", ts(10))
+    };
+    s.run(|txn, r| {
+        prewrite(
+            txn,
+            r,
+            &props,
+            Mutation::Put(b"k".to_vec(), b"v1".to_vec()),
+            true,
+        )
+    })
+    .unwrap();
+    s.commit(b"k", ts(10), ts(20)).unwrap();
+    assert_eq!(s.get(b"k", ts(25)).unwrap(), v("v1"));
+    // A prewrite that expects a pessimistic lock which is not there fails.
+    let props = TxnProps {
+        for_update_ts: ts(30),
+        ..Store::props(b"k", ts(30))
+    };
+    assert!(matches!(
+        s.run(|txn, r| prewrite(
+            txn,
+            r,
+            &props,
+            Mutation::Put(b"k".to_vec(), b"v2".to_vec()),
+            true
+        )),
+        Err(MvccError::PessimisticLockNotFound { .. })
+    ));
+}
+
+#[test]
+fn a_pessimistic_lock_sees_commits_after_its_for_update_ts_as_conflicts() {
+    let s = Store::new();
+    s.write(b"k", b"v0", ts(12), ts(15));
+    let lock = |for_update| {
+        s.run(|txn, r| acquire_pessimistic_lock(txn, r, b"k", b"k", ts(10), for_update, 3000))
+    };
+    // Statement ts 14 is older than the commit at 15: the statement must retry...
+    assert!(matches!(lock(ts(14)), Err(MvccError::WriteConflict { .. })));
+    // ...with a fresh for_update_ts, which succeeds.
+    lock(ts(16)).unwrap();
+}
+
+#[test]
+fn heart_beats_only_raise_the_ttl() {
+    let s = Store::new();
+    s.put(b"p", b"v", b"p", ts(10)).unwrap();
+    assert_eq!(
+        s.run(|txn, r| txn_heart_beat(txn, r, b"p", ts(10), 10_000))
+            .unwrap(),
+        10_000
+    );
+    assert_eq!(
+        s.run(|txn, r| txn_heart_beat(txn, r, b"p", ts(10), 5))
+            .unwrap(),
+        10_000
+    );
+    assert!(matches!(
+        s.run(|txn, r| txn_heart_beat(txn, r, b"p", ts(99), 5)),
+        Err(MvccError::TxnNotFound { .. })
+    ));
+}
+
+#[test]
+fn corrupt_records_are_errors_that_name_the_key() {
+    let s = Store::new();
+    let mut wb = s.0.write_batch();
+    wb.put(Cf::Lock, &codec::mvcc::encode_key(b"bad"), b"\x01\x02");
+    s.0.write(wb, true).unwrap();
+    let err = s.get(b"bad", ts(10)).unwrap_err().to_string();
+    assert!(
+        err.starts_with("corrupted data in cf lock at key 626164"),
+        "{err}"
+    );
+}
+
+trait EmptyCheck {
+    fn snapshot_is_empty_of(&self, cf: Cf) -> bool;
+}
+
+impl EmptyCheck for MemoryEngine {
+    fn snapshot_is_empty_of(&self, cf: Cf) -> bool {
+        use engine::{EngineIterator, Iterable};
+        let snap = self.snapshot();
+        let mut it = snap.iter(cf, engine::IterOptions::default()).unwrap();
+        !it.seek_to_first().unwrap()
+    }
+}
