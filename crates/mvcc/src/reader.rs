@@ -157,25 +157,20 @@ impl<S: Snapshot> MvccReader<S> {
         self.get_committed(key, ts)
     }
 
-    /// Keys in `[start, end)` (`end` empty = unbounded) with their values at `ts`, at most
-    /// `limit` pairs, in key order.
-    pub fn scan(
-        &self,
-        start: &[u8],
-        end: &[u8],
-        limit: usize,
-        ts: u64,
-    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    /// Distinct user keys that have write records or a lock in `[start, end)` (`end` empty
+    /// = unbounded), in order, at most `limit` (`cfs` says where to look).
+    fn keys_in(&self, cfs: &[Cf], start: &[u8], end: &[u8], limit: usize) -> Result<Vec<Vec<u8>>> {
         let opts = IterOptions {
             lower: Some(encode_key(start)),
             upper: (!end.is_empty()).then(|| encode_key(end)),
             ..IterOptions::default()
         };
         let mut keys: Vec<Vec<u8>> = Vec::new();
-        for cf in [Cf::Write, Cf::Lock] {
+        for &cf in cfs {
             let mut it = self.snap.iter(cf, opts.clone())?;
             let mut ok = it.seek_to_first()?;
-            while ok {
+            let mut found = 0;
+            while ok && found < limit {
                 let encoded = match cf {
                     Cf::Write => {
                         split_versioned(it.key())
@@ -188,14 +183,33 @@ impl<S: Snapshot> MvccReader<S> {
                     codec::mvcc::decode_key(encoded).map_err(|e| corrupt_key(cf, encoded, e))?;
                 if keys.last() != Some(&key) {
                     keys.push(key);
+                    found += 1;
                 }
                 ok = it.next()?;
             }
         }
         keys.sort();
         keys.dedup();
+        keys.truncate(limit);
+        Ok(keys)
+    }
+
+    /// User keys with write records in `[start, end)`, at most `limit` (GC walks these).
+    pub fn write_keys(&self, start: &[u8], end: &[u8], limit: usize) -> Result<Vec<Vec<u8>>> {
+        self.keys_in(&[Cf::Write], start, end, limit)
+    }
+
+    /// Keys in `[start, end)` (`end` empty = unbounded) with their values at `ts`, at most
+    /// `limit` pairs, in key order.
+    pub fn scan(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        limit: usize,
+        ts: u64,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let mut out = Vec::new();
-        for key in keys {
+        for key in self.keys_in(&[Cf::Write, Cf::Lock], start, end, usize::MAX)? {
             if out.len() == limit {
                 break;
             }

@@ -38,6 +38,13 @@ impl MvccTxn {
         ));
     }
 
+    pub fn delete_write(&mut self, key: &[u8], commit_ts: u64) {
+        self.modifies.push(Modify::Delete(
+            Cf::Write,
+            append_ts(&encode_key(key), commit_ts),
+        ));
+    }
+
     pub fn put_value(&mut self, key: &[u8], start_ts: u64, value: &[u8]) {
         self.modifies.push(Modify::Put(
             Cf::Default,

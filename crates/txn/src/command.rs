@@ -1,0 +1,201 @@
+//! Transaction commands as data, and how each runs its MVCC actions on one snapshot.
+//! A command either writes all it decided or nothing: the first error discards its writes.
+
+use engine::Snapshot;
+use mvcc::actions::acquire_pessimistic_lock::acquire_pessimistic_lock;
+use mvcc::actions::check_txn_status::{TxnStatus, check_txn_status};
+use mvcc::actions::commit::commit;
+use mvcc::actions::prewrite::{Mutation, TxnProps, prewrite};
+use mvcc::actions::rollback::rollback;
+use mvcc::actions::txn_heart_beat::txn_heart_beat;
+use mvcc::{MvccReader, MvccTxn};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// `pessimistic[i]` says the txn holds the pessimistic lock of `mutations[i]`.
+    Prewrite {
+        mutations: Vec<Mutation>,
+        props: TxnProps,
+        pessimistic: Vec<bool>,
+    },
+    AcquirePessimisticLock {
+        keys: Vec<Vec<u8>>,
+        primary: Vec<u8>,
+        start_ts: u64,
+        for_update_ts: u64,
+        ttl_ms: u64,
+    },
+    Commit {
+        keys: Vec<Vec<u8>>,
+        start_ts: u64,
+        commit_ts: u64,
+    },
+    /// Also Cleanup: abort the txn on these keys.
+    Rollback { keys: Vec<Vec<u8>>, start_ts: u64 },
+    CheckTxnStatus {
+        primary: Vec<u8>,
+        lock_ts: u64,
+        caller_start_ts: u64,
+        current_ts: u64,
+        rollback_if_not_exist: bool,
+    },
+    /// Commits (`commit_ts > 0`) or rolls back (`commit_ts == 0`) txn `start_ts` on `keys`.
+    ResolveLock {
+        keys: Vec<Vec<u8>>,
+        start_ts: u64,
+        commit_ts: u64,
+    },
+    TxnHeartBeat {
+        primary: Vec<u8>,
+        start_ts: u64,
+        advise_ttl_ms: u64,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandOutput {
+    Done,
+    TxnStatus(TxnStatus),
+    Ttl(u64),
+}
+
+impl Command {
+    /// The keys whose latches the command holds.
+    pub fn keys(&self) -> Vec<&[u8]> {
+        match self {
+            Command::Prewrite { mutations, .. } => mutations.iter().map(Mutation::key).collect(),
+            Command::AcquirePessimisticLock { keys, .. }
+            | Command::Commit { keys, .. }
+            | Command::Rollback { keys, .. }
+            | Command::ResolveLock { keys, .. } => keys.iter().map(Vec::as_slice).collect(),
+            Command::CheckTxnStatus { primary, .. } | Command::TxnHeartBeat { primary, .. } => {
+                vec![primary.as_slice()]
+            }
+        }
+    }
+
+    /// Roughly the bytes the command will write, for the pending-write limit.
+    pub fn write_bytes(&self) -> usize {
+        let values: usize = match self {
+            Command::Prewrite { mutations, .. } => mutations
+                .iter()
+                .map(|m| match m {
+                    Mutation::Put(_, v) => v.len(),
+                    _ => 0,
+                })
+                .sum(),
+            _ => 0,
+        };
+        values + self.keys().iter().map(|k| k.len() + 64).sum::<usize>()
+    }
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Prewrite { .. } => "prewrite",
+            Command::AcquirePessimisticLock { .. } => "acquire_pessimistic_lock",
+            Command::Commit { .. } => "commit",
+            Command::Rollback { .. } => "rollback",
+            Command::CheckTxnStatus { .. } => "check_txn_status",
+            Command::ResolveLock { .. } => "resolve_lock",
+            Command::TxnHeartBeat { .. } => "txn_heart_beat",
+        }
+    }
+
+    /// Runs the command's actions; on error nothing in `txn` may be written.
+    pub fn process<S: Snapshot>(
+        self,
+        reader: &MvccReader<S>,
+        txn: &mut MvccTxn,
+    ) -> mvcc::Result<CommandOutput> {
+        match self {
+            Command::Prewrite {
+                mutations,
+                props,
+                pessimistic,
+            } => {
+                for (i, m) in mutations.into_iter().enumerate() {
+                    prewrite(
+                        txn,
+                        reader,
+                        &props,
+                        m,
+                        pessimistic.get(i).copied().unwrap_or(false),
+                    )?;
+                }
+            }
+            Command::AcquirePessimisticLock {
+                keys,
+                primary,
+                start_ts,
+                for_update_ts,
+                ttl_ms,
+            } => {
+                for k in &keys {
+                    acquire_pessimistic_lock(
+                        txn,
+                        reader,
+                        k,
+                        &primary,
+                        start_ts,
+                        for_update_ts,
+                        ttl_ms,
+                    )?;
+                }
+            }
+            Command::Commit {
+                keys,
+                start_ts,
+                commit_ts,
+            } => {
+                for k in &keys {
+                    commit(txn, reader, k, start_ts, commit_ts)?;
+                }
+            }
+            Command::Rollback { keys, start_ts } => {
+                for k in &keys {
+                    rollback(txn, reader, k, start_ts)?;
+                }
+            }
+            Command::ResolveLock {
+                keys,
+                start_ts,
+                commit_ts,
+            } => {
+                for k in &keys {
+                    if commit_ts > 0 {
+                        commit(txn, reader, k, start_ts, commit_ts)?;
+                    } else {
+                        rollback(txn, reader, k, start_ts)?;
+                    }
+                }
+            }
+            Command::CheckTxnStatus {
+                primary,
+                lock_ts,
+                caller_start_ts,
+                current_ts,
+                rollback_if_not_exist,
+            } => {
+                return check_txn_status(
+                    txn,
+                    reader,
+                    &primary,
+                    lock_ts,
+                    caller_start_ts,
+                    current_ts,
+                    rollback_if_not_exist,
+                )
+                .map(CommandOutput::TxnStatus);
+            }
+            Command::TxnHeartBeat {
+                primary,
+                start_ts,
+                advise_ttl_ms,
+            } => {
+                return txn_heart_beat(txn, reader, &primary, start_ts, advise_ttl_ms)
+                    .map(CommandOutput::Ttl);
+            }
+        }
+        Ok(CommandOutput::Done)
+    }
+}

@@ -1,0 +1,130 @@
+//! The GC worker: given a safe point, removes what no reader at or after it can see
+//! (KNOBS.md §6.4, the path with the compaction filter off).
+//!
+//! For each key, the newest `Put` or `Delete` at or below the safe point is what a reader at
+//! the safe point sees: a `Put` stays, a `Delete` goes (nothing older can be seen through it);
+//! every older version goes, with its value in the default CF; `Rollback` and `Lock` records
+//! at or below the safe point go too (the GC leader resolves locks below the safe point
+//! before it moves it, so no late prewrite needs them). Versions above the safe point stay.
+//!
+//! Deletes are written in batches of `gc.batch-keys` keys through [`ReplicatedKv`], and each
+//! batch first waits on the `gc.max-write-bytes-per-sec` limiter.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use mvcc::{MvccReader, MvccTxn, WriteType};
+
+use crate::limiter::Limiter;
+use crate::replicated::ReplicatedKv;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GcStats {
+    pub keys_scanned: u64,
+    pub versions_deleted: u64,
+    pub bytes_written: u64,
+}
+
+pub struct GcWorker<K> {
+    kv: K,
+    pub limiter: Arc<Limiter>,
+    batch_keys: AtomicUsize,
+    keys_scanned: AtomicU64,
+    versions_deleted: AtomicU64,
+    bytes_written: AtomicU64,
+}
+
+impl<K: ReplicatedKv> GcWorker<K> {
+    pub fn new(kv: K, batch_keys: usize, max_write_bytes_per_sec: u64) -> GcWorker<K> {
+        GcWorker {
+            kv,
+            limiter: Arc::new(Limiter::new(max_write_bytes_per_sec)),
+            batch_keys: AtomicUsize::new(batch_keys.max(1)),
+            keys_scanned: AtomicU64::new(0),
+            versions_deleted: AtomicU64::new(0),
+            bytes_written: AtomicU64::new(0),
+        }
+    }
+
+    pub fn set_batch_keys(&self, n: usize) {
+        self.batch_keys.store(n.max(1), Ordering::Relaxed);
+    }
+
+    /// Totals since the worker started (for `/metrics`: GC speed and progress).
+    pub fn stats(&self) -> GcStats {
+        GcStats {
+            keys_scanned: self.keys_scanned.load(Ordering::Relaxed),
+            versions_deleted: self.versions_deleted.load(Ordering::Relaxed),
+            bytes_written: self.bytes_written.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Collects garbage below `safe_point` for keys in `[start, end)` (`end` empty = all).
+    pub fn gc_range(&self, safe_point: u64, start: &[u8], end: &[u8]) -> mvcc::Result<()> {
+        let mut next = start.to_vec();
+        loop {
+            let batch = self.batch_keys.load(Ordering::Relaxed);
+            let reader = MvccReader::new(self.kv.snapshot()?);
+            let keys = reader.write_keys(&next, end, batch)?;
+            let Some(last) = keys.last() else {
+                return Ok(());
+            };
+            next = last.clone();
+            next.push(0);
+            let mut txn = MvccTxn::new();
+            let mut deleted = 0;
+            for key in &keys {
+                deleted += collect_key(&reader, &mut txn, key, safe_point)?;
+            }
+            self.keys_scanned
+                .fetch_add(keys.len() as u64, Ordering::Relaxed);
+            if !txn.is_empty() {
+                let bytes = txn.write_bytes();
+                self.limiter.blocking_consume(bytes);
+                self.kv.write(txn)?;
+                self.versions_deleted.fetch_add(deleted, Ordering::Relaxed);
+                self.bytes_written
+                    .fetch_add(bytes as u64, Ordering::Relaxed);
+            }
+            if keys.len() < batch {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Records the deletes for one key; returns how many versions go.
+fn collect_key<S: engine::Snapshot>(
+    reader: &MvccReader<S>,
+    txn: &mut MvccTxn,
+    key: &[u8],
+    safe_point: u64,
+) -> mvcc::Result<u64> {
+    let mut deleted = 0;
+    let mut seen_visible = false;
+    for (commit_ts, write) in reader.writes_since(key, 0)? {
+        if commit_ts > safe_point {
+            continue;
+        }
+        let drop_it = match write.write_type {
+            WriteType::Rollback | WriteType::Lock => true,
+            WriteType::Delete => {
+                seen_visible = true;
+                true
+            }
+            WriteType::Put if !seen_visible => {
+                seen_visible = true;
+                false
+            }
+            WriteType::Put => true,
+        };
+        if drop_it {
+            txn.delete_write(key, commit_ts);
+            if write.write_type == WriteType::Put && write.short_value.is_none() {
+                txn.delete_value(key, write.start_ts);
+            }
+            deleted += 1;
+        }
+    }
+    Ok(deleted)
+}

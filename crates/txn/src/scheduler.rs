@@ -1,0 +1,233 @@
+//! The scheduler: `storage.scheduler-worker-pool-size` threads (`sched-worker-<n>`) that run
+//! commands. A worker takes a command's latches, reads one snapshot, runs the command's MVCC
+//! actions, writes the result through [`ReplicatedKv`] (durable before it returns), releases
+//! the latches and answers.
+//!
+//! Admission: commands whose estimated write bytes would push the queued total past
+//! `storage.scheduler-pending-write-threshold` are refused with `Busy` (the server's
+//! `ServerIsBusy`), and so are writes the engine refuses for a stall, instead of piling up.
+//!
+//! Resize: workers at or above the target count finish their command and exit.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Condvar, Mutex};
+
+use mvcc::{MvccError, MvccReader, MvccTxn};
+
+use crate::command::{Command, CommandOutput};
+use crate::latches::Latches;
+use crate::replicated::ReplicatedKv;
+
+#[derive(Debug, Clone)]
+pub struct SchedulerConfig {
+    /// `storage.scheduler-worker-pool-size`.
+    pub workers: usize,
+    /// `storage.scheduler-concurrency`: latch slots.
+    pub latch_slots: usize,
+    /// `storage.scheduler-pending-write-threshold`, in bytes.
+    pub pending_write_threshold_bytes: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TxnError {
+    #[error(transparent)]
+    Mvcc(#[from] MvccError),
+    #[error("server is busy: {0}")]
+    Busy(String),
+    #[error("scheduler is shutting down")]
+    ShuttingDown,
+}
+
+type Reply = Sender<Result<CommandOutput, TxnError>>;
+
+struct Task {
+    command: Command,
+    bytes: usize,
+    reply: Reply,
+}
+
+struct Inner<K> {
+    kv: K,
+    latches: Latches,
+    queue: Mutex<VecDeque<Task>>,
+    ready: Condvar,
+    pending_bytes: AtomicUsize,
+    threshold: AtomicUsize,
+    target_workers: AtomicUsize,
+    running_workers: AtomicUsize,
+    stopping: AtomicBool,
+    next_worker: AtomicUsize,
+}
+
+pub struct Scheduler<K: ReplicatedKv> {
+    inner: Arc<Inner<K>>,
+    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+}
+
+impl<K: ReplicatedKv> Scheduler<K> {
+    pub fn new(kv: K, config: SchedulerConfig) -> Scheduler<K> {
+        let s = Scheduler {
+            inner: Arc::new(Inner {
+                kv,
+                latches: Latches::new(config.latch_slots),
+                queue: Mutex::new(VecDeque::new()),
+                ready: Condvar::new(),
+                pending_bytes: AtomicUsize::new(0),
+                threshold: AtomicUsize::new(config.pending_write_threshold_bytes),
+                target_workers: AtomicUsize::new(0),
+                running_workers: AtomicUsize::new(0),
+                stopping: AtomicBool::new(false),
+                next_worker: AtomicUsize::new(0),
+            }),
+            threads: Mutex::new(Vec::new()),
+        };
+        s.resize(config.workers);
+        s
+    }
+
+    pub fn kv(&self) -> &K {
+        &self.inner.kv
+    }
+
+    /// Queues `command`; the receiver gets its result.
+    pub fn schedule(
+        &self,
+        command: Command,
+    ) -> Result<Receiver<Result<CommandOutput, TxnError>>, TxnError> {
+        let inner = &self.inner;
+        if inner.stopping.load(Ordering::Acquire) {
+            return Err(TxnError::ShuttingDown);
+        }
+        let bytes = command.write_bytes();
+        let threshold = inner.threshold.load(Ordering::Relaxed);
+        let pending = inner.pending_bytes.fetch_add(bytes, Ordering::AcqRel);
+        if pending > 0 && pending + bytes > threshold {
+            inner.pending_bytes.fetch_sub(bytes, Ordering::AcqRel);
+            return Err(TxnError::Busy(format!(
+                "{pending} bytes of writes pending, limit {threshold} (storage.scheduler-pending-write-threshold)"
+            )));
+        }
+        let (reply, rx) = channel();
+        inner
+            .queue
+            .lock()
+            .expect("queue lock poisoned")
+            .push_back(Task {
+                command,
+                bytes,
+                reply,
+            });
+        inner.ready.notify_one();
+        Ok(rx)
+    }
+
+    /// Runs `command` and waits for its result.
+    pub fn run(&self, command: Command) -> Result<CommandOutput, TxnError> {
+        self.schedule(command)?
+            .recv()
+            .unwrap_or(Err(TxnError::ShuttingDown))
+    }
+
+    /// Sets the number of worker threads (at least 1).
+    pub fn resize(&self, workers: usize) {
+        let workers = workers.max(1);
+        self.inner.target_workers.store(workers, Ordering::Release);
+        let mut threads = self.threads.lock().expect("threads lock poisoned");
+        threads.retain(|t| !t.is_finished());
+        while self.inner.running_workers.load(Ordering::Acquire) < workers {
+            self.inner.running_workers.fetch_add(1, Ordering::AcqRel);
+            let inner = self.inner.clone();
+            let n = inner.next_worker.fetch_add(1, Ordering::Relaxed);
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("sched-worker-{n}"))
+                    .spawn(move || inner.work())
+                    .expect("the OS starts a scheduler thread"),
+            );
+        }
+        self.inner.ready.notify_all();
+    }
+
+    pub fn set_pending_write_threshold(&self, bytes: usize) {
+        self.inner.threshold.store(bytes, Ordering::Relaxed);
+    }
+
+    pub fn workers(&self) -> usize {
+        self.inner.running_workers.load(Ordering::Acquire)
+    }
+
+    /// Finishes the queued commands and joins the workers.
+    pub fn shutdown(&self) {
+        self.inner.stopping.store(true, Ordering::Release);
+        self.inner.ready.notify_all();
+        for t in self
+            .threads
+            .lock()
+            .expect("threads lock poisoned")
+            .drain(..)
+        {
+            let _ = t.join();
+        }
+    }
+}
+
+impl<K: ReplicatedKv> Drop for Scheduler<K> {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl<K: ReplicatedKv> Inner<K> {
+    fn work(&self) {
+        loop {
+            let task = {
+                let mut queue = self.queue.lock().expect("queue lock poisoned");
+                loop {
+                    // A worker above the target leaves (resize down), one at a time.
+                    let running = self.running_workers.load(Ordering::Acquire);
+                    if running > self.target_workers.load(Ordering::Acquire)
+                        && self
+                            .running_workers
+                            .compare_exchange(
+                                running,
+                                running - 1,
+                                Ordering::AcqRel,
+                                Ordering::Acquire,
+                            )
+                            .is_ok()
+                    {
+                        return;
+                    }
+                    if let Some(task) = queue.pop_front() {
+                        break task;
+                    }
+                    if self.stopping.load(Ordering::Acquire) {
+                        self.running_workers.fetch_sub(1, Ordering::AcqRel);
+                        return;
+                    }
+                    queue = self.ready.wait(queue).expect("queue lock poisoned");
+                }
+            };
+            let result = self.execute(task.command);
+            self.pending_bytes.fetch_sub(task.bytes, Ordering::AcqRel);
+            let _ = task.reply.send(result);
+        }
+    }
+
+    fn execute(&self, command: Command) -> Result<CommandOutput, TxnError> {
+        let keys: Vec<Vec<u8>> = command.keys().into_iter().map(<[u8]>::to_vec).collect();
+        let _latches = self.latches.acquire(keys.iter().map(Vec::as_slice));
+        let snapshot = self.kv.snapshot().map_err(MvccError::from)?;
+        let reader = MvccReader::new(snapshot);
+        let mut txn = MvccTxn::new();
+        let name = command.name();
+        let output = command.process(&reader, &mut txn)?;
+        self.kv.write(txn).map_err(|e| match e {
+            engine::Error::Busy(why) => TxnError::Busy(format!("{name}: {why}")),
+            other => TxnError::Mvcc(other.into()),
+        })?;
+        Ok(output)
+    }
+}
