@@ -1,10 +1,12 @@
-//! `kv-server`: the kv node. Today it opens the RocksDB engine in `<data-dir>/db` and runs
-//! the unified read pool inside the node shell; both follow online config changes
-//! (`rocksdb.*`, `readpool.unified.*`) and export their metrics. MVCC, the transaction
-//! scheduler, Raft and the gRPC service join them here (issues #4 and #5).
+//! `kv-server`: the kv node. Today it opens the RocksDB engine in `<data-dir>/db`, starts the
+//! transaction scheduler and the GC worker on it ([`storage`]) and runs the unified read
+//! pool, inside the node shell; all follow online config changes (`rocksdb.*`, `storage.*`,
+//! `gc.*`, `readpool.unified.*`) and export their metrics. Raft and the gRPC service join
+//! them here (issue #5).
 
 pub mod auto_adjust;
 pub mod read_pool;
+pub mod storage;
 
 use std::sync::Arc;
 
@@ -23,6 +25,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             engine.clone(),
         )))
         .expect("RocksDB metrics register once");
+    let storage = storage::Storage::start(engine.clone(), &node.controller, &node.registry);
     let pool = Arc::new(read_pool::start(&node.controller.current()));
     read_pool::follow_config(&pool, &node.controller);
     node.registry
@@ -30,12 +33,14 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         .expect("read pool metrics register once");
     let (stop_tuner, stop) = std::sync::mpsc::channel();
     let tuner = auto_adjust::spawn(pool.clone(), node.controller.clone(), stop);
-    let serving = "status port, RocksDB and the unified read pool; transactions and the gRPC service are not built yet (issues #4, #5)";
+    let serving = "status port, RocksDB, the transaction scheduler, the GC worker and the unified read pool; the gRPC service is not built yet (issue #5)";
     tracing::warn!("{serving}");
     let result = node.run_until_signal(serving);
     drop(stop_tuner);
     let _ = tuner.join();
     pool.shutdown(ShutdownMode::Cancel);
+    storage.scheduler.shutdown();
+    drop(storage);
     drop(engine);
     result
 }

@@ -2,6 +2,7 @@
 //! reports ratios against baselines measured in the same run.
 
 mod executors;
+mod gc_bench;
 mod plot;
 mod pool_bench;
 
@@ -17,6 +18,8 @@ pub struct BenchArgs {
 enum BenchCommand {
     /// The unified read pool against tokio, one FIFO pool and two fixed pools.
     Pool(pool_bench::PoolBenchArgs),
+    /// The GC worker's write rate against `gc.max-write-bytes-per-sec`.
+    Gc(gc_bench::GcBenchArgs),
     /// Transactional read-modify-write through the KV client (not built yet).
     Kv,
 }
@@ -24,6 +27,7 @@ enum BenchCommand {
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.command {
         BenchCommand::Pool(args) => pool_bench::run(args),
+        BenchCommand::Gc(args) => gc_bench::run(args),
         BenchCommand::Kv => anyhow::bail!("not built yet: the kv benchmark comes with issue #5"),
     }
 }
