@@ -5,6 +5,7 @@ mod executors;
 mod gc_bench;
 mod plot;
 mod pool_bench;
+mod storage_bench;
 
 use clap::{Args, Subcommand};
 
@@ -18,6 +19,8 @@ pub struct BenchArgs {
 enum BenchCommand {
     /// The unified read pool against tokio, one FIFO pool and two fixed pools.
     Pool(pool_bench::PoolBenchArgs),
+    /// Prewrite+commit and point-get throughput of the storage stack on RocksDB.
+    Storage(storage_bench::StorageBenchArgs),
     /// The GC worker's write rate against `gc.max-write-bytes-per-sec`.
     Gc(gc_bench::GcBenchArgs),
     /// Transactional read-modify-write through the KV client (not built yet).
@@ -28,6 +31,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.command {
         BenchCommand::Pool(args) => pool_bench::run(args),
         BenchCommand::Gc(args) => gc_bench::run(args),
+        BenchCommand::Storage(args) => storage_bench::run(args),
         BenchCommand::Kv => anyhow::bail!("not built yet: the kv benchmark comes with issue #5"),
     }
 }
