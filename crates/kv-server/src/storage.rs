@@ -5,12 +5,13 @@
 use std::sync::Arc;
 
 use config::ConfigController;
+use engine::Cf;
 use engine_rocks::RocksEngine;
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{IntCounter, IntGauge, Registry};
 use txn::gc::GcWorker;
-use txn::{LocalKv, Scheduler, SchedulerConfig};
+use txn::{LocalKv, Scheduler, SchedulerConfig, WriteGate};
 
 pub type Kv = LocalKv<RocksEngine>;
 
@@ -22,7 +23,7 @@ pub struct Storage {
 impl Storage {
     pub fn start(
         engine: RocksEngine,
-        controller: &ConfigController,
+        controller: &Arc<ConfigController>,
         registry: &Registry,
     ) -> Storage {
         let c = controller.current();
@@ -37,6 +38,10 @@ impl Storage {
                     .bytes() as usize,
             },
         ));
+        scheduler.set_write_gate(Arc::new(FlowControl {
+            engine: kv.engine().clone(),
+            controller: controller.clone(),
+        }));
         let gc = Arc::new(GcWorker::new(
             kv,
             c.int("gc.batch-keys") as usize,
@@ -75,6 +80,76 @@ impl Storage {
             ))
             .expect("storage metrics register once");
         Storage { scheduler, gc }
+    }
+}
+
+/// What flow control reads from the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EngineLoad {
+    pub l0_files: u64,
+    pub immutable_memtables: u64,
+    pub pending_compaction_bytes: u64,
+}
+
+/// `storage.flow-control.*` as a yes/no gate: writes wait (as busy errors the client backs
+/// off on) while any figure is at its threshold. TiKV throttles smoothly instead; this is
+/// the simple first step, and RocksDB's own stall triggers still stand behind it.
+pub fn stall_reason(c: &config::Config, load: EngineLoad) -> Option<String> {
+    if !c.bool("storage.flow-control.enable") {
+        return None;
+    }
+    let checks = [
+        (
+            load.l0_files,
+            c.int("storage.flow-control.l0-files-threshold") as u64,
+            "L0 files",
+            "l0-files-threshold",
+        ),
+        (
+            load.immutable_memtables,
+            c.int("storage.flow-control.memtables-threshold") as u64,
+            "immutable memtables",
+            "memtables-threshold",
+        ),
+        (
+            load.pending_compaction_bytes,
+            c.size("storage.flow-control.soft-pending-compaction-bytes-limit")
+                .bytes(),
+            "pending compaction bytes",
+            "soft-pending-compaction-bytes-limit",
+        ),
+    ];
+    checks
+        .iter()
+        .find(|(value, limit, _, _)| value >= limit)
+        .map(|(value, limit, what, knob)| {
+            format!("write stall: {value} {what}, storage.flow-control.{knob} is {limit}")
+        })
+}
+
+struct FlowControl {
+    engine: RocksEngine,
+    controller: Arc<ConfigController>,
+}
+
+impl WriteGate for FlowControl {
+    fn check(&self) -> Result<(), String> {
+        let figure = |cf: Cf, name: &str| self.engine.property(cf, name).unwrap_or(0);
+        let load = Cf::ALL
+            .iter()
+            .fold(EngineLoad::default(), |acc, &cf| EngineLoad {
+                l0_files: acc.l0_files.max(figure(cf, "rocksdb.num-files-at-level0")),
+                immutable_memtables: acc
+                    .immutable_memtables
+                    .max(figure(cf, "rocksdb.num-immutable-mem-table")),
+                pending_compaction_bytes: acc
+                    .pending_compaction_bytes
+                    .max(figure(cf, "rocksdb.estimate-pending-compaction-bytes")),
+            });
+        match stall_reason(&self.controller.current(), load) {
+            Some(reason) => Err(reason),
+            None => Ok(()),
+        }
     }
 }
 
@@ -143,5 +218,84 @@ impl Collector for StorageCollector {
 
     fn collect(&self) -> Vec<MetricFamily> {
         self.families().iter().flat_map(|c| c.collect()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use config::{Config, Resources, Role};
+
+    fn config(toml: &str) -> Config {
+        let user = config::load::parse_toml(Role::Kv, toml, None).unwrap();
+        Config::resolve(
+            Role::Kv,
+            Resources {
+                cpu_cores: 2.0,
+                memory_bytes: 8 << 30,
+            },
+            &user,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn writes_stall_at_any_threshold_and_never_when_flow_control_is_off() {
+        let c = config("");
+        assert_eq!(
+            stall_reason(
+                &c,
+                EngineLoad {
+                    l0_files: 19,
+                    immutable_memtables: 4,
+                    pending_compaction_bytes: 1 << 30
+                }
+            ),
+            None
+        );
+        let r = stall_reason(
+            &c,
+            EngineLoad {
+                l0_files: 20,
+                ..EngineLoad::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            r,
+            "write stall: 20 L0 files, storage.flow-control.l0-files-threshold is 20"
+        );
+        assert!(
+            stall_reason(
+                &c,
+                EngineLoad {
+                    immutable_memtables: 5,
+                    ..EngineLoad::default()
+                }
+            )
+            .unwrap()
+            .contains("memtables-threshold")
+        );
+        assert!(
+            stall_reason(
+                &c,
+                EngineLoad {
+                    pending_compaction_bytes: 192 << 30,
+                    ..EngineLoad::default()
+                }
+            )
+            .is_some()
+        );
+        let off = config("[storage.flow-control]\nenable = false\n");
+        assert_eq!(
+            stall_reason(
+                &off,
+                EngineLoad {
+                    l0_files: 100,
+                    ..EngineLoad::default()
+                }
+            ),
+            None
+        );
     }
 }

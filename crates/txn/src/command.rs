@@ -89,6 +89,16 @@ impl Command {
         values + self.keys().iter().map(|k| k.len() + 64).sum::<usize>()
     }
 
+    /// Whether the command may write (flow control holds back only these).
+    pub fn writes(&self) -> bool {
+        matches!(
+            self,
+            Command::Prewrite { .. }
+                | Command::AcquirePessimisticLock { .. }
+                | Command::Commit { .. }
+        )
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             Command::Prewrite { .. } => "prewrite",

@@ -19,4 +19,4 @@ pub mod scheduler;
 
 pub use command::{Command, CommandOutput};
 pub use replicated::{LocalKv, ReplicatedKv};
-pub use scheduler::{Scheduler, SchedulerConfig, TxnError};
+pub use scheduler::{Scheduler, SchedulerConfig, TxnError, WriteGate};

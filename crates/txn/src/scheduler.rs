@@ -5,7 +5,8 @@
 //!
 //! Admission: commands whose estimated write bytes would push the queued total past
 //! `storage.scheduler-pending-write-threshold` are refused with `Busy` (the server's
-//! `ServerIsBusy`), and so are writes the engine refuses for a stall, instead of piling up.
+//! `ServerIsBusy`), and so are writes while the [`WriteGate`] (flow control) says storage is
+//! stalled, or that the engine refuses for a stall, instead of piling up.
 //!
 //! Resize: workers at or above the target count finish their command and exit.
 
@@ -19,6 +20,11 @@ use mvcc::{MvccError, MvccReader, MvccTxn};
 use crate::command::{Command, CommandOutput};
 use crate::latches::Latches;
 use crate::replicated::ReplicatedKv;
+
+/// Says whether storage can take more writes now (flow control); `Err` names the reason.
+pub trait WriteGate: Send + Sync {
+    fn check(&self) -> Result<(), String>;
+}
 
 #[derive(Debug, Clone)]
 pub struct SchedulerConfig {
@@ -59,6 +65,7 @@ struct Inner<K> {
     running_workers: AtomicUsize,
     stopping: AtomicBool,
     next_worker: AtomicUsize,
+    gate: Mutex<Option<Arc<dyn WriteGate>>>,
 }
 
 pub struct Scheduler<K: ReplicatedKv> {
@@ -80,11 +87,17 @@ impl<K: ReplicatedKv> Scheduler<K> {
                 running_workers: AtomicUsize::new(0),
                 stopping: AtomicBool::new(false),
                 next_worker: AtomicUsize::new(0),
+                gate: Mutex::new(None),
             }),
             threads: Mutex::new(Vec::new()),
         };
         s.resize(config.workers);
         s
+    }
+
+    /// Installs flow control: commands that write are refused as busy while `gate` says so.
+    pub fn set_write_gate(&self, gate: Arc<dyn WriteGate>) {
+        *self.inner.gate.lock().expect("gate lock poisoned") = Some(gate);
     }
 
     pub fn kv(&self) -> &K {
@@ -99,6 +112,12 @@ impl<K: ReplicatedKv> Scheduler<K> {
         let inner = &self.inner;
         if inner.stopping.load(Ordering::Acquire) {
             return Err(TxnError::ShuttingDown);
+        }
+        if command.writes() {
+            let gate = self.inner.gate.lock().expect("gate lock poisoned").clone();
+            if let Some(gate) = gate {
+                gate.check().map_err(TxnError::Busy)?;
+            }
         }
         let bytes = command.write_bytes();
         let threshold = inner.threshold.load(Ordering::Relaxed);

@@ -198,6 +198,35 @@ fn pending_writes_beyond_the_threshold_are_refused() {
 }
 
 #[test]
+fn a_closed_write_gate_refuses_writes_but_not_cleanup() {
+    struct Stalled;
+    impl txn::WriteGate for Stalled {
+        fn check(&self) -> Result<(), String> {
+            Err("write stall: 25 L0 files".into())
+        }
+    }
+    let s = Scheduler::new(LocalKv::new(MemoryEngine::new()), config(1));
+    s.set_write_gate(Arc::new(Stalled));
+    let err = s
+        .run(Command::Commit {
+            keys: vec![b"k".to_vec()],
+            start_ts: 1,
+            commit_ts: 2,
+        })
+        .unwrap_err();
+    assert!(
+        matches!(err, TxnError::Busy(ref why) if why.contains("L0 files")),
+        "{err}"
+    );
+    // Rollbacks and lock resolution still go through: they free what blocks others.
+    s.run(Command::Rollback {
+        keys: vec![b"k".to_vec()],
+        start_ts: 1,
+    })
+    .unwrap();
+}
+
+#[test]
 fn resize_changes_the_worker_count() {
     let s = Scheduler::new(LocalKv::new(MemoryEngine::new()), config(1));
     s.resize(3);
