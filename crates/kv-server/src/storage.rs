@@ -15,6 +15,16 @@ use txn::{LocalKv, Scheduler, SchedulerConfig, WriteGate};
 
 pub type Kv = LocalKv<RocksEngine>;
 
+/// The scheduler's settings from `storage.scheduler-*`.
+pub fn scheduler_config(c: &config::Config) -> SchedulerConfig {
+    SchedulerConfig {
+        workers: c.int("storage.scheduler-worker-pool-size") as usize,
+        latch_slots: c.int("storage.scheduler-concurrency") as usize,
+        pending_write_threshold_bytes: c.size("storage.scheduler-pending-write-threshold").bytes()
+            as usize,
+    }
+}
+
 pub struct Storage {
     pub scheduler: Arc<Scheduler<Kv>>,
     pub gc: Arc<GcWorker<Kv>>,
@@ -28,16 +38,7 @@ impl Storage {
     ) -> Storage {
         let c = controller.current();
         let kv = LocalKv::new(engine);
-        let scheduler = Arc::new(Scheduler::new(
-            kv.clone(),
-            SchedulerConfig {
-                workers: c.int("storage.scheduler-worker-pool-size") as usize,
-                latch_slots: c.int("storage.scheduler-concurrency") as usize,
-                pending_write_threshold_bytes: c
-                    .size("storage.scheduler-pending-write-threshold")
-                    .bytes() as usize,
-            },
-        ));
+        let scheduler = Arc::new(Scheduler::new(kv.clone(), scheduler_config(&c)));
         scheduler.set_write_gate(Arc::new(FlowControl {
             engine: kv.engine().clone(),
             controller: controller.clone(),

@@ -12,7 +12,7 @@ use config::{Config, Role};
 use engine_rocks::RocksEngine;
 use mvcc::MvccReader;
 use mvcc::actions::prewrite::{Mutation, TxnProps};
-use txn::{Command, LocalKv, ReplicatedKv, Scheduler, SchedulerConfig};
+use txn::{Command, LocalKv, ReplicatedKv, Scheduler};
 
 #[derive(Args)]
 pub struct StorageBenchArgs {
@@ -36,13 +36,7 @@ fn once(config: &Config, clients: usize, length: Duration) -> anyhow::Result<(f6
     let engine = RocksEngine::open(dir.path(), config)?;
     let scheduler = Arc::new(Scheduler::new(
         LocalKv::new(engine),
-        SchedulerConfig {
-            workers: config.int("storage.scheduler-worker-pool-size") as usize,
-            latch_slots: config.int("storage.scheduler-concurrency") as usize,
-            pending_write_threshold_bytes: config
-                .size("storage.scheduler-pending-write-threshold")
-                .bytes() as usize,
-        },
+        kv_server::storage::scheduler_config(config),
     ));
     let clock = Arc::new(AtomicU64::new(1));
     let txns = Arc::new(AtomicU64::new(0));
