@@ -1,6 +1,9 @@
-//! `pd`: the placement driver's state machines. Today: the timestamp oracle ([`tso`]), a
-//! pure allocator that takes the wall clock as input, and its durable time window
-//! ([`window`]). Cluster bootstrap, stores, regions and the GC safe point come with issue #5.
+//! `pd`: the placement driver. Today: the timestamp oracle ([`tso`]), a pure allocator that
+//! takes the wall clock as input; its durable time window ([`window`]); the oracle shared by
+//! the service and its tick thread ([`oracle`]); and the gRPC `Tso` stream ([`service`]).
+//! Cluster bootstrap, stores, regions and the GC safe point come with issue #5.
 
+pub mod oracle;
+pub mod service;
 pub mod tso;
 pub mod window;

@@ -1,0 +1,7 @@
+//! `proto`: the wire types of Atoll's services, generated from `proto/*.proto` at build
+//! time (prost messages, tonic clients and servers). No logic lives here.
+
+/// The placement driver's service (`proto/pd.proto`).
+pub mod pd {
+    tonic::include_proto!("atoll.pd");
+}
