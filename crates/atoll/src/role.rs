@@ -77,12 +77,7 @@ pub fn run_pd(args: PdArgs) -> anyhow::Result<()> {
         ("client-urls", args.client_urls),
         ("peer-urls", args.peer_urls),
     ];
-    run(Role::Pd, args.common, flags, |node| {
-        shell_only(
-            node,
-            "status port only: the TSO and region metadata services are not built yet (issue #5)",
-        )
-    })
+    run(Role::Pd, args.common, flags, pd::server::run)
 }
 
 pub fn run_kv(args: KvArgs) -> anyhow::Result<()> {

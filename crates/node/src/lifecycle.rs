@@ -63,6 +63,15 @@ impl Node {
     /// Serves the status port until SIGINT or SIGTERM. `serving` says, for `/status` and the
     /// log, what else this process offers.
     pub fn run_until_signal(self, serving: &str) -> Result<(), NodeError> {
+        self.run_with_routes(serving, None)
+    }
+
+    /// As [`Node::run_until_signal`], with `extra` routes served on the status port too.
+    pub fn run_with_routes(
+        self,
+        serving: &str,
+        extra: Option<axum::Router>,
+    ) -> Result<(), NodeError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name_fn(|| {
@@ -85,7 +94,7 @@ impl Node {
         });
         tracing::info!(status_addr = %self.status_addr, serving, "ready");
         let result = runtime.block_on(async {
-            status_server::serve(self.status_listener, state, shutdown_signal()).await
+            status_server::serve(self.status_listener, state, extra, shutdown_signal()).await
         });
         tracing::info!(role = self.role.name(), "stopped");
         result.map_err(NodeError::Runtime)

@@ -65,13 +65,20 @@ pub fn bind(addr: &str) -> Result<std::net::TcpListener, NodeError> {
     Ok(listener)
 }
 
+/// Serves the status routes, plus `extra` (e.g. a gRPC service, which PD serves on the same
+/// port as its HTTP API), over HTTP/1 and HTTP/2.
 pub async fn serve(
     listener: std::net::TcpListener,
     state: Arc<StatusState>,
+    extra: Option<Router>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::from_std(listener)?;
-    axum::serve(listener, router(state))
+    let app = match extra {
+        Some(extra) => router(state).merge(extra),
+        None => router(state),
+    };
+    axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
 }

@@ -4,6 +4,7 @@
 //! Cluster bootstrap, stores, regions and the GC safe point come with issue #5.
 
 pub mod oracle;
+pub mod server;
 pub mod service;
 pub mod tso;
 pub mod window;
