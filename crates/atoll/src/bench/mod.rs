@@ -6,6 +6,7 @@ mod gc_bench;
 mod plot;
 mod pool_bench;
 mod storage_bench;
+mod tso_bench;
 
 use clap::{Args, Subcommand};
 
@@ -21,6 +22,8 @@ enum BenchCommand {
     Pool(pool_bench::PoolBenchArgs),
     /// Prewrite+commit and point-get throughput of the storage stack on RocksDB.
     Storage(storage_bench::StorageBenchArgs),
+    /// Timestamp throughput of a running pd.
+    Tso(tso_bench::TsoBenchArgs),
     /// The GC worker's write rate against `gc.max-write-bytes-per-sec`.
     Gc(gc_bench::GcBenchArgs),
     /// Transactional read-modify-write through the KV client (not built yet).
@@ -31,6 +34,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.command {
         BenchCommand::Pool(args) => pool_bench::run(args),
         BenchCommand::Gc(args) => gc_bench::run(args),
+        BenchCommand::Tso(args) => tso_bench::run(args),
         BenchCommand::Storage(args) => storage_bench::run(args),
         BenchCommand::Kv => anyhow::bail!("not built yet: the kv benchmark comes with issue #5"),
     }

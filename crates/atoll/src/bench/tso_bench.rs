@@ -1,0 +1,76 @@
+//! `atoll bench tso --pd HOST:PORT`: timestamp throughput of a running pd. `--clients`
+//! concurrent Tso streams each send requests of `--batch` timestamps one after another for
+//! `--seconds`; the result counts requests and timestamps per second.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use proto::pd::TsoRequest;
+use proto::pd::pd_client::PdClient;
+use tokio_stream::wrappers::ReceiverStream;
+
+#[derive(Args)]
+pub struct TsoBenchArgs {
+    /// The pd's client address.
+    #[arg(long, default_value = "127.0.0.1:2379")]
+    pd: String,
+    #[arg(long, default_value_t = 8)]
+    clients: usize,
+    /// Timestamps per request (a TSO client's batch).
+    #[arg(long, default_value_t = 1)]
+    batch: u32,
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+}
+
+async fn stream(pd: String, batch: u32, end: Instant) -> anyhow::Result<u64> {
+    let mut client = PdClient::connect(format!("http://{pd}"))
+        .await
+        .with_context(|| format!("cannot reach pd at {pd}"))?;
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    let mut responses = client.tso(ReceiverStream::new(rx)).await?.into_inner();
+    let mut requests = 0;
+    let mut last = 0u64;
+    while Instant::now() < end {
+        tx.send(TsoRequest { count: batch }).await?;
+        let r = responses.message().await?.context("pd closed the stream")?;
+        anyhow::ensure!(r.error.is_none(), "pd answered {:?}", r.error);
+        let t = r.timestamp.context("no timestamp")?;
+        let ts = base::ts::compose(t.physical as u64, t.logical as u64);
+        anyhow::ensure!(ts > last, "timestamp {ts} after {last}");
+        last = ts;
+        requests += 1;
+    }
+    Ok(requests)
+}
+
+pub fn run(args: TsoBenchArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.clients > 0 && args.batch > 0 && args.seconds > 0.0,
+        "clients, batch and seconds must be positive"
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let end = Instant::now() + Duration::from_secs_f64(args.seconds);
+    let requests: u64 = runtime.block_on(async {
+        let tasks: Vec<_> = (0..args.clients)
+            .map(|_| tokio::spawn(stream(args.pd.clone(), args.batch, end)))
+            .collect();
+        let mut total = 0;
+        for t in tasks {
+            total += t.await??;
+        }
+        anyhow::Ok(total)
+    })?;
+    let per_s = requests as f64 / args.seconds;
+    println!(
+        "tso clients={} batch={} requests_per_s={:.0} timestamps_per_s={:.0}",
+        args.clients,
+        args.batch,
+        per_s,
+        per_s * f64::from(args.batch)
+    );
+    Ok(())
+}
