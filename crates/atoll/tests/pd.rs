@@ -73,3 +73,62 @@ fn pd_serves_timestamps_that_survive_a_restart() {
     );
     assert!(pd.terminate().success());
 }
+
+#[test]
+fn a_kv_node_reads_the_gc_safe_point_from_pd_and_collects_up_to_it() {
+    use proto::pd::UpdateGcSafePointRequest;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let pd = start_pd(&dir.path().join("pd"), port);
+    let sp = runtime.block_on(async {
+        let mut client = PdClient::connect(format!("http://127.0.0.1:{port}"))
+            .await
+            .unwrap();
+        client
+            .update_gc_safe_point(UpdateGcSafePointRequest { safe_point: 4242 })
+            .await
+            .unwrap()
+            .into_inner()
+            .new_safe_point
+    });
+    assert_eq!(sp, 4242);
+    let status = format!("127.0.0.1:{}", free_port());
+    let mut kv = Running(
+        atoll()
+            .args([
+                "kv",
+                "--pd",
+                &format!("127.0.0.1:{port}"),
+                "--status-addr",
+                &status,
+                "--addr",
+                &format!("127.0.0.1:{}", free_port()),
+                "--data-dir",
+            ])
+            .arg(dir.path().join("kv"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_ready(&mut kv, &status);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (_, metrics) = get(&format!("http://{status}/metrics"));
+        if String::from_utf8(metrics)
+            .unwrap()
+            .contains("atoll_gc_safe_point 4242")
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the kv node never picked up PD's safe point"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(kv.terminate().success());
+    assert!(pd.terminate().success());
+}

@@ -5,6 +5,7 @@
 //! them here (issue #5).
 
 pub mod auto_adjust;
+pub mod gc_driver;
 pub mod read_pool;
 pub mod storage;
 
@@ -31,6 +32,8 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     node.registry
         .register(Box::new(pool::metrics::PoolCollector::new(pool.clone())))
         .expect("read pool metrics register once");
+    let (stop_gc, gc_stop) = std::sync::mpsc::channel();
+    let gc_thread = gc_driver::spawn(storage.gc.clone(), &node.controller.current(), gc_stop);
     let (stop_tuner, stop) = std::sync::mpsc::channel();
     let tuner = auto_adjust::spawn(pool.clone(), node.controller.clone(), stop);
     let serving = "status port, RocksDB, the transaction scheduler, the GC worker and the unified read pool; the gRPC service is not built yet (issue #5)";
@@ -38,6 +41,8 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     let result = node.run_until_signal(serving);
     drop(stop_tuner);
     let _ = tuner.join();
+    drop(stop_gc);
+    let _ = gc_thread.join();
     pool.shutdown(ShutdownMode::Cancel);
     storage.scheduler.shutdown();
     drop(storage);

@@ -193,6 +193,11 @@ impl StorageCollector {
                 "GC write limit in force, 0 = none",
                 self.gc.limiter.bytes_per_sec() as i64,
             ),
+            gauge(
+                "atoll_gc_safe_point",
+                "The GC safe point this node last collected up to",
+                crate::gc_driver::SAFE_POINT.load(std::sync::atomic::Ordering::Relaxed) as i64,
+            ),
             counter(
                 "atoll_gc_keys_scanned_total",
                 "Keys the GC worker examined",

@@ -1,11 +1,13 @@
 //! `atoll pd`: the oracle in the data dir, its tick thread, and the `Pd` gRPC service on the
 //! client URL's port next to the HTTP status API (as PD serves both on 2379).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use node::{Node, NodeError};
 use proto::pd::pd_server::PdServer;
 
+use crate::gc_safe_point::GcSafePoint;
 use crate::oracle::{Oracle, wall_clock_ms};
 use crate::service::PdService;
 
@@ -17,9 +19,16 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         .map_err(|e| NodeError::Storage(e.to_string()))?;
     let (stop_tick, stop) = std::sync::mpsc::channel();
     let ticker = oracle.spawn_ticker(update_interval, stop);
-    let grpc = tonic::service::Routes::new(PdServer::new(PdService::new(oracle, update_interval)))
-        .into_axum_router();
-    let serving = "the TSO (gRPC Pd/Tso) and the status API; cluster and region metadata are not built yet (issue #5)";
+    let safe_point = Arc::new(
+        GcSafePoint::open(node.data_dir.path()).map_err(|e| NodeError::Storage(e.to_string()))?,
+    );
+    let grpc = tonic::service::Routes::new(PdServer::new(PdService::new(
+        oracle,
+        safe_point,
+        update_interval,
+    )))
+    .into_axum_router();
+    let serving = "the TSO and the GC safe point (gRPC Pd) and the status API; cluster and region metadata are not built yet (issue #5)";
     tracing::warn!("{serving}");
     let result = node.run_with_routes(serving, Some(grpc));
     drop(stop_tick);

@@ -8,10 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use proto::pd::pd_server::Pd;
-use proto::pd::{Error, ErrorType, Timestamp, TsoRequest, TsoResponse};
+use proto::pd::{
+    Error, ErrorType, GetGcSafePointRequest, GetGcSafePointResponse, Timestamp, TsoRequest,
+    TsoResponse, UpdateGcSafePointRequest, UpdateGcSafePointResponse,
+};
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
+use crate::gc_safe_point::GcSafePoint;
 use crate::oracle::Oracle;
 use crate::tso::TsoError;
 
@@ -19,14 +23,20 @@ pub const OVERFLOW_RETRIES: u32 = 10;
 
 pub struct PdService {
     oracle: Arc<Oracle>,
+    safe_point: Arc<GcSafePoint>,
     /// `tso-update-physical-interval`: how long an overflowed request waits to retry.
     update_interval: Duration,
 }
 
 impl PdService {
-    pub fn new(oracle: Arc<Oracle>, update_interval: Duration) -> PdService {
+    pub fn new(
+        oracle: Arc<Oracle>,
+        safe_point: Arc<GcSafePoint>,
+        update_interval: Duration,
+    ) -> PdService {
         PdService {
             oracle,
+            safe_point,
             update_interval,
         }
     }
@@ -87,5 +97,39 @@ impl Pd for PdService {
             }
         });
         Ok(Response::new(Box::pin(responses)))
+    }
+
+    async fn get_gc_safe_point(
+        &self,
+        _: Request<GetGcSafePointRequest>,
+    ) -> Result<Response<GetGcSafePointResponse>, Status> {
+        Ok(Response::new(GetGcSafePointResponse {
+            error: None,
+            safe_point: self.safe_point.get(),
+        }))
+    }
+
+    async fn update_gc_safe_point(
+        &self,
+        request: Request<UpdateGcSafePointRequest>,
+    ) -> Result<Response<UpdateGcSafePointResponse>, Status> {
+        let wanted = request.into_inner().safe_point;
+        let safe_point = self.safe_point.clone();
+        let result = tokio::task::spawn_blocking(move || safe_point.update(wanted))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?;
+        Ok(Response::new(match result {
+            Ok(new_safe_point) => UpdateGcSafePointResponse {
+                error: None,
+                new_safe_point,
+            },
+            Err(e) => UpdateGcSafePointResponse {
+                error: Some(Error {
+                    r#type: ErrorType::Unknown as i32,
+                    message: e.to_string(),
+                }),
+                new_safe_point: self.safe_point.get(),
+            },
+        }))
     }
 }

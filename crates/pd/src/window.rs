@@ -1,7 +1,8 @@
-//! The TSO window on disk: one small file replaced atomically (write a temp file, fsync it,
-//! rename it over the old one, fsync the directory), so a crash leaves either the old window
-//! or the new one, never a torn file. A file that does not parse is an error naming it, not a
-//! reason to start from zero (that could hand out old timestamps again).
+//! A number PD must not forget (the TSO window, the GC safe point) in one small file replaced
+//! atomically (write a temp file, fsync it, rename it over the old one, fsync the directory),
+//! so a crash leaves either the old value or the new one, never a torn file. A file that does
+//! not parse is an error naming it, not a reason to start from zero (for the TSO window that
+//! could hand out old timestamps again).
 
 use std::fs::File;
 use std::io::Write;
@@ -9,9 +10,9 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WindowError {
-    #[error("cannot read the TSO window {path}: {reason}")]
+    #[error("cannot read {path}: {reason}")]
     Read { path: PathBuf, reason: String },
-    #[error("cannot save the TSO window {path}: {reason}")]
+    #[error("cannot save {path}: {reason}")]
     Write { path: PathBuf, reason: String },
 }
 
@@ -22,9 +23,15 @@ pub struct WindowFile {
 const FILE: &str = "tso-window";
 
 impl WindowFile {
+    /// The TSO window's file in `data_dir`.
     pub fn new(data_dir: &Path) -> WindowFile {
+        WindowFile::named(data_dir, FILE)
+    }
+
+    /// Another durable number in `data_dir`, under `name`.
+    pub fn named(data_dir: &Path, name: &str) -> WindowFile {
         WindowFile {
-            path: data_dir.join(FILE),
+            path: data_dir.join(name),
         }
     }
 

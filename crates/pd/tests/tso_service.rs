@@ -20,7 +20,11 @@ async fn fetch(dir: &Path, batches: usize, count: u32) -> Vec<u64> {
     let ticker = oracle.spawn_ticker(Duration::from_millis(50), stop);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let service = PdServer::new(PdService::new(oracle, Duration::from_millis(50)));
+    let service = PdServer::new(PdService::new(
+        oracle,
+        std::sync::Arc::new(pd::gc_safe_point::GcSafePoint::open(dir).unwrap()),
+        Duration::from_millis(50),
+    ));
     let server = tokio::spawn(
         tonic::transport::Server::builder()
             .add_service(service)
@@ -73,7 +77,11 @@ async fn bad_counts_get_an_error_answer_not_a_broken_stream() {
     let oracle = Oracle::open(dir.path(), Duration::from_secs(3), wall_clock_ms()).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let service = PdServer::new(PdService::new(oracle, Duration::from_millis(50)));
+    let service = PdServer::new(PdService::new(
+        oracle,
+        std::sync::Arc::new(pd::gc_safe_point::GcSafePoint::open(dir.path()).unwrap()),
+        Duration::from_millis(50),
+    ));
     let server = tokio::spawn(
         tonic::transport::Server::builder()
             .add_service(service)
@@ -101,6 +109,56 @@ async fn bad_counts_get_an_error_answer_not_a_broken_stream() {
             .unwrap()
             .timestamp
             .is_some()
+    );
+    server.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gc_safe_point_moves_only_forward_over_grpc() {
+    use proto::pd::{GetGcSafePointRequest, UpdateGcSafePointRequest};
+    let dir = tempfile::tempdir().unwrap();
+    let oracle = Oracle::open(dir.path(), Duration::from_secs(3), wall_clock_ms()).unwrap();
+    let safe_point = std::sync::Arc::new(pd::gc_safe_point::GcSafePoint::open(dir.path()).unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let service = PdServer::new(PdService::new(
+        oracle,
+        safe_point,
+        Duration::from_millis(50),
+    ));
+    let server = tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(service)
+            .serve_with_incoming(TcpListenerStream::new(listener)),
+    );
+    let mut client = PdClient::connect(format!("http://{addr}")).await.unwrap();
+    let update = |sp| UpdateGcSafePointRequest { safe_point: sp };
+    assert_eq!(
+        client
+            .update_gc_safe_point(update(500))
+            .await
+            .unwrap()
+            .into_inner()
+            .new_safe_point,
+        500
+    );
+    assert_eq!(
+        client
+            .update_gc_safe_point(update(400))
+            .await
+            .unwrap()
+            .into_inner()
+            .new_safe_point,
+        500
+    );
+    assert_eq!(
+        client
+            .get_gc_safe_point(GetGcSafePointRequest {})
+            .await
+            .unwrap()
+            .into_inner()
+            .safe_point,
+        500
     );
     server.abort();
 }
