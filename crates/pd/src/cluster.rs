@@ -1,0 +1,397 @@
+//! The cluster's metadata as PD keeps it: stores, regions (key ranges with their epoch and
+//! peers) and the id allocator. A pure state machine: calls take their inputs (including the
+//! time) and return what changed or why not; [`ClusterFile`] saves the whole state durably
+//! (fsynced rename) after each change that must survive a restart.
+//!
+//! Invariants: regions never overlap; together they cover the key space once the cluster is
+//! bootstrapped (the first region covers everything); a region heartbeat with an older epoch
+//! than the one PD knows is stale and refused, so a lagging peer cannot roll PD's view back.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
+pub struct RegionEpoch {
+    /// Bumped by membership changes.
+    pub conf_ver: u64,
+    /// Bumped by splits and merges.
+    pub version: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Peer {
+    pub id: u64,
+    pub store_id: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Region {
+    pub id: u64,
+    /// Inclusive; empty = from the first key.
+    pub start_key: Vec<u8>,
+    /// Exclusive; empty = to the last key.
+    pub end_key: Vec<u8>,
+    pub epoch: RegionEpoch,
+    pub peers: Vec<Peer>,
+    pub leader: Option<Peer>,
+}
+
+impl Region {
+    pub fn contains(&self, key: &[u8]) -> bool {
+        key >= self.start_key.as_slice()
+            && (self.end_key.is_empty() || key < self.end_key.as_slice())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Store {
+    pub id: u64,
+    pub address: String,
+    pub status_address: String,
+    pub last_heartbeat_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClusterError {
+    #[error("the cluster is not bootstrapped")]
+    NotBootstrapped,
+    #[error("the cluster is already bootstrapped")]
+    AlreadyBootstrapped,
+    #[error("the first region must cover every key and have a peer on the bootstrapping store")]
+    BadFirstRegion,
+    #[error("store {0} is unknown")]
+    UnknownStore(u64),
+    #[error("store address {address} already belongs to store {owner}")]
+    DuplicateAddress { address: String, owner: u64 },
+    #[error("region {id} epoch {got:?} is older than the known {known:?}")]
+    StaleEpoch {
+        id: u64,
+        got: RegionEpoch,
+        known: RegionEpoch,
+    },
+    #[error("region {id} overlaps region {other} with an epoch that is not newer")]
+    Overlap { id: u64, other: u64 },
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cluster {
+    bootstrapped: bool,
+    next_id: u64,
+    stores: BTreeMap<u64, Store>,
+    /// Keyed by start key; saved as a list (JSON keys must be strings).
+    #[serde(with = "regions_as_list")]
+    regions: BTreeMap<Vec<u8>, Region>,
+}
+
+mod regions_as_list {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::Region;
+
+    pub fn serialize<S: Serializer>(
+        regions: &BTreeMap<Vec<u8>, Region>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        regions.values().collect::<Vec<_>>().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<Vec<u8>, Region>, D::Error> {
+        let list = Vec::<Region>::deserialize(d)?;
+        Ok(list.into_iter().map(|r| (r.start_key.clone(), r)).collect())
+    }
+}
+
+impl Cluster {
+    pub fn is_bootstrapped(&self) -> bool {
+        self.bootstrapped
+    }
+
+    /// Hands out `count` fresh ids (stores, regions, peers); returns the first.
+    pub fn alloc_ids(&mut self, count: u64) -> u64 {
+        let first = self.next_id.max(1);
+        self.next_id = first + count;
+        first
+    }
+
+    /// The first store and the first region (covering every key), once.
+    pub fn bootstrap(&mut self, store: Store, region: Region) -> Result<(), ClusterError> {
+        if self.bootstrapped {
+            return Err(ClusterError::AlreadyBootstrapped);
+        }
+        let covers_all = region.start_key.is_empty() && region.end_key.is_empty();
+        if !covers_all || !region.peers.iter().any(|p| p.store_id == store.id) {
+            return Err(ClusterError::BadFirstRegion);
+        }
+        self.next_id = self.next_id.max(
+            store
+                .id
+                .max(region.id)
+                .max(region.peers.iter().map(|p| p.id).max().unwrap_or(0))
+                + 1,
+        );
+        self.stores.insert(store.id, store);
+        self.regions.insert(Vec::new(), region);
+        self.bootstrapped = true;
+        Ok(())
+    }
+
+    /// Registers a store or updates its addresses.
+    pub fn put_store(&mut self, store: Store) -> Result<(), ClusterError> {
+        if !self.bootstrapped {
+            return Err(ClusterError::NotBootstrapped);
+        }
+        if let Some(owner) = self
+            .stores
+            .values()
+            .find(|s| s.address == store.address && s.id != store.id)
+        {
+            return Err(ClusterError::DuplicateAddress {
+                address: store.address,
+                owner: owner.id,
+            });
+        }
+        self.stores.insert(store.id, store);
+        Ok(())
+    }
+
+    pub fn store_heartbeat(&mut self, store_id: u64, now_ms: u64) -> Result<(), ClusterError> {
+        let store = self
+            .stores
+            .get_mut(&store_id)
+            .ok_or(ClusterError::UnknownStore(store_id))?;
+        store.last_heartbeat_ms = now_ms;
+        Ok(())
+    }
+
+    pub fn store(&self, id: u64) -> Option<&Store> {
+        self.stores.get(&id)
+    }
+
+    /// The region holding `key`.
+    pub fn region_for(&self, key: &[u8]) -> Option<&Region> {
+        self.regions
+            .range(..=key.to_vec())
+            .next_back()
+            .map(|(_, r)| r)
+            .filter(|r| r.contains(key))
+    }
+
+    /// Regions overlapping `[start, end)` (`end` empty = to the end), at most `limit`.
+    pub fn scan_regions(&self, start: &[u8], end: &[u8], limit: usize) -> Vec<&Region> {
+        let first = self
+            .region_for(start)
+            .map(|r| r.start_key.clone())
+            .unwrap_or_else(|| start.to_vec());
+        self.regions
+            .range(first..)
+            .map(|(_, r)| r)
+            .take_while(|r| end.is_empty() || r.start_key.as_slice() < end)
+            .take(limit)
+            .collect()
+    }
+
+    /// A leader's report of its region. Accepted when its epoch is not older than what PD
+    /// knows of that region and newer than every region it overlaps (after a split, the
+    /// new halves replace the old whole).
+    pub fn region_heartbeat(&mut self, region: Region) -> Result<bool, ClusterError> {
+        if !self.bootstrapped {
+            return Err(ClusterError::NotBootstrapped);
+        }
+        if let Some(known) = self.regions.values().find(|r| r.id == region.id) {
+            if region.epoch.version < known.epoch.version
+                || region.epoch.conf_ver < known.epoch.conf_ver
+            {
+                return Err(ClusterError::StaleEpoch {
+                    id: region.id,
+                    got: region.epoch,
+                    known: known.epoch,
+                });
+            }
+            if *known == region {
+                return Ok(false);
+            }
+        }
+        let overlapping: Vec<Vec<u8>> = self
+            .regions
+            .values()
+            .filter(|r| {
+                r.id != region.id
+                    && (region.end_key.is_empty() || r.start_key < region.end_key)
+                    && (r.end_key.is_empty() || region.start_key < r.end_key)
+            })
+            .map(|r| {
+                if r.epoch.version >= region.epoch.version {
+                    Err(ClusterError::Overlap {
+                        id: region.id,
+                        other: r.id,
+                    })
+                } else {
+                    Ok(r.start_key.clone())
+                }
+            })
+            .collect::<Result<_, _>>()?;
+        for start in overlapping {
+            self.regions.remove(&start);
+        }
+        self.regions.retain(|_, r| r.id != region.id);
+        self.next_id = self.next_id.max(region.id + 1);
+        self.regions.insert(region.start_key.clone(), region);
+        Ok(true)
+    }
+}
+
+/// The cluster's state on disk, replaced whole by fsynced rename.
+pub struct ClusterFile {
+    path: PathBuf,
+}
+
+impl ClusterFile {
+    pub fn new(data_dir: &Path) -> ClusterFile {
+        ClusterFile {
+            path: data_dir.join("cluster.json"),
+        }
+    }
+
+    pub fn load(&self) -> Result<Cluster, String> {
+        match std::fs::read(&self.path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| format!("{} is not a cluster state: {e}", self.path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Cluster::default()),
+            Err(e) => Err(format!("cannot read {}: {e}", self.path.display())),
+        }
+    }
+
+    pub fn save(&self, cluster: &Cluster) -> Result<(), String> {
+        use std::io::Write;
+        let fail = |e: std::io::Error| format!("cannot save {}: {e}", self.path.display());
+        let tmp = self.path.with_extension("tmp");
+        let mut f = std::fs::File::create(&tmp).map_err(fail)?;
+        f.write_all(&serde_json::to_vec(cluster).expect("cluster state serialises"))
+            .map_err(fail)?;
+        f.sync_all().map_err(fail)?;
+        std::fs::rename(&tmp, &self.path).map_err(fail)?;
+        if let Some(dir) = self.path.parent() {
+            std::fs::File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(fail)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(id: u64) -> Store {
+        Store {
+            id,
+            address: format!("127.0.0.1:{}", 20160 + id),
+            status_address: String::new(),
+            last_heartbeat_ms: 0,
+        }
+    }
+
+    fn region(id: u64, start: &[u8], end: &[u8], version: u64) -> Region {
+        Region {
+            id,
+            start_key: start.to_vec(),
+            end_key: end.to_vec(),
+            epoch: RegionEpoch {
+                conf_ver: 1,
+                version,
+            },
+            peers: vec![Peer {
+                id: id + 100,
+                store_id: 1,
+            }],
+            leader: None,
+        }
+    }
+
+    fn bootstrapped() -> Cluster {
+        let mut c = Cluster::default();
+        c.bootstrap(store(1), region(2, b"", b"", 1)).unwrap();
+        c
+    }
+
+    #[test]
+    fn bootstrap_once_with_one_region_over_every_key() {
+        let mut c = Cluster::default();
+        assert_eq!(c.put_store(store(1)), Err(ClusterError::NotBootstrapped));
+        assert_eq!(
+            c.bootstrap(store(1), region(2, b"a", b"", 1)),
+            Err(ClusterError::BadFirstRegion)
+        );
+        c.bootstrap(store(1), region(2, b"", b"", 1)).unwrap();
+        assert_eq!(
+            c.bootstrap(store(1), region(2, b"", b"", 1)),
+            Err(ClusterError::AlreadyBootstrapped)
+        );
+        assert_eq!(c.region_for(b"anything").unwrap().id, 2);
+        assert!(c.alloc_ids(3) > 102, "ids never repeat those in use");
+    }
+
+    #[test]
+    fn a_split_replaces_the_old_region_and_stale_reports_are_refused() {
+        let mut c = bootstrapped();
+        // Region 2 split at "m": 2 keeps [m, ""), 3 takes ["", m); both at version 2.
+        assert!(c.region_heartbeat(region(3, b"", b"m", 2)).unwrap());
+        assert!(c.region_heartbeat(region(2, b"m", b"", 2)).unwrap());
+        assert_eq!(c.region_for(b"a").unwrap().id, 3);
+        assert_eq!(c.region_for(b"z").unwrap().id, 2);
+        assert_eq!(
+            c.scan_regions(b"", b"", 10)
+                .iter()
+                .map(|r| r.id)
+                .collect::<Vec<_>>(),
+            [3, 2]
+        );
+        assert_eq!(
+            c.scan_regions(b"c", b"d", 10)
+                .iter()
+                .map(|r| r.id)
+                .collect::<Vec<_>>(),
+            [3]
+        );
+        // A lagging peer reporting the pre-split region 2 is stale.
+        assert!(matches!(
+            c.region_heartbeat(region(2, b"", b"", 1)),
+            Err(ClusterError::StaleEpoch { .. })
+        ));
+        // The same report twice changes nothing.
+        assert!(!c.region_heartbeat(region(2, b"m", b"", 2)).unwrap());
+    }
+
+    #[test]
+    fn stores_register_once_per_address_and_heartbeat() {
+        let mut c = bootstrapped();
+        c.put_store(store(5)).unwrap();
+        let dup = Store { id: 6, ..store(5) };
+        assert!(matches!(
+            c.put_store(dup),
+            Err(ClusterError::DuplicateAddress { owner: 5, .. })
+        ));
+        c.store_heartbeat(5, 1234).unwrap();
+        assert_eq!(c.store(5).unwrap().last_heartbeat_ms, 1234);
+        assert_eq!(c.store_heartbeat(9, 1), Err(ClusterError::UnknownStore(9)));
+    }
+
+    #[test]
+    fn the_state_survives_a_restart_and_garbage_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = ClusterFile::new(dir.path());
+        assert_eq!(file.load().unwrap(), Cluster::default());
+        let c = bootstrapped();
+        file.save(&c).unwrap();
+        assert_eq!(file.load().unwrap(), c);
+        std::fs::write(dir.path().join("cluster.json"), b"{oops").unwrap();
+        assert!(file.load().unwrap_err().contains("is not a cluster state"));
+    }
+}
