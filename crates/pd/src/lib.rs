@@ -6,7 +6,9 @@
 //! calls come next (issue #5).
 
 pub mod cluster;
+pub mod cluster_rpc;
 pub mod gc_safe_point;
+pub mod metadata;
 pub mod oracle;
 pub mod server;
 pub mod service;

@@ -8,6 +8,7 @@ use node::{Node, NodeError};
 use proto::pd::pd_server::PdServer;
 
 use crate::gc_safe_point::GcSafePoint;
+use crate::metadata::Metadata;
 use crate::oracle::{Oracle, wall_clock_ms};
 use crate::service::PdService;
 
@@ -22,13 +23,17 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     let safe_point = Arc::new(
         GcSafePoint::open(node.data_dir.path()).map_err(|e| NodeError::Storage(e.to_string()))?,
     );
+    let meta = Arc::new(
+        Metadata::open(node.data_dir.path()).map_err(|e| NodeError::Storage(e.to_string()))?,
+    );
     let grpc = tonic::service::Routes::new(PdServer::new(PdService::new(
         oracle,
         safe_point,
+        meta,
         update_interval,
     )))
     .into_axum_router();
-    let serving = "the TSO and the GC safe point (gRPC Pd) and the status API; cluster and region metadata are not built yet (issue #5)";
+    let serving = "the TSO, the GC safe point and cluster metadata (gRPC Pd) and the status API; scheduling is not built yet (issue #5)";
     tracing::warn!("{serving}");
     let result = node.run_with_routes(serving, Some(grpc));
     drop(stop_tick);

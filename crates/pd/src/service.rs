@@ -9,13 +9,15 @@ use std::time::Duration;
 
 use proto::pd::pd_server::Pd;
 use proto::pd::{
-    Error, ErrorType, GetGcSafePointRequest, GetGcSafePointResponse, Timestamp, TsoRequest,
-    TsoResponse, UpdateGcSafePointRequest, UpdateGcSafePointResponse,
+    self as wire, Error, ErrorType, GetGcSafePointRequest, GetGcSafePointResponse, Timestamp,
+    TsoRequest, TsoResponse, UpdateGcSafePointRequest, UpdateGcSafePointResponse,
 };
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
+use crate::cluster_rpc as rpc;
 use crate::gc_safe_point::GcSafePoint;
+use crate::metadata::Metadata;
 use crate::oracle::Oracle;
 use crate::tso::TsoError;
 
@@ -24,6 +26,7 @@ pub const OVERFLOW_RETRIES: u32 = 10;
 pub struct PdService {
     oracle: Arc<Oracle>,
     safe_point: Arc<GcSafePoint>,
+    meta: Arc<Metadata>,
     /// `tso-update-physical-interval`: how long an overflowed request waits to retry.
     update_interval: Duration,
 }
@@ -32,11 +35,13 @@ impl PdService {
     pub fn new(
         oracle: Arc<Oracle>,
         safe_point: Arc<GcSafePoint>,
+        meta: Arc<Metadata>,
         update_interval: Duration,
     ) -> PdService {
         PdService {
             oracle,
             safe_point,
+            meta,
             update_interval,
         }
     }
@@ -77,6 +82,20 @@ impl PdService {
 }
 
 type TsoStream = Pin<Box<dyn Stream<Item = Result<TsoResponse, Status>> + Send>>;
+
+impl PdService {
+    /// Runs a call that saves metadata (an fsync) off the async threads.
+    async fn durably<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Metadata) -> T + Send + 'static,
+    ) -> Result<Response<T>, Status> {
+        let meta = self.meta.clone();
+        tokio::task::spawn_blocking(move || f(&meta))
+            .await
+            .map(Response::new)
+            .map_err(|e| Status::internal(e.to_string()))
+    }
+}
 
 #[tonic::async_trait]
 impl Pd for PdService {
@@ -131,5 +150,74 @@ impl Pd for PdService {
                 new_safe_point: self.safe_point.get(),
             },
         }))
+    }
+
+    async fn is_bootstrapped(
+        &self,
+        _: Request<wire::IsBootstrappedRequest>,
+    ) -> Result<Response<wire::IsBootstrappedResponse>, Status> {
+        Ok(Response::new(rpc::is_bootstrapped(&self.meta)))
+    }
+
+    async fn bootstrap(
+        &self,
+        r: Request<wire::BootstrapRequest>,
+    ) -> Result<Response<wire::BootstrapResponse>, Status> {
+        self.durably(move |m| rpc::bootstrap(m, r.into_inner()))
+            .await
+    }
+
+    async fn alloc_id(
+        &self,
+        _: Request<wire::AllocIdRequest>,
+    ) -> Result<Response<wire::AllocIdResponse>, Status> {
+        self.durably(rpc::alloc_id).await
+    }
+
+    async fn put_store(
+        &self,
+        r: Request<wire::PutStoreRequest>,
+    ) -> Result<Response<wire::PutStoreResponse>, Status> {
+        self.durably(move |m| rpc::put_store(m, r.into_inner()))
+            .await
+    }
+
+    async fn get_store(
+        &self,
+        r: Request<wire::GetStoreRequest>,
+    ) -> Result<Response<wire::GetStoreResponse>, Status> {
+        Ok(Response::new(rpc::get_store(&self.meta, r.into_inner())))
+    }
+
+    async fn store_heartbeat(
+        &self,
+        r: Request<wire::StoreHeartbeatRequest>,
+    ) -> Result<Response<wire::StoreHeartbeatResponse>, Status> {
+        Ok(Response::new(rpc::store_heartbeat(
+            &self.meta,
+            r.into_inner(),
+        )))
+    }
+
+    async fn region_heartbeat(
+        &self,
+        r: Request<wire::RegionHeartbeatRequest>,
+    ) -> Result<Response<wire::RegionHeartbeatResponse>, Status> {
+        self.durably(move |m| rpc::region_heartbeat(m, r.into_inner()))
+            .await
+    }
+
+    async fn get_region(
+        &self,
+        r: Request<wire::GetRegionRequest>,
+    ) -> Result<Response<wire::GetRegionResponse>, Status> {
+        Ok(Response::new(rpc::get_region(&self.meta, r.into_inner())))
+    }
+
+    async fn scan_regions(
+        &self,
+        r: Request<wire::ScanRegionsRequest>,
+    ) -> Result<Response<wire::ScanRegionsResponse>, Status> {
+        Ok(Response::new(rpc::scan_regions(&self.meta, r.into_inner())))
     }
 }

@@ -1,36 +1,21 @@
-//! The `Tso` stream over real gRPC on loopback: timestamps strictly increase within a stream,
-//! across many batches, and across a restart of the oracle on the same data dir.
+//! The `Tso` stream and the GC safe point over real gRPC on loopback: timestamps strictly
+//! increase within a stream, across many batches, and across a restart of the oracle on the
+//! same data dir; bad counts get an error answer; the safe point only moves forward.
+
+mod common;
 
 use std::path::Path;
-use std::time::Duration;
 
 use base::ts::compose;
-use pd::oracle::{Oracle, wall_clock_ms};
-use pd::service::PdService;
-use proto::pd::TsoRequest;
-use proto::pd::pd_client::PdClient;
-use proto::pd::pd_server::PdServer;
-use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
+use common::TestPd;
+use proto::pd::{ErrorType, GetGcSafePointRequest, TsoRequest, UpdateGcSafePointRequest};
+use tokio_stream::wrappers::ReceiverStream;
 
-/// Starts a PD service on a free port, fetches `batches` batches of `count` timestamps over
-/// one stream, stops it, and returns the last timestamp of each batch.
+/// Fetches `batches` batches of `count` timestamps over one stream from a PD started on
+/// `dir`, then stops it; returns the last timestamp of each batch.
 async fn fetch(dir: &Path, batches: usize, count: u32) -> Vec<u64> {
-    let oracle = Oracle::open(dir, Duration::from_secs(3), wall_clock_ms()).unwrap();
-    let (stop_tick, stop) = std::sync::mpsc::channel();
-    let ticker = oracle.spawn_ticker(Duration::from_millis(50), stop);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let service = PdServer::new(PdService::new(
-        oracle,
-        std::sync::Arc::new(pd::gc_safe_point::GcSafePoint::open(dir).unwrap()),
-        Duration::from_millis(50),
-    ));
-    let server = tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(service)
-            .serve_with_incoming(TcpListenerStream::new(listener)),
-    );
-    let mut client = PdClient::connect(format!("http://{addr}")).await.unwrap();
+    let pd = TestPd::start(dir).await;
+    let mut client = pd.client().await;
     let (tx, rx) = tokio::sync::mpsc::channel(16);
     let mut responses = client
         .tso(ReceiverStream::new(rx))
@@ -49,10 +34,6 @@ async fn fetch(dir: &Path, batches: usize, count: u32) -> Vec<u64> {
         let t = r.timestamp.unwrap();
         out.push(compose(t.physical as u64, t.logical as u64));
     }
-    drop(tx);
-    server.abort();
-    drop(stop_tick);
-    ticker.join().unwrap();
     out
 }
 
@@ -74,20 +55,8 @@ async fn timestamps_increase_within_a_stream_and_across_restarts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_counts_get_an_error_answer_not_a_broken_stream() {
     let dir = tempfile::tempdir().unwrap();
-    let oracle = Oracle::open(dir.path(), Duration::from_secs(3), wall_clock_ms()).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let service = PdServer::new(PdService::new(
-        oracle,
-        std::sync::Arc::new(pd::gc_safe_point::GcSafePoint::open(dir.path()).unwrap()),
-        Duration::from_millis(50),
-    ));
-    let server = tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(service)
-            .serve_with_incoming(TcpListenerStream::new(listener)),
-    );
-    let mut client = PdClient::connect(format!("http://{addr}")).await.unwrap();
+    let pd = TestPd::start(dir.path()).await;
+    let mut client = pd.client().await;
     let (tx, rx) = tokio::sync::mpsc::channel(4);
     let mut responses = client
         .tso(ReceiverStream::new(rx))
@@ -96,10 +65,7 @@ async fn bad_counts_get_an_error_answer_not_a_broken_stream() {
         .into_inner();
     tx.send(TsoRequest { count: 0 }).await.unwrap();
     let r = responses.message().await.unwrap().unwrap();
-    assert_eq!(
-        r.error.unwrap().r#type,
-        proto::pd::ErrorType::InvalidArgument as i32
-    );
+    assert_eq!(r.error.unwrap().r#type, ErrorType::InvalidArgument as i32);
     tx.send(TsoRequest { count: 1 }).await.unwrap();
     assert!(
         responses
@@ -110,28 +76,13 @@ async fn bad_counts_get_an_error_answer_not_a_broken_stream() {
             .timestamp
             .is_some()
     );
-    server.abort();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gc_safe_point_moves_only_forward_over_grpc() {
-    use proto::pd::{GetGcSafePointRequest, UpdateGcSafePointRequest};
     let dir = tempfile::tempdir().unwrap();
-    let oracle = Oracle::open(dir.path(), Duration::from_secs(3), wall_clock_ms()).unwrap();
-    let safe_point = std::sync::Arc::new(pd::gc_safe_point::GcSafePoint::open(dir.path()).unwrap());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let service = PdServer::new(PdService::new(
-        oracle,
-        safe_point,
-        Duration::from_millis(50),
-    ));
-    let server = tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(service)
-            .serve_with_incoming(TcpListenerStream::new(listener)),
-    );
-    let mut client = PdClient::connect(format!("http://{addr}")).await.unwrap();
+    let pd = TestPd::start(dir.path()).await;
+    let mut client = pd.client().await;
     let update = |sp| UpdateGcSafePointRequest { safe_point: sp };
     assert_eq!(
         client
@@ -160,5 +111,4 @@ async fn the_gc_safe_point_moves_only_forward_over_grpc() {
             .safe_point,
         500
     );
-    server.abort();
 }

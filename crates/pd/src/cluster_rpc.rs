@@ -1,0 +1,220 @@
+//! The cluster-metadata calls of the `Pd` service: conversions between wire and state types
+//! and one handler per call. Failures are answered in the response's `error` (with a type the
+//! client can act on), not as transport errors.
+
+use proto::pd as wire;
+
+use crate::cluster::{ClusterError, Peer, Region, RegionEpoch, Store};
+use crate::metadata::{MetaError, Metadata};
+use crate::oracle::wall_clock_ms;
+
+fn error(e: MetaError) -> wire::Error {
+    let kind = match &e {
+        MetaError::Cluster(ClusterError::NotBootstrapped) => wire::ErrorType::NotBootstrapped,
+        MetaError::Cluster(ClusterError::AlreadyBootstrapped) => {
+            wire::ErrorType::AlreadyBootstrapped
+        }
+        MetaError::Cluster(
+            ClusterError::StaleEpoch { .. }
+            | ClusterError::UnknownStore(_)
+            | ClusterError::Overlap { .. },
+        ) => wire::ErrorType::StaleOrUnknown,
+        MetaError::Cluster(
+            ClusterError::BadFirstRegion | ClusterError::DuplicateAddress { .. },
+        ) => wire::ErrorType::InvalidArgument,
+        MetaError::Storage(_) => wire::ErrorType::Unknown,
+    };
+    wire::Error {
+        r#type: kind as i32,
+        message: e.to_string(),
+    }
+}
+
+fn invalid(message: &str) -> wire::Error {
+    wire::Error {
+        r#type: wire::ErrorType::InvalidArgument as i32,
+        message: message.to_string(),
+    }
+}
+
+fn peer_from(p: &wire::Peer) -> Peer {
+    Peer {
+        id: p.id,
+        store_id: p.store_id,
+    }
+}
+
+fn peer_to(p: &Peer) -> wire::Peer {
+    wire::Peer {
+        id: p.id,
+        store_id: p.store_id,
+    }
+}
+
+fn region_from(r: wire::Region, leader: Option<wire::Peer>) -> Region {
+    let epoch = r.region_epoch.unwrap_or_default();
+    Region {
+        id: r.id,
+        start_key: r.start_key,
+        end_key: r.end_key,
+        epoch: RegionEpoch {
+            conf_ver: epoch.conf_ver,
+            version: epoch.version,
+        },
+        peers: r.peers.iter().map(peer_from).collect(),
+        leader: leader.as_ref().map(peer_from),
+    }
+}
+
+fn region_to(r: &Region) -> wire::Region {
+    wire::Region {
+        id: r.id,
+        start_key: r.start_key.clone(),
+        end_key: r.end_key.clone(),
+        region_epoch: Some(wire::RegionEpoch {
+            conf_ver: r.epoch.conf_ver,
+            version: r.epoch.version,
+        }),
+        peers: r.peers.iter().map(peer_to).collect(),
+    }
+}
+
+fn store_from(s: wire::Store) -> Store {
+    Store {
+        id: s.id,
+        address: s.address,
+        status_address: s.status_address,
+        last_heartbeat_ms: wall_clock_ms(),
+    }
+}
+
+fn store_to(s: &Store) -> wire::Store {
+    wire::Store {
+        id: s.id,
+        address: s.address.clone(),
+        status_address: s.status_address.clone(),
+    }
+}
+
+pub fn is_bootstrapped(meta: &Metadata) -> wire::IsBootstrappedResponse {
+    wire::IsBootstrappedResponse {
+        error: None,
+        bootstrapped: meta.read(|c| c.is_bootstrapped()),
+    }
+}
+
+pub fn bootstrap(meta: &Metadata, req: wire::BootstrapRequest) -> wire::BootstrapResponse {
+    let (Some(store), Some(region)) = (req.store, req.region) else {
+        return wire::BootstrapResponse {
+            error: Some(invalid("bootstrap needs a store and a region")),
+        };
+    };
+    let result = meta.update(|c| c.bootstrap(store_from(store), region_from(region, None)));
+    wire::BootstrapResponse {
+        error: result.err().map(error),
+    }
+}
+
+pub fn alloc_id(meta: &Metadata) -> wire::AllocIdResponse {
+    match meta.update(|c| Ok(c.alloc_ids(1))) {
+        Ok(id) => wire::AllocIdResponse { error: None, id },
+        Err(e) => wire::AllocIdResponse {
+            error: Some(error(e)),
+            id: 0,
+        },
+    }
+}
+
+pub fn put_store(meta: &Metadata, req: wire::PutStoreRequest) -> wire::PutStoreResponse {
+    let Some(store) = req.store else {
+        return wire::PutStoreResponse {
+            error: Some(invalid("put_store needs a store")),
+        };
+    };
+    wire::PutStoreResponse {
+        error: meta
+            .update(|c| c.put_store(store_from(store)))
+            .err()
+            .map(error),
+    }
+}
+
+pub fn get_store(meta: &Metadata, req: wire::GetStoreRequest) -> wire::GetStoreResponse {
+    match meta.read(|c| c.store(req.store_id).map(store_to)) {
+        Some(store) => wire::GetStoreResponse {
+            error: None,
+            store: Some(store),
+        },
+        None => wire::GetStoreResponse {
+            error: Some(error(ClusterError::UnknownStore(req.store_id).into())),
+            store: None,
+        },
+    }
+}
+
+pub fn store_heartbeat(
+    meta: &Metadata,
+    req: wire::StoreHeartbeatRequest,
+) -> wire::StoreHeartbeatResponse {
+    // Heartbeat times are kept in memory only: a restarted PD hears from live stores anew.
+    wire::StoreHeartbeatResponse {
+        error: meta
+            .read_mut_in_memory(|c| c.store_heartbeat(req.store_id, wall_clock_ms()))
+            .err()
+            .map(error),
+    }
+}
+
+pub fn region_heartbeat(
+    meta: &Metadata,
+    req: wire::RegionHeartbeatRequest,
+) -> wire::RegionHeartbeatResponse {
+    let Some(region) = req.region else {
+        return wire::RegionHeartbeatResponse {
+            error: Some(invalid("region_heartbeat needs a region")),
+        };
+    };
+    wire::RegionHeartbeatResponse {
+        error: meta
+            .update(|c| c.region_heartbeat(region_from(region, req.leader)))
+            .err()
+            .map(error),
+    }
+}
+
+pub fn get_region(meta: &Metadata, req: wire::GetRegionRequest) -> wire::GetRegionResponse {
+    match meta.read(|c| c.region_for(&req.region_key).cloned()) {
+        Some(r) => wire::GetRegionResponse {
+            error: None,
+            leader: r.leader.as_ref().map(peer_to),
+            region: Some(region_to(&r)),
+        },
+        None => wire::GetRegionResponse {
+            error: Some(error(ClusterError::NotBootstrapped.into())),
+            region: None,
+            leader: None,
+        },
+    }
+}
+
+pub fn scan_regions(meta: &Metadata, req: wire::ScanRegionsRequest) -> wire::ScanRegionsResponse {
+    let limit = if req.limit <= 0 {
+        usize::MAX
+    } else {
+        req.limit as usize
+    };
+    let regions: Vec<Region> = meta.read(|c| {
+        c.scan_regions(&req.start_key, &req.end_key, limit)
+            .into_iter()
+            .cloned()
+            .collect()
+    });
+    wire::ScanRegionsResponse {
+        error: None,
+        leaders: regions
+            .iter()
+            .map(|r| r.leader.as_ref().map(peer_to).unwrap_or_default())
+            .collect(),
+        regions: regions.iter().map(region_to).collect(),
+    }
+}
