@@ -132,3 +132,106 @@ fn a_kv_node_reads_the_gc_safe_point_from_pd_and_collects_up_to_it() {
     assert!(kv.terminate().success());
     assert!(pd.terminate().success());
 }
+
+fn start_kv_with_pd(dir: &std::path::Path, pd_port: u16, addr: &str, status: &str) -> Running {
+    let mut kv = Running(
+        atoll()
+            .args([
+                "kv",
+                "--pd",
+                &format!("127.0.0.1:{pd_port}"),
+                "--status-addr",
+                status,
+                "--addr",
+                addr,
+                "--data-dir",
+            ])
+            .arg(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_ready(&mut kv, status);
+    kv
+}
+
+/// Waits until the kv node at `status` reports a store id, and returns it.
+fn store_id(status: &str) -> u64 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (_, metrics) = get(&format!("http://{status}/metrics"));
+        let text = String::from_utf8(metrics).unwrap();
+        let id: u64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("atoll_kv_store_id "))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        if id != 0 {
+            return id;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the kv node never registered with pd"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_kv_node_started_before_pd_waits_then_bootstraps_and_keeps_its_store_id() {
+    use proto::pd::{GetStoreRequest, IsBootstrappedRequest, ScanRegionsRequest};
+    let dir = tempfile::tempdir().unwrap();
+    let pd_port = free_port();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let status = format!("127.0.0.1:{}", free_port());
+    // PD is not there yet: the kv node must wait, not die.
+    let mut kv = start_kv_with_pd(&dir.path().join("kv"), pd_port, &addr, &status);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(
+        kv.0.try_wait().unwrap().is_none(),
+        "the kv node exited while pd was down"
+    );
+    let pd = start_pd(&dir.path().join("pd"), pd_port);
+    let id = store_id(&status);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let mut c = PdClient::connect(format!("http://127.0.0.1:{pd_port}"))
+            .await
+            .unwrap();
+        assert!(
+            c.is_bootstrapped(IsBootstrappedRequest {})
+                .await
+                .unwrap()
+                .into_inner()
+                .bootstrapped
+        );
+        let regions = c
+            .scan_regions(ScanRegionsRequest {
+                start_key: vec![],
+                end_key: vec![],
+                limit: 0,
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .regions;
+        assert_eq!(regions.len(), 1);
+        assert!(regions[0].start_key.is_empty() && regions[0].end_key.is_empty());
+        assert_eq!(regions[0].peers[0].store_id, id);
+        let store = c
+            .get_store(GetStoreRequest { store_id: id })
+            .await
+            .unwrap()
+            .into_inner()
+            .store
+            .unwrap();
+        assert_eq!(store.address, addr);
+    });
+    assert!(kv.terminate().success());
+    let kv = start_kv_with_pd(&dir.path().join("kv"), pd_port, &addr, &status);
+    assert_eq!(store_id(&status), id, "a restarted node is the same store");
+    assert!(kv.terminate().success());
+    assert!(pd.terminate().success());
+}

@@ -6,6 +6,7 @@
 
 pub mod auto_adjust;
 pub mod gc_driver;
+pub mod pd_worker;
 pub mod read_pool;
 pub mod storage;
 
@@ -32,6 +33,17 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     node.registry
         .register(Box::new(pool::metrics::PoolCollector::new(pool.clone())))
         .expect("read pool metrics register once");
+    let config = node.controller.current();
+    let (stop_pd, pd_stop) = std::sync::mpsc::channel();
+    let pd_thread = pd_worker::spawn(
+        config.list("pd.endpoints").to_vec(),
+        node.data_dir.path().to_path_buf(),
+        pd_worker::StoreInfo {
+            address: config.str("server.addr").to_string(),
+            status_address: config.str("server.status-addr").to_string(),
+        },
+        pd_stop,
+    );
     let (stop_gc, gc_stop) = std::sync::mpsc::channel();
     let gc_thread = gc_driver::spawn(storage.gc.clone(), &node.controller.current(), gc_stop);
     let (stop_tuner, stop) = std::sync::mpsc::channel();
@@ -43,6 +55,8 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     let _ = tuner.join();
     drop(stop_gc);
     let _ = gc_thread.join();
+    drop(stop_pd);
+    let _ = pd_thread.join();
     pool.shutdown(ShutdownMode::Cancel);
     storage.scheduler.shutdown();
     drop(storage);

@@ -194,6 +194,11 @@ impl StorageCollector {
                 self.gc.limiter.bytes_per_sec() as i64,
             ),
             gauge(
+                "atoll_kv_store_id",
+                "This node's store id in PD, 0 until registered",
+                crate::pd_worker::STORE_ID.load(std::sync::atomic::Ordering::Relaxed) as i64,
+            ),
+            gauge(
                 "atoll_gc_safe_point",
                 "The GC safe point this node last collected up to",
                 crate::gc_driver::SAFE_POINT.load(std::sync::atomic::Ordering::Relaxed) as i64,
