@@ -3,30 +3,18 @@
 
 mod common;
 
-use std::process::Stdio;
-
 use common::*;
 use proto::pd::TsoRequest;
 use proto::pd::pd_client::PdClient;
 use tokio_stream::wrappers::ReceiverStream;
 
 fn start_pd(dir: &std::path::Path, port: u16) -> Running {
-    let child = atoll()
-        .args([
-            "pd",
-            "--client-urls",
-            &format!("http://127.0.0.1:{port}"),
-            "--data-dir",
-        ])
-        .arg(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut running = Running(child);
-    wait_ready(&mut running, &format!("127.0.0.1:{port}"));
-    running
+    let url = format!("http://127.0.0.1:{port}");
+    start_role(
+        &["pd", "--client-urls", &url],
+        dir,
+        &format!("127.0.0.1:{port}"),
+    )
 }
 
 async fn timestamps(port: u16, n: usize) -> Vec<u64> {
@@ -94,26 +82,12 @@ fn a_kv_node_reads_the_gc_safe_point_from_pd_and_collects_up_to_it() {
     });
     assert_eq!(sp, 4242);
     let status = format!("127.0.0.1:{}", free_port());
-    let mut kv = Running(
-        atoll()
-            .args([
-                "kv",
-                "--pd",
-                &format!("127.0.0.1:{port}"),
-                "--status-addr",
-                &status,
-                "--addr",
-                &format!("127.0.0.1:{}", free_port()),
-                "--data-dir",
-            ])
-            .arg(dir.path().join("kv"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+    let kv = start_kv_with_pd(
+        &dir.path().join("kv"),
+        port,
+        &format!("127.0.0.1:{}", free_port()),
+        &status,
     );
-    wait_ready(&mut kv, &status);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         let (_, metrics) = get(&format!("http://{status}/metrics"));
@@ -134,27 +108,12 @@ fn a_kv_node_reads_the_gc_safe_point_from_pd_and_collects_up_to_it() {
 }
 
 fn start_kv_with_pd(dir: &std::path::Path, pd_port: u16, addr: &str, status: &str) -> Running {
-    let mut kv = Running(
-        atoll()
-            .args([
-                "kv",
-                "--pd",
-                &format!("127.0.0.1:{pd_port}"),
-                "--status-addr",
-                status,
-                "--addr",
-                addr,
-                "--data-dir",
-            ])
-            .arg(dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_ready(&mut kv, status);
-    kv
+    let pd = format!("127.0.0.1:{pd_port}");
+    start_role(
+        &["kv", "--pd", &pd, "--status-addr", status, "--addr", addr],
+        dir,
+        status,
+    )
 }
 
 /// Waits until the kv node at `status` reports a store id, and returns it.

@@ -118,19 +118,11 @@ pub fn wait_ready(child: &mut Running, addr: &str) {
     }
 }
 
-/// Starts `atoll kv` on free ports in `data_dir`, waits until it is ready.
-pub fn start_kv(data_dir: &std::path::Path) -> (Running, String) {
-    let status = format!("127.0.0.1:{}", free_port());
-    let addr = format!("127.0.0.1:{}", free_port());
+/// Starts `atoll ARGS --data-dir DATA_DIR` quietly and waits until `status_addr` answers.
+pub fn start_role(args: &[&str], data_dir: &std::path::Path, status_addr: &str) -> Running {
     let child = atoll()
-        .args([
-            "kv",
-            "--addr",
-            &addr,
-            "--status-addr",
-            &status,
-            "--data-dir",
-        ])
+        .args(args)
+        .arg("--data-dir")
         .arg(data_dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -138,6 +130,18 @@ pub fn start_kv(data_dir: &std::path::Path) -> (Running, String) {
         .spawn()
         .unwrap();
     let mut running = Running(child);
-    wait_ready(&mut running, &status);
+    wait_ready(&mut running, status_addr);
+    running
+}
+
+/// Starts `atoll kv` on free ports in `data_dir`, waits until it is ready.
+pub fn start_kv(data_dir: &std::path::Path) -> (Running, String) {
+    let status = format!("127.0.0.1:{}", free_port());
+    let addr = format!("127.0.0.1:{}", free_port());
+    let running = start_role(
+        &["kv", "--addr", &addr, "--status-addr", &status],
+        data_dir,
+        &status,
+    );
     (running, status)
 }
