@@ -53,20 +53,30 @@ impl<S: Snapshot> MvccReader<S> {
         }
     }
 
-    /// The key's write records from the newest at or below `ts` downwards, at most `limit`.
-    fn writes_at_or_below(&self, key: &[u8], ts: u64, limit: usize) -> Result<Vec<(u64, Write)>> {
+    /// The key's write records, newest first, from the newest at or below `from_ts`,
+    /// while `more(commit_ts, taken_so_far)` says to go on: the walk stops there, so a
+    /// caller that needs the recent versions never reads the old ones.
+    fn walk_writes(
+        &self,
+        key: &[u8],
+        from_ts: u64,
+        mut more: impl FnMut(u64, usize) -> bool,
+    ) -> Result<Vec<(u64, Write)>> {
         let encoded = encode_key(key);
         let opts = IterOptions {
-            lower: Some(append_ts(&encoded, ts)),
+            lower: Some(append_ts(&encoded, from_ts)),
             upper: Some(prefix_end(&encoded)),
             ..IterOptions::default()
         };
         let mut it = self.snap.iter(Cf::Write, opts)?;
         let mut out = Vec::new();
         let mut ok = it.seek_to_first()?;
-        while ok && out.len() < limit {
+        while ok {
             let (_, commit_ts) =
                 split_versioned(it.key()).map_err(|e| corrupt_key(Cf::Write, key, e))?;
+            if !more(commit_ts, out.len()) {
+                break;
+            }
             out.push((commit_ts, Write::decode(key, it.value())?));
             ok = it.next()?;
         }
@@ -75,16 +85,12 @@ impl<S: Snapshot> MvccReader<S> {
 
     /// The newest write record at or below `ts`.
     pub fn seek_write(&self, key: &[u8], ts: u64) -> Result<Option<(u64, Write)>> {
-        Ok(self.writes_at_or_below(key, ts, 1)?.pop())
+        Ok(self.walk_writes(key, ts, |_, taken| taken < 1)?.pop())
     }
 
     /// Every write record of the key with commit_ts at or above `ts`, newest first.
     pub fn writes_since(&self, key: &[u8], ts: u64) -> Result<Vec<(u64, Write)>> {
-        Ok(self
-            .writes_at_or_below(key, u64::MAX, usize::MAX)?
-            .into_iter()
-            .take_while(|(commit_ts, _)| *commit_ts >= ts)
-            .collect())
+        self.walk_writes(key, u64::MAX, |commit_ts, _| commit_ts >= ts)
     }
 
     /// Whether txn `start_ts` committed or rolled back on `key`.
