@@ -1,13 +1,17 @@
-//! `kv-server`: the kv node. Today it opens the RocksDB engine in `<data-dir>/db`, starts the
-//! transaction scheduler and the GC worker on it ([`storage`]) and runs the unified read
-//! pool, inside the node shell; all follow online config changes (`rocksdb.*`, `storage.*`,
-//! `gc.*`, `readpool.unified.*`) and export their metrics. Raft and the gRPC service join
-//! them here (issue #5).
+//! `kv-server`: the kv node. It opens the RocksDB engine in `<data-dir>/db`, starts the
+//! transaction scheduler and the GC worker on it ([`storage`]), runs the unified read pool,
+//! loads the regions it serves ([`regions`]), registers with PD ([`pd_worker`]) and serves
+//! the `Kv` gRPC service ([`service`] on [`grpc`]) inside the node shell. Everything follows
+//! online config changes (`rocksdb.*`, `storage.*`, `gc.*`, `readpool.unified.*`) and
+//! exports its metrics. Raft replication joins here later; today each region has one replica.
 
 pub mod auto_adjust;
 pub mod gc_driver;
+pub mod grpc;
 pub mod pd_worker;
 pub mod read_pool;
+pub mod regions;
+pub mod service;
 pub mod storage;
 
 use std::sync::Arc;
@@ -34,6 +38,17 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         .register(Box::new(pool::metrics::PoolCollector::new(pool.clone())))
         .expect("read pool metrics register once");
     let config = node.controller.current();
+    let regions = Arc::new(
+        regions::Regions::load(engine.clone()).map_err(|e| NodeError::Storage(e.to_string()))?,
+    );
+    let grpc = grpc::GrpcServer::start(
+        &config,
+        service::KvService {
+            regions: regions.clone(),
+            scheduler: storage.scheduler.clone(),
+            pool: pool.clone(),
+        },
+    )?;
     let (stop_pd, pd_stop) = std::sync::mpsc::channel();
     let pd_thread = pd_worker::spawn(
         config.list("pd.endpoints").to_vec(),
@@ -42,15 +57,16 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             address: config.str("server.addr").to_string(),
             status_address: config.str("server.status-addr").to_string(),
         },
+        regions,
         pd_stop,
     );
     let (stop_gc, gc_stop) = std::sync::mpsc::channel();
     let gc_thread = gc_driver::spawn(storage.gc.clone(), &node.controller.current(), gc_stop);
     let (stop_tuner, stop) = std::sync::mpsc::channel();
     let tuner = auto_adjust::spawn(pool.clone(), node.controller.clone(), stop);
-    let serving = "status port, RocksDB, the transaction scheduler, the GC worker and the unified read pool; the gRPC service is not built yet (issue #5)";
-    tracing::warn!("{serving}");
+    let serving = "the Kv gRPC service (reads on the unified read pool, transactions through the scheduler), GC and the status API; one replica per region, the coprocessor is not built yet (issue #5)";
     let result = node.run_until_signal(serving);
+    grpc.shutdown();
     drop(stop_tuner);
     let _ = tuner.join();
     drop(stop_gc);

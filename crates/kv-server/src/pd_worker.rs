@@ -1,10 +1,14 @@
 //! The kv node's side of PD: register this store (bootstrapping the cluster with the first
-//! region if nobody has), then heartbeat every [`HEARTBEAT_INTERVAL`]. The store id is kept
+//! region if nobody has), then heartbeat the store and each region it serves every
+//! [`HEARTBEAT_INTERVAL`]. Bootstrap saves the first region locally before asking PD (as
+//! TiKV does), so a crash in between leaves a region the next attempt offers again; if
+//! another node bootstrapped first, the local copy is dropped. The store id is kept
 //! in `<data-dir>/store-ident` (written by fsynced rename before PD hears of it), so a
 //! restarted node is the same store. PD being unreachable is logged and retried every
 //! [`RETRY_INTERVAL`]: the node waits, it never stops or crash-loops for it.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
@@ -12,9 +16,11 @@ use std::time::Duration;
 use proto::pd::pd_client::PdClient;
 use proto::pd::{
     self as wire, AllocIdRequest, BootstrapRequest, ErrorType, IsBootstrappedRequest,
-    PutStoreRequest, StoreHeartbeatRequest,
+    PutStoreRequest, RegionHeartbeatRequest, StoreHeartbeatRequest,
 };
 use tonic::transport::Channel;
+
+use crate::regions::Regions;
 
 /// TiKV's store heartbeat interval.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(10);
@@ -81,6 +87,7 @@ async fn register(
     client: &mut PdClient<Channel>,
     data_dir: &Path,
     info: &StoreInfo,
+    regions: &Regions,
 ) -> Result<u64, String> {
     let id = match load_ident(data_dir)? {
         Some(id) => id,
@@ -107,29 +114,37 @@ async fn register(
         .into_inner()
         .bootstrapped;
     if !bootstrapped {
-        let mut ids = Vec::new();
-        for _ in 0..2 {
-            let r = client
-                .alloc_id(AllocIdRequest {})
-                .await
-                .map_err(|e| e.to_string())?
-                .into_inner();
-            check(r.error).map_err(|e| e.message)?;
-            ids.push(r.id);
-        }
-        let region = wire::Region {
-            id: ids[0],
-            start_key: vec![],
-            end_key: vec![],
-            region_epoch: Some(wire::RegionEpoch {
-                conf_ver: 1,
-                version: 1,
-            }),
-            peers: vec![wire::Peer {
-                id: ids[1],
-                store_id: id,
-            }],
+        let region = match regions.all().into_iter().next() {
+            Some(prepared) => prepared,
+            None => {
+                let mut ids = Vec::new();
+                for _ in 0..2 {
+                    let r = client
+                        .alloc_id(AllocIdRequest {})
+                        .await
+                        .map_err(|e| e.to_string())?
+                        .into_inner();
+                    check(r.error).map_err(|e| e.message)?;
+                    ids.push(r.id);
+                }
+                let region = wire::Region {
+                    id: ids[0],
+                    start_key: vec![],
+                    end_key: vec![],
+                    region_epoch: Some(wire::RegionEpoch {
+                        conf_ver: 1,
+                        version: 1,
+                    }),
+                    peers: vec![wire::Peer {
+                        id: ids[1],
+                        store_id: id,
+                    }],
+                };
+                regions.put(region.clone())?;
+                region
+            }
         };
+        let region_id = region.id;
         let r = client
             .bootstrap(BootstrapRequest {
                 store: Some(store.clone()),
@@ -147,7 +162,9 @@ async fn register(
                 return Ok(id);
             }
             // Another node bootstrapped first: register as any other store.
-            Err(e) if e.r#type == ErrorType::AlreadyBootstrapped as i32 => {}
+            Err(e) if e.r#type == ErrorType::AlreadyBootstrapped as i32 => {
+                regions.remove(region_id)?;
+            }
             Err(e) => return Err(e.message),
         }
     }
@@ -160,10 +177,37 @@ async fn register(
     Ok(id)
 }
 
+/// Tells PD the regions this store serves, with itself as leader.
+async fn region_heartbeats(client: &mut PdClient<Channel>, store_id: u64, regions: &Regions) {
+    for region in regions.all() {
+        let leader = region
+            .peers
+            .iter()
+            .find(|p| p.store_id == store_id)
+            .cloned();
+        let beat = client
+            .region_heartbeat(RegionHeartbeatRequest {
+                region: Some(region.clone()),
+                leader,
+            })
+            .await;
+        match beat.map(|r| r.into_inner().error) {
+            Ok(None) => {}
+            Ok(Some(e)) => tracing::warn!(
+                region_id = region.id,
+                "region heartbeat refused: {}",
+                e.message
+            ),
+            Err(e) => tracing::warn!(region_id = region.id, "region heartbeat failed: {e}"),
+        }
+    }
+}
+
 pub fn spawn(
     endpoints: Vec<String>,
     data_dir: PathBuf,
     info: StoreInfo,
+    regions: Arc<Regions>,
     stop: Receiver<()>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::Builder::new()
@@ -173,12 +217,20 @@ pub fn spawn(
                 .enable_all()
                 .build()
                 .expect("a tokio runtime starts");
+            // A restarted node serves its regions before PD answers.
+            match load_ident(&data_dir) {
+                Ok(Some(id)) => regions.set_store_id(id),
+                Ok(None) => {}
+                Err(e) => tracing::warn!("{e}"),
+            }
             let mut registered: Option<(PdClient<Channel>, u64)> = None;
             loop {
                 let wait = match registered.as_mut() {
                     None => match runtime.block_on(async {
                         let mut client = connect(&endpoints).await?;
-                        let id = register(&mut client, &data_dir, &info).await?;
+                        let id = register(&mut client, &data_dir, &info, &regions).await?;
+                        regions.set_store_id(id);
+                        region_heartbeats(&mut client, id, &regions).await;
                         Ok::<_, String>((client, id))
                     }) {
                         Ok((client, id)) => {
@@ -193,9 +245,12 @@ pub fn spawn(
                         }
                     },
                     Some((client, id)) => {
-                        let beat = runtime.block_on(
-                            client.store_heartbeat(StoreHeartbeatRequest { store_id: *id }),
-                        );
+                        let beat = runtime.block_on(async {
+                            region_heartbeats(client, *id, &regions).await;
+                            client
+                                .store_heartbeat(StoreHeartbeatRequest { store_id: *id })
+                                .await
+                        });
                         match beat.map(|r| r.into_inner().error) {
                             Ok(None) => {}
                             Ok(Some(e)) => tracing::warn!("store heartbeat refused: {}", e.message),

@@ -5,3 +5,8 @@
 pub mod pd {
     tonic::include_proto!("atoll.pd");
 }
+
+/// The kv node's service (`proto/kv.proto`).
+pub mod kv {
+    tonic::include_proto!("atoll.kv");
+}

@@ -12,7 +12,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::mpsc::channel;
 use std::sync::{Arc, Condvar, Mutex};
 
 use mvcc::{MvccError, MvccReader, MvccTxn};
@@ -46,7 +46,8 @@ pub enum TxnError {
     ShuttingDown,
 }
 
-type Reply = Sender<Result<CommandOutput, TxnError>>;
+/// Called once with the command's result, on the worker thread that ran it.
+pub type Reply = Box<dyn FnOnce(Result<CommandOutput, TxnError>) + Send>;
 
 struct Task {
     command: Command,
@@ -104,11 +105,9 @@ impl<K: ReplicatedKv> Scheduler<K> {
         &self.inner.kv
     }
 
-    /// Queues `command`; the receiver gets its result.
-    pub fn schedule(
-        &self,
-        command: Command,
-    ) -> Result<Receiver<Result<CommandOutput, TxnError>>, TxnError> {
+    /// Queues `command`; `reply` gets its result. A refusal (busy, shutting down) is returned
+    /// here and `reply` is not called.
+    pub fn schedule(&self, command: Command, reply: Reply) -> Result<(), TxnError> {
         let inner = &self.inner;
         if inner.stopping.load(Ordering::Acquire) {
             return Err(TxnError::ShuttingDown);
@@ -128,7 +127,6 @@ impl<K: ReplicatedKv> Scheduler<K> {
                 "{pending} bytes of writes pending, limit {threshold} (storage.scheduler-pending-write-threshold)"
             )));
         }
-        let (reply, rx) = channel();
         inner
             .queue
             .lock()
@@ -139,14 +137,19 @@ impl<K: ReplicatedKv> Scheduler<K> {
                 reply,
             });
         inner.ready.notify_one();
-        Ok(rx)
+        Ok(())
     }
 
-    /// Runs `command` and waits for its result.
+    /// Runs `command` and waits for its result (blocks the calling thread).
     pub fn run(&self, command: Command) -> Result<CommandOutput, TxnError> {
-        self.schedule(command)?
-            .recv()
-            .unwrap_or(Err(TxnError::ShuttingDown))
+        let (tx, rx) = channel();
+        self.schedule(
+            command,
+            Box::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        )?;
+        rx.recv().unwrap_or(Err(TxnError::ShuttingDown))
     }
 
     /// Sets the number of worker threads (at least 1).
@@ -231,7 +234,7 @@ impl<K: ReplicatedKv> Inner<K> {
             };
             let result = self.execute(task.command);
             self.pending_bytes.fetch_sub(task.bytes, Ordering::AcqRel);
-            let _ = task.reply.send(result);
+            (task.reply)(result);
         }
     }
 

@@ -178,8 +178,12 @@ fn pending_writes_beyond_the_threshold_are_refused() {
     let mut refused = 0;
     let mut receivers = Vec::new();
     for i in 0..50 {
-        match s.schedule(big(100 + i)) {
-            Ok(rx) => receivers.push(rx),
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reply = Box::new(move |r| {
+            let _ = tx.send(r);
+        });
+        match s.schedule(big(100 + i), reply) {
+            Ok(()) => receivers.push(rx),
             Err(TxnError::Busy(why)) => {
                 assert!(
                     why.contains("storage.scheduler-pending-write-threshold"),

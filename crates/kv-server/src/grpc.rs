@@ -1,0 +1,85 @@
+//! The gRPC server on `server.addr`: its own tokio runtime with `server.grpc-concurrency`
+//! threads (`grpc-server-<n>`), gzip accepted always and used for replies when
+//! `server.grpc-compression-type` says so (deflate too). Binding happens in [`GrpcServer::start`],
+//! so a port in use stops the node at start-up with the address in the error.
+
+use std::thread::JoinHandle;
+
+use node::NodeError;
+use proto::kv::kv_server::KvServer;
+use tonic::codec::CompressionEncoding;
+
+use crate::service::KvService;
+
+pub struct GrpcServer {
+    stop: tokio::sync::oneshot::Sender<()>,
+    thread: JoinHandle<()>,
+}
+
+fn reply_encoding(name: &str) -> Option<CompressionEncoding> {
+    match name {
+        "gzip" => Some(CompressionEncoding::Gzip),
+        "deflate" => Some(CompressionEncoding::Deflate),
+        _ => None,
+    }
+}
+
+impl GrpcServer {
+    pub fn start(config: &config::Config, service: KvService) -> Result<GrpcServer, NodeError> {
+        let addr = config.str("server.addr").to_string();
+        let bind_error = |error| NodeError::Bind {
+            addr: addr.clone(),
+            what: "gRPC port",
+            error,
+        };
+        let listener = std::net::TcpListener::bind(&addr).map_err(bind_error)?;
+        listener.set_nonblocking(true).map_err(bind_error)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.int("server.grpc-concurrency") as usize)
+            .thread_name_fn(|| {
+                static NEXT: std::sync::atomic::AtomicUsize =
+                    std::sync::atomic::AtomicUsize::new(0);
+                let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                format!("grpc-server-{n}")
+            })
+            .enable_all()
+            .build()
+            .map_err(NodeError::Runtime)?;
+        let mut server = KvServer::new(service)
+            .accept_compressed(CompressionEncoding::Gzip)
+            .accept_compressed(CompressionEncoding::Deflate)
+            .max_decoding_message_size(64 << 20);
+        if let Some(encoding) = reply_encoding(config.str("server.grpc-compression-type")) {
+            server = server.send_compressed(encoding);
+        }
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("grpc-main".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let listener = tokio::net::TcpListener::from_std(listener)
+                        .expect("a bound listener joins the runtime");
+                    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+                    let result = tonic::transport::Server::builder()
+                        .tcp_nodelay(true)
+                        .add_service(server)
+                        .serve_with_incoming_shutdown(incoming, async {
+                            let _ = stopped.await;
+                        })
+                        .await;
+                    if let Err(e) = result {
+                        tracing::error!("gRPC server stopped: {e}");
+                    }
+                });
+            })
+            .expect("the OS starts the gRPC thread");
+        tracing::info!(addr = %addr, "gRPC service listening");
+        Ok(GrpcServer { stop, thread })
+    }
+
+    /// Stops accepting, lets requests in flight finish, and joins the runtime.
+    pub fn shutdown(self) {
+        let _ = self.stop.send(());
+        let _ = self.thread.join();
+    }
+}

@@ -1,0 +1,672 @@
+//! The `Kv` gRPC service (`proto/kv.proto`). Every request first passes the region check
+//! ([`Regions::check`]); then reads (get, batch get, scan, scan lock) run on the unified read
+//! pool under the request's group id and priority, and transaction commands go through the
+//! scheduler (latches, one snapshot, one durable write). A full read pool or a refusing
+//! scheduler answers `ServerIsBusy`; MVCC outcomes become `KeyError`s; an engine failure is
+//! a gRPC `INTERNAL` status.
+
+use std::sync::Arc;
+
+use mvcc::actions::check_txn_status::TxnStatus;
+use mvcc::actions::prewrite::{Mutation, TxnProps};
+use mvcc::{LockType, MvccError, MvccReader};
+use pool::{Priority, ReadPool, SpawnError, TaskOptions};
+use proto::kv::kv_server::Kv as KvRpc;
+use proto::kv::*;
+use tonic::{Request, Response, Status};
+use txn::{Command, CommandOutput, ReplicatedKv, Scheduler, TxnError};
+
+use crate::regions::Regions;
+use crate::storage::Kv;
+
+/// Most keys one request may name or return (TiKV's batch limits are of this order).
+pub const MAX_KEYS_PER_REQUEST: usize = 100_000;
+
+#[derive(Clone)]
+pub struct KvService {
+    pub regions: Arc<Regions>,
+    pub scheduler: Arc<Scheduler<Kv>>,
+    pub pool: Arc<ReadPool>,
+}
+
+/// Why a request produced no result.
+enum Failure {
+    Region(RegionError),
+    Key(KeyError),
+    Internal(Status),
+}
+
+type Outcome<T> = Result<T, Failure>;
+
+fn busy(reason: String) -> Failure {
+    Failure::Region(RegionError {
+        message: format!("server is busy: {reason}"),
+        server_is_busy: Some(ServerIsBusy {
+            reason,
+            backoff_ms: 0,
+        }),
+        ..RegionError::default()
+    })
+}
+
+fn wire_lock_type(t: LockType) -> (i32, bool) {
+    match t {
+        LockType::Put => (Op::Put as i32, false),
+        LockType::Delete => (Op::Del as i32, false),
+        LockType::Lock => (Op::Lock as i32, false),
+        LockType::Pessimistic => (Op::Lock as i32, true),
+    }
+}
+
+fn lock_info(l: &mvcc::LockInfo) -> LockInfo {
+    let (lock_type, is_pessimistic) = wire_lock_type(l.lock_type);
+    LockInfo {
+        primary_lock: l.primary.clone(),
+        lock_version: l.start_ts,
+        key: l.key.clone(),
+        lock_ttl: l.ttl_ms,
+        lock_type,
+        is_pessimistic,
+        min_commit_ts: l.min_commit_ts,
+        ..LockInfo::default()
+    }
+}
+
+impl From<MvccError> for Failure {
+    fn from(e: MvccError) -> Failure {
+        let key = |k| KeyError {
+            abort: format!("{e}"),
+            ..k
+        };
+        Failure::Key(match &e {
+            MvccError::KeyIsLocked(info) => KeyError {
+                locked: Some(lock_info(info)),
+                ..KeyError::default()
+            },
+            MvccError::WriteConflict {
+                key: k,
+                start_ts,
+                conflict_start_ts,
+                conflict_commit_ts,
+            } => KeyError {
+                conflict: Some(WriteConflict {
+                    start_ts: *start_ts,
+                    conflict_ts: *conflict_start_ts,
+                    key: k.clone(),
+                    primary: Vec::new(),
+                    conflict_commit_ts: *conflict_commit_ts,
+                }),
+                ..KeyError::default()
+            },
+            MvccError::TxnNotFound { primary, start_ts } => key(KeyError {
+                txn_not_found: Some(TxnNotFound {
+                    start_ts: *start_ts,
+                    primary_key: primary.clone(),
+                }),
+                ..KeyError::default()
+            }),
+            MvccError::CommitTsExpired {
+                key: k,
+                start_ts,
+                commit_ts,
+                min_commit_ts,
+            } => key(KeyError {
+                commit_ts_expired: Some(CommitTsExpired {
+                    start_ts: *start_ts,
+                    attempted_commit_ts: *commit_ts,
+                    key: k.clone(),
+                    min_commit_ts: *min_commit_ts,
+                }),
+                ..KeyError::default()
+            }),
+            MvccError::Engine(_) => return Failure::Internal(Status::internal(e.to_string())),
+            _ => key(KeyError::default()),
+        })
+    }
+}
+
+impl From<TxnError> for Failure {
+    fn from(e: TxnError) -> Failure {
+        match e {
+            TxnError::Mvcc(e) => e.into(),
+            TxnError::Busy(why) => busy(why),
+            TxnError::ShuttingDown => Failure::Internal(Status::unavailable(e.to_string())),
+        }
+    }
+}
+
+/// Splits an outcome into the (region error, key error, result) a response carries.
+fn parts<T: Default>(o: Outcome<T>) -> Result<(Option<RegionError>, Option<KeyError>, T), Status> {
+    match o {
+        Ok(v) => Ok((None, None, v)),
+        Err(Failure::Region(r)) => Ok((Some(r), None, T::default())),
+        Err(Failure::Key(k)) => Ok((None, Some(k), T::default())),
+        Err(Failure::Internal(s)) => Err(s),
+    }
+}
+
+fn task_options(ctx: Option<&Context>) -> TaskOptions {
+    let ctx = ctx.cloned().unwrap_or_default();
+    let priority = match ctx.priority() {
+        proto::kv::Priority::High => Priority::High,
+        proto::kv::Priority::Low => Priority::Low,
+        proto::kv::Priority::Normal => Priority::Normal,
+    };
+    TaskOptions::group(ctx.group_id).with_priority(priority)
+}
+
+fn check_count(n: usize) -> Result<(), Status> {
+    if n > MAX_KEYS_PER_REQUEST {
+        return Err(Status::invalid_argument(format!(
+            "{n} keys in one request, at most {MAX_KEYS_PER_REQUEST}"
+        )));
+    }
+    Ok(())
+}
+
+fn mutation(m: proto::kv::Mutation) -> Result<Mutation, Status> {
+    Ok(match Op::try_from(m.op) {
+        Ok(Op::Put) => Mutation::Put(m.key, m.value),
+        Ok(Op::Del) => Mutation::Delete(m.key),
+        Ok(Op::Lock) => Mutation::Lock(m.key),
+        Err(_) => {
+            return Err(Status::invalid_argument(format!(
+                "unknown mutation op {}",
+                m.op
+            )));
+        }
+    })
+}
+
+impl KvService {
+    fn route<'a>(
+        &self,
+        ctx: Option<&Context>,
+        keys: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Outcome<proto::pd::Region> {
+        self.regions.check(ctx, keys).map_err(Failure::Region)
+    }
+
+    /// Runs `read` on a snapshot, on the unified read pool.
+    async fn read<T, F>(&self, ctx: Option<&Context>, read: F) -> Outcome<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&MvccReader<<Kv as ReplicatedKv>::Snap>) -> mvcc::Result<T> + Send + 'static,
+    {
+        let kv = self.scheduler.kv().clone();
+        let task = self
+            .pool
+            .spawn(task_options(ctx), async move {
+                let reader = MvccReader::new(kv.snapshot()?);
+                read(&reader)
+            })
+            .map_err(|e| match e {
+                SpawnError::Busy { .. } => busy(e.to_string()),
+                SpawnError::ShuttingDown => Failure::Internal(Status::unavailable(e.to_string())),
+            })?;
+        let result = task
+            .await
+            .map_err(|e| Failure::Internal(Status::internal(format!("read task: {e}"))))?;
+        Ok(result?)
+    }
+
+    /// Runs `command` on the scheduler without blocking the gRPC thread.
+    async fn run(&self, command: Command) -> Outcome<CommandOutput> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.scheduler.schedule(
+            command,
+            Box::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        )?;
+        match rx.await {
+            Ok(r) => Ok(r?),
+            Err(_) => Err(TxnError::ShuttingDown.into()),
+        }
+    }
+}
+
+fn keys_of(keys: &[Vec<u8>]) -> impl Iterator<Item = &[u8]> {
+    keys.iter().map(Vec::as_slice)
+}
+
+#[tonic::async_trait]
+impl KvRpc for KvService {
+    async fn kv_get(&self, req: Request<GetRequest>) -> Result<Response<GetResponse>, Status> {
+        let r = req.into_inner();
+        let ctx = r.context.as_ref();
+        let outcome = match self.route(ctx, [r.key.as_slice()]) {
+            Ok(_) => {
+                let (key, ts) = (r.key, r.version);
+                self.read(ctx, move |reader| reader.get(&key, ts, &[]))
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        let (region_error, error, value) = parts(outcome)?;
+        Ok(Response::new(GetResponse {
+            region_error,
+            not_found: error.is_none() && value.is_none(),
+            error,
+            value: value.unwrap_or_default(),
+        }))
+    }
+
+    async fn kv_batch_get(
+        &self,
+        req: Request<BatchGetRequest>,
+    ) -> Result<Response<BatchGetResponse>, Status> {
+        let r = req.into_inner();
+        check_count(r.keys.len())?;
+        let ctx = r.context.as_ref();
+        let outcome = match self.route(ctx, keys_of(&r.keys)) {
+            Ok(_) => {
+                let (keys, ts) = (r.keys, r.version);
+                self.read(ctx, move |reader| {
+                    let mut pairs = Vec::new();
+                    for key in keys {
+                        if let Some(value) = reader.get(&key, ts, &[])? {
+                            pairs.push(KvPair {
+                                key,
+                                value,
+                                error: None,
+                            });
+                        }
+                    }
+                    Ok(pairs)
+                })
+                .await
+            }
+            Err(e) => Err(e),
+        };
+        let (region_error, error, pairs) = parts(outcome)?;
+        Ok(Response::new(BatchGetResponse {
+            region_error,
+            pairs,
+            error,
+        }))
+    }
+
+    async fn kv_scan(&self, req: Request<ScanRequest>) -> Result<Response<ScanResponse>, Status> {
+        let r = req.into_inner();
+        check_count(r.limit as usize)?;
+        let ctx = r.context.as_ref();
+        let outcome = match self.route(ctx, [r.start_key.as_slice()]) {
+            Ok(region) => {
+                let end = clip_end(&r.end_key, &region.end_key);
+                let (start, limit, ts, key_only) =
+                    (r.start_key, r.limit as usize, r.version, r.key_only);
+                self.read(ctx, move |reader| {
+                    Ok(reader
+                        .scan(&start, &end, limit, ts)?
+                        .into_iter()
+                        .map(|(key, value)| KvPair {
+                            key,
+                            value: if key_only { Vec::new() } else { value },
+                            error: None,
+                        })
+                        .collect())
+                })
+                .await
+            }
+            Err(e) => Err(e),
+        };
+        let (region_error, error, pairs) = parts(outcome)?;
+        Ok(Response::new(ScanResponse {
+            region_error,
+            pairs,
+            error,
+        }))
+    }
+
+    async fn kv_prewrite(
+        &self,
+        req: Request<PrewriteRequest>,
+    ) -> Result<Response<PrewriteResponse>, Status> {
+        let r = req.into_inner();
+        check_count(r.mutations.len())?;
+        let mutations = r
+            .mutations
+            .into_iter()
+            .map(mutation)
+            .collect::<Result<Vec<_>, _>>()?;
+        let outcome = match self.route(r.context.as_ref(), mutations.iter().map(Mutation::key)) {
+            Ok(_) => self
+                .run(Command::Prewrite {
+                    props: TxnProps {
+                        primary: r.primary_lock,
+                        start_ts: r.start_version,
+                        ttl_ms: r.lock_ttl,
+                        for_update_ts: r.for_update_ts,
+                        txn_size: r.txn_size,
+                        min_commit_ts: r.min_commit_ts,
+                    },
+                    mutations,
+                    pessimistic: r.is_pessimistic_lock,
+                })
+                .await
+                .map(|_| ()),
+            Err(e) => Err(e),
+        };
+        let (region_error, error, ()) = parts(outcome)?;
+        Ok(Response::new(PrewriteResponse {
+            region_error,
+            errors: error.into_iter().collect(),
+        }))
+    }
+
+    async fn kv_commit(
+        &self,
+        req: Request<CommitRequest>,
+    ) -> Result<Response<CommitResponse>, Status> {
+        let r = req.into_inner();
+        check_count(r.keys.len())?;
+        let outcome = match self.route(r.context.as_ref(), keys_of(&r.keys)) {
+            Ok(_) => self
+                .run(Command::Commit {
+                    keys: r.keys,
+                    start_ts: r.start_version,
+                    commit_ts: r.commit_version,
+                })
+                .await
+                .map(|_| ()),
+            Err(e) => Err(e),
+        };
+        let (region_error, error, ()) = parts(outcome)?;
+        Ok(Response::new(CommitResponse {
+            region_error,
+            error,
+        }))
+    }
+
+    async fn kv_pessimistic_lock(
+        &self,
+        req: Request<PessimisticLockRequest>,
+    ) -> Result<Response<PessimisticLockResponse>, Status> {
+        let r = req.into_inner();
+        check_count(r.mutations.len())?;
+        let keys: Vec<Vec<u8>> = r.mutations.into_iter().map(|m| m.key).collect();
+        let outcome = match self.route(r.context.as_ref(), keys_of(&keys)) {
+            Ok(_) => self
+                .run(Command::AcquirePessimisticLock {
+                    keys,
+                    primary: r.primary_lock,
+                    start_ts: r.start_version,
+                    for_update_ts: r.for_update_ts,
+                    ttl_ms: r.lock_ttl,
+                })
+                .await
+                .map(|_| ()),
+            Err(e) => Err(e),
+        };
+        let (region_error, error, ()) = parts(outcome)?;
+        Ok(Response::new(PessimisticLockResponse {
+            region_error,
+            errors: error.into_iter().collect(),
+        }))
+    }
+
+    async fn kv_batch_rollback(
+        &self,
+        req: Request<BatchRollbackRequest>,
+    ) -> Result<Response<BatchRollbackResponse>, Status> {
+        let r = req.into_inner();
+        check_count(r.keys.len())?;
+        let outcome = match self.route(r.context.as_ref(), keys_of(&r.keys)) {
+            Ok(_) => self
+                .run(Command::Rollback {
+                    keys: r.keys,
+                    start_ts: r.start_version,
+                })
+                .await
+                .map(|_| ()),
+            Err(e) => Err(e),
+        };
+        let (region_error, error, ()) = parts(outcome)?;
+        Ok(Response::new(BatchRollbackResponse {
+            region_error,
+            error,
+        }))
+    }
+
+    /// Rolls back txn `start_version` on `key` (its primary) unless it is alive or
+    /// committed: an alive lock comes back as `locked`, a commit as `commit_version`.
+    /// `current_ts == 0` rolls back whatever the TTL says.
+    async fn kv_cleanup(
+        &self,
+        req: Request<CleanupRequest>,
+    ) -> Result<Response<CleanupResponse>, Status> {
+        let r = req.into_inner();
+        let outcome = match self.route(r.context.as_ref(), [r.key.as_slice()]) {
+            Ok(_) if r.current_ts == 0 => self
+                .run(Command::Rollback {
+                    keys: vec![r.key],
+                    start_ts: r.start_version,
+                })
+                .await
+                .map(|_| 0),
+            Ok(_) => match self
+                .run(Command::CheckTxnStatus {
+                    primary: r.key.clone(),
+                    lock_ts: r.start_version,
+                    caller_start_ts: 0,
+                    current_ts: r.current_ts,
+                    rollback_if_not_exist: true,
+                })
+                .await
+            {
+                Ok(CommandOutput::TxnStatus(TxnStatus::Locked(lock))) => {
+                    Err(Failure::Key(KeyError {
+                        locked: Some(lock_info(&mvcc::LockInfo::new(&r.key, &lock))),
+                        ..KeyError::default()
+                    }))
+                }
+                Ok(CommandOutput::TxnStatus(TxnStatus::Committed { commit_ts })) => Ok(commit_ts),
+                Ok(_) => Ok(0),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        let (region_error, error, commit_version) = parts(outcome)?;
+        Ok(Response::new(CleanupResponse {
+            region_error,
+            error,
+            commit_version,
+        }))
+    }
+
+    async fn kv_check_txn_status(
+        &self,
+        req: Request<CheckTxnStatusRequest>,
+    ) -> Result<Response<CheckTxnStatusResponse>, Status> {
+        let r = req.into_inner();
+        let outcome = match self.route(r.context.as_ref(), [r.primary_key.as_slice()]) {
+            Ok(_) => {
+                let primary = r.primary_key.clone();
+                match self
+                    .run(Command::CheckTxnStatus {
+                        primary: r.primary_key,
+                        lock_ts: r.lock_ts,
+                        caller_start_ts: r.caller_start_ts,
+                        current_ts: r.current_ts,
+                        rollback_if_not_exist: r.rollback_if_not_exist,
+                    })
+                    .await
+                {
+                    Ok(CommandOutput::TxnStatus(status)) => Ok(status_response(&primary, status)),
+                    Ok(other) => Err(Failure::Internal(Status::internal(format!(
+                        "check_txn_status answered {other:?}"
+                    )))),
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e) => Err(e),
+        };
+        let (region_error, error, response) = parts(outcome)?;
+        Ok(Response::new(CheckTxnStatusResponse {
+            region_error,
+            error,
+            ..response
+        }))
+    }
+
+    async fn kv_resolve_lock(
+        &self,
+        req: Request<ResolveLockRequest>,
+    ) -> Result<Response<ResolveLockResponse>, Status> {
+        let r = req.into_inner();
+        check_count(r.keys.len())?;
+        let ctx = r.context.as_ref();
+        let outcome = match self.route(ctx, keys_of(&r.keys)) {
+            Ok(region) => {
+                let keys = if r.keys.is_empty() {
+                    self.txn_locks(ctx, &region, r.start_version).await
+                } else {
+                    Ok(r.keys)
+                };
+                match keys {
+                    Ok(keys) if keys.is_empty() => Ok(()),
+                    Ok(keys) => self
+                        .run(Command::ResolveLock {
+                            keys,
+                            start_ts: r.start_version,
+                            commit_ts: r.commit_version,
+                        })
+                        .await
+                        .map(|_| ()),
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e) => Err(e),
+        };
+        let (region_error, error, ()) = parts(outcome)?;
+        Ok(Response::new(ResolveLockResponse {
+            region_error,
+            error,
+        }))
+    }
+
+    async fn kv_txn_heart_beat(
+        &self,
+        req: Request<TxnHeartBeatRequest>,
+    ) -> Result<Response<TxnHeartBeatResponse>, Status> {
+        let r = req.into_inner();
+        let outcome = match self.route(r.context.as_ref(), [r.primary_lock.as_slice()]) {
+            Ok(_) => match self
+                .run(Command::TxnHeartBeat {
+                    primary: r.primary_lock,
+                    start_ts: r.start_version,
+                    advise_ttl_ms: r.advise_lock_ttl,
+                })
+                .await
+            {
+                Ok(CommandOutput::Ttl(ttl)) => Ok(ttl),
+                Ok(other) => Err(Failure::Internal(Status::internal(format!(
+                    "txn_heart_beat answered {other:?}"
+                )))),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        let (region_error, error, lock_ttl) = parts(outcome)?;
+        Ok(Response::new(TxnHeartBeatResponse {
+            region_error,
+            error,
+            lock_ttl,
+        }))
+    }
+
+    async fn kv_scan_lock(
+        &self,
+        req: Request<ScanLockRequest>,
+    ) -> Result<Response<ScanLockResponse>, Status> {
+        let r = req.into_inner();
+        check_count(r.limit as usize)?;
+        let ctx = r.context.as_ref();
+        let outcome = match self.route(ctx, [r.start_key.as_slice()]) {
+            Ok(region) => {
+                let end = clip_end(&r.end_key, &region.end_key);
+                let (start, max_ts) = (r.start_key, r.max_version);
+                let limit = if r.limit == 0 {
+                    MAX_KEYS_PER_REQUEST
+                } else {
+                    r.limit as usize
+                };
+                self.read(ctx, move |reader| {
+                    Ok(reader
+                        .scan_locks(&start, &end, max_ts, limit)?
+                        .iter()
+                        .map(|(key, lock)| lock_info(&mvcc::LockInfo::new(key, lock)))
+                        .collect())
+                })
+                .await
+            }
+            Err(e) => Err(e),
+        };
+        let (region_error, error, locks) = parts(outcome)?;
+        Ok(Response::new(ScanLockResponse {
+            region_error,
+            error,
+            locks,
+        }))
+    }
+}
+
+impl KvService {
+    /// The keys in `region` that txn `start_ts` holds locks on.
+    async fn txn_locks(
+        &self,
+        ctx: Option<&Context>,
+        region: &proto::pd::Region,
+        start_ts: u64,
+    ) -> Outcome<Vec<Vec<u8>>> {
+        let (start, end) = (region.start_key.clone(), region.end_key.clone());
+        self.read(ctx, move |reader| {
+            Ok(reader
+                .scan_locks(&start, &end, start_ts, MAX_KEYS_PER_REQUEST)?
+                .into_iter()
+                .filter(|(_, lock)| lock.start_ts == start_ts)
+                .map(|(key, _)| key)
+                .collect())
+        })
+        .await
+    }
+}
+
+/// The scan's end: the request's, but never past the region's (empty = unbounded).
+fn clip_end(requested: &[u8], region_end: &[u8]) -> Vec<u8> {
+    match (requested.is_empty(), region_end.is_empty()) {
+        (true, _) => region_end.to_vec(),
+        (false, true) => requested.to_vec(),
+        (false, false) => requested.min(region_end).to_vec(),
+    }
+}
+
+fn status_response(primary: &[u8], status: TxnStatus) -> CheckTxnStatusResponse {
+    let mut r = CheckTxnStatusResponse::default();
+    match status {
+        TxnStatus::Locked(lock) => {
+            r.lock_ttl = lock.ttl_ms.max(1);
+            r.lock_info = Some(lock_info(&mvcc::LockInfo::new(primary, &lock)));
+        }
+        TxnStatus::Committed { commit_ts } => r.commit_version = commit_ts,
+        TxnStatus::TtlExpired => r.set_action(Action::TtlExpireRollback),
+        TxnStatus::RolledBack => {}
+        TxnStatus::LockNotExistRollback => r.set_action(Action::LockNotExistRollback),
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scan_never_runs_past_its_region() {
+        assert_eq!(clip_end(b"", b"m"), b"m");
+        assert_eq!(clip_end(b"z", b"m"), b"m");
+        assert_eq!(clip_end(b"c", b"m"), b"c");
+        assert_eq!(clip_end(b"c", b""), b"c");
+        assert_eq!(clip_end(b"", b""), b"");
+    }
+}
