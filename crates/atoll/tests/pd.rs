@@ -8,15 +8,6 @@ use proto::pd::TsoRequest;
 use proto::pd::pd_client::PdClient;
 use tokio_stream::wrappers::ReceiverStream;
 
-fn start_pd(dir: &std::path::Path, port: u16) -> Running {
-    let url = format!("http://127.0.0.1:{port}");
-    start_role(
-        &["pd", "--client-urls", &url],
-        dir,
-        &format!("127.0.0.1:{port}"),
-    )
-}
-
 async fn timestamps(port: u16, n: usize) -> Vec<u64> {
     let mut client = PdClient::connect(format!("http://127.0.0.1:{port}"))
         .await
@@ -105,15 +96,6 @@ fn a_kv_node_reads_the_gc_safe_point_from_pd_and_collects_up_to_it() {
     }
     assert!(kv.terminate().success());
     assert!(pd.terminate().success());
-}
-
-fn start_kv_with_pd(dir: &std::path::Path, pd_port: u16, addr: &str, status: &str) -> Running {
-    let pd = format!("127.0.0.1:{pd_port}");
-    start_role(
-        &["kv", "--pd", &pd, "--status-addr", status, "--addr", addr],
-        dir,
-        status,
-    )
 }
 
 /// Waits until the kv node at `status` reports a store id, and returns it.

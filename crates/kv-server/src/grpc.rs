@@ -60,15 +60,18 @@ impl GrpcServer {
                     let listener = tokio::net::TcpListener::from_std(listener)
                         .expect("a bound listener joins the runtime");
                     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-                    let result = tonic::transport::Server::builder()
+                    let (begin, deadline) = node::graceful_with_deadline(async {
+                        let _ = stopped.await;
+                    });
+                    let serving = tonic::transport::Server::builder()
                         .tcp_nodelay(true)
                         .add_service(server)
-                        .serve_with_incoming_shutdown(incoming, async {
-                            let _ = stopped.await;
-                        })
-                        .await;
-                    if let Err(e) = result {
-                        tracing::error!("gRPC server stopped: {e}");
+                        .serve_with_incoming_shutdown(incoming, begin);
+                    tokio::select! {
+                        result = serving => if let Err(e) = result {
+                            tracing::error!("gRPC server stopped: {e}");
+                        },
+                        () = deadline => {}
                     }
                 });
             })
@@ -77,7 +80,8 @@ impl GrpcServer {
         Ok(GrpcServer { stop, thread })
     }
 
-    /// Stops accepting, lets requests in flight finish, and joins the runtime.
+    /// Stops accepting, lets requests in flight finish (for at most
+    /// [`node::SHUTDOWN_GRACE`]), and joins the runtime.
     pub fn shutdown(self) {
         let _ = self.stop.send(());
         let _ = self.thread.join();

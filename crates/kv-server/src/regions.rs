@@ -104,7 +104,7 @@ impl Regions {
         &self,
         ctx: Option<&Context>,
         keys: impl IntoIterator<Item = &'a [u8]>,
-    ) -> Result<Region, RegionError> {
+    ) -> Result<Region, Box<RegionError>> {
         let ctx = ctx.cloned().unwrap_or_default();
         let region = self
             .by_id
@@ -113,28 +113,28 @@ impl Regions {
             .get(&ctx.region_id)
             .cloned();
         let Some(region) = region else {
-            return Err(RegionError {
+            return Err(Box::new(RegionError {
                 message: format!("region {} is not on this store", ctx.region_id),
                 region_not_found: Some(RegionNotFound {
                     region_id: ctx.region_id,
                 }),
                 ..RegionError::default()
-            });
+            }));
         };
         let store_id = self.store_id();
         let leader = region.peers.iter().find(|p| p.store_id == store_id);
         if ctx.peer.is_some_and(|p| p.store_id != store_id) || leader.is_none() {
-            return Err(RegionError {
+            return Err(Box::new(RegionError {
                 message: format!("store {store_id} does not lead region {}", ctx.region_id),
                 not_leader: Some(NotLeader {
                     region_id: region.id,
                     leader: region.peers.first().cloned(),
                 }),
                 ..RegionError::default()
-            });
+            }));
         }
         if ctx.region_epoch != region.region_epoch {
-            return Err(RegionError {
+            return Err(Box::new(RegionError {
                 message: format!(
                     "region {} epoch is {:?}, the request's {:?}",
                     region.id, region.region_epoch, ctx.region_epoch
@@ -143,11 +143,11 @@ impl Regions {
                     current_regions: vec![region],
                 }),
                 ..RegionError::default()
-            });
+            }));
         }
         for key in keys {
             if !contains(&region, key) {
-                return Err(RegionError {
+                return Err(Box::new(RegionError {
                     message: format!("key {} is not in region {}", engine::hex(key), region.id),
                     key_not_in_region: Some(KeyNotInRegion {
                         key: key.to_vec(),
@@ -156,7 +156,7 @@ impl Regions {
                         end_key: region.end_key.clone(),
                     }),
                     ..RegionError::default()
-                });
+                }));
             }
         }
         Ok(region)

@@ -31,22 +31,22 @@ pub struct KvService {
 
 /// Why a request produced no result.
 enum Failure {
-    Region(RegionError),
-    Key(KeyError),
+    Region(Box<RegionError>),
+    Key(Box<KeyError>),
     Internal(Status),
 }
 
 type Outcome<T> = Result<T, Failure>;
 
 fn busy(reason: String) -> Failure {
-    Failure::Region(RegionError {
+    Failure::Region(Box::new(RegionError {
         message: format!("server is busy: {reason}"),
         server_is_busy: Some(ServerIsBusy {
             reason,
             backoff_ms: 0,
         }),
         ..RegionError::default()
-    })
+    }))
 }
 
 fn wire_lock_type(t: LockType) -> (i32, bool) {
@@ -78,7 +78,7 @@ impl From<MvccError> for Failure {
             abort: format!("{e}"),
             ..k
         };
-        Failure::Key(match &e {
+        Failure::Key(Box::new(match &e {
             MvccError::KeyIsLocked(info) => KeyError {
                 locked: Some(lock_info(info)),
                 ..KeyError::default()
@@ -121,7 +121,7 @@ impl From<MvccError> for Failure {
             }),
             MvccError::Engine(_) => return Failure::Internal(Status::internal(e.to_string())),
             _ => key(KeyError::default()),
-        })
+        }))
     }
 }
 
@@ -139,8 +139,8 @@ impl From<TxnError> for Failure {
 fn parts<T: Default>(o: Outcome<T>) -> Result<(Option<RegionError>, Option<KeyError>, T), Status> {
     match o {
         Ok(v) => Ok((None, None, v)),
-        Err(Failure::Region(r)) => Ok((Some(r), None, T::default())),
-        Err(Failure::Key(k)) => Ok((None, Some(k), T::default())),
+        Err(Failure::Region(r)) => Ok((Some(*r), None, T::default())),
+        Err(Failure::Key(k)) => Ok((None, Some(*k), T::default())),
         Err(Failure::Internal(s)) => Err(s),
     }
 }
@@ -153,6 +153,10 @@ fn task_options(ctx: Option<&Context>) -> TaskOptions {
         proto::kv::Priority::Normal => Priority::Normal,
     };
     TaskOptions::group(ctx.group_id).with_priority(priority)
+}
+
+fn resolved_locks(ctx: Option<&Context>) -> Vec<u64> {
+    ctx.map(|c| c.resolved_locks.clone()).unwrap_or_default()
 }
 
 fn check_count(n: usize) -> Result<(), Status> {
@@ -261,11 +265,11 @@ impl KvRpc for KvService {
         let ctx = r.context.as_ref();
         let outcome = match self.route(ctx, keys_of(&r.keys)) {
             Ok(_) => {
-                let (keys, ts) = (r.keys, r.version);
+                let (keys, ts, resolved) = (r.keys, r.version, resolved_locks(ctx));
                 self.read(ctx, move |reader| {
                     let mut pairs = Vec::new();
                     for key in keys {
-                        if let Some(value) = reader.get(&key, ts, &[])? {
+                        if let Some(value) = reader.get(&key, ts, &resolved)? {
                             pairs.push(KvPair {
                                 key,
                                 value,
@@ -296,9 +300,10 @@ impl KvRpc for KvService {
                 let end = clip_end(&r.end_key, &region.end_key);
                 let (start, limit, ts, key_only) =
                     (r.start_key, r.limit as usize, r.version, r.key_only);
+                let resolved = resolved_locks(ctx);
                 self.read(ctx, move |reader| {
                     Ok(reader
-                        .scan(&start, &end, limit, ts)?
+                        .scan(&start, &end, limit, ts, &resolved)?
                         .into_iter()
                         .map(|(key, value)| KvPair {
                             key,
@@ -456,10 +461,10 @@ impl KvRpc for KvService {
                 .await
             {
                 Ok(CommandOutput::TxnStatus(TxnStatus::Locked(lock))) => {
-                    Err(Failure::Key(KeyError {
+                    Err(Failure::Key(Box::new(KeyError {
                         locked: Some(lock_info(&mvcc::LockInfo::new(&r.key, &lock))),
                         ..KeyError::default()
-                    }))
+                    })))
                 }
                 Ok(CommandOutput::TxnStatus(TxnStatus::Committed { commit_ts })) => Ok(commit_ts),
                 Ok(_) => Ok(0),

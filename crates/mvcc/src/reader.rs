@@ -206,20 +206,21 @@ impl<S: Snapshot> MvccReader<S> {
     }
 
     /// Keys in `[start, end)` (`end` empty = unbounded) with their values at `ts`, at most
-    /// `limit` pairs, in key order.
+    /// `limit` pairs, in key order; locks of the txns in `resolved` do not block.
     pub fn scan(
         &self,
         start: &[u8],
         end: &[u8],
         limit: usize,
         ts: u64,
+        resolved: &[u64],
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let mut out = Vec::new();
         for key in self.keys_in(&[Cf::Write, Cf::Lock], start, end, usize::MAX)? {
             if out.len() == limit {
                 break;
             }
-            if let Some(v) = self.get(&key, ts, &[])? {
+            if let Some(v) = self.get(&key, ts, resolved)? {
                 out.push((key, v));
             }
         }

@@ -19,7 +19,7 @@ pub mod status_server;
 pub mod thread_stacks;
 
 pub use error::NodeError;
-pub use lifecycle::Node;
+pub use lifecycle::{Node, SHUTDOWN_GRACE, graceful_with_deadline};
 
 /// What this binary is, for `/status`, `/debug/zip` and `--version`.
 pub struct BuildInfo {

@@ -101,6 +101,37 @@ impl Node {
     }
 }
 
+/// How long a stopping server waits for open requests and streams (a client's TSO stream
+/// never ends by itself) before it closes them.
+pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Splits `signal` into the future to hand a server's graceful shutdown and one that
+/// resolves [`SHUTDOWN_GRACE`] after it: race the server against the second, so a client
+/// that keeps a stream open cannot keep the process alive.
+pub fn graceful_with_deadline(
+    signal: impl Future<Output = ()> + Send + 'static,
+) -> (
+    impl Future<Output = ()> + Send + 'static,
+    impl Future<Output = ()> + Send + 'static,
+) {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let begin = async move {
+        signal.await;
+        let _ = tx.send(());
+    };
+    let deadline = async move {
+        if rx.await.is_ok() {
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+            tracing::warn!(
+                "requests still open {SHUTDOWN_GRACE:?} after shutdown began; closing them"
+            );
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    (begin, deadline)
+}
+
 /// Resolves on SIGINT or SIGTERM. The handlers are installed when this is called (inside a
 /// tokio runtime), not when the future is first polled, so a signal that arrives between
 /// the call and the first poll is not lost to the default action.

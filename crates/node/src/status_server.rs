@@ -78,9 +78,11 @@ pub async fn serve(
         Some(extra) => router(state).merge(extra),
         None => router(state),
     };
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    let (begin, deadline) = crate::lifecycle::graceful_with_deadline(shutdown);
+    tokio::select! {
+        served = axum::serve(listener, app).with_graceful_shutdown(begin) => served,
+        () = deadline => Ok(()),
+    }
 }
 
 async fn status(State(s): State<Arc<StatusState>>) -> Response {

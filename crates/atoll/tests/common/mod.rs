@@ -145,3 +145,23 @@ pub fn start_kv(data_dir: &std::path::Path) -> (Running, String) {
     );
     (running, status)
 }
+
+/// Starts `atoll pd` serving gRPC and HTTP on `port`.
+pub fn start_pd(dir: &std::path::Path, port: u16) -> Running {
+    let url = format!("http://127.0.0.1:{port}");
+    start_role(
+        &["pd", "--client-urls", &url],
+        dir,
+        &format!("127.0.0.1:{port}"),
+    )
+}
+
+/// Starts `atoll kv` on `addr` (gRPC) and `status`, registering with the pd on `pd_port`.
+pub fn start_kv_with_pd(dir: &std::path::Path, pd_port: u16, addr: &str, status: &str) -> Running {
+    let pd = format!("127.0.0.1:{pd_port}");
+    start_role(
+        &["kv", "--pd", &pd, "--status-addr", status, "--addr", addr],
+        dir,
+        status,
+    )
+}

@@ -1,0 +1,362 @@
+//! A real pd and kv node, driven through `kv-client`: transactions keep a bank's total
+//! under concurrent transfers and full reads, every acknowledged transfer survives a
+//! SIGKILL of the kv node, timestamps stay monotonic across a pd restart, and a request with
+//! a stale route gets the region error that tells the client what to do.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use common::*;
+use kv_client::{Client, ClientConfig, KvError};
+
+const ACCOUNTS: u64 = 20;
+const INITIAL: u64 = 1000;
+
+struct Cluster {
+    dir: tempfile::TempDir,
+    pd_port: u16,
+    kv_addr: String,
+    kv_status: String,
+    _pd: Running,
+    kv: Option<Running>,
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let pd_port = free_port();
+        let mut c = Cluster {
+            pd_port,
+            kv_addr: format!("127.0.0.1:{}", free_port()),
+            kv_status: format!("127.0.0.1:{}", free_port()),
+            _pd: start_pd(&dir.path().join("pd"), pd_port),
+            kv: None,
+            dir,
+        };
+        c.start_kv();
+        c
+    }
+
+    fn start_kv(&mut self) {
+        self.kv = Some(start_kv_with_pd(
+            &self.dir.path().join("kv"),
+            self.pd_port,
+            &self.kv_addr,
+            &self.kv_status,
+        ));
+    }
+
+    fn pd_endpoint(&self) -> String {
+        format!("127.0.0.1:{}", self.pd_port)
+    }
+
+    /// A client, once the cluster is bootstrapped and serving.
+    async fn client(&self) -> Client {
+        let client = Client::connect(ClientConfig::new(vec![self.pd_endpoint()]))
+            .await
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let ts = client.current_ts().await.unwrap();
+            match client.snapshot(ts, 0).get(b"probe").await {
+                Ok(_) => return client,
+                Err(e) if Instant::now() < deadline => {
+                    eprintln!("cluster not serving yet: {e}");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(e) => panic!("cluster never served: {e}"),
+            }
+        }
+    }
+}
+
+fn account(i: u64) -> Vec<u8> {
+    format!("bank/{i:04}").into_bytes()
+}
+
+fn amount(v: &[u8]) -> u64 {
+    u64::from_be_bytes(v.try_into().expect("8-byte balance"))
+}
+
+async fn open_accounts(client: &Client) {
+    let mut txn = client.begin().await.unwrap();
+    for i in 0..ACCOUNTS {
+        txn.put(account(i), INITIAL.to_be_bytes().to_vec());
+    }
+    txn.commit().await.unwrap();
+}
+
+async fn total(client: &Client) -> u64 {
+    let ts = client.current_ts().await.unwrap();
+    let pairs = client
+        .snapshot(ts, ts)
+        .scan(b"bank/", b"bank0", 1000)
+        .await
+        .unwrap();
+    assert_eq!(pairs.len() as u64, ACCOUNTS, "an account went missing");
+    pairs.iter().map(|(_, v)| amount(v)).sum()
+}
+
+/// Moves a little money between two accounts and logs it under `log/<id>`; `Ok(true)` once
+/// committed, `Ok(false)` if the txn lost a conflict.
+async fn transfer(client: &Client, id: u64, from: u64, to: u64) -> Result<bool, KvError> {
+    let mut txn = client.begin().await?;
+    let keys = [account(from), account(to)];
+    let balances = txn.batch_get(&keys).await?;
+    let (a, b) = (amount(&balances[&keys[0]]), amount(&balances[&keys[1]]));
+    let moved = (a / 10).min(7);
+    txn.put(keys[0].clone(), (a - moved).to_be_bytes().to_vec());
+    txn.put(keys[1].clone(), (b + moved).to_be_bytes().to_vec());
+    txn.put(
+        format!("log/{id:08}").into_bytes(),
+        moved.to_be_bytes().to_vec(),
+    );
+    match txn.commit().await {
+        Ok(_) => Ok(true),
+        Err(KvError::WriteConflict { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+fn pick(seed: &mut u64) -> (u64, u64) {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    let from = *seed % ACCOUNTS;
+    (from, (from + 1 + (*seed >> 32) % (ACCOUNTS - 1)) % ACCOUNTS)
+}
+
+#[test]
+fn concurrent_transfers_never_change_the_bank_total() {
+    let cluster = Cluster::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let client = cluster.client().await;
+        open_accounts(&client).await;
+        let stop = Arc::new(AtomicBool::new(false));
+        let committed = Arc::new(AtomicU64::new(0));
+        let conflicts = Arc::new(AtomicU64::new(0));
+        let mut workers = Vec::new();
+        for w in 0..6u64 {
+            let (client, stop, committed, conflicts) = (
+                client.clone(),
+                stop.clone(),
+                committed.clone(),
+                conflicts.clone(),
+            );
+            workers.push(tokio::spawn(async move {
+                let mut seed = 0x9E37_79B9_7F4A_7C15 ^ (w + 1);
+                let mut id = w << 32;
+                while !stop.load(Ordering::Relaxed) {
+                    let (from, to) = pick(&mut seed);
+                    id += 1;
+                    if transfer(&client, id, from, to).await.unwrap() {
+                        committed.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        conflicts.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }));
+        }
+        let mut reads = 0;
+        let end = Instant::now() + Duration::from_secs(4);
+        while Instant::now() < end {
+            assert_eq!(total(&client).await, ACCOUNTS * INITIAL);
+            reads += 1;
+        }
+        stop.store(true, Ordering::Relaxed);
+        for w in workers {
+            w.await.unwrap();
+        }
+        assert_eq!(total(&client).await, ACCOUNTS * INITIAL);
+        let committed = committed.load(Ordering::Relaxed);
+        eprintln!(
+            "{committed} transfers, {} conflicts, {reads} full reads",
+            conflicts.load(Ordering::Relaxed)
+        );
+        assert!(committed > 0 && reads > 0);
+        // The log of transfers agrees with what committed.
+        let ts = client.current_ts().await.unwrap();
+        let log = client
+            .snapshot(ts, 0)
+            .scan(b"log/", b"log0", 1_000_000)
+            .await
+            .unwrap();
+        assert_eq!(log.len() as u64, committed);
+    });
+}
+
+#[test]
+fn every_acknowledged_transfer_survives_a_sigkill_of_the_kv_node() {
+    let mut cluster = Cluster::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let client = rt.block_on(cluster.client());
+    rt.block_on(open_accounts(&client));
+    let acked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut workers = Vec::new();
+    for w in 0..4u64 {
+        let (client, acked, stop) = (client.clone(), acked.clone(), stop.clone());
+        workers.push(rt.spawn(async move {
+            let mut seed = 0xD1B5_4A32_D192_ED03 ^ (w + 1);
+            let mut id = w << 32;
+            while !stop.load(Ordering::Relaxed) {
+                let (from, to) = pick(&mut seed);
+                id += 1;
+                // Errors are expected while the node is down; only acknowledgements count.
+                if let Ok(true) = transfer(&client, id, from, to).await {
+                    acked.lock().unwrap().push(id);
+                }
+            }
+        }));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut kv = cluster.kv.take().unwrap();
+    kv.0.kill().unwrap();
+    kv.0.wait().unwrap();
+    let acked_before_kill = acked.lock().unwrap().len();
+    assert!(
+        acked_before_kill > 0,
+        "no transfer committed before the kill"
+    );
+    cluster.start_kv();
+    std::thread::sleep(Duration::from_millis(1500));
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        rt.block_on(w).unwrap();
+    }
+    rt.block_on(async {
+        // A fresh client: nothing cached from before the kill.
+        let client = cluster.client().await;
+        let ts = client.current_ts().await.unwrap();
+        let logged: std::collections::BTreeSet<Vec<u8>> = client
+            .snapshot(ts, 0)
+            .scan(b"log/", b"log0", 1_000_000)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        let acked = acked.lock().unwrap().clone();
+        for id in &acked {
+            assert!(
+                logged.contains(format!("log/{id:08}").as_bytes()),
+                "acknowledged transfer {id} was lost"
+            );
+        }
+        assert_eq!(total(&client).await, ACCOUNTS * INITIAL);
+        eprintln!(
+            "{} acknowledged ({acked_before_kill} before the kill), {} logged",
+            acked.len(),
+            logged.len()
+        );
+    });
+}
+
+#[test]
+fn timestamps_from_the_batching_client_stay_monotonic_across_a_pd_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let pd = start_pd(dir.path(), port);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let endpoint = vec![format!("127.0.0.1:{port}")];
+    let client = rt
+        .block_on(pd_client::PdClient::connect(&endpoint))
+        .unwrap();
+    // Many concurrent callers: each sees its own timestamps rise, all are distinct.
+    let all = rt.block_on(async {
+        let mut tasks = Vec::new();
+        for _ in 0..32 {
+            let c = client.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut mine = Vec::new();
+                for _ in 0..200 {
+                    mine.push(c.get_ts().await.unwrap());
+                }
+                mine
+            }));
+        }
+        let mut all = Vec::new();
+        for t in tasks {
+            let mine = t.await.unwrap();
+            assert!(mine.windows(2).all(|w| w[1] > w[0]));
+            all.extend(mine);
+        }
+        all
+    });
+    let n = all.len();
+    let mut distinct = all.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), n, "a timestamp was handed out twice");
+    let stats = client.tso_stats();
+    assert_eq!(stats.timestamps, n as u64);
+    assert!(stats.requests < n as u64, "no batching: {stats:?}");
+    assert!(pd.terminate().success());
+    let pd = start_pd(dir.path(), port);
+    let after = rt.block_on(async {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match client.get_ts().await {
+                Ok(ts) => break ts,
+                Err(e) if Instant::now() < deadline => {
+                    eprintln!("pd not back yet: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+    });
+    assert!(
+        after > *distinct.last().unwrap(),
+        "timestamps went backwards"
+    );
+    assert!(pd.terminate().success());
+}
+
+#[test]
+fn a_stale_route_gets_the_region_error_that_says_why() {
+    use proto::kv::kv_client::KvClient;
+    use proto::kv::{Context, GetRequest};
+    let cluster = Cluster::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let client = cluster.client().await;
+        let region = client.pd().get_region(b"k").await.unwrap();
+        let mut kv = KvClient::connect(format!("http://{}", cluster.kv_addr))
+            .await
+            .unwrap();
+        let get = |ctx: Context| GetRequest {
+            context: Some(ctx),
+            key: b"k".to_vec(),
+            version: u64::MAX >> 1,
+        };
+        let right = Context {
+            region_id: region.region.id,
+            region_epoch: region.region.region_epoch,
+            peer: region.leader,
+            ..Context::default()
+        };
+        let r = kv.kv_get(get(right.clone())).await.unwrap().into_inner();
+        assert!(r.region_error.is_none() && r.not_found, "{r:?}");
+
+        let mut stale = right.clone();
+        stale.region_epoch.as_mut().unwrap().version += 1;
+        let e = kv.kv_get(get(stale)).await.unwrap().into_inner();
+        let e = e.region_error.unwrap().epoch_not_match.unwrap();
+        assert_eq!(e.current_regions, vec![region.region.clone()]);
+
+        let mut unknown = right.clone();
+        unknown.region_id += 1000;
+        let e = kv.kv_get(get(unknown)).await.unwrap().into_inner();
+        assert!(e.region_error.unwrap().region_not_found.is_some());
+
+        let mut elsewhere = right;
+        elsewhere.peer.as_mut().unwrap().store_id += 1000;
+        let e = kv.kv_get(get(elsewhere)).await.unwrap().into_inner();
+        assert!(e.region_error.unwrap().not_leader.is_some());
+    });
+}

@@ -1,0 +1,147 @@
+//! Backoff with limits, after TiDB's backoffer: each kind of trouble has its own base and cap
+//! (exponential with equal jitter), and one operation has one budget of total sleep; when it
+//! is spent the operation fails with the last error instead of retrying forever. One
+//! operation's tasks (a 2PC phase's region batches) share one `Backoff`.
+
+use std::time::Duration;
+
+use crate::error::KvError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackoffKind {
+    /// The region moved or the cache was stale: look it up again soon.
+    RegionMiss,
+    /// The kv node said ServerIsBusy.
+    ServerBusy,
+    /// A lock of a live txn is in the way.
+    TxnLock,
+    /// A kv node did not answer.
+    KvRpc,
+    /// PD did not answer.
+    PdRpc,
+}
+
+impl BackoffKind {
+    /// (base, cap) in milliseconds, TiDB's values.
+    fn bounds_ms(self) -> (u64, u64) {
+        match self {
+            BackoffKind::RegionMiss => (2, 500),
+            BackoffKind::ServerBusy => (2000, 10_000),
+            BackoffKind::TxnLock => (100, 3000),
+            BackoffKind::KvRpc => (100, 2000),
+            BackoffKind::PdRpc => (500, 3000),
+        }
+    }
+}
+
+/// TiDB's budgets (ms): reads 20 s (`GetMaxBackoff` etc.), prewrite 20 s, commit 41 s.
+pub const READ_BUDGET_MS: u64 = 20_000;
+pub const PREWRITE_BUDGET_MS: u64 = 20_000;
+pub const COMMIT_BUDGET_MS: u64 = 41_000;
+
+pub struct Backoff {
+    what: &'static str,
+    budget_ms: u64,
+    state: std::sync::Mutex<State>,
+}
+
+struct State {
+    slept_ms: u64,
+    attempts: [u32; 5],
+    seed: u64,
+}
+
+impl Backoff {
+    pub fn new(what: &'static str, budget_ms: u64) -> Backoff {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1)
+            | 1;
+        Backoff {
+            what,
+            budget_ms,
+            state: std::sync::Mutex::new(State {
+                slept_ms: 0,
+                attempts: [0; 5],
+                seed,
+            }),
+        }
+    }
+
+    /// The next sleep for `kind`: base·2^attempt capped, half fixed and half random.
+    pub fn next_sleep_ms(&self, kind: BackoffKind) -> u64 {
+        let (base, cap) = kind.bounds_ms();
+        let mut s = self.state.lock().expect("backoff lock poisoned");
+        let attempt = s.attempts[kind as usize];
+        let full = base.saturating_mul(1 << attempt.min(20)).min(cap);
+        s.attempts[kind as usize] += 1;
+        // xorshift: good enough to spread retries; no test depends on its values.
+        s.seed ^= s.seed << 13;
+        s.seed ^= s.seed >> 7;
+        s.seed ^= s.seed << 17;
+        full / 2 + s.seed % (full / 2 + 1)
+    }
+
+    fn slept_ms(&self) -> u64 {
+        self.state.lock().expect("backoff lock poisoned").slept_ms
+    }
+
+    /// Sleeps before the next try, or fails with `last` once the budget is spent.
+    pub async fn wait(
+        &self,
+        kind: BackoffKind,
+        last: impl std::fmt::Display,
+    ) -> Result<(), KvError> {
+        let sleep = self.next_sleep_ms(kind);
+        let slept_ms = self.slept_ms();
+        if slept_ms + sleep > self.budget_ms {
+            return Err(KvError::BackoffExhausted {
+                what: self.what,
+                slept_ms,
+                last: last.to_string(),
+            });
+        }
+        tracing::debug!(
+            what = self.what,
+            ?kind,
+            sleep_ms = sleep,
+            "backing off: {last}"
+        );
+        tokio::time::sleep(Duration::from_millis(sleep)).await;
+        self.state.lock().expect("backoff lock poisoned").slept_ms += sleep;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sleeps_grow_to_the_cap_and_the_budget_ends_the_retries() {
+        let b = Backoff::new("test", 1000);
+        let sleeps: Vec<u64> = (0..12)
+            .map(|_| b.next_sleep_ms(BackoffKind::RegionMiss))
+            .collect();
+        assert!((1..=2).contains(&sleeps[0]), "{sleeps:?}");
+        assert!(sleeps.iter().all(|&s| s <= 500), "{sleeps:?}");
+        assert!(sleeps[11] >= 250, "{sleeps:?}");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let b = Backoff::new("get", 300);
+        let err = rt.block_on(async {
+            loop {
+                if let Err(e) = b.wait(BackoffKind::TxnLock, "locked").await {
+                    break e;
+                }
+            }
+        });
+        assert!(
+            matches!(err, KvError::BackoffExhausted { what: "get", .. }),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,295 @@
+//! Two-phase commit (Percolator, as TiDB drives it):
+//!
+//! 1. prewrite every region batch, in parallel up to `tidb_committer_concurrency`; a lock
+//!    in the way is resolved (or waited for), a write conflict ends the txn and its
+//!    prewrites are rolled back in the background;
+//! 2. take a commit ts from PD and commit the primary key; that is the commit point. A
+//!    primary commit whose answer is lost is retried (commit is idempotent) and, when the
+//!    budget runs out, reported as `Undetermined`;
+//! 3. commit the secondaries, in parallel per region. A failure there is only logged: the
+//!    txn is committed, and any reader resolves the leftover locks from the primary.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use proto::kv::{BatchRollbackRequest, CommitRequest, Mutation, PrewriteRequest};
+use tokio::task::JoinSet;
+
+use crate::Inner;
+use crate::backoff::{Backoff, BackoffKind, COMMIT_BUDGET_MS, PREWRITE_BUDGET_MS};
+use crate::error::{KvError, Result};
+use crate::lock_resolver;
+use crate::region_cache::Route;
+use crate::rpc::{Sent, send, send_on_key};
+
+/// TiDB's optimistic lock TTL: 3 s, plus 6 s per MiB written, at most 20 s.
+pub fn lock_ttl_ms(bytes: usize) -> u64 {
+    (3000 + 6000 * bytes as u64 / (1 << 20)).min(20_000)
+}
+
+pub struct TwoPhase {
+    pub start_ts: u64,
+    pub primary: Vec<u8>,
+    pub pessimistic_keys: BTreeSet<Vec<u8>>,
+    /// 0 for an optimistic txn.
+    pub for_update_ts: u64,
+    pub mutations: Vec<Mutation>,
+}
+
+impl TwoPhase {
+    fn keys(&self) -> Vec<Vec<u8>> {
+        self.mutations.iter().map(|m| m.key.clone()).collect()
+    }
+
+    fn prewrite_request(&self, keys: &[Vec<u8>]) -> PrewriteRequest {
+        let keys: BTreeSet<&Vec<u8>> = keys.iter().collect();
+        let mutations: Vec<Mutation> = self
+            .mutations
+            .iter()
+            .filter(|m| keys.contains(&m.key))
+            .cloned()
+            .collect();
+        let bytes: usize = self
+            .mutations
+            .iter()
+            .map(|m| m.key.len() + m.value.len())
+            .sum();
+        PrewriteRequest {
+            context: None,
+            is_pessimistic_lock: mutations
+                .iter()
+                .map(|m| self.pessimistic_keys.contains(&m.key))
+                .collect(),
+            mutations,
+            primary_lock: self.primary.clone(),
+            start_version: self.start_ts,
+            lock_ttl: lock_ttl_ms(bytes),
+            for_update_ts: self.for_update_ts,
+            txn_size: self.mutations.len() as u64,
+            min_commit_ts: 0,
+        }
+    }
+}
+
+/// Runs `step` on every region batch of `keys`, up to `concurrency` at once; a batch whose
+/// route turned out wrong is split by the fresh routes and run again. The first error wins.
+async fn for_each_region<F, Fut>(
+    inner: &Arc<Inner>,
+    keys: &[Vec<u8>],
+    concurrency: usize,
+    step: F,
+) -> Result<()>
+where
+    F: Fn(Route, Vec<Vec<u8>>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<Sent<()>>> + Send + 'static,
+{
+    let semaphore = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
+    let mut tasks = JoinSet::new();
+    for (route, keys) in inner.cache.group_keys(keys).await? {
+        let (inner, step, semaphore) = (inner.clone(), step.clone(), semaphore.clone());
+        tasks.spawn(async move {
+            let _permit = semaphore.acquire_owned().await;
+            let mut work = vec![(route, keys)];
+            while let Some((route, keys)) = work.pop() {
+                if let Sent::Reroute = step(route, keys.clone()).await? {
+                    work.extend(inner.cache.group_keys(&keys).await?);
+                }
+            }
+            Ok::<(), KvError>(())
+        });
+    }
+    let mut first_error = None;
+    while let Some(joined) = tasks.join_next().await {
+        let result = joined.unwrap_or_else(|e| Err(KvError::Server(format!("2PC task: {e}"))));
+        if let Err(e) = result {
+            first_error.get_or_insert(e);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+async fn prewrite_region(
+    inner: Arc<Inner>,
+    tp: Arc<TwoPhase>,
+    bo: Arc<Backoff>,
+    route: Route,
+    keys: Vec<Vec<u8>>,
+) -> Result<Sent<()>> {
+    loop {
+        let req = tp.prewrite_request(&keys);
+        let resp = match send(&inner.cache, &inner.conns, &bo, &route, req).await? {
+            Sent::Reroute => return Ok(Sent::Reroute),
+            Sent::Done(r) => r,
+        };
+        if let Some(e) = resp.errors.iter().find(|e| e.locked.is_none()) {
+            return Err(KvError::from_key_error(tp.start_ts, e));
+        }
+        let locks: Vec<_> = resp.errors.into_iter().filter_map(|e| e.locked).collect();
+        if locks.is_empty() {
+            return Ok(Sent::Done(()));
+        }
+        if !lock_resolver::resolve(&inner, &bo, 0, &locks).await?.all {
+            bo.wait(BackoffKind::TxnLock, "prewrite met a live txn's lock")
+                .await?;
+        }
+    }
+}
+
+async fn commit_region(
+    inner: Arc<Inner>,
+    bo: Arc<Backoff>,
+    start_ts: u64,
+    commit_ts: u64,
+    route: Route,
+    keys: Vec<Vec<u8>>,
+) -> Result<Sent<()>> {
+    let req = CommitRequest {
+        context: None,
+        start_version: start_ts,
+        keys,
+        commit_version: commit_ts,
+    };
+    match send(&inner.cache, &inner.conns, &bo, &route, req).await? {
+        Sent::Reroute => Ok(Sent::Reroute),
+        Sent::Done(r) => match r.error {
+            Some(e) => Err(KvError::from_key_error(start_ts, &e)),
+            None => Ok(Sent::Done(())),
+        },
+    }
+}
+
+pub(crate) async fn commit(inner: &Arc<Inner>, tp: TwoPhase) -> Result<u64> {
+    let tp = Arc::new(tp);
+    let start_ts = tp.start_ts;
+    let keys = tp.keys();
+    let concurrency = inner.committer_concurrency.load(Ordering::Relaxed);
+    let bo = Arc::new(Backoff::new("prewrite", PREWRITE_BUDGET_MS));
+    let prewritten = {
+        let (inner, tp) = (inner.clone(), tp.clone());
+        for_each_region(&inner.clone(), &keys, concurrency, move |route, keys| {
+            prewrite_region(inner.clone(), tp.clone(), bo.clone(), route, keys)
+        })
+        .await
+    };
+    if let Err(e) = prewritten {
+        let inner = inner.clone();
+        tokio::spawn(async move {
+            if let Err(e) = rollback(&inner, start_ts, keys).await {
+                tracing::warn!(start_ts, "rollback after a failed prewrite: {e}");
+            }
+        });
+        return Err(e);
+    }
+
+    let bo = Backoff::new("commit", COMMIT_BUDGET_MS);
+    let commit_ts = commit_primary(inner, &bo, &tp).await?;
+
+    let secondaries: Vec<Vec<u8>> = keys.into_iter().filter(|k| *k != tp.primary).collect();
+    if !secondaries.is_empty() {
+        let bo = Arc::new(bo);
+        let inner2 = inner.clone();
+        let done = for_each_region(inner, &secondaries, concurrency, move |route, keys| {
+            commit_region(inner2.clone(), bo.clone(), start_ts, commit_ts, route, keys)
+        })
+        .await;
+        if let Err(e) = done {
+            tracing::warn!(
+                start_ts,
+                commit_ts,
+                "secondary commit left to lock resolution: {e}"
+            );
+        }
+    }
+    Ok(commit_ts)
+}
+
+/// Commits the primary key at a fresh commit ts (again with a later one if a reader pushed
+/// the lock's min_commit_ts past it); returns the commit ts.
+async fn commit_primary(inner: &Arc<Inner>, bo: &Backoff, tp: &TwoPhase) -> Result<u64> {
+    let start_ts = tp.start_ts;
+    loop {
+        let commit_ts = inner.pd.get_ts().await?;
+        let req = CommitRequest {
+            context: None,
+            start_version: start_ts,
+            keys: vec![tp.primary.clone()],
+            commit_version: commit_ts,
+        };
+        let resp = match send_on_key(&inner.cache, &inner.conns, bo, &tp.primary, req).await {
+            Ok(r) => r,
+            // The request may have landed: nobody here can say whether the txn committed.
+            Err(e @ (KvError::BackoffExhausted { .. } | KvError::Server(_))) => {
+                return Err(KvError::Undetermined {
+                    start_ts,
+                    reason: e.to_string(),
+                });
+            }
+            Err(e) => return Err(e),
+        };
+        match resp.error {
+            None => return Ok(commit_ts),
+            Some(e) if e.commit_ts_expired.is_some() => continue,
+            Some(e) => return Err(KvError::from_key_error(start_ts, &e)),
+        }
+    }
+}
+
+/// Rolls back txn `start_ts` on `keys` (its prewrites or pessimistic locks).
+pub(crate) async fn rollback(inner: &Arc<Inner>, start_ts: u64, keys: Vec<Vec<u8>>) -> Result<()> {
+    let bo = Arc::new(Backoff::new("rollback", PREWRITE_BUDGET_MS));
+    let inner2 = inner.clone();
+    let concurrency = inner.committer_concurrency.load(Ordering::Relaxed);
+    for_each_region(inner, &keys, concurrency, move |route, keys| {
+        let (inner, bo) = (inner2.clone(), bo.clone());
+        async move {
+            let req = BatchRollbackRequest {
+                context: None,
+                start_version: start_ts,
+                keys,
+            };
+            Ok(
+                match send(&inner.cache, &inner.conns, &bo, &route, req).await? {
+                    Sent::Reroute => Sent::Reroute,
+                    Sent::Done(_) => Sent::Done(()),
+                },
+            )
+        }
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proto::kv::Op;
+
+    #[test]
+    fn lock_ttl_grows_with_size_up_to_twenty_seconds() {
+        assert_eq!(lock_ttl_ms(100), 3000);
+        assert_eq!(lock_ttl_ms(1 << 20), 9000);
+        assert_eq!(lock_ttl_ms(100 << 20), 20_000);
+    }
+
+    #[test]
+    fn a_region_batch_prewrites_only_its_keys_and_flags_pessimistic_ones() {
+        let m = |k: &[u8]| Mutation {
+            op: Op::Put as i32,
+            key: k.to_vec(),
+            value: b"v".to_vec(),
+        };
+        let tp = TwoPhase {
+            start_ts: 10,
+            primary: b"a".to_vec(),
+            pessimistic_keys: [b"c".to_vec()].into(),
+            for_update_ts: 12,
+            mutations: vec![m(b"a"), m(b"b"), m(b"c")],
+        };
+        let req = tp.prewrite_request(&[b"c".to_vec(), b"a".to_vec()]);
+        let keys: Vec<&[u8]> = req.mutations.iter().map(|m| m.key.as_slice()).collect();
+        assert_eq!(keys, [&b"a"[..], &b"c"[..]]);
+        assert_eq!(req.is_pessimistic_lock, [false, true]);
+        assert_eq!((req.primary_lock.as_slice(), req.txn_size), (&b"a"[..], 3));
+    }
+}

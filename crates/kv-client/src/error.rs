@@ -1,0 +1,68 @@
+//! What a kv-client call can fail with. `WriteConflict` and `Aborted` end a transaction (the
+//! caller may retry it as a new one); `Undetermined` means the commit's outcome is unknown
+//! (the primary's commit request was lost), exactly as TiDB reports it.
+
+use proto::kv::KeyError;
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum KvError {
+    #[error(transparent)]
+    Pd(#[from] pd_client::PdError),
+    #[error("gave up after {slept_ms} ms of backoff ({what}): {last}")]
+    BackoffExhausted {
+        what: &'static str,
+        slept_ms: u64,
+        last: String,
+    },
+    #[error(
+        "write conflict: txn {start_ts} on key {key:02x?}, txn {conflict_start_ts} committed it at {conflict_commit_ts}"
+    )]
+    WriteConflict {
+        start_ts: u64,
+        key: Vec<u8>,
+        conflict_start_ts: u64,
+        conflict_commit_ts: u64,
+    },
+    #[error("transaction {start_ts} aborted: {reason}")]
+    Aborted { start_ts: u64, reason: String },
+    #[error("transaction {start_ts}: the commit's outcome is unknown: {reason}")]
+    Undetermined { start_ts: u64, reason: String },
+    #[error("kv node error: {0}")]
+    Server(String),
+    #[error("invalid request: {0}")]
+    Invalid(String),
+}
+
+impl KvError {
+    /// Whether running the transaction again from the start may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            KvError::WriteConflict { .. }
+                | KvError::Aborted { .. }
+                | KvError::BackoffExhausted { .. }
+        )
+    }
+
+    /// The error a `KeyError` means for txn `start_ts` (not for `locked`, which is resolved).
+    pub fn from_key_error(start_ts: u64, e: &KeyError) -> KvError {
+        if let Some(c) = &e.conflict {
+            return KvError::WriteConflict {
+                start_ts,
+                key: c.key.clone(),
+                conflict_start_ts: c.conflict_ts,
+                conflict_commit_ts: c.conflict_commit_ts,
+            };
+        }
+        let reason = if !e.abort.is_empty() {
+            e.abort.clone()
+        } else if !e.retryable.is_empty() {
+            e.retryable.clone()
+        } else {
+            format!("{e:?}")
+        };
+        KvError::Aborted { start_ts, reason }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, KvError>;

@@ -1,0 +1,113 @@
+//! `kv-client`: the SQL side's only door to the kv nodes (DESIGN.md §2-3).
+//!
+//! - [`region_cache`]: which region holds a key and where its leader listens (from PD).
+//! - [`rpc`]: sending a request to a region, handling region errors; [`backoff`]: how long
+//!   to wait between tries, with one budget per operation.
+//! - [`lock_resolver`]: what to do with another txn's lock in the way.
+//! - [`snapshot`]: reads at one timestamp (get, batch get, scan across regions).
+//! - [`transaction`]: a buffered transaction, optimistic or pessimistic, and its two-phase
+//!   commit ([`committer`]): prewrite every region batch in parallel (up to
+//!   `tidb_committer_concurrency`), commit the primary, then the secondaries.
+//!
+//! The API is async (tokio). A [`Client`] is cheap to clone and shared by all sessions.
+
+pub mod backoff;
+pub mod committer;
+pub mod error;
+pub mod lock_resolver;
+pub mod region_cache;
+pub mod rpc;
+pub mod snapshot;
+pub mod transaction;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use pd_client::PdClient;
+
+pub use error::{KvError, Result};
+pub use snapshot::Snapshot;
+pub use transaction::Transaction;
+
+/// What a client is built with (the SQL node fills it from its config and sysvars).
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub pd_endpoints: Vec<String>,
+    /// `tikv-client.grpc-compression-type`: `none` or `gzip`.
+    pub grpc_compression: String,
+    /// `tidb_committer_concurrency`.
+    pub committer_concurrency: usize,
+    /// `tidb_tso_client_batch_max_wait_time`.
+    pub tso_max_wait: std::time::Duration,
+}
+
+impl ClientConfig {
+    /// TiDB's defaults.
+    pub fn new(pd_endpoints: Vec<String>) -> ClientConfig {
+        ClientConfig {
+            pd_endpoints,
+            grpc_compression: "none".into(),
+            committer_concurrency: 128,
+            tso_max_wait: std::time::Duration::ZERO,
+        }
+    }
+}
+
+pub(crate) struct Inner {
+    pub pd: PdClient,
+    pub cache: region_cache::RegionCache,
+    pub conns: rpc::Connections,
+    pub committer_concurrency: AtomicUsize,
+}
+
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl Client {
+    pub async fn connect(config: ClientConfig) -> Result<Client> {
+        let pd = PdClient::connect(&config.pd_endpoints).await?;
+        pd.set_tso_max_wait(config.tso_max_wait);
+        Ok(Client {
+            inner: Arc::new(Inner {
+                cache: region_cache::RegionCache::new(pd.clone()),
+                pd,
+                conns: rpc::Connections::new(&config.grpc_compression)?,
+                committer_concurrency: AtomicUsize::new(config.committer_concurrency.max(1)),
+            }),
+        })
+    }
+
+    pub fn pd(&self) -> &PdClient {
+        &self.inner.pd
+    }
+
+    pub async fn current_ts(&self) -> Result<u64> {
+        Ok(self.inner.pd.get_ts().await?)
+    }
+
+    /// Reads at `ts`; `group_id` ties the reads of one query together on the kv nodes.
+    pub fn snapshot(&self, ts: u64, group_id: u64) -> Snapshot {
+        Snapshot::new(self.inner.clone(), ts, group_id)
+    }
+
+    /// An optimistic transaction: conflicts are found at commit.
+    pub async fn begin(&self) -> Result<Transaction> {
+        let start_ts = self.current_ts().await?;
+        Ok(Transaction::new(self.inner.clone(), start_ts, false))
+    }
+
+    /// A pessimistic transaction: `lock_keys` takes locks as it goes.
+    pub async fn begin_pessimistic(&self) -> Result<Transaction> {
+        let start_ts = self.current_ts().await?;
+        Ok(Transaction::new(self.inner.clone(), start_ts, true))
+    }
+
+    /// `tidb_committer_concurrency`, online.
+    pub fn set_committer_concurrency(&self, n: usize) {
+        self.inner
+            .committer_concurrency
+            .store(n.max(1), Ordering::Relaxed);
+    }
+}

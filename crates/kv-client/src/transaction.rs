@@ -1,0 +1,260 @@
+//! A transaction: reads at `start_ts` through its own writes, writes buffered until commit.
+//! Optimistic by default (conflicts surface at prewrite as `WriteConflict`); pessimistic
+//! transactions lock keys as they go (`lock_keys`), each lock at a fresh `for_update_ts`.
+//! Dropping an uncommitted transaction leaves nothing behind but its pessimistic locks,
+//! which expire with their TTL.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use proto::kv::{Mutation, Op, PessimisticLockRequest};
+
+use crate::Inner;
+use crate::backoff::{Backoff, BackoffKind, PREWRITE_BUDGET_MS};
+use crate::committer::{self, TwoPhase};
+use crate::error::{KvError, Result};
+use crate::lock_resolver;
+use crate::rpc::{Sent, send};
+use crate::snapshot::Snapshot;
+
+/// TTL of a pessimistic lock (TiDB's ManagedLockTTL).
+pub const PESSIMISTIC_LOCK_TTL_MS: u64 = 20_000;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Buffered {
+    Put(Vec<u8>),
+    Delete,
+    /// Locked for update, unchanged.
+    Lock,
+}
+
+pub struct Transaction {
+    inner: Arc<Inner>,
+    snapshot: Snapshot,
+    buffer: BTreeMap<Vec<u8>, Buffered>,
+    pessimistic: bool,
+    for_update_ts: u64,
+    /// Keys whose pessimistic locks this txn holds; the first is the primary.
+    locked: Vec<Vec<u8>>,
+    locked_set: BTreeSet<Vec<u8>>,
+}
+
+impl Transaction {
+    pub(crate) fn new(inner: Arc<Inner>, start_ts: u64, pessimistic: bool) -> Transaction {
+        Transaction {
+            snapshot: Snapshot::new(inner.clone(), start_ts, start_ts),
+            inner,
+            buffer: BTreeMap::new(),
+            pessimistic,
+            for_update_ts: start_ts,
+            locked: Vec::new(),
+            locked_set: BTreeSet::new(),
+        }
+    }
+
+    pub fn start_ts(&self) -> u64 {
+        self.snapshot.ts
+    }
+
+    pub fn is_pessimistic(&self) -> bool {
+        self.pessimistic
+    }
+
+    pub async fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match self.buffer.get(key) {
+            Some(Buffered::Put(v)) => Ok(Some(v.clone())),
+            Some(Buffered::Delete) => Ok(None),
+            Some(Buffered::Lock) | None => self.snapshot.get(key).await,
+        }
+    }
+
+    /// The values of `keys` that exist, through this txn's own writes.
+    pub async fn batch_get(&self, keys: &[Vec<u8>]) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
+        let mut out = BTreeMap::new();
+        let mut remote = Vec::new();
+        for k in keys {
+            match self.buffer.get(k) {
+                Some(Buffered::Put(v)) => {
+                    out.insert(k.clone(), v.clone());
+                }
+                Some(Buffered::Delete) => {}
+                Some(Buffered::Lock) | None => remote.push(k.clone()),
+            }
+        }
+        out.extend(self.snapshot.batch_get(&remote).await?);
+        Ok(out)
+    }
+
+    /// Up to `limit` pairs in `[start, end)` in key order, through this txn's own writes.
+    pub async fn scan(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let deleted = self
+            .buffer
+            .range(start.to_vec()..)
+            .take_while(|(k, _)| end.is_empty() || k.as_slice() < end)
+            .filter(|(_, b)| matches!(b, Buffered::Delete))
+            .count();
+        let stored = self.snapshot.scan(start, end, limit + deleted).await?;
+        let mut merged: BTreeMap<Vec<u8>, Vec<u8>> = stored.into_iter().collect();
+        for (k, b) in self
+            .buffer
+            .range(start.to_vec()..)
+            .take_while(|(k, _)| end.is_empty() || k.as_slice() < end)
+        {
+            match b {
+                Buffered::Put(v) => {
+                    merged.insert(k.clone(), v.clone());
+                }
+                Buffered::Delete => {
+                    merged.remove(k);
+                }
+                Buffered::Lock => {}
+            }
+        }
+        Ok(merged.into_iter().take(limit).collect())
+    }
+
+    pub fn put(&mut self, key: Vec<u8>, value: Vec<u8>) {
+        self.buffer.insert(key, Buffered::Put(value));
+    }
+
+    pub fn delete(&mut self, key: Vec<u8>) {
+        self.buffer.insert(key, Buffered::Delete);
+    }
+
+    /// Locks `keys` for update (SELECT ... FOR UPDATE). Pessimistic txns take the locks now,
+    /// at a fresh `for_update_ts`, and fail with `WriteConflict` if a newer commit exists;
+    /// optimistic ones check at commit.
+    pub async fn lock_keys(&mut self, keys: &[Vec<u8>]) -> Result<()> {
+        let new: Vec<Vec<u8>> = keys
+            .iter()
+            .filter(|k| !self.locked_set.contains(*k))
+            .cloned()
+            .collect();
+        if !self.pessimistic {
+            for k in new {
+                self.buffer.entry(k).or_insert(Buffered::Lock);
+            }
+            return Ok(());
+        }
+        if new.is_empty() {
+            return Ok(());
+        }
+        self.for_update_ts = self.inner.pd.get_ts().await?;
+        let primary = self.locked.first().unwrap_or(&new[0]).clone();
+        let bo = Backoff::new("pessimistic_lock", PREWRITE_BUDGET_MS);
+        let mut work = self.inner.cache.group_keys(&new).await?;
+        while let Some((route, keys)) = work.pop() {
+            let req = PessimisticLockRequest {
+                context: None,
+                mutations: keys
+                    .iter()
+                    .map(|k| Mutation {
+                        op: Op::Lock as i32,
+                        key: k.clone(),
+                        value: Vec::new(),
+                    })
+                    .collect(),
+                primary_lock: primary.clone(),
+                start_version: self.start_ts(),
+                lock_ttl: PESSIMISTIC_LOCK_TTL_MS,
+                for_update_ts: self.for_update_ts,
+            };
+            let resp = match send(&self.inner.cache, &self.inner.conns, &bo, &route, req).await? {
+                Sent::Reroute => {
+                    work.extend(self.inner.cache.group_keys(&keys).await?);
+                    continue;
+                }
+                Sent::Done(r) => r,
+            };
+            let locks: Vec<_> = resp
+                .errors
+                .iter()
+                .filter_map(|e| e.locked.clone())
+                .collect();
+            if let Some(e) = resp.errors.iter().find(|e| e.locked.is_none()) {
+                return Err(KvError::from_key_error(self.start_ts(), e));
+            }
+            if !locks.is_empty() {
+                let r = lock_resolver::resolve(&self.inner, &bo, 0, &locks).await?;
+                if !r.all {
+                    bo.wait(BackoffKind::TxnLock, "key locked by a live txn")
+                        .await?;
+                }
+                work.push((route, keys));
+            }
+        }
+        for k in new {
+            self.locked_set.insert(k.clone());
+            self.locked.push(k);
+        }
+        Ok(())
+    }
+
+    /// Commits with two-phase commit; returns the commit timestamp (the start ts for a txn
+    /// that wrote nothing).
+    pub async fn commit(self) -> Result<u64> {
+        let start_ts = self.start_ts();
+        let mut mutations: Vec<Mutation> = self
+            .buffer
+            .into_iter()
+            .map(|(key, b)| {
+                let (op, value) = match b {
+                    Buffered::Put(v) => (Op::Put, v),
+                    Buffered::Delete => (Op::Del, Vec::new()),
+                    Buffered::Lock => (Op::Lock, Vec::new()),
+                };
+                Mutation {
+                    op: op as i32,
+                    key,
+                    value,
+                }
+            })
+            .collect();
+        // Pessimistic locks not written to become Lock mutations, so prewrite replaces them.
+        for k in &self.locked {
+            if !mutations.iter().any(|m| &m.key == k) {
+                mutations.push(Mutation {
+                    op: Op::Lock as i32,
+                    key: k.clone(),
+                    value: Vec::new(),
+                });
+            }
+        }
+        if mutations.is_empty() {
+            return Ok(start_ts);
+        }
+        let primary = self
+            .locked
+            .first()
+            .cloned()
+            .unwrap_or_else(|| mutations[0].key.clone());
+        committer::commit(
+            &self.inner,
+            TwoPhase {
+                start_ts,
+                primary,
+                pessimistic_keys: self.locked_set,
+                for_update_ts: if self.pessimistic {
+                    self.for_update_ts
+                } else {
+                    0
+                },
+                mutations,
+            },
+        )
+        .await
+    }
+
+    /// Gives up the txn, releasing any pessimistic locks it took.
+    pub async fn rollback(self) -> Result<()> {
+        if self.locked.is_empty() {
+            return Ok(());
+        }
+        committer::rollback(&self.inner, self.start_ts(), self.locked).await
+    }
+}

@@ -1,0 +1,167 @@
+//! The TSO batcher: one task owns the `Tso` stream. Callers queue a one-shot reply; the task
+//! takes every queued caller (up to [`MAX_BATCH`]), optionally waits `max_wait` for more,
+//! asks PD for that many timestamps in one request, and hands them out in queue order (PD
+//! names the last of `count` consecutive timestamps). A broken stream fails the batch in
+//! hand and is reopened for the next one.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use proto::pd::pd_client::PdClient as Rpc;
+use proto::pd::{TsoRequest, TsoResponse};
+use tokio::sync::{mpsc, oneshot};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::Streaming;
+use tonic::transport::Channel;
+
+use crate::PdError;
+
+/// Most timestamps one request asks for.
+pub const MAX_BATCH: usize = 10_000;
+/// The longest `tidb_tso_client_batch_max_wait_time` allows.
+pub const MAX_WAIT_CEILING: Duration = Duration::from_millis(10);
+
+type Waiter = oneshot::Sender<Result<u64, PdError>>;
+
+/// Requests sent and timestamps handed out, for `/metrics` and benchmarks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TsoStats {
+    pub requests: u64,
+    pub timestamps: u64,
+}
+
+pub struct TsoBatcher {
+    queue: mpsc::UnboundedSender<Waiter>,
+    max_wait_us: std::sync::Arc<AtomicU64>,
+    stats: std::sync::Arc<Mutex<TsoStats>>,
+}
+
+struct Stream {
+    requests: mpsc::Sender<TsoRequest>,
+    responses: Streaming<TsoResponse>,
+}
+
+impl TsoBatcher {
+    /// Starts the batching task on the current tokio runtime.
+    pub fn start(rpc: Rpc<Channel>) -> TsoBatcher {
+        let (queue, waiting) = mpsc::unbounded_channel();
+        let max_wait_us = std::sync::Arc::new(AtomicU64::new(0));
+        let stats = std::sync::Arc::new(Mutex::new(TsoStats::default()));
+        tokio::spawn(run(rpc, waiting, max_wait_us.clone(), stats.clone()));
+        TsoBatcher {
+            queue,
+            max_wait_us,
+            stats,
+        }
+    }
+
+    pub async fn get_ts(&self) -> Result<u64, PdError> {
+        let (tx, rx) = oneshot::channel();
+        self.queue.send(tx).map_err(|_| PdError::Stopped)?;
+        rx.await.map_err(|_| PdError::Stopped)?
+    }
+
+    pub fn set_max_wait(&self, wait: Duration) {
+        let wait = wait.min(MAX_WAIT_CEILING);
+        self.max_wait_us
+            .store(wait.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    pub fn stats(&self) -> TsoStats {
+        *self.stats.lock().expect("tso stats lock poisoned")
+    }
+}
+
+async fn run(
+    rpc: Rpc<Channel>,
+    mut waiting: mpsc::UnboundedReceiver<Waiter>,
+    max_wait_us: std::sync::Arc<AtomicU64>,
+    stats: std::sync::Arc<Mutex<TsoStats>>,
+) {
+    let mut stream: Option<Stream> = None;
+    while let Some(first) = waiting.recv().await {
+        let mut batch = vec![first];
+        let wait = Duration::from_micros(max_wait_us.load(Ordering::Relaxed));
+        let deadline = Instant::now() + wait;
+        loop {
+            while batch.len() < MAX_BATCH {
+                match waiting.try_recv() {
+                    Ok(w) => batch.push(w),
+                    Err(_) => break,
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if batch.len() >= MAX_BATCH || left.is_zero() {
+                break;
+            }
+            match tokio::time::timeout(left, waiting.recv()).await {
+                Ok(Some(w)) => batch.push(w),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        batch.retain(|w| !w.is_closed());
+        if batch.is_empty() {
+            continue;
+        }
+        let count = batch.len() as u32;
+        match request(&rpc, &mut stream, count).await {
+            Ok(last) => {
+                {
+                    let mut s = stats.lock().expect("tso stats lock poisoned");
+                    s.requests += 1;
+                    s.timestamps += u64::from(count);
+                }
+                let first = last - u64::from(count) + 1;
+                for (i, w) in batch.into_iter().enumerate() {
+                    let _ = w.send(Ok(first + i as u64));
+                }
+            }
+            Err(e) => {
+                stream = None;
+                for w in batch {
+                    let _ = w.send(Err(e.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// Asks for `count` timestamps on the open stream (opening one if needed); returns the last.
+async fn request(
+    rpc: &Rpc<Channel>,
+    stream: &mut Option<Stream>,
+    count: u32,
+) -> Result<u64, PdError> {
+    if stream.is_none() {
+        let (requests, rx) = mpsc::channel(1);
+        let responses = rpc.clone().tso(ReceiverStream::new(rx)).await?.into_inner();
+        *stream = Some(Stream {
+            requests,
+            responses,
+        });
+    }
+    let s = stream.as_mut().expect("opened above");
+    s.requests
+        .send(TsoRequest { count })
+        .await
+        .map_err(|_| PdError::Rpc("the tso stream closed".into()))?;
+    let r = s
+        .responses
+        .message()
+        .await?
+        .ok_or_else(|| PdError::Rpc("pd closed the tso stream".into()))?;
+    if let Some(e) = r.error {
+        return Err(PdError::Refused(e.message));
+    }
+    if r.count != count {
+        return Err(PdError::Rpc(format!(
+            "asked for {count} timestamps, pd gave {}",
+            r.count
+        )));
+    }
+    let t = r
+        .timestamp
+        .ok_or_else(|| PdError::Rpc("tso response without a timestamp".into()))?;
+    Ok(base::ts::compose(t.physical as u64, t.logical as u64))
+}
