@@ -3,6 +3,7 @@
 
 mod executors;
 mod gc_bench;
+mod kv_bench;
 mod plot;
 mod pool_bench;
 mod storage_bench;
@@ -26,8 +27,8 @@ enum BenchCommand {
     Tso(tso_bench::TsoBenchArgs),
     /// The GC worker's write rate against `gc.max-write-bytes-per-sec`.
     Gc(gc_bench::GcBenchArgs),
-    /// Transactional read-modify-write through the KV client (not built yet).
-    Kv,
+    /// Transactional read-modify-write through the KV client against a running cluster.
+    Kv(kv_bench::KvBenchArgs),
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -36,6 +37,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Gc(args) => gc_bench::run(args),
         BenchCommand::Tso(args) => tso_bench::run(args),
         BenchCommand::Storage(args) => storage_bench::run(args),
-        BenchCommand::Kv => anyhow::bail!("not built yet: the kv benchmark comes with issue #5"),
+        BenchCommand::Kv(args) => kv_bench::run(args),
     }
 }
