@@ -4,8 +4,9 @@
 //! each with its own data dir (`<data-dir>/pd`, `kv-0`, `sql-0`, ...), log and ports
 //! (TiDB's defaults plus `--port-offset`, and plus the node's index). Each child gets an
 //! equal share of this process's CPU and memory (`ATOLL_CPU_CORES`, `ATOLL_MEMORY_LIMIT`),
-//! so its defaults fit the machine. It waits until every child answers on its status port,
-//! prints how to reach them, and on Ctrl-C or SIGTERM stops them all (SIGTERM, then SIGKILL
+//! so its defaults fit the machine. It waits until every child answers on its status port
+//! and (with kv nodes) a transactional read through `kv-client` succeeds, prints how to
+//! reach them, and on Ctrl-C or SIGTERM stops them all (SIGTERM, then SIGKILL
 //! after `PLAYGROUND_STOP_WAIT_MS`). A child that dies takes the playground down with it.
 //! Children get SIGTERM from the kernel if the playground itself is killed.
 
@@ -127,7 +128,13 @@ pub fn run(args: PlaygroundArgs) -> anyhow::Result<()> {
             }
         }
     }
-    if let Err(e) = wait_ready(&mut members) {
+    let ready = wait_ready(&mut members).and_then(|()| {
+        if args.kv == 0 {
+            return Ok(());
+        }
+        runtime.block_on(wait_kv_serving(&pd_addr))
+    });
+    if let Err(e) = ready {
         stop_all(&mut members);
         return Err(e);
     }
@@ -226,6 +233,29 @@ fn wait_ready(members: &mut [Member]) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Waits until a transactional read through `kv-client` succeeds: PD hands out timestamps,
+/// the cluster is bootstrapped and the region's kv node answers.
+async fn wait_kv_serving(pd_addr: &str) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_millis(PLAYGROUND_READY_WAIT_MS);
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        let attempt = async {
+            let client =
+                kv_client::Client::connect(kv_client::ClientConfig::new(vec![pd_addr.to_string()]))
+                    .await?;
+            let ts = client.current_ts().await?;
+            client.snapshot(ts, 0).get(b"").await
+        };
+        match tokio::time::timeout(Duration::from_secs(5), attempt).await {
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(e)) => last = e.to_string(),
+            Err(_) => last = "a read took over 5 s".into(),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    bail!("the cluster did not serve a read within {PLAYGROUND_READY_WAIT_MS} ms: {last}")
 }
 
 /// Waits for Ctrl-C / SIGTERM, or for a child to die.
