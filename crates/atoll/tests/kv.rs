@@ -378,12 +378,20 @@ fn bench_kv_reports_its_throughput_in_one_line() {
         "--keys",
         "100",
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8(out.stdout).unwrap();
     let last = stdout.lines().last().unwrap();
     let fields: Vec<&str> = last.split(' ').collect();
     assert_eq!(fields[0..2], ["kv", "clients=2"], "{last}");
-    let tps: f64 = fields[2].strip_prefix("txn_per_s=").unwrap().parse().unwrap();
+    let tps: f64 = fields[2]
+        .strip_prefix("txn_per_s=")
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(tps > 0.0, "{last}");
     assert!(fields[3].starts_with("errors="), "{last}");
 }

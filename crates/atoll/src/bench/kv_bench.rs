@@ -110,7 +110,8 @@ pub fn run(args: KvBenchArgs) -> anyhow::Result<()> {
     let committed = counts.committed.load(Ordering::Relaxed);
     let conflicts = counts.conflicts.load(Ordering::Relaxed);
     let errors = conflicts + counts.other_errors.load(Ordering::Relaxed);
-    let mean_ms = counts.latency_us.load(Ordering::Relaxed) as f64 / committed.max(1) as f64 / 1000.0;
+    let mean_ms =
+        counts.latency_us.load(Ordering::Relaxed) as f64 / committed.max(1) as f64 / 1000.0;
     println!("kv committed={committed} conflicts={conflicts} mean_latency_ms={mean_ms:.2}");
     println!(
         "kv clients={} txn_per_s={:.0} errors={errors}",
