@@ -5,10 +5,15 @@
 //! - [`number`]: integers as fixed-width big-endian bytes, ascending or descending.
 //! - [`mvcc`]: the MVCC key layout: `memcomparable(user_key) + BE(!ts)`, so the versions of
 //!   one key sit together, newest first.
+//! - [`datum`]: one SQL value, in a compact value form and an order-preserving key form.
+//! - [`table`]: rows and index entries as keys and values (`t{table}_r{handle}`,
+//!   `t{table}_i{index}{values}`).
 
+pub mod datum;
 pub mod memcomparable;
 pub mod mvcc;
 pub mod number;
+pub mod table;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CodecError {
@@ -18,4 +23,8 @@ pub enum CodecError {
     BadMarker { marker: u8, at: usize },
     #[error("bad padding at byte {at}")]
     BadPadding { at: usize },
+    #[error("unknown datum flag {flag}")]
+    BadFlag { flag: u8 },
+    #[error("not a key of this table or index")]
+    NotATableKey,
 }

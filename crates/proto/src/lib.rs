@@ -6,6 +6,11 @@ pub mod pd {
     tonic::include_proto!("atoll.pd");
 }
 
+/// The pushed-down plans of the coprocessor (`proto/dag.proto`).
+pub mod dag {
+    tonic::include_proto!("atoll.dag");
+}
+
 /// The kv node's service (`proto/kv.proto`).
 pub mod kv {
     tonic::include_proto!("atoll.kv");

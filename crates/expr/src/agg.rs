@@ -1,0 +1,253 @@
+//! Aggregate functions as states. A kv node updates a state per group from its rows and
+//! sends the partial result ([`AggState::partial`]); the SQL node merges the partials of
+//! every region ([`AggState::merge`]) and finishes ([`AggState::finish`]). Partial forms:
+//! COUNT, SUM, MIN, MAX one column each; AVG two (count, sum); COUNT DISTINCT one, the
+//! distinct argument tuples, each length-prefixed, in one bytes value.
+
+use std::collections::BTreeSet;
+
+use codec::datum::{Datum, encode_row};
+
+use crate::{EvalError, Expr, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggKind {
+    Count,
+    Sum,
+    Min,
+    Max,
+    Avg,
+    CountDistinct,
+}
+
+impl AggKind {
+    /// Columns of the partial result.
+    pub fn partial_width(self) -> usize {
+        match self {
+            AggKind::Avg => 2,
+            _ => 1,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AggFunc {
+    pub kind: AggKind,
+    /// Empty for COUNT(*).
+    pub args: Vec<Expr>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum AggState {
+    Count(i64),
+    Sum(Datum),
+    Min(Datum),
+    Max(Datum),
+    Avg { count: i64, sum: Datum },
+    CountDistinct(BTreeSet<Vec<u8>>),
+}
+
+/// NULL + x = x; integers stay exact (1690 on overflow), anything else becomes float.
+fn add(acc: &Datum, v: &Datum) -> Result<Datum> {
+    Ok(match (acc, v) {
+        (_, Datum::Null) => acc.clone(),
+        (Datum::Null, v) => match v {
+            Datum::Bytes(b) => Datum::Float(crate::eval::bytes_to_f64(b)),
+            other => other.clone(),
+        },
+        (Datum::Int(a), Datum::Int(b)) => Datum::Int(
+            a.checked_add(*b)
+                .ok_or_else(|| EvalError::OutOfRange(format!("SUM: {a} + {b}")))?,
+        ),
+        (Datum::UInt(a), Datum::UInt(b)) => Datum::UInt(
+            a.checked_add(*b)
+                .ok_or_else(|| EvalError::OutOfRange(format!("SUM: {a} + {b}")))?,
+        ),
+        (a, b) => {
+            let f = |d: &Datum| match d {
+                Datum::Bytes(x) => crate::eval::bytes_to_f64(x),
+                other => other.as_f64().unwrap_or(0.0),
+            };
+            if let (Datum::Int(_) | Datum::UInt(_), Datum::Int(_) | Datum::UInt(_)) = (a, b) {
+                let s = f(a) as i128 + f(b) as i128;
+                return i64::try_from(s)
+                    .map(Datum::Int)
+                    .map_err(|_| EvalError::OutOfRange(format!("SUM reached {s}")));
+            }
+            Datum::Float(f(a) + f(b))
+        }
+    })
+}
+
+impl AggState {
+    pub fn new(kind: AggKind) -> AggState {
+        match kind {
+            AggKind::Count => AggState::Count(0),
+            AggKind::Sum => AggState::Sum(Datum::Null),
+            AggKind::Min => AggState::Min(Datum::Null),
+            AggKind::Max => AggState::Max(Datum::Null),
+            AggKind::Avg => AggState::Avg {
+                count: 0,
+                sum: Datum::Null,
+            },
+            AggKind::CountDistinct => AggState::CountDistinct(BTreeSet::new()),
+        }
+    }
+
+    /// Takes one row's argument values (empty for COUNT(*)).
+    pub fn update(&mut self, args: &[Datum]) -> Result<()> {
+        let first = args.first().unwrap_or(&Datum::Null);
+        match self {
+            AggState::Count(n) => {
+                if args.iter().all(|a| !a.is_null()) {
+                    *n += 1;
+                }
+            }
+            AggState::Sum(acc) => *acc = add(acc, first)?,
+            AggState::Min(m) => {
+                if !first.is_null() && (m.is_null() || crate::eval::compare(first, m).is_lt()) {
+                    *m = first.clone();
+                }
+            }
+            AggState::Max(m) => {
+                if !first.is_null() && (m.is_null() || crate::eval::compare(first, m).is_gt()) {
+                    *m = first.clone();
+                }
+            }
+            AggState::Avg { count, sum } => {
+                if !first.is_null() {
+                    *count += 1;
+                    *sum = add(sum, first)?;
+                }
+            }
+            AggState::CountDistinct(set) => {
+                if args.iter().all(|a| !a.is_null()) {
+                    set.insert(encode_row(args));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The partial result, [`AggKind::partial_width`] columns.
+    pub fn partial(&self) -> Vec<Datum> {
+        match self {
+            AggState::Count(n) => vec![Datum::Int(*n)],
+            AggState::Sum(d) | AggState::Min(d) | AggState::Max(d) => vec![d.clone()],
+            AggState::Avg { count, sum } => vec![Datum::Int(*count), sum.clone()],
+            AggState::CountDistinct(set) => {
+                let mut out = Vec::new();
+                for v in set {
+                    out.extend_from_slice(&(v.len() as u32).to_be_bytes());
+                    out.extend_from_slice(v);
+                }
+                vec![Datum::Bytes(out)]
+            }
+        }
+    }
+
+    /// Folds in another state's partial result.
+    pub fn merge(&mut self, partial: &[Datum]) -> Result<()> {
+        let bad = || EvalError::BadPlan(format!("malformed partial aggregate {partial:?}"));
+        let first = partial.first().ok_or_else(bad)?;
+        match self {
+            AggState::Count(n) => match first {
+                Datum::Int(m) => *n += m,
+                _ => return Err(bad()),
+            },
+            AggState::Sum(_) | AggState::Min(_) | AggState::Max(_) => {
+                self.update(&[first.clone()])?
+            }
+            AggState::Avg { count, sum } => match (first, partial.get(1)) {
+                (Datum::Int(c), Some(s)) => {
+                    *count += c;
+                    *sum = add(sum, s)?;
+                }
+                _ => return Err(bad()),
+            },
+            AggState::CountDistinct(set) => {
+                let Datum::Bytes(rest) = first else {
+                    return Err(bad());
+                };
+                let mut at = 0;
+                while at < rest.len() {
+                    let len = rest
+                        .get(at..at + 4)
+                        .map(|b| u32::from_be_bytes(b.try_into().expect("4 bytes")) as usize)
+                        .ok_or_else(bad)?;
+                    let v = rest.get(at + 4..at + 4 + len).ok_or_else(bad)?;
+                    set.insert(v.to_vec());
+                    at += 4 + len;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The aggregate's value.
+    pub fn finish(&self) -> Datum {
+        match self {
+            AggState::Count(n) => Datum::Int(*n),
+            AggState::Sum(d) | AggState::Min(d) | AggState::Max(d) => d.clone(),
+            AggState::Avg { count: 0, .. } => Datum::Null,
+            AggState::Avg { count, sum } => {
+                Datum::Float(sum.as_f64().unwrap_or(0.0) / *count as f64)
+            }
+            AggState::CountDistinct(set) => Datum::Int(set.len() as i64),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(kind: AggKind, rows: &[&[Datum]]) -> AggState {
+        let mut s = AggState::new(kind);
+        for r in rows {
+            s.update(r).unwrap();
+        }
+        s
+    }
+
+    #[test]
+    fn partials_merged_give_what_one_pass_gives() {
+        let rows: Vec<Vec<Datum>> = [Some(3), None, Some(-1), Some(3), Some(10)]
+            .iter()
+            .map(|v| vec![v.map_or(Datum::Null, Datum::Int)])
+            .collect();
+        let refs: Vec<&[Datum]> = rows.iter().map(Vec::as_slice).collect();
+        for kind in [
+            AggKind::Count,
+            AggKind::Sum,
+            AggKind::Min,
+            AggKind::Max,
+            AggKind::Avg,
+            AggKind::CountDistinct,
+        ] {
+            let whole = run(kind, &refs);
+            let (a, b) = refs.split_at(2);
+            let mut merged = AggState::new(kind);
+            merged.merge(&run(kind, a).partial()).unwrap();
+            merged.merge(&run(kind, b).partial()).unwrap();
+            assert_eq!(merged.finish(), whole.finish(), "{kind:?}");
+        }
+        assert_eq!(run(AggKind::Count, &refs).finish(), Datum::Int(4));
+        assert_eq!(run(AggKind::Sum, &refs).finish(), Datum::Int(15));
+        assert_eq!(run(AggKind::Avg, &refs).finish(), Datum::Float(3.75));
+        assert_eq!(run(AggKind::CountDistinct, &refs).finish(), Datum::Int(3));
+        assert_eq!(run(AggKind::Min, &refs).finish(), Datum::Int(-1));
+        assert_eq!(
+            run(AggKind::Count, &[&[]]).finish(),
+            Datum::Int(1),
+            "COUNT(*)"
+        );
+    }
+
+    #[test]
+    fn an_integer_sum_that_overflows_is_1690() {
+        let mut s = AggState::new(AggKind::Sum);
+        s.update(&[Datum::Int(i64::MAX)]).unwrap();
+        assert_eq!(s.update(&[Datum::Int(1)]).unwrap_err().mysql_code(), 1690);
+    }
+}

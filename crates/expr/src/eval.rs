@@ -1,0 +1,393 @@
+//! Evaluating an [`Expr`] over one row, with MySQL's rules: any NULL operand makes NULL
+//! (except AND/OR's three-valued logic, IS NULL, IN and IF); numbers compare by value across
+//! int, unsigned and float; a string meets a number as the number its prefix spells (as
+//! MySQL converts); integer arithmetic that overflows is error 1690; division by zero is NULL.
+
+use std::cmp::Ordering;
+
+use codec::datum::Datum;
+
+use crate::{EvalError, Expr, Func, Result};
+
+/// SQL booleans: 1, 0 or NULL.
+fn truth(b: Option<bool>) -> Datum {
+    match b {
+        Some(true) => Datum::Int(1),
+        Some(false) => Datum::Int(0),
+        None => Datum::Null,
+    }
+}
+
+/// The number a string's leading characters spell (`"12abc"` → 12, `"x"` → 0), as MySQL.
+pub fn bytes_to_f64(b: &[u8]) -> f64 {
+    let s = String::from_utf8_lossy(b);
+    let s = s.trim_start();
+    let mut end = 0;
+    let bytes = s.as_bytes();
+    let mut seen_digit = false;
+    let mut seen_dot = false;
+    let mut seen_exp = false;
+    while end < bytes.len() {
+        let c = bytes[end];
+        let ok = match c {
+            b'0'..=b'9' => {
+                seen_digit = true;
+                true
+            }
+            b'+' | b'-' => end == 0 || matches!(bytes[end - 1], b'e' | b'E'),
+            b'.' if !seen_dot && !seen_exp => {
+                seen_dot = true;
+                true
+            }
+            b'e' | b'E' if seen_digit && !seen_exp => {
+                seen_exp = true;
+                true
+            }
+            _ => false,
+        };
+        if !ok {
+            break;
+        }
+        end += 1;
+    }
+    // Back off a dangling exponent or sign so the prefix parses.
+    let mut prefix = &s[..end];
+    while !prefix.is_empty() && prefix.parse::<f64>().is_err() {
+        prefix = &prefix[..prefix.len() - 1];
+    }
+    prefix.parse().unwrap_or(0.0)
+}
+
+/// Whether a value counts as true in a condition; `None` for NULL.
+pub fn is_true(d: &Datum) -> Option<bool> {
+    match d {
+        Datum::Null => None,
+        Datum::Int(v) => Some(*v != 0),
+        Datum::UInt(v) => Some(*v != 0),
+        Datum::Float(v) => Some(*v != 0.0),
+        Datum::Bytes(b) => Some(bytes_to_f64(b) != 0.0),
+    }
+}
+
+fn as_number(d: &Datum) -> f64 {
+    match d {
+        Datum::Bytes(b) => bytes_to_f64(b),
+        other => other.as_f64().unwrap_or(0.0),
+    }
+}
+
+/// SQL comparison of two non-NULL values.
+pub fn compare(a: &Datum, b: &Datum) -> Ordering {
+    match (a, b) {
+        (Datum::Bytes(x), Datum::Bytes(y)) => x.cmp(y),
+        (Datum::Bytes(_), _) | (_, Datum::Bytes(_)) => as_number(a).total_cmp(&as_number(b)),
+        _ => a.sort_cmp(b),
+    }
+}
+
+fn is_integer(d: &Datum) -> bool {
+    matches!(d, Datum::Int(_) | Datum::UInt(_))
+}
+
+fn as_i128(d: &Datum) -> i128 {
+    match d {
+        Datum::Int(v) => *v as i128,
+        Datum::UInt(v) => *v as i128,
+        _ => 0,
+    }
+}
+
+/// An integer result: unsigned when both operands were, signed otherwise; 1690 if it does
+/// not fit.
+fn integer_result(v: i128, unsigned: bool, what: &str) -> Result<Datum> {
+    if unsigned {
+        u64::try_from(v)
+            .map(Datum::UInt)
+            .map_err(|_| EvalError::OutOfRange(what.to_string()))
+    } else {
+        i64::try_from(v)
+            .map(Datum::Int)
+            .map_err(|_| EvalError::OutOfRange(what.to_string()))
+    }
+}
+
+fn arith(f: Func, a: &Datum, b: &Datum) -> Result<Datum> {
+    if a.is_null() || b.is_null() {
+        return Ok(Datum::Null);
+    }
+    let unsigned = matches!((a, b), (Datum::UInt(_), Datum::UInt(_)));
+    if is_integer(a) && is_integer(b) && f != Func::Div {
+        let (x, y) = (as_i128(a), as_i128(b));
+        let what = format!("{x} {f:?} {y}");
+        return match f {
+            Func::Plus => integer_result(x + y, unsigned, &what),
+            Func::Minus => integer_result(x - y, unsigned, &what),
+            Func::Mul => integer_result(
+                x.checked_mul(y)
+                    .ok_or_else(|| EvalError::OutOfRange(what.clone()))?,
+                unsigned,
+                &what,
+            ),
+            Func::IntDiv if y == 0 => Ok(Datum::Null),
+            Func::IntDiv => integer_result(x / y, unsigned, &what),
+            Func::Mod if y == 0 => Ok(Datum::Null),
+            Func::Mod => integer_result(x % y, unsigned, &what),
+            _ => unreachable!("arith is called for arithmetic functions only"),
+        };
+    }
+    let (x, y) = (as_number(a), as_number(b));
+    Ok(match f {
+        Func::Plus => Datum::Float(x + y),
+        Func::Minus => Datum::Float(x - y),
+        Func::Mul => Datum::Float(x * y),
+        Func::Div | Func::IntDiv | Func::Mod if y == 0.0 => Datum::Null,
+        Func::Div => Datum::Float(x / y),
+        Func::IntDiv => {
+            let q = (x / y).trunc();
+            if q.abs() >= 9.223_372_036_854_776e18 {
+                return Err(EvalError::OutOfRange(format!("{x} DIV {y}")));
+            }
+            Datum::Int(q as i64)
+        }
+        Func::Mod => Datum::Float(x % y),
+        _ => unreachable!("arith is called for arithmetic functions only"),
+    })
+}
+
+/// `LIKE` on bytes: `%` any run, `_` one byte, `\` escapes the next byte.
+pub fn like(value: &[u8], pattern: &[u8]) -> bool {
+    fn go(v: &[u8], p: &[u8]) -> bool {
+        match p.split_first() {
+            None => v.is_empty(),
+            Some((b'%', rest)) => (0..=v.len()).any(|i| go(&v[i..], rest)),
+            Some((b'_', rest)) => !v.is_empty() && go(&v[1..], rest),
+            Some((b'\\', rest)) if !rest.is_empty() => {
+                v.first() == Some(&rest[0]) && go(&v[1..], &rest[1..])
+            }
+            Some((c, rest)) => v.first() == Some(c) && go(&v[1..], rest),
+        }
+    }
+    go(value, pattern)
+}
+
+fn text(d: &Datum) -> Vec<u8> {
+    match d {
+        Datum::Bytes(b) => b.clone(),
+        Datum::Int(v) => v.to_string().into_bytes(),
+        Datum::UInt(v) => v.to_string().into_bytes(),
+        Datum::Float(v) => v.to_string().into_bytes(),
+        Datum::Null => Vec::new(),
+    }
+}
+
+impl Expr {
+    /// The expression's value over `row`. Offsets are trusted to have passed [`Expr::check`].
+    pub fn eval(&self, row: &[Datum]) -> Result<Datum> {
+        let (f, args) = match self {
+            Expr::Column(i) => {
+                return row.get(*i).cloned().ok_or_else(|| {
+                    EvalError::BadPlan(format!("column offset {i} in a row of {}", row.len()))
+                });
+            }
+            Expr::Const(d) => return Ok(d.clone()),
+            Expr::Call(f, args) => (*f, args),
+        };
+        let arg = |i: usize| -> Result<Datum> {
+            args.get(i)
+                .ok_or_else(|| EvalError::BadPlan(format!("{f:?} is missing argument {i}")))?
+                .eval(row)
+        };
+        Ok(match f {
+            Func::Eq | Func::Ne | Func::Lt | Func::Le | Func::Gt | Func::Ge => {
+                let (a, b) = (arg(0)?, arg(1)?);
+                if a.is_null() || b.is_null() {
+                    return Ok(Datum::Null);
+                }
+                let o = compare(&a, &b);
+                truth(Some(match f {
+                    Func::Eq => o.is_eq(),
+                    Func::Ne => o.is_ne(),
+                    Func::Lt => o.is_lt(),
+                    Func::Le => o.is_le(),
+                    Func::Gt => o.is_gt(),
+                    _ => o.is_ge(),
+                }))
+            }
+            Func::And => {
+                let a = is_true(&arg(0)?);
+                if a == Some(false) {
+                    return Ok(truth(Some(false)));
+                }
+                let b = is_true(&arg(1)?);
+                truth(match (a, b) {
+                    (_, Some(false)) => Some(false),
+                    (Some(true), Some(true)) => Some(true),
+                    _ => None,
+                })
+            }
+            Func::Or => {
+                let a = is_true(&arg(0)?);
+                if a == Some(true) {
+                    return Ok(truth(Some(true)));
+                }
+                let b = is_true(&arg(1)?);
+                truth(match (a, b) {
+                    (_, Some(true)) => Some(true),
+                    (Some(false), Some(false)) => Some(false),
+                    _ => None,
+                })
+            }
+            Func::Not => truth(is_true(&arg(0)?).map(|b| !b)),
+            Func::Plus | Func::Minus | Func::Mul | Func::Div | Func::IntDiv | Func::Mod => {
+                arith(f, &arg(0)?, &arg(1)?)?
+            }
+            Func::Neg => match arg(0)? {
+                Datum::Null => Datum::Null,
+                Datum::Float(v) => Datum::Float(-v),
+                Datum::Bytes(b) => Datum::Float(-bytes_to_f64(&b)),
+                d => integer_result(-as_i128(&d), false, &format!("-{}", as_i128(&d)))?,
+            },
+            Func::IsNull => truth(Some(arg(0)?.is_null())),
+            Func::Like => {
+                let (v, p) = (arg(0)?, arg(1)?);
+                if v.is_null() || p.is_null() {
+                    return Ok(Datum::Null);
+                }
+                truth(Some(like(&text(&v), &text(&p))))
+            }
+            Func::In => {
+                let v = arg(0)?;
+                if v.is_null() {
+                    return Ok(Datum::Null);
+                }
+                let mut saw_null = false;
+                for i in 1..args.len() {
+                    let item = arg(i)?;
+                    if item.is_null() {
+                        saw_null = true;
+                    } else if compare(&v, &item).is_eq() {
+                        return Ok(truth(Some(true)));
+                    }
+                }
+                truth(if saw_null { None } else { Some(false) })
+            }
+            Func::If => {
+                if is_true(&arg(0)?) == Some(true) {
+                    arg(1)?
+                } else {
+                    arg(2)?
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Expr;
+
+    fn eval(f: Func, args: Vec<Datum>) -> Result<Datum> {
+        Expr::call(f, args.into_iter().map(Expr::Const).collect()).eval(&[])
+    }
+
+    fn b(s: &str) -> Datum {
+        Datum::Bytes(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn comparisons_follow_mysql() {
+        assert_eq!(
+            eval(Func::Eq, vec![Datum::Int(2), Datum::Float(2.0)]),
+            Ok(Datum::Int(1))
+        );
+        assert_eq!(
+            eval(Func::Lt, vec![Datum::Int(-1), Datum::UInt(0)]),
+            Ok(Datum::Int(1))
+        );
+        assert_eq!(
+            eval(Func::Eq, vec![b("12abc"), Datum::Int(12)]),
+            Ok(Datum::Int(1))
+        );
+        assert_eq!(eval(Func::Gt, vec![b("b"), b("abc")]), Ok(Datum::Int(1)));
+        assert_eq!(
+            eval(Func::Eq, vec![Datum::Null, Datum::Int(1)]),
+            Ok(Datum::Null)
+        );
+    }
+
+    #[test]
+    fn and_or_use_three_valued_logic() {
+        let (t, f, n) = (Datum::Int(1), Datum::Int(0), Datum::Null);
+        assert_eq!(
+            eval(Func::And, vec![n.clone(), f.clone()]),
+            Ok(Datum::Int(0))
+        );
+        assert_eq!(eval(Func::And, vec![n.clone(), t.clone()]), Ok(Datum::Null));
+        assert_eq!(
+            eval(Func::Or, vec![n.clone(), t.clone()]),
+            Ok(Datum::Int(1))
+        );
+        assert_eq!(eval(Func::Or, vec![n.clone(), f.clone()]), Ok(Datum::Null));
+        assert_eq!(eval(Func::Not, vec![n]), Ok(Datum::Null));
+    }
+
+    #[test]
+    fn integer_arithmetic_overflows_as_1690_and_division_by_zero_is_null() {
+        let e = eval(Func::Plus, vec![Datum::Int(i64::MAX), Datum::Int(1)]).unwrap_err();
+        assert_eq!(e.mysql_code(), 1690);
+        assert_eq!(
+            eval(Func::Div, vec![Datum::Int(1), Datum::Int(0)]),
+            Ok(Datum::Null)
+        );
+        assert_eq!(
+            eval(Func::Div, vec![Datum::Int(7), Datum::Int(2)]),
+            Ok(Datum::Float(3.5))
+        );
+        assert_eq!(
+            eval(Func::IntDiv, vec![Datum::Int(-7), Datum::Int(2)]),
+            Ok(Datum::Int(-3))
+        );
+        assert_eq!(
+            eval(Func::Mod, vec![Datum::Int(-7), Datum::Int(2)]),
+            Ok(Datum::Int(-1))
+        );
+        assert_eq!(
+            eval(Func::Minus, vec![Datum::UInt(1), Datum::UInt(2)])
+                .unwrap_err()
+                .mysql_code(),
+            1690
+        );
+        assert_eq!(
+            eval(Func::Neg, vec![Datum::Int(i64::MIN)])
+                .unwrap_err()
+                .mysql_code(),
+            1690
+        );
+    }
+
+    #[test]
+    fn like_in_and_if() {
+        assert!(like(b"hello", b"h%o") && like(b"hello", b"_ello") && !like(b"hello", b"h_o"));
+        assert!(like(b"50%", b"50\\%") && !like(b"500", b"50\\%"));
+        assert_eq!(
+            eval(Func::In, vec![Datum::Int(3), Datum::Int(1), Datum::Int(3)]),
+            Ok(Datum::Int(1))
+        );
+        assert_eq!(
+            eval(Func::In, vec![Datum::Int(3), Datum::Int(1), Datum::Null]),
+            Ok(Datum::Null)
+        );
+        assert_eq!(
+            eval(Func::If, vec![Datum::Null, b("a"), b("b")]),
+            Ok(b("b"))
+        );
+    }
+
+    #[test]
+    fn string_prefixes_become_numbers() {
+        assert_eq!(bytes_to_f64(b" 12.5e1xyz"), 125.0);
+        assert_eq!(bytes_to_f64(b"-3e"), -3.0);
+        assert_eq!(bytes_to_f64(b"abc"), 0.0);
+    }
+}

@@ -1,0 +1,125 @@
+//! `expr`: the expression tree the SQL planner builds and the kv nodes' coprocessor runs, so
+//! a pushed-down filter computes exactly what the SQL node would.
+//!
+//! - [`Expr`] and [`Func`]: columns, constants, calls; [`Expr::eval`] over one row of
+//!   [`Datum`]s with MySQL's rules (NULL propagation, three-valued logic, numeric coercion
+//!   of strings, integer overflow as error 1690, division by zero as NULL).
+//! - [`agg`]: aggregate functions as states that can be updated row by row, emitted as a
+//!   partial result on a kv node, merged on the SQL node, and finished.
+//! - [`wire`]: conversion to and from `proto::dag`.
+
+pub mod agg;
+pub mod eval;
+pub mod wire;
+
+pub use codec::datum::Datum;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// The input row's value at this offset.
+    Column(usize),
+    Const(Datum),
+    Call(Func, Vec<Expr>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Func {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    And,
+    Or,
+    Not,
+    Plus,
+    Minus,
+    Mul,
+    /// `/`: a float result.
+    Div,
+    /// `DIV`: an integer result.
+    IntDiv,
+    Mod,
+    Neg,
+    IsNull,
+    /// `value LIKE pattern` (`%`, `_`, `\` escapes; bytewise, as the binary collation).
+    Like,
+    /// `value IN (list...)`.
+    In,
+    /// `IF(condition, then, else)`.
+    If,
+}
+
+impl Func {
+    /// How many arguments the function takes: exactly, or at least (for `In`).
+    pub fn arity(self) -> (usize, bool) {
+        match self {
+            Func::Not | Func::Neg | Func::IsNull => (1, false),
+            Func::If => (3, false),
+            Func::In => (2, true),
+            _ => (2, false),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EvalError {
+    /// MySQL 1690, ER_DATA_OUT_OF_RANGE.
+    #[error("BIGINT value is out of range in '{0}'")]
+    OutOfRange(String),
+    #[error("bad plan: {0}")]
+    BadPlan(String),
+}
+
+impl EvalError {
+    /// The MySQL error code a client sees.
+    pub fn mysql_code(&self) -> u16 {
+        match self {
+            EvalError::OutOfRange(_) => 1690,
+            EvalError::BadPlan(_) => 1105,
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, EvalError>;
+
+impl Expr {
+    pub fn col(i: usize) -> Expr {
+        Expr::Column(i)
+    }
+
+    pub fn int(v: i64) -> Expr {
+        Expr::Const(Datum::Int(v))
+    }
+
+    pub fn call(f: Func, args: Vec<Expr>) -> Expr {
+        Expr::Call(f, args)
+    }
+
+    /// Checks arities and that every column offset is below `width`.
+    pub fn check(&self, width: usize) -> Result<()> {
+        match self {
+            Expr::Column(i) if *i >= width => Err(EvalError::BadPlan(format!(
+                "column offset {i} in a row of {width}"
+            ))),
+            Expr::Column(_) | Expr::Const(_) => Ok(()),
+            Expr::Call(f, args) => {
+                let (n, at_least) = f.arity();
+                let ok = if at_least {
+                    args.len() >= n
+                } else {
+                    args.len() == n
+                };
+                if !ok {
+                    return Err(EvalError::BadPlan(format!(
+                        "{f:?} takes {}{n} arguments, got {}",
+                        if at_least { "at least " } else { "" },
+                        args.len()
+                    )));
+                }
+                args.iter().try_for_each(|a| a.check(width))
+            }
+        }
+    }
+}

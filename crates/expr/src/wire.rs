@@ -1,0 +1,179 @@
+//! Expressions, datums and aggregate functions to and from `proto::dag`. Decoding checks
+//! what the wire cannot: a missing oneof or an unknown enum value is a `BadPlan` error.
+
+use codec::datum::Datum;
+use proto::dag as pb;
+
+use crate::agg::{AggFunc, AggKind};
+use crate::{EvalError, Expr, Func, Result};
+
+fn bad(what: impl Into<String>) -> EvalError {
+    EvalError::BadPlan(what.into())
+}
+
+pub fn datum_to_pb(d: &Datum) -> pb::Datum {
+    use pb::datum::Value;
+    pb::Datum {
+        value: Some(match d {
+            Datum::Null => Value::Null(true),
+            Datum::Int(v) => Value::Int(*v),
+            Datum::UInt(v) => Value::Uint(*v),
+            Datum::Float(v) => Value::Float(*v),
+            Datum::Bytes(b) => Value::Bytes(b.clone()),
+        }),
+    }
+}
+
+pub fn datum_from_pb(d: &pb::Datum) -> Datum {
+    use pb::datum::Value;
+    match &d.value {
+        None | Some(Value::Null(_)) => Datum::Null,
+        Some(Value::Int(v)) => Datum::Int(*v),
+        Some(Value::Uint(v)) => Datum::UInt(*v),
+        Some(Value::Float(v)) => Datum::Float(*v),
+        Some(Value::Bytes(b)) => Datum::Bytes(b.clone()),
+    }
+}
+
+const FUNCS: [(Func, pb::Func); 20] = [
+    (Func::Eq, pb::Func::Eq),
+    (Func::Ne, pb::Func::Ne),
+    (Func::Lt, pb::Func::Lt),
+    (Func::Le, pb::Func::Le),
+    (Func::Gt, pb::Func::Gt),
+    (Func::Ge, pb::Func::Ge),
+    (Func::And, pb::Func::And),
+    (Func::Or, pb::Func::Or),
+    (Func::Not, pb::Func::Not),
+    (Func::Plus, pb::Func::Plus),
+    (Func::Minus, pb::Func::Minus),
+    (Func::Mul, pb::Func::Mul),
+    (Func::Div, pb::Func::Div),
+    (Func::IntDiv, pb::Func::IntDiv),
+    (Func::Mod, pb::Func::Mod),
+    (Func::Neg, pb::Func::Neg),
+    (Func::IsNull, pb::Func::IsNull),
+    (Func::Like, pb::Func::Like),
+    (Func::In, pb::Func::In),
+    (Func::If, pb::Func::If),
+];
+
+impl Expr {
+    pub fn to_pb(&self) -> pb::Expr {
+        use pb::expr::Kind;
+        pb::Expr {
+            kind: Some(match self {
+                Expr::Column(i) => Kind::Column(*i as u32),
+                Expr::Const(d) => Kind::Constant(datum_to_pb(d)),
+                Expr::Call(f, args) => Kind::Call(pb::Call {
+                    func: FUNCS
+                        .iter()
+                        .find(|(ours, _)| ours == f)
+                        .expect("every Func has a wire form")
+                        .1 as i32,
+                    args: args.iter().map(Expr::to_pb).collect(),
+                }),
+            }),
+        }
+    }
+
+    pub fn from_pb(e: &pb::Expr) -> Result<Expr> {
+        use pb::expr::Kind;
+        Ok(match &e.kind {
+            None => return Err(bad("an expression with no kind")),
+            Some(Kind::Column(i)) => Expr::Column(*i as usize),
+            Some(Kind::Constant(d)) => Expr::Const(datum_from_pb(d)),
+            Some(Kind::Call(c)) => {
+                let wire = pb::Func::try_from(c.func)
+                    .map_err(|_| bad(format!("unknown function {}", c.func)))?;
+                let f = FUNCS
+                    .iter()
+                    .find(|(_, w)| *w == wire)
+                    .expect("every wire function has a Func")
+                    .0;
+                let args = c.args.iter().map(Expr::from_pb).collect::<Result<_>>()?;
+                Expr::Call(f, args)
+            }
+        })
+    }
+}
+
+const AGGS: [(AggKind, pb::AggKind); 6] = [
+    (AggKind::Count, pb::AggKind::Count),
+    (AggKind::Sum, pb::AggKind::Sum),
+    (AggKind::Min, pb::AggKind::Min),
+    (AggKind::Max, pb::AggKind::Max),
+    (AggKind::Avg, pb::AggKind::Avg),
+    (AggKind::CountDistinct, pb::AggKind::CountDistinct),
+];
+
+impl AggFunc {
+    pub fn to_pb(&self) -> pb::AggFunc {
+        pb::AggFunc {
+            kind: AGGS
+                .iter()
+                .find(|(k, _)| *k == self.kind)
+                .expect("every AggKind has a wire form")
+                .1 as i32,
+            args: self.args.iter().map(Expr::to_pb).collect(),
+        }
+    }
+
+    pub fn from_pb(a: &pb::AggFunc) -> Result<AggFunc> {
+        let wire = pb::AggKind::try_from(a.kind)
+            .map_err(|_| bad(format!("unknown aggregate {}", a.kind)))?;
+        let kind = AGGS
+            .iter()
+            .find(|(_, w)| *w == wire)
+            .expect("every wire aggregate has an AggKind")
+            .0;
+        if kind != AggKind::Count && a.args.is_empty() {
+            return Err(bad(format!("{kind:?} needs an argument")));
+        }
+        Ok(AggFunc {
+            kind,
+            args: a.args.iter().map(Expr::from_pb).collect::<Result<_>>()?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expressions_and_aggregates_survive_the_wire() {
+        let e = Expr::call(
+            Func::And,
+            vec![
+                Expr::call(Func::Gt, vec![Expr::col(2), Expr::int(-5)]),
+                Expr::call(
+                    Func::In,
+                    vec![
+                        Expr::col(0),
+                        Expr::Const(Datum::Bytes(b"x".to_vec())),
+                        Expr::Const(Datum::Null),
+                        Expr::Const(Datum::Float(1.5)),
+                        Expr::Const(Datum::UInt(7)),
+                    ],
+                ),
+            ],
+        );
+        assert_eq!(Expr::from_pb(&e.to_pb()).unwrap(), e);
+        for (kind, _) in AGGS {
+            let a = AggFunc {
+                kind,
+                args: vec![Expr::col(1)],
+            };
+            assert_eq!(AggFunc::from_pb(&a.to_pb()).unwrap(), a);
+        }
+        assert!(Expr::from_pb(&pb::Expr { kind: None }).is_err());
+        let unknown = pb::Expr {
+            kind: Some(pb::expr::Kind::Call(pb::Call {
+                func: 99,
+                args: vec![],
+            })),
+        };
+        assert!(Expr::from_pb(&unknown).is_err());
+    }
+}
