@@ -13,6 +13,9 @@ use engine::{Cf, EngineIterator, IterOptions, Snapshot};
 use crate::error::{LockInfo, MvccError, Result};
 use crate::record::{Lock, LockType, Write, WriteType};
 
+/// Most keys a scan lists from the engine in one step.
+pub const SCAN_KEYS_PER_STEP: usize = 1024;
+
 /// What the write records say about one txn on one key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TxnCommitRecord {
@@ -216,12 +219,27 @@ impl<S: Snapshot> MvccReader<S> {
         resolved: &[u64],
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let mut out = Vec::new();
-        for key in self.keys_in(&[Cf::Write, Cf::Lock], start, end, usize::MAX)? {
-            if out.len() == limit {
-                break;
+        let mut from = start.to_vec();
+        // Keys are listed a batch at a time (a key may have no visible value, so a batch
+        // can yield fewer pairs than keys), never the whole range at once.
+        while out.len() < limit {
+            let want = (limit - out.len()).clamp(1, SCAN_KEYS_PER_STEP);
+            let keys = self.keys_in(&[Cf::Write, Cf::Lock], &from, end, want)?;
+            let exhausted = keys.len() < want;
+            for key in &keys {
+                if out.len() == limit {
+                    break;
+                }
+                if let Some(v) = self.get(key, ts, resolved)? {
+                    out.push((key.clone(), v));
+                }
             }
-            if let Some(v) = self.get(&key, ts, resolved)? {
-                out.push((key, v));
+            match keys.last() {
+                Some(last) if !exhausted => {
+                    from = last.clone();
+                    from.push(0);
+                }
+                _ => break,
             }
         }
         Ok(out)

@@ -385,3 +385,38 @@ impl EmptyCheck for MemoryEngine {
         !it.seek_to_first().unwrap()
     }
 }
+
+#[test]
+fn a_scan_across_many_steps_skips_deleted_keys_and_stops_at_its_limit() {
+    let s = Store::new();
+    let n = mvcc::reader::SCAN_KEYS_PER_STEP * 2 + 10;
+    for i in 0..n {
+        let key = format!("k{i:06}").into_bytes();
+        s.put(&key, b"v", &key, ts(1)).unwrap();
+        s.commit(&key, ts(1), ts(2)).unwrap();
+    }
+    // Every other key deleted later: listed by the engine, invisible to the scan.
+    for i in (0..n).step_by(2) {
+        let key = format!("k{i:06}").into_bytes();
+        s.prewrite(Mutation::Delete(key.clone()), &key, ts(3))
+            .unwrap();
+        s.commit(&key, ts(3), ts(4)).unwrap();
+    }
+    let reader = MvccReader::new(s.0.snapshot());
+    let all = reader.scan(b"k", b"l", usize::MAX, ts(5), &[]).unwrap();
+    assert_eq!(all.len(), n / 2);
+    assert!(all.iter().all(|(k, _)| {
+        let i: usize = std::str::from_utf8(&k[1..]).unwrap().parse().unwrap();
+        i % 2 == 1
+    }));
+    let some = reader.scan(b"k", b"l", 700, ts(5), &[]).unwrap();
+    assert_eq!(some[..], all[..700]);
+    // Before the deletes, every key is there.
+    assert_eq!(
+        reader
+            .scan(b"k", b"", usize::MAX, ts(2), &[])
+            .unwrap()
+            .len(),
+        n
+    );
+}
