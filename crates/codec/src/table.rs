@@ -3,7 +3,8 @@
 //! - row key `t{table_id}_r{handle}`: `b't'`, the table id and handle as sign-flipped
 //!   big-endian i64s, so one table's rows sit together in handle order;
 //! - index key `t{table_id}_i{index_id}{values}`: the indexed values in key form, then (for
-//!   a non-unique index) the handle as an int datum, so entries sort by value;
+//!   a non-unique index) the handle as an int datum, so entries sort by value; a unique
+//!   index keeps the handle in the value instead;
 //! - row value: `(column_id: i64 BE, datum in value form)` pairs; a column that is not there
 //!   is NULL (or its default, which the reader supplies).
 
@@ -97,6 +98,18 @@ pub fn decode_index_key(
     }
     Ok(out)
 }
+
+/// The value of a unique index entry: the row's handle.
+pub fn unique_index_value(handle: i64) -> Vec<u8> {
+    handle.to_be_bytes().to_vec()
+}
+
+pub fn decode_unique_index_value(value: &[u8]) -> Result<i64, CodecError> {
+    number::decode_u64(value).map(|v| v as i64)
+}
+
+/// The value of a non-unique index entry (the handle is in the key).
+pub const NON_UNIQUE_INDEX_VALUE: &[u8] = b"0";
 
 pub fn encode_row_value(columns: &[(i64, Datum)]) -> Vec<u8> {
     let mut out = Vec::new();

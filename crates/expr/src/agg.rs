@@ -156,7 +156,7 @@ impl AggState {
                 _ => return Err(bad()),
             },
             AggState::Sum(_) | AggState::Min(_) | AggState::Max(_) => {
-                self.update(&[first.clone()])?
+                self.update(std::slice::from_ref(first))?
             }
             AggState::Avg { count, sum } => match (first, partial.get(1)) {
                 (Datum::Int(c), Some(s)) => {
