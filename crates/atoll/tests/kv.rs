@@ -395,3 +395,162 @@ fn bench_kv_reports_its_throughput_in_one_line() {
     assert!(tps > 0.0, "{last}");
     assert!(fields[3].starts_with("errors="), "{last}");
 }
+
+#[test]
+fn a_coprocessor_aggregate_equals_the_client_side_computation() {
+    use codec::datum::{Datum, decode_row};
+    use codec::table;
+    use expr::agg::{AggFunc, AggKind, AggState};
+    use expr::{Expr, Func};
+    use proto::dag as pb;
+
+    const TABLE: i64 = 42;
+    let cluster = Cluster::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let client = cluster.client().await;
+        // 2000 rows (id, k = id*13 % 97, c = "c{id % 7}"), written in four transactions.
+        for chunk in 0..4i64 {
+            let mut txn = client.begin().await.unwrap();
+            for id in chunk * 500..(chunk + 1) * 500 {
+                let value = table::encode_row_value(&[
+                    (2, Datum::Int(id * 13 % 97)),
+                    (3, Datum::Bytes(format!("c{}", id % 7).into_bytes())),
+                ]);
+                txn.put(table::row_key(TABLE, id), value);
+            }
+            txn.commit().await.unwrap();
+        }
+        let funcs = [
+            AggFunc {
+                kind: AggKind::Count,
+                args: vec![],
+            },
+            AggFunc {
+                kind: AggKind::Sum,
+                args: vec![Expr::col(1)],
+            },
+            AggFunc {
+                kind: AggKind::Min,
+                args: vec![Expr::col(1)],
+            },
+            AggFunc {
+                kind: AggKind::Max,
+                args: vec![Expr::col(0)],
+            },
+            AggFunc {
+                kind: AggKind::Avg,
+                args: vec![Expr::col(1)],
+            },
+            AggFunc {
+                kind: AggKind::CountDistinct,
+                args: vec![Expr::col(1)],
+            },
+        ];
+        // SELECT c, COUNT(*), SUM(k), MIN(k), MAX(id), AVG(k), COUNT(DISTINCT k)
+        //   FROM t WHERE k >= 20 AND id % 3 != 0 GROUP BY c
+        let filter = Expr::call(
+            Func::And,
+            vec![
+                Expr::call(Func::Ge, vec![Expr::col(1), Expr::int(20)]),
+                Expr::call(
+                    Func::Ne,
+                    vec![
+                        Expr::call(Func::Mod, vec![Expr::col(0), Expr::int(3)]),
+                        Expr::int(0),
+                    ],
+                ),
+            ],
+        );
+        let column = |id: i64| pb::ColumnInfo {
+            column_id: id,
+            pk_handle: id == 1,
+            default: None,
+        };
+        let dag = pb::DagRequest {
+            executors: vec![
+                pb::Executor {
+                    kind: Some(pb::executor::Kind::TableScan(pb::TableScan {
+                        table_id: TABLE,
+                        columns: vec![column(1), column(2), column(3)],
+                        desc: false,
+                    })),
+                },
+                pb::Executor {
+                    kind: Some(pb::executor::Kind::Selection(pb::Selection {
+                        conditions: vec![filter.to_pb()],
+                    })),
+                },
+                pb::Executor {
+                    kind: Some(pb::executor::Kind::Aggregation(pb::Aggregation {
+                        group_by: vec![Expr::col(2).to_pb()],
+                        funcs: funcs.iter().map(AggFunc::to_pb).collect(),
+                    })),
+                },
+            ],
+        };
+        let (start, end) = table::row_range(TABLE);
+        let ts = client.current_ts().await.unwrap();
+        let parts = client
+            .coprocessor(
+                dag,
+                &[pb::KeyRange {
+                    start: start.clone(),
+                    end: end.clone(),
+                }],
+                ts,
+                ts,
+                15,
+            )
+            .await
+            .unwrap();
+        let mut pushed: std::collections::BTreeMap<Vec<u8>, Vec<AggState>> = Default::default();
+        for row in parts.into_iter().flatten() {
+            let row = decode_row(&row).unwrap();
+            let Datum::Bytes(group) = row[7].clone() else {
+                panic!("{row:?}")
+            };
+            let states = pushed
+                .entry(group)
+                .or_insert_with(|| funcs.iter().map(|f| AggState::new(f.kind)).collect());
+            let mut at = 0;
+            for (f, s) in funcs.iter().zip(states.iter_mut()) {
+                s.merge(&row[at..at + f.kind.partial_width()]).unwrap();
+                at += f.kind.partial_width();
+            }
+        }
+        // The same, computed here from a plain snapshot scan.
+        let mut local: std::collections::BTreeMap<Vec<u8>, Vec<AggState>> = Default::default();
+        for (key, value) in client
+            .snapshot(ts, 0)
+            .scan(&start, &end, usize::MAX)
+            .await
+            .unwrap()
+        {
+            let id = table::decode_row_key(TABLE, &key).unwrap();
+            let cols = table::decode_row_value(&value).unwrap();
+            let row = vec![Datum::Int(id), cols[0].1.clone(), cols[1].1.clone()];
+            if expr::eval::is_true(&filter.eval(&row).unwrap()) != Some(true) {
+                continue;
+            }
+            let Datum::Bytes(group) = row[2].clone() else {
+                panic!()
+            };
+            let states = local
+                .entry(group)
+                .or_insert_with(|| funcs.iter().map(|f| AggState::new(f.kind)).collect());
+            for (f, s) in funcs.iter().zip(states.iter_mut()) {
+                let args: Vec<Datum> = f.args.iter().map(|e| e.eval(&row).unwrap()).collect();
+                s.update(&args).unwrap();
+            }
+        }
+        let finish =
+            |m: &std::collections::BTreeMap<Vec<u8>, Vec<AggState>>| -> Vec<(Vec<u8>, Vec<Datum>)> {
+                m.iter()
+                    .map(|(g, s)| (g.clone(), s.iter().map(AggState::finish).collect()))
+                    .collect()
+            };
+        assert_eq!(local.len(), 7);
+        assert_eq!(finish(&pushed), finish(&local));
+    });
+}

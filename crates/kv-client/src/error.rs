@@ -27,6 +27,9 @@ pub enum KvError {
     Aborted { start_ts: u64, reason: String },
     #[error("transaction {start_ts}: the commit's outcome is unknown: {reason}")]
     Undetermined { start_ts: u64, reason: String },
+    /// A pushed-down plan failed on a kv node; `code` is MySQL's.
+    #[error("coprocessor: {message} (error {code})")]
+    Coprocessor { code: u16, message: String },
     #[error("kv node error: {0}")]
     Server(String),
     #[error("invalid request: {0}")]

@@ -5,6 +5,8 @@
 //!   to wait between tries, with one budget per operation.
 //! - [`lock_resolver`]: what to do with another txn's lock in the way.
 //! - [`snapshot`]: reads at one timestamp (get, batch get, scan across regions).
+//! - [`coprocessor`]: pushed-down DAGs fanned out one task per region, up to
+//!   `tidb_distsql_scan_concurrency` at once.
 //! - [`transaction`]: a buffered transaction, optimistic or pessimistic, and its two-phase
 //!   commit ([`committer`]): prewrite every region batch in parallel (up to
 //!   `tidb_committer_concurrency`), commit the primary, then the secondaries.
@@ -13,6 +15,7 @@
 
 pub mod backoff;
 pub mod committer;
+pub mod coprocessor;
 pub mod error;
 pub mod lock_resolver;
 pub mod region_cache;
@@ -102,6 +105,20 @@ impl Client {
     pub async fn begin_pessimistic(&self) -> Result<Transaction> {
         let start_ts = self.current_ts().await?;
         Ok(Transaction::new(self.inner.clone(), start_ts, true))
+    }
+
+    /// Runs a pushed-down `dag` over `ranges` at `ts` (one task per region, `concurrency` at
+    /// once: `tidb_distsql_scan_concurrency`); returns each region's result rows (datums in
+    /// value form), in key order.
+    pub async fn coprocessor(
+        &self,
+        dag: proto::dag::DagRequest,
+        ranges: &[proto::dag::KeyRange],
+        ts: u64,
+        group_id: u64,
+        concurrency: usize,
+    ) -> Result<Vec<Vec<Vec<u8>>>> {
+        coprocessor::fan_out(&self.inner, dag, ranges, ts, group_id, concurrency).await
     }
 
     /// `tidb_committer_concurrency`, online.

@@ -72,6 +72,7 @@ kv_call!(
 kv_call!(ResolveLockRequest, ResolveLockResponse, kv_resolve_lock);
 kv_call!(TxnHeartBeatRequest, TxnHeartBeatResponse, kv_txn_heart_beat);
 kv_call!(ScanLockRequest, ScanLockResponse, kv_scan_lock);
+kv_call!(CoprocessorRequest, CoprocessorResponse, coprocessor);
 
 /// What became of one send.
 pub enum Sent<T> {

@@ -1,12 +1,13 @@
 //! The `Kv` gRPC service (`proto/kv.proto`). Every request first passes the region check
-//! ([`Regions::check`]); then reads (get, batch get, scan, scan lock) run on the unified read
-//! pool under the request's group id and priority, and transaction commands go through the
+//! ([`Regions::check`]); then reads (get, batch get, scan, scan lock, coprocessor DAGs) run
+//! on the unified read pool under the request's group id and priority, and transaction commands go through the
 //! scheduler (latches, one snapshot, one durable write). A full read pool or a refusing
 //! scheduler answers `ServerIsBusy`; MVCC outcomes become `KeyError`s; an engine failure is
 //! a gRPC `INTERNAL` status.
 
 use std::sync::Arc;
 
+use coprocessor::CopError;
 use mvcc::actions::check_txn_status::TxnStatus;
 use mvcc::actions::prewrite::{Mutation, TxnProps};
 use mvcc::{LockType, MvccError, MvccReader};
@@ -38,15 +39,19 @@ enum Failure {
 
 type Outcome<T> = Result<T, Failure>;
 
-fn busy(reason: String) -> Failure {
-    Failure::Region(Box::new(RegionError {
+fn server_is_busy(reason: String) -> RegionError {
+    RegionError {
         message: format!("server is busy: {reason}"),
         server_is_busy: Some(ServerIsBusy {
             reason,
             backoff_ms: 0,
         }),
         ..RegionError::default()
-    }))
+    }
+}
+
+fn busy(reason: String) -> Failure {
+    Failure::Region(Box::new(server_is_busy(reason)))
 }
 
 fn wire_lock_type(t: LockType) -> (i32, bool) {
@@ -613,6 +618,75 @@ impl KvRpc for KvService {
             region_error,
             error,
             locks,
+        }))
+    }
+    async fn coprocessor(
+        &self,
+        req: Request<CoprocessorRequest>,
+    ) -> Result<Response<CoprocessorResponse>, Status> {
+        let r = req.into_inner();
+        let ctx = r.context.clone();
+        let region = match self.route(ctx.as_ref(), r.ranges.iter().map(|k| k.start.as_slice())) {
+            Ok(region) => region,
+            Err(Failure::Region(e)) => {
+                return Ok(Response::new(CoprocessorResponse {
+                    region_error: Some(*e),
+                    ..CoprocessorResponse::default()
+                }));
+            }
+            Err(_) => unreachable!("routing fails only with region errors"),
+        };
+        let dag = match coprocessor::Dag::from_pb(&r.dag.unwrap_or_default()) {
+            Ok(dag) => dag,
+            Err(e) => {
+                return Ok(Response::new(CoprocessorResponse {
+                    other_error: e.to_string(),
+                    other_error_code: u32::from(e.mysql_code()),
+                    ..CoprocessorResponse::default()
+                }));
+            }
+        };
+        let ranges: Vec<coprocessor::KeyRange> = r
+            .ranges
+            .into_iter()
+            .map(|k| {
+                let end = clip_end(&k.end, &region.end_key);
+                (k.start, end)
+            })
+            .collect();
+        let (ts, resolved) = (r.start_ts, resolved_locks(ctx.as_ref()));
+        let kv = self.scheduler.kv().clone();
+        let task = self.pool.spawn(task_options(ctx.as_ref()), async move {
+            let reader = MvccReader::new(kv.snapshot().map_err(MvccError::from)?);
+            coprocessor::run(&dag, &reader, &ranges, ts, &resolved).await
+        });
+        let result = match task {
+            Ok(handle) => handle
+                .await
+                .map_err(|e| Status::internal(format!("coprocessor task: {e}")))?,
+            Err(e @ SpawnError::Busy { .. }) => {
+                return Ok(Response::new(CoprocessorResponse {
+                    region_error: Some(server_is_busy(e.to_string())),
+                    ..CoprocessorResponse::default()
+                }));
+            }
+            Err(e) => return Err(Status::unavailable(e.to_string())),
+        };
+        Ok(Response::new(match result {
+            Ok(rows) => CoprocessorResponse {
+                rows: rows.iter().map(|r| codec::datum::encode_row(r)).collect(),
+                ..CoprocessorResponse::default()
+            },
+            Err(CopError::Locked(info)) => CoprocessorResponse {
+                locked: Some(lock_info(&info)),
+                ..CoprocessorResponse::default()
+            },
+            Err(CopError::Storage(e)) => return Err(Status::internal(e.to_string())),
+            Err(e) => CoprocessorResponse {
+                other_error: e.to_string(),
+                other_error_code: u32::from(e.mysql_code()),
+                ..CoprocessorResponse::default()
+            },
         }))
     }
 }
