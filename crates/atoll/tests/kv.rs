@@ -49,6 +49,29 @@ impl Cluster {
         ));
     }
 
+    /// Restarts the kv node with `toml` as its config file.
+    fn restart_kv_with(&mut self, toml: &str) {
+        assert!(self.kv.take().unwrap().terminate().success());
+        let file = self.dir.path().join("kv.toml");
+        std::fs::write(&file, toml).unwrap();
+        let pd = self.pd_endpoint();
+        self.kv = Some(start_role(
+            &[
+                "kv",
+                "--pd",
+                &pd,
+                "--status-addr",
+                &self.kv_status,
+                "--addr",
+                &self.kv_addr,
+                "--config",
+                file.to_str().unwrap(),
+            ],
+            &self.dir.path().join("kv"),
+            &self.kv_status,
+        ));
+    }
+
     fn pd_endpoint(&self) -> String {
         format!("127.0.0.1:{}", self.pd_port)
     }
@@ -552,5 +575,138 @@ fn a_coprocessor_aggregate_equals_the_client_side_computation() {
             };
         assert_eq!(local.len(), 7);
         assert_eq!(finish(&pushed), finish(&local));
+    });
+}
+
+/// How many locks the kv node holds, read with a raw ScanLock.
+async fn locks(cluster: &Cluster, client: &Client) -> usize {
+    use proto::kv::kv_client::KvClient;
+    use proto::kv::{Context, ScanLockRequest};
+    let region = client.pd().get_region(b"").await.unwrap();
+    let mut kv = KvClient::connect(format!("http://{}", cluster.kv_addr))
+        .await
+        .unwrap();
+    let r = kv
+        .kv_scan_lock(ScanLockRequest {
+            context: Some(Context {
+                region_id: region.region.id,
+                region_epoch: region.region.region_epoch,
+                peer: region.leader,
+                ..Context::default()
+            }),
+            max_version: u64::MAX >> 1,
+            start_key: vec![],
+            end_key: vec![],
+            limit: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.region_error.is_none() && r.error.is_none(), "{r:?}");
+    r.locks.len()
+}
+
+#[test]
+fn pessimistic_transfers_wait_for_each_other_instead_of_conflicting() {
+    let cluster = Cluster::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let client = cluster.client().await;
+        open_accounts(&client).await;
+        let mut workers = Vec::new();
+        for w in 0..4u64 {
+            let client = client.clone();
+            workers.push(tokio::spawn(async move {
+                let mut seed = 0xA076_1D64_78BD_642F ^ (w + 1);
+                for _ in 0..25 {
+                    let (from, to) = pick(&mut seed);
+                    let mut txn = client.begin_pessimistic().await.unwrap();
+                    // Locks taken in key order, so two transfers never wait on each other.
+                    let (first, second) = (from.min(to), from.max(to));
+                    let a = amount(&txn.get_for_update(&account(first)).await.unwrap().unwrap());
+                    let b = amount(&txn.get_for_update(&account(second)).await.unwrap().unwrap());
+                    let (a, b) = if first == from {
+                        (a - a.min(3), b + a.min(3))
+                    } else {
+                        (a + b.min(3), b - b.min(3))
+                    };
+                    txn.put(account(first), a.to_be_bytes().to_vec());
+                    txn.put(account(second), b.to_be_bytes().to_vec());
+                    // Every transfer commits: the locks made them take turns.
+                    txn.commit().await.unwrap();
+                }
+            }));
+        }
+        for w in workers {
+            w.await.unwrap();
+        }
+        assert_eq!(total(&client).await, ACCOUNTS * INITIAL);
+        // A rolled-back pessimistic txn leaves no lock behind.
+        let mut txn = client.begin_pessimistic().await.unwrap();
+        txn.lock_keys(&[account(0)]).await.unwrap();
+        assert_eq!(locks(&cluster, &client).await, 1);
+        txn.rollback().await.unwrap();
+        assert_eq!(locks(&cluster, &client).await, 0);
+    });
+}
+
+#[test]
+fn gzip_on_both_ends_carries_transactions_and_scans() {
+    let mut cluster = Cluster::start();
+    cluster.restart_kv_with("[server]\ngrpc-compression-type = \"gzip\"\n");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        cluster.client().await;
+        let mut config = ClientConfig::new(vec![cluster.pd_endpoint()]);
+        config.grpc_compression = "gzip".into();
+        let client = Client::connect(config).await.unwrap();
+        // Values well above gRPC's usual compression threshold.
+        let mut txn = client.begin().await.unwrap();
+        for i in 0..50u8 {
+            txn.put(vec![b'z', i], vec![i; 8192]);
+        }
+        txn.commit().await.unwrap();
+        let ts = client.current_ts().await.unwrap();
+        let pairs = client.snapshot(ts, 0).scan(b"z", b"{", 100).await.unwrap();
+        assert_eq!(pairs.len(), 50);
+        assert!(pairs.iter().all(|(k, v)| v == &vec![k[1]; 8192]));
+
+        // The node really compresses for a client that accepts gzip (and only for it).
+        use proto::kv::kv_client::KvClient;
+        use proto::kv::{Context, GetRequest};
+        let region = client.pd().get_region(b"z").await.unwrap();
+        let req = GetRequest {
+            context: Some(Context {
+                region_id: region.region.id,
+                region_epoch: region.region.region_epoch,
+                peer: region.leader,
+                ..Context::default()
+            }),
+            key: vec![b'z', 1],
+            version: ts,
+        };
+        let url = format!("http://{}", cluster.kv_addr);
+        let plain = KvClient::connect(url.clone())
+            .await
+            .unwrap()
+            .kv_get(req.clone())
+            .await
+            .unwrap();
+        assert!(plain.metadata().get("grpc-encoding").is_none());
+        let gzip = KvClient::connect(url)
+            .await
+            .unwrap()
+            .accept_compressed(tonic::codec::CompressionEncoding::Gzip)
+            .kv_get(req)
+            .await
+            .unwrap();
+        assert_eq!(
+            gzip.metadata()
+                .get("grpc-encoding")
+                .map(|v| v.to_str().unwrap()),
+            Some("gzip")
+        );
+        let gzip = gzip.into_inner();
+        assert!(gzip.value == vec![1; 8192], "the value came back changed");
     });
 }

@@ -19,6 +19,8 @@ use crate::snapshot::Snapshot;
 
 /// TTL of a pessimistic lock (TiDB's ManagedLockTTL).
 pub const PESSIMISTIC_LOCK_TTL_MS: u64 = 20_000;
+/// How often a pessimistic lock is retried at a newer `for_update_ts` after a conflict.
+pub const MAX_FOR_UPDATE_RETRIES: u32 = 256;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Buffered {
@@ -127,27 +129,42 @@ impl Transaction {
     }
 
     /// Locks `keys` for update (SELECT ... FOR UPDATE). Pessimistic txns take the locks now,
-    /// at a fresh `for_update_ts`, and fail with `WriteConflict` if a newer commit exists;
-    /// optimistic ones check at commit.
+    /// at a fresh `for_update_ts`, waiting (with backoff) while another txn holds one; a
+    /// commit newer than `for_update_ts` makes it retry at a newer one, as TiDB retries the
+    /// statement, up to [`MAX_FOR_UPDATE_RETRIES`] times. Optimistic txns check at commit.
     pub async fn lock_keys(&mut self, keys: &[Vec<u8>]) -> Result<()> {
-        let new: Vec<Vec<u8>> = keys
-            .iter()
-            .filter(|k| !self.locked_set.contains(*k))
-            .cloned()
-            .collect();
         if !self.pessimistic {
-            for k in new {
-                self.buffer.entry(k).or_insert(Buffered::Lock);
+            for k in keys {
+                self.buffer.entry(k.clone()).or_insert(Buffered::Lock);
             }
             return Ok(());
         }
-        if new.is_empty() {
-            return Ok(());
-        }
-        self.for_update_ts = self.inner.pd.get_ts().await?;
-        let primary = self.locked.first().unwrap_or(&new[0]).clone();
         let bo = Backoff::new("pessimistic_lock", PREWRITE_BUDGET_MS);
-        let mut work = self.inner.cache.group_keys(&new).await?;
+        let mut retries = 0;
+        loop {
+            let new: Vec<Vec<u8>> = keys
+                .iter()
+                .filter(|k| !self.locked_set.contains(*k))
+                .cloned()
+                .collect();
+            if new.is_empty() {
+                return Ok(());
+            }
+            self.for_update_ts = self.inner.pd.get_ts().await?;
+            match self.lock_at_for_update_ts(&bo, new).await {
+                Err(KvError::WriteConflict { .. }) if retries < MAX_FOR_UPDATE_RETRIES => {
+                    retries += 1
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Takes pessimistic locks on `keys` at the current `for_update_ts`; keys locked before
+    /// a failure stay recorded, so rollback releases them.
+    async fn lock_at_for_update_ts(&mut self, bo: &Backoff, keys: Vec<Vec<u8>>) -> Result<()> {
+        let primary = self.locked.first().unwrap_or(&keys[0]).clone();
+        let mut work = self.inner.cache.group_keys(&keys).await?;
         while let Some((route, keys)) = work.pop() {
             let req = PessimisticLockRequest {
                 context: None,
@@ -164,35 +181,51 @@ impl Transaction {
                 lock_ttl: PESSIMISTIC_LOCK_TTL_MS,
                 for_update_ts: self.for_update_ts,
             };
-            let resp = match send(&self.inner.cache, &self.inner.conns, &bo, &route, req).await? {
+            let resp = match send(&self.inner.cache, &self.inner.conns, bo, &route, req).await? {
                 Sent::Reroute => {
                     work.extend(self.inner.cache.group_keys(&keys).await?);
                     continue;
                 }
                 Sent::Done(r) => r,
             };
-            let locks: Vec<_> = resp
-                .errors
-                .iter()
-                .filter_map(|e| e.locked.clone())
-                .collect();
             if let Some(e) = resp.errors.iter().find(|e| e.locked.is_none()) {
                 return Err(KvError::from_key_error(self.start_ts(), e));
             }
-            if !locks.is_empty() {
-                let r = lock_resolver::resolve(&self.inner, &bo, 0, &locks).await?;
-                if !r.all {
-                    bo.wait(BackoffKind::TxnLock, "key locked by a live txn")
-                        .await?;
+            let locks: Vec<_> = resp.errors.into_iter().filter_map(|e| e.locked).collect();
+            if locks.is_empty() {
+                for k in keys {
+                    if self.locked_set.insert(k.clone()) {
+                        self.locked.push(k);
+                    }
                 }
-                work.push((route, keys));
+                continue;
             }
-        }
-        for k in new {
-            self.locked_set.insert(k.clone());
-            self.locked.push(k);
+            if !lock_resolver::resolve(&self.inner, bo, 0, &locks)
+                .await?
+                .all
+            {
+                bo.wait(BackoffKind::TxnLock, "key locked by a live txn")
+                    .await?;
+            }
+            work.push((route, keys));
         }
         Ok(())
+    }
+
+    /// Locks `key` and reads its latest committed value (a "current read", as SELECT ... FOR
+    /// UPDATE does), through this txn's own writes. Optimistic txns read their snapshot.
+    pub async fn get_for_update(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.lock_keys(&[key.to_vec()]).await?;
+        match self.buffer.get(key) {
+            Some(Buffered::Put(v)) => Ok(Some(v.clone())),
+            Some(Buffered::Delete) => Ok(None),
+            _ if self.pessimistic => {
+                Snapshot::new(self.inner.clone(), self.for_update_ts, self.start_ts())
+                    .get(key)
+                    .await
+            }
+            _ => self.snapshot.get(key).await,
+        }
     }
 
     /// Commits with two-phase commit; returns the commit timestamp (the start ts for a txn
