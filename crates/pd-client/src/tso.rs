@@ -1,5 +1,7 @@
 //! The TSO batcher: one task owns the `Tso` stream. Callers queue a one-shot reply; the task
-//! takes every queued caller (up to [`MAX_BATCH`]), optionally waits `max_wait` for more,
+//! takes every queued caller (up to [`MAX_BATCH`]), optionally waits `max_wait` for more
+//! (ending the wait early once the batch is as big as the last one: every caller that was
+//! active is back, so waiting longer only adds latency, as PD's client estimates too),
 //! asks PD for that many timestamps in one request, and hands them out in queue order (PD
 //! names the last of `count` consecutive timestamps). A broken stream fails the batch in
 //! hand and is reopened for the next one.
@@ -80,6 +82,7 @@ async fn run(
     stats: std::sync::Arc<Mutex<TsoStats>>,
 ) {
     let mut stream: Option<Stream> = None;
+    let mut last_batch = 1;
     while let Some(first) = waiting.recv().await {
         let mut batch = vec![first];
         let wait = Duration::from_micros(max_wait_us.load(Ordering::Relaxed));
@@ -92,7 +95,7 @@ async fn run(
                 }
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            if batch.len() >= MAX_BATCH || left.is_zero() {
+            if batch.len() >= MAX_BATCH.min(last_batch) || left.is_zero() {
                 break;
             }
             match tokio::time::timeout(left, waiting.recv()).await {
@@ -104,6 +107,7 @@ async fn run(
         if batch.is_empty() {
             continue;
         }
+        last_batch = batch.len();
         let count = batch.len() as u32;
         match request(&rpc, &mut stream, count).await {
             Ok(last) => {

@@ -1,6 +1,8 @@
 //! `atoll bench tso --pd HOST:PORT`: timestamp throughput of a running pd. `--clients`
 //! concurrent Tso streams each send requests of `--batch` timestamps one after another for
-//! `--seconds`; the result counts requests and timestamps per second.
+//! `--seconds`; the result counts requests and timestamps per second. With `--via-client`,
+//! `--clients` concurrent callers share one batching `pd-client` instead (as a SQL node's
+//! sessions do), optionally waiting `--max-wait-ms` to grow batches.
 
 use std::time::{Duration, Instant};
 
@@ -22,6 +24,35 @@ pub struct TsoBenchArgs {
     batch: u32,
     #[arg(long, default_value_t = 5.0)]
     seconds: f64,
+    /// Callers share one batching pd-client (one stream) instead of a stream each.
+    #[arg(long)]
+    via_client: bool,
+    /// With --via-client: tidb_tso_client_batch_max_wait_time, in ms.
+    #[arg(long, default_value_t = 0.0)]
+    max_wait_ms: f64,
+}
+
+/// `--via-client`: concurrent `get_ts` callers on one batching client.
+async fn via_client(args: &TsoBenchArgs, end: Instant) -> anyhow::Result<pd_client::tso::TsoStats> {
+    let client = pd_client::PdClient::connect(std::slice::from_ref(&args.pd))
+        .await
+        .with_context(|| format!("cannot reach pd at {}", args.pd))?;
+    client.set_tso_max_wait(Duration::from_secs_f64(args.max_wait_ms / 1000.0));
+    let tasks: Vec<_> = (0..args.clients)
+        .map(|_| {
+            let c = client.clone();
+            tokio::spawn(async move {
+                while Instant::now() < end {
+                    c.get_ts().await?;
+                }
+                anyhow::Ok(())
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await??;
+    }
+    Ok(client.tso_stats())
 }
 
 async fn stream(pd: String, batch: u32, end: Instant) -> anyhow::Result<u64> {
@@ -54,6 +85,17 @@ pub fn run(args: TsoBenchArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     let end = Instant::now() + Duration::from_secs_f64(args.seconds);
+    if args.via_client {
+        let stats = runtime.block_on(via_client(&args, end))?;
+        println!(
+            "tso via_client callers={} max_wait_ms={} requests_per_s={:.0} timestamps_per_s={:.0}",
+            args.clients,
+            args.max_wait_ms,
+            stats.requests as f64 / args.seconds,
+            stats.timestamps as f64 / args.seconds
+        );
+        return Ok(());
+    }
     let requests: u64 = runtime.block_on(async {
         let tasks: Vec<_> = (0..args.clients)
             .map(|_| tokio::spawn(stream(args.pd.clone(), args.batch, end)))
