@@ -120,6 +120,20 @@ impl Transaction {
         Ok(merged.into_iter().take(limit).collect())
     }
 
+    /// Whether this txn has buffered writes in `[start, end)`: reads there must merge them
+    /// (a pushed-down read on the kv nodes would not see them).
+    pub fn has_writes_in(&self, start: &[u8], end: &[u8]) -> bool {
+        self.buffer
+            .range(start.to_vec()..)
+            .take_while(|(k, _)| end.is_empty() || k.as_slice() < end)
+            .any(|(_, b)| !matches!(b, Buffered::Lock))
+    }
+
+    /// The snapshot this txn reads (at its start ts).
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
     pub fn put(&mut self, key: Vec<u8>, value: Vec<u8>) {
         self.buffer.insert(key, Buffered::Put(value));
     }

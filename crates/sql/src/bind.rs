@@ -1,0 +1,405 @@
+//! Binding: a parsed expression (sqlparser's AST) becomes an [`expr::Expr`] over the rows in
+//! scope. Column names resolve to offsets, literals to datums, `?` to the statement's
+//! parameters, `@@name` / `@name` to variables; BETWEEN, CASE, IFNULL and COALESCE become
+//! the calls they mean. In a query with GROUP BY or aggregates, expressions bind over the
+//! aggregated row: the group-by values first, then each aggregate's result; an aggregate
+//! call is collected (once) and a group-by expression found by equality.
+
+use codec::datum::Datum;
+use expr::agg::{AggFunc, AggKind};
+use expr::{Expr, Func};
+use sqlparser::ast::{
+    self, BinaryOperator, FunctionArg, FunctionArgExpr, FunctionArguments, UnaryOperator, Value,
+};
+
+use crate::error::{Result, SqlError};
+
+/// The columns a row in scope has: (qualifier, name), both as written.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    pub columns: Vec<(Option<String>, String)>,
+}
+
+impl Scope {
+    fn find(&self, qualifier: Option<&str>, name: &str) -> Result<usize> {
+        let mut found = self.columns.iter().enumerate().filter(|(_, (q, n))| {
+            n.eq_ignore_ascii_case(name)
+                && qualifier
+                    .is_none_or(|want| q.as_deref().is_some_and(|q| q.eq_ignore_ascii_case(want)))
+        });
+        let display = match qualifier {
+            Some(q) => format!("{q}.{name}"),
+            None => name.to_string(),
+        };
+        match (found.next(), found.next()) {
+            (Some((i, _)), None) => Ok(i),
+            (Some(_), Some(_)) => Err(SqlError {
+                code: 1052,
+                state: "23000",
+                message: format!("Column '{display}' in field list is ambiguous"),
+            }),
+            _ => Err(SqlError::unknown_column(&display, "field list")),
+        }
+    }
+}
+
+/// What an aggregating query binds against.
+pub struct Aggregation<'a> {
+    pub group_by: &'a [ast::Expr],
+    /// Aggregates found so far, bound over `base`.
+    pub funcs: Vec<AggFunc>,
+    pub base: &'a Scope,
+}
+
+pub struct Binder<'a> {
+    pub scope: &'a Scope,
+    pub params: &'a [Datum],
+    pub next_param: usize,
+    pub variable: &'a dyn Fn(&str, bool) -> Result<Datum>,
+    pub aggregation: Option<Aggregation<'a>>,
+}
+
+pub fn aggregate_kind(name: &str, distinct: bool) -> Option<AggKind> {
+    Some(match (name.to_ascii_lowercase().as_str(), distinct) {
+        ("count", false) => AggKind::Count,
+        ("count", true) => AggKind::CountDistinct,
+        ("sum", _) => AggKind::Sum,
+        ("min", _) => AggKind::Min,
+        ("max", _) => AggKind::Max,
+        ("avg", _) => AggKind::Avg,
+        _ => return None,
+    })
+}
+
+/// A numeric literal: an integer if it fits, else a float.
+pub fn number(text: &str) -> Result<Datum> {
+    if let Ok(v) = text.parse::<i64>() {
+        return Ok(Datum::Int(v));
+    }
+    if let Ok(v) = text.parse::<u64>() {
+        return Ok(Datum::UInt(v));
+    }
+    text.parse::<f64>()
+        .map(Datum::Float)
+        .map_err(|_| SqlError::syntax(format!("bad number {text}")))
+}
+
+fn function_args(f: &ast::Function) -> Result<(Vec<&ast::Expr>, bool, bool)> {
+    match &f.args {
+        FunctionArguments::None => Ok((vec![], false, false)),
+        FunctionArguments::List(list) => {
+            let distinct = matches!(
+                list.duplicate_treatment,
+                Some(ast::DuplicateTreatment::Distinct)
+            );
+            let mut args = Vec::new();
+            let mut star = false;
+            for a in &list.args {
+                match a {
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => args.push(e),
+                    FunctionArg::Unnamed(FunctionArgExpr::Wildcard) => star = true,
+                    other => return Err(SqlError::not_supported(format!("argument {other}"))),
+                }
+            }
+            Ok((args, distinct, star))
+        }
+        FunctionArguments::Subquery(_) => Err(SqlError::not_supported("subquery arguments")),
+    }
+}
+
+impl<'a> Binder<'a> {
+    pub fn new(
+        scope: &'a Scope,
+        params: &'a [Datum],
+        variable: &'a dyn Fn(&str, bool) -> Result<Datum>,
+    ) -> Binder<'a> {
+        Binder {
+            scope,
+            params,
+            next_param: 0,
+            variable,
+            aggregation: None,
+        }
+    }
+
+    fn call(&mut self, f: Func, args: &[&ast::Expr]) -> Result<Expr> {
+        let args = args
+            .iter()
+            .map(|a| self.bind(a))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Expr::call(f, args))
+    }
+
+    fn literal(&mut self, v: &Value) -> Result<Expr> {
+        Ok(Expr::Const(match v {
+            Value::Number(n, _) => number(n)?,
+            Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => {
+                Datum::Bytes(s.clone().into_bytes())
+            }
+            Value::HexStringLiteral(h) => Datum::Bytes(
+                (0..h.len() / 2)
+                    .map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16))
+                    .collect::<std::result::Result<_, _>>()
+                    .map_err(|_| SqlError::syntax(format!("bad hex literal {h}")))?,
+            ),
+            Value::Boolean(b) => Datum::Int(i64::from(*b)),
+            Value::Null => Datum::Null,
+            Value::Placeholder(_) => {
+                let d = self.params.get(self.next_param).cloned().ok_or_else(|| {
+                    SqlError::unknown("the statement has more parameters than were sent")
+                })?;
+                self.next_param += 1;
+                d
+            }
+            other => return Err(SqlError::not_supported(format!("literal {other}"))),
+        }))
+    }
+
+    /// In an aggregating query: the aggregated row's offset of `e`, if it is a group-by
+    /// expression or an aggregate call.
+    fn aggregated(&mut self, e: &ast::Expr) -> Result<Option<Expr>> {
+        let Some(agg) = &self.aggregation else {
+            return Ok(None);
+        };
+        if let Some(i) = agg.group_by.iter().position(|g| g == e) {
+            return Ok(Some(Expr::Column(i)));
+        }
+        let ast::Expr::Function(f) = e else {
+            return Ok(None);
+        };
+        let name = f.name.to_string();
+        let (args, distinct, star) = function_args(f)?;
+        let Some(kind) = aggregate_kind(&name, distinct) else {
+            return Ok(None);
+        };
+        let (base, params, variable) = (agg.base, self.params, self.variable);
+        let mut inner = Binder {
+            scope: base,
+            params,
+            next_param: self.next_param,
+            variable,
+            aggregation: None,
+        };
+        let bound = if star && kind == AggKind::Count {
+            vec![]
+        } else {
+            if args.is_empty() {
+                return Err(SqlError::syntax(format!("{name}() needs an argument")));
+            }
+            args.iter()
+                .map(|a| inner.bind(a))
+                .collect::<Result<Vec<_>>>()?
+        };
+        self.next_param = inner.next_param;
+        let func = AggFunc { kind, args: bound };
+        let agg = self.aggregation.as_mut().expect("checked above");
+        let j = match agg.funcs.iter().position(|f| *f == func) {
+            Some(j) => j,
+            None => {
+                agg.funcs.push(func);
+                agg.funcs.len() - 1
+            }
+        };
+        Ok(Some(Expr::Column(agg.group_by.len() + j)))
+    }
+
+    pub fn bind(&mut self, e: &ast::Expr) -> Result<Expr> {
+        if let Some(bound) = self.aggregated(e)? {
+            return Ok(bound);
+        }
+        use ast::Expr as E;
+        match e {
+            E::Identifier(id) => {
+                if let Some(name) = id.value.strip_prefix("@@") {
+                    return Ok(Expr::Const((self.variable)(name, true)?));
+                }
+                if let Some(name) = id.value.strip_prefix('@') {
+                    return Ok(Expr::Const((self.variable)(name, false)?));
+                }
+                if let Some(agg) = &self.aggregation {
+                    // A bare column in an aggregating query must be grouped by.
+                    return agg
+                        .group_by
+                        .iter()
+                        .position(|g| matches!(g, E::Identifier(i) if i.value.eq_ignore_ascii_case(&id.value))
+                            || matches!(g, E::CompoundIdentifier(p) if p.last().is_some_and(|l| l.value.eq_ignore_ascii_case(&id.value))))
+                        .map(Expr::Column)
+                        .ok_or_else(|| SqlError {
+                            code: 1055,
+                            state: "42000",
+                            message: format!("Expression of SELECT list is not in GROUP BY clause and contains nonaggregated column '{}' which is not functionally dependent on columns in GROUP BY clause; this is incompatible with sql_mode=only_full_group_by", id.value),
+                        });
+                }
+                Ok(Expr::Column(self.scope.find(None, &id.value)?))
+            }
+            E::CompoundIdentifier(parts) => {
+                let names: Vec<&str> = parts.iter().map(|p| p.value.as_str()).collect();
+                if names.first().is_some_and(|n| n.starts_with("@@")) {
+                    // @@session.x / @@global.x: the session sees its own value either way today.
+                    return Ok(Expr::Const((self.variable)(
+                        names.last().expect("parts"),
+                        true,
+                    )?));
+                }
+                let (qualifier, name) = match names.as_slice() {
+                    [t, c] => (*t, *c),
+                    [_db, t, c] => (*t, *c),
+                    _ => return Err(SqlError::unknown_column(&e.to_string(), "field list")),
+                };
+                if self.aggregation.is_some() {
+                    return Err(SqlError::unknown_column(&e.to_string(), "group statement"));
+                }
+                Ok(Expr::Column(self.scope.find(Some(qualifier), name)?))
+            }
+            E::Value(v) => self.literal(&v.value),
+            E::Nested(inner) => self.bind(inner),
+            E::UnaryOp { op, expr } => match op {
+                UnaryOperator::Not => self.call(Func::Not, &[expr]),
+                UnaryOperator::Minus => self.call(Func::Neg, &[expr]),
+                UnaryOperator::Plus => self.bind(expr),
+                other => Err(SqlError::not_supported(format!("operator {other}"))),
+            },
+            E::BinaryOp { left, op, right } => {
+                let f = match op {
+                    BinaryOperator::Eq => Func::Eq,
+                    BinaryOperator::NotEq => Func::Ne,
+                    BinaryOperator::Lt => Func::Lt,
+                    BinaryOperator::LtEq => Func::Le,
+                    BinaryOperator::Gt => Func::Gt,
+                    BinaryOperator::GtEq => Func::Ge,
+                    BinaryOperator::And => Func::And,
+                    BinaryOperator::Or => Func::Or,
+                    BinaryOperator::Plus => Func::Plus,
+                    BinaryOperator::Minus => Func::Minus,
+                    BinaryOperator::Multiply => Func::Mul,
+                    BinaryOperator::Divide => Func::Div,
+                    BinaryOperator::Modulo => Func::Mod,
+                    BinaryOperator::MyIntegerDivide => Func::IntDiv,
+                    other => return Err(SqlError::not_supported(format!("operator {other}"))),
+                };
+                self.call(f, &[left, right])
+            }
+            E::IsNull(x) => self.call(Func::IsNull, &[x]),
+            E::IsNotNull(x) => {
+                let inner = self.call(Func::IsNull, &[x])?;
+                Ok(Expr::call(Func::Not, vec![inner]))
+            }
+            E::InList {
+                expr,
+                list,
+                negated,
+            } => {
+                let mut args = vec![self.bind(expr)?];
+                for item in list {
+                    args.push(self.bind(item)?);
+                }
+                let e = Expr::call(Func::In, args);
+                Ok(if *negated {
+                    Expr::call(Func::Not, vec![e])
+                } else {
+                    e
+                })
+            }
+            E::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
+                let v = self.bind(expr)?;
+                let (lo, hi) = (self.bind(low)?, self.bind(high)?);
+                let e = Expr::call(
+                    Func::And,
+                    vec![
+                        Expr::call(Func::Ge, vec![v.clone(), lo]),
+                        Expr::call(Func::Le, vec![v, hi]),
+                    ],
+                );
+                Ok(if *negated {
+                    Expr::call(Func::Not, vec![e])
+                } else {
+                    e
+                })
+            }
+            E::Like {
+                negated,
+                expr,
+                pattern,
+                escape_char: None,
+                any: false,
+            } => {
+                let e = self.call(Func::Like, &[expr, pattern])?;
+                Ok(if *negated {
+                    Expr::call(Func::Not, vec![e])
+                } else {
+                    e
+                })
+            }
+            E::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => {
+                let mut out = match else_result {
+                    Some(e) => self.bind(e)?,
+                    None => Expr::Const(Datum::Null),
+                };
+                let operand = operand.as_ref().map(|o| self.bind(o)).transpose()?;
+                for w in conditions.iter().rev() {
+                    let cond = self.bind(&w.condition)?;
+                    let cond = match &operand {
+                        Some(o) => Expr::call(Func::Eq, vec![o.clone(), cond]),
+                        None => cond,
+                    };
+                    let result = self.bind(&w.result)?;
+                    out = Expr::call(Func::If, vec![cond, result, out]);
+                }
+                Ok(out)
+            }
+            E::Function(f) => self.function(f),
+            other => Err(SqlError::not_supported(format!("expression {other}"))),
+        }
+    }
+
+    fn function(&mut self, f: &ast::Function) -> Result<Expr> {
+        let name = f.name.to_string().to_ascii_lowercase();
+        let (args, _, _) = function_args(f)?;
+        match (name.as_str(), args.len()) {
+            ("if", 3) => self.call(Func::If, &args),
+            ("ifnull", 2) => {
+                let (a, b) = (self.bind(args[0])?, self.bind(args[1])?);
+                Ok(Expr::call(
+                    Func::If,
+                    vec![Expr::call(Func::IsNull, vec![a.clone()]), b, a],
+                ))
+            }
+            ("coalesce", n) if n > 0 => {
+                let mut out = Expr::Const(Datum::Null);
+                for a in args.iter().rev() {
+                    let v = self.bind(a)?;
+                    out = Expr::call(
+                        Func::If,
+                        vec![
+                            Expr::call(Func::Not, vec![Expr::call(Func::IsNull, vec![v.clone()])]),
+                            v,
+                            out,
+                        ],
+                    );
+                }
+                Ok(out)
+            }
+            ("isnull", 1) => self.call(Func::IsNull, &args),
+            (other, _) if aggregate_kind(other, false).is_some() => Err(SqlError {
+                code: 1111,
+                state: "HY000",
+                message: "Invalid use of group function".into(),
+            }),
+            _ => Err(SqlError {
+                code: 1305,
+                state: "42000",
+                message: format!("FUNCTION {name} does not exist"),
+            }),
+        }
+    }
+}

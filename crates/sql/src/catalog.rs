@@ -1,0 +1,269 @@
+//! The schema, kept in KV so every SQL node sees the same one (DESIGN.md §2):
+//!
+//! - `m/ver` → the schema version (u64 BE), bumped by every DDL in the same txn;
+//! - `m/id` → the last id handed to a database, table or index (i64 BE);
+//! - `m/db/<name>` → a database as JSON; `m/tb/<db id>/<name>` → a table as JSON;
+//! - `m/ai/<table id>` → the next auto-increment value (i64 BE), handed out in batches.
+//!
+//! Names are kept as written and looked up lowercased (TiDB's `lower_case_table_names=2`).
+//! A [`Catalog`] caches the schema of one version; a statement reads `m/ver` at its read ts
+//! and reloads when it moved, so a table exists for every node once CREATE TABLE returns.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+use kv_client::{Client, Snapshot, Transaction};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, SqlError};
+use crate::types::SqlType;
+
+const VERSION_KEY: &[u8] = b"m/ver";
+const ID_KEY: &[u8] = b"m/id";
+/// Auto-increment values one node takes from KV at a time (TiDB's default step).
+pub const AUTO_ID_STEP: i64 = 30_000;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Default {
+    Null,
+    Int(i64),
+    Float(f64),
+    Text(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColumnInfo {
+    pub id: i64,
+    pub name: String,
+    pub ty: SqlType,
+    pub nullable: bool,
+    pub default: Option<Default>,
+    pub auto_increment: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexInfo {
+    pub id: i64,
+    pub name: String,
+    /// Offsets into the table's columns.
+    pub columns: Vec<usize>,
+    pub unique: bool,
+    pub primary: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TableInfo {
+    pub id: i64,
+    pub db_id: i64,
+    pub name: String,
+    pub columns: Vec<ColumnInfo>,
+    /// The offset of the integer primary key that is the row's handle, if there is one;
+    /// otherwise rows get a hidden handle from the auto-increment allocator.
+    pub handle_column: Option<usize>,
+    /// Indexes other than a handle primary key (a composite or non-integer primary key is
+    /// a unique index here, `primary: true`).
+    pub indexes: Vec<IndexInfo>,
+    pub next_column_id: i64,
+}
+
+impl TableInfo {
+    pub fn column(&self, name: &str) -> Option<usize> {
+        self.columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(name))
+    }
+
+    pub fn auto_increment_column(&self) -> Option<usize> {
+        self.columns.iter().position(|c| c.auto_increment)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DbInfo {
+    pub id: i64,
+    pub name: String,
+}
+
+/// One version of the whole schema.
+#[derive(Debug, Default)]
+pub struct Schema {
+    pub version: u64,
+    /// Lowercased name → (database, its tables by lowercased name).
+    pub dbs: BTreeMap<String, (DbInfo, BTreeMap<String, Arc<TableInfo>>)>,
+}
+
+impl Schema {
+    pub fn db(&self, name: &str) -> Result<&DbInfo> {
+        self.dbs
+            .get(&name.to_lowercase())
+            .map(|(d, _)| d)
+            .ok_or_else(|| SqlError::unknown_database(name))
+    }
+
+    pub fn table(&self, db: &str, name: &str) -> Result<Arc<TableInfo>> {
+        let (_, tables) = self
+            .dbs
+            .get(&db.to_lowercase())
+            .ok_or_else(|| SqlError::unknown_database(db))?;
+        tables
+            .get(&name.to_lowercase())
+            .cloned()
+            .ok_or_else(|| SqlError::no_table(db, name))
+    }
+}
+
+pub fn db_key(name: &str) -> Vec<u8> {
+    format!("m/db/{}", name.to_lowercase()).into_bytes()
+}
+
+pub fn table_key(db_id: i64, name: &str) -> Vec<u8> {
+    format!("m/tb/{db_id:016x}/{}", name.to_lowercase()).into_bytes()
+}
+
+fn auto_id_key(table_id: i64) -> Vec<u8> {
+    format!("m/ai/{table_id:016x}").into_bytes()
+}
+
+fn decode_u64(v: Option<Vec<u8>>) -> Result<u64> {
+    match v {
+        None => Ok(0),
+        Some(v) => v
+            .as_slice()
+            .try_into()
+            .map(u64::from_be_bytes)
+            .map_err(|_| SqlError::unknown("corrupt schema counter in KV")),
+    }
+}
+
+fn json<T: serde::de::DeserializeOwned>(key: &[u8], v: &[u8]) -> Result<T> {
+    serde_json::from_slice(v).map_err(|e| {
+        SqlError::unknown(format!(
+            "corrupt schema record {}: {e}",
+            String::from_utf8_lossy(key)
+        ))
+    })
+}
+
+pub struct Catalog {
+    client: Client,
+    cached: RwLock<Arc<Schema>>,
+    /// Auto-increment ranges this node holds: table id → (next, end).
+    auto_ids: Mutex<BTreeMap<i64, (i64, i64)>>,
+}
+
+impl Catalog {
+    pub fn new(client: Client) -> Catalog {
+        Catalog {
+            client,
+            cached: RwLock::new(Arc::new(Schema::default())),
+            auto_ids: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The schema as of `snapshot`'s read ts.
+    pub async fn schema(&self, snapshot: &Snapshot) -> Result<Arc<Schema>> {
+        let version = decode_u64(snapshot.get(VERSION_KEY).await?)?;
+        {
+            let cached = self.cached.read().expect("schema cache lock poisoned");
+            if cached.version == version && version > 0 {
+                return Ok(cached.clone());
+            }
+        }
+        let mut schema = Schema {
+            version,
+            dbs: BTreeMap::new(),
+        };
+        for (key, value) in snapshot.scan(b"m/db/", b"m/db0", usize::MAX).await? {
+            let db: DbInfo = json(&key, &value)?;
+            schema
+                .dbs
+                .insert(db.name.to_lowercase(), (db, BTreeMap::new()));
+        }
+        for (key, value) in snapshot.scan(b"m/tb/", b"m/tb0", usize::MAX).await? {
+            let t: TableInfo = json(&key, &value)?;
+            if let Some((_, tables)) = schema.dbs.values_mut().find(|(d, _)| d.id == t.db_id) {
+                tables.insert(t.name.to_lowercase(), Arc::new(t));
+            }
+        }
+        let schema = Arc::new(schema);
+        let mut cached = self.cached.write().expect("schema cache lock poisoned");
+        if cached.version <= version {
+            *cached = schema.clone();
+        }
+        Ok(schema)
+    }
+
+    /// Takes `n` new ids in `txn`.
+    pub async fn alloc_ids(txn: &mut Transaction, n: i64) -> Result<i64> {
+        let last = decode_u64(txn.get_for_update(ID_KEY).await?)? as i64;
+        txn.put(ID_KEY.to_vec(), ((last + n) as u64).to_be_bytes().to_vec());
+        Ok(last + 1)
+    }
+
+    /// Bumps the schema version in `txn` (every DDL does).
+    pub async fn bump_version(txn: &mut Transaction) -> Result<()> {
+        let v = decode_u64(txn.get_for_update(VERSION_KEY).await?)?;
+        txn.put(VERSION_KEY.to_vec(), (v + 1).to_be_bytes().to_vec());
+        Ok(())
+    }
+
+    /// The next auto-increment value of `table` (at least `at_least`), from this node's
+    /// range, taking a new range from KV in its own transaction when it runs out.
+    pub async fn next_auto_id(&self, table_id: i64, at_least: i64) -> Result<i64> {
+        {
+            let mut ids = self.auto_ids.lock().expect("auto id lock poisoned");
+            if let Some((next, end)) = ids.get_mut(&table_id) {
+                let v = (*next).max(at_least);
+                if v < *end {
+                    *next = v + 1;
+                    return Ok(v);
+                }
+            }
+        }
+        let key = auto_id_key(table_id);
+        loop {
+            let mut txn = self.client.begin_pessimistic().await?;
+            let base = match txn.get_for_update(&key).await? {
+                Some(v) => decode_u64(Some(v))? as i64,
+                None => 1,
+            }
+            .max(at_least);
+            let end = base + AUTO_ID_STEP;
+            txn.put(key.clone(), (end as u64).to_be_bytes().to_vec());
+            match txn.commit().await {
+                Ok(_) => {
+                    self.auto_ids
+                        .lock()
+                        .expect("auto id lock poisoned")
+                        .insert(table_id, (base + 1, end));
+                    return Ok(base);
+                }
+                Err(e) if e.is_retryable() => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Makes sure later auto-increment values exceed `used` (an explicit value was inserted).
+    pub async fn note_explicit_id(&self, table_id: i64, used: i64) -> Result<()> {
+        {
+            let mut ids = self.auto_ids.lock().expect("auto id lock poisoned");
+            if let Some((next, end)) = ids.get_mut(&table_id)
+                && used < *end - 1
+            {
+                *next = (*next).max(used + 1);
+                return Ok(());
+            }
+        }
+        // Beyond this node's range: take a new one above `used` (its first value is skipped).
+        self.next_auto_id(table_id, used + 1).await.map(|_| ())
+    }
+
+    /// Forgets cached auto-increment ranges of a dropped or truncated table.
+    pub fn forget_table(&self, table_id: i64) {
+        self.auto_ids
+            .lock()
+            .expect("auto id lock poisoned")
+            .remove(&table_id);
+    }
+}

@@ -1,0 +1,18 @@
+//! `sql`: the SQL layer of the sql node (DESIGN.md §2-3), between the protocol (sql-server)
+//! and the kv nodes (kv-client).
+//!
+//! - [`catalog`]: the schema in KV, versioned, cached per version; auto-increment ranges.
+//! - [`types`]: column types and MySQL strict-mode conversions.
+//! - [`bind`]: parsed expressions to `expr::Expr` over the rows in scope.
+//! - [`rows`]: rows and index entries as KV pairs.
+//! - [`query`]: SELECT: access paths, coprocessor pushdown, the rest on the node.
+//! - [`error`]: MySQL error codes and SQLSTATEs.
+
+pub mod bind;
+pub mod catalog;
+pub mod error;
+pub mod query;
+pub mod rows;
+pub mod types;
+
+pub use error::{Result, SqlError};

@@ -1,0 +1,717 @@
+//! SELECT over one table (joins come next): access path, pushdown, and what is left to do
+//! on the SQL node.
+//!
+//! - Access path: conditions on the integer primary key pick point gets (`id = 5`,
+//!   `id IN (...)`) or a handle range (`id BETWEEN a AND b`, `id >= a AND id < b`); anything
+//!   else reads the table's whole range.
+//! - Ranges are read by the coprocessor with the WHERE pushed down, and the aggregation too
+//!   (partial per region, merged here), or a LIMIT when nothing else follows it. A
+//!   transaction that wrote into the table reads through its own buffer instead.
+//! - Here: the final aggregation, HAVING, ORDER BY, DISTINCT, LIMIT/OFFSET, projection.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use codec::datum::{Datum, decode_row as decode_datums, encode_row};
+use codec::table;
+use expr::agg::{AggFunc, AggState};
+use expr::eval::{compare, is_true};
+use expr::{Expr, Func};
+use kv_client::{Client, Transaction};
+use proto::dag as pb;
+use sqlparser::ast::{
+    self, GroupByExpr, LimitClause, OrderByKind, SelectItem, SetExpr, TableFactor,
+};
+
+use crate::bind::{Aggregation, Binder, Scope};
+use crate::catalog::TableInfo;
+use crate::error::{Result, SqlError};
+use crate::rows::{decode_row, default_value};
+
+/// Coprocessor tasks one query runs at once (`tidb_distsql_scan_concurrency`'s default).
+pub const DEFAULT_SCAN_CONCURRENCY: usize = 15;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultSet {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Datum>>,
+}
+
+/// How to read a table's candidate rows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Access {
+    Handles(Vec<i64>),
+    /// `[lo, hi]`, inclusive.
+    HandleRange(i64, i64),
+    Full,
+}
+
+fn const_int(e: &Expr) -> Option<i64> {
+    match e {
+        Expr::Const(Datum::Int(v)) => Some(*v),
+        Expr::Const(Datum::UInt(v)) => i64::try_from(*v).ok(),
+        _ => None,
+    }
+}
+
+fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::Call(Func::And, args) => args.iter().for_each(|a| conjuncts(a, out)),
+        other => out.push(other.clone()),
+    }
+}
+
+/// The access path the WHERE allows for a table whose handle is column `h`.
+pub fn access_path(filter: Option<&Expr>, h: Option<usize>) -> Access {
+    let (Some(filter), Some(h)) = (filter, h) else {
+        return Access::Full;
+    };
+    let mut parts = Vec::new();
+    conjuncts(filter, &mut parts);
+    let (mut lo, mut hi) = (i64::MIN, i64::MAX);
+    let is_h = |e: &Expr| *e == Expr::Column(h);
+    for p in &parts {
+        let Expr::Call(f, args) = p else { continue };
+        match (f, args.as_slice()) {
+            (Func::Eq, [a, b]) if is_h(a) || is_h(b) => {
+                let c = if is_h(a) { b } else { a };
+                if let Some(v) = const_int(c) {
+                    return Access::Handles(vec![v]);
+                }
+            }
+            (Func::In, [a, list @ ..]) if is_h(a) => {
+                if let Some(vs) = list.iter().map(const_int).collect::<Option<Vec<_>>>() {
+                    return Access::Handles(vs);
+                }
+            }
+            (Func::Ge | Func::Gt | Func::Le | Func::Lt, [a, b]) if is_h(a) || is_h(b) => {
+                let (c, flipped) = if is_h(a) { (b, false) } else { (a, true) };
+                let Some(v) = const_int(c) else { continue };
+                // Normalise to `h op v`.
+                let op = match (f, flipped) {
+                    (Func::Ge, false) | (Func::Le, true) => Func::Ge,
+                    (Func::Gt, false) | (Func::Lt, true) => Func::Gt,
+                    (Func::Le, false) | (Func::Ge, true) => Func::Le,
+                    _ => Func::Lt,
+                };
+                match op {
+                    Func::Ge => lo = lo.max(v),
+                    Func::Gt => lo = lo.max(v.saturating_add(1)),
+                    Func::Le => hi = hi.min(v),
+                    _ => hi = hi.min(v.saturating_sub(1)),
+                }
+            }
+            _ => {}
+        }
+    }
+    if lo == i64::MIN && hi == i64::MAX {
+        Access::Full
+    } else {
+        Access::HandleRange(lo, hi)
+    }
+}
+
+/// The key range of handles `[lo, hi]`.
+fn handle_key_range(t: &TableInfo, lo: i64, hi: i64) -> (Vec<u8>, Vec<u8>) {
+    let start = table::row_key(t.id, lo);
+    let end = match hi.checked_add(1) {
+        Some(h) => table::row_key(t.id, h),
+        None => table::row_range(t.id).1,
+    };
+    (start, end)
+}
+
+fn key_range(t: &TableInfo, access: &Access) -> (Vec<u8>, Vec<u8>) {
+    match access {
+        Access::HandleRange(lo, hi) => handle_key_range(t, *lo, *hi),
+        _ => table::row_range(t.id),
+    }
+}
+
+pub fn table_scope(t: &TableInfo, alias: Option<&str>) -> Scope {
+    let q = alias.unwrap_or(&t.name).to_string();
+    Scope {
+        columns: t
+            .columns
+            .iter()
+            .map(|c| (Some(q.clone()), c.name.clone()))
+            .collect(),
+    }
+}
+
+fn passes(filter: Option<&Expr>, row: &[Datum]) -> Result<bool> {
+    match filter {
+        None => Ok(true),
+        Some(f) => Ok(is_true(&f.eval(row)?) == Some(true)),
+    }
+}
+
+/// The rows of `t` matching `filter` (with their handles), read through `txn`: current
+/// reads (locking each row, as SELECT ... FOR UPDATE and UPDATE do) when `lock` and the txn
+/// is pessimistic.
+pub async fn fetch_rows(
+    txn: &mut Transaction,
+    t: &TableInfo,
+    filter: Option<&Expr>,
+    lock: bool,
+) -> Result<Vec<(i64, Vec<Datum>)>> {
+    let access = access_path(filter, t.handle_column);
+    let candidates: Vec<(i64, Vec<u8>)> = match &access {
+        Access::Handles(hs) => {
+            let keys: Vec<Vec<u8>> = hs.iter().map(|h| table::row_key(t.id, *h)).collect();
+            let found = txn.batch_get(&keys).await?;
+            let mut out: Vec<(i64, Vec<u8>)> = hs
+                .iter()
+                .zip(keys)
+                .filter_map(|(h, k)| found.get(&k).map(|v| (*h, v.clone())))
+                .collect();
+            out.sort_by_key(|(h, _)| *h);
+            out.dedup_by_key(|(h, _)| *h);
+            out
+        }
+        _ => {
+            let (start, end) = key_range(t, &access);
+            txn.scan(&start, &end, usize::MAX)
+                .await?
+                .into_iter()
+                .map(|(k, v)| {
+                    let h = table::decode_row_key(t.id, &k).map_err(|e| {
+                        SqlError::unknown(format!("corrupt row key in {}: {e}", t.name))
+                    })?;
+                    Ok((h, v))
+                })
+                .collect::<Result<_>>()?
+        }
+    };
+    let mut out = Vec::new();
+    for (h, v) in candidates {
+        let value = if lock && txn.is_pessimistic() {
+            // Lock, then read the latest committed version, and check the filter again on it.
+            match txn.get_for_update(&table::row_key(t.id, h)).await? {
+                Some(v) => v,
+                None => continue,
+            }
+        } else {
+            v
+        };
+        let row = decode_row(t, h, &value)?;
+        if passes(filter, &row)? {
+            out.push((h, row));
+        }
+    }
+    Ok(out)
+}
+
+/// What a SELECT needs from the session.
+pub struct QueryContext<'a> {
+    pub client: &'a Client,
+    pub params: &'a [Datum],
+    pub variable: &'a dyn Fn(&str, bool) -> Result<Datum>,
+    pub scan_concurrency: usize,
+}
+
+fn limit_value(e: &ast::Expr, ctx: &QueryContext<'_>) -> Result<u64> {
+    let scope = Scope::default();
+    let mut b = Binder::new(&scope, ctx.params, ctx.variable);
+    match b.bind(e)?.eval(&[])? {
+        Datum::Int(v) if v >= 0 => Ok(v as u64),
+        Datum::UInt(v) => Ok(v),
+        other => Err(SqlError::syntax(format!("bad LIMIT value {other:?}"))),
+    }
+}
+
+fn table_scan_pb(t: &TableInfo) -> pb::Executor {
+    pb::Executor {
+        kind: Some(pb::executor::Kind::TableScan(pb::TableScan {
+            table_id: t.id,
+            columns: t
+                .columns
+                .iter()
+                .enumerate()
+                .map(|(i, c)| pb::ColumnInfo {
+                    column_id: c.id,
+                    pk_handle: Some(i) == t.handle_column,
+                    default: Some(expr::wire::datum_to_pb(&default_value(&c.default))),
+                })
+                .collect(),
+            desc: false,
+        })),
+    }
+}
+
+fn has_aggregate(e: &ast::Expr) -> bool {
+    let mut found = false;
+    let _ = sqlparser::ast::visit_expressions(e, |x| {
+        if let ast::Expr::Function(f) = x
+            && crate::bind::aggregate_kind(&f.name.to_string(), false).is_some()
+        {
+            found = true;
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    found
+}
+
+pub async fn select(
+    ctx: &QueryContext<'_>,
+    txn: &mut Transaction,
+    schema_table: impl Fn(&ast::ObjectName) -> Result<Arc<TableInfo>>,
+    q: &ast::Query,
+) -> Result<ResultSet> {
+    let SetExpr::Select(sel) = q.body.as_ref() else {
+        return Err(SqlError::not_supported(format!("query {}", q.body)));
+    };
+    // The table, if any.
+    let table: Option<(Arc<TableInfo>, Option<String>)> = match sel.from.as_slice() {
+        [] => None,
+        [twj] if twj.joins.is_empty() => match &twj.relation {
+            TableFactor::Table { name, alias, .. } => Some((
+                schema_table(name)?,
+                alias.as_ref().map(|a| a.name.value.clone()),
+            )),
+            other => return Err(SqlError::not_supported(format!("FROM {other}"))),
+        },
+        _ => return Err(SqlError::not_supported("joins")),
+    };
+    let scope = match &table {
+        Some((t, alias)) => table_scope(t, alias.as_deref()),
+        None => Scope::default(),
+    };
+    let mut binder = Binder::new(&scope, ctx.params, ctx.variable);
+    let filter = sel.selection.as_ref().map(|w| binder.bind(w)).transpose()?;
+    let params_used = binder.next_param;
+
+    let group_by: &[ast::Expr] = match &sel.group_by {
+        GroupByExpr::Expressions(list, _) => list,
+        GroupByExpr::All(_) => return Err(SqlError::not_supported("GROUP BY ALL")),
+    };
+    let aggregating = !group_by.is_empty()
+        || sel.projection.iter().any(|p| match p {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                has_aggregate(e)
+            }
+            _ => false,
+        });
+
+    // Projection (and hidden ORDER BY columns), over base rows or aggregated rows.
+    let mut out_binder = Binder::new(&scope, ctx.params, ctx.variable);
+    out_binder.next_param = params_used;
+    if aggregating {
+        out_binder.aggregation = Some(Aggregation {
+            group_by,
+            funcs: Vec::new(),
+            base: &scope,
+        });
+    }
+    let mut names = Vec::new();
+    let mut exprs = Vec::new();
+    for item in &sel.projection {
+        match item {
+            SelectItem::UnnamedExpr(e) => {
+                exprs.push(out_binder.bind(e)?);
+                names.push(match e {
+                    ast::Expr::Identifier(id) if !id.value.starts_with('@') => id.value.clone(),
+                    ast::Expr::CompoundIdentifier(p) if !p[0].value.starts_with('@') => {
+                        p.last().map(|i| i.value.clone()).unwrap_or_default()
+                    }
+                    other => other.to_string(),
+                });
+            }
+            SelectItem::ExprWithAlias { expr, alias } => {
+                exprs.push(out_binder.bind(expr)?);
+                names.push(alias.value.clone());
+            }
+            SelectItem::ExprWithAliases { .. } => {
+                return Err(SqlError::not_supported(item.to_string()));
+            }
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
+                if aggregating {
+                    return Err(SqlError::not_supported("* with GROUP BY"));
+                }
+                let Some((t, _)) = &table else {
+                    return Err(SqlError {
+                        code: 1096,
+                        state: "HY000",
+                        message: "No tables used".into(),
+                    });
+                };
+                for (i, c) in t.columns.iter().enumerate() {
+                    exprs.push(Expr::Column(i));
+                    names.push(c.name.clone());
+                }
+            }
+        }
+    }
+    let visible = exprs.len();
+    let having = sel
+        .having
+        .as_ref()
+        .map(|h| out_binder.bind(h))
+        .transpose()?;
+    let mut order: Vec<(usize, bool)> = Vec::new();
+    if let Some(ob) = &q.order_by {
+        let OrderByKind::Expressions(items) = &ob.kind else {
+            return Err(SqlError::not_supported("ORDER BY ALL"));
+        };
+        for item in items {
+            let desc = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
+            let at = match &item.expr {
+                ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => {
+                    let n: usize = v
+                        .value
+                        .to_string()
+                        .parse()
+                        .map_err(|_| SqlError::syntax("bad ORDER BY position"))?;
+                    if n == 0 || n > visible {
+                        return Err(SqlError::unknown_column(&n.to_string(), "order clause"));
+                    }
+                    n - 1
+                }
+                // An output column by its name or alias.
+                ast::Expr::Identifier(id)
+                    if names[..visible]
+                        .iter()
+                        .any(|n| n.eq_ignore_ascii_case(&id.value)) =>
+                {
+                    names
+                        .iter()
+                        .position(|n| n.eq_ignore_ascii_case(&id.value))
+                        .expect("checked")
+                }
+                e => {
+                    exprs.push(out_binder.bind(e)?);
+                    exprs.len() - 1
+                }
+            };
+            order.push((at, desc));
+        }
+    }
+    let funcs = out_binder
+        .aggregation
+        .take()
+        .map(|a| a.funcs)
+        .unwrap_or_default();
+    let (limit, offset) = match &q.limit_clause {
+        None => (None, 0),
+        Some(LimitClause::LimitOffset { limit, offset, .. }) => (
+            limit.as_ref().map(|l| limit_value(l, ctx)).transpose()?,
+            offset
+                .as_ref()
+                .map(|o| limit_value(&o.value, ctx))
+                .transpose()?
+                .unwrap_or(0),
+        ),
+        Some(LimitClause::OffsetCommaLimit { offset, limit }) => {
+            (Some(limit_value(limit, ctx)?), limit_value(offset, ctx)?)
+        }
+    };
+    let for_update = !q.locks.is_empty();
+    let distinct = sel.distinct.is_some();
+
+    // The input rows: base rows, or aggregated rows [group values..., aggregate results...].
+    let rows: Vec<Vec<Datum>> = match &table {
+        None => {
+            let row = vec![];
+            if passes(filter.as_ref(), &row)? {
+                vec![row]
+            } else {
+                vec![]
+            }
+        }
+        Some((t, _)) => {
+            let access = access_path(filter.as_ref(), t.handle_column);
+            let (start, end) = key_range(t, &access);
+            let pushdown = !matches!(access, Access::Handles(_))
+                && !for_update
+                && !txn.has_writes_in(&start, &end);
+            if pushdown {
+                let push_limit =
+                    (!aggregating && order.is_empty() && !distinct && having.is_none())
+                        .then(|| limit.map(|l| l + offset))
+                        .flatten();
+                read_pushed_down(
+                    ctx,
+                    txn,
+                    t,
+                    filter.as_ref(),
+                    aggregating.then_some((group_by, &funcs, &scope, ctx)),
+                    push_limit,
+                    start,
+                    end,
+                )
+                .await?
+            } else {
+                let base: Vec<Vec<Datum>> = fetch_rows(txn, t, filter.as_ref(), for_update)
+                    .await?
+                    .into_iter()
+                    .map(|(_, r)| r)
+                    .collect();
+                if aggregating {
+                    aggregate_locally(ctx, &scope, group_by, &funcs, &base)?
+                } else {
+                    base
+                }
+            }
+        }
+    };
+    if aggregating && rows.is_empty() && group_by.is_empty() {
+        // An aggregate over no rows still yields one row (COUNT 0, SUM NULL...).
+        let empty: Vec<Datum> = funcs
+            .iter()
+            .map(|f| AggState::new(f.kind).finish())
+            .collect();
+        return finish(
+            vec![empty],
+            &exprs,
+            visible,
+            having.as_ref(),
+            &order,
+            distinct,
+            limit,
+            offset,
+            names,
+        );
+    }
+    finish(
+        rows,
+        &exprs,
+        visible,
+        having.as_ref(),
+        &order,
+        distinct,
+        limit,
+        offset,
+        names,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    rows: Vec<Vec<Datum>>,
+    exprs: &[Expr],
+    visible: usize,
+    having: Option<&Expr>,
+    order: &[(usize, bool)],
+    distinct: bool,
+    limit: Option<u64>,
+    offset: u64,
+    names: Vec<String>,
+) -> Result<ResultSet> {
+    let mut out = Vec::with_capacity(rows.len());
+    for row in &rows {
+        if !passes(having, row)? {
+            continue;
+        }
+        out.push(
+            exprs
+                .iter()
+                .map(|e| e.eval(row))
+                .collect::<expr::Result<Vec<Datum>>>()?,
+        );
+    }
+    if !order.is_empty() {
+        out.sort_by(|a, b| {
+            for (i, desc) in order {
+                let o = match (&a[*i], &b[*i]) {
+                    (Datum::Null, Datum::Null) => std::cmp::Ordering::Equal,
+                    (Datum::Null, _) => std::cmp::Ordering::Less,
+                    (_, Datum::Null) => std::cmp::Ordering::Greater,
+                    (x, y) => compare(x, y),
+                };
+                let o = if *desc { o.reverse() } else { o };
+                if o.is_ne() {
+                    return o;
+                }
+            }
+            std::cmp::Ordering::Equal
+        });
+    }
+    for r in &mut out {
+        r.truncate(visible);
+    }
+    if distinct {
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|r| seen.insert(encode_row(r)));
+    }
+    let rows: Vec<Vec<Datum>> = out
+        .into_iter()
+        .skip(offset as usize)
+        .take(limit.map_or(usize::MAX, |l| l as usize))
+        .collect();
+    Ok(ResultSet {
+        columns: names,
+        rows,
+    })
+}
+
+fn aggregate_locally(
+    ctx: &QueryContext<'_>,
+    scope: &Scope,
+    group_by: &[ast::Expr],
+    funcs: &[AggFunc],
+    base: &[Vec<Datum>],
+) -> Result<Vec<Vec<Datum>>> {
+    let mut b = Binder::new(scope, ctx.params, ctx.variable);
+    let keys: Vec<Expr> = group_by.iter().map(|g| b.bind(g)).collect::<Result<_>>()?;
+    let mut groups: Vec<(Vec<Datum>, Vec<AggState>)> = Vec::new();
+    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+    for row in base {
+        let values: Vec<Datum> = keys
+            .iter()
+            .map(|k| k.eval(row))
+            .collect::<expr::Result<_>>()?;
+        let at = *index.entry(encode_row(&values)).or_insert_with(|| {
+            groups.push((
+                values.clone(),
+                funcs.iter().map(|f| AggState::new(f.kind)).collect(),
+            ));
+            groups.len() - 1
+        });
+        for (f, s) in funcs.iter().zip(groups[at].1.iter_mut()) {
+            let args: Vec<Datum> = f
+                .args
+                .iter()
+                .map(|a| a.eval(row))
+                .collect::<expr::Result<_>>()?;
+            s.update(&args)?;
+        }
+    }
+    Ok(groups
+        .into_iter()
+        .map(|(mut values, states)| {
+            values.extend(states.iter().map(AggState::finish));
+            values
+        })
+        .collect())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn read_pushed_down(
+    ctx: &QueryContext<'_>,
+    txn: &Transaction,
+    t: &TableInfo,
+    filter: Option<&Expr>,
+    aggregation: Option<(&[ast::Expr], &Vec<AggFunc>, &Scope, &QueryContext<'_>)>,
+    limit: Option<u64>,
+    start: Vec<u8>,
+    end: Vec<u8>,
+) -> Result<Vec<Vec<Datum>>> {
+    let mut executors = vec![table_scan_pb(t)];
+    if let Some(f) = filter {
+        executors.push(pb::Executor {
+            kind: Some(pb::executor::Kind::Selection(pb::Selection {
+                conditions: vec![f.to_pb()],
+            })),
+        });
+    }
+    let mut group_keys = Vec::new();
+    if let Some((group_by, funcs, scope, c)) = aggregation {
+        let mut b = Binder::new(scope, c.params, c.variable);
+        group_keys = group_by
+            .iter()
+            .map(|g| b.bind(g))
+            .collect::<Result<Vec<_>>>()?;
+        executors.push(pb::Executor {
+            kind: Some(pb::executor::Kind::Aggregation(pb::Aggregation {
+                group_by: group_keys.iter().map(Expr::to_pb).collect(),
+                funcs: funcs.iter().map(AggFunc::to_pb).collect(),
+            })),
+        });
+    } else if let Some(l) = limit {
+        executors.push(pb::Executor {
+            kind: Some(pb::executor::Kind::Limit(pb::Limit { limit: l })),
+        });
+    }
+    let ts = txn.start_ts();
+    let parts = ctx
+        .client
+        .coprocessor(
+            pb::DagRequest { executors },
+            &[pb::KeyRange { start, end }],
+            ts,
+            ts,
+            ctx.scan_concurrency,
+        )
+        .await?;
+    let decode = |r: &[u8]| {
+        decode_datums(r).map_err(|e| SqlError::unknown(format!("bad coprocessor row: {e}")))
+    };
+    let Some((_, funcs, _, _)) = aggregation else {
+        return parts.iter().flatten().map(|r| decode(r)).collect();
+    };
+    // Merge each region's partial results per group: rows are [partials..., group values...].
+    let width: usize = funcs.iter().map(|f| f.kind.partial_width()).sum();
+    let mut groups: Vec<(Vec<Datum>, Vec<AggState>)> = Vec::new();
+    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+    for r in parts.iter().flatten() {
+        let row = decode(r)?;
+        if row.len() != width + group_keys.len() {
+            return Err(SqlError::unknown(
+                "coprocessor aggregate of the wrong width",
+            ));
+        }
+        let values = row[width..].to_vec();
+        let at = *index.entry(encode_row(&values)).or_insert_with(|| {
+            groups.push((
+                values.clone(),
+                funcs.iter().map(|f| AggState::new(f.kind)).collect(),
+            ));
+            groups.len() - 1
+        });
+        let mut col = 0;
+        for (f, s) in funcs.iter().zip(groups[at].1.iter_mut()) {
+            s.merge(&row[col..col + f.kind.partial_width()])?;
+            col += f.kind.partial_width();
+        }
+    }
+    // A pushed-down aggregation without GROUP BY answers one row per region even when no row
+    // matched; those merge into one group with empty values.
+    Ok(groups
+        .into_iter()
+        .map(|(mut values, states)| {
+            values.extend(states.iter().map(AggState::finish));
+            values
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(op: Func, v: i64) -> Expr {
+        Expr::call(op, vec![Expr::col(0), Expr::int(v)])
+    }
+
+    #[test]
+    fn primary_key_conditions_pick_point_gets_or_ranges() {
+        assert_eq!(
+            access_path(Some(&h(Func::Eq, 5)), Some(0)),
+            Access::Handles(vec![5])
+        );
+        assert_eq!(access_path(Some(&h(Func::Eq, 5)), Some(1)), Access::Full);
+        let between = Expr::call(Func::And, vec![h(Func::Ge, 10), h(Func::Le, 20)]);
+        assert_eq!(
+            access_path(Some(&between), Some(0)),
+            Access::HandleRange(10, 20)
+        );
+        let half_open = Expr::call(
+            Func::And,
+            vec![
+                h(Func::Gt, 10),
+                Expr::call(Func::Eq, vec![Expr::col(1), Expr::int(3)]),
+            ],
+        );
+        assert_eq!(
+            access_path(Some(&half_open), Some(0)),
+            Access::HandleRange(11, i64::MAX)
+        );
+        let within_or = Expr::call(Func::Or, vec![h(Func::Eq, 1), h(Func::Eq, 2)]);
+        assert_eq!(access_path(Some(&within_or), Some(0)), Access::Full);
+        let list = Expr::call(Func::In, vec![Expr::col(0), Expr::int(3), Expr::int(1)]);
+        assert_eq!(
+            access_path(Some(&list), Some(0)),
+            Access::Handles(vec![3, 1])
+        );
+    }
+}

@@ -1,0 +1,121 @@
+//! A table's rows and index entries as KV pairs (codec::table), and the writes of one row:
+//! the row itself plus one entry per index; deleting a row deletes them all.
+
+use codec::datum::Datum;
+use codec::table;
+use kv_client::Transaction;
+
+use crate::catalog::{Default, IndexInfo, TableInfo};
+use crate::error::{Result, SqlError};
+use crate::types::text;
+
+pub fn default_value(d: &Option<Default>) -> Datum {
+    match d {
+        None | Some(Default::Null) => Datum::Null,
+        Some(Default::Int(v)) => Datum::Int(*v),
+        Some(Default::Float(v)) => Datum::Float(*v),
+        Some(Default::Text(s)) => Datum::Bytes(s.clone().into_bytes()),
+    }
+}
+
+/// A stored row as its columns' values (the handle column from the key).
+pub fn decode_row(t: &TableInfo, handle: i64, value: &[u8]) -> Result<Vec<Datum>> {
+    let stored = table::decode_row_value(value)
+        .map_err(|e| SqlError::unknown(format!("corrupt row {handle} of {}: {e}", t.name)))?;
+    Ok(t.columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            if Some(i) == t.handle_column {
+                return Datum::Int(handle);
+            }
+            stored
+                .iter()
+                .find(|(id, _)| *id == c.id)
+                .map_or_else(|| default_value(&c.default), |(_, d)| d.clone())
+        })
+        .collect())
+}
+
+pub fn encode_row(t: &TableInfo, row: &[Datum]) -> Vec<u8> {
+    let cols: Vec<(i64, Datum)> = t
+        .columns
+        .iter()
+        .zip(row)
+        .enumerate()
+        .filter(|(i, _)| Some(*i) != t.handle_column)
+        .map(|(_, (c, d))| (c.id, d.clone()))
+        .collect();
+    table::encode_row_value(&cols)
+}
+
+/// The handle of a row whose handle column is an integer primary key.
+pub fn handle_of(t: &TableInfo, row: &[Datum]) -> Option<i64> {
+    t.handle_column.and_then(|i| match row[i] {
+        Datum::Int(h) => Some(h),
+        Datum::UInt(h) => i64::try_from(h).ok(),
+        _ => None,
+    })
+}
+
+pub fn index_values(idx: &IndexInfo, row: &[Datum]) -> Vec<Datum> {
+    idx.columns.iter().map(|&c| row[c].clone()).collect()
+}
+
+/// The key of `row`'s entry in `idx`. A unique index entry with a NULL value is stored like
+/// a non-unique one (NULLs never collide).
+pub fn index_key(t: &TableInfo, idx: &IndexInfo, row: &[Datum], handle: i64) -> (Vec<u8>, bool) {
+    let values = index_values(idx, row);
+    let unique = idx.unique && values.iter().all(|v| !v.is_null());
+    let key = table::index_key(t.id, idx.id, &values, (!unique).then_some(handle));
+    (key, unique)
+}
+
+fn index_entry_value(unique: bool, handle: i64) -> Vec<u8> {
+    if unique {
+        table::unique_index_value(handle)
+    } else {
+        table::NON_UNIQUE_INDEX_VALUE.to_vec()
+    }
+}
+
+/// Writes `row` (handle `handle`) and its index entries; `check_unique` first makes sure no
+/// other row holds its unique index values (error 1062).
+pub async fn put_row(
+    txn: &mut Transaction,
+    t: &TableInfo,
+    handle: i64,
+    row: &[Datum],
+    check_unique: bool,
+) -> Result<()> {
+    for idx in &t.indexes {
+        let (key, unique) = index_key(t, idx, row, handle);
+        if unique && check_unique {
+            let existing = if txn.is_pessimistic() {
+                txn.get_for_update(&key).await?
+            } else {
+                txn.get(&key).await?
+            };
+            if let Some(v) = existing
+                && table::decode_unique_index_value(&v).ok() != Some(handle)
+            {
+                let shown: Vec<String> = index_values(idx, row).iter().map(text).collect();
+                return Err(SqlError::duplicate_entry(
+                    &shown.join("-"),
+                    &format!("{}.{}", t.name, idx.name),
+                ));
+            }
+        }
+        txn.put(key, index_entry_value(unique, handle));
+    }
+    txn.put(table::row_key(t.id, handle), encode_row(t, row));
+    Ok(())
+}
+
+/// Deletes `row` and its index entries.
+pub fn delete_row(txn: &mut Transaction, t: &TableInfo, handle: i64, row: &[Datum]) {
+    for idx in &t.indexes {
+        txn.delete(index_key(t, idx, row, handle).0);
+    }
+    txn.delete(table::row_key(t.id, handle));
+}

@@ -1,0 +1,270 @@
+//! Column types and how a value becomes one: the checks and conversions MySQL's strict mode
+//! makes on INSERT and UPDATE (integers in range, strings no longer than the column,
+//! strings that do not spell a number refused for numeric columns, NULL only where allowed).
+//!
+//! Today: the integer types (signed and unsigned), FLOAT/DOUBLE, CHAR/VARCHAR/TEXT and
+//! BINARY/VARBINARY/BLOB. DECIMAL and the date and time types come next (issue #6).
+
+use codec::datum::Datum;
+use serde::{Deserialize, Serialize};
+use sqlparser::ast::DataType;
+
+use crate::error::{Result, SqlError};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SqlType {
+    /// `bytes` is 1, 2, 3, 4 or 8 (TINYINT ... BIGINT).
+    Int {
+        bytes: u8,
+        unsigned: bool,
+    },
+    Double,
+    /// `max_chars`: CHAR(n)/VARCHAR(n)'s n; TEXT's 65535. `binary`: BINARY/VARBINARY/BLOB.
+    String {
+        max_chars: u32,
+        binary: bool,
+    },
+}
+
+impl SqlType {
+    pub fn from_ast(t: &DataType) -> Result<SqlType> {
+        use sqlparser::ast::{CharacterLength, DataType as D};
+        let len = |l: &Option<CharacterLength>, default: u32| match l {
+            Some(CharacterLength::IntegerLength { length, .. }) => *length as u32,
+            _ => default,
+        };
+        let int = |bytes, unsigned| Ok(SqlType::Int { bytes, unsigned });
+        match t {
+            D::TinyInt(_) | D::Bool | D::Boolean => int(1, false),
+            D::TinyIntUnsigned(_) => int(1, true),
+            D::SmallInt(_) => int(2, false),
+            D::SmallIntUnsigned(_) => int(2, true),
+            D::MediumInt(_) => int(3, false),
+            D::MediumIntUnsigned(_) => int(3, true),
+            D::Int(_) | D::Integer(_) => int(4, false),
+            D::IntUnsigned(_) | D::IntegerUnsigned(_) => int(4, true),
+            D::BigInt(_) => int(8, false),
+            D::BigIntUnsigned(_) => int(8, true),
+            D::Float(_) | D::Double(_) | D::DoublePrecision | D::Real => Ok(SqlType::Double),
+            D::FloatUnsigned(_)
+            | D::DoubleUnsigned(_)
+            | D::DoublePrecisionUnsigned
+            | D::RealUnsigned => Ok(SqlType::Double),
+            D::Char(l) | D::Character(l) => Ok(SqlType::String {
+                max_chars: len(l, 1),
+                binary: false,
+            }),
+            D::Varchar(l) | D::CharacterVarying(l) => Ok(SqlType::String {
+                max_chars: len(l, 65535),
+                binary: false,
+            }),
+            D::Text | D::TinyText | D::MediumText | D::LongText => Ok(SqlType::String {
+                max_chars: match t {
+                    D::TinyText => 255,
+                    D::Text => 65535,
+                    _ => u32::MAX,
+                },
+                binary: false,
+            }),
+            D::Binary(n) => Ok(SqlType::String {
+                max_chars: n.map_or(1, |n| n as u32),
+                binary: true,
+            }),
+            D::Varbinary(n) => Ok(SqlType::String {
+                max_chars: match n {
+                    Some(sqlparser::ast::BinaryLength::IntegerLength { length }) => *length as u32,
+                    _ => 65535,
+                },
+                binary: true,
+            }),
+            D::Blob(_) | D::TinyBlob | D::MediumBlob | D::LongBlob => Ok(SqlType::String {
+                max_chars: u32::MAX,
+                binary: true,
+            }),
+            other => Err(SqlError::not_supported(format!("column type {other}"))),
+        }
+    }
+
+    /// The type's name as SHOW CREATE TABLE and information_schema print it.
+    pub fn name(&self) -> String {
+        match self {
+            SqlType::Int { bytes, unsigned } => format!(
+                "{}{}",
+                match bytes {
+                    1 => "tinyint",
+                    2 => "smallint",
+                    3 => "mediumint",
+                    4 => "int",
+                    _ => "bigint",
+                },
+                if *unsigned { " unsigned" } else { "" }
+            ),
+            SqlType::Double => "double".into(),
+            SqlType::String { max_chars, binary } => match (*max_chars, *binary) {
+                (u32::MAX, false) => "longtext".into(),
+                (u32::MAX, true) => "longblob".into(),
+                (n, false) => format!("varchar({n})"),
+                (n, true) => format!("varbinary({n})"),
+            },
+        }
+    }
+
+    fn int_range(bytes: u8, unsigned: bool) -> (i128, i128) {
+        let bits = u32::from(bytes) * 8;
+        if unsigned {
+            (0, (1i128 << bits) - 1)
+        } else {
+            (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+        }
+    }
+
+    /// `d` as a value of this type for `column` (row `row`, counted from 1, for messages).
+    pub fn convert(&self, d: Datum, column: &str, row: usize) -> Result<Datum> {
+        if d.is_null() {
+            return Ok(Datum::Null);
+        }
+        match *self {
+            SqlType::Int { bytes, unsigned } => {
+                let v: i128 = match &d {
+                    Datum::Int(v) => *v as i128,
+                    Datum::UInt(v) => *v as i128,
+                    Datum::Float(f) => {
+                        if !f.is_finite() {
+                            return Err(SqlError::out_of_range(column, row));
+                        }
+                        f.round() as i128
+                    }
+                    Datum::Bytes(b) => {
+                        let s = String::from_utf8_lossy(b);
+                        let t = s.trim();
+                        match t.parse::<i128>() {
+                            Ok(v) => v,
+                            Err(_) => match t.parse::<f64>() {
+                                Ok(f) if f.is_finite() => f.round() as i128,
+                                _ => return Err(SqlError::bad_value("integer", &s, column, row)),
+                            },
+                        }
+                    }
+                    Datum::Null => unreachable!("handled above"),
+                };
+                let (lo, hi) = SqlType::int_range(bytes, unsigned);
+                if v < lo || v > hi {
+                    return Err(SqlError::out_of_range(column, row));
+                }
+                Ok(if unsigned {
+                    Datum::UInt(v as u64)
+                } else {
+                    Datum::Int(v as i64)
+                })
+            }
+            SqlType::Double => match &d {
+                Datum::Bytes(b) => {
+                    let s = String::from_utf8_lossy(b);
+                    s.trim()
+                        .parse::<f64>()
+                        .map(Datum::Float)
+                        .map_err(|_| SqlError::bad_value("double", &s, column, row))
+                }
+                other => Ok(Datum::Float(other.as_f64().unwrap_or(0.0))),
+            },
+            SqlType::String { max_chars, binary } => {
+                let bytes = match d {
+                    Datum::Bytes(b) => b,
+                    other => text(&other).into_bytes(),
+                };
+                let len = if binary {
+                    bytes.len()
+                } else {
+                    String::from_utf8_lossy(&bytes).chars().count()
+                };
+                if len > max_chars as usize {
+                    return Err(SqlError::data_too_long(column, row));
+                }
+                Ok(Datum::Bytes(bytes))
+            }
+        }
+    }
+}
+
+/// A value as the text protocol sends it (and as CONCAT sees it).
+pub fn text(d: &Datum) -> String {
+    match d {
+        Datum::Null => "NULL".into(),
+        Datum::Int(v) => v.to_string(),
+        Datum::UInt(v) => v.to_string(),
+        Datum::Float(v) => format_float(*v),
+        Datum::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+    }
+}
+
+/// MySQL prints doubles without a trailing `.0` and in exponent form when large.
+pub fn format_float(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_mode_conversions() {
+        let tiny = SqlType::Int {
+            bytes: 1,
+            unsigned: false,
+        };
+        assert_eq!(tiny.convert(Datum::Int(127), "c", 1), Ok(Datum::Int(127)));
+        assert_eq!(
+            tiny.convert(Datum::Int(128), "c", 1).unwrap_err().code,
+            1264
+        );
+        let u = SqlType::Int {
+            bytes: 8,
+            unsigned: true,
+        };
+        assert_eq!(u.convert(Datum::Int(-1), "c", 1).unwrap_err().code, 1264);
+        assert_eq!(
+            u.convert(Datum::Bytes(b" 42 ".to_vec()), "c", 1),
+            Ok(Datum::UInt(42))
+        );
+        assert_eq!(
+            tiny.convert(Datum::Bytes(b"abc".to_vec()), "c", 2)
+                .unwrap_err()
+                .code,
+            1366
+        );
+        assert_eq!(tiny.convert(Datum::Float(2.5), "c", 1), Ok(Datum::Int(3)));
+        let v = SqlType::String {
+            max_chars: 3,
+            binary: false,
+        };
+        assert_eq!(
+            v.convert(Datum::Bytes("äöü".as_bytes().to_vec()), "c", 1)
+                .unwrap(),
+            Datum::Bytes("äöü".as_bytes().to_vec())
+        );
+        assert_eq!(
+            v.convert(Datum::Bytes(b"abcd".to_vec()), "c", 1)
+                .unwrap_err()
+                .code,
+            1406
+        );
+        assert_eq!(
+            v.convert(Datum::Int(12), "c", 1),
+            Ok(Datum::Bytes(b"12".to_vec()))
+        );
+        assert_eq!(
+            SqlType::Double.convert(Datum::Bytes(b"1.5".to_vec()), "c", 1),
+            Ok(Datum::Float(1.5))
+        );
+    }
+
+    #[test]
+    fn floats_print_as_mysql_prints_them() {
+        assert_eq!(format_float(3.0), "3");
+        assert_eq!(format_float(2.5), "2.5");
+    }
+}
