@@ -47,6 +47,8 @@ impl Datum {
             }
             Datum::Float(v) => {
                 out.push(FLOAT);
+                // -0.0 is 0.0 in SQL (and one GROUP BY key).
+                let v = if *v == 0.0 { 0.0 } else { *v };
                 out.extend_from_slice(&v.to_bits().to_be_bytes());
             }
             Datum::Bytes(b) => {
@@ -143,10 +145,7 @@ impl Datum {
             (UInt(a), UInt(b)) => a.cmp(b),
             (Int(a), UInt(b)) => (*a as i128).cmp(&(*b as i128)),
             (UInt(a), Int(b)) => (*a as i128).cmp(&(*b as i128)),
-            (a, b) => a
-                .as_f64()
-                .unwrap_or(0.0)
-                .total_cmp(&b.as_f64().unwrap_or(0.0)),
+            (a, b) => float_cmp(a.as_f64().unwrap_or(0.0), b.as_f64().unwrap_or(0.0)),
         }
     }
 
@@ -161,8 +160,16 @@ impl Datum {
     }
 }
 
+/// Float order for SQL: -0.0 equals 0.0; NaN (which SQL values never hold) sorts last.
+pub fn float_cmp(a: f64, b: f64) -> Ordering {
+    a.partial_cmp(&b)
+        .unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()))
+}
+
 /// Floats as u64s that sort as the floats do (negatives: all bits flipped; others: sign set).
 fn comparable_float(v: f64) -> u64 {
+    // -0.0 is 0.0 in SQL: one key for both.
+    let v = if v == 0.0 { 0.0 } else { v };
     let bits = v.to_bits();
     if v.is_sign_negative() {
         !bits

@@ -75,7 +75,7 @@ pub async fn run<S: Snapshot>(
     let mut batch = FIRST_BATCH_ROWS;
     while !pipeline.satisfied() {
         let rows = scanner.next_batch(reader, batch)?;
-        if rows.is_empty() {
+        if rows.is_empty() && scanner.done() {
             break;
         }
         out.extend(pipeline.push(0, rows)?);

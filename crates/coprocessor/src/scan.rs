@@ -3,8 +3,9 @@
 //! columns from the value (a column the value lacks gets its default). An index entry's
 //! values come from its key; the handle from the key (non-unique) or the value (unique).
 //!
-//! A descending scan reads its range whole and returns it backwards (the MVCC reader walks
-//! forward only); ascending scans read batch by batch.
+//! A descending scan reads its range whole (a batch per call, so the driver still yields
+//! between batches) and then returns it backwards: the MVCC reader walks forward only, so
+//! its memory grows with the range. Ascending scans read batch by batch.
 
 use codec::datum::Datum;
 use codec::table;
@@ -22,8 +23,9 @@ pub struct Scanner<'a> {
     /// The range being read and where the next batch starts in it.
     range: usize,
     from: Option<Vec<u8>>,
-    /// A descending scan's rows, last first.
-    reversed: Option<Vec<Row>>,
+    /// A descending scan's rows in key order, and whether all are read.
+    reversed: Vec<Row>,
+    read_all: bool,
 }
 
 impl<'a> Scanner<'a> {
@@ -40,33 +42,35 @@ impl<'a> Scanner<'a> {
             resolved,
             range: 0,
             from: None,
-            reversed: None,
+            reversed: Vec::new(),
+            read_all: false,
         }
     }
 
-    /// Up to `max` more rows; empty when the scan is done.
+    /// Whether every row has been returned.
+    pub fn done(&self) -> bool {
+        self.range >= self.ranges.len() && (!self.scan.desc || self.reversed.is_empty())
+    }
+
+    /// Up to `max` more rows. Empty either when [`Scanner::done`] or, for a descending scan
+    /// still reading its range, when there is nothing to return yet.
     pub fn next_batch<S: Snapshot>(
         &mut self,
         reader: &MvccReader<S>,
         max: usize,
     ) -> Result<Vec<Row>> {
-        if self.scan.desc {
-            if self.reversed.is_none() {
-                let mut all = Vec::new();
-                loop {
-                    let rows = self.forward_batch(reader, crate::MAX_BATCH_ROWS)?;
-                    if rows.is_empty() {
-                        break;
-                    }
-                    all.extend(rows);
-                }
-                self.reversed = Some(all);
-            }
-            let rest = self.reversed.as_mut().expect("filled above");
-            let take = max.min(rest.len());
-            return Ok(rest.drain(rest.len() - take..).rev().collect());
+        if !self.scan.desc {
+            return self.forward_batch(reader, max);
         }
-        self.forward_batch(reader, max)
+        if !self.read_all {
+            let rows = self.forward_batch(reader, crate::MAX_BATCH_ROWS)?;
+            self.read_all = rows.is_empty();
+            self.reversed.extend(rows);
+            return Ok(Vec::new());
+        }
+        let take = max.min(self.reversed.len());
+        let at = self.reversed.len() - take;
+        Ok(self.reversed.drain(at..).rev().collect())
     }
 
     fn forward_batch<S: Snapshot>(

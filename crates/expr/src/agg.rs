@@ -68,8 +68,13 @@ fn add(acc: &Datum, v: &Datum) -> Result<Datum> {
                 Datum::Bytes(x) => crate::eval::bytes_to_f64(x),
                 other => other.as_f64().unwrap_or(0.0),
             };
-            if let (Datum::Int(_) | Datum::UInt(_), Datum::Int(_) | Datum::UInt(_)) = (a, b) {
-                let s = f(a) as i128 + f(b) as i128;
+            let exact = |d: &Datum| match d {
+                Datum::Int(v) => Some(i128::from(*v)),
+                Datum::UInt(v) => Some(i128::from(*v)),
+                _ => None,
+            };
+            if let (Some(x), Some(y)) = (exact(a), exact(b)) {
+                let s = x + y;
                 return i64::try_from(s)
                     .map(Datum::Int)
                     .map_err(|_| EvalError::OutOfRange(format!("SUM reached {s}")));

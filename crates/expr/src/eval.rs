@@ -80,7 +80,9 @@ fn as_number(d: &Datum) -> f64 {
 pub fn compare(a: &Datum, b: &Datum) -> Ordering {
     match (a, b) {
         (Datum::Bytes(x), Datum::Bytes(y)) => x.cmp(y),
-        (Datum::Bytes(_), _) | (_, Datum::Bytes(_)) => as_number(a).total_cmp(&as_number(b)),
+        (Datum::Bytes(_), _) | (_, Datum::Bytes(_)) => {
+            codec::datum::float_cmp(as_number(a), as_number(b))
+        }
         _ => a.sort_cmp(b),
     }
 }
@@ -115,7 +117,8 @@ fn arith(f: Func, a: &Datum, b: &Datum) -> Result<Datum> {
     if a.is_null() || b.is_null() {
         return Ok(Datum::Null);
     }
-    let unsigned = matches!((a, b), (Datum::UInt(_), Datum::UInt(_)));
+    // As MySQL: an unsigned operand makes integer arithmetic unsigned.
+    let unsigned = matches!(a, Datum::UInt(_)) || matches!(b, Datum::UInt(_));
     if is_integer(a) && is_integer(b) && f != Func::Div {
         let (x, y) = (as_i128(a), as_i128(b));
         let what = format!("{x} {f:?} {y}");
@@ -154,20 +157,58 @@ fn arith(f: Func, a: &Datum, b: &Datum) -> Result<Datum> {
     })
 }
 
-/// `LIKE` on bytes: `%` any run, `_` one byte, `\` escapes the next byte.
+enum LikeToken {
+    Any,
+    One,
+    Byte(u8),
+}
+
+/// `LIKE` on bytes: `%` any run, `_` one byte, `\` escapes the next byte. Iterative, with
+/// backtracking only to the last `%`: O(len(value) × len(pattern)) at worst.
 pub fn like(value: &[u8], pattern: &[u8]) -> bool {
-    fn go(v: &[u8], p: &[u8]) -> bool {
-        match p.split_first() {
-            None => v.is_empty(),
-            Some((b'%', rest)) => (0..=v.len()).any(|i| go(&v[i..], rest)),
-            Some((b'_', rest)) => !v.is_empty() && go(&v[1..], rest),
-            Some((b'\\', rest)) if !rest.is_empty() => {
-                v.first() == Some(&rest[0]) && go(&v[1..], &rest[1..])
+    let mut tokens = Vec::with_capacity(pattern.len());
+    let mut i = 0;
+    while i < pattern.len() {
+        tokens.push(match pattern[i] {
+            b'%' => LikeToken::Any,
+            b'_' => LikeToken::One,
+            b'\\' if i + 1 < pattern.len() => {
+                i += 1;
+                LikeToken::Byte(pattern[i])
             }
-            Some((c, rest)) => v.first() == Some(c) && go(&v[1..], rest),
+            c => LikeToken::Byte(c),
+        });
+        i += 1;
+    }
+    let (mut v, mut p) = (0, 0);
+    // The position after the last `%` seen, and the value position it was tried at.
+    let mut star: Option<(usize, usize)> = None;
+    while v < value.len() {
+        match tokens.get(p) {
+            Some(LikeToken::Any) => {
+                star = Some((p + 1, v));
+                p += 1;
+            }
+            Some(LikeToken::One) => {
+                v += 1;
+                p += 1;
+            }
+            Some(LikeToken::Byte(c)) if *c == value[v] => {
+                v += 1;
+                p += 1;
+            }
+            _ => match star {
+                // Let the last `%` swallow one more byte and try again from there.
+                Some((after, tried)) => {
+                    star = Some((after, tried + 1));
+                    p = after;
+                    v = tried + 1;
+                }
+                None => return false,
+            },
         }
     }
-    go(value, pattern)
+    tokens[p..].iter().all(|t| matches!(t, LikeToken::Any))
 }
 
 fn text(d: &Datum) -> Vec<u8> {
@@ -370,6 +411,17 @@ mod tests {
     fn like_in_and_if() {
         assert!(like(b"hello", b"h%o") && like(b"hello", b"_ello") && !like(b"hello", b"h_o"));
         assert!(like(b"50%", b"50\\%") && !like(b"500", b"50\\%"));
+        assert!(like(b"", b"%") && !like(b"", b"_") && like(b"abcabc", b"%abc"));
+        // No exponential blow-up, no deep recursion.
+        let value = vec![b'a'; 10_000];
+        let pattern: Vec<u8> = b"%a"
+            .iter()
+            .copied()
+            .cycle()
+            .take(2000)
+            .chain(*b"b")
+            .collect();
+        assert!(!like(&value, &pattern));
         assert_eq!(
             eval(Func::In, vec![Datum::Int(3), Datum::Int(1), Datum::Int(3)]),
             Ok(Datum::Int(1))

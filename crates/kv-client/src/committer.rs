@@ -24,9 +24,18 @@ use crate::lock_resolver;
 use crate::region_cache::Route;
 use crate::rpc::{Sent, send, send_on_key};
 
-/// TiDB's optimistic lock TTL: 3 s, plus 6 s per MiB written, at most 20 s.
+/// TiDB's optimistic lock TTL: 3 s, plus 6 s per MiB written, at most 20 s. A lock's TTL
+/// counts from its txn's start ts, so the txn's age is added when the lock is written.
 pub fn lock_ttl_ms(bytes: usize) -> u64 {
     (3000 + 6000 * bytes as u64 / (1 << 20)).min(20_000)
+}
+
+/// Milliseconds since `start_ts` by this machine's clock (PD's timestamps follow wall time).
+pub fn age_ms(start_ts: u64) -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    now.saturating_sub(base::ts::physical_ms(start_ts))
 }
 
 pub struct TwoPhase {
@@ -35,7 +44,10 @@ pub struct TwoPhase {
     pub pessimistic_keys: BTreeSet<Vec<u8>>,
     /// 0 for an optimistic txn.
     pub for_update_ts: u64,
+    /// In key order.
     pub mutations: Vec<Mutation>,
+    /// Keys and values of all mutations, for the lock TTL.
+    pub bytes: usize,
 }
 
 impl TwoPhase {
@@ -44,18 +56,17 @@ impl TwoPhase {
     }
 
     fn prewrite_request(&self, keys: &[Vec<u8>]) -> PrewriteRequest {
-        let keys: BTreeSet<&Vec<u8>> = keys.iter().collect();
-        let mutations: Vec<Mutation> = self
-            .mutations
+        // `mutations` is in key order (the txn's buffer is sorted): look each key up.
+        let mut mutations: Vec<Mutation> = keys
             .iter()
-            .filter(|m| keys.contains(&m.key))
-            .cloned()
+            .filter_map(|k| {
+                self.mutations
+                    .binary_search_by(|m| m.key.as_slice().cmp(k))
+                    .ok()
+                    .map(|i| self.mutations[i].clone())
+            })
             .collect();
-        let bytes: usize = self
-            .mutations
-            .iter()
-            .map(|m| m.key.len() + m.value.len())
-            .sum();
+        mutations.sort_by(|a, b| a.key.cmp(&b.key));
         PrewriteRequest {
             context: None,
             is_pessimistic_lock: mutations
@@ -65,7 +76,7 @@ impl TwoPhase {
             mutations,
             primary_lock: self.primary.clone(),
             start_version: self.start_ts,
-            lock_ttl: lock_ttl_ms(bytes),
+            lock_ttl: lock_ttl_ms(self.bytes) + age_ms(self.start_ts),
             for_update_ts: self.for_update_ts,
             txn_size: self.mutations.len() as u64,
             min_commit_ts: 0,
@@ -217,17 +228,14 @@ async fn commit_primary(inner: &Arc<Inner>, bo: &Backoff, tp: &TwoPhase) -> Resu
             keys: vec![tp.primary.clone()],
             commit_version: commit_ts,
         };
-        let resp = match send_on_key(&inner.cache, &inner.conns, bo, &tp.primary, req).await {
-            Ok(r) => r,
-            // The request may have landed: nobody here can say whether the txn committed.
-            Err(e @ (KvError::BackoffExhausted { .. } | KvError::Server(_))) => {
-                return Err(KvError::Undetermined {
-                    start_ts,
-                    reason: e.to_string(),
-                });
-            }
-            Err(e) => return Err(e),
-        };
+        // Whatever fails from here on, the request may have landed: nobody here can say
+        // whether the txn committed.
+        let resp = send_on_key(&inner.cache, &inner.conns, bo, &tp.primary, req)
+            .await
+            .map_err(|e| KvError::Undetermined {
+                start_ts,
+                reason: e.to_string(),
+            })?;
         match resp.error {
             None => return Ok(commit_ts),
             Some(e) if e.commit_ts_expired.is_some() => continue,
@@ -285,6 +293,7 @@ mod tests {
             pessimistic_keys: [b"c".to_vec()].into(),
             for_update_ts: 12,
             mutations: vec![m(b"a"), m(b"b"), m(b"c")],
+            bytes: 6,
         };
         let req = tp.prewrite_request(&[b"c".to_vec(), b"a".to_vec()]);
         let keys: Vec<&[u8]> = req.mutations.iter().map(|m| m.key.as_slice()).collect();

@@ -3,6 +3,7 @@
 //! commit or roll back the lock in the way (ResolveLock). A txn still alive is left alone:
 //! a reader whose read ts the txn's min_commit_ts was pushed past may read around it (its
 //! start_ts goes into the request's `resolved_locks`); anyone else backs off and retries.
+//! A pessimistic lock whose txn committed was never prewritten, so it is rolled back.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -46,6 +47,9 @@ pub(crate) async fn resolve(
             slot.insert(txn_fate(inner, bo, caller_start_ts, lock).await?);
         }
         let commit_version = match fates[&lock.lock_version] {
+            // A pessimistic lock still there after its txn committed was never prewritten
+            // (the key was not written): it only needs to go.
+            Fate::Committed(_) if lock.is_pessimistic => 0,
             Fate::Committed(ts) => ts,
             Fate::RolledBack => 0,
             Fate::Alive { min_commit_ts } => {
@@ -64,10 +68,10 @@ pub(crate) async fn resolve(
             keys: vec![lock.key.clone()],
         };
         let resp = send_on_key(&inner.cache, &inner.conns, bo, &lock.key, req).await?;
-        // An abort here means someone resolved the lock first: nothing left to do.
-        if let Some(e) = resp.error
-            && e.locked.is_some()
-        {
+        // Any error (a lock of another txn now, or one this resolution cannot remove): the
+        // caller backs off before it looks again, so it never spins.
+        if let Some(e) = resp.error {
+            tracing::debug!(start_ts = lock.lock_version, "resolve lock answered {e:?}");
             out.all = false;
         }
     }
@@ -83,7 +87,8 @@ async fn txn_fate(
     lock: &LockInfo,
 ) -> Result<Fate> {
     let current_ts = inner.pd.get_ts().await?;
-    let expired = physical_ms(lock.lock_version) + lock.lock_ttl < physical_ms(current_ts);
+    let expired =
+        physical_ms(lock.lock_version).saturating_add(lock.lock_ttl) < physical_ms(current_ts);
     let req = CheckTxnStatusRequest {
         context: None,
         primary_key: lock.primary_lock.clone(),

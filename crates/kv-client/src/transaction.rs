@@ -1,8 +1,10 @@
 //! A transaction: reads at `start_ts` through its own writes, writes buffered until commit.
 //! Optimistic by default (conflicts surface at prewrite as `WriteConflict`); pessimistic
 //! transactions lock keys as they go (`lock_keys`), each lock at a fresh `for_update_ts`.
-//! Dropping an uncommitted transaction leaves nothing behind but its pessimistic locks,
-//! which expire with their TTL.
+//! The first key locked is the primary, locked alone before any other, and stays the
+//! primary through commit; from then on a heartbeat task keeps the primary's TTL ahead of
+//! the txn's age until the txn ends. Dropping an uncommitted transaction leaves nothing
+//! behind but its pessimistic locks, which expire with their TTL.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -21,6 +23,8 @@ use crate::snapshot::Snapshot;
 pub const PESSIMISTIC_LOCK_TTL_MS: u64 = 20_000;
 /// How often a pessimistic lock is retried at a newer `for_update_ts` after a conflict.
 pub const MAX_FOR_UPDATE_RETRIES: u32 = 256;
+/// How often a pessimistic txn's primary lock is kept alive (TiDB's 10 s).
+pub const HEARTBEAT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Buffered {
@@ -36,9 +40,13 @@ pub struct Transaction {
     buffer: BTreeMap<Vec<u8>, Buffered>,
     pessimistic: bool,
     for_update_ts: u64,
-    /// Keys whose pessimistic locks this txn holds; the first is the primary.
+    /// Keys whose pessimistic locks this txn holds.
     locked: Vec<Vec<u8>>,
     locked_set: BTreeSet<Vec<u8>>,
+    /// The pessimistic txn's primary, once its first lock is taken.
+    primary: Option<Vec<u8>>,
+    /// Dropping it stops the heartbeat task.
+    _heartbeat: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl Transaction {
@@ -51,6 +59,8 @@ impl Transaction {
             for_update_ts: start_ts,
             locked: Vec::new(),
             locked_set: BTreeSet::new(),
+            primary: None,
+            _heartbeat: None,
         }
     }
 
@@ -165,7 +175,30 @@ impl Transaction {
                 return Ok(());
             }
             self.for_update_ts = self.inner.pd.get_ts().await?;
-            match self.lock_at_for_update_ts(&bo, new).await {
+            let locked = match self.primary.clone() {
+                Some(primary) => self.lock_at_for_update_ts(&bo, new, &primary).await,
+                None => {
+                    // The primary first, alone: every later lock names it.
+                    let primary = new[0].clone();
+                    match self
+                        .lock_at_for_update_ts(&bo, vec![primary.clone()], &primary)
+                        .await
+                    {
+                        Ok(()) => {
+                            self.primary = Some(primary.clone());
+                            self._heartbeat = Some(self.start_heartbeat(primary.clone()));
+                            let rest = new[1..].to_vec();
+                            if rest.is_empty() {
+                                Ok(())
+                            } else {
+                                self.lock_at_for_update_ts(&bo, rest, &primary).await
+                            }
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+            };
+            match locked {
                 Err(KvError::WriteConflict { .. }) if retries < MAX_FOR_UPDATE_RETRIES => {
                     retries += 1
                 }
@@ -176,8 +209,12 @@ impl Transaction {
 
     /// Takes pessimistic locks on `keys` at the current `for_update_ts`; keys locked before
     /// a failure stay recorded, so rollback releases them.
-    async fn lock_at_for_update_ts(&mut self, bo: &Backoff, keys: Vec<Vec<u8>>) -> Result<()> {
-        let primary = self.locked.first().unwrap_or(&keys[0]).clone();
+    async fn lock_at_for_update_ts(
+        &mut self,
+        bo: &Backoff,
+        keys: Vec<Vec<u8>>,
+        primary: &[u8],
+    ) -> Result<()> {
         let mut work = self.inner.cache.group_keys(&keys).await?;
         while let Some((route, keys)) = work.pop() {
             let req = PessimisticLockRequest {
@@ -190,9 +227,9 @@ impl Transaction {
                         value: Vec::new(),
                     })
                     .collect(),
-                primary_lock: primary.clone(),
+                primary_lock: primary.to_vec(),
                 start_version: self.start_ts(),
-                lock_ttl: PESSIMISTIC_LOCK_TTL_MS,
+                lock_ttl: PESSIMISTIC_LOCK_TTL_MS + committer::age_ms(self.start_ts()),
                 for_update_ts: self.for_update_ts,
             };
             let resp = match send(&self.inner.cache, &self.inner.conns, bo, &route, req).await? {
@@ -244,9 +281,13 @@ impl Transaction {
 
     /// Commits with two-phase commit; returns the commit timestamp (the start ts for a txn
     /// that wrote nothing).
-    pub async fn commit(self) -> Result<u64> {
+    pub async fn commit(mut self) -> Result<u64> {
         let start_ts = self.start_ts();
-        let mut mutations: Vec<Mutation> = self
+        // Pessimistic locks not written to become Lock mutations, so prewrite replaces them.
+        for k in &self.locked {
+            self.buffer.entry(k.clone()).or_insert(Buffered::Lock);
+        }
+        let mutations: Vec<Mutation> = self
             .buffer
             .into_iter()
             .map(|(key, b)| {
@@ -262,23 +303,12 @@ impl Transaction {
                 }
             })
             .collect();
-        // Pessimistic locks not written to become Lock mutations, so prewrite replaces them.
-        for k in &self.locked {
-            if !mutations.iter().any(|m| &m.key == k) {
-                mutations.push(Mutation {
-                    op: Op::Lock as i32,
-                    key: k.clone(),
-                    value: Vec::new(),
-                });
-            }
-        }
         if mutations.is_empty() {
             return Ok(start_ts);
         }
         let primary = self
-            .locked
-            .first()
-            .cloned()
+            .primary
+            .clone()
             .unwrap_or_else(|| mutations[0].key.clone());
         committer::commit(
             &self.inner,
@@ -286,6 +316,7 @@ impl Transaction {
                 start_ts,
                 primary,
                 pessimistic_keys: self.locked_set,
+                bytes: mutations.iter().map(|m| m.key.len() + m.value.len()).sum(),
                 for_update_ts: if self.pessimistic {
                     self.for_update_ts
                 } else {
@@ -295,6 +326,34 @@ impl Transaction {
             },
         )
         .await
+    }
+
+    /// Keeps the primary lock's TTL ahead of the txn's age every [`HEARTBEAT_INTERVAL`] until
+    /// the returned sender is dropped (the txn ends).
+    fn start_heartbeat(&self, primary: Vec<u8>) -> tokio::sync::oneshot::Sender<()> {
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        let (inner, start_ts) = (self.inner.clone(), self.start_ts());
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = &mut stopped => return,
+                    () = tokio::time::sleep(HEARTBEAT_INTERVAL) => {}
+                }
+                let bo = Backoff::new("txn_heart_beat", crate::backoff::READ_BUDGET_MS);
+                let req = proto::kv::TxnHeartBeatRequest {
+                    context: None,
+                    primary_lock: primary.clone(),
+                    start_version: start_ts,
+                    advise_lock_ttl: PESSIMISTIC_LOCK_TTL_MS + committer::age_ms(start_ts),
+                };
+                if let Err(e) =
+                    crate::rpc::send_on_key(&inner.cache, &inner.conns, &bo, &primary, req).await
+                {
+                    tracing::warn!(start_ts, "txn heartbeat failed: {e}");
+                }
+            }
+        });
+        stop
     }
 
     /// Gives up the txn, releasing any pessimistic locks it took.

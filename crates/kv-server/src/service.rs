@@ -246,8 +246,8 @@ impl KvRpc for KvService {
         let ctx = r.context.as_ref();
         let outcome = match self.route(ctx, [r.key.as_slice()]) {
             Ok(_) => {
-                let (key, ts) = (r.key, r.version);
-                self.read(ctx, move |reader| reader.get(&key, ts, &[]))
+                let (key, ts, resolved) = (r.key, r.version, resolved_locks(ctx));
+                self.read(ctx, move |reader| reader.get(&key, ts, &resolved))
                     .await
             }
             Err(e) => Err(e),

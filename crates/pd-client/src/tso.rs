@@ -150,10 +150,11 @@ async fn request(
         .send(TsoRequest { count })
         .await
         .map_err(|_| PdError::Rpc("the tso stream closed".into()))?;
-    let r = s
-        .responses
-        .message()
-        .await?
+    // A half-open connection must not hang every caller: a reply late by RPC_TIMEOUT fails
+    // the batch and the stream is reopened.
+    let r = tokio::time::timeout(crate::RPC_TIMEOUT, s.responses.message())
+        .await
+        .map_err(|_| PdError::Rpc(format!("no tso reply in {:?}", crate::RPC_TIMEOUT)))??
         .ok_or_else(|| PdError::Rpc("pd closed the tso stream".into()))?;
     if let Some(e) = r.error {
         return Err(PdError::Refused(e.message));

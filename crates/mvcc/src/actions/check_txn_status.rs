@@ -41,7 +41,7 @@ pub fn check_txn_status<S: Snapshot>(
     if let Some(lock) = reader.load_lock(primary)?
         && lock.start_ts == lock_ts
     {
-        if physical_ms(lock.start_ts) + lock.ttl_ms < physical_ms(current_ts) {
+        if physical_ms(lock.start_ts).saturating_add(lock.ttl_ms) < physical_ms(current_ts) {
             super::rollback::rollback(txn, reader, primary, lock_ts)?;
             return Ok(TxnStatus::TtlExpired);
         }
@@ -50,7 +50,7 @@ pub fn check_txn_status<S: Snapshot>(
             && caller_start_ts != u64::MAX
         {
             let pushed = Lock {
-                min_commit_ts: caller_start_ts + 1,
+                min_commit_ts: caller_start_ts.saturating_add(1),
                 ..lock
             };
             txn.put_lock(primary, &pushed);

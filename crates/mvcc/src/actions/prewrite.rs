@@ -97,7 +97,7 @@ pub fn prewrite<S: Snapshot>(
         start_ts,
         ttl_ms: props.ttl_ms,
         for_update_ts: props.for_update_ts,
-        min_commit_ts: props.min_commit_ts.max(start_ts + 1),
+        min_commit_ts: props.min_commit_ts.max(start_ts.saturating_add(1)),
         txn_size: props.txn_size,
         short_value,
     };
