@@ -6,10 +6,13 @@
 //! - [`bind`]: parsed expressions to `expr::Expr` over the rows in scope.
 //! - [`rows`]: rows and index entries as KV pairs.
 //! - [`query`]: SELECT: access paths, coprocessor pushdown, the rest on the node.
+//! - [`ddl`], [`dml`]: schema changes; INSERT/REPLACE/UPDATE/DELETE.
 //! - [`error`]: MySQL error codes and SQLSTATEs.
 
 pub mod bind;
 pub mod catalog;
+pub mod ddl;
+pub mod dml;
 pub mod error;
 pub mod query;
 pub mod rows;

@@ -1,0 +1,320 @@
+//! DDL: CREATE/DROP DATABASE, CREATE/DROP/TRUNCATE TABLE. Each runs in its own pessimistic
+//! transaction that also bumps the schema version, so the change is one atomic step that
+//! every SQL node sees at its next statement. Dropped tables' rows are left for a later
+//! range delete (they are unreachable once the table's id is gone).
+
+use sqlparser::ast::{self, ColumnOption, ObjectName, TableConstraint};
+
+use crate::catalog::{Catalog, ColumnInfo, DbInfo, Default, IndexInfo, Schema, TableInfo, db_key, table_key};
+use crate::error::{Result, SqlError};
+use crate::types::SqlType;
+use kv_client::{Client, Transaction};
+
+/// The last identifier of a name (`db.t` → `t`) and its qualifier, if any.
+pub fn split_name(name: &ObjectName) -> (Option<String>, String) {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .filter_map(|p| p.as_ident().map(|i| i.value.clone()))
+        .collect();
+    match parts.as_slice() {
+        [t] => (None, t.clone()),
+        [d, t] => (Some(d.clone()), t.clone()),
+        _ => (None, name.to_string()),
+    }
+}
+
+/// Runs `change` in a pessimistic txn that bumps the schema version, retrying on conflicts
+/// with other DDL.
+pub async fn in_ddl_txn<F, Fut>(client: &Client, change: F) -> Result<()>
+where
+    F: Fn(Transaction) -> Fut,
+    Fut: std::future::Future<Output = Result<Transaction>>,
+{
+    for _ in 0..10 {
+        let txn = client.begin_pessimistic().await?;
+        let mut txn = change(txn).await?;
+        Catalog::bump_version(&mut txn).await?;
+        match txn.commit().await {
+            Ok(_) => return Ok(()),
+            Err(e) if e.is_retryable() => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(SqlError::unknown("DDL kept conflicting with other DDL; try again"))
+}
+
+pub async fn create_database(client: &Client, name: &str, if_not_exists: bool) -> Result<()> {
+    let name = name.to_string();
+    let exists = std::sync::atomic::AtomicBool::new(false);
+    in_ddl_txn(client, |mut txn| {
+        let (name, exists) = (name.clone(), &exists);
+        async move {
+            if txn.get_for_update(&db_key(&name)).await?.is_some() {
+                if if_not_exists {
+                    exists.store(true, std::sync::atomic::Ordering::Relaxed);
+                    return Ok(txn);
+                }
+                return Err(SqlError::database_exists(&name));
+            }
+            let id = Catalog::alloc_ids(&mut txn, 1).await?;
+            let info = DbInfo { id, name: name.clone() };
+            txn.put(db_key(&name), serde_json::to_vec(&info).expect("db info serializes"));
+            Ok(txn)
+        }
+    })
+    .await
+}
+
+pub async fn drop_database(client: &Client, schema: &Schema, name: &str, if_exists: bool) -> Result<()> {
+    let Ok(db) = schema.db(name) else {
+        return if if_exists { Ok(()) } else { Err(SqlError { code: 1008, state: "HY000", message: format!("Can't drop database '{name}'; database doesn't exist") }) };
+    };
+    let db = db.clone();
+    let tables: Vec<String> = schema.dbs[&name.to_lowercase()].1.values().map(|t| t.name.clone()).collect();
+    in_ddl_txn(client, |mut txn| {
+        let (db, tables) = (db.clone(), tables.clone());
+        async move {
+            txn.delete(db_key(&db.name));
+            for t in &tables {
+                txn.delete(table_key(db.id, t));
+            }
+            Ok(txn)
+        }
+    })
+    .await
+}
+
+fn column_default(e: &ast::Expr) -> Result<Default> {
+    use ast::{Expr as E, Value as V};
+    Ok(match e {
+        E::Value(v) => match &v.value {
+            V::Null => Default::Null,
+            V::Number(n, _) => match crate::bind::number(n)? {
+                codec::datum::Datum::Int(i) => Default::Int(i),
+                other => Default::Float(other.as_f64().unwrap_or(0.0)),
+            },
+            V::SingleQuotedString(s) | V::DoubleQuotedString(s) => Default::Text(s.clone()),
+            V::Boolean(b) => Default::Int(i64::from(*b)),
+            other => return Err(SqlError::not_supported(format!("DEFAULT {other}"))),
+        },
+        E::UnaryOp { op: ast::UnaryOperator::Minus, expr } => match column_default(expr)? {
+            Default::Int(i) => Default::Int(-i),
+            Default::Float(f) => Default::Float(-f),
+            _ => return Err(SqlError::syntax("bad DEFAULT")),
+        },
+        other => return Err(SqlError::not_supported(format!("DEFAULT {other}"))),
+    })
+}
+
+fn index_columns(t: &TableInfo, cols: &[ast::IndexColumn]) -> Result<Vec<usize>> {
+    cols.iter()
+        .map(|c| {
+            let name = match &c.column.expr {
+                ast::Expr::Identifier(i) => i.value.clone(),
+                other => return Err(SqlError::not_supported(format!("index on {other}"))),
+            };
+            t.column(&name).ok_or_else(|| SqlError {
+                code: 1072,
+                state: "42000",
+                message: format!("Key column '{name}' doesn't exist in table"),
+            })
+        })
+        .collect()
+}
+
+/// The table a CREATE TABLE describes (ids still to be assigned: columns 1.., indexes 1..).
+pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
+    let (_, name) = split_name(&ct.name);
+    let mut t = TableInfo {
+        id: 0,
+        db_id,
+        name,
+        columns: Vec::new(),
+        handle_column: None,
+        indexes: Vec::new(),
+        next_column_id: 1,
+    };
+    let mut primary: Option<Vec<usize>> = None;
+    let mut uniques: Vec<(Option<String>, Vec<usize>, bool)> = Vec::new();
+    for (i, c) in ct.columns.iter().enumerate() {
+        if t.column(&c.name.value).is_some() {
+            return Err(SqlError::duplicate_column(&c.name.value));
+        }
+        let ty = SqlType::from_ast(&c.data_type)?;
+        let mut col = ColumnInfo {
+            id: t.next_column_id,
+            name: c.name.value.clone(),
+            ty,
+            nullable: true,
+            default: None,
+            auto_increment: false,
+        };
+        t.next_column_id += 1;
+        for opt in &c.options {
+            match &opt.option {
+                ColumnOption::Null => col.nullable = true,
+                ColumnOption::NotNull => col.nullable = false,
+                ColumnOption::Default(e) => col.default = Some(column_default(e)?),
+                ColumnOption::PrimaryKey(_) => {
+                    if primary.is_some() {
+                        return Err(SqlError::multiple_primary_keys());
+                    }
+                    primary = Some(vec![i]);
+                }
+                ColumnOption::Unique(_) => uniques.push((None, vec![i], false)),
+                ColumnOption::DialectSpecific(tokens)
+                    if tokens.iter().any(|tk| tk.to_string().eq_ignore_ascii_case("AUTO_INCREMENT")) =>
+                {
+                    col.auto_increment = true
+                }
+                ColumnOption::Comment(_) | ColumnOption::CharacterSet(_) | ColumnOption::Collation(_) => {}
+                other => return Err(SqlError::not_supported(format!("column option {other}"))),
+            }
+        }
+        t.columns.push(col);
+    }
+    for c in &ct.constraints {
+        match c {
+            TableConstraint::PrimaryKey(pk) => {
+                if primary.is_some() {
+                    return Err(SqlError::multiple_primary_keys());
+                }
+                primary = Some(index_columns(&t, &pk.columns)?);
+            }
+            TableConstraint::Unique(u) => {
+                uniques.push((u.name.as_ref().map(|n| n.value.clone()), index_columns(&t, &u.columns)?, false))
+            }
+            TableConstraint::Index(ix) => {
+                uniques.push((ix.name.as_ref().map(|n| n.value.clone()), index_columns(&t, &ix.columns)?, true))
+            }
+            other => return Err(SqlError::not_supported(format!("constraint {other}"))),
+        }
+    }
+    if t.columns.iter().filter(|c| c.auto_increment).count() > 1 {
+        return Err(SqlError { code: 1075, state: "42000", message: "Incorrect table definition; there can be only one auto column and it must be defined as a key".into() });
+    }
+    if let Some(pk) = &primary {
+        for &c in pk {
+            t.columns[c].nullable = false;
+        }
+        match pk.as_slice() {
+            [c] if matches!(t.columns[*c].ty, SqlType::Int { .. }) => t.handle_column = Some(*c),
+            _ => t.indexes.push(IndexInfo { id: 0, name: "PRIMARY".into(), columns: pk.clone(), unique: true, primary: true }),
+        }
+    }
+    for (name, cols, plain) in uniques {
+        let name = name.unwrap_or_else(|| t.columns[cols[0]].name.clone());
+        if t.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&name)) {
+            return Err(SqlError { code: 1061, state: "42000", message: format!("Duplicate key name '{name}'") });
+        }
+        t.indexes.push(IndexInfo { id: 0, name, columns: cols, unique: !plain, primary: false });
+    }
+    Ok(t)
+}
+
+pub async fn create_table(client: &Client, schema: &Schema, db: &str, ct: &ast::CreateTable) -> Result<()> {
+    let db_info = schema.db(db)?.clone();
+    let proto_table = table_from_ast(db_info.id, ct)?;
+    let key = table_key(db_info.id, &proto_table.name);
+    in_ddl_txn(client, |mut txn| {
+        let (mut t, key) = (proto_table.clone(), key.clone());
+        async move {
+            if txn.get_for_update(&key).await?.is_some() {
+                if ct.if_not_exists {
+                    return Ok(txn);
+                }
+                return Err(SqlError::table_exists(&t.name));
+            }
+            let first = Catalog::alloc_ids(&mut txn, 1 + t.indexes.len() as i64).await?;
+            t.id = first;
+            for (i, idx) in t.indexes.iter_mut().enumerate() {
+                idx.id = first + 1 + i as i64;
+            }
+            txn.put(key, serde_json::to_vec(&t).expect("table info serializes"));
+            Ok(txn)
+        }
+    })
+    .await
+}
+
+pub async fn drop_table(client: &Client, catalog: &Catalog, schema: &Schema, db: &str, name: &str, if_exists: bool) -> Result<()> {
+    let t = match schema.table(db, name) {
+        Ok(t) => t,
+        Err(_) if if_exists => return Ok(()),
+        Err(e) => {
+            return Err(if e.code == 1146 {
+                SqlError { code: 1051, state: "42S02", message: format!("Unknown table '{db}.{name}'") }
+            } else {
+                e
+            })
+        }
+    };
+    in_ddl_txn(client, |mut txn| {
+        let t = t.clone();
+        async move {
+            txn.delete(table_key(t.db_id, &t.name));
+            Ok(txn)
+        }
+    })
+    .await?;
+    catalog.forget_table(t.id);
+    Ok(())
+}
+
+/// TRUNCATE: the same definition under new ids, so the old rows are out of reach at once.
+pub async fn truncate_table(client: &Client, catalog: &Catalog, schema: &Schema, db: &str, name: &str) -> Result<()> {
+    let old = schema.table(db, name)?;
+    in_ddl_txn(client, |mut txn| {
+        let mut t = (*old).clone();
+        async move {
+            let first = Catalog::alloc_ids(&mut txn, 1 + t.indexes.len() as i64).await?;
+            t.id = first;
+            for (i, idx) in t.indexes.iter_mut().enumerate() {
+                idx.id = first + 1 + i as i64;
+            }
+            txn.put(table_key(t.db_id, &t.name), serde_json::to_vec(&t).expect("table info serializes"));
+            Ok(txn)
+        }
+    })
+    .await?;
+    catalog.forget_table(old.id);
+    Ok(())
+}
+
+/// SHOW CREATE TABLE's text.
+pub fn show_create(t: &TableInfo) -> String {
+    let mut lines: Vec<String> = t
+        .columns
+        .iter()
+        .map(|c| {
+            let mut l = format!("  `{}` {}", c.name, c.ty.name());
+            if !c.nullable {
+                l.push_str(" NOT NULL");
+            }
+            match &c.default {
+                Some(Default::Int(v)) => l.push_str(&format!(" DEFAULT '{v}'")),
+                Some(Default::Float(v)) => l.push_str(&format!(" DEFAULT '{v}'")),
+                Some(Default::Text(s)) => l.push_str(&format!(" DEFAULT '{}'", s.replace('\'', "''"))),
+                Some(Default::Null) => l.push_str(" DEFAULT NULL"),
+                None => {}
+            }
+            if c.auto_increment {
+                l.push_str(" AUTO_INCREMENT");
+            }
+            l
+        })
+        .collect();
+    let cols = |ix: &[usize]| ix.iter().map(|&i| format!("`{}`", t.columns[i].name)).collect::<Vec<_>>().join(",");
+    if let Some(h) = t.handle_column {
+        lines.push(format!("  PRIMARY KEY ({})", cols(&[h])));
+    }
+    for ix in &t.indexes {
+        lines.push(match (ix.primary, ix.unique) {
+            (true, _) => format!("  PRIMARY KEY ({})", cols(&ix.columns)),
+            (false, true) => format!("  UNIQUE KEY `{}` ({})", ix.name, cols(&ix.columns)),
+            (false, false) => format!("  KEY `{}` ({})", ix.name, cols(&ix.columns)),
+        });
+    }
+    format!("CREATE TABLE `{}` (\n{}\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin", t.name, lines.join(",\n"))
+}

@@ -1,0 +1,249 @@
+//! INSERT (multi-row, IGNORE, ON DUPLICATE KEY UPDATE), REPLACE, UPDATE and DELETE, inside
+//! the statement's transaction. Values are converted to the column types as strict mode
+//! does; a row whose primary key or unique index value exists already is error 1062
+//! (INSERT), replaced (REPLACE) or updated (ON DUPLICATE KEY UPDATE). Pessimistic
+//! transactions lock what they check and what they change.
+
+use codec::datum::Datum;
+use codec::table;
+use expr::Expr;
+use kv_client::Transaction;
+use sqlparser::ast::{self, Assignment, AssignmentTarget, SetExpr};
+
+use crate::bind::{Binder, Scope};
+use crate::catalog::{Catalog, TableInfo};
+use crate::error::{Result, SqlError};
+use crate::query::{fetch_rows, table_scope};
+use crate::rows::{decode_row, default_value, delete_row, handle_of, put_row};
+use crate::types::text;
+
+pub struct DmlContext<'a> {
+    pub catalog: &'a Catalog,
+    pub params: &'a [Datum],
+    pub variable: &'a dyn Fn(&str, bool) -> Result<Datum>,
+}
+
+/// What a DML statement reports: rows affected and the first auto-increment id it used.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Affected {
+    pub rows: u64,
+    pub last_insert_id: u64,
+}
+
+async fn existing_row(txn: &mut Transaction, t: &TableInfo, handle: i64) -> Result<Option<Vec<Datum>>> {
+    let key = table::row_key(t.id, handle);
+    let v = if txn.is_pessimistic() { txn.get_for_update(&key).await? } else { txn.get(&key).await? };
+    v.map(|v| decode_row(t, handle, &v)).transpose()
+}
+
+/// The handle of the row holding one of `row`'s unique index values, if another does.
+async fn unique_conflict(txn: &mut Transaction, t: &TableInfo, row: &[Datum], handle: i64) -> Result<Option<i64>> {
+    for idx in t.indexes.iter().filter(|i| i.unique) {
+        let (key, unique) = crate::rows::index_key(t, idx, row, handle);
+        if !unique {
+            continue;
+        }
+        let v = if txn.is_pessimistic() { txn.get_for_update(&key).await? } else { txn.get(&key).await? };
+        if let Some(v) = v {
+            let other = table::decode_unique_index_value(&v).map_err(|e| SqlError::unknown(format!("corrupt index entry: {e}")))?;
+            if other != handle {
+                return Ok(Some(other));
+            }
+        }
+    }
+    Ok(None)
+}
+
+fn convert_row(t: &TableInfo, mut row: Vec<Datum>, row_no: usize) -> Result<Vec<Datum>> {
+    for (i, c) in t.columns.iter().enumerate() {
+        let v = std::mem::replace(&mut row[i], Datum::Null);
+        let v = c.ty.convert(v, &c.name, row_no)?;
+        if v.is_null() && !c.nullable {
+            return Err(SqlError::not_null(&c.name));
+        }
+        row[i] = v;
+    }
+    Ok(row)
+}
+
+fn assignments(t: &TableInfo, scope: &Scope, list: &[Assignment], ctx: &DmlContext<'_>, next_param: &mut usize) -> Result<Vec<(usize, Expr)>> {
+    list.iter()
+        .map(|a| {
+            let name = match &a.target {
+                AssignmentTarget::ColumnName(n) => crate::ddl::split_name(n).1,
+                AssignmentTarget::Tuple(_) => return Err(SqlError::not_supported("tuple assignment")),
+            };
+            let col = t.column(&name).ok_or_else(|| SqlError::unknown_column(&name, "field list"))?;
+            let mut b = Binder::new(scope, ctx.params, ctx.variable);
+            b.next_param = *next_param;
+            let e = b.bind(&a.value)?;
+            *next_param = b.next_param;
+            Ok((col, e))
+        })
+        .collect()
+}
+
+/// Applies `sets` to `row` (all evaluated on the old row, as MySQL does per assignment in order).
+fn apply(t: &TableInfo, row: &[Datum], sets: &[(usize, Expr)], row_no: usize) -> Result<Vec<Datum>> {
+    let mut new = row.to_vec();
+    for (col, e) in sets {
+        new[*col] = e.eval(&new)?;
+    }
+    convert_row(t, new, row_no)
+}
+
+/// Writes `new` in place of `old` (same or changed handle), keeping indexes in step.
+async fn rewrite(txn: &mut Transaction, t: &TableInfo, old_handle: i64, old: &[Datum], new: &[Datum]) -> Result<()> {
+    let new_handle = handle_of(t, new).unwrap_or(old_handle);
+    if new_handle != old_handle && existing_row(txn, t, new_handle).await?.is_some() {
+        return Err(SqlError::duplicate_entry(&new_handle.to_string(), &format!("{}.PRIMARY", t.name)));
+    }
+    delete_row(txn, t, old_handle, old);
+    put_row(txn, t, new_handle, new, true).await
+}
+
+pub async fn insert(ctx: &DmlContext<'_>, txn: &mut Transaction, t: &TableInfo, ins: &ast::Insert) -> Result<Affected> {
+    let replace = ins.replace_into;
+    let columns: Vec<usize> = if ins.columns.is_empty() {
+        (0..t.columns.len()).collect()
+    } else {
+        ins.columns
+            .iter()
+            .map(|c| {
+                let name = crate::ddl::split_name(c).1;
+                t.column(&name).ok_or_else(|| SqlError::unknown_column(&name, "field list"))
+            })
+            .collect::<Result<_>>()?
+    };
+    let source = ins.source.as_ref().ok_or_else(|| SqlError::not_supported("INSERT ... SET"))?;
+    let SetExpr::Values(values) = source.body.as_ref() else {
+        return Err(SqlError::not_supported("INSERT ... SELECT"));
+    };
+    let scope = table_scope(t, None);
+    let mut next_param = 0;
+    let mut affected = Affected::default();
+    let on_duplicate = match &ins.on {
+        Some(ast::OnInsert::DuplicateKeyUpdate(sets)) => Some(sets),
+        None => None,
+        Some(other) => return Err(SqlError::not_supported(other.to_string())),
+    };
+    let mut evaluated = Vec::with_capacity(values.rows.len());
+    let empty = Scope::default();
+    for (r, exprs) in values.rows.iter().enumerate() {
+        if exprs.len() != columns.len() {
+            return Err(SqlError::value_count(r + 1));
+        }
+        let mut row: Vec<Datum> = t.columns.iter().map(|c| default_value(&c.default)).collect();
+        for (e, &c) in exprs.iter().zip(&columns) {
+            let mut b = Binder::new(&empty, ctx.params, ctx.variable);
+            b.next_param = next_param;
+            row[c] = match e {
+                ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("DEFAULT") => default_value(&t.columns[c].default),
+                e => b.bind(e)?.eval(&[])?,
+            };
+            next_param = b.next_param;
+        }
+        evaluated.push(row);
+    }
+    let dup_sets = on_duplicate.map(|s| assignments(t, &scope, s, ctx, &mut next_param)).transpose()?;
+    for (r, mut row) in evaluated.into_iter().enumerate() {
+        let row_no = r + 1;
+        // Auto-increment: NULL or 0 takes the next value; an explicit one moves it on.
+        if let Some(ai) = t.auto_increment_column() {
+            let explicit = match &row[ai] {
+                Datum::Null => None,
+                Datum::Int(0) | Datum::UInt(0) => None,
+                Datum::Int(v) => Some(*v),
+                Datum::UInt(v) => Some(*v as i64),
+                other => Some(t.columns[ai].ty.convert(other.clone(), &t.columns[ai].name, row_no).ok().and_then(|d| match d { Datum::Int(v) => Some(v), Datum::UInt(v) => Some(v as i64), _ => None }).unwrap_or(0)),
+            };
+            match explicit {
+                Some(v) => ctx.catalog.note_explicit_id(t.id, v).await?,
+                None => {
+                    let id = ctx.catalog.next_auto_id(t.id, 1).await?;
+                    row[ai] = Datum::Int(id);
+                    if affected.last_insert_id == 0 {
+                        affected.last_insert_id = id as u64;
+                    }
+                }
+            }
+        }
+        let row = convert_row(t, row, row_no)?;
+        let handle = match handle_of(t, &row) {
+            Some(h) => h,
+            None => ctx.catalog.next_auto_id(t.id, 1).await?,
+        };
+        // An existing row under the same primary key, or holding a unique value.
+        let clash = if t.handle_column.is_some() && existing_row(txn, t, handle).await?.is_some() {
+            Some(handle)
+        } else {
+            unique_conflict(txn, t, &row, handle).await?
+        };
+        match clash {
+            None => {
+                put_row(txn, t, handle, &row, false).await?;
+                affected.rows += 1;
+            }
+            Some(other) if replace => {
+                if let Some(old) = existing_row(txn, t, other).await? {
+                    delete_row(txn, t, other, &old);
+                    affected.rows += 1;
+                }
+                put_row(txn, t, handle, &row, true).await?;
+                affected.rows += 1;
+            }
+            Some(other) => match &dup_sets {
+                Some(sets) => {
+                    let old = existing_row(txn, t, other).await?.ok_or_else(|| SqlError::unknown("a duplicate row vanished"))?;
+                    let new = apply(t, &old, sets, row_no)?;
+                    if new != old {
+                        rewrite(txn, t, other, &old, &new).await?;
+                        affected.rows += 2;
+                    }
+                }
+                None if ins.ignore => {}
+                None => {
+                    let (shown, key) = match t.handle_column {
+                        Some(h) if other == handle && existing_row(txn, t, handle).await?.is_some() => (text(&row[h]), "PRIMARY".to_string()),
+                        _ => {
+                            let idx = t.indexes.iter().find(|i| i.unique).expect("a unique clash names a unique index");
+                            (idx.columns.iter().map(|&c| text(&row[c])).collect::<Vec<_>>().join("-"), idx.name.clone())
+                        }
+                    };
+                    return Err(SqlError::duplicate_entry(&shown, &format!("{}.{key}", t.name)));
+                }
+            },
+        }
+    }
+    Ok(affected)
+}
+
+pub async fn update(ctx: &DmlContext<'_>, txn: &mut Transaction, t: &TableInfo, u: &ast::Update) -> Result<Affected> {
+    let scope = table_scope(t, None);
+    let mut next_param = 0;
+    let sets = assignments(t, &scope, &u.assignments, ctx, &mut next_param)?;
+    let mut b = Binder::new(&scope, ctx.params, ctx.variable);
+    b.next_param = next_param;
+    let filter = u.selection.as_ref().map(|w| b.bind(w)).transpose()?;
+    let rows = fetch_rows(txn, t, filter.as_ref(), true).await?;
+    let mut affected = Affected::default();
+    for (n, (h, old)) in rows.into_iter().enumerate() {
+        let new = apply(t, &old, &sets, n + 1)?;
+        if new != old {
+            rewrite(txn, t, h, &old, &new).await?;
+            affected.rows += 1;
+        }
+    }
+    Ok(affected)
+}
+
+pub async fn delete(ctx: &DmlContext<'_>, txn: &mut Transaction, t: &TableInfo, d: &ast::Delete) -> Result<Affected> {
+    let scope = table_scope(t, None);
+    let mut b = Binder::new(&scope, ctx.params, ctx.variable);
+    let filter = d.selection.as_ref().map(|w| b.bind(w)).transpose()?;
+    let rows = fetch_rows(txn, t, filter.as_ref(), true).await?;
+    for (h, row) in &rows {
+        delete_row(txn, t, *h, row);
+    }
+    Ok(Affected { rows: rows.len() as u64, last_insert_id: 0 })
+}
