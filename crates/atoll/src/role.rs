@@ -96,18 +96,7 @@ pub fn run_sql(args: SqlArgs) -> anyhow::Result<()> {
         ("status.status-port", args.status),
         ("path", args.path),
     ];
-    run(Role::Sql, args.common, flags, |node| {
-        shell_only(
-            node,
-            "status port only: the MySQL protocol is not built yet (issue #6)",
-        )
-    })
-}
-
-/// A role whose service is not built yet runs the node shell alone and says so.
-fn shell_only(node: Node, serving: &str) -> Result<(), NodeError> {
-    tracing::warn!("{serving}");
-    node.run_until_signal(serving)
+    run(Role::Sql, args.common, flags, sql_server::run)
 }
 
 fn run<const N: usize>(

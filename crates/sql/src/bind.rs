@@ -43,6 +43,15 @@ impl Scope {
     }
 }
 
+/// A name the session resolves: `@@name`, `@name`, or a function of the session with no
+/// arguments (DATABASE(), VERSION(), CONNECTION_ID(), LAST_INSERT_ID(), NOW() ...).
+#[derive(Debug, Clone, Copy)]
+pub enum Lookup<'n> {
+    System(&'n str),
+    User(&'n str),
+    Function(&'n str),
+}
+
 /// What an aggregating query binds against.
 pub struct Aggregation<'a> {
     pub group_by: &'a [ast::Expr],
@@ -55,7 +64,7 @@ pub struct Binder<'a> {
     pub scope: &'a Scope,
     pub params: &'a [Datum],
     pub next_param: usize,
-    pub variable: &'a dyn Fn(&str, bool) -> Result<Datum>,
+    pub variable: &'a (dyn Fn(Lookup<'_>) -> Result<Datum> + Sync),
     pub aggregation: Option<Aggregation<'a>>,
 }
 
@@ -111,7 +120,7 @@ impl<'a> Binder<'a> {
     pub fn new(
         scope: &'a Scope,
         params: &'a [Datum],
-        variable: &'a dyn Fn(&str, bool) -> Result<Datum>,
+        variable: &'a (dyn Fn(Lookup<'_>) -> Result<Datum> + Sync),
     ) -> Binder<'a> {
         Binder {
             scope,
@@ -211,10 +220,10 @@ impl<'a> Binder<'a> {
         match e {
             E::Identifier(id) => {
                 if let Some(name) = id.value.strip_prefix("@@") {
-                    return Ok(Expr::Const((self.variable)(name, true)?));
+                    return Ok(Expr::Const((self.variable)(Lookup::System(name))?));
                 }
                 if let Some(name) = id.value.strip_prefix('@') {
-                    return Ok(Expr::Const((self.variable)(name, false)?));
+                    return Ok(Expr::Const((self.variable)(Lookup::User(name))?));
                 }
                 if let Some(agg) = &self.aggregation {
                     // A bare column in an aggregating query must be grouped by.
@@ -236,10 +245,9 @@ impl<'a> Binder<'a> {
                 let names: Vec<&str> = parts.iter().map(|p| p.value.as_str()).collect();
                 if names.first().is_some_and(|n| n.starts_with("@@")) {
                     // @@session.x / @@global.x: the session sees its own value either way today.
-                    return Ok(Expr::Const((self.variable)(
+                    return Ok(Expr::Const((self.variable)(Lookup::System(
                         names.last().expect("parts"),
-                        true,
-                    )?));
+                    ))?));
                 }
                 let (qualifier, name) = match names.as_slice() {
                     [t, c] => (*t, *c),
@@ -365,6 +373,11 @@ impl<'a> Binder<'a> {
     fn function(&mut self, f: &ast::Function) -> Result<Expr> {
         let name = f.name.to_string().to_ascii_lowercase();
         let (args, _, _) = function_args(f)?;
+        if args.is_empty()
+            && let Ok(d) = (self.variable)(Lookup::Function(&name))
+        {
+            return Ok(Expr::Const(d));
+        }
         match (name.as_str(), args.len()) {
             ("if", 3) => self.call(Func::If, &args),
             ("ifnull", 2) => {

@@ -5,7 +5,9 @@
 
 use sqlparser::ast::{self, ColumnOption, ObjectName, TableConstraint};
 
-use crate::catalog::{Catalog, ColumnInfo, DbInfo, Default, IndexInfo, Schema, TableInfo, db_key, table_key};
+use crate::catalog::{
+    Catalog, ColumnInfo, DbInfo, Default, IndexInfo, Schema, TableInfo, db_key, table_key,
+};
 use crate::error::{Result, SqlError};
 use crate::types::SqlType;
 use kv_client::{Client, Transaction};
@@ -41,7 +43,9 @@ where
             Err(e) => return Err(e.into()),
         }
     }
-    Err(SqlError::unknown("DDL kept conflicting with other DDL; try again"))
+    Err(SqlError::unknown(
+        "DDL kept conflicting with other DDL; try again",
+    ))
 }
 
 pub async fn create_database(client: &Client, name: &str, if_not_exists: bool) -> Result<()> {
@@ -58,20 +62,43 @@ pub async fn create_database(client: &Client, name: &str, if_not_exists: bool) -
                 return Err(SqlError::database_exists(&name));
             }
             let id = Catalog::alloc_ids(&mut txn, 1).await?;
-            let info = DbInfo { id, name: name.clone() };
-            txn.put(db_key(&name), serde_json::to_vec(&info).expect("db info serializes"));
+            let info = DbInfo {
+                id,
+                name: name.clone(),
+            };
+            txn.put(
+                db_key(&name),
+                serde_json::to_vec(&info).expect("db info serializes"),
+            );
             Ok(txn)
         }
     })
     .await
 }
 
-pub async fn drop_database(client: &Client, schema: &Schema, name: &str, if_exists: bool) -> Result<()> {
+pub async fn drop_database(
+    client: &Client,
+    schema: &Schema,
+    name: &str,
+    if_exists: bool,
+) -> Result<()> {
     let Ok(db) = schema.db(name) else {
-        return if if_exists { Ok(()) } else { Err(SqlError { code: 1008, state: "HY000", message: format!("Can't drop database '{name}'; database doesn't exist") }) };
+        return if if_exists {
+            Ok(())
+        } else {
+            Err(SqlError {
+                code: 1008,
+                state: "HY000",
+                message: format!("Can't drop database '{name}'; database doesn't exist"),
+            })
+        };
     };
     let db = db.clone();
-    let tables: Vec<String> = schema.dbs[&name.to_lowercase()].1.values().map(|t| t.name.clone()).collect();
+    let tables: Vec<String> = schema.dbs[&name.to_lowercase()]
+        .1
+        .values()
+        .map(|t| t.name.clone())
+        .collect();
     in_ddl_txn(client, |mut txn| {
         let (db, tables) = (db.clone(), tables.clone());
         async move {
@@ -98,7 +125,10 @@ fn column_default(e: &ast::Expr) -> Result<Default> {
             V::Boolean(b) => Default::Int(i64::from(*b)),
             other => return Err(SqlError::not_supported(format!("DEFAULT {other}"))),
         },
-        E::UnaryOp { op: ast::UnaryOperator::Minus, expr } => match column_default(expr)? {
+        E::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => match column_default(expr)? {
             Default::Int(i) => Default::Int(-i),
             Default::Float(f) => Default::Float(-f),
             _ => return Err(SqlError::syntax("bad DEFAULT")),
@@ -164,11 +194,15 @@ pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
                 }
                 ColumnOption::Unique(_) => uniques.push((None, vec![i], false)),
                 ColumnOption::DialectSpecific(tokens)
-                    if tokens.iter().any(|tk| tk.to_string().eq_ignore_ascii_case("AUTO_INCREMENT")) =>
+                    if tokens
+                        .iter()
+                        .any(|tk| tk.to_string().eq_ignore_ascii_case("AUTO_INCREMENT")) =>
                 {
                     col.auto_increment = true
                 }
-                ColumnOption::Comment(_) | ColumnOption::CharacterSet(_) | ColumnOption::Collation(_) => {}
+                ColumnOption::Comment(_)
+                | ColumnOption::CharacterSet(_)
+                | ColumnOption::Collation(_) => {}
                 other => return Err(SqlError::not_supported(format!("column option {other}"))),
             }
         }
@@ -182,12 +216,16 @@ pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
                 }
                 primary = Some(index_columns(&t, &pk.columns)?);
             }
-            TableConstraint::Unique(u) => {
-                uniques.push((u.name.as_ref().map(|n| n.value.clone()), index_columns(&t, &u.columns)?, false))
-            }
-            TableConstraint::Index(ix) => {
-                uniques.push((ix.name.as_ref().map(|n| n.value.clone()), index_columns(&t, &ix.columns)?, true))
-            }
+            TableConstraint::Unique(u) => uniques.push((
+                u.name.as_ref().map(|n| n.value.clone()),
+                index_columns(&t, &u.columns)?,
+                false,
+            )),
+            TableConstraint::Index(ix) => uniques.push((
+                ix.name.as_ref().map(|n| n.value.clone()),
+                index_columns(&t, &ix.columns)?,
+                true,
+            )),
             other => return Err(SqlError::not_supported(format!("constraint {other}"))),
         }
     }
@@ -200,20 +238,41 @@ pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
         }
         match pk.as_slice() {
             [c] if matches!(t.columns[*c].ty, SqlType::Int { .. }) => t.handle_column = Some(*c),
-            _ => t.indexes.push(IndexInfo { id: 0, name: "PRIMARY".into(), columns: pk.clone(), unique: true, primary: true }),
+            _ => t.indexes.push(IndexInfo {
+                id: 0,
+                name: "PRIMARY".into(),
+                columns: pk.clone(),
+                unique: true,
+                primary: true,
+            }),
         }
     }
     for (name, cols, plain) in uniques {
         let name = name.unwrap_or_else(|| t.columns[cols[0]].name.clone());
         if t.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&name)) {
-            return Err(SqlError { code: 1061, state: "42000", message: format!("Duplicate key name '{name}'") });
+            return Err(SqlError {
+                code: 1061,
+                state: "42000",
+                message: format!("Duplicate key name '{name}'"),
+            });
         }
-        t.indexes.push(IndexInfo { id: 0, name, columns: cols, unique: !plain, primary: false });
+        t.indexes.push(IndexInfo {
+            id: 0,
+            name,
+            columns: cols,
+            unique: !plain,
+            primary: false,
+        });
     }
     Ok(t)
 }
 
-pub async fn create_table(client: &Client, schema: &Schema, db: &str, ct: &ast::CreateTable) -> Result<()> {
+pub async fn create_table(
+    client: &Client,
+    schema: &Schema,
+    db: &str,
+    ct: &ast::CreateTable,
+) -> Result<()> {
     let db_info = schema.db(db)?.clone();
     let proto_table = table_from_ast(db_info.id, ct)?;
     let key = table_key(db_info.id, &proto_table.name);
@@ -238,16 +297,27 @@ pub async fn create_table(client: &Client, schema: &Schema, db: &str, ct: &ast::
     .await
 }
 
-pub async fn drop_table(client: &Client, catalog: &Catalog, schema: &Schema, db: &str, name: &str, if_exists: bool) -> Result<()> {
+pub async fn drop_table(
+    client: &Client,
+    catalog: &Catalog,
+    schema: &Schema,
+    db: &str,
+    name: &str,
+    if_exists: bool,
+) -> Result<()> {
     let t = match schema.table(db, name) {
         Ok(t) => t,
         Err(_) if if_exists => return Ok(()),
         Err(e) => {
             return Err(if e.code == 1146 {
-                SqlError { code: 1051, state: "42S02", message: format!("Unknown table '{db}.{name}'") }
+                SqlError {
+                    code: 1051,
+                    state: "42S02",
+                    message: format!("Unknown table '{db}.{name}'"),
+                }
             } else {
                 e
-            })
+            });
         }
     };
     in_ddl_txn(client, |mut txn| {
@@ -263,7 +333,13 @@ pub async fn drop_table(client: &Client, catalog: &Catalog, schema: &Schema, db:
 }
 
 /// TRUNCATE: the same definition under new ids, so the old rows are out of reach at once.
-pub async fn truncate_table(client: &Client, catalog: &Catalog, schema: &Schema, db: &str, name: &str) -> Result<()> {
+pub async fn truncate_table(
+    client: &Client,
+    catalog: &Catalog,
+    schema: &Schema,
+    db: &str,
+    name: &str,
+) -> Result<()> {
     let old = schema.table(db, name)?;
     in_ddl_txn(client, |mut txn| {
         let mut t = (*old).clone();
@@ -273,7 +349,10 @@ pub async fn truncate_table(client: &Client, catalog: &Catalog, schema: &Schema,
             for (i, idx) in t.indexes.iter_mut().enumerate() {
                 idx.id = first + 1 + i as i64;
             }
-            txn.put(table_key(t.db_id, &t.name), serde_json::to_vec(&t).expect("table info serializes"));
+            txn.put(
+                table_key(t.db_id, &t.name),
+                serde_json::to_vec(&t).expect("table info serializes"),
+            );
             Ok(txn)
         }
     })
@@ -295,7 +374,9 @@ pub fn show_create(t: &TableInfo) -> String {
             match &c.default {
                 Some(Default::Int(v)) => l.push_str(&format!(" DEFAULT '{v}'")),
                 Some(Default::Float(v)) => l.push_str(&format!(" DEFAULT '{v}'")),
-                Some(Default::Text(s)) => l.push_str(&format!(" DEFAULT '{}'", s.replace('\'', "''"))),
+                Some(Default::Text(s)) => {
+                    l.push_str(&format!(" DEFAULT '{}'", s.replace('\'', "''")))
+                }
                 Some(Default::Null) => l.push_str(" DEFAULT NULL"),
                 None => {}
             }
@@ -305,7 +386,12 @@ pub fn show_create(t: &TableInfo) -> String {
             l
         })
         .collect();
-    let cols = |ix: &[usize]| ix.iter().map(|&i| format!("`{}`", t.columns[i].name)).collect::<Vec<_>>().join(",");
+    let cols = |ix: &[usize]| {
+        ix.iter()
+            .map(|&i| format!("`{}`", t.columns[i].name))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     if let Some(h) = t.handle_column {
         lines.push(format!("  PRIMARY KEY ({})", cols(&[h])));
     }
@@ -316,5 +402,9 @@ pub fn show_create(t: &TableInfo) -> String {
             (false, false) => format!("  KEY `{}` ({})", ix.name, cols(&ix.columns)),
         });
     }
-    format!("CREATE TABLE `{}` (\n{}\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin", t.name, lines.join(",\n"))
+    format!(
+        "CREATE TABLE `{}` (\n{}\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+        t.name,
+        lines.join(",\n")
+    )
 }

@@ -10,7 +10,7 @@ use expr::Expr;
 use kv_client::Transaction;
 use sqlparser::ast::{self, Assignment, AssignmentTarget, SetExpr};
 
-use crate::bind::{Binder, Scope};
+use crate::bind::{Binder, Lookup, Scope};
 use crate::catalog::{Catalog, TableInfo};
 use crate::error::{Result, SqlError};
 use crate::query::{fetch_rows, table_scope};
@@ -20,7 +20,7 @@ use crate::types::text;
 pub struct DmlContext<'a> {
     pub catalog: &'a Catalog,
     pub params: &'a [Datum],
-    pub variable: &'a dyn Fn(&str, bool) -> Result<Datum>,
+    pub variable: &'a (dyn Fn(Lookup<'_>) -> Result<Datum> + Sync),
 }
 
 /// What a DML statement reports: rows affected and the first auto-increment id it used.
@@ -30,22 +30,40 @@ pub struct Affected {
     pub last_insert_id: u64,
 }
 
-async fn existing_row(txn: &mut Transaction, t: &TableInfo, handle: i64) -> Result<Option<Vec<Datum>>> {
+async fn existing_row(
+    txn: &mut Transaction,
+    t: &TableInfo,
+    handle: i64,
+) -> Result<Option<Vec<Datum>>> {
     let key = table::row_key(t.id, handle);
-    let v = if txn.is_pessimistic() { txn.get_for_update(&key).await? } else { txn.get(&key).await? };
+    let v = if txn.is_pessimistic() {
+        txn.get_for_update(&key).await?
+    } else {
+        txn.get(&key).await?
+    };
     v.map(|v| decode_row(t, handle, &v)).transpose()
 }
 
 /// The handle of the row holding one of `row`'s unique index values, if another does.
-async fn unique_conflict(txn: &mut Transaction, t: &TableInfo, row: &[Datum], handle: i64) -> Result<Option<i64>> {
+async fn unique_conflict(
+    txn: &mut Transaction,
+    t: &TableInfo,
+    row: &[Datum],
+    handle: i64,
+) -> Result<Option<i64>> {
     for idx in t.indexes.iter().filter(|i| i.unique) {
         let (key, unique) = crate::rows::index_key(t, idx, row, handle);
         if !unique {
             continue;
         }
-        let v = if txn.is_pessimistic() { txn.get_for_update(&key).await? } else { txn.get(&key).await? };
+        let v = if txn.is_pessimistic() {
+            txn.get_for_update(&key).await?
+        } else {
+            txn.get(&key).await?
+        };
         if let Some(v) = v {
-            let other = table::decode_unique_index_value(&v).map_err(|e| SqlError::unknown(format!("corrupt index entry: {e}")))?;
+            let other = table::decode_unique_index_value(&v)
+                .map_err(|e| SqlError::unknown(format!("corrupt index entry: {e}")))?;
             if other != handle {
                 return Ok(Some(other));
             }
@@ -66,14 +84,24 @@ fn convert_row(t: &TableInfo, mut row: Vec<Datum>, row_no: usize) -> Result<Vec<
     Ok(row)
 }
 
-fn assignments(t: &TableInfo, scope: &Scope, list: &[Assignment], ctx: &DmlContext<'_>, next_param: &mut usize) -> Result<Vec<(usize, Expr)>> {
+fn assignments(
+    t: &TableInfo,
+    scope: &Scope,
+    list: &[Assignment],
+    ctx: &DmlContext<'_>,
+    next_param: &mut usize,
+) -> Result<Vec<(usize, Expr)>> {
     list.iter()
         .map(|a| {
             let name = match &a.target {
                 AssignmentTarget::ColumnName(n) => crate::ddl::split_name(n).1,
-                AssignmentTarget::Tuple(_) => return Err(SqlError::not_supported("tuple assignment")),
+                AssignmentTarget::Tuple(_) => {
+                    return Err(SqlError::not_supported("tuple assignment"));
+                }
             };
-            let col = t.column(&name).ok_or_else(|| SqlError::unknown_column(&name, "field list"))?;
+            let col = t
+                .column(&name)
+                .ok_or_else(|| SqlError::unknown_column(&name, "field list"))?;
             let mut b = Binder::new(scope, ctx.params, ctx.variable);
             b.next_param = *next_param;
             let e = b.bind(&a.value)?;
@@ -84,7 +112,12 @@ fn assignments(t: &TableInfo, scope: &Scope, list: &[Assignment], ctx: &DmlConte
 }
 
 /// Applies `sets` to `row` (all evaluated on the old row, as MySQL does per assignment in order).
-fn apply(t: &TableInfo, row: &[Datum], sets: &[(usize, Expr)], row_no: usize) -> Result<Vec<Datum>> {
+fn apply(
+    t: &TableInfo,
+    row: &[Datum],
+    sets: &[(usize, Expr)],
+    row_no: usize,
+) -> Result<Vec<Datum>> {
     let mut new = row.to_vec();
     for (col, e) in sets {
         new[*col] = e.eval(&new)?;
@@ -93,16 +126,30 @@ fn apply(t: &TableInfo, row: &[Datum], sets: &[(usize, Expr)], row_no: usize) ->
 }
 
 /// Writes `new` in place of `old` (same or changed handle), keeping indexes in step.
-async fn rewrite(txn: &mut Transaction, t: &TableInfo, old_handle: i64, old: &[Datum], new: &[Datum]) -> Result<()> {
+async fn rewrite(
+    txn: &mut Transaction,
+    t: &TableInfo,
+    old_handle: i64,
+    old: &[Datum],
+    new: &[Datum],
+) -> Result<()> {
     let new_handle = handle_of(t, new).unwrap_or(old_handle);
     if new_handle != old_handle && existing_row(txn, t, new_handle).await?.is_some() {
-        return Err(SqlError::duplicate_entry(&new_handle.to_string(), &format!("{}.PRIMARY", t.name)));
+        return Err(SqlError::duplicate_entry(
+            &new_handle.to_string(),
+            &format!("{}.PRIMARY", t.name),
+        ));
     }
     delete_row(txn, t, old_handle, old);
     put_row(txn, t, new_handle, new, true).await
 }
 
-pub async fn insert(ctx: &DmlContext<'_>, txn: &mut Transaction, t: &TableInfo, ins: &ast::Insert) -> Result<Affected> {
+pub async fn insert(
+    ctx: &DmlContext<'_>,
+    txn: &mut Transaction,
+    t: &TableInfo,
+    ins: &ast::Insert,
+) -> Result<Affected> {
     let replace = ins.replace_into;
     let columns: Vec<usize> = if ins.columns.is_empty() {
         (0..t.columns.len()).collect()
@@ -111,11 +158,15 @@ pub async fn insert(ctx: &DmlContext<'_>, txn: &mut Transaction, t: &TableInfo, 
             .iter()
             .map(|c| {
                 let name = crate::ddl::split_name(c).1;
-                t.column(&name).ok_or_else(|| SqlError::unknown_column(&name, "field list"))
+                t.column(&name)
+                    .ok_or_else(|| SqlError::unknown_column(&name, "field list"))
             })
             .collect::<Result<_>>()?
     };
-    let source = ins.source.as_ref().ok_or_else(|| SqlError::not_supported("INSERT ... SET"))?;
+    let source = ins
+        .source
+        .as_ref()
+        .ok_or_else(|| SqlError::not_supported("INSERT ... SET"))?;
     let SetExpr::Values(values) = source.body.as_ref() else {
         return Err(SqlError::not_supported("INSERT ... SELECT"));
     };
@@ -133,19 +184,27 @@ pub async fn insert(ctx: &DmlContext<'_>, txn: &mut Transaction, t: &TableInfo, 
         if exprs.len() != columns.len() {
             return Err(SqlError::value_count(r + 1));
         }
-        let mut row: Vec<Datum> = t.columns.iter().map(|c| default_value(&c.default)).collect();
+        let mut row: Vec<Datum> = t
+            .columns
+            .iter()
+            .map(|c| default_value(&c.default))
+            .collect();
         for (e, &c) in exprs.iter().zip(&columns) {
             let mut b = Binder::new(&empty, ctx.params, ctx.variable);
             b.next_param = next_param;
             row[c] = match e {
-                ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("DEFAULT") => default_value(&t.columns[c].default),
+                ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("DEFAULT") => {
+                    default_value(&t.columns[c].default)
+                }
                 e => b.bind(e)?.eval(&[])?,
             };
             next_param = b.next_param;
         }
         evaluated.push(row);
     }
-    let dup_sets = on_duplicate.map(|s| assignments(t, &scope, s, ctx, &mut next_param)).transpose()?;
+    let dup_sets = on_duplicate
+        .map(|s| assignments(t, &scope, s, ctx, &mut next_param))
+        .transpose()?;
     for (r, mut row) in evaluated.into_iter().enumerate() {
         let row_no = r + 1;
         // Auto-increment: NULL or 0 takes the next value; an explicit one moves it on.
@@ -155,7 +214,18 @@ pub async fn insert(ctx: &DmlContext<'_>, txn: &mut Transaction, t: &TableInfo, 
                 Datum::Int(0) | Datum::UInt(0) => None,
                 Datum::Int(v) => Some(*v),
                 Datum::UInt(v) => Some(*v as i64),
-                other => Some(t.columns[ai].ty.convert(other.clone(), &t.columns[ai].name, row_no).ok().and_then(|d| match d { Datum::Int(v) => Some(v), Datum::UInt(v) => Some(v as i64), _ => None }).unwrap_or(0)),
+                other => Some(
+                    t.columns[ai]
+                        .ty
+                        .convert(other.clone(), &t.columns[ai].name, row_no)
+                        .ok()
+                        .and_then(|d| match d {
+                            Datum::Int(v) => Some(v),
+                            Datum::UInt(v) => Some(v as i64),
+                            _ => None,
+                        })
+                        .unwrap_or(0),
+                ),
             };
             match explicit {
                 Some(v) => ctx.catalog.note_explicit_id(t.id, v).await?,
@@ -194,7 +264,9 @@ pub async fn insert(ctx: &DmlContext<'_>, txn: &mut Transaction, t: &TableInfo, 
             }
             Some(other) => match &dup_sets {
                 Some(sets) => {
-                    let old = existing_row(txn, t, other).await?.ok_or_else(|| SqlError::unknown("a duplicate row vanished"))?;
+                    let old = existing_row(txn, t, other)
+                        .await?
+                        .ok_or_else(|| SqlError::unknown("a duplicate row vanished"))?;
                     let new = apply(t, &old, sets, row_no)?;
                     if new != old {
                         rewrite(txn, t, other, &old, &new).await?;
@@ -204,13 +276,31 @@ pub async fn insert(ctx: &DmlContext<'_>, txn: &mut Transaction, t: &TableInfo, 
                 None if ins.ignore => {}
                 None => {
                     let (shown, key) = match t.handle_column {
-                        Some(h) if other == handle && existing_row(txn, t, handle).await?.is_some() => (text(&row[h]), "PRIMARY".to_string()),
+                        Some(h)
+                            if other == handle && existing_row(txn, t, handle).await?.is_some() =>
+                        {
+                            (text(&row[h]), "PRIMARY".to_string())
+                        }
                         _ => {
-                            let idx = t.indexes.iter().find(|i| i.unique).expect("a unique clash names a unique index");
-                            (idx.columns.iter().map(|&c| text(&row[c])).collect::<Vec<_>>().join("-"), idx.name.clone())
+                            let idx = t
+                                .indexes
+                                .iter()
+                                .find(|i| i.unique)
+                                .expect("a unique clash names a unique index");
+                            (
+                                idx.columns
+                                    .iter()
+                                    .map(|&c| text(&row[c]))
+                                    .collect::<Vec<_>>()
+                                    .join("-"),
+                                idx.name.clone(),
+                            )
                         }
                     };
-                    return Err(SqlError::duplicate_entry(&shown, &format!("{}.{key}", t.name)));
+                    return Err(SqlError::duplicate_entry(
+                        &shown,
+                        &format!("{}.{key}", t.name),
+                    ));
                 }
             },
         }
@@ -218,7 +308,12 @@ pub async fn insert(ctx: &DmlContext<'_>, txn: &mut Transaction, t: &TableInfo, 
     Ok(affected)
 }
 
-pub async fn update(ctx: &DmlContext<'_>, txn: &mut Transaction, t: &TableInfo, u: &ast::Update) -> Result<Affected> {
+pub async fn update(
+    ctx: &DmlContext<'_>,
+    txn: &mut Transaction,
+    t: &TableInfo,
+    u: &ast::Update,
+) -> Result<Affected> {
     let scope = table_scope(t, None);
     let mut next_param = 0;
     let sets = assignments(t, &scope, &u.assignments, ctx, &mut next_param)?;
@@ -237,7 +332,12 @@ pub async fn update(ctx: &DmlContext<'_>, txn: &mut Transaction, t: &TableInfo, 
     Ok(affected)
 }
 
-pub async fn delete(ctx: &DmlContext<'_>, txn: &mut Transaction, t: &TableInfo, d: &ast::Delete) -> Result<Affected> {
+pub async fn delete(
+    ctx: &DmlContext<'_>,
+    txn: &mut Transaction,
+    t: &TableInfo,
+    d: &ast::Delete,
+) -> Result<Affected> {
     let scope = table_scope(t, None);
     let mut b = Binder::new(&scope, ctx.params, ctx.variable);
     let filter = d.selection.as_ref().map(|w| b.bind(w)).transpose()?;
@@ -245,5 +345,8 @@ pub async fn delete(ctx: &DmlContext<'_>, txn: &mut Transaction, t: &TableInfo, 
     for (h, row) in &rows {
         delete_row(txn, t, *h, row);
     }
-    Ok(Affected { rows: rows.len() as u64, last_insert_id: 0 })
+    Ok(Affected {
+        rows: rows.len() as u64,
+        last_insert_id: 0,
+    })
 }

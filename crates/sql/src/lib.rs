@@ -7,6 +7,8 @@
 //! - [`rows`]: rows and index entries as KV pairs.
 //! - [`query`]: SELECT: access paths, coprocessor pushdown, the rest on the node.
 //! - [`ddl`], [`dml`]: schema changes; INSERT/REPLACE/UPDATE/DELETE.
+//! - [`session`]: a connection's state and statement loop: transactions, variables,
+//!   prepared statements.
 //! - [`error`]: MySQL error codes and SQLSTATEs.
 
 pub mod bind;
@@ -16,6 +18,7 @@ pub mod dml;
 pub mod error;
 pub mod query;
 pub mod rows;
+pub mod session;
 pub mod types;
 
 pub use error::{Result, SqlError};

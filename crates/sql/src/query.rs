@@ -23,7 +23,7 @@ use sqlparser::ast::{
     self, GroupByExpr, LimitClause, OrderByKind, SelectItem, SetExpr, TableFactor,
 };
 
-use crate::bind::{Aggregation, Binder, Scope};
+use crate::bind::{Aggregation, Binder, Lookup, Scope};
 use crate::catalog::TableInfo;
 use crate::error::{Result, SqlError};
 use crate::rows::{decode_row, default_value};
@@ -206,7 +206,7 @@ pub async fn fetch_rows(
 pub struct QueryContext<'a> {
     pub client: &'a Client,
     pub params: &'a [Datum],
-    pub variable: &'a dyn Fn(&str, bool) -> Result<Datum>,
+    pub variable: &'a (dyn Fn(Lookup<'_>) -> Result<Datum> + Sync),
     pub scan_concurrency: usize,
 }
 

@@ -1,0 +1,77 @@
+//! `sql-server`: the sql node. It connects to PD (kv-client), listens for MySQL clients on
+//! `host:port`, and runs each connection's commands through a [`sql::session::Session`]:
+//! the handshake and authentication, COM_QUERY, the prepared-statement commands
+//! (COM_STMT_PREPARE / EXECUTE / CLOSE) and COM_INIT_DB, on the opensrv-mysql protocol
+//! implementation. Errors go back with MySQL's code and SQLSTATE; a failed statement never
+//! ends the connection.
+
+mod connection;
+
+use std::sync::Arc;
+
+use node::{Node, NodeError};
+use sql::session::Shared;
+
+/// Runs the sql node until SIGINT or SIGTERM.
+pub fn run(node: Node) -> Result<(), NodeError> {
+    let config = node.controller.current();
+    let addr = format!("{}:{}", config.str("host"), config.int("port"));
+    let bind_error = |error| NodeError::Bind {
+        addr: addr.clone(),
+        what: "MySQL port",
+        error,
+    };
+    let listener = std::net::TcpListener::bind(&addr).map_err(bind_error)?;
+    listener.set_nonblocking(true).map_err(bind_error)?;
+    let endpoints: Vec<String> = config.list("path").to_vec();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.resources().cpu_cores.ceil().max(1.0) as usize)
+        .thread_name("sql-conn")
+        .enable_all()
+        .build()
+        .map_err(NodeError::Runtime)?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = runtime.spawn(async move {
+        let client = loop {
+            match kv_client::Client::connect(kv_client::ClientConfig::new(endpoints.clone())).await
+            {
+                Ok(c) => break c,
+                Err(e) => {
+                    tracing::warn!("pd not reachable yet, retrying: {e}");
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                }
+            }
+        };
+        let shared = Shared::new(client);
+        let listener = tokio::net::TcpListener::from_std(listener)
+            .expect("a bound listener joins the runtime");
+        tracing::info!(addr = %addr, "MySQL protocol listening");
+        let accept = async {
+            loop {
+                match listener.accept().await {
+                    Ok((stream, peer)) => {
+                        let shared = shared.clone();
+                        tokio::spawn(async move {
+                            let _ = stream.set_nodelay(true);
+                            if let Err(e) = connection::serve(Arc::clone(&shared), stream).await {
+                                tracing::debug!(%peer, "connection ended: {e}");
+                            }
+                        });
+                    }
+                    Err(e) => tracing::warn!("accept failed: {e}"),
+                }
+            }
+        };
+        tokio::select! {
+            () = accept => {}
+            _ = stopped => {}
+        }
+    });
+    let result = node.run_until_signal("the MySQL protocol (sessions, DDL, DML, single-table SELECT with coprocessor pushdown); joins, DECIMAL and dates come next (issue #6)");
+    let _ = stop.send(());
+    runtime.block_on(async {
+        let _ = tokio::time::timeout(node::SHUTDOWN_GRACE, serving).await;
+    });
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    result
+}

@@ -1,0 +1,652 @@
+//! A client's session: its current database, transaction, variables and prepared
+//! statements, and the statement loop: parse (MySQL dialect), then run each statement in the
+//! right transaction.
+//!
+//! Transactions: inside BEGIN ... COMMIT (or with autocommit off) statements share one;
+//! otherwise each statement runs in its own and commits at its end. Pessimistic by default
+//! (`tidb_txn_mode`), optimistic on request. Nothing is retried behind the client's back: a
+//! write conflict reaches it as error 9007. DDL commits the open transaction first, as
+//! MySQL does.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use codec::datum::Datum;
+use kv_client::{Client, Transaction};
+use sqlparser::ast::{self, ObjectType, Statement};
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::Parser;
+
+use crate::bind::Lookup;
+use crate::catalog::{Catalog, Schema, TableInfo};
+use crate::ddl::{self, split_name};
+use crate::dml::{self, DmlContext};
+use crate::error::{Result, SqlError};
+use crate::query::{self, QueryContext, ResultSet};
+use crate::types::text;
+
+pub const SERVER_VERSION: &str = "8.0.11-Atoll-0.1.0";
+
+/// What every session of one SQL node shares.
+pub struct Shared {
+    pub client: Client,
+    pub catalog: Catalog,
+    next_connection: AtomicU32,
+}
+
+impl Shared {
+    pub fn new(client: Client) -> Arc<Shared> {
+        Arc::new(Shared {
+            catalog: Catalog::new(client.clone()),
+            client,
+            next_connection: AtomicU32::new(1),
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    Rows(ResultSet),
+    Done { affected: u64, last_insert_id: u64 },
+}
+
+impl Output {
+    fn done(affected: u64) -> Output {
+        Output::Done {
+            affected,
+            last_insert_id: 0,
+        }
+    }
+}
+
+pub struct Prepared {
+    pub statement: Statement,
+    pub params: usize,
+}
+
+pub struct Session {
+    shared: Arc<Shared>,
+    pub connection_id: u32,
+    pub db: Option<String>,
+    txn: Option<Transaction>,
+    /// Inside BEGIN ... COMMIT.
+    explicit: bool,
+    vars: BTreeMap<String, Datum>,
+    user_vars: BTreeMap<String, Datum>,
+    last_insert_id: u64,
+    prepared: BTreeMap<u32, Prepared>,
+    next_statement: u32,
+}
+
+/// System variables drivers and tools read, with MySQL/TiDB's defaults.
+fn default_vars() -> BTreeMap<String, Datum> {
+    let s = |v: &str| Datum::Bytes(v.as_bytes().to_vec());
+    let mut m: BTreeMap<String, Datum> = [
+        ("version", s(SERVER_VERSION)),
+        ("version_comment", s("Atoll 0.1.0, MySQL compatible")),
+        ("autocommit", Datum::Int(1)),
+        ("sql_mode", s("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION")),
+        ("max_allowed_packet", Datum::Int(67_108_864)),
+        ("character_set_client", s("utf8mb4")),
+        ("character_set_connection", s("utf8mb4")),
+        ("character_set_results", s("utf8mb4")),
+        ("character_set_server", s("utf8mb4")),
+        ("character_set_database", s("utf8mb4")),
+        ("collation_connection", s("utf8mb4_bin")),
+        ("collation_server", s("utf8mb4_bin")),
+        ("collation_database", s("utf8mb4_bin")),
+        ("transaction_isolation", s("REPEATABLE-READ")),
+        ("tx_isolation", s("REPEATABLE-READ")),
+        ("transaction_read_only", Datum::Int(0)),
+        ("tx_read_only", Datum::Int(0)),
+        ("time_zone", s("SYSTEM")),
+        ("system_time_zone", s("UTC")),
+        ("lower_case_table_names", Datum::Int(2)),
+        ("wait_timeout", Datum::Int(28_800)),
+        ("interactive_timeout", Datum::Int(28_800)),
+        ("net_write_timeout", Datum::Int(60)),
+        ("net_read_timeout", Datum::Int(30)),
+        ("license", s("Apache License 2.0")),
+        ("init_connect", s("")),
+        ("auto_increment_increment", Datum::Int(1)),
+        ("auto_increment_offset", Datum::Int(1)),
+        ("max_execution_time", Datum::Int(0)),
+        ("performance_schema", Datum::Int(0)),
+        ("query_cache_size", Datum::Int(0)),
+        ("query_cache_type", s("OFF")),
+        ("have_ssl", s("DISABLED")),
+        ("sql_select_limit", Datum::UInt(u64::MAX)),
+        ("sql_auto_is_null", Datum::Int(0)),
+        ("tidb_txn_mode", s("pessimistic")),
+        ("tidb_executor_concurrency", Datum::Int(5)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    for v in config::sysvars::SYSVARS {
+        m.insert(v.name.to_string(), config_value((v.default)()));
+    }
+    m
+}
+
+fn config_value(v: config::value::Value) -> Datum {
+    match v {
+        config::value::Value::Int(i) => Datum::Int(i),
+        config::value::Value::Bool(b) => Datum::Int(i64::from(b)),
+        config::value::Value::Float(f) => Datum::Float(f),
+        other => Datum::Bytes(other.to_string().into_bytes()),
+    }
+}
+
+pub fn parse(sql: &str) -> Result<Vec<Statement>> {
+    Parser::parse_sql(&MySqlDialect {}, sql).map_err(|e| {
+        SqlError::syntax(format!(
+            "{e} near '{}'",
+            sql.chars().take(80).collect::<String>()
+        ))
+    })
+}
+
+/// How many `?` a statement has.
+pub fn count_params(stmt: &Statement) -> usize {
+    let mut n = 0;
+    let _ = ast::visit_expressions(stmt, |e| {
+        if let ast::Expr::Value(v) = e
+            && matches!(v.value, ast::Value::Placeholder(_))
+        {
+            n += 1;
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    n
+}
+
+impl Session {
+    pub fn new(shared: Arc<Shared>) -> Session {
+        let connection_id = shared.next_connection.fetch_add(1, Ordering::Relaxed);
+        Session {
+            shared,
+            connection_id,
+            db: None,
+            txn: None,
+            explicit: false,
+            vars: default_vars(),
+            user_vars: BTreeMap::new(),
+            last_insert_id: 0,
+            prepared: BTreeMap::new(),
+            next_statement: 1,
+        }
+    }
+
+    fn autocommit(&self) -> bool {
+        !matches!(self.vars.get("autocommit"), Some(Datum::Int(0)))
+    }
+
+    fn pessimistic(&self) -> bool {
+        !matches!(self.vars.get("tidb_txn_mode"), Some(Datum::Bytes(b)) if b.eq_ignore_ascii_case(b"optimistic"))
+    }
+
+    fn lookup(&self, l: Lookup<'_>) -> Result<Datum> {
+        match l {
+            Lookup::System(name) => {
+                let name = name.to_ascii_lowercase();
+                let name = name
+                    .trim_start_matches("session.")
+                    .trim_start_matches("global.")
+                    .trim_start_matches("local.");
+                self.vars
+                    .get(name)
+                    .cloned()
+                    .ok_or_else(|| SqlError::unknown_variable(name))
+            }
+            Lookup::User(name) => Ok(self
+                .user_vars
+                .get(&name.to_ascii_lowercase())
+                .cloned()
+                .unwrap_or(Datum::Null)),
+            Lookup::Function(name) => Ok(match name {
+                "database" | "schema" => self
+                    .db
+                    .as_ref()
+                    .map_or(Datum::Null, |d| Datum::Bytes(d.clone().into_bytes())),
+                "version" => Datum::Bytes(SERVER_VERSION.as_bytes().to_vec()),
+                "connection_id" => Datum::UInt(u64::from(self.connection_id)),
+                "last_insert_id" => Datum::UInt(self.last_insert_id),
+                "user" | "current_user" | "session_user" | "system_user" => {
+                    Datum::Bytes(b"root@%".to_vec())
+                }
+                _ => return Err(SqlError::unknown(format!("no session function {name}"))),
+            }),
+        }
+    }
+
+    /// Runs every statement in `sql`; stops at the first error.
+    pub async fn execute(&mut self, sql: &str) -> Result<Vec<Output>> {
+        let statements = parse(sql)?;
+        let mut out = Vec::with_capacity(statements.len());
+        for s in &statements {
+            out.push(self.run(s, &[]).await?);
+        }
+        Ok(out)
+    }
+
+    pub fn prepare(&mut self, sql: &str) -> Result<(u32, usize)> {
+        let mut statements = parse(sql)?;
+        if statements.len() != 1 {
+            return Err(SqlError::syntax(
+                "a prepared statement must be exactly one statement",
+            ));
+        }
+        let statement = statements.pop().expect("one statement");
+        let params = count_params(&statement);
+        let id = self.next_statement;
+        self.next_statement += 1;
+        self.prepared.insert(id, Prepared { statement, params });
+        Ok((id, params))
+    }
+
+    pub async fn execute_prepared(&mut self, id: u32, params: &[Datum]) -> Result<Output> {
+        let Some(p) = self.prepared.get(&id) else {
+            return Err(SqlError {
+                code: 1243,
+                state: "HY000",
+                message: format!(
+                    "Unknown prepared statement handler ({id}) given to mysqld_stmt_execute"
+                ),
+            });
+        };
+        if p.params != params.len() {
+            return Err(SqlError {
+                code: 1210,
+                state: "HY000",
+                message: "Incorrect arguments to mysqld_stmt_execute".into(),
+            });
+        }
+        let statement = p.statement.clone();
+        self.run(&statement, params).await
+    }
+
+    pub fn close_prepared(&mut self, id: u32) {
+        self.prepared.remove(&id);
+    }
+
+    fn current_db(&self) -> Result<&str> {
+        self.db.as_deref().ok_or_else(SqlError::no_database)
+    }
+
+    fn resolve_table(&self, schema: &Schema, name: &ast::ObjectName) -> Result<Arc<TableInfo>> {
+        let (db, t) = split_name(name);
+        let db = match db {
+            Some(d) => d,
+            None => self.current_db()?.to_string(),
+        };
+        schema.table(&db, &t)
+    }
+
+    async fn begin(&self) -> Result<Transaction> {
+        Ok(if self.pessimistic() {
+            self.shared.client.begin_pessimistic().await?
+        } else {
+            self.shared.client.begin().await?
+        })
+    }
+
+    async fn commit_open(&mut self) -> Result<()> {
+        self.explicit = false;
+        if let Some(txn) = self.txn.take() {
+            txn.commit().await?;
+        }
+        Ok(())
+    }
+
+    async fn run(&mut self, s: &Statement, params: &[Datum]) -> Result<Output> {
+        match s {
+            Statement::StartTransaction { .. } => {
+                self.commit_open().await?;
+                self.txn = Some(self.begin().await?);
+                self.explicit = true;
+                Ok(Output::done(0))
+            }
+            Statement::Commit { .. } => {
+                self.commit_open().await?;
+                Ok(Output::done(0))
+            }
+            Statement::Rollback { .. } => {
+                self.explicit = false;
+                if let Some(txn) = self.txn.take() {
+                    txn.rollback().await?;
+                }
+                Ok(Output::done(0))
+            }
+            Statement::Use(u) => {
+                let name = match u {
+                    ast::Use::Object(n) | ast::Use::Database(n) | ast::Use::Schema(n) => {
+                        split_name(n).1
+                    }
+                    other => return Err(SqlError::not_supported(other.to_string())),
+                };
+                let snapshot = self
+                    .shared
+                    .client
+                    .snapshot(self.shared.client.current_ts().await?, 0);
+                let schema = self.shared.catalog.schema(&snapshot).await?;
+                let db = schema.db(&name)?;
+                self.db = Some(db.name.clone());
+                Ok(Output::done(0))
+            }
+            Statement::Set(set) => self.set(set, params).map(|()| Output::done(0)),
+            Statement::CreateDatabase { .. }
+            | Statement::CreateTable(_)
+            | Statement::Drop { .. }
+            | Statement::Truncate(_) => {
+                self.commit_open().await?;
+                self.ddl(s).await.map(|()| Output::done(0))
+            }
+            _ => self.in_txn(s, params).await,
+        }
+    }
+
+    fn set(&mut self, set: &ast::Set, params: &[Datum]) -> Result<()> {
+        let assignments: Vec<(String, &ast::Expr)> = match set {
+            ast::Set::SingleAssignment {
+                variable, values, ..
+            } => {
+                let [value] = values.as_slice() else {
+                    return Err(SqlError::syntax("SET takes one value per variable"));
+                };
+                vec![(variable.to_string(), value)]
+            }
+            ast::Set::MultipleAssignments { assignments } => assignments
+                .iter()
+                .map(|a| (a.name.to_string(), &a.value))
+                .collect(),
+            ast::Set::SetNames { .. } | ast::Set::SetNamesDefault {} => return Ok(()),
+            other => return Err(SqlError::not_supported(other.to_string())),
+        };
+        for (name, value) in assignments {
+            let scope = crate::bind::Scope::default();
+            let this = &*self;
+            let lookup = |l: Lookup<'_>| this.lookup(l);
+            let v = match value {
+                // SET autocommit = ON / tidb_txn_mode = optimistic: a bare word is a string.
+                ast::Expr::Identifier(id) if !id.value.starts_with('@') => {
+                    Datum::Bytes(id.value.clone().into_bytes())
+                }
+                e => crate::bind::Binder::new(&scope, params, &lookup)
+                    .bind(e)?
+                    .eval(&[])?,
+            };
+            let name = name.to_ascii_lowercase();
+            if let Some(user) = name.strip_prefix('@').filter(|n| !n.starts_with('@')) {
+                self.user_vars.insert(user.to_string(), v);
+                continue;
+            }
+            let name = name
+                .trim_start_matches("@@")
+                .trim_start_matches("session.")
+                .trim_start_matches("global.")
+                .trim_start_matches("local.")
+                .to_string();
+            self.set_system(&name, v)?;
+        }
+        Ok(())
+    }
+
+    fn set_system(&mut self, name: &str, v: Datum) -> Result<()> {
+        let shown = text(&v);
+        if let Some(spec) = config::sysvars::find(name) {
+            let raw = config::value::Raw::Str(shown.clone());
+            let parsed = spec
+                .parse(&raw)
+                .map_err(|_| SqlError::wrong_variable_value(name, &shown))?;
+            self.vars.insert(name.to_string(), config_value(parsed));
+            return Ok(());
+        }
+        let value = match name {
+            "autocommit" => Datum::Int(match shown.to_ascii_lowercase().as_str() {
+                "1" | "on" | "true" => 1,
+                "0" | "off" | "false" => 0,
+                _ => return Err(SqlError::wrong_variable_value(name, &shown)),
+            }),
+            "tidb_txn_mode" => match shown.to_ascii_lowercase().as_str() {
+                "" | "pessimistic" => Datum::Bytes(b"pessimistic".to_vec()),
+                "optimistic" => Datum::Bytes(b"optimistic".to_vec()),
+                _ => return Err(SqlError::wrong_variable_value(name, &shown)),
+            },
+            _ if self.vars.contains_key(name) => v,
+            _ => return Err(SqlError::unknown_variable(name)),
+        };
+        self.vars.insert(name.to_string(), value);
+        Ok(())
+    }
+
+    async fn ddl(&mut self, s: &Statement) -> Result<()> {
+        let client = self.shared.client.clone();
+        let snapshot = client.snapshot(client.current_ts().await?, 0);
+        let schema = self.shared.catalog.schema(&snapshot).await?;
+        let catalog = &self.shared.catalog;
+        match s {
+            Statement::CreateDatabase {
+                db_name,
+                if_not_exists,
+                ..
+            } => ddl::create_database(&client, &split_name(db_name).1, *if_not_exists).await,
+            Statement::CreateTable(ct) => {
+                let db = match split_name(&ct.name).0 {
+                    Some(d) => d,
+                    None => self.current_db()?.to_string(),
+                };
+                ddl::create_table(&client, &schema, &db, ct).await
+            }
+            Statement::Drop {
+                object_type,
+                if_exists,
+                names,
+                ..
+            } => {
+                for n in names {
+                    match object_type {
+                        ObjectType::Database | ObjectType::Schema => {
+                            let name = split_name(n).1;
+                            ddl::drop_database(&client, &schema, &name, *if_exists).await?;
+                            if self
+                                .db
+                                .as_deref()
+                                .is_some_and(|d| d.eq_ignore_ascii_case(&name))
+                            {
+                                self.db = None;
+                            }
+                        }
+                        ObjectType::Table => {
+                            let (db, t) = split_name(n);
+                            let db = match db {
+                                Some(d) => d,
+                                None => self.current_db()?.to_string(),
+                            };
+                            ddl::drop_table(&client, catalog, &schema, &db, &t, *if_exists).await?;
+                        }
+                        other => return Err(SqlError::not_supported(format!("DROP {other}"))),
+                    }
+                }
+                Ok(())
+            }
+            Statement::Truncate(t) => {
+                for target in &t.table_names {
+                    let (db, name) = split_name(&target.name);
+                    let db = match db {
+                        Some(d) => d,
+                        None => self.current_db()?.to_string(),
+                    };
+                    ddl::truncate_table(&client, catalog, &schema, &db, &name).await?;
+                }
+                Ok(())
+            }
+            _ => unreachable!("run sends only DDL here"),
+        }
+    }
+
+    /// Runs a statement that reads or writes data in the session's transaction (or one of
+    /// its own that commits at its end).
+    async fn in_txn(&mut self, s: &Statement, params: &[Datum]) -> Result<Output> {
+        let own = self.txn.is_none() && !self.explicit && self.autocommit();
+        let mut txn = match self.txn.take() {
+            Some(t) => t,
+            None => self.begin().await?,
+        };
+        let result = self.statement(&mut txn, s, params).await;
+        if own {
+            match &result {
+                Ok(_) => {
+                    txn.commit().await?;
+                }
+                Err(_) => {
+                    let _ = txn.rollback().await;
+                }
+            }
+        } else {
+            self.txn = Some(txn);
+        }
+        let out = result?;
+        if let Output::Done { last_insert_id, .. } = out
+            && last_insert_id > 0
+        {
+            self.last_insert_id = last_insert_id;
+        }
+        Ok(out)
+    }
+
+    async fn statement(
+        &mut self,
+        txn: &mut Transaction,
+        s: &Statement,
+        params: &[Datum],
+    ) -> Result<Output> {
+        let schema = self.shared.catalog.schema(txn.snapshot()).await?;
+        let this = &*self;
+        let lookup = |l: Lookup<'_>| this.lookup(l);
+        let client = self.shared.client.clone();
+        match s {
+            Statement::Query(q) => {
+                let ctx = QueryContext {
+                    client: &client,
+                    params,
+                    variable: &lookup,
+                    scan_concurrency: query::DEFAULT_SCAN_CONCURRENCY,
+                };
+                let rs = query::select(&ctx, txn, |n| self.resolve_table(&schema, n), q).await?;
+                Ok(Output::Rows(rs))
+            }
+            Statement::Insert(ins) => {
+                let name = match &ins.table {
+                    ast::TableObject::TableName(n) => n,
+                    other => return Err(SqlError::not_supported(other.to_string())),
+                };
+                let t = self.resolve_table(&schema, name)?;
+                let ctx = DmlContext {
+                    catalog: &self.shared.catalog,
+                    params,
+                    variable: &lookup,
+                };
+                let a = dml::insert(&ctx, txn, &t, ins).await?;
+                Ok(Output::Done {
+                    affected: a.rows,
+                    last_insert_id: a.last_insert_id,
+                })
+            }
+            Statement::Update(u) => {
+                let ast::TableFactor::Table { name, .. } = &u.table.relation else {
+                    return Err(SqlError::not_supported("UPDATE of that"));
+                };
+                let t = self.resolve_table(&schema, name)?;
+                let ctx = DmlContext {
+                    catalog: &self.shared.catalog,
+                    params,
+                    variable: &lookup,
+                };
+                Ok(Output::done(dml::update(&ctx, txn, &t, u).await?.rows))
+            }
+            Statement::Delete(d) => {
+                let from = match &d.from {
+                    ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+                };
+                let [twj] = from.as_slice() else {
+                    return Err(SqlError::not_supported("multi-table DELETE"));
+                };
+                let ast::TableFactor::Table { name, .. } = &twj.relation else {
+                    return Err(SqlError::not_supported("DELETE from that"));
+                };
+                let t = self.resolve_table(&schema, name)?;
+                let ctx = DmlContext {
+                    catalog: &self.shared.catalog,
+                    params,
+                    variable: &lookup,
+                };
+                Ok(Output::done(dml::delete(&ctx, txn, &t, d).await?.rows))
+            }
+            Statement::ShowDatabases { .. } => Ok(Output::Rows(ResultSet {
+                columns: vec!["Database".into()],
+                rows: schema
+                    .dbs
+                    .values()
+                    .map(|(d, _)| vec![Datum::Bytes(d.name.clone().into_bytes())])
+                    .collect(),
+            })),
+            Statement::ShowTables { .. } => {
+                let db = self.current_db()?.to_string();
+                let (_, tables) = schema
+                    .dbs
+                    .get(&db.to_lowercase())
+                    .ok_or_else(|| SqlError::unknown_database(&db))?;
+                Ok(Output::Rows(ResultSet {
+                    columns: vec![format!("Tables_in_{db}")],
+                    rows: tables
+                        .values()
+                        .map(|t| vec![Datum::Bytes(t.name.clone().into_bytes())])
+                        .collect(),
+                }))
+            }
+            Statement::ShowCreate {
+                obj_type: ast::ShowCreateObject::Table,
+                obj_name,
+            } => {
+                let t = self.resolve_table(&schema, obj_name)?;
+                Ok(Output::Rows(ResultSet {
+                    columns: vec!["Table".into(), "Create Table".into()],
+                    rows: vec![vec![
+                        Datum::Bytes(t.name.clone().into_bytes()),
+                        Datum::Bytes(ddl::show_create(&t).into_bytes()),
+                    ]],
+                }))
+            }
+            Statement::ShowVariables { filter, .. } => {
+                let pattern = match filter {
+                    Some(ast::ShowStatementFilter::Like(p)) => Some(p.to_ascii_lowercase()),
+                    None => None,
+                    Some(other) => return Err(SqlError::not_supported(other.to_string())),
+                };
+                Ok(Output::Rows(ResultSet {
+                    columns: vec!["Variable_name".into(), "Value".into()],
+                    rows: self
+                        .vars
+                        .iter()
+                        .filter(|(k, _)| {
+                            pattern
+                                .as_ref()
+                                .is_none_or(|p| expr::eval::like(k.as_bytes(), p.as_bytes()))
+                        })
+                        .map(|(k, v)| {
+                            vec![
+                                Datum::Bytes(k.clone().into_bytes()),
+                                Datum::Bytes(text(v).into_bytes()),
+                            ]
+                        })
+                        .collect(),
+                }))
+            }
+            other => Err(SqlError::not_supported(
+                other.to_string().chars().take(60).collect::<String>(),
+            )),
+        }
+    }
+}
