@@ -9,6 +9,7 @@ use opensrv_mysql::{
     OkResponse, ParamParser, QueryResultWriter, StatementMetaWriter, ValueInner,
 };
 use sql::SqlError;
+use sql::query::ColumnKind;
 use sql::session::{Output, Session, Shared};
 use tokio::io::AsyncWrite;
 use tokio::net::TcpStream;
@@ -44,22 +45,13 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream) -> io::Result<()> {
     AsyncMysqlIntermediary::run_on(conn, r, w).await
 }
 
-fn column_of(name: &str, values: impl Iterator<Item = Option<Datum>>) -> Column {
-    let mut coltype = ColumnType::MYSQL_TYPE_VAR_STRING;
-    let mut colflags = ColumnFlags::empty();
-    for v in values.flatten() {
-        match v {
-            Datum::Null => continue,
-            Datum::Int(_) => coltype = ColumnType::MYSQL_TYPE_LONGLONG,
-            Datum::UInt(_) => {
-                coltype = ColumnType::MYSQL_TYPE_LONGLONG;
-                colflags = ColumnFlags::UNSIGNED_FLAG;
-            }
-            Datum::Float(_) => coltype = ColumnType::MYSQL_TYPE_DOUBLE,
-            Datum::Bytes(_) => coltype = ColumnType::MYSQL_TYPE_VAR_STRING,
-        }
-        break;
-    }
+fn column(name: &str, kind: ColumnKind) -> Column {
+    let (coltype, colflags) = match kind {
+        ColumnKind::Int => (ColumnType::MYSQL_TYPE_LONGLONG, ColumnFlags::empty()),
+        ColumnKind::UInt => (ColumnType::MYSQL_TYPE_LONGLONG, ColumnFlags::UNSIGNED_FLAG),
+        ColumnKind::Double => (ColumnType::MYSQL_TYPE_DOUBLE, ColumnFlags::empty()),
+        ColumnKind::Text => (ColumnType::MYSQL_TYPE_VAR_STRING, ColumnFlags::empty()),
+    };
     Column {
         table: String::new(),
         column: name.to_string(),
@@ -89,28 +81,31 @@ async fn write_output<W: AsyncWrite + Send + Unpin>(
             let columns: Vec<Column> = rs
                 .columns
                 .iter()
-                .enumerate()
-                .map(|(i, name)| column_of(name, rs.rows.iter().map(|r| r.get(i).cloned())))
+                .zip(&rs.kinds)
+                .map(|(name, kind)| column(name, *kind))
                 .collect();
             let mut w = results.start(&columns).await?;
             for row in rs.rows {
-                for (d, c) in row.into_iter().zip(&columns) {
-                    match d {
-                        Datum::Null => w.write_col(None::<i64>)?,
-                        Datum::Int(v) if c.coltype == ColumnType::MYSQL_TYPE_LONGLONG => {
-                            w.write_col(v)?
+                for (d, kind) in row.into_iter().zip(&rs.kinds) {
+                    // Each value as its column declares it; a value of another kind goes
+                    // out as the number or text it converts to.
+                    match (kind, d) {
+                        (_, Datum::Null) => w.write_col(None::<i64>)?,
+                        (ColumnKind::Int, Datum::Int(v)) => w.write_col(v)?,
+                        (ColumnKind::Int, other) => {
+                            w.write_col(other.as_f64().unwrap_or(0.0) as i64)?
                         }
-                        Datum::UInt(v) if c.coltype == ColumnType::MYSQL_TYPE_LONGLONG => {
-                            w.write_col(v)?
+                        (ColumnKind::UInt, Datum::UInt(v)) => w.write_col(v)?,
+                        (ColumnKind::UInt, other) => {
+                            w.write_col(other.as_f64().unwrap_or(0.0) as u64)?
                         }
-                        Datum::Float(v) if c.coltype == ColumnType::MYSQL_TYPE_DOUBLE => {
-                            w.write_col(v)?
+                        (ColumnKind::Double, other) => {
+                            w.write_col(other.as_f64().unwrap_or(0.0))?
                         }
-                        Datum::Bytes(b) if c.coltype == ColumnType::MYSQL_TYPE_VAR_STRING => {
-                            w.write_col(b.as_slice())?
+                        (ColumnKind::Text, Datum::Bytes(b)) => w.write_col(b.as_slice())?,
+                        (ColumnKind::Text, other) => {
+                            w.write_col(sql::types::text(&other).as_bytes())?
                         }
-                        // A column whose rows differ in kind: send the text form.
-                        other => w.write_col(sql::types::text(&other).as_bytes())?,
                     }
                 }
                 w.end_row().await?;
@@ -166,8 +161,10 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         query: &'a str,
         info: StatementMetaWriter<'a, W>,
     ) -> io::Result<()> {
-        match self.session.prepare(query) {
-            Ok((id, params)) => {
+        match self.session.prepare(query).await {
+            Ok((id, params, result)) => {
+                let result_columns: Vec<Column> =
+                    result.iter().map(|(n, k)| column(n, *k)).collect();
                 let param_columns: Vec<Column> = (0..params)
                     .map(|i| Column {
                         table: String::new(),
@@ -176,7 +173,7 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
                         colflags: ColumnFlags::empty(),
                     })
                     .collect();
-                info.reply(id, &param_columns, &[]).await
+                info.reply(id, &param_columns, &result_columns).await
             }
             Err(e) => {
                 let (kind, message) = error_kind(&e);

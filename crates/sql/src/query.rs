@@ -34,7 +34,118 @@ pub const DEFAULT_SCAN_CONCURRENCY: usize = 15;
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResultSet {
     pub columns: Vec<String>,
+    /// What each column's values are, as the protocol declares them.
+    pub kinds: Vec<ColumnKind>,
     pub rows: Vec<Vec<Datum>>,
+}
+
+impl ResultSet {
+    /// A result whose columns are all text (SHOW statements).
+    pub fn text(columns: Vec<String>, rows: Vec<Vec<Datum>>) -> ResultSet {
+        ResultSet {
+            kinds: vec![ColumnKind::Text; columns.len()],
+            columns,
+            rows,
+        }
+    }
+}
+
+/// A result column's declared kind. A prepared SELECT declares its columns before it runs,
+/// so the kind comes from the query's text and the schema, never from the values: an
+/// integer or float column of the table, COUNT(...) and integer literals are numbers;
+/// everything else is sent as text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnKind {
+    Int,
+    UInt,
+    Double,
+    Text,
+}
+
+fn column_kind(t: &crate::types::SqlType) -> ColumnKind {
+    match t {
+        crate::types::SqlType::Int {
+            unsigned: false, ..
+        } => ColumnKind::Int,
+        crate::types::SqlType::Int { unsigned: true, .. } => ColumnKind::UInt,
+        crate::types::SqlType::Double => ColumnKind::Double,
+        crate::types::SqlType::String { .. } => ColumnKind::Text,
+    }
+}
+
+fn item_name(e: &ast::Expr) -> String {
+    match e {
+        ast::Expr::Identifier(id) if !id.value.starts_with('@') => id.value.clone(),
+        ast::Expr::CompoundIdentifier(p) if !p[0].value.starts_with('@') => {
+            p.last().map(|i| i.value.clone()).unwrap_or_default()
+        }
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
+            other => other.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+fn item_kind(e: &ast::Expr, table: Option<&TableInfo>) -> ColumnKind {
+    let column = |name: &str| {
+        table
+            .and_then(|t| t.column(name).map(|i| column_kind(&t.columns[i].ty)))
+            .unwrap_or(ColumnKind::Text)
+    };
+    match e {
+        ast::Expr::Identifier(id) => column(&id.value),
+        ast::Expr::CompoundIdentifier(p) => p.last().map_or(ColumnKind::Text, |i| column(&i.value)),
+        ast::Expr::Nested(inner) => item_kind(inner, table),
+        ast::Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("count") => {
+            ColumnKind::Int
+        }
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) if n.parse::<i64>().is_ok() => ColumnKind::Int,
+            _ => ColumnKind::Text,
+        },
+        _ => ColumnKind::Text,
+    }
+}
+
+/// The columns a SELECT returns, without running it (for COM_STMT_PREPARE).
+pub fn describe(
+    q: &ast::Query,
+    schema_table: impl Fn(&ast::ObjectName) -> Result<Arc<TableInfo>>,
+) -> Result<(Vec<String>, Vec<ColumnKind>)> {
+    let SetExpr::Select(sel) = q.body.as_ref() else {
+        return Err(SqlError::not_supported(format!("query {}", q.body)));
+    };
+    let table = match sel.from.as_slice() {
+        [twj] => match &twj.relation {
+            TableFactor::Table { name, .. } => Some(schema_table(name)?),
+            _ => None,
+        },
+        _ => None,
+    };
+    let mut names = Vec::new();
+    let mut kinds = Vec::new();
+    for item in &sel.projection {
+        match item {
+            SelectItem::UnnamedExpr(e) => {
+                names.push(item_name(e));
+                kinds.push(item_kind(e, table.as_deref()));
+            }
+            SelectItem::ExprWithAlias { expr, alias } => {
+                names.push(alias.value.clone());
+                kinds.push(item_kind(expr, table.as_deref()));
+            }
+            _ => {
+                if let Some(t) = &table {
+                    for c in &t.columns {
+                        names.push(c.name.clone());
+                        kinds.push(column_kind(&c.ty));
+                    }
+                }
+            }
+        }
+    }
+    Ok((names, kinds))
 }
 
 /// How to read a table's candidate rows.
@@ -258,6 +369,7 @@ pub async fn select(
     schema_table: impl Fn(&ast::ObjectName) -> Result<Arc<TableInfo>>,
     q: &ast::Query,
 ) -> Result<ResultSet> {
+    let (_, kinds) = describe(q, &schema_table)?;
     let SetExpr::Select(sel) = q.body.as_ref() else {
         return Err(SqlError::not_supported(format!("query {}", q.body)));
     };
@@ -309,13 +421,7 @@ pub async fn select(
         match item {
             SelectItem::UnnamedExpr(e) => {
                 exprs.push(out_binder.bind(e)?);
-                names.push(match e {
-                    ast::Expr::Identifier(id) if !id.value.starts_with('@') => id.value.clone(),
-                    ast::Expr::CompoundIdentifier(p) if !p[0].value.starts_with('@') => {
-                        p.last().map(|i| i.value.clone()).unwrap_or_default()
-                    }
-                    other => other.to_string(),
-                });
+                names.push(item_name(e));
             }
             SelectItem::ExprWithAlias { expr, alias } => {
                 exprs.push(out_binder.bind(expr)?);
@@ -454,25 +560,18 @@ pub async fn select(
             }
         }
     };
-    if aggregating && rows.is_empty() && group_by.is_empty() {
-        // An aggregate over no rows still yields one row (COUNT 0, SUM NULL...).
-        let empty: Vec<Datum> = funcs
-            .iter()
-            .map(|f| AggState::new(f.kind).finish())
-            .collect();
-        return finish(
-            vec![empty],
-            &exprs,
-            visible,
-            having.as_ref(),
-            &order,
-            distinct,
-            limit,
-            offset,
-            names,
-        );
-    }
-    finish(
+    // An aggregate over no rows still yields one row (COUNT 0, SUM NULL...).
+    let rows = if aggregating && rows.is_empty() && group_by.is_empty() {
+        vec![
+            funcs
+                .iter()
+                .map(|f| AggState::new(f.kind).finish())
+                .collect(),
+        ]
+    } else {
+        rows
+    };
+    let mut rs = finish(
         rows,
         &exprs,
         visible,
@@ -482,7 +581,9 @@ pub async fn select(
         limit,
         offset,
         names,
-    )
+    )?;
+    rs.kinds = kinds;
+    Ok(rs)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -539,6 +640,7 @@ fn finish(
         .take(limit.map_or(usize::MAX, |l| l as usize))
         .collect();
     Ok(ResultSet {
+        kinds: Vec::new(),
         columns: names,
         rows,
     })

@@ -148,6 +148,14 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
     })
 }
 
+/// The `ON table` of a DROP INDEX.
+fn s_drop_table(s: &Statement) -> Option<&ast::ObjectName> {
+    match s {
+        Statement::Drop { table, .. } => table.as_ref(),
+        _ => None,
+    }
+}
+
 /// How many `?` a statement has.
 pub fn count_params(stmt: &Statement) -> usize {
     let mut n = 0;
@@ -231,7 +239,12 @@ impl Session {
         Ok(out)
     }
 
-    pub fn prepare(&mut self, sql: &str) -> Result<(u32, usize)> {
+    /// Prepares one statement: its id, its number of parameters and (for a query) the
+    /// columns it returns.
+    pub async fn prepare(
+        &mut self,
+        sql: &str,
+    ) -> Result<(u32, usize, Vec<(String, query::ColumnKind)>)> {
         let mut statements = parse(sql)?;
         if statements.len() != 1 {
             return Err(SqlError::syntax(
@@ -240,10 +253,20 @@ impl Session {
         }
         let statement = statements.pop().expect("one statement");
         let params = count_params(&statement);
+        let columns = match &statement {
+            Statement::Query(q) => {
+                let client = &self.shared.client;
+                let snapshot = client.snapshot(client.current_ts().await?, 0);
+                let schema = self.shared.catalog.schema(&snapshot).await?;
+                let (names, kinds) = query::describe(q, |n| self.resolve_table(&schema, n))?;
+                names.into_iter().zip(kinds).collect()
+            }
+            _ => Vec::new(),
+        };
         let id = self.next_statement;
         self.next_statement += 1;
         self.prepared.insert(id, Prepared { statement, params });
-        Ok((id, params))
+        Ok((id, params, columns))
     }
 
     pub async fn execute_prepared(&mut self, id: u32, params: &[Datum]) -> Result<Output> {
@@ -338,6 +361,7 @@ impl Session {
             Statement::Set(set) => self.set(set, params).map(|()| Output::done(0)),
             Statement::CreateDatabase { .. }
             | Statement::CreateTable(_)
+            | Statement::CreateIndex(_)
             | Statement::Drop { .. }
             | Statement::Truncate(_) => {
                 self.commit_open().await?;
@@ -439,6 +463,13 @@ impl Session {
                 };
                 ddl::create_table(&client, &schema, &db, ct).await
             }
+            Statement::CreateIndex(ci) => {
+                let db = match split_name(&ci.table_name).0 {
+                    Some(d) => d,
+                    None => self.current_db()?.to_string(),
+                };
+                ddl::create_index(&client, &schema, &db, ci).await
+            }
             Statement::Drop {
                 object_type,
                 if_exists,
@@ -465,6 +496,17 @@ impl Session {
                                 None => self.current_db()?.to_string(),
                             };
                             ddl::drop_table(&client, catalog, &schema, &db, &t, *if_exists).await?;
+                        }
+                        ObjectType::Index => {
+                            let Some(on) = s_drop_table(s) else {
+                                return Err(SqlError::syntax("DROP INDEX needs ON table"));
+                            };
+                            let (db, t) = split_name(on);
+                            let db = match db {
+                                Some(d) => d,
+                                None => self.current_db()?.to_string(),
+                            };
+                            ddl::drop_index(&client, &schema, &db, &t, &split_name(n).1).await?;
                         }
                         other => return Err(SqlError::not_supported(format!("DROP {other}"))),
                     }
@@ -584,40 +626,40 @@ impl Session {
                 };
                 Ok(Output::done(dml::delete(&ctx, txn, &t, d).await?.rows))
             }
-            Statement::ShowDatabases { .. } => Ok(Output::Rows(ResultSet {
-                columns: vec!["Database".into()],
-                rows: schema
+            Statement::ShowDatabases { .. } => Ok(Output::Rows(ResultSet::text(
+                vec!["Database".into()],
+                schema
                     .dbs
                     .values()
                     .map(|(d, _)| vec![Datum::Bytes(d.name.clone().into_bytes())])
                     .collect(),
-            })),
+            ))),
             Statement::ShowTables { .. } => {
                 let db = self.current_db()?.to_string();
                 let (_, tables) = schema
                     .dbs
                     .get(&db.to_lowercase())
                     .ok_or_else(|| SqlError::unknown_database(&db))?;
-                Ok(Output::Rows(ResultSet {
-                    columns: vec![format!("Tables_in_{db}")],
-                    rows: tables
+                Ok(Output::Rows(ResultSet::text(
+                    vec![format!("Tables_in_{db}")],
+                    tables
                         .values()
                         .map(|t| vec![Datum::Bytes(t.name.clone().into_bytes())])
                         .collect(),
-                }))
+                )))
             }
             Statement::ShowCreate {
                 obj_type: ast::ShowCreateObject::Table,
                 obj_name,
             } => {
                 let t = self.resolve_table(&schema, obj_name)?;
-                Ok(Output::Rows(ResultSet {
-                    columns: vec!["Table".into(), "Create Table".into()],
-                    rows: vec![vec![
+                Ok(Output::Rows(ResultSet::text(
+                    vec!["Table".into(), "Create Table".into()],
+                    vec![vec![
                         Datum::Bytes(t.name.clone().into_bytes()),
                         Datum::Bytes(ddl::show_create(&t).into_bytes()),
                     ]],
-                }))
+                )))
             }
             Statement::ShowVariables { filter, .. } => {
                 let pattern = match filter {
@@ -625,10 +667,9 @@ impl Session {
                     None => None,
                     Some(other) => return Err(SqlError::not_supported(other.to_string())),
                 };
-                Ok(Output::Rows(ResultSet {
-                    columns: vec!["Variable_name".into(), "Value".into()],
-                    rows: self
-                        .vars
+                Ok(Output::Rows(ResultSet::text(
+                    vec!["Variable_name".into(), "Value".into()],
+                    self.vars
                         .iter()
                         .filter(|(k, _)| {
                             pattern
@@ -642,7 +683,7 @@ impl Session {
                             ]
                         })
                         .collect(),
-                }))
+                )))
             }
             other => Err(SqlError::not_supported(
                 other.to_string().chars().take(60).collect::<String>(),
