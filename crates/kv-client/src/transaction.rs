@@ -263,6 +263,25 @@ impl Transaction {
         Ok(())
     }
 
+    /// Pessimistic txns: takes the locks of every key written and not locked yet (index
+    /// entries, rows written without a read for update), so commit meets no conflict that
+    /// the statement did not already see. A no-op for optimistic txns.
+    pub async fn lock_written(&mut self) -> Result<()> {
+        if !self.pessimistic {
+            return Ok(());
+        }
+        let keys: Vec<Vec<u8>> = self
+            .buffer
+            .iter()
+            .filter(|(k, b)| !matches!(b, Buffered::Lock) && !self.locked_set.contains(*k))
+            .map(|(k, _)| k.clone())
+            .collect();
+        if keys.is_empty() {
+            return Ok(());
+        }
+        self.lock_keys(&keys).await
+    }
+
     /// Locks `key` and reads its latest committed value (a "current read", as SELECT ... FOR
     /// UPDATE does), through this txn's own writes. Optimistic txns read their snapshot.
     pub async fn get_for_update(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {

@@ -536,7 +536,12 @@ impl Session {
             Some(t) => t,
             None => self.begin().await?,
         };
-        let result = self.statement(&mut txn, s, params).await;
+        let mut result = self.statement(&mut txn, s, params).await;
+        if result.is_ok()
+            && let Err(e) = txn.lock_written().await
+        {
+            result = Err(e.into());
+        }
         if own {
             match &result {
                 Ok(_) => {
