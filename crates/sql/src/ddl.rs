@@ -217,7 +217,10 @@ pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
                 primary = Some(index_columns(&t, &pk.columns)?);
             }
             TableConstraint::Unique(u) => uniques.push((
-                u.name.as_ref().map(|n| n.value.clone()),
+                u.index_name
+                    .as_ref()
+                    .or(u.name.as_ref())
+                    .map(|n| n.value.clone()),
                 index_columns(&t, &u.columns)?,
                 false,
             )),

@@ -1,0 +1,251 @@
+//! A real pd, kv and sql node, driven by the `mysql` command-line client: DDL, DML, queries,
+//! transactions and MySQL's error codes, as a user at the prompt would see them.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+
+struct Cluster {
+    _dir: tempfile::TempDir,
+    _pd: Running,
+    _kv: Running,
+    _sql: Running,
+    port: u16,
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let pd_port = free_port();
+        let pd = start_pd(&dir.path().join("pd"), pd_port);
+        let kv = start_kv_with_pd(
+            &dir.path().join("kv"),
+            pd_port,
+            &format!("127.0.0.1:{}", free_port()),
+            &format!("127.0.0.1:{}", free_port()),
+        );
+        let (port, status) = (free_port(), free_port());
+        let sql = start_role(
+            &[
+                "sql",
+                "--host",
+                "127.0.0.1",
+                "-P",
+                &port.to_string(),
+                "--status",
+                &status.to_string(),
+                "--path",
+                &format!("127.0.0.1:{pd_port}"),
+            ],
+            &dir.path().join("sql"),
+            &format!("127.0.0.1:{status}"),
+        );
+        let c = Cluster {
+            _dir: dir,
+            _pd: pd,
+            _kv: kv,
+            _sql: sql,
+            port,
+        };
+        // Ready once a statement goes through (the kv node bootstraps the cluster first).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while c.try_run("", "SELECT 1").is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the sql node never answered"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        c
+    }
+
+    /// Runs `sql` in database `db` ("" for none); the output in batch form, or the error line.
+    fn try_run(&self, db: &str, sql: &str) -> Result<String, String> {
+        let mut cmd = Command::new("mysql");
+        cmd.args([
+            "-h",
+            "127.0.0.1",
+            "-P",
+            &self.port.to_string(),
+            "-u",
+            "root",
+            "--batch",
+            "-e",
+            sql,
+        ]);
+        if !db.is_empty() {
+            cmd.arg(db);
+        }
+        let out = cmd
+            .output()
+            .expect("the mysql client runs (scripts/install-deps installs it)");
+        if out.status.success() {
+            Ok(String::from_utf8(out.stdout).unwrap())
+        } else {
+            Err(String::from_utf8(out.stderr).unwrap().trim().to_string())
+        }
+    }
+
+    fn run(&self, db: &str, sql: &str) -> String {
+        self.try_run(db, sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    /// The error a statement must fail with: "ERROR code (state)".
+    fn fails(&self, db: &str, sql: &str, code_and_state: &str) {
+        match self.try_run(db, sql) {
+            Ok(out) => panic!("{sql} succeeded: {out}"),
+            Err(e) => assert!(e.contains(&format!("ERROR {code_and_state}")), "{sql}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn tables_rows_and_queries_through_the_mysql_client() {
+    let c = Cluster::start();
+    c.run("", "CREATE DATABASE shop");
+    c.run(
+        "shop",
+        "CREATE TABLE items (id BIGINT PRIMARY KEY AUTO_INCREMENT, name VARCHAR(20) NOT NULL, \
+         price INT NOT NULL DEFAULT 0, stock INT, UNIQUE KEY name_u (name), KEY price_i (price))",
+    );
+    // LAST_INSERT_ID() is the connection's: asked in the same session as the INSERT.
+    assert_eq!(
+        c.run(
+            "shop",
+            "INSERT INTO items (name, price, stock) VALUES ('apple', 3, 10), ('pear', 4, NULL), \
+             ('plum', 3, 7), ('fig', 9, 1); SELECT LAST_INSERT_ID()",
+        ),
+        "LAST_INSERT_ID()\n1\n"
+    );
+    assert_eq!(
+        c.run(
+            "shop",
+            "SELECT id, name, price, stock FROM items ORDER BY id"
+        ),
+        "id\tname\tprice\tstock\n1\tapple\t3\t10\n2\tpear\t4\tNULL\n3\tplum\t3\t7\n4\tfig\t9\t1\n"
+    );
+    assert_eq!(
+        c.run("shop", "SELECT price, COUNT(*), SUM(stock) FROM items GROUP BY price HAVING COUNT(*) > 0 ORDER BY price DESC"),
+        "price\tCOUNT(*)\tSUM(stock)\n9\t1\t1\n4\t1\tNULL\n3\t2\t17\n"
+    );
+    assert_eq!(
+        c.run("shop", "SELECT name FROM items WHERE id BETWEEN 2 AND 4 AND name LIKE 'p%' ORDER BY name DESC LIMIT 1"),
+        "name\nplum\n"
+    );
+    assert_eq!(
+        c.run(
+            "shop",
+            "SELECT COUNT(*) FROM items WHERE stock IS NULL OR price > 5"
+        ),
+        "COUNT(*)\n2\n"
+    );
+    c.run(
+        "shop",
+        "UPDATE items SET price = price * 2, stock = IFNULL(stock, 0) + 1 WHERE price = 3",
+    );
+    assert_eq!(
+        c.run(
+            "shop",
+            "SELECT name, price, stock FROM items WHERE price = 6 ORDER BY name"
+        ),
+        "name\tprice\tstock\napple\t6\t11\nplum\t6\t8\n"
+    );
+    c.run("shop", "DELETE FROM items WHERE id IN (2, 4)");
+    assert_eq!(
+        c.run("shop", "SELECT COUNT(*), MIN(id), MAX(id) FROM items"),
+        "COUNT(*)\tMIN(id)\tMAX(id)\n2\t1\t3\n"
+    );
+    // REPLACE and ON DUPLICATE KEY UPDATE on the unique name.
+    c.run("shop", "INSERT INTO items (name, price) VALUES ('apple', 1) ON DUPLICATE KEY UPDATE price = price + 100");
+    assert_eq!(
+        c.run("shop", "SELECT price FROM items WHERE name = 'apple'"),
+        "price\n106\n"
+    );
+    c.run(
+        "shop",
+        "REPLACE INTO items (id, name, price) VALUES (10, 'plum', 5)",
+    );
+    assert_eq!(
+        c.run("shop", "SELECT id, price FROM items WHERE name = 'plum'"),
+        "id\tprice\n10\t5\n"
+    );
+    // An index added to a table with rows is filled in, and a unique one refuses duplicates.
+    c.run("shop", "CREATE UNIQUE INDEX stock_u ON items (stock)");
+    c.fails(
+        "shop",
+        "INSERT INTO items (name, stock) VALUES ('kiwi', 11)",
+        "1062 (23000)",
+    );
+    c.run("shop", "DROP INDEX stock_u ON items");
+    c.run(
+        "shop",
+        "INSERT INTO items (name, stock) VALUES ('kiwi', 11)",
+    );
+    assert!(c.run("shop", "SHOW TABLES").contains("items"));
+    assert!(
+        c.run("shop", "SHOW CREATE TABLE items")
+            .contains("UNIQUE KEY `name_u` (`name`)")
+    );
+    c.run("shop", "TRUNCATE TABLE items");
+    assert_eq!(c.run("shop", "SELECT COUNT(*) FROM items"), "COUNT(*)\n0\n");
+    c.run("", "DROP DATABASE shop");
+    c.fails("", "USE shop", "1049 (42000)");
+}
+
+#[test]
+fn transactions_and_errors_as_mysql_reports_them() {
+    let c = Cluster::start();
+    c.run(
+        "",
+        "CREATE DATABASE bank; CREATE TABLE bank.acct (id INT PRIMARY KEY, bal INT NOT NULL)",
+    );
+    c.run("bank", "INSERT INTO acct VALUES (1, 100), (2, 50)");
+    // Rolled back writes vanish; committed ones stay; a txn reads its own writes.
+    assert_eq!(
+        c.run("bank", "BEGIN; UPDATE acct SET bal = bal - 30 WHERE id = 1; SELECT bal FROM acct WHERE id = 1; ROLLBACK"),
+        "bal\n70\n"
+    );
+    assert_eq!(
+        c.run("bank", "SELECT bal FROM acct WHERE id = 1"),
+        "bal\n100\n"
+    );
+    c.run("bank", "BEGIN; UPDATE acct SET bal = bal - 30 WHERE id = 1; UPDATE acct SET bal = bal + 30 WHERE id = 2; COMMIT");
+    assert_eq!(
+        c.run("bank", "SELECT SUM(bal) FROM acct"),
+        "SUM(bal)\n150\n"
+    );
+    assert_eq!(c.run("bank", "SET autocommit = 0; INSERT INTO acct VALUES (3, 1); ROLLBACK; SELECT COUNT(*) FROM acct"), "COUNT(*)\n2\n");
+    assert_eq!(
+        c.run(
+            "bank",
+            "SET tidb_txn_mode = 'optimistic'; BEGIN; SELECT @@tidb_txn_mode; COMMIT"
+        ),
+        "@@tidb_txn_mode\noptimistic\n"
+    );
+
+    c.fails("bank", "INSERT INTO acct VALUES (1, 5)", "1062 (23000)");
+    c.fails("bank", "SELECT * FROM nothere", "1146 (42S02)");
+    c.fails("bank", "SELEKT 1", "1064 (42000)");
+    c.fails("bank", "INSERT INTO acct VALUES (9, NULL)", "1048 (23000)");
+    c.fails(
+        "bank",
+        "INSERT INTO acct VALUES (9999999999, 1)",
+        "1264 (22003)",
+    );
+    c.fails("bank", "INSERT INTO acct VALUES ('x', 1)", "1366 (HY000)");
+    c.fails("bank", "INSERT INTO acct VALUES (9)", "1136 (21S01)");
+    c.fails("bank", "SELECT nope FROM acct", "1054 (42S22)");
+    c.fails("bank", "SELECT 9223372036854775807 + 1", "1690 (22003)");
+    c.fails("bank", "SET @@nonsense = 1", "1193 (HY000)");
+    c.fails("", "SELECT * FROM acct", "1046 (3D000)");
+    c.fails("bank", "CREATE TABLE acct (x INT)", "1050 (42S01)");
+    assert_eq!(
+        c.run("bank", "SELECT 1 / 0, 7 DIV 2, -7 % 2"),
+        "1 / 0\t7 DIV 2\t-7 % 2\nNULL\t3\t-1\n"
+    );
+    // The connection survives every error: the last statement of a failing batch is reached.
+    assert_eq!(c.run("bank", "SELECT COUNT(*) FROM acct"), "COUNT(*)\n2\n");
+}
