@@ -15,6 +15,9 @@ pub enum BackoffKind {
     ServerBusy,
     /// A lock of a live txn is in the way.
     TxnLock,
+    /// A pessimistic lock request waits for another txn's lock: poll often, so the waiter
+    /// takes the lock soon after it is released.
+    LockWait,
     /// A kv node did not answer.
     KvRpc,
     /// PD did not answer.
@@ -28,6 +31,7 @@ impl BackoffKind {
             BackoffKind::RegionMiss => (2, 500),
             BackoffKind::ServerBusy => (2000, 10_000),
             BackoffKind::TxnLock => (100, 3000),
+            BackoffKind::LockWait => (5, 100),
             BackoffKind::KvRpc => (100, 2000),
             BackoffKind::PdRpc => (500, 3000),
         }
@@ -38,6 +42,8 @@ impl BackoffKind {
 pub const READ_BUDGET_MS: u64 = 20_000;
 pub const PREWRITE_BUDGET_MS: u64 = 20_000;
 pub const COMMIT_BUDGET_MS: u64 = 41_000;
+/// How long a pessimistic lock waits for another txn's (`innodb_lock_wait_timeout`'s 50 s).
+pub const LOCK_WAIT_BUDGET_MS: u64 = 50_000;
 
 pub struct Backoff {
     what: &'static str,
@@ -47,7 +53,7 @@ pub struct Backoff {
 
 struct State {
     slept_ms: u64,
-    attempts: [u32; 5],
+    attempts: [u32; 6],
     seed: u64,
 }
 
@@ -63,7 +69,7 @@ impl Backoff {
             budget_ms,
             state: std::sync::Mutex::new(State {
                 slept_ms: 0,
-                attempts: [0; 5],
+                attempts: [0; 6],
                 seed,
             }),
         }

@@ -23,6 +23,13 @@ pub enum KvError {
         conflict_start_ts: u64,
         conflict_commit_ts: u64,
     },
+    /// Waiting for `lock_ts`'s lock would have closed a cycle of waiting txns.
+    #[error("deadlock: txn {start_ts} would wait for txn {lock_ts} on key {key:02x?}")]
+    Deadlock {
+        start_ts: u64,
+        lock_ts: u64,
+        key: Vec<u8>,
+    },
     #[error("transaction {start_ts} aborted: {reason}")]
     Aborted { start_ts: u64, reason: String },
     #[error("transaction {start_ts}: the commit's outcome is unknown: {reason}")]
@@ -49,6 +56,13 @@ impl KvError {
 
     /// The error a `KeyError` means for txn `start_ts` (not for `locked`, which is resolved).
     pub fn from_key_error(start_ts: u64, e: &KeyError) -> KvError {
+        if let Some(d) = &e.deadlock {
+            return KvError::Deadlock {
+                start_ts,
+                lock_ts: d.lock_ts,
+                key: d.lock_key.clone(),
+            };
+        }
         if let Some(c) = &e.conflict {
             return KvError::WriteConflict {
                 start_ts,

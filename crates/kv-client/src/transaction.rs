@@ -12,7 +12,7 @@ use std::sync::Arc;
 use proto::kv::{Mutation, Op, PessimisticLockRequest};
 
 use crate::Inner;
-use crate::backoff::{Backoff, BackoffKind, PREWRITE_BUDGET_MS};
+use crate::backoff::{Backoff, BackoffKind, LOCK_WAIT_BUDGET_MS};
 use crate::committer::{self, TwoPhase};
 use crate::error::{KvError, Result};
 use crate::lock_resolver;
@@ -163,7 +163,7 @@ impl Transaction {
             }
             return Ok(());
         }
-        let bo = Backoff::new("pessimistic_lock", PREWRITE_BUDGET_MS);
+        let bo = Backoff::new("pessimistic_lock", LOCK_WAIT_BUDGET_MS);
         let mut retries = 0;
         loop {
             let new: Vec<Vec<u8>> = keys
@@ -255,7 +255,7 @@ impl Transaction {
                 .await?
                 .all
             {
-                bo.wait(BackoffKind::TxnLock, "key locked by a live txn")
+                bo.wait(BackoffKind::LockWait, "key locked by a live txn")
                     .await?;
             }
             work.push((route, keys));

@@ -6,6 +6,7 @@
 //! exports its metrics. Raft replication joins here later; today each region has one replica.
 
 pub mod auto_adjust;
+pub mod deadlock;
 pub mod gc_driver;
 pub mod grpc;
 pub mod pd_worker;
@@ -47,6 +48,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             regions: regions.clone(),
             scheduler: storage.scheduler.clone(),
             pool: pool.clone(),
+            deadlocks: Arc::new(deadlock::Detector::default()),
         },
     )?;
     let (stop_pd, pd_stop) = std::sync::mpsc::channel();

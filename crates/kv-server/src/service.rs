@@ -28,6 +28,7 @@ pub struct KvService {
     pub regions: Arc<Regions>,
     pub scheduler: Arc<Scheduler<Kv>>,
     pub pool: Arc<ReadPool>,
+    pub deadlocks: Arc<crate::deadlock::Detector>,
 }
 
 /// Why a request produced no result.
@@ -371,6 +372,7 @@ impl KvRpc for KvService {
     ) -> Result<Response<CommitResponse>, Status> {
         let r = req.into_inner();
         check_count(r.keys.len())?;
+        self.deadlocks.clear(r.start_version);
         let outcome = match self.route(r.context.as_ref(), keys_of(&r.keys)) {
             Ok(_) => self
                 .run(Command::Commit {
@@ -396,18 +398,43 @@ impl KvRpc for KvService {
         let r = req.into_inner();
         check_count(r.mutations.len())?;
         let keys: Vec<Vec<u8>> = r.mutations.into_iter().map(|m| m.key).collect();
+        let start_ts = r.start_version;
         let outcome = match self.route(r.context.as_ref(), keys_of(&keys)) {
             Ok(_) => self
                 .run(Command::AcquirePessimisticLock {
                     keys,
                     primary: r.primary_lock,
-                    start_ts: r.start_version,
+                    start_ts,
                     for_update_ts: r.for_update_ts,
                     ttl_ms: r.lock_ttl,
                 })
                 .await
                 .map(|_| ()),
             Err(e) => Err(e),
+        };
+        // Waiting for another txn's lock: a deadlock if that txn (in)directly waits for us.
+        let outcome = match outcome {
+            Err(Failure::Key(k)) if k.locked.is_some() => {
+                let lock = k.locked.as_ref().expect("checked");
+                if self
+                    .deadlocks
+                    .wait(start_ts, lock.lock_version, std::time::Instant::now())
+                {
+                    Err(Failure::Key(Box::new(KeyError {
+                        deadlock: Some(Deadlock {
+                            lock_ts: lock.lock_version,
+                            lock_key: lock.key.clone(),
+                        }),
+                        ..KeyError::default()
+                    })))
+                } else {
+                    Err(Failure::Key(k))
+                }
+            }
+            other => {
+                self.deadlocks.clear(start_ts);
+                other
+            }
         };
         let (region_error, error, ()) = parts(outcome)?;
         Ok(Response::new(PessimisticLockResponse {
@@ -422,6 +449,7 @@ impl KvRpc for KvService {
     ) -> Result<Response<BatchRollbackResponse>, Status> {
         let r = req.into_inner();
         check_count(r.keys.len())?;
+        self.deadlocks.clear(r.start_version);
         let outcome = match self.route(r.context.as_ref(), keys_of(&r.keys)) {
             Ok(_) => self
                 .run(Command::Rollback {

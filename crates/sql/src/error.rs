@@ -148,6 +148,11 @@ impl From<KvError> for SqlError {
                     codec_hex(key)
                 ),
             ),
+            KvError::Deadlock { .. } => err(
+                1213,
+                "40001",
+                "Deadlock found when trying to get lock; try restarting transaction".into(),
+            ),
             KvError::BackoffExhausted { what, .. } if what.contains("lock") => err(
                 1205,
                 "HY000",
