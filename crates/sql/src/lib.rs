@@ -5,12 +5,14 @@
 //! - [`types`]: column types and MySQL strict-mode conversions.
 //! - [`bind`]: parsed expressions to `expr::Expr` over the rows in scope.
 //! - [`rows`]: rows and index entries as KV pairs.
-//! - [`query`]: SELECT: access paths, coprocessor pushdown, the rest on the node.
+//! - [`access`]: access paths: point gets, handle ranges, index ranges, full scans.
+//! - [`query`]: SELECT: coprocessor pushdown, the rest on the node.
 //! - [`ddl`], [`dml`]: schema changes; INSERT/REPLACE/UPDATE/DELETE.
 //! - [`session`]: a connection's state and statement loop: transactions, variables,
 //!   prepared statements.
 //! - [`error`]: MySQL error codes and SQLSTATEs.
 
+pub mod access;
 pub mod bind;
 pub mod catalog;
 pub mod ddl;

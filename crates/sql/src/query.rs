@@ -16,13 +16,14 @@ use codec::datum::{Datum, decode_row as decode_datums, encode_row};
 use codec::table;
 use expr::agg::{AggFunc, AggState};
 use expr::eval::{compare, is_true};
-use expr::{Expr, Func};
+use expr::Expr;
 use kv_client::{Client, Transaction};
 use proto::dag as pb;
 use sqlparser::ast::{
     self, GroupByExpr, LimitClause, OrderByKind, SelectItem, SetExpr, TableFactor,
 };
 
+use crate::access::{Access, choose_access, key_range};
 use crate::bind::{Aggregation, Binder, Lookup, Scope};
 use crate::catalog::TableInfo;
 use crate::error::{Result, SqlError};
@@ -148,97 +149,6 @@ pub fn describe(
     Ok((names, kinds))
 }
 
-/// How to read a table's candidate rows.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Access {
-    Handles(Vec<i64>),
-    /// `[lo, hi]`, inclusive.
-    HandleRange(i64, i64),
-    Full,
-}
-
-fn const_int(e: &Expr) -> Option<i64> {
-    match e {
-        Expr::Const(Datum::Int(v)) => Some(*v),
-        Expr::Const(Datum::UInt(v)) => i64::try_from(*v).ok(),
-        _ => None,
-    }
-}
-
-fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
-    match e {
-        Expr::Call(Func::And, args) => args.iter().for_each(|a| conjuncts(a, out)),
-        other => out.push(other.clone()),
-    }
-}
-
-/// The access path the WHERE allows for a table whose handle is column `h`.
-pub fn access_path(filter: Option<&Expr>, h: Option<usize>) -> Access {
-    let (Some(filter), Some(h)) = (filter, h) else {
-        return Access::Full;
-    };
-    let mut parts = Vec::new();
-    conjuncts(filter, &mut parts);
-    let (mut lo, mut hi) = (i64::MIN, i64::MAX);
-    let is_h = |e: &Expr| *e == Expr::Column(h);
-    for p in &parts {
-        let Expr::Call(f, args) = p else { continue };
-        match (f, args.as_slice()) {
-            (Func::Eq, [a, b]) if is_h(a) || is_h(b) => {
-                let c = if is_h(a) { b } else { a };
-                if let Some(v) = const_int(c) {
-                    return Access::Handles(vec![v]);
-                }
-            }
-            (Func::In, [a, list @ ..]) if is_h(a) => {
-                if let Some(vs) = list.iter().map(const_int).collect::<Option<Vec<_>>>() {
-                    return Access::Handles(vs);
-                }
-            }
-            (Func::Ge | Func::Gt | Func::Le | Func::Lt, [a, b]) if is_h(a) || is_h(b) => {
-                let (c, flipped) = if is_h(a) { (b, false) } else { (a, true) };
-                let Some(v) = const_int(c) else { continue };
-                // Normalise to `h op v`.
-                let op = match (f, flipped) {
-                    (Func::Ge, false) | (Func::Le, true) => Func::Ge,
-                    (Func::Gt, false) | (Func::Lt, true) => Func::Gt,
-                    (Func::Le, false) | (Func::Ge, true) => Func::Le,
-                    _ => Func::Lt,
-                };
-                match op {
-                    Func::Ge => lo = lo.max(v),
-                    Func::Gt => lo = lo.max(v.saturating_add(1)),
-                    Func::Le => hi = hi.min(v),
-                    _ => hi = hi.min(v.saturating_sub(1)),
-                }
-            }
-            _ => {}
-        }
-    }
-    if lo == i64::MIN && hi == i64::MAX {
-        Access::Full
-    } else {
-        Access::HandleRange(lo, hi)
-    }
-}
-
-/// The key range of handles `[lo, hi]`.
-fn handle_key_range(t: &TableInfo, lo: i64, hi: i64) -> (Vec<u8>, Vec<u8>) {
-    let start = table::row_key(t.id, lo);
-    let end = match hi.checked_add(1) {
-        Some(h) => table::row_key(t.id, h),
-        None => table::row_range(t.id).1,
-    };
-    (start, end)
-}
-
-fn key_range(t: &TableInfo, access: &Access) -> (Vec<u8>, Vec<u8>) {
-    match access {
-        Access::HandleRange(lo, hi) => handle_key_range(t, *lo, *hi),
-        _ => table::row_range(t.id),
-    }
-}
-
 pub fn table_scope(t: &TableInfo, alias: Option<&str>) -> Scope {
     let q = alias.unwrap_or(&t.name).to_string();
     Scope {
@@ -266,9 +176,23 @@ pub async fn fetch_rows(
     filter: Option<&Expr>,
     lock: bool,
 ) -> Result<Vec<(i64, Vec<Datum>)>> {
-    let access = access_path(filter, t.handle_column);
-    let candidates: Vec<(i64, Vec<u8>)> = match &access {
-        Access::Handles(hs) => {
+    let access = choose_access(filter, t);
+    let handles: Option<Vec<i64>> = match &access {
+        Access::Handles(hs) => Some(hs.clone()),
+        Access::IndexRanges { index, ranges } => {
+            let unique = t.indexes[*index].unique;
+            let mut hs = Vec::new();
+            for (start, end) in ranges {
+                for (k, v) in txn.scan(start, end, usize::MAX).await? {
+                    hs.push(index_entry_handle(t, *index, unique, &k, &v)?);
+                }
+            }
+            Some(hs)
+        }
+        _ => None,
+    };
+    let candidates: Vec<(i64, Vec<u8>)> = match handles {
+        Some(hs) => {
             let keys: Vec<Vec<u8>> = hs.iter().map(|h| table::row_key(t.id, *h)).collect();
             let found = txn.batch_get(&keys).await?;
             let mut out: Vec<(i64, Vec<u8>)> = hs
@@ -280,7 +204,7 @@ pub async fn fetch_rows(
             out.dedup_by_key(|(h, _)| *h);
             out
         }
-        _ => {
+        None => {
             let (start, end) = key_range(t, &access);
             txn.scan(&start, &end, usize::MAX)
                 .await?
@@ -311,6 +235,29 @@ pub async fn fetch_rows(
         }
     }
     Ok(out)
+}
+
+/// The row handle an index entry points at (unique: in the value; else the key's last datum).
+fn index_entry_handle(
+    t: &TableInfo,
+    index: usize,
+    unique: bool,
+    key: &[u8],
+    value: &[u8],
+) -> Result<i64> {
+    let corrupt = |e: &dyn std::fmt::Display| {
+        SqlError::unknown(format!("corrupt index entry of {}: {e}", t.name))
+    };
+    let idx = &t.indexes[index];
+    let datums = table::decode_index_key(t.id, idx.id, key).map_err(|e| corrupt(&e))?;
+    // A unique entry with a NULL value is stored like a non-unique one, handle in the key.
+    if unique && datums.len() == idx.columns.len() {
+        return table::decode_unique_index_value(value).map_err(|e| corrupt(&e));
+    }
+    match datums.last() {
+        Some(Datum::Int(h)) => Ok(*h),
+        _ => Err(corrupt(&"no handle")),
+    }
 }
 
 /// What a SELECT needs from the session.
@@ -525,9 +472,9 @@ pub async fn select(
             }
         }
         Some((t, _)) => {
-            let access = access_path(filter.as_ref(), t.handle_column);
+            let access = choose_access(filter.as_ref(), t);
             let (start, end) = key_range(t, &access);
-            let pushdown = !matches!(access, Access::Handles(_))
+            let pushdown = matches!(access, Access::HandleRange(..) | Access::Full)
                 && !for_update
                 && !txn.has_writes_in(&start, &end);
             if pushdown {
@@ -775,45 +722,4 @@ async fn read_pushed_down(
             values
         })
         .collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn h(op: Func, v: i64) -> Expr {
-        Expr::call(op, vec![Expr::col(0), Expr::int(v)])
-    }
-
-    #[test]
-    fn primary_key_conditions_pick_point_gets_or_ranges() {
-        assert_eq!(
-            access_path(Some(&h(Func::Eq, 5)), Some(0)),
-            Access::Handles(vec![5])
-        );
-        assert_eq!(access_path(Some(&h(Func::Eq, 5)), Some(1)), Access::Full);
-        let between = Expr::call(Func::And, vec![h(Func::Ge, 10), h(Func::Le, 20)]);
-        assert_eq!(
-            access_path(Some(&between), Some(0)),
-            Access::HandleRange(10, 20)
-        );
-        let half_open = Expr::call(
-            Func::And,
-            vec![
-                h(Func::Gt, 10),
-                Expr::call(Func::Eq, vec![Expr::col(1), Expr::int(3)]),
-            ],
-        );
-        assert_eq!(
-            access_path(Some(&half_open), Some(0)),
-            Access::HandleRange(11, i64::MAX)
-        );
-        let within_or = Expr::call(Func::Or, vec![h(Func::Eq, 1), h(Func::Eq, 2)]);
-        assert_eq!(access_path(Some(&within_or), Some(0)), Access::Full);
-        let list = Expr::call(Func::In, vec![Expr::col(0), Expr::int(3), Expr::int(1)]);
-        assert_eq!(
-            access_path(Some(&list), Some(0)),
-            Access::Handles(vec![3, 1])
-        );
-    }
 }

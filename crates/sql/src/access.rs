@@ -1,0 +1,469 @@
+//! Access paths: how to read the rows a WHERE can match, cheapest first.
+//!
+//! - The integer primary key (the row's handle): `id = c` and `id IN (...)` are point gets;
+//!   comparisons and BETWEEN bound a handle range.
+//! - A secondary or unique index whose first column the WHERE pins: `k = c`, `k IN (...)`,
+//!   comparisons, BETWEEN, and ORs of those on the same column become index key ranges;
+//!   the handles found there are then read as point gets (an index lookup). A unique index
+//!   fully pinned by equalities is a point lookup.
+//! - Otherwise the table's whole range.
+//!
+//! The WHERE is always evaluated again on the rows read, so a path only has to cover every
+//! row that can match, never to match exactly.
+
+use codec::datum::Datum;
+use codec::table;
+use expr::{Expr, Func};
+
+use crate::catalog::TableInfo;
+
+/// How to read a table's candidate rows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Access {
+    Handles(Vec<i64>),
+    /// `[lo, hi]`, inclusive.
+    HandleRange(i64, i64),
+    /// Key ranges of index `index` (an offset into the table's indexes).
+    IndexRanges {
+        index: usize,
+        ranges: Vec<(Vec<u8>, Vec<u8>)>,
+    },
+    Full,
+}
+
+fn const_int(e: &Expr) -> Option<i64> {
+    match e {
+        Expr::Const(Datum::Int(v)) => Some(*v),
+        Expr::Const(Datum::UInt(v)) => i64::try_from(*v).ok(),
+        _ => None,
+    }
+}
+
+pub fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::Call(Func::And, args) => args.iter().for_each(|a| conjuncts(a, out)),
+        other => out.push(other.clone()),
+    }
+}
+
+/// The access path the WHERE allows for a table whose handle is column `h`.
+pub fn access_path(filter: Option<&Expr>, h: Option<usize>) -> Access {
+    let (Some(filter), Some(h)) = (filter, h) else {
+        return Access::Full;
+    };
+    let mut parts = Vec::new();
+    conjuncts(filter, &mut parts);
+    let (mut lo, mut hi) = (i64::MIN, i64::MAX);
+    let is_h = |e: &Expr| *e == Expr::Column(h);
+    for p in &parts {
+        let Expr::Call(f, args) = p else { continue };
+        match (f, args.as_slice()) {
+            (Func::Eq, [a, b]) if is_h(a) || is_h(b) => {
+                let c = if is_h(a) { b } else { a };
+                if let Some(v) = const_int(c) {
+                    return Access::Handles(vec![v]);
+                }
+            }
+            (Func::In, [a, list @ ..]) if is_h(a) => {
+                if let Some(vs) = list.iter().map(const_int).collect::<Option<Vec<_>>>() {
+                    return Access::Handles(vs);
+                }
+            }
+            (Func::Ge | Func::Gt | Func::Le | Func::Lt, [a, b]) if is_h(a) || is_h(b) => {
+                let (c, flipped) = if is_h(a) { (b, false) } else { (a, true) };
+                let Some(v) = const_int(c) else { continue };
+                // Normalise to `h op v`.
+                let op = match (f, flipped) {
+                    (Func::Ge, false) | (Func::Le, true) => Func::Ge,
+                    (Func::Gt, false) | (Func::Lt, true) => Func::Gt,
+                    (Func::Le, false) | (Func::Ge, true) => Func::Le,
+                    _ => Func::Lt,
+                };
+                match op {
+                    Func::Ge => lo = lo.max(v),
+                    Func::Gt => lo = lo.max(v.saturating_add(1)),
+                    Func::Le => hi = hi.min(v),
+                    _ => hi = hi.min(v.saturating_sub(1)),
+                }
+            }
+            _ => {}
+        }
+    }
+    if lo == i64::MIN && hi == i64::MAX {
+        Access::Full
+    } else {
+        Access::HandleRange(lo, hi)
+    }
+}
+
+/// The key range of handles `[lo, hi]`.
+fn handle_key_range(t: &TableInfo, lo: i64, hi: i64) -> (Vec<u8>, Vec<u8>) {
+    let start = table::row_key(t.id, lo);
+    let end = match hi.checked_add(1) {
+        Some(h) => table::row_key(t.id, h),
+        None => table::row_range(t.id).1,
+    };
+    (start, end)
+}
+
+pub fn key_range(t: &TableInfo, access: &Access) -> (Vec<u8>, Vec<u8>) {
+    match access {
+        Access::HandleRange(lo, hi) => handle_key_range(t, *lo, *hi),
+        _ => table::row_range(t.id),
+    }
+}
+
+/// The smallest key above every key that starts with `prefix`.
+fn prefix_next(prefix: &[u8]) -> Vec<u8> {
+    let mut k = prefix.to_vec();
+    while let Some(last) = k.last_mut() {
+        if *last < 0xFF {
+            *last += 1;
+            return k;
+        }
+        k.pop();
+    }
+    // All 0xFF: nothing is above but the end of the key space.
+    Vec::new()
+}
+
+/// A bound on the index's first column.
+#[derive(Debug, Clone)]
+enum Bound {
+    Eq(Datum),
+    Range {
+        lo: Option<(Datum, bool)>,
+        hi: Option<(Datum, bool)>,
+    },
+}
+
+/// The constant `e` as a value of column `col` (the form the index stores), if it converts.
+fn as_column_value(t: &TableInfo, col: usize, e: &Expr) -> Option<Datum> {
+    match e {
+        Expr::Const(d) if !d.is_null() => t.columns[col].ty.convert(d.clone(), "", 0).ok(),
+        _ => None,
+    }
+}
+
+/// The bounds one condition puts on column `col`, as a union of intervals; None if it does
+/// not bound it.
+fn bounds(t: &TableInfo, col: usize, e: &Expr) -> Option<Vec<Bound>> {
+    let is_col = |x: &Expr| *x == Expr::Column(col);
+    let Expr::Call(f, args) = e else { return None };
+    match (f, args.as_slice()) {
+        (Func::Eq, [a, b]) if is_col(a) || is_col(b) => {
+            let c = if is_col(a) { b } else { a };
+            Some(vec![Bound::Eq(as_column_value(t, col, c)?)])
+        }
+        (Func::In, [a, list @ ..]) if is_col(a) => list
+            .iter()
+            .map(|c| as_column_value(t, col, c).map(Bound::Eq))
+            .collect(),
+        (Func::Ge | Func::Gt | Func::Le | Func::Lt, [a, b]) if is_col(a) || is_col(b) => {
+            let (c, flipped) = if is_col(a) { (b, false) } else { (a, true) };
+            let v = as_column_value(t, col, c)?;
+            let op = match (f, flipped) {
+                (Func::Ge, false) | (Func::Le, true) => Func::Ge,
+                (Func::Gt, false) | (Func::Lt, true) => Func::Gt,
+                (Func::Le, false) | (Func::Ge, true) => Func::Le,
+                _ => Func::Lt,
+            };
+            Some(vec![match op {
+                Func::Ge => Bound::Range {
+                    lo: Some((v, true)),
+                    hi: None,
+                },
+                Func::Gt => Bound::Range {
+                    lo: Some((v, false)),
+                    hi: None,
+                },
+                Func::Le => Bound::Range {
+                    lo: None,
+                    hi: Some((v, true)),
+                },
+                _ => Bound::Range {
+                    lo: None,
+                    hi: Some((v, false)),
+                },
+            }])
+        }
+        // BETWEEN binds as Ge AND Le: both sides must bound the column.
+        (Func::And, [a, b]) => {
+            let (x, y) = (bounds(t, col, a)?, bounds(t, col, b)?);
+            match (x.as_slice(), y.as_slice()) {
+                (
+                    [
+                        Bound::Range {
+                            lo: Some(lo),
+                            hi: None,
+                        },
+                    ],
+                    [
+                        Bound::Range {
+                            lo: None,
+                            hi: Some(hi),
+                        },
+                    ],
+                )
+                | (
+                    [
+                        Bound::Range {
+                            lo: None,
+                            hi: Some(hi),
+                        },
+                    ],
+                    [
+                        Bound::Range {
+                            lo: Some(lo),
+                            hi: None,
+                        },
+                    ],
+                ) => Some(vec![Bound::Range {
+                    lo: Some(lo.clone()),
+                    hi: Some(hi.clone()),
+                }]),
+                _ => None,
+            }
+        }
+        (Func::Or, [a, b]) => {
+            let mut x = bounds(t, col, a)?;
+            x.extend(bounds(t, col, b)?);
+            Some(x)
+        }
+        _ => None,
+    }
+}
+
+/// Index key ranges for `bounds` on the first column of index `index_id`.
+fn index_key_ranges(t: &TableInfo, index_id: i64, bounds: &[Bound]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let prefix = table::index_prefix(t.id, index_id);
+    let key = |d: &Datum| {
+        let mut k = prefix.clone();
+        d.encode_key(&mut k);
+        k
+    };
+    let mut ranges: Vec<(Vec<u8>, Vec<u8>)> = bounds
+        .iter()
+        .map(|b| match b {
+            Bound::Eq(v) => {
+                let k = key(v);
+                (k.clone(), prefix_next(&k))
+            }
+            Bound::Range { lo, hi } => {
+                // NULLs sort first; a lower bound always exists for a comparison, and the WHERE
+                // drops NULLs again anyway.
+                let start = match lo {
+                    Some((v, true)) => key(v),
+                    Some((v, false)) => prefix_next(&key(v)),
+                    None => prefix.clone(),
+                };
+                let end = match hi {
+                    Some((v, true)) => prefix_next(&key(v)),
+                    Some((v, false)) => key(v),
+                    None => prefix_next(&prefix),
+                };
+                (start, end)
+            }
+        })
+        .filter(|(s, e)| e.is_empty() || s < e)
+        .collect();
+    // Sorted and merged, so no entry is read twice.
+    ranges.sort();
+    let mut merged: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    for (s, e) in ranges {
+        match merged.last_mut() {
+            Some((_, last_end)) if s <= *last_end && !last_end.is_empty() => {
+                if e.is_empty() || e > *last_end {
+                    *last_end = e;
+                }
+            }
+            _ => merged.push((s, e)),
+        }
+    }
+    merged
+}
+
+/// The best index access for `filter`, if an index's first column is bounded by it.
+fn index_access(filter: &Expr, t: &TableInfo) -> Option<Access> {
+    let mut parts = Vec::new();
+    conjuncts(filter, &mut parts);
+    let mut best: Option<(usize, Vec<Bound>)> = None;
+    for (i, idx) in t.indexes.iter().enumerate() {
+        let first = idx.columns[0];
+        // The tightest conjunct on this index's first column.
+        let Some(b) = parts
+            .iter()
+            .filter_map(|p| bounds(t, first, p))
+            .min_by_key(|b| {
+                // Equalities before ranges; fewer intervals first.
+                (b.iter().any(|x| matches!(x, Bound::Range { .. })), b.len())
+            })
+        else {
+            continue;
+        };
+        let better = match &best {
+            None => true,
+            Some((j, bb)) => {
+                let rank = |bs: &Vec<Bound>, ix: usize| {
+                    (
+                        bs.iter().any(|x| matches!(x, Bound::Range { .. })),
+                        !t.indexes[ix].unique,
+                        bs.len(),
+                    )
+                };
+                rank(&b, i) < rank(bb, *j)
+            }
+        };
+        if better {
+            best = Some((i, b));
+        }
+    }
+    let (i, b) = best?;
+    let ranges = index_key_ranges(t, t.indexes[i].id, &b);
+    Some(Access::IndexRanges { index: i, ranges })
+}
+
+/// The access path for `filter` on `t`: the handle first, then an index, else a full scan.
+pub fn choose_access(filter: Option<&Expr>, t: &TableInfo) -> Access {
+    match access_path(filter, t.handle_column) {
+        Access::Full => filter
+            .and_then(|f| index_access(f, t))
+            .unwrap_or(Access::Full),
+        handle => handle,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{ColumnInfo, IndexInfo};
+    use crate::types::SqlType;
+
+    fn h(op: Func, v: i64) -> Expr {
+        Expr::call(op, vec![Expr::col(0), Expr::int(v)])
+    }
+
+    #[test]
+    fn primary_key_conditions_pick_point_gets_or_ranges() {
+        assert_eq!(
+            access_path(Some(&h(Func::Eq, 5)), Some(0)),
+            Access::Handles(vec![5])
+        );
+        assert_eq!(access_path(Some(&h(Func::Eq, 5)), Some(1)), Access::Full);
+        let between = Expr::call(Func::And, vec![h(Func::Ge, 10), h(Func::Le, 20)]);
+        assert_eq!(
+            access_path(Some(&between), Some(0)),
+            Access::HandleRange(10, 20)
+        );
+        let half_open = Expr::call(
+            Func::And,
+            vec![
+                h(Func::Gt, 10),
+                Expr::call(Func::Eq, vec![Expr::col(1), Expr::int(3)]),
+            ],
+        );
+        assert_eq!(
+            access_path(Some(&half_open), Some(0)),
+            Access::HandleRange(11, i64::MAX)
+        );
+        let within_or = Expr::call(Func::Or, vec![h(Func::Eq, 1), h(Func::Eq, 2)]);
+        assert_eq!(access_path(Some(&within_or), Some(0)), Access::Full);
+        let list = Expr::call(Func::In, vec![Expr::col(0), Expr::int(3), Expr::int(1)]);
+        assert_eq!(
+            access_path(Some(&list), Some(0)),
+            Access::Handles(vec![3, 1])
+        );
+    }
+
+    fn table() -> TableInfo {
+        let col = |id: i64, name: &str| ColumnInfo {
+            id,
+            name: name.into(),
+            ty: SqlType::Int {
+                bytes: 4,
+                unsigned: false,
+            },
+            nullable: true,
+            default: None,
+            auto_increment: false,
+        };
+        TableInfo {
+            id: 7,
+            db_id: 1,
+            name: "t".into(),
+            columns: vec![col(1, "id"), col(2, "k"), col(3, "u")],
+            handle_column: Some(0),
+            indexes: vec![
+                IndexInfo {
+                    id: 8,
+                    name: "k_1".into(),
+                    columns: vec![1],
+                    unique: false,
+                    primary: false,
+                },
+                IndexInfo {
+                    id: 9,
+                    name: "u_1".into(),
+                    columns: vec![2],
+                    unique: true,
+                    primary: false,
+                },
+            ],
+            next_column_id: 4,
+        }
+    }
+
+    fn on(col: usize, op: Func, v: i64) -> Expr {
+        Expr::call(op, vec![Expr::col(col), Expr::int(v)])
+    }
+
+    #[test]
+    fn index_conditions_become_key_ranges_that_hold_exactly_the_matching_entries() {
+        let t = table();
+        let entry = |k: i64, h: i64| table::index_key(7, 8, &[Datum::Int(k)], Some(h));
+        let covers = |a: &Access, key: &[u8]| match a {
+            Access::IndexRanges { ranges, .. } => ranges
+                .iter()
+                .any(|(s, e)| key >= s.as_slice() && (e.is_empty() || key < e.as_slice())),
+            other => panic!("{other:?}"),
+        };
+        // k BETWEEN 10 AND 20 OR k = 40
+        let f = Expr::call(
+            Func::Or,
+            vec![
+                Expr::call(Func::And, vec![on(1, Func::Ge, 10), on(1, Func::Le, 20)]),
+                on(1, Func::Eq, 40),
+            ],
+        );
+        let a = choose_access(Some(&f), &t);
+        assert!(matches!(a, Access::IndexRanges { index: 0, .. }));
+        for (k, inside) in [
+            (9, false),
+            (10, true),
+            (15, true),
+            (20, true),
+            (21, false),
+            (40, true),
+            (41, false),
+        ] {
+            assert_eq!(covers(&a, &entry(k, 123)), inside, "k = {k}");
+        }
+        // The unique index wins over the other when both are pinned by equalities.
+        let both = Expr::call(Func::And, vec![on(1, Func::Eq, 3), on(2, Func::Eq, 4)]);
+        assert!(matches!(
+            choose_access(Some(&both), &t),
+            Access::IndexRanges { index: 1, .. }
+        ));
+        // The handle still wins over any index; a string constant converts to the column type.
+        let handle = Expr::call(Func::And, vec![on(0, Func::Eq, 1), on(1, Func::Eq, 3)]);
+        assert_eq!(choose_access(Some(&handle), &t), Access::Handles(vec![1]));
+        let text = Expr::call(
+            Func::Eq,
+            vec![Expr::col(1), Expr::Const(Datum::Bytes(b"15".to_vec()))],
+        );
+        assert!(covers(&choose_access(Some(&text), &t), &entry(15, 1)));
+        // An OR over two columns bounds neither.
+        let mixed = Expr::call(Func::Or, vec![on(1, Func::Eq, 3), on(2, Func::Eq, 4)]);
+        assert_eq!(choose_access(Some(&mixed), &t), Access::Full);
+    }
+}
