@@ -59,7 +59,17 @@ impl GrpcServer {
                 runtime.block_on(async move {
                     let listener = tokio::net::TcpListener::from_std(listener)
                         .expect("a bound listener joins the runtime");
-                    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+                    // Replies go out at once: with Nagle on, a reply split into frames waits
+                    // for the client's delayed ACK (40 ms). The builder's tcp_nodelay only
+                    // reaches listeners it opens itself, so set it on each accepted stream.
+                    let incoming = tokio_stream::StreamExt::map(
+                        tokio_stream::wrappers::TcpListenerStream::new(listener),
+                        |stream| {
+                            stream.inspect(|s| {
+                                let _ = s.set_nodelay(true);
+                            })
+                        },
+                    );
                     let (begin, deadline) = node::graceful_with_deadline(async {
                         let _ = stopped.await;
                     });

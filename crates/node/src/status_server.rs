@@ -73,7 +73,11 @@ pub async fn serve(
     extra: Option<Router>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::from_std(listener)?;
+    // Replies go out at once (PD serves its gRPC here too): no Nagle delay.
+    let listener =
+        axum::serve::ListenerExt::tap_io(tokio::net::TcpListener::from_std(listener)?, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
     let app = match extra {
         Some(extra) => router(state).merge(extra),
         None => router(state),

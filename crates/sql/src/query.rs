@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use codec::datum::{Datum, decode_row as decode_datums, encode_row};
 use codec::table;
+use expr::Expr;
 use expr::agg::{AggFunc, AggState};
 use expr::eval::{compare, is_true};
-use expr::Expr;
 use kv_client::{Client, Transaction};
 use proto::dag as pb;
 use sqlparser::ast::{
