@@ -234,9 +234,21 @@ fn bounds(t: &TableInfo, col: usize, e: &Expr) -> Option<Vec<Bound>> {
     }
 }
 
-/// Index key ranges for `bounds` on the first column of index `index_id`.
-fn index_key_ranges(t: &TableInfo, index_id: i64, bounds: &[Bound]) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let prefix = table::index_prefix(t.id, index_id);
+/// Index key ranges: the entries whose leading columns equal `pinned`, and (when `next` is
+/// given) whose following column lies within `next`'s intervals.
+fn index_key_ranges(
+    t: &TableInfo,
+    index_id: i64,
+    pinned: &[Datum],
+    next: Option<&[Bound]>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut prefix = table::index_prefix(t.id, index_id);
+    for d in pinned {
+        d.encode_key(&mut prefix);
+    }
+    let Some(bounds) = next else {
+        return vec![(prefix.clone(), prefix_next(&prefix))];
+    };
     let key = |d: &Datum| {
         let mut k = prefix.clone();
         d.encode_key(&mut k);
@@ -250,8 +262,7 @@ fn index_key_ranges(t: &TableInfo, index_id: i64, bounds: &[Bound]) -> Vec<(Vec<
                 (k.clone(), prefix_next(&k))
             }
             Bound::Range { lo, hi } => {
-                // NULLs sort first; a lower bound always exists for a comparison, and the WHERE
-                // drops NULLs again anyway.
+                // NULLs sort first; the WHERE drops them again anyway.
                 let start = match lo {
                     Some((v, true)) => key(v),
                     Some((v, false)) => prefix_next(&key(v)),
@@ -272,7 +283,7 @@ fn index_key_ranges(t: &TableInfo, index_id: i64, bounds: &[Bound]) -> Vec<(Vec<
     let mut merged: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     for (s, e) in ranges {
         match merged.last_mut() {
-            Some((_, last_end)) if s <= *last_end && !last_end.is_empty() => {
+            Some((_, last_end)) if !last_end.is_empty() && s <= *last_end => {
                 if e.is_empty() || e > *last_end {
                     *last_end = e;
                 }
@@ -283,43 +294,63 @@ fn index_key_ranges(t: &TableInfo, index_id: i64, bounds: &[Bound]) -> Vec<(Vec<
     merged
 }
 
-/// The best index access for `filter`, if an index's first column is bounded by it.
+/// How an index can serve `parts`: the values pinning its leading columns by equality, and
+/// the tightest bound on the column after them.
+fn index_fit(t: &TableInfo, columns: &[usize], parts: &[Expr]) -> (Vec<Datum>, Option<Vec<Bound>>) {
+    let tightest = |col: usize| {
+        parts
+            .iter()
+            .filter_map(|p| bounds(t, col, p))
+            // Equalities before ranges; fewer intervals first.
+            .min_by_key(|b| (b.iter().any(|x| matches!(x, Bound::Range { .. })), b.len()))
+    };
+    let mut pinned = Vec::new();
+    for &col in columns {
+        match tightest(col) {
+            Some(b) => match b.as_slice() {
+                [Bound::Eq(v)] => pinned.push(v.clone()),
+                _ => return (pinned, Some(b)),
+            },
+            None => return (pinned, None),
+        }
+    }
+    (pinned, None)
+}
+
+/// The best index access for `filter`: most leading columns pinned, a unique index fully
+/// pinned above all.
 fn index_access(filter: &Expr, t: &TableInfo) -> Option<Access> {
     let mut parts = Vec::new();
     conjuncts(filter, &mut parts);
-    let mut best: Option<(usize, Vec<Bound>)> = None;
+    let mut best: Option<(
+        (bool, usize, bool, usize),
+        usize,
+        Vec<Datum>,
+        Option<Vec<Bound>>,
+    )> = None;
     for (i, idx) in t.indexes.iter().enumerate() {
-        let first = idx.columns[0];
-        // The tightest conjunct on this index's first column.
-        let Some(b) = parts
-            .iter()
-            .filter_map(|p| bounds(t, first, p))
-            .min_by_key(|b| {
-                // Equalities before ranges; fewer intervals first.
-                (b.iter().any(|x| matches!(x, Bound::Range { .. })), b.len())
-            })
-        else {
+        let (pinned, next) = index_fit(t, &idx.columns, &parts);
+        if pinned.is_empty() && next.is_none() {
             continue;
-        };
-        let better = match &best {
-            None => true,
-            Some((j, bb)) => {
-                let rank = |bs: &Vec<Bound>, ix: usize| {
-                    (
-                        bs.iter().any(|x| matches!(x, Bound::Range { .. })),
-                        !t.indexes[ix].unique,
-                        bs.len(),
-                    )
-                };
-                rank(&b, i) < rank(bb, *j)
-            }
-        };
-        if better {
-            best = Some((i, b));
+        }
+        let point = idx.unique && pinned.len() == idx.columns.len();
+        let has_range = next
+            .as_ref()
+            .is_some_and(|b| b.iter().any(|x| matches!(x, Bound::Range { .. })));
+        let intervals = next.as_ref().map_or(1, Vec::len);
+        // Smaller is better.
+        let rank = (
+            !point,
+            usize::MAX - pinned.len() - usize::from(next.is_some()),
+            has_range,
+            intervals,
+        );
+        if best.as_ref().is_none_or(|(r, ..)| rank < *r) {
+            best = Some((rank, i, pinned, next));
         }
     }
-    let (i, b) = best?;
-    let ranges = index_key_ranges(t, t.indexes[i].id, &b);
+    let (_, i, pinned, next) = best?;
+    let ranges = index_key_ranges(t, t.indexes[i].id, &pinned, next.as_deref());
     Some(Access::IndexRanges { index: i, ranges })
 }
 
@@ -415,6 +446,30 @@ mod tests {
 
     fn on(col: usize, op: Func, v: i64) -> Expr {
         Expr::call(op, vec![Expr::col(col), Expr::int(v)])
+    }
+
+    #[test]
+    fn leading_equalities_and_a_bound_on_the_next_column_narrow_a_composite_index() {
+        let mut t = table();
+        t.indexes = vec![IndexInfo {
+            id: 8,
+            name: "ku".into(),
+            columns: vec![1, 2],
+            unique: true,
+            primary: false,
+        }];
+        let entry = |k: i64, u: i64| table::index_key(7, 8, &[Datum::Int(k), Datum::Int(u)], None);
+        let f = Expr::call(Func::And, vec![on(1, Func::Eq, 5), on(2, Func::Ge, 10)]);
+        let Access::IndexRanges { ranges, .. } = choose_access(Some(&f), &t) else {
+            panic!()
+        };
+        let inside = |key: &[u8]| {
+            ranges
+                .iter()
+                .any(|(s, e)| key >= s.as_slice() && key < e.as_slice())
+        };
+        assert!(inside(&entry(5, 10)) && inside(&entry(5, 99)));
+        assert!(!inside(&entry(5, 9)) && !inside(&entry(4, 50)) && !inside(&entry(6, 10)));
     }
 
     #[test]
