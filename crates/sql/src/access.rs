@@ -322,12 +322,14 @@ fn index_fit(t: &TableInfo, columns: &[usize], parts: &[Expr]) -> (Vec<Datum>, O
 fn index_access(filter: &Expr, t: &TableInfo) -> Option<Access> {
     let mut parts = Vec::new();
     conjuncts(filter, &mut parts);
-    let mut best: Option<(
+    // (rank, index, pinned values, next bound); a smaller rank is better.
+    type Candidate = (
         (bool, usize, bool, usize),
         usize,
         Vec<Datum>,
         Option<Vec<Bound>>,
-    )> = None;
+    );
+    let mut best: Option<Candidate> = None;
     for (i, idx) in t.indexes.iter().enumerate() {
         let (pinned, next) = index_fit(t, &idx.columns, &parts);
         if pinned.is_empty() && next.is_none() {
@@ -338,7 +340,6 @@ fn index_access(filter: &Expr, t: &TableInfo) -> Option<Access> {
             .as_ref()
             .is_some_and(|b| b.iter().any(|x| matches!(x, Bound::Range { .. })));
         let intervals = next.as_ref().map_or(1, Vec::len);
-        // Smaller is better.
         let rank = (
             !point,
             usize::MAX - pinned.len() - usize::from(next.is_some()),
