@@ -249,3 +249,32 @@ fn transactions_and_errors_as_mysql_reports_them() {
     // The connection survives every error: the last statement of a failing batch is reached.
     assert_eq!(c.run("bank", "SELECT COUNT(*) FROM acct"), "COUNT(*)\n2\n");
 }
+
+#[test]
+fn joins_inner_left_and_comma() {
+    let c = Cluster::start();
+    c.run(
+        "",
+        "CREATE DATABASE j; CREATE TABLE j.c (id INT PRIMARY KEY, name VARCHAR(10)); \
+         CREATE TABLE j.o (id INT PRIMARY KEY, cid INT, amt INT, KEY cid_i (cid))",
+    );
+    c.run(
+        "j",
+        "INSERT INTO c VALUES (1, 'ann'), (2, 'bob'), (3, 'cy'); \
+         INSERT INTO o VALUES (10, 1, 5), (11, 1, 7), (12, 2, 1), (13, 9, 4)",
+    );
+    assert_eq!(
+        c.run("j", "SELECT c.name, SUM(o.amt) FROM c JOIN o ON o.cid = c.id GROUP BY c.name ORDER BY c.name"),
+        "name\tSUM(o.amt)\nann\t12\nbob\t1\n"
+    );
+    assert_eq!(
+        c.run("j", "SELECT c.name, o.id FROM c LEFT JOIN o ON o.cid = c.id WHERE c.id >= 2 ORDER BY c.name"),
+        "name\tid\nbob\t12\ncy\tNULL\n"
+    );
+    assert_eq!(c.run("j", "SELECT COUNT(*) FROM c, o WHERE c.id = o.cid AND o.amt > 4"), "COUNT(*)\n2\n");
+    assert_eq!(
+        c.run("j", "SELECT x.name, y.id FROM c x, o y WHERE y.cid = x.id AND y.amt < 6 ORDER BY y.id"),
+        "name\tid\nann\t10\nbob\t12\n"
+    );
+    c.fails("j", "SELECT id FROM c, o", "1052 (23000)");
+}

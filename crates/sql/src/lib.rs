@@ -7,6 +7,7 @@
 //! - [`rows`]: rows and index entries as KV pairs.
 //! - [`access`]: access paths: point gets, handle ranges, index ranges, full scans.
 //! - [`query`]: SELECT: coprocessor pushdown, the rest on the node.
+//! - [`join`]: joins of several tables (hash join on equalities, LEFT JOIN).
 //! - [`ddl`], [`dml`]: schema changes; INSERT/REPLACE/UPDATE/DELETE.
 //! - [`session`]: a connection's state and statement loop: transactions, variables,
 //!   prepared statements.
@@ -18,6 +19,7 @@ pub mod catalog;
 pub mod ddl;
 pub mod dml;
 pub mod error;
+pub mod join;
 pub mod query;
 pub mod rows;
 pub mod session;

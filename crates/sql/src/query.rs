@@ -19,9 +19,7 @@ use expr::agg::{AggFunc, AggState};
 use expr::eval::{compare, is_true};
 use kv_client::{Client, Transaction};
 use proto::dag as pb;
-use sqlparser::ast::{
-    self, GroupByExpr, LimitClause, OrderByKind, SelectItem, SetExpr, TableFactor,
-};
+use sqlparser::ast::{self, GroupByExpr, LimitClause, OrderByKind, SelectItem, SetExpr};
 
 use crate::access::{Access, choose_access, key_range};
 use crate::bind::{Aggregation, Binder, Lookup, Scope};
@@ -88,16 +86,17 @@ fn item_name(e: &ast::Expr) -> String {
     }
 }
 
-fn item_kind(e: &ast::Expr, table: Option<&TableInfo>) -> ColumnKind {
+fn item_kind(e: &ast::Expr, tables: &[Arc<TableInfo>]) -> ColumnKind {
     let column = |name: &str| {
-        table
-            .and_then(|t| t.column(name).map(|i| column_kind(&t.columns[i].ty)))
+        tables
+            .iter()
+            .find_map(|t| t.column(name).map(|i| column_kind(&t.columns[i].ty)))
             .unwrap_or(ColumnKind::Text)
     };
     match e {
         ast::Expr::Identifier(id) => column(&id.value),
         ast::Expr::CompoundIdentifier(p) => p.last().map_or(ColumnKind::Text, |i| column(&i.value)),
-        ast::Expr::Nested(inner) => item_kind(inner, table),
+        ast::Expr::Nested(inner) => item_kind(inner, tables),
         ast::Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("count") => {
             ColumnKind::Int
         }
@@ -117,27 +116,24 @@ pub fn describe(
     let SetExpr::Select(sel) = q.body.as_ref() else {
         return Err(SqlError::not_supported(format!("query {}", q.body)));
     };
-    let table = match sel.from.as_slice() {
-        [twj] => match &twj.relation {
-            TableFactor::Table { name, .. } => Some(schema_table(name)?),
-            _ => None,
-        },
-        _ => None,
-    };
+    let tables: Vec<Arc<TableInfo>> = crate::join::sources(&sel.from, &schema_table)?
+        .into_iter()
+        .map(|s| s.table)
+        .collect();
     let mut names = Vec::new();
     let mut kinds = Vec::new();
     for item in &sel.projection {
         match item {
             SelectItem::UnnamedExpr(e) => {
                 names.push(item_name(e));
-                kinds.push(item_kind(e, table.as_deref()));
+                kinds.push(item_kind(e, &tables));
             }
             SelectItem::ExprWithAlias { expr, alias } => {
                 names.push(alias.value.clone());
-                kinds.push(item_kind(expr, table.as_deref()));
+                kinds.push(item_kind(expr, &tables));
             }
             _ => {
-                if let Some(t) = &table {
+                for t in &tables {
                     for c in &t.columns {
                         names.push(c.name.clone());
                         kinds.push(column_kind(&c.ty));
@@ -320,23 +316,27 @@ pub async fn select(
     let SetExpr::Select(sel) = q.body.as_ref() else {
         return Err(SqlError::not_supported(format!("query {}", q.body)));
     };
-    // The table, if any.
-    let table: Option<(Arc<TableInfo>, Option<String>)> = match sel.from.as_slice() {
-        [] => None,
-        [twj] if twj.joins.is_empty() => match &twj.relation {
-            TableFactor::Table { name, alias, .. } => Some((
-                schema_table(name)?,
-                alias.as_ref().map(|a| a.name.value.clone()),
-            )),
-            other => return Err(SqlError::not_supported(format!("FROM {other}"))),
-        },
-        _ => return Err(SqlError::not_supported("joins")),
+    let sources = crate::join::sources(&sel.from, &schema_table)?;
+    let table: Option<(Arc<TableInfo>, Option<String>)> = match sources.as_slice() {
+        [one] => Some((one.table.clone(), one.alias.clone())),
+        _ => None,
     };
-    let scope = match &table {
-        Some((t, alias)) => table_scope(t, alias.as_deref()),
-        None => Scope::default(),
-    };
+    let scope = crate::join::scope(&sources);
+    // Parameters bind in the order of the text: the select list, ON, WHERE, then the rest.
+    let projection_params: usize = sel
+        .projection
+        .iter()
+        .map(|p| match p {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                crate::session::count_expr_params(e)
+            }
+            _ => 0,
+        })
+        .sum();
+    let mut next_param = projection_params;
+    let on = crate::join::bind_on(&sources, &scope, ctx.params, ctx.variable, &mut next_param)?;
     let mut binder = Binder::new(&scope, ctx.params, ctx.variable);
+    binder.next_param = next_param;
     let filter = sel.selection.as_ref().map(|w| binder.bind(w)).transpose()?;
     let params_used = binder.next_param;
 
@@ -353,8 +353,8 @@ pub async fn select(
         });
 
     // Projection (and hidden ORDER BY columns), over base rows or aggregated rows.
+    // The select list's parameters come first in the text.
     let mut out_binder = Binder::new(&scope, ctx.params, ctx.variable);
-    out_binder.next_param = params_used;
     if aggregating {
         out_binder.aggregation = Some(Aggregation {
             group_by,
@@ -396,6 +396,7 @@ pub async fn select(
         }
     }
     let visible = exprs.len();
+    out_binder.next_param = params_used;
     let having = sel
         .having
         .as_ref()
@@ -463,6 +464,14 @@ pub async fn select(
 
     // The input rows: base rows, or aggregated rows [group values..., aggregate results...].
     let rows: Vec<Vec<Datum>> = match &table {
+        None if sources.len() > 1 => {
+            let base = crate::join::rows(txn, &sources, &on, filter.as_ref(), for_update).await?;
+            if aggregating {
+                aggregate_locally(ctx, &scope, group_by, &funcs, &base)?
+            } else {
+                base
+            }
+        }
         None => {
             let row = vec![];
             if passes(filter.as_ref(), &row)? {

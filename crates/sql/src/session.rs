@@ -156,6 +156,20 @@ fn s_drop_table(s: &Statement) -> Option<&ast::ObjectName> {
     }
 }
 
+/// How many `?` an expression has.
+pub fn count_expr_params(e: &ast::Expr) -> usize {
+    let mut n = 0;
+    let _ = ast::visit_expressions(e, |x| {
+        if let ast::Expr::Value(v) = x
+            && matches!(v.value, ast::Value::Placeholder(_))
+        {
+            n += 1;
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    n
+}
+
 /// How many `?` a statement has.
 pub fn count_params(stmt: &Statement) -> usize {
     let mut n = 0;

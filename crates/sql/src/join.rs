@@ -1,0 +1,307 @@
+//! Joins of several tables (comma lists, [INNER] JOIN ... ON, LEFT [OUTER] JOIN ... ON),
+//! left to right: each table is read with the WHERE's conditions on it alone pushed to its
+//! access path (for the tables of inner joins), then joined to the rows so far by a hash
+//! join on the equalities between them (a nested loop when there are none). The full WHERE
+//! is evaluated again on the joined rows. Rows are over the tables' columns side by side.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use codec::datum::{Datum, encode_row};
+use expr::eval::is_true;
+use expr::{Expr, Func};
+use kv_client::Transaction;
+use sqlparser::ast::{self, JoinConstraint, JoinOperator, TableFactor};
+
+use crate::access::conjuncts;
+use crate::bind::{Binder, Lookup, Scope};
+use crate::catalog::TableInfo;
+use crate::error::{Result, SqlError};
+use crate::query::{fetch_rows, table_scope};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinKind {
+    /// The first table, or a comma / INNER / CROSS join.
+    Inner,
+    Left,
+}
+
+pub struct Source {
+    pub table: Arc<TableInfo>,
+    pub alias: Option<String>,
+    pub kind: JoinKind,
+    pub on: Option<ast::Expr>,
+}
+
+fn relation(
+    f: &TableFactor,
+    schema_table: &impl Fn(&ast::ObjectName) -> Result<Arc<TableInfo>>,
+) -> Result<(Arc<TableInfo>, Option<String>)> {
+    match f {
+        TableFactor::Table { name, alias, .. } => Ok((
+            schema_table(name)?,
+            alias.as_ref().map(|a| a.name.value.clone()),
+        )),
+        other => Err(SqlError::not_supported(format!("FROM {other}"))),
+    }
+}
+
+/// The tables of a FROM clause, in order.
+pub fn sources(
+    from: &[ast::TableWithJoins],
+    schema_table: &impl Fn(&ast::ObjectName) -> Result<Arc<TableInfo>>,
+) -> Result<Vec<Source>> {
+    let mut out = Vec::new();
+    for twj in from {
+        let (table, alias) = relation(&twj.relation, schema_table)?;
+        out.push(Source {
+            table,
+            alias,
+            kind: JoinKind::Inner,
+            on: None,
+        });
+        for j in &twj.joins {
+            let (table, alias) = relation(&j.relation, schema_table)?;
+            let (kind, constraint) = match &j.join_operator {
+                JoinOperator::Join(c) | JoinOperator::Inner(c) | JoinOperator::CrossJoin(c) => {
+                    (JoinKind::Inner, c)
+                }
+                JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (JoinKind::Left, c),
+                other => return Err(SqlError::not_supported(format!("join {other:?}"))),
+            };
+            let on = match constraint {
+                JoinConstraint::On(e) => Some(e.clone()),
+                JoinConstraint::None => None,
+                other => {
+                    return Err(SqlError::not_supported(format!(
+                        "join constraint {other:?}"
+                    )));
+                }
+            };
+            out.push(Source {
+                table,
+                alias,
+                kind,
+                on,
+            });
+        }
+    }
+    Ok(out)
+}
+
+pub fn scope(sources: &[Source]) -> Scope {
+    Scope {
+        columns: sources
+            .iter()
+            .flat_map(|s| table_scope(&s.table, s.alias.as_deref()).columns)
+            .collect(),
+    }
+}
+
+fn columns_used(e: &Expr, out: &mut Vec<usize>) {
+    match e {
+        Expr::Column(i) => out.push(*i),
+        Expr::Const(_) => {}
+        Expr::Call(_, args) => args.iter().for_each(|a| columns_used(a, out)),
+    }
+}
+
+/// `e` with every column moved down by `base` (all its columns are at or above `base`).
+fn shift(e: &Expr, base: usize) -> Expr {
+    match e {
+        Expr::Column(i) => Expr::Column(i - base),
+        Expr::Const(d) => Expr::Const(d.clone()),
+        Expr::Call(f, args) => Expr::Call(*f, args.iter().map(|a| shift(a, base)).collect()),
+    }
+}
+
+fn and_all(parts: Vec<Expr>) -> Option<Expr> {
+    parts
+        .into_iter()
+        .reduce(|a, b| Expr::call(Func::And, vec![a, b]))
+}
+
+/// The joined rows of `sources` that `filter` (over the joined scope) keeps. `on` holds
+/// each source's ON condition, bound over the joined scope.
+pub async fn rows(
+    txn: &mut Transaction,
+    sources: &[Source],
+    on: &[Option<Expr>],
+    filter: Option<&Expr>,
+    lock: bool,
+) -> Result<Vec<Vec<Datum>>> {
+    let widths: Vec<usize> = sources.iter().map(|s| s.table.columns.len()).collect();
+    let bases: Vec<usize> = widths
+        .iter()
+        .scan(0, |acc, w| {
+            let b = *acc;
+            *acc += w;
+            Some(b)
+        })
+        .collect();
+    let mut where_parts = Vec::new();
+    if let Some(f) = filter {
+        conjuncts(f, &mut where_parts);
+    }
+    // Which source's columns a condition uses: Some(j) when only source j's.
+    let only = |e: &Expr| -> Option<usize> {
+        let mut cols = Vec::new();
+        columns_used(e, &mut cols);
+        let js: Vec<usize> = cols
+            .iter()
+            .map(|c| {
+                bases
+                    .iter()
+                    .rposition(|b| c >= b)
+                    .expect("a column of some source")
+            })
+            .collect();
+        match js.as_slice() {
+            [first, rest @ ..] if rest.iter().all(|j| j == first) => Some(*first),
+            _ => None,
+        }
+    };
+    // A source of an inner join (and every source left of the first LEFT JOIN's right side)
+    // may take the WHERE's conditions on it alone.
+    let mut acc: Vec<Vec<Datum>> = Vec::new();
+    for (j, s) in sources.iter().enumerate() {
+        let mut local: Vec<Expr> = Vec::new();
+        if s.kind == JoinKind::Inner {
+            local.extend(
+                where_parts
+                    .iter()
+                    .filter(|p| only(p) == Some(j))
+                    .map(|p| shift(p, bases[j])),
+            );
+        }
+        let mut on_parts = Vec::new();
+        if let Some(o) = &on[j] {
+            conjuncts(o, &mut on_parts);
+        }
+        local.extend(
+            on_parts
+                .iter()
+                .filter(|p| only(p) == Some(j))
+                .map(|p| shift(p, bases[j])),
+        );
+        let right: Vec<Vec<Datum>> = fetch_rows(txn, &s.table, and_all(local).as_ref(), lock)
+            .await?
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect();
+        if j == 0 {
+            acc = right;
+            continue;
+        }
+        // The join's conditions: ON, plus (inner) the WHERE's conditions that need only the
+        // sources up to this one.
+        let upto = bases[j] + widths[j];
+        let mut conds: Vec<Expr> = on_parts.clone();
+        if s.kind == JoinKind::Inner {
+            conds.extend(
+                where_parts
+                    .iter()
+                    .filter(|p| {
+                        let mut cols = Vec::new();
+                        columns_used(p, &mut cols);
+                        cols.iter().all(|c| *c < upto)
+                            && cols.iter().any(|c| *c >= bases[j])
+                            && cols.iter().any(|c| *c < bases[j])
+                    })
+                    .cloned(),
+            );
+        }
+        // Equalities between a column so far and a column of this source: the hash keys.
+        let (mut left_keys, mut right_keys) = (Vec::new(), Vec::new());
+        for c in &conds {
+            if let Expr::Call(Func::Eq, args) = c
+                && let [Expr::Column(a), Expr::Column(b)] = args.as_slice()
+            {
+                let (l, r) = if *a < bases[j] && *b >= bases[j] {
+                    (*a, *b)
+                } else if *b < bases[j] && *a >= bases[j] {
+                    (*b, *a)
+                } else {
+                    continue;
+                };
+                left_keys.push(l);
+                right_keys.push(r - bases[j]);
+            }
+        }
+        let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+        for (i, r) in right.iter().enumerate() {
+            let key: Vec<Datum> = right_keys.iter().map(|&c| r[c].clone()).collect();
+            if key.iter().any(Datum::is_null) {
+                continue;
+            }
+            table.entry(encode_row(&key)).or_default().push(i);
+        }
+        let everything: Vec<usize> = (0..right.len()).collect();
+        let cond = and_all(conds);
+        let mut joined = Vec::new();
+        for l in acc {
+            let key: Vec<Datum> = left_keys.iter().map(|&c| l[c].clone()).collect();
+            let candidates: &[usize] = if left_keys.is_empty() {
+                &everything
+            } else if key.iter().any(Datum::is_null) {
+                &[]
+            } else {
+                table.get(&encode_row(&key)).map_or(&[], Vec::as_slice)
+            };
+            let mut matched = false;
+            for &i in candidates {
+                let mut row = l.clone();
+                row.extend(right[i].iter().cloned());
+                let keep = match &cond {
+                    None => true,
+                    Some(c) => is_true(&c.eval(&row)?) == Some(true),
+                };
+                if keep {
+                    matched = true;
+                    joined.push(row);
+                }
+            }
+            if !matched && s.kind == JoinKind::Left {
+                let mut row = l;
+                row.extend(std::iter::repeat_n(Datum::Null, widths[j]));
+                joined.push(row);
+            }
+        }
+        acc = joined;
+    }
+    let mut out = Vec::with_capacity(acc.len());
+    for row in acc {
+        let keep = match filter {
+            None => true,
+            Some(f) => is_true(&f.eval(&row)?) == Some(true),
+        };
+        if keep {
+            out.push(row);
+        }
+    }
+    Ok(out)
+}
+
+/// Binds each source's ON condition over the joined scope (params in text order).
+pub fn bind_on(
+    sources: &[Source],
+    scope: &Scope,
+    params: &[Datum],
+    variable: &(dyn Fn(Lookup<'_>) -> Result<Datum> + Sync),
+    next_param: &mut usize,
+) -> Result<Vec<Option<Expr>>> {
+    sources
+        .iter()
+        .map(|s| {
+            s.on.as_ref()
+                .map(|e| {
+                    let mut b = Binder::new(scope, params, variable);
+                    b.next_param = *next_param;
+                    let bound = b.bind(e)?;
+                    *next_param = b.next_param;
+                    Ok(bound)
+                })
+                .transpose()
+        })
+        .collect()
+}
