@@ -268,13 +268,63 @@ fn joins_inner_left_and_comma() {
         "name\tSUM(o.amt)\nann\t12\nbob\t1\n"
     );
     assert_eq!(
-        c.run("j", "SELECT c.name, o.id FROM c LEFT JOIN o ON o.cid = c.id WHERE c.id >= 2 ORDER BY c.name"),
+        c.run(
+            "j",
+            "SELECT c.name, o.id FROM c LEFT JOIN o ON o.cid = c.id WHERE c.id >= 2 ORDER BY c.name"
+        ),
         "name\tid\nbob\t12\ncy\tNULL\n"
     );
-    assert_eq!(c.run("j", "SELECT COUNT(*) FROM c, o WHERE c.id = o.cid AND o.amt > 4"), "COUNT(*)\n2\n");
     assert_eq!(
-        c.run("j", "SELECT x.name, y.id FROM c x, o y WHERE y.cid = x.id AND y.amt < 6 ORDER BY y.id"),
+        c.run(
+            "j",
+            "SELECT COUNT(*) FROM c, o WHERE c.id = o.cid AND o.amt > 4"
+        ),
+        "COUNT(*)\n2\n"
+    );
+    assert_eq!(
+        c.run(
+            "j",
+            "SELECT x.name, y.id FROM c x, o y WHERE y.cid = x.id AND y.amt < 6 ORDER BY y.id"
+        ),
         "name\tid\nann\t10\nbob\t12\n"
     );
     c.fails("j", "SELECT id FROM c, o", "1052 (23000)");
+}
+
+#[test]
+fn decimals_are_exact() {
+    let c = Cluster::start();
+    c.run("", "CREATE DATABASE d; CREATE TABLE d.acct (id INT PRIMARY KEY, bal DECIMAL(10,2) NOT NULL DEFAULT 0.00)");
+    c.run(
+        "d",
+        "INSERT INTO acct VALUES (1, '12.345'), (2, 0.1), (3, 0.2), (4, 7)",
+    );
+    assert_eq!(
+        c.run("d", "SELECT id, bal FROM acct ORDER BY id"),
+        "id\tbal\n1\t12.35\n2\t0.10\n3\t0.20\n4\t7.00\n"
+    );
+    assert_eq!(
+        c.run(
+            "d",
+            "SELECT SUM(bal), AVG(bal) FROM acct WHERE id IN (2, 3)"
+        ),
+        "SUM(bal)\tAVG(bal)\n0.30\t0.150000\n"
+    );
+    assert_eq!(
+        c.run("d", "SELECT 0.1 + 0.2, 1 / 3, 2.50 * 2"),
+        "0.1 + 0.2\t1 / 3\t2.50 * 2\n0.3\t0.3333\t5.00\n"
+    );
+    c.run("d", "UPDATE acct SET bal = bal - 0.05 WHERE id = 1");
+    assert_eq!(
+        c.run(
+            "d",
+            "SELECT bal FROM acct WHERE bal > 12.29 AND bal < 12.31"
+        ),
+        "bal\n12.30\n"
+    );
+    c.fails(
+        "d",
+        "INSERT INTO acct VALUES (5, 123456789.00)",
+        "1264 (22003)",
+    );
 }

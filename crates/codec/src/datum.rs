@@ -11,6 +11,7 @@
 
 use std::cmp::Ordering;
 
+use crate::decimal::Decimal;
 use crate::{CodecError, memcomparable, number};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -20,6 +21,7 @@ pub enum Datum {
     UInt(u64),
     Float(f64),
     Bytes(Vec<u8>),
+    Decimal(Decimal),
 }
 
 const NULL: u8 = 0;
@@ -27,6 +29,7 @@ const BYTES: u8 = 1;
 const INT: u8 = 3;
 const UINT: u8 = 4;
 const FLOAT: u8 = 5;
+const DECIMAL: u8 = 6;
 
 impl Datum {
     pub fn is_null(&self) -> bool {
@@ -56,6 +59,11 @@ impl Datum {
                 out.extend_from_slice(&(b.len() as u32).to_be_bytes());
                 out.extend_from_slice(b);
             }
+            Datum::Decimal(d) => {
+                out.push(DECIMAL);
+                out.push(d.scale);
+                out.extend_from_slice(&d.units.to_be_bytes());
+            }
         }
     }
 
@@ -82,6 +90,7 @@ impl Datum {
                 })?;
                 (Datum::Bytes(bytes.to_vec()), 5 + len)
             }
+            DECIMAL => (Datum::Decimal(decimal_body(rest)?), 18),
             other => return Err(CodecError::BadFlag { flag: other }),
         })
     }
@@ -106,6 +115,12 @@ impl Datum {
                 out.push(BYTES);
                 memcomparable::encode_into(b, out);
             }
+            // Ordered within one scale, which every value of a DECIMAL column shares.
+            Datum::Decimal(d) => {
+                out.push(DECIMAL);
+                out.push(d.scale);
+                out.extend_from_slice(&((d.units as u128) ^ (1 << 127)).to_be_bytes());
+            }
         }
     }
 
@@ -126,6 +141,11 @@ impl Datum {
                 let (b, used) = memcomparable::decode(rest)?;
                 (Datum::Bytes(b), 1 + used)
             }
+            DECIMAL => {
+                let mut d = decimal_body(rest)?;
+                d.units = ((d.units as u128) ^ (1 << 127)) as i128;
+                (Datum::Decimal(d), 18)
+            }
             other => return Err(CodecError::BadFlag { flag: other }),
         })
     }
@@ -141,6 +161,9 @@ impl Datum {
             (Bytes(a), Bytes(b)) => a.cmp(b),
             (Bytes(_), _) => Ordering::Greater,
             (_, Bytes(_)) => Ordering::Less,
+            (Decimal(a), Decimal(b)) => a.cmp_value(b),
+            (Decimal(a), Int(b)) => a.cmp_value(&crate::decimal::Decimal::from_i64(*b)),
+            (Int(a), Decimal(b)) => crate::decimal::Decimal::from_i64(*a).cmp_value(b),
             (Int(a), Int(b)) => a.cmp(b),
             (UInt(a), UInt(b)) => a.cmp(b),
             (Int(a), UInt(b)) => (*a as i128).cmp(&(*b as i128)),
@@ -155,9 +178,21 @@ impl Datum {
             Datum::Int(v) => Some(*v as f64),
             Datum::UInt(v) => Some(*v as f64),
             Datum::Float(v) => Some(*v),
+            Datum::Decimal(d) => Some(d.to_f64()),
             _ => None,
         }
     }
+}
+
+/// A decimal's scale byte and 16-byte units.
+fn decimal_body(rest: &[u8]) -> Result<Decimal, CodecError> {
+    let body = rest.get(..17).ok_or_else(|| CodecError::Truncated {
+        needed: 17 - rest.len(),
+    })?;
+    Ok(Decimal {
+        scale: body[0],
+        units: i128::from_be_bytes(body[1..].try_into().expect("16 bytes")),
+    })
 }
 
 /// Float order for SQL: -0.0 equals 0.0; NaN (which SQL values never hold) sorts last.
@@ -222,6 +257,7 @@ mod tests {
             Datum::Float(1e300),
             Datum::Bytes(vec![]),
             Datum::Bytes(b"abcdefghij".to_vec()),
+            Datum::Decimal(Decimal::parse("-12.34").unwrap()),
         ]
     }
 

@@ -6,10 +6,12 @@
 //! - [`mvcc`]: the MVCC key layout: `memcomparable(user_key) + BE(!ts)`, so the versions of
 //!   one key sit together, newest first.
 //! - [`datum`]: one SQL value, in a compact value form and an order-preserving key form.
+//! - [`decimal`]: exact DECIMAL values and their arithmetic.
 //! - [`table`]: rows and index entries as keys and values (`t{table}_r{handle}`,
 //!   `t{table}_i{index}{values}`).
 
 pub mod datum;
+pub mod decimal;
 pub mod memcomparable;
 pub mod mvcc;
 pub mod number;

@@ -73,6 +73,20 @@ fn add(acc: &Datum, v: &Datum) -> Result<Datum> {
                 Datum::UInt(v) => Some(i128::from(*v)),
                 _ => None,
             };
+            let decimal = |d: &Datum| match d {
+                Datum::Int(v) => Some(codec::decimal::Decimal::from_i64(*v)),
+                Datum::UInt(v) => Some(codec::decimal::Decimal::new(i128::from(*v), 0)),
+                Datum::Decimal(x) => Some(*x),
+                _ => None,
+            };
+            if (matches!(a, Datum::Decimal(_)) || matches!(b, Datum::Decimal(_)))
+                && let (Some(x), Some(y)) = (decimal(a), decimal(b))
+            {
+                return x
+                    .checked_add(y)
+                    .map(Datum::Decimal)
+                    .ok_or_else(|| EvalError::OutOfRange(format!("SUM: {x} + {y}")));
+            }
             if let (Some(x), Some(y)) = (exact(a), exact(b)) {
                 let s = x + y;
                 return i64::try_from(s)
@@ -195,9 +209,16 @@ impl AggState {
             AggState::Count(n) => Datum::Int(*n),
             AggState::Sum(d) | AggState::Min(d) | AggState::Max(d) => d.clone(),
             AggState::Avg { count: 0, .. } => Datum::Null,
-            AggState::Avg { count, sum } => {
-                Datum::Float(sum.as_f64().unwrap_or(0.0) / *count as f64)
-            }
+            // Exact for integers and decimals (scale + 4, as MySQL), float otherwise.
+            AggState::Avg { count, sum } => match sum {
+                Datum::Int(v) => codec::decimal::Decimal::from_i64(*v)
+                    .checked_div(codec::decimal::Decimal::from_i64(*count))
+                    .map_or(Datum::Null, Datum::Decimal),
+                Datum::Decimal(d) => d
+                    .checked_div(codec::decimal::Decimal::from_i64(*count))
+                    .map_or(Datum::Null, Datum::Decimal),
+                other => Datum::Float(other.as_f64().unwrap_or(0.0) / *count as f64),
+            },
             AggState::CountDistinct(set) => Datum::Int(set.len() as i64),
         }
     }
@@ -239,7 +260,10 @@ mod tests {
         }
         assert_eq!(run(AggKind::Count, &refs).finish(), Datum::Int(4));
         assert_eq!(run(AggKind::Sum, &refs).finish(), Datum::Int(15));
-        assert_eq!(run(AggKind::Avg, &refs).finish(), Datum::Float(3.75));
+        assert_eq!(
+            run(AggKind::Avg, &refs).finish(),
+            Datum::Decimal(codec::decimal::Decimal::parse("3.7500").unwrap())
+        );
         assert_eq!(run(AggKind::CountDistinct, &refs).finish(), Datum::Int(3));
         assert_eq!(run(AggKind::Min, &refs).finish(), Datum::Int(-1));
         assert_eq!(

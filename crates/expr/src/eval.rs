@@ -6,6 +6,7 @@
 use std::cmp::Ordering;
 
 use codec::datum::Datum;
+use codec::decimal::Decimal;
 
 use crate::{EvalError, Expr, Func, Result};
 
@@ -65,8 +66,44 @@ pub fn is_true(d: &Datum) -> Option<bool> {
         Datum::Int(v) => Some(*v != 0),
         Datum::UInt(v) => Some(*v != 0),
         Datum::Float(v) => Some(*v != 0.0),
+        Datum::Decimal(d) => Some(d.units != 0),
         Datum::Bytes(b) => Some(bytes_to_f64(b) != 0.0),
     }
+}
+
+/// The value as an exact decimal, if it is an integer or a decimal.
+fn as_decimal(d: &Datum) -> Option<Decimal> {
+    match d {
+        Datum::Int(v) => Some(Decimal::from_i64(*v)),
+        Datum::UInt(v) => Some(Decimal::new(i128::from(*v), 0)),
+        Datum::Decimal(d) => Some(*d),
+        _ => None,
+    }
+}
+
+/// Exact arithmetic when a decimal is involved (or for `/` on integers, as MySQL).
+fn decimal_arith(f: Func, x: Decimal, y: Decimal) -> Result<Datum> {
+    let overflow = || EvalError::OutOfRange(format!("DECIMAL {x} {f:?} {y}"));
+    let scale = u32::from(x.scale.max(y.scale));
+    Ok(match f {
+        Func::Plus => Datum::Decimal(x.checked_add(y).ok_or_else(overflow)?),
+        Func::Minus => Datum::Decimal(x.checked_sub(y).ok_or_else(overflow)?),
+        Func::Mul => Datum::Decimal(x.checked_mul(y).ok_or_else(overflow)?),
+        _ if y.units == 0 => Datum::Null,
+        Func::Div => Datum::Decimal(x.checked_div(y).ok_or_else(overflow)?),
+        Func::IntDiv | Func::Mod => {
+            let (a, b) = (
+                x.round_to(scale).ok_or_else(overflow)?,
+                y.round_to(scale).ok_or_else(overflow)?,
+            );
+            if f == Func::IntDiv {
+                Datum::Int(i64::try_from(a.units / b.units).map_err(|_| overflow())?)
+            } else {
+                Datum::Decimal(Decimal::new(a.units % b.units, scale))
+            }
+        }
+        _ => unreachable!("arith is called for arithmetic functions only"),
+    })
 }
 
 fn as_number(d: &Datum) -> f64 {
@@ -116,6 +153,12 @@ fn integer_result(v: i128, unsigned: bool, what: &str) -> Result<Datum> {
 fn arith(f: Func, a: &Datum, b: &Datum) -> Result<Datum> {
     if a.is_null() || b.is_null() {
         return Ok(Datum::Null);
+    }
+    let decimal = matches!(a, Datum::Decimal(_)) || matches!(b, Datum::Decimal(_));
+    if (decimal || (f == Func::Div && is_integer(a) && is_integer(b)))
+        && let (Some(x), Some(y)) = (as_decimal(a), as_decimal(b))
+    {
+        return decimal_arith(f, x, y);
     }
     // As MySQL: an unsigned operand makes integer arithmetic unsigned.
     let unsigned = matches!(a, Datum::UInt(_)) || matches!(b, Datum::UInt(_));
@@ -217,6 +260,7 @@ fn text(d: &Datum) -> Vec<u8> {
         Datum::Int(v) => v.to_string().into_bytes(),
         Datum::UInt(v) => v.to_string().into_bytes(),
         Datum::Float(v) => v.to_string().into_bytes(),
+        Datum::Decimal(d) => d.to_string().into_bytes(),
         Datum::Null => Vec::new(),
     }
 }
@@ -285,6 +329,7 @@ impl Expr {
             Func::Neg => match arg(0)? {
                 Datum::Null => Datum::Null,
                 Datum::Float(v) => Datum::Float(-v),
+                Datum::Decimal(x) => Datum::Decimal(-x),
                 Datum::Bytes(b) => Datum::Float(-bytes_to_f64(&b)),
                 d => integer_result(-as_i128(&d), false, &format!("-{}", as_i128(&d)))?,
             },
@@ -383,7 +428,19 @@ mod tests {
         );
         assert_eq!(
             eval(Func::Div, vec![Datum::Int(7), Datum::Int(2)]),
-            Ok(Datum::Float(3.5))
+            Ok(Datum::Decimal(Decimal::parse("3.5000").unwrap()))
+        );
+        let d = |s: &str| Datum::Decimal(Decimal::parse(s).unwrap());
+        assert_eq!(
+            eval(Func::Plus, vec![d("0.10"), Datum::Int(1)]),
+            Ok(d("1.10"))
+        );
+        assert_eq!(eval(Func::Mul, vec![d("1.5"), d("0.25")]), Ok(d("0.375")));
+        assert_eq!(eval(Func::Mod, vec![d("7.5"), Datum::Int(2)]), Ok(d("1.5")));
+        assert_eq!(eval(Func::Neg, vec![d("2.50")]), Ok(d("-2.50")));
+        assert_eq!(
+            eval(Func::Eq, vec![d("2.50"), Datum::Float(2.5)]),
+            Ok(Datum::Int(1))
         );
         assert_eq!(
             eval(Func::IntDiv, vec![Datum::Int(-7), Datum::Int(2)]),

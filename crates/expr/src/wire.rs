@@ -20,6 +20,7 @@ pub fn datum_to_pb(d: &Datum) -> pb::Datum {
             Datum::UInt(v) => Value::Uint(*v),
             Datum::Float(v) => Value::Float(*v),
             Datum::Bytes(b) => Value::Bytes(b.clone()),
+            Datum::Decimal(d) => Value::Decimal(d.to_string()),
         }),
     }
 }
@@ -32,6 +33,9 @@ pub fn datum_from_pb(d: &pb::Datum) -> Datum {
         Some(Value::Uint(v)) => Datum::UInt(*v),
         Some(Value::Float(v)) => Datum::Float(*v),
         Some(Value::Bytes(b)) => Datum::Bytes(b.clone()),
+        Some(Value::Decimal(s)) => {
+            codec::decimal::Decimal::parse(s).map_or(Datum::Null, Datum::Decimal)
+        }
     }
 }
 

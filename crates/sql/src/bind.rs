@@ -80,13 +80,19 @@ pub fn aggregate_kind(name: &str, distinct: bool) -> Option<AggKind> {
     })
 }
 
-/// A numeric literal: an integer if it fits, else a float.
+/// A numeric literal: an integer if it fits, else a decimal (or a float with an exponent).
 pub fn number(text: &str) -> Result<Datum> {
     if let Ok(v) = text.parse::<i64>() {
         return Ok(Datum::Int(v));
     }
     if let Ok(v) = text.parse::<u64>() {
         return Ok(Datum::UInt(v));
+    }
+    // As MySQL: `1.5` is an exact DECIMAL, `1e3` a DOUBLE.
+    if !text.contains(['e', 'E'])
+        && let Some(d) = codec::decimal::Decimal::parse(text)
+    {
+        return Ok(Datum::Decimal(d));
     }
     text.parse::<f64>()
         .map(Datum::Float)

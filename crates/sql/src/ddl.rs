@@ -119,6 +119,8 @@ fn column_default(e: &ast::Expr) -> Result<Default> {
             V::Null => Default::Null,
             V::Number(n, _) => match crate::bind::number(n)? {
                 codec::datum::Datum::Int(i) => Default::Int(i),
+                // Kept as written, so a DECIMAL default stays exact.
+                codec::datum::Datum::Decimal(_) => Default::Text(n.clone()),
                 other => Default::Float(other.as_f64().unwrap_or(0.0)),
             },
             V::SingleQuotedString(s) | V::DoubleQuotedString(s) => Default::Text(s.clone()),

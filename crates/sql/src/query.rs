@@ -68,6 +68,8 @@ fn column_kind(t: &crate::types::SqlType) -> ColumnKind {
         } => ColumnKind::Int,
         crate::types::SqlType::Int { unsigned: true, .. } => ColumnKind::UInt,
         crate::types::SqlType::Double => ColumnKind::Double,
+        // Sent as text, exactly as MySQL prints them.
+        crate::types::SqlType::Decimal { .. } => ColumnKind::Text,
         crate::types::SqlType::String { .. } => ColumnKind::Text,
     }
 }

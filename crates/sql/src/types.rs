@@ -2,8 +2,9 @@
 //! makes on INSERT and UPDATE (integers in range, strings no longer than the column,
 //! strings that do not spell a number refused for numeric columns, NULL only where allowed).
 //!
-//! Today: the integer types (signed and unsigned), FLOAT/DOUBLE, CHAR/VARCHAR/TEXT and
-//! BINARY/VARBINARY/BLOB. DECIMAL and the date and time types come next (issue #6).
+//! Today: the integer types (signed and unsigned), FLOAT/DOUBLE, DECIMAL (exact, up to 38
+//! digits), CHAR/VARCHAR/TEXT and BINARY/VARBINARY/BLOB. The date and time types come next
+//! (issue #6).
 
 use codec::datum::Datum;
 use serde::{Deserialize, Serialize};
@@ -19,6 +20,11 @@ pub enum SqlType {
         unsigned: bool,
     },
     Double,
+    /// DECIMAL(precision, scale), exact (at most 38 digits here).
+    Decimal {
+        precision: u8,
+        scale: u8,
+    },
     /// `max_chars`: CHAR(n)/VARCHAR(n)'s n; TEXT's 65535. `binary`: BINARY/VARBINARY/BLOB.
     String {
         max_chars: u32,
@@ -50,6 +56,30 @@ impl SqlType {
             | D::DoubleUnsigned(_)
             | D::DoublePrecisionUnsigned
             | D::RealUnsigned => Ok(SqlType::Double),
+            D::Decimal(info)
+            | D::Dec(info)
+            | D::Numeric(info)
+            | D::DecimalUnsigned(info)
+            | D::DecUnsigned(info) => {
+                use sqlparser::ast::ExactNumberInfo as E;
+                let (p, s) = match info {
+                    E::None => (10, 0),
+                    E::Precision(p) => (*p, 0),
+                    E::PrecisionAndScale(p, s) => (*p, (*s).max(0) as u64),
+                };
+                if p > u64::from(codec::decimal::MAX_PRECISION)
+                    || s > u64::from(codec::decimal::MAX_SCALE)
+                    || s > p
+                {
+                    return Err(SqlError::not_supported(format!(
+                        "DECIMAL({p},{s}): at most 38 digits, 30 after the point"
+                    )));
+                }
+                Ok(SqlType::Decimal {
+                    precision: p as u8,
+                    scale: s as u8,
+                })
+            }
             D::Char(l) | D::Character(l) => Ok(SqlType::String {
                 max_chars: len(l, 1),
                 binary: false,
@@ -100,6 +130,7 @@ impl SqlType {
                 if *unsigned { " unsigned" } else { "" }
             ),
             SqlType::Double => "double".into(),
+            SqlType::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
             SqlType::String { max_chars, binary } => match (*max_chars, *binary) {
                 (u32::MAX, false) => "longtext".into(),
                 (u32::MAX, true) => "longblob".into(),
@@ -128,6 +159,7 @@ impl SqlType {
                 let v: i128 = match &d {
                     Datum::Int(v) => *v as i128,
                     Datum::UInt(v) => *v as i128,
+                    Datum::Decimal(x) => x.round_to(0).map_or(i128::MAX, |r| r.units),
                     Datum::Float(f) => {
                         if !f.is_finite() {
                             return Err(SqlError::out_of_range(column, row));
@@ -156,6 +188,28 @@ impl SqlType {
                 } else {
                     Datum::Int(v as i64)
                 })
+            }
+            SqlType::Decimal { precision, scale } => {
+                let (p, sc) = (u32::from(precision), u32::from(scale));
+                let value = match &d {
+                    Datum::Int(v) => Some(codec::decimal::Decimal::from_i64(*v)),
+                    Datum::UInt(v) => Some(codec::decimal::Decimal::new(i128::from(*v), 0)),
+                    Datum::Decimal(x) => Some(*x),
+                    Datum::Float(f) if f.is_finite() => codec::decimal::Decimal::from_f64(*f, sc),
+                    Datum::Float(_) => None,
+                    Datum::Bytes(b) => {
+                        let s = String::from_utf8_lossy(b);
+                        Some(
+                            codec::decimal::Decimal::parse(&s)
+                                .ok_or_else(|| SqlError::bad_value("decimal", &s, column, row))?,
+                        )
+                    }
+                    Datum::Null => unreachable!("handled above"),
+                };
+                match value {
+                    Some(v) if v.fits(p, sc) => Ok(Datum::Decimal(v.round_to(sc).expect("fits"))),
+                    _ => Err(SqlError::out_of_range(column, row)),
+                }
             }
             SqlType::Double => match &d {
                 Datum::Bytes(b) => {
@@ -193,6 +247,7 @@ pub fn text(d: &Datum) -> String {
         Datum::Int(v) => v.to_string(),
         Datum::UInt(v) => v.to_string(),
         Datum::Float(v) => format_float(*v),
+        Datum::Decimal(d) => d.to_string(),
         Datum::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
     }
 }
