@@ -328,3 +328,33 @@ fn decimals_are_exact() {
         "1264 (22003)",
     );
 }
+
+#[test]
+fn dates_and_times() {
+    let c = Cluster::start();
+    c.run(
+        "",
+        "CREATE DATABASE t; CREATE TABLE t.ev (id INT PRIMARY KEY, d DATE, at DATETIME, \
+         made DATETIME DEFAULT CURRENT_TIMESTAMP, KEY at_i (at))",
+    );
+    c.run("t", "INSERT INTO ev (id, d, at) VALUES (1, '2024-2-29', '2024-03-01 08:00:00'), (2, 20240101, '2023-12-31 23:59:59')");
+    assert_eq!(
+        c.run(
+            "t",
+            "SELECT id, d, at FROM ev WHERE at >= '2024-01-01' ORDER BY at"
+        ),
+        "id\td\tat\n1\t2024-02-29\t2024-03-01 08:00:00\n"
+    );
+    assert_eq!(
+        c.run(
+            "t",
+            "SELECT COUNT(*) FROM ev WHERE made <= NOW() AND made > '2020-01-01'"
+        ),
+        "COUNT(*)\n2\n"
+    );
+    c.fails(
+        "t",
+        "INSERT INTO ev (id, d) VALUES (3, '2023-02-29')",
+        "1292 (22007)",
+    );
+}

@@ -17,9 +17,9 @@ use tokio::net::TcpStream;
 /// Error codes this server sends that opensrv-mysql's table knows; anything else goes out as
 /// 1105 with its own code in the message (TiDB-only codes such as 9007).
 const KNOWN_CODES: &[u16] = &[
-    1007, 1008, 1046, 1048, 1049, 1050, 1051, 1052, 1054, 1055, 1060, 1061, 1062, 1064, 1068, 1072,
-    1075, 1096, 1105, 1111, 1136, 1146, 1193, 1205, 1210, 1213, 1231, 1235, 1243, 1264, 1305, 1366,
-    1406, 1690,
+    1292, 1007, 1008, 1046, 1048, 1049, 1050, 1051, 1052, 1054, 1055, 1060, 1061, 1062, 1064, 1068,
+    1072, 1075, 1096, 1105, 1111, 1136, 1146, 1193, 1205, 1210, 1213, 1231, 1235, 1243, 1264, 1305,
+    1366, 1406, 1690,
 ];
 
 fn error_kind(e: &SqlError) -> (ErrorKind, String) {
@@ -117,6 +117,39 @@ async fn write_output<W: AsyncWrite + Send + Unpin>(
             results.error(kind, message.as_bytes()).await
         }
     }
+}
+
+/// A binary-protocol DATE/DATETIME (length 0, 4, 7 or 11: y m d [h mi s [µs]]) as text.
+fn binary_datetime(b: &[u8]) -> String {
+    let u16_at = |i: usize| {
+        b.get(i..i + 2)
+            .map_or(0, |x| u16::from_le_bytes([x[0], x[1]]))
+    };
+    let at = |i: usize| b.get(i).copied().unwrap_or(0);
+    let mut s = format!("{:04}-{:02}-{:02}", u16_at(0), at(2), at(3));
+    if b.len() >= 7 {
+        s.push_str(&format!(" {:02}:{:02}:{:02}", at(4), at(5), at(6)));
+    }
+    if b.len() >= 11 {
+        let micro = u32::from_le_bytes([at(7), at(8), at(9), at(10)]);
+        s.push_str(&format!(".{micro:06}"));
+    }
+    s
+}
+
+/// A binary-protocol TIME (length 0, 8 or 12: sign, days, h, mi, s [, µs]) as text.
+fn binary_time(b: &[u8]) -> String {
+    let at = |i: usize| b.get(i).copied().unwrap_or(0);
+    let days = b
+        .get(1..5)
+        .map_or(0, |x| u32::from_le_bytes([x[0], x[1], x[2], x[3]]));
+    let sign = if at(0) == 1 { "-" } else { "" };
+    format!(
+        "{sign}{:02}:{:02}:{:02}",
+        days * 24 + u32::from(at(5)),
+        at(6),
+        at(7)
+    )
 }
 
 fn param_datum(v: ValueInner<'_>) -> Datum {
@@ -236,6 +269,20 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn binary_dates_become_text() {
+        assert_eq!(binary_datetime(&[0xE8, 0x07, 2, 29]), "2024-02-29");
+        assert_eq!(
+            binary_datetime(&[0xE8, 0x07, 2, 29, 13, 5, 9]),
+            "2024-02-29 13:05:09"
+        );
+        assert_eq!(
+            binary_datetime(&[0xE8, 0x07, 2, 29, 13, 5, 9, 0x20, 0xA1, 0x07, 0]),
+            "2024-02-29 13:05:09.500000"
+        );
+        assert_eq!(binary_time(&[0, 1, 0, 0, 0, 2, 3, 4]), "26:03:04");
+    }
 
     #[test]
     fn every_code_sent_as_is_is_in_the_protocol_table() {

@@ -29,6 +29,8 @@ pub enum Default {
     Int(i64),
     Float(f64),
     Text(String),
+    /// DEFAULT CURRENT_TIMESTAMP: the time of the insert.
+    CurrentTimestamp,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

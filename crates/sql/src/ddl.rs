@@ -127,6 +127,12 @@ fn column_default(e: &ast::Expr) -> Result<Default> {
             V::Boolean(b) => Default::Int(i64::from(*b)),
             other => return Err(SqlError::not_supported(format!("DEFAULT {other}"))),
         },
+        E::Function(f)
+            if ["current_timestamp", "now", "localtimestamp"]
+                .contains(&f.name.to_string().to_ascii_lowercase().as_str()) =>
+        {
+            Default::CurrentTimestamp
+        }
         E::UnaryOp {
             op: ast::UnaryOperator::Minus,
             expr,
@@ -383,6 +389,7 @@ pub fn show_create(t: &TableInfo) -> String {
                     l.push_str(&format!(" DEFAULT '{}'", s.replace('\'', "''")))
                 }
                 Some(Default::Null) => l.push_str(" DEFAULT NULL"),
+                Some(Default::CurrentTimestamp) => l.push_str(" DEFAULT CURRENT_TIMESTAMP"),
                 None => {}
             }
             if c.auto_increment {

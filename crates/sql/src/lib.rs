@@ -2,7 +2,7 @@
 //! and the kv nodes (kv-client).
 //!
 //! - [`catalog`]: the schema in KV, versioned, cached per version; auto-increment ranges.
-//! - [`types`]: column types and MySQL strict-mode conversions.
+//! - [`types`]: column types and MySQL strict-mode conversions; [`time`]: dates and times.
 //! - [`bind`]: parsed expressions to `expr::Expr` over the rows in scope.
 //! - [`rows`]: rows and index entries as KV pairs.
 //! - [`access`]: access paths: point gets, handle ranges, index ranges, full scans.
@@ -23,6 +23,7 @@ pub mod join;
 pub mod query;
 pub mod rows;
 pub mod session;
+pub mod time;
 pub mod types;
 
 pub use error::{Result, SqlError};

@@ -70,6 +70,7 @@ fn column_kind(t: &crate::types::SqlType) -> ColumnKind {
         crate::types::SqlType::Double => ColumnKind::Double,
         // Sent as text, exactly as MySQL prints them.
         crate::types::SqlType::Decimal { .. } => ColumnKind::Text,
+        crate::types::SqlType::Date | crate::types::SqlType::DateTime { .. } => ColumnKind::Text,
         crate::types::SqlType::String { .. } => ColumnKind::Text,
     }
 }

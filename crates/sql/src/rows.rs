@@ -15,6 +15,9 @@ pub fn default_value(d: &Option<Default>) -> Datum {
         Some(Default::Int(v)) => Datum::Int(*v),
         Some(Default::Float(v)) => Datum::Float(*v),
         Some(Default::Text(s)) => Datum::Bytes(s.clone().into_bytes()),
+        Some(Default::CurrentTimestamp) => {
+            Datum::Bytes(crate::time::DateTime::now().datetime_text(0).into_bytes())
+        }
     }
 }
 

@@ -233,6 +233,13 @@ impl Session {
                     .as_ref()
                     .map_or(Datum::Null, |d| Datum::Bytes(d.clone().into_bytes())),
                 "version" => Datum::Bytes(SERVER_VERSION.as_bytes().to_vec()),
+                "now" | "current_timestamp" | "sysdate" | "localtime" | "localtimestamp"
+                | "utc_timestamp" => {
+                    Datum::Bytes(crate::time::DateTime::now().datetime_text(0).into_bytes())
+                }
+                "curdate" | "current_date" | "utc_date" => {
+                    Datum::Bytes(crate::time::DateTime::now().date_text().into_bytes())
+                }
                 "connection_id" => Datum::UInt(u64::from(self.connection_id)),
                 "last_insert_id" => Datum::UInt(self.last_insert_id),
                 "user" | "current_user" | "session_user" | "system_user" => {

@@ -25,6 +25,11 @@ pub enum SqlType {
         precision: u8,
         scale: u8,
     },
+    Date,
+    /// DATETIME(fsp) and TIMESTAMP(fsp) (both UTC here).
+    DateTime {
+        fsp: u8,
+    },
     /// `max_chars`: CHAR(n)/VARCHAR(n)'s n; TEXT's 65535. `binary`: BINARY/VARBINARY/BLOB.
     String {
         max_chars: u32,
@@ -80,6 +85,10 @@ impl SqlType {
                     scale: s as u8,
                 })
             }
+            D::Date => Ok(SqlType::Date),
+            D::Datetime(fsp) | D::Timestamp(fsp, _) => Ok(SqlType::DateTime {
+                fsp: fsp.unwrap_or(0).min(6) as u8,
+            }),
             D::Char(l) | D::Character(l) => Ok(SqlType::String {
                 max_chars: len(l, 1),
                 binary: false,
@@ -131,6 +140,9 @@ impl SqlType {
             ),
             SqlType::Double => "double".into(),
             SqlType::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
+            SqlType::Date => "date".into(),
+            SqlType::DateTime { fsp: 0 } => "datetime".into(),
+            SqlType::DateTime { fsp } => format!("datetime({fsp})"),
             SqlType::String { max_chars, binary } => match (*max_chars, *binary) {
                 (u32::MAX, false) => "longtext".into(),
                 (u32::MAX, true) => "longblob".into(),
@@ -210,6 +222,29 @@ impl SqlType {
                     Some(v) if v.fits(p, sc) => Ok(Datum::Decimal(v.round_to(sc).expect("fits"))),
                     _ => Err(SqlError::out_of_range(column, row)),
                 }
+            }
+            SqlType::Date | SqlType::DateTime { .. } => {
+                let shown = text(&d);
+                let t = match &d {
+                    Datum::Int(v) => crate::time::DateTime::parse(&v.to_string()),
+                    _ => crate::time::DateTime::parse(&shown),
+                }
+                .ok_or_else(|| SqlError {
+                    code: 1292,
+                    state: "22007",
+                    message: format!(
+                        "Incorrect {} value: '{shown}' for column '{column}' at row {row}",
+                        self.name()
+                    ),
+                })?;
+                Ok(Datum::Bytes(
+                    match *self {
+                        SqlType::Date => t.date_text(),
+                        SqlType::DateTime { fsp } => t.datetime_text(u32::from(fsp)),
+                        _ => unreachable!("matched above"),
+                    }
+                    .into_bytes(),
+                ))
             }
             SqlType::Double => match &d {
                 Datum::Bytes(b) => {
