@@ -159,10 +159,10 @@ fn param_datum(v: ValueInner<'_>) -> Datum {
         ValueInner::Int(i) => Datum::Int(i),
         ValueInner::UInt(u) => Datum::UInt(u),
         ValueInner::Double(f) => Datum::Float(f),
-        // Dates and times arrive with DATE/DATETIME support (issue #6).
-        ValueInner::Date(b) | ValueInner::Time(b) | ValueInner::Datetime(b) => {
-            Datum::Bytes(b.to_vec())
+        ValueInner::Date(b) | ValueInner::Datetime(b) => {
+            Datum::Bytes(binary_datetime(b).into_bytes())
         }
+        ValueInner::Time(b) => Datum::Bytes(binary_time(b).into_bytes()),
     }
 }
 
