@@ -288,6 +288,13 @@ fn joins_inner_left_and_comma() {
         ),
         "name\tid\nann\t10\nbob\t12\n"
     );
+    assert_eq!(
+        c.run(
+            "j",
+            "SELECT id FROM o WHERE (cid, amt) IN ((1, 7), (2, 1), (2, 5)) ORDER BY id"
+        ),
+        "id\n11\n12\n"
+    );
     c.fails("j", "SELECT id FROM c, o", "1052 (23000)");
 }
 

@@ -187,9 +187,13 @@ fn bounds(t: &TableInfo, col: usize, e: &Expr) -> Option<Vec<Bound>> {
                 },
             }])
         }
-        // BETWEEN binds as Ge AND Le: both sides must bound the column.
+        // BETWEEN binds as Ge AND Le; otherwise an AND is bounded by either side's bound.
         (Func::And, [a, b]) => {
-            let (x, y) = (bounds(t, col, a)?, bounds(t, col, b)?);
+            let (x, y) = match (bounds(t, col, a), bounds(t, col, b)) {
+                (Some(x), Some(y)) => (x, y),
+                (Some(x), None) | (None, Some(x)) => return Some(x),
+                (None, None) => return None,
+            };
             match (x.as_slice(), y.as_slice()) {
                 (
                     [
@@ -222,7 +226,8 @@ fn bounds(t: &TableInfo, col: usize, e: &Expr) -> Option<Vec<Bound>> {
                     lo: Some(lo.clone()),
                     hi: Some(hi.clone()),
                 }]),
-                _ => None,
+                // Both bound it: either side alone still covers every match.
+                _ => Some(x),
             }
         }
         (Func::Or, [a, b]) => {
@@ -317,11 +322,45 @@ fn index_fit(t: &TableInfo, columns: &[usize], parts: &[Expr]) -> (Vec<Datum>, O
     (pinned, None)
 }
 
+/// An OR of ANDs (as `(a, b) IN ((x, y), ...)` binds) that pins every column of `columns`
+/// by equality in each disjunct: the value tuples.
+fn point_tuples(t: &TableInfo, columns: &[usize], e: &Expr) -> Option<Vec<Vec<Datum>>> {
+    match e {
+        Expr::Call(Func::Or, args) => {
+            let mut out = Vec::new();
+            for a in args {
+                out.extend(point_tuples(t, columns, a)?);
+            }
+            Some(out)
+        }
+        other => {
+            let mut parts = Vec::new();
+            conjuncts(other, &mut parts);
+            let (pinned, _) = index_fit(t, columns, &parts);
+            (pinned.len() == columns.len()).then(|| vec![pinned])
+        }
+    }
+}
+
 /// The best index access for `filter`: most leading columns pinned, a unique index fully
 /// pinned above all.
 fn index_access(filter: &Expr, t: &TableInfo) -> Option<Access> {
     let mut parts = Vec::new();
     conjuncts(filter, &mut parts);
+    // A unique index pinned tuple by tuple in an OR: point lookups.
+    for (i, idx) in t.indexes.iter().enumerate().filter(|(_, ix)| ix.unique) {
+        if let Some(tuples) = parts.iter().find_map(|p| point_tuples(t, &idx.columns, p))
+            && tuples.len() > 1
+        {
+            let mut ranges: Vec<(Vec<u8>, Vec<u8>)> = tuples
+                .iter()
+                .flat_map(|tuple| index_key_ranges(t, idx.id, tuple, None))
+                .collect();
+            ranges.sort();
+            ranges.dedup();
+            return Some(Access::IndexRanges { index: i, ranges });
+        }
+    }
     // (rank, index, pinned values, next bound); a smaller rank is better.
     type Candidate = (
         (bool, usize, bool, usize),
@@ -471,6 +510,24 @@ mod tests {
         };
         assert!(inside(&entry(5, 10)) && inside(&entry(5, 99)));
         assert!(!inside(&entry(5, 9)) && !inside(&entry(4, 50)) && !inside(&entry(6, 10)));
+        // (k, u) IN ((1, 2), (3, 4)): two point lookups, nothing between them.
+        let pair = |k, u| Expr::call(Func::And, vec![on(1, Func::Eq, k), on(2, Func::Eq, u)]);
+        let tuples = Expr::call(Func::Or, vec![pair(1, 2), pair(3, 4)]);
+        let Access::IndexRanges { ranges, .. } = choose_access(Some(&tuples), &t) else {
+            panic!()
+        };
+        assert_eq!(ranges.len(), 2);
+        let inside = |key: &[u8]| {
+            ranges
+                .iter()
+                .any(|(s, e)| key >= s.as_slice() && key < e.as_slice())
+        };
+        assert!(
+            inside(&entry(1, 2))
+                && inside(&entry(3, 4))
+                && !inside(&entry(1, 4))
+                && !inside(&entry(2, 0))
+        );
     }
 
     #[test]

@@ -298,6 +298,56 @@ impl<'a> Binder<'a> {
                 let inner = self.call(Func::IsNull, &[x])?;
                 Ok(Expr::call(Func::Not, vec![inner]))
             }
+            // (a, b) IN ((x, y), ...): an OR of ANDs of equalities.
+            E::InList {
+                expr,
+                list,
+                negated,
+            } if matches!(expr.as_ref(), E::Tuple(_)) => {
+                let E::Tuple(left) = expr.as_ref() else {
+                    unreachable!("matched above")
+                };
+                let left = left
+                    .iter()
+                    .map(|e| self.bind(e))
+                    .collect::<Result<Vec<_>>>()?;
+                let mut any: Option<Expr> = None;
+                for item in list {
+                    let E::Tuple(right) = item else {
+                        return Err(SqlError {
+                            code: 1241,
+                            state: "21000",
+                            message: format!("Operand should contain {} column(s)", left.len()),
+                        });
+                    };
+                    if right.len() != left.len() {
+                        return Err(SqlError {
+                            code: 1241,
+                            state: "21000",
+                            message: format!("Operand should contain {} column(s)", left.len()),
+                        });
+                    }
+                    let mut all: Option<Expr> = None;
+                    for (l, r) in left.iter().zip(right) {
+                        let eq = Expr::call(Func::Eq, vec![l.clone(), self.bind(r)?]);
+                        all = Some(match all {
+                            None => eq,
+                            Some(a) => Expr::call(Func::And, vec![a, eq]),
+                        });
+                    }
+                    let all = all.unwrap_or(Expr::Const(Datum::Int(1)));
+                    any = Some(match any {
+                        None => all,
+                        Some(a) => Expr::call(Func::Or, vec![a, all]),
+                    });
+                }
+                let e = any.unwrap_or(Expr::Const(Datum::Int(0)));
+                Ok(if *negated {
+                    Expr::call(Func::Not, vec![e])
+                } else {
+                    e
+                })
+            }
             E::InList {
                 expr,
                 list,
