@@ -24,6 +24,10 @@ use crate::lock_resolver;
 use crate::region_cache::Route;
 use crate::rpc::{Sent, send, send_on_key};
 
+/// Most keys one prewrite, commit or rollback request carries (the kv node refuses more
+/// than 100,000; smaller batches also spread a big txn over the committer's concurrency).
+pub const MAX_KEYS_PER_BATCH: usize = 4096;
+
 /// TiDB's optimistic lock TTL: 3 s, plus 6 s per MiB written, at most 20 s. A lock's TTL
 /// counts from its txn's start ts, so the txn's age is added when the lock is written.
 pub fn lock_ttl_ms(bytes: usize) -> u64 {
@@ -98,7 +102,17 @@ where
 {
     let semaphore = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
     let mut tasks = JoinSet::new();
-    for (route, keys) in inner.cache.group_keys(keys).await? {
+    let batches = inner
+        .cache
+        .group_keys(keys)
+        .await?
+        .into_iter()
+        .flat_map(|(route, keys)| {
+            keys.chunks(MAX_KEYS_PER_BATCH)
+                .map(|c| (route.clone(), c.to_vec()))
+                .collect::<Vec<_>>()
+        });
+    for (route, keys) in batches {
         let (inner, step, semaphore) = (inner.clone(), step.clone(), semaphore.clone());
         tasks.spawn(async move {
             let _permit = semaphore.acquire_owned().await;

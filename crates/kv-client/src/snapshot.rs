@@ -10,10 +10,13 @@ use crate::Inner;
 use crate::backoff::{Backoff, BackoffKind, READ_BUDGET_MS};
 use crate::error::{KvError, Result};
 use crate::lock_resolver;
+use crate::region_cache::Route;
 use crate::rpc::{Sent, send, send_on_key};
 
 /// Most pairs one scan request asks a region for.
 pub const SCAN_BATCH: u32 = 256;
+/// Most keys one batch get sends (the kv node refuses more than 100,000).
+pub const MAX_BATCH_GET_KEYS: usize = 10_000;
 
 #[derive(Clone)]
 pub struct Snapshot {
@@ -87,7 +90,19 @@ impl Snapshot {
         let bo = Backoff::new("batch_get", READ_BUDGET_MS);
         let mut resolved = Vec::new();
         let mut out = Vec::new();
-        let mut work = self.inner.cache.group_keys(keys).await?;
+        // Region batches of at most MAX_BATCH_GET_KEYS keys (the kv node's request bound).
+        let mut work: Vec<(Route, Vec<Vec<u8>>)> = self
+            .inner
+            .cache
+            .group_keys(keys)
+            .await?
+            .into_iter()
+            .flat_map(|(route, keys)| {
+                keys.chunks(MAX_BATCH_GET_KEYS)
+                    .map(|c| (route.clone(), c.to_vec()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
         while let Some((route, keys)) = work.pop() {
             let req = BatchGetRequest {
                 context: self.context(&resolved),

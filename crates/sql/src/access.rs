@@ -322,8 +322,8 @@ fn index_fit(t: &TableInfo, columns: &[usize], parts: &[Expr]) -> (Vec<Datum>, O
     (pinned, None)
 }
 
-/// An OR of ANDs (as `(a, b) IN ((x, y), ...)` binds) that pins every column of `columns`
-/// by equality in each disjunct: the value tuples.
+/// An OR of ANDs (as `(a, b) IN ((x, y), ...)` binds) that pins the same leading columns of
+/// `columns` by equality in each disjunct: the value tuples (prefixes of the index).
 fn point_tuples(t: &TableInfo, columns: &[usize], e: &Expr) -> Option<Vec<Vec<Datum>>> {
     match e {
         Expr::Call(Func::Or, args) => {
@@ -337,7 +337,7 @@ fn point_tuples(t: &TableInfo, columns: &[usize], e: &Expr) -> Option<Vec<Vec<Da
             let mut parts = Vec::new();
             conjuncts(other, &mut parts);
             let (pinned, _) = index_fit(t, columns, &parts);
-            (pinned.len() == columns.len()).then(|| vec![pinned])
+            (!pinned.is_empty()).then(|| vec![pinned])
         }
     }
 }
@@ -347,10 +347,12 @@ fn point_tuples(t: &TableInfo, columns: &[usize], e: &Expr) -> Option<Vec<Vec<Da
 fn index_access(filter: &Expr, t: &TableInfo) -> Option<Access> {
     let mut parts = Vec::new();
     conjuncts(filter, &mut parts);
-    // A unique index pinned tuple by tuple in an OR: point lookups.
-    for (i, idx) in t.indexes.iter().enumerate().filter(|(_, ix)| ix.unique) {
+    // An index pinned tuple by tuple in an OR: one range per tuple (a point lookup when a
+    // unique index's every column is pinned).
+    for (i, idx) in t.indexes.iter().enumerate() {
         if let Some(tuples) = parts.iter().find_map(|p| point_tuples(t, &idx.columns, p))
             && tuples.len() > 1
+            && tuples.iter().all(|tu| tu.len() > 1)
         {
             let mut ranges: Vec<(Vec<u8>, Vec<u8>)> = tuples
                 .iter()
