@@ -66,7 +66,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     let gc_thread = gc_driver::spawn(storage.gc.clone(), &node.controller.current(), gc_stop);
     let (stop_tuner, stop) = std::sync::mpsc::channel();
     let tuner = auto_adjust::spawn(pool.clone(), node.controller.clone(), stop);
-    let serving = "the Kv gRPC service (reads on the unified read pool, transactions through the scheduler), GC and the status API; one replica per region, the coprocessor is not built yet (issue #5)";
+    let serving = "the Kv gRPC service (reads and coprocessor DAGs on the unified read pool, transactions through the scheduler), GC and the status API; one replica per region (no Raft replication yet)";
     let result = node.run_until_signal(serving);
     grpc.shutdown();
     drop(stop_tuner);

@@ -33,7 +33,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         update_interval,
     )))
     .into_axum_router();
-    let serving = "the TSO, the GC safe point and cluster metadata (gRPC Pd) and the status API; scheduling is not built yet (issue #5)";
+    let serving = "the TSO, the GC safe point and cluster metadata (gRPC Pd) and the status API; region balancing and scheduling are not built yet";
     tracing::warn!("{serving}");
     let result = node.run_with_routes(serving, Some(grpc));
     drop(stop_tick);
