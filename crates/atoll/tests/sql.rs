@@ -295,6 +295,23 @@ fn joins_inner_left_and_comma() {
         ),
         "id\n11\n12\n"
     );
+    // Derived tables, alone and joined.
+    assert_eq!(
+        c.run(
+            "j",
+            "SELECT COUNT(*) FROM (SELECT cid, SUM(amt) s FROM o GROUP BY cid) t WHERE s > 3"
+        ),
+        "COUNT(*)\n2\n"
+    );
+    assert_eq!(
+        c.run(
+            "j",
+            "SELECT c.name, t.s, POWER(t.s, 2) p FROM c, (SELECT cid, SUM(amt) s FROM o GROUP BY cid) t \
+             WHERE t.cid = c.id ORDER BY c.name"
+        ),
+        "name\ts\tp\nann\t12\t144\nbob\t1\t1\n"
+    );
+    c.fails("j", "SELECT * FROM (SELECT 1)", "1248 (42000)");
     c.fails("j", "SELECT id FROM c, o", "1052 (23000)");
 }
 

@@ -357,6 +357,17 @@ impl Expr {
                 }
                 truth(if saw_null { None } else { Some(false) })
             }
+            Func::Power => {
+                let (x, y) = (arg(0)?, arg(1)?);
+                if x.is_null() || y.is_null() {
+                    return Ok(Datum::Null);
+                }
+                let v = as_number(&x).powf(as_number(&y));
+                if !v.is_finite() {
+                    return Err(EvalError::OutOfRange(format!("POWER({x:?}, {y:?})")));
+                }
+                Datum::Float(v)
+            }
             Func::If => {
                 if is_true(&arg(0)?) == Some(true) {
                     arg(1)?

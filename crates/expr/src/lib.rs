@@ -49,6 +49,8 @@ pub enum Func {
     In,
     /// `IF(condition, then, else)`.
     If,
+    /// `POWER(x, y)`: a float.
+    Power,
 }
 
 impl Func {

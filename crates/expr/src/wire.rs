@@ -39,7 +39,7 @@ pub fn datum_from_pb(d: &pb::Datum) -> Datum {
     }
 }
 
-const FUNCS: [(Func, pb::Func); 20] = [
+const FUNCS: [(Func, pb::Func); 21] = [
     (Func::Eq, pb::Func::Eq),
     (Func::Ne, pb::Func::Ne),
     (Func::Lt, pb::Func::Lt),
@@ -60,6 +60,7 @@ const FUNCS: [(Func, pb::Func); 20] = [
     (Func::Like, pb::Func::Like),
     (Func::In, pb::Func::In),
     (Func::If, pb::Func::If),
+    (Func::Power, pb::Func::Power),
 ];
 
 impl Expr {

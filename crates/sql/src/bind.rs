@@ -459,6 +459,7 @@ impl<'a> Binder<'a> {
                 Ok(out)
             }
             ("isnull", 1) => self.call(Func::IsNull, &args),
+            ("power" | "pow", 2) => self.call(Func::Power, &args),
             (other, _) if aggregate_kind(other, false).is_some() => Err(SqlError {
                 code: 1111,
                 state: "HY000",

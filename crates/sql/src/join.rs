@@ -26,42 +26,88 @@ pub enum JoinKind {
     Left,
 }
 
+/// What a source reads: a table, or a derived table (a subquery in FROM) whose rows the
+/// query computes before the join.
+pub enum Relation {
+    Table(Arc<TableInfo>),
+    Derived {
+        query: Box<ast::Query>,
+        columns: Vec<String>,
+        rows: Vec<Vec<Datum>>,
+    },
+}
+
 pub struct Source {
-    pub table: Arc<TableInfo>,
+    pub relation: Relation,
     pub alias: Option<String>,
     pub kind: JoinKind,
     pub on: Option<ast::Expr>,
 }
 
-fn relation(
+impl Source {
+    pub fn table(&self) -> Option<&Arc<TableInfo>> {
+        match &self.relation {
+            Relation::Table(t) => Some(t),
+            Relation::Derived { .. } => None,
+        }
+    }
+
+    pub fn width(&self) -> usize {
+        match &self.relation {
+            Relation::Table(t) => t.columns.len(),
+            Relation::Derived { columns, .. } => columns.len(),
+        }
+    }
+}
+
+pub type SchemaTable<'a> = &'a (dyn Fn(&ast::ObjectName) -> Result<Arc<TableInfo>> + Sync);
+
+fn read_relation(
     f: &TableFactor,
-    schema_table: &impl Fn(&ast::ObjectName) -> Result<Arc<TableInfo>>,
-) -> Result<(Arc<TableInfo>, Option<String>)> {
+    schema_table: SchemaTable<'_>,
+) -> Result<(Relation, Option<String>)> {
     match f {
         TableFactor::Table { name, alias, .. } => Ok((
-            schema_table(name)?,
+            Relation::Table(schema_table(name)?),
             alias.as_ref().map(|a| a.name.value.clone()),
         )),
+        TableFactor::Derived {
+            subquery, alias, ..
+        } => {
+            let Some(alias) = alias else {
+                return Err(SqlError {
+                    code: 1248,
+                    state: "42000",
+                    message: "Every derived table must have its own alias".into(),
+                });
+            };
+            let (columns, _) = crate::query::describe(subquery, schema_table)?;
+            Ok((
+                Relation::Derived {
+                    query: subquery.clone(),
+                    columns,
+                    rows: Vec::new(),
+                },
+                Some(alias.name.value.clone()),
+            ))
+        }
         other => Err(SqlError::not_supported(format!("FROM {other}"))),
     }
 }
 
 /// The tables of a FROM clause, in order.
-pub fn sources(
-    from: &[ast::TableWithJoins],
-    schema_table: &impl Fn(&ast::ObjectName) -> Result<Arc<TableInfo>>,
-) -> Result<Vec<Source>> {
+pub fn sources(from: &[ast::TableWithJoins], schema_table: SchemaTable<'_>) -> Result<Vec<Source>> {
     let mut out = Vec::new();
     for twj in from {
-        let (table, alias) = relation(&twj.relation, schema_table)?;
+        let (relation, alias) = read_relation(&twj.relation, schema_table)?;
         out.push(Source {
-            table,
+            relation,
             alias,
             kind: JoinKind::Inner,
             on: None,
         });
         for j in &twj.joins {
-            let (table, alias) = relation(&j.relation, schema_table)?;
+            let (relation, alias) = read_relation(&j.relation, schema_table)?;
             let (kind, constraint) = match &j.join_operator {
                 JoinOperator::Join(c) | JoinOperator::Inner(c) | JoinOperator::CrossJoin(c) => {
                     (JoinKind::Inner, c)
@@ -79,7 +125,7 @@ pub fn sources(
                 }
             };
             out.push(Source {
-                table,
+                relation,
                 alias,
                 kind,
                 on,
@@ -93,7 +139,13 @@ pub fn scope(sources: &[Source]) -> Scope {
     Scope {
         columns: sources
             .iter()
-            .flat_map(|s| table_scope(&s.table, s.alias.as_deref()).columns)
+            .flat_map(|s| match &s.relation {
+                Relation::Table(t) => table_scope(t, s.alias.as_deref()).columns,
+                Relation::Derived { columns, .. } => columns
+                    .iter()
+                    .map(|c| (s.alias.clone(), c.clone()))
+                    .collect(),
+            })
             .collect(),
     }
 }
@@ -130,7 +182,7 @@ pub async fn rows(
     filter: Option<&Expr>,
     lock: bool,
 ) -> Result<Vec<Vec<Datum>>> {
-    let widths: Vec<usize> = sources.iter().map(|s| s.table.columns.len()).collect();
+    let widths: Vec<usize> = sources.iter().map(Source::width).collect();
     let bases: Vec<usize> = widths
         .iter()
         .scan(0, |acc, w| {
@@ -184,11 +236,26 @@ pub async fn rows(
                 .filter(|p| only(p) == Some(j))
                 .map(|p| shift(p, bases[j])),
         );
-        let right: Vec<Vec<Datum>> = fetch_rows(txn, &s.table, and_all(local).as_ref(), lock)
-            .await?
-            .into_iter()
-            .map(|(_, r)| r)
-            .collect();
+        let local = and_all(local);
+        let right: Vec<Vec<Datum>> = match &s.relation {
+            Relation::Table(t) => fetch_rows(txn, t, local.as_ref(), lock)
+                .await?
+                .into_iter()
+                .map(|(_, r)| r)
+                .collect(),
+            Relation::Derived { rows, .. } => {
+                let mut kept = Vec::new();
+                for r in rows {
+                    if local
+                        .as_ref()
+                        .map_or(Ok(true), |f| f.eval(r).map(|v| is_true(&v) == Some(true)))?
+                    {
+                        kept.push(r.clone());
+                    }
+                }
+                kept
+            }
+        };
         if j == 0 {
             acc = right;
             continue;

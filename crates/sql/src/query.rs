@@ -114,15 +114,13 @@ fn item_kind(e: &ast::Expr, tables: &[Arc<TableInfo>]) -> ColumnKind {
 /// The columns a SELECT returns, without running it (for COM_STMT_PREPARE).
 pub fn describe(
     q: &ast::Query,
-    schema_table: impl Fn(&ast::ObjectName) -> Result<Arc<TableInfo>>,
+    schema_table: crate::join::SchemaTable<'_>,
 ) -> Result<(Vec<String>, Vec<ColumnKind>)> {
     let SetExpr::Select(sel) = q.body.as_ref() else {
         return Err(SqlError::not_supported(format!("query {}", q.body)));
     };
-    let tables: Vec<Arc<TableInfo>> = crate::join::sources(&sel.from, &schema_table)?
-        .into_iter()
-        .map(|s| s.table)
-        .collect();
+    let sources = crate::join::sources(&sel.from, schema_table)?;
+    let tables: Vec<Arc<TableInfo>> = sources.iter().filter_map(|s| s.table().cloned()).collect();
     let mut names = Vec::new();
     let mut kinds = Vec::new();
     for item in &sel.projection {
@@ -136,10 +134,18 @@ pub fn describe(
                 kinds.push(item_kind(expr, &tables));
             }
             _ => {
-                for t in &tables {
-                    for c in &t.columns {
-                        names.push(c.name.clone());
-                        kinds.push(column_kind(&c.ty));
+                for s in &sources {
+                    match &s.relation {
+                        crate::join::Relation::Table(t) => {
+                            for c in &t.columns {
+                                names.push(c.name.clone());
+                                kinds.push(column_kind(&c.ty));
+                            }
+                        }
+                        crate::join::Relation::Derived { columns, .. } => {
+                            names.extend(columns.iter().cloned());
+                            kinds.extend(std::iter::repeat_n(ColumnKind::Text, columns.len()));
+                        }
                     }
                 }
             }
@@ -309,19 +315,35 @@ fn has_aggregate(e: &ast::Expr) -> bool {
     found
 }
 
+/// [`select`], boxed: a derived table's query runs it again inside.
+pub fn select_boxed<'a>(
+    ctx: &'a QueryContext<'a>,
+    txn: &'a mut Transaction,
+    schema_table: crate::join::SchemaTable<'a>,
+    q: &'a ast::Query,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<ResultSet>> + Send + 'a>> {
+    Box::pin(select(ctx, txn, schema_table, q))
+}
+
 pub async fn select(
     ctx: &QueryContext<'_>,
     txn: &mut Transaction,
-    schema_table: impl Fn(&ast::ObjectName) -> Result<Arc<TableInfo>>,
+    schema_table: crate::join::SchemaTable<'_>,
     q: &ast::Query,
 ) -> Result<ResultSet> {
-    let (_, kinds) = describe(q, &schema_table)?;
+    let (_, kinds) = describe(q, schema_table)?;
     let SetExpr::Select(sel) = q.body.as_ref() else {
         return Err(SqlError::not_supported(format!("query {}", q.body)));
     };
-    let sources = crate::join::sources(&sel.from, &schema_table)?;
+    let mut sources = crate::join::sources(&sel.from, schema_table)?;
+    // Derived tables first: their rows are the input of this query.
+    for s in &mut sources {
+        if let crate::join::Relation::Derived { query, rows, .. } = &mut s.relation {
+            *rows = select_boxed(ctx, txn, schema_table, query).await?.rows;
+        }
+    }
     let table: Option<(Arc<TableInfo>, Option<String>)> = match sources.as_slice() {
-        [one] => Some((one.table.clone(), one.alias.clone())),
+        [one] => one.table().map(|t| (t.clone(), one.alias.clone())),
         _ => None,
     };
     let scope = crate::join::scope(&sources);
@@ -467,7 +489,7 @@ pub async fn select(
 
     // The input rows: base rows, or aggregated rows [group values..., aggregate results...].
     let rows: Vec<Vec<Datum>> = match &table {
-        None if sources.len() > 1 => {
+        None if !sources.is_empty() => {
             let base = crate::join::rows(txn, &sources, &on, filter.as_ref(), for_update).await?;
             if aggregating {
                 aggregate_locally(ctx, &scope, group_by, &funcs, &base)?

@@ -279,7 +279,7 @@ impl Session {
                 let client = &self.shared.client;
                 let snapshot = client.snapshot(client.current_ts().await?, 0);
                 let schema = self.shared.catalog.schema(&snapshot).await?;
-                let (names, kinds) = query::describe(q, |n| self.resolve_table(&schema, n))?;
+                let (names, kinds) = query::describe(q, &|n| self.resolve_table(&schema, n))?;
                 names.into_iter().zip(kinds).collect()
             }
             _ => Vec::new(),
@@ -602,7 +602,7 @@ impl Session {
                     variable: &lookup,
                     scan_concurrency: query::DEFAULT_SCAN_CONCURRENCY,
                 };
-                let rs = query::select(&ctx, txn, |n| self.resolve_table(&schema, n), q).await?;
+                let rs = query::select(&ctx, txn, &|n| self.resolve_table(&schema, n), q).await?;
                 Ok(Output::Rows(rs))
             }
             Statement::Insert(ins) => {
