@@ -349,24 +349,24 @@ pub async fn rows(
     Ok(out)
 }
 
-/// Binds each source's ON condition over the joined scope (params in text order).
+/// Binds each source's ON condition over the joined scope; `offsets[j]` is the index of
+/// its first parameter.
 pub fn bind_on(
     sources: &[Source],
     scope: &Scope,
     params: &[Datum],
     variable: &(dyn Fn(Lookup<'_>) -> Result<Datum> + Sync),
-    next_param: &mut usize,
+    offsets: &[usize],
 ) -> Result<Vec<Option<Expr>>> {
     sources
         .iter()
-        .map(|s| {
+        .zip(offsets)
+        .map(|(s, &offset)| {
             s.on.as_ref()
                 .map(|e| {
                     let mut b = Binder::new(scope, params, variable);
-                    b.next_param = *next_param;
-                    let bound = b.bind(e)?;
-                    *next_param = b.next_param;
-                    Ok(bound)
+                    b.next_param = offset;
+                    b.bind(e)
                 })
                 .transpose()
         })

@@ -336,30 +336,38 @@ pub async fn select(
         return Err(SqlError::not_supported(format!("query {}", q.body)));
     };
     let mut sources = crate::join::sources(&sel.from, schema_table)?;
+    // Parameters bind in the order of the text: the select list, then FROM (each derived
+    // table's query, each ON), then WHERE and the rest.
+    let projection_params: usize = sel
+        .projection
+        .iter()
+        .map(|p| match p {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                crate::session::count_params(e)
+            }
+            _ => 0,
+        })
+        .sum();
+    let mut next_param = projection_params;
+    let mut on_offsets = Vec::with_capacity(sources.len());
     // Derived tables first: their rows are the input of this query.
     for s in &mut sources {
         if let crate::join::Relation::Derived { query, rows, .. } = &mut s.relation {
-            *rows = select_boxed(ctx, txn, schema_table, query).await?.rows;
+            let count = crate::session::count_params(query);
+            let params = ctx.params.get(next_param..).unwrap_or(&[]);
+            let inner = QueryContext { params, ..*ctx };
+            *rows = select_boxed(&inner, txn, schema_table, query).await?.rows;
+            next_param += count;
         }
+        on_offsets.push(next_param);
+        next_param += s.on.as_ref().map_or(0, crate::session::count_params);
     }
     let table: Option<(Arc<TableInfo>, Option<String>)> = match sources.as_slice() {
         [one] => one.table().map(|t| (t.clone(), one.alias.clone())),
         _ => None,
     };
     let scope = crate::join::scope(&sources);
-    // Parameters bind in the order of the text: the select list, ON, WHERE, then the rest.
-    let projection_params: usize = sel
-        .projection
-        .iter()
-        .map(|p| match p {
-            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
-                crate::session::count_expr_params(e)
-            }
-            _ => 0,
-        })
-        .sum();
-    let mut next_param = projection_params;
-    let on = crate::join::bind_on(&sources, &scope, ctx.params, ctx.variable, &mut next_param)?;
+    let on = crate::join::bind_on(&sources, &scope, ctx.params, ctx.variable, &on_offsets)?;
     let mut binder = Binder::new(&scope, ctx.params, ctx.variable);
     binder.next_param = next_param;
     let filter = sel.selection.as_ref().map(|w| binder.bind(w)).transpose()?;

@@ -156,25 +156,11 @@ fn s_drop_table(s: &Statement) -> Option<&ast::ObjectName> {
     }
 }
 
-/// How many `?` an expression has.
-pub fn count_expr_params(e: &ast::Expr) -> usize {
+/// How many `?` a statement, query or expression has.
+pub fn count_params<V: ast::Visit>(node: &V) -> usize {
     let mut n = 0;
-    let _ = ast::visit_expressions(e, |x| {
+    let _ = ast::visit_expressions(node, |x| {
         if let ast::Expr::Value(v) = x
-            && matches!(v.value, ast::Value::Placeholder(_))
-        {
-            n += 1;
-        }
-        std::ops::ControlFlow::<()>::Continue(())
-    });
-    n
-}
-
-/// How many `?` a statement has.
-pub fn count_params(stmt: &Statement) -> usize {
-    let mut n = 0;
-    let _ = ast::visit_expressions(stmt, |e| {
-        if let ast::Expr::Value(v) = e
             && matches!(v.value, ast::Value::Placeholder(_))
         {
             n += 1;
