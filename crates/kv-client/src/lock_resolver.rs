@@ -3,7 +3,8 @@
 //! commit or roll back the lock in the way (ResolveLock). A txn still alive is left alone:
 //! a reader whose read ts the txn's min_commit_ts was pushed past may read around it (its
 //! start_ts goes into the request's `resolved_locks`); anyone else backs off and retries.
-//! A pessimistic lock whose txn committed was never prewritten, so it is rolled back.
+//! (The kv node itself drops a pessimistic lock left behind by a committed txn: only it
+//! sees the lock's current type; the lock info here may be stale.)
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -47,9 +48,6 @@ pub(crate) async fn resolve(
             slot.insert(txn_fate(inner, bo, caller_start_ts, lock).await?);
         }
         let commit_version = match fates[&lock.lock_version] {
-            // A pessimistic lock still there after its txn committed was never prewritten
-            // (the key was not written): it only needs to go.
-            Fate::Committed(_) if lock.is_pessimistic => 0,
             Fate::Committed(ts) => ts,
             Fate::RolledBack => 0,
             Fate::Alive { min_commit_ts } => {

@@ -110,7 +110,10 @@ impl Transaction {
             .take_while(|(k, _)| end.is_empty() || k.as_slice() < end)
             .filter(|(_, b)| matches!(b, Buffered::Delete))
             .count();
-        let stored = self.snapshot.scan(start, end, limit + deleted).await?;
+        let stored = self
+            .snapshot
+            .scan(start, end, limit.saturating_add(deleted))
+            .await?;
         let mut merged: BTreeMap<Vec<u8>, Vec<u8>> = stored.into_iter().collect();
         for (k, b) in self
             .buffer

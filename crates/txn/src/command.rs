@@ -172,10 +172,20 @@ impl Command {
                 commit_ts,
             } => {
                 for k in &keys {
-                    if commit_ts > 0 {
-                        commit(txn, reader, k, start_ts, commit_ts)?;
-                    } else {
+                    if commit_ts == 0 {
                         rollback(txn, reader, k, start_ts)?;
+                        continue;
+                    }
+                    // A pessimistic lock the committed txn never prewrote (the key was locked
+                    // but not written): nothing to commit, the lock just goes.
+                    match reader.load_lock(k)? {
+                        Some(lock)
+                            if lock.start_ts == start_ts
+                                && lock.lock_type == mvcc::LockType::Pessimistic =>
+                        {
+                            txn.unlock(k);
+                        }
+                        _ => commit(txn, reader, k, start_ts, commit_ts)?,
                     }
                 }
             }
