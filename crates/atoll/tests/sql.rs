@@ -88,6 +88,37 @@ impl Cluster {
         }
     }
 
+    /// Runs `sql` (one statement a line, on standard input) past errors (`mysql --force`):
+    /// the output of the statements that succeeded.
+    fn run_force(&self, db: &str, sql: &str) -> String {
+        use std::io::Write;
+        let mut child = Command::new("mysql")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-P",
+                &self.port.to_string(),
+                "-u",
+                "root",
+                "--batch",
+                "--force",
+                db,
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the mysql client runs");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(sql.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    }
+
     fn run(&self, db: &str, sql: &str) -> String {
         self.try_run(db, sql)
             .unwrap_or_else(|e| panic!("{sql}: {e}"))
@@ -246,6 +277,22 @@ fn transactions_and_errors_as_mysql_reports_them() {
         c.run("bank", "SELECT 1 / 0, 7 DIV 2, -7 % 2"),
         "1 / 0\t7 DIV 2\t-7 % 2\nNULL\t3\t-1\n"
     );
+    // A failed statement inside a txn leaves nothing behind; the rest of the txn commits.
+    assert_eq!(
+        c.run_force(
+            "bank",
+            "BEGIN;\nINSERT INTO acct VALUES (5, 5);\nINSERT INTO acct VALUES (6, 6), (1, 1);\n\
+             COMMIT;\nSELECT id FROM acct WHERE id > 2 ORDER BY id;\n"
+        ),
+        "id\n5\n"
+    );
+    c.run("bank", "DELETE FROM acct WHERE id = 5");
+    // Turning autocommit back on commits the open txn.
+    assert_eq!(
+        c.run("bank", "SET autocommit = 0; INSERT INTO acct VALUES (7, 7); SET autocommit = 1; ROLLBACK; SELECT COUNT(*) FROM acct WHERE id = 7"),
+        "COUNT(*)\n1\n"
+    );
+    c.run("bank", "DELETE FROM acct WHERE id = 7");
     // The connection survives every error: the last statement of a failing batch is reached.
     assert_eq!(c.run("bank", "SELECT COUNT(*) FROM acct"), "COUNT(*)\n2\n");
 }

@@ -34,6 +34,9 @@ enum Buffered {
     Lock,
 }
 
+/// A transaction's buffered writes at one moment ([`Transaction::savepoint`]).
+pub struct Savepoint(BTreeMap<Vec<u8>, Buffered>);
+
 pub struct Transaction {
     inner: Arc<Inner>,
     snapshot: Snapshot,
@@ -131,6 +134,17 @@ impl Transaction {
             }
         }
         Ok(merged.into_iter().take(limit).collect())
+    }
+
+    /// The buffered writes as they are now, to go back to if a statement fails (its locks
+    /// stay: MySQL keeps a failed statement's locks until the txn ends too).
+    pub fn savepoint(&self) -> Savepoint {
+        Savepoint(self.buffer.clone())
+    }
+
+    /// Forgets every write made since `savepoint`.
+    pub fn rollback_to(&mut self, savepoint: Savepoint) {
+        self.buffer = savepoint.0;
     }
 
     /// Whether this txn has buffered writes in `[start, end)`: reads there must merge them

@@ -248,7 +248,17 @@ pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
             t.columns[c].nullable = false;
         }
         match pk.as_slice() {
-            [c] if matches!(t.columns[*c].ty, SqlType::Int { .. }) => t.handle_column = Some(*c),
+            // A signed integer key is the row's handle (an unsigned one may not fit an i64).
+            [c] if matches!(
+                t.columns[*c].ty,
+                SqlType::Int {
+                    unsigned: false,
+                    ..
+                }
+            ) =>
+            {
+                t.handle_column = Some(*c)
+            }
             _ => t.indexes.push(IndexInfo {
                 id: 0,
                 name: "PRIMARY".into(),

@@ -365,7 +365,14 @@ impl Session {
                 self.db = Some(db.name.clone());
                 Ok(Output::done(0))
             }
-            Statement::Set(set) => self.set(set, params).map(|()| Output::done(0)),
+            Statement::Set(set) => {
+                self.set(set, params)?;
+                // Turning autocommit on commits the open transaction, as MySQL does.
+                if self.autocommit() && !self.explicit && self.txn.is_some() {
+                    self.commit_open().await?;
+                }
+                Ok(Output::done(0))
+            }
             Statement::CreateDatabase { .. }
             | Statement::CreateTable(_)
             | Statement::CreateIndex(_)
@@ -543,11 +550,16 @@ impl Session {
             Some(t) => t,
             None => self.begin().await?,
         };
+        // A failed statement leaves nothing behind in the txn (MySQL's statement rollback).
+        let savepoint = txn.savepoint();
         let mut result = self.statement(&mut txn, s, params).await;
         if result.is_ok()
             && let Err(e) = txn.lock_written().await
         {
             result = Err(e.into());
+        }
+        if result.is_err() {
+            txn.rollback_to(savepoint);
         }
         if own {
             match &result {
