@@ -167,6 +167,20 @@ fn shift(e: &Expr, base: usize) -> Expr {
     }
 }
 
+/// A hash key for join values: numbers of every kind meet as floats (5, 5.0 and UNSIGNED 5
+/// collide), text as itself. Equal SQL values share a key; a collision of unequal ones is
+/// harmless because the join condition is checked on every candidate pair.
+fn join_key(values: &[Datum]) -> Vec<u8> {
+    let canonical: Vec<Datum> = values
+        .iter()
+        .map(|v| match v.as_f64() {
+            Some(f) => Datum::Float(f),
+            None => v.clone(),
+        })
+        .collect();
+    encode_row(&canonical)
+}
+
 fn and_all(parts: Vec<Expr>) -> Option<Expr> {
     parts
         .into_iter()
@@ -301,7 +315,7 @@ pub async fn rows(
             if key.iter().any(Datum::is_null) {
                 continue;
             }
-            table.entry(encode_row(&key)).or_default().push(i);
+            table.entry(join_key(&key)).or_default().push(i);
         }
         let everything: Vec<usize> = (0..right.len()).collect();
         let cond = and_all(conds);
@@ -313,7 +327,7 @@ pub async fn rows(
             } else if key.iter().any(Datum::is_null) {
                 &[]
             } else {
-                table.get(&encode_row(&key)).map_or(&[], Vec::as_slice)
+                table.get(&join_key(&key)).map_or(&[], Vec::as_slice)
             };
             let mut matched = false;
             for &i in candidates {
