@@ -107,14 +107,36 @@ impl Transaction {
         end: &[u8],
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.scan_at(&self.snapshot, start, end, limit).await
+    }
+
+    /// As [`Transaction::scan`], but of the latest committed data (a fresh timestamp) under
+    /// this txn's writes: a pessimistic statement's "current read" of the rows it will lock.
+    pub async fn scan_latest(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let ts = self.inner.pd.get_ts().await?;
+        let latest = Snapshot::new(self.inner.clone(), ts, self.start_ts());
+        self.scan_at(&latest, start, end, limit).await
+    }
+
+    async fn scan_at(
+        &self,
+        snapshot: &Snapshot,
+        start: &[u8],
+        end: &[u8],
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let deleted = self
             .buffer
             .range(start.to_vec()..)
             .take_while(|(k, _)| end.is_empty() || k.as_slice() < end)
             .filter(|(_, b)| matches!(b, Buffered::Delete))
             .count();
-        let stored = self
-            .snapshot
+        let stored = snapshot
             .scan(start, end, limit.saturating_add(deleted))
             .await?;
         let mut merged: BTreeMap<Vec<u8>, Vec<u8>> = stored.into_iter().collect();

@@ -182,13 +182,21 @@ pub async fn fetch_rows(
     lock: bool,
 ) -> Result<Vec<(i64, Vec<Datum>)>> {
     let access = choose_access(filter, t);
+    // A pessimistic statement that locks reads the latest rows (rows committed since the
+    // txn began included), as MySQL's current read does.
+    let current = lock && txn.is_pessimistic();
     let handles: Option<Vec<i64>> = match &access {
         Access::Handles(hs) => Some(hs.clone()),
         Access::IndexRanges { index, ranges } => {
             let unique = t.indexes[*index].unique;
             let mut hs = Vec::new();
             for (start, end) in ranges {
-                for (k, v) in txn.scan(start, end, usize::MAX).await? {
+                let entries = if current {
+                    txn.scan_latest(start, end, usize::MAX).await?
+                } else {
+                    txn.scan(start, end, usize::MAX).await?
+                };
+                for (k, v) in entries {
                     hs.push(index_entry_handle(t, *index, unique, &k, &v)?);
                 }
             }
@@ -197,6 +205,12 @@ pub async fn fetch_rows(
         _ => None,
     };
     let candidates: Vec<(i64, Vec<u8>)> = match handles {
+        // A current read fetches each row below as it locks it.
+        Some(mut hs) if current => {
+            hs.sort_unstable();
+            hs.dedup();
+            hs.into_iter().map(|h| (h, Vec::new())).collect()
+        }
         Some(hs) => {
             let keys: Vec<Vec<u8>> = hs.iter().map(|h| table::row_key(t.id, *h)).collect();
             let found = txn.batch_get(&keys).await?;
@@ -211,9 +225,12 @@ pub async fn fetch_rows(
         }
         None => {
             let (start, end) = key_range(t, &access);
-            txn.scan(&start, &end, usize::MAX)
-                .await?
-                .into_iter()
+            let rows = if current {
+                txn.scan_latest(&start, &end, usize::MAX).await?
+            } else {
+                txn.scan(&start, &end, usize::MAX).await?
+            };
+            rows.into_iter()
                 .map(|(k, v)| {
                     let h = table::decode_row_key(t.id, &k).map_err(|e| {
                         SqlError::unknown(format!("corrupt row key in {}: {e}", t.name))
