@@ -254,8 +254,17 @@ pub async fn insert(
                 put_row(txn, t, handle, &row, false).await?;
                 affected.rows += 1;
             }
-            Some(other) if replace => {
-                if let Some(old) = existing_row(txn, t, other).await? {
+            Some(_) if replace => {
+                // Every row the new one clashes with goes: the one under its key, then each
+                // one holding any of its unique values.
+                if let Some(old) = existing_row(txn, t, handle).await? {
+                    delete_row(txn, t, handle, &old);
+                    affected.rows += 1;
+                }
+                while let Some(other) = unique_conflict(txn, t, &row, handle).await? {
+                    let old = existing_row(txn, t, other)
+                        .await?
+                        .ok_or_else(|| SqlError::unknown("a unique index entry without its row"))?;
                     delete_row(txn, t, other, &old);
                     affected.rows += 1;
                 }
