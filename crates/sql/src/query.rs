@@ -661,21 +661,13 @@ fn aggregate_locally(
 ) -> Result<Vec<Vec<Datum>>> {
     let mut b = Binder::new(scope, ctx.params, ctx.variable);
     let keys: Vec<Expr> = group_by.iter().map(|g| b.bind(g)).collect::<Result<_>>()?;
-    let mut groups: Vec<(Vec<Datum>, Vec<AggState>)> = Vec::new();
-    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut groups = Groups::new(funcs);
     for row in base {
         let values: Vec<Datum> = keys
             .iter()
             .map(|k| k.eval(row))
             .collect::<expr::Result<_>>()?;
-        let at = *index.entry(encode_row(&values)).or_insert_with(|| {
-            groups.push((
-                values.clone(),
-                funcs.iter().map(|f| AggState::new(f.kind)).collect(),
-            ));
-            groups.len() - 1
-        });
-        for (f, s) in funcs.iter().zip(groups[at].1.iter_mut()) {
+        for (f, s) in funcs.iter().zip(groups.states(values)) {
             let args: Vec<Datum> = f
                 .args
                 .iter()
@@ -684,13 +676,50 @@ fn aggregate_locally(
             s.update(&args)?;
         }
     }
-    Ok(groups
-        .into_iter()
-        .map(|(mut values, states)| {
-            values.extend(states.iter().map(AggState::finish));
-            values
-        })
-        .collect())
+    Ok(groups.finish())
+}
+
+/// Aggregate states per group (keyed by the group-by values), in first-seen order.
+struct Groups<'f> {
+    funcs: &'f [AggFunc],
+    index: HashMap<Vec<u8>, usize>,
+    groups: Vec<(Vec<Datum>, Vec<AggState>)>,
+}
+
+impl<'f> Groups<'f> {
+    fn new(funcs: &'f [AggFunc]) -> Groups<'f> {
+        Groups {
+            funcs,
+            index: HashMap::new(),
+            groups: Vec::new(),
+        }
+    }
+
+    /// The states of the group with `values`, new ones if it is the first of its group.
+    fn states(&mut self, values: Vec<Datum>) -> &mut [AggState] {
+        let key = encode_row(&values);
+        let at = match self.index.get(&key) {
+            Some(&at) => at,
+            None => {
+                let states = self.funcs.iter().map(|f| AggState::new(f.kind)).collect();
+                self.groups.push((values, states));
+                self.index.insert(key, self.groups.len() - 1);
+                self.groups.len() - 1
+            }
+        };
+        &mut self.groups[at].1
+    }
+
+    /// Each group's row: its group-by values, then each aggregate's result.
+    fn finish(self) -> Vec<Vec<Datum>> {
+        self.groups
+            .into_iter()
+            .map(|(mut values, states)| {
+                values.extend(states.iter().map(AggState::finish));
+                values
+            })
+            .collect()
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -749,8 +778,7 @@ async fn read_pushed_down(
     };
     // Merge each region's partial results per group: rows are [partials..., group values...].
     let width: usize = funcs.iter().map(|f| f.kind.partial_width()).sum();
-    let mut groups: Vec<(Vec<Datum>, Vec<AggState>)> = Vec::new();
-    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut groups = Groups::new(funcs);
     for r in parts.iter().flatten() {
         let row = decode(r)?;
         if row.len() != width + group_keys.len() {
@@ -758,27 +786,13 @@ async fn read_pushed_down(
                 "coprocessor aggregate of the wrong width",
             ));
         }
-        let values = row[width..].to_vec();
-        let at = *index.entry(encode_row(&values)).or_insert_with(|| {
-            groups.push((
-                values.clone(),
-                funcs.iter().map(|f| AggState::new(f.kind)).collect(),
-            ));
-            groups.len() - 1
-        });
         let mut col = 0;
-        for (f, s) in funcs.iter().zip(groups[at].1.iter_mut()) {
+        for (f, s) in funcs.iter().zip(groups.states(row[width..].to_vec())) {
             s.merge(&row[col..col + f.kind.partial_width()])?;
             col += f.kind.partial_width();
         }
     }
     // A pushed-down aggregation without GROUP BY answers one row per region even when no row
     // matched; those merge into one group with empty values.
-    Ok(groups
-        .into_iter()
-        .map(|(mut values, states)| {
-            values.extend(states.iter().map(AggState::finish));
-            values
-        })
-        .collect())
+    Ok(groups.finish())
 }
