@@ -216,6 +216,15 @@ fn tables_rows_and_queries_through_the_mysql_client() {
         "INSERT INTO items (name, stock) VALUES ('kiwi', 11)",
     );
     assert!(c.run("shop", "SHOW TABLES").contains("items"));
+    assert_eq!(
+        c.run("shop", "SHOW COLUMNS FROM items"),
+        "Field\tType\tNull\tKey\tDefault\tExtra\n\
+         id\tbigint\tNO\tPRI\tNULL\tauto_increment\n\
+         name\tvarchar(20)\tNO\tUNI\tNULL\t\n\
+         price\tint\tNO\tMUL\t0\t\n\
+         stock\tint\tYES\t\tNULL\t\n"
+    );
+    assert_eq!(c.run("shop", "SHOW WARNINGS"), "");
     assert!(
         c.run("shop", "SHOW CREATE TABLE items")
             .contains("UNIQUE KEY `name_u` (`name`)")

@@ -238,6 +238,23 @@ impl Session {
 
     /// Runs every statement in `sql`; stops at the first error.
     pub async fn execute(&mut self, sql: &str) -> Result<Vec<Output>> {
+        // SHOW WARNINGS / SHOW ERRORS (the parser does not know them): statements here end
+        // with an error or without warnings, so the list is always empty.
+        let words: Vec<String> = sql
+            .trim()
+            .trim_end_matches(';')
+            .split_whitespace()
+            .map(str::to_ascii_uppercase)
+            .collect();
+        if let [show, what] = words.as_slice()
+            && show == "SHOW"
+            && (what == "WARNINGS" || what == "ERRORS")
+        {
+            return Ok(vec![Output::Rows(ResultSet::text(
+                vec!["Level".into(), "Code".into(), "Message".into()],
+                Vec::new(),
+            ))]);
+        }
         let statements = parse(sql)?;
         let mut out = Vec::with_capacity(statements.len());
         for s in &statements {
@@ -670,6 +687,59 @@ impl Session {
                         .values()
                         .map(|t| vec![Datum::Bytes(t.name.clone().into_bytes())])
                         .collect(),
+                )))
+            }
+            Statement::ShowColumns { show_options, .. } => {
+                let name = show_options
+                    .show_in
+                    .as_ref()
+                    .and_then(|i| i.parent_name.as_ref())
+                    .ok_or_else(|| SqlError::syntax("SHOW COLUMNS needs FROM table"))?;
+                let t = self.resolve_table(&schema, name)?;
+                let text = |v: &str| Datum::Bytes(v.as_bytes().to_vec());
+                let rows = t
+                    .columns
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        let key = if Some(i) == t.handle_column
+                            || t.indexes
+                                .iter()
+                                .any(|x| x.primary && x.columns.contains(&i))
+                        {
+                            "PRI"
+                        } else if t.indexes.iter().any(|x| x.unique && x.columns[0] == i) {
+                            "UNI"
+                        } else if t.indexes.iter().any(|x| x.columns[0] == i) {
+                            "MUL"
+                        } else {
+                            ""
+                        };
+                        let default = match &c.default {
+                            None | Some(crate::catalog::Default::Null) => Datum::Null,
+                            Some(d) => text(&crate::types::text(&crate::rows::default_value(
+                                &Some(d.clone()),
+                            ))),
+                        };
+                        vec![
+                            text(&c.name),
+                            text(&c.ty.name()),
+                            text(if c.nullable { "YES" } else { "NO" }),
+                            text(key),
+                            default,
+                            text(if c.auto_increment {
+                                "auto_increment"
+                            } else {
+                                ""
+                            }),
+                        ]
+                    })
+                    .collect();
+                Ok(Output::Rows(ResultSet::text(
+                    ["Field", "Type", "Null", "Key", "Default", "Extra"]
+                        .map(String::from)
+                        .to_vec(),
+                    rows,
                 )))
             }
             Statement::ShowCreate {
