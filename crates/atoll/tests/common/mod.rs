@@ -165,3 +165,140 @@ pub fn start_kv_with_pd(dir: &std::path::Path, pd_port: u16, addr: &str, status:
         status,
     )
 }
+
+/// A pd, a kv and a sql node on free ports, driven by the `mysql` command-line client.
+pub struct SqlCluster {
+    _dir: tempfile::TempDir,
+    _pd: Running,
+    _kv: Running,
+    _sql: Running,
+    pub port: u16,
+}
+
+impl SqlCluster {
+    pub fn start() -> SqlCluster {
+        let dir = tempfile::tempdir().unwrap();
+        let pd_port = free_port();
+        let pd = start_pd(&dir.path().join("pd"), pd_port);
+        let kv = start_kv_with_pd(
+            &dir.path().join("kv"),
+            pd_port,
+            &format!("127.0.0.1:{}", free_port()),
+            &format!("127.0.0.1:{}", free_port()),
+        );
+        let (port, status) = (free_port(), free_port());
+        let sql = start_role(
+            &[
+                "sql",
+                "--host",
+                "127.0.0.1",
+                "-P",
+                &port.to_string(),
+                "--status",
+                &status.to_string(),
+                "--path",
+                &format!("127.0.0.1:{pd_port}"),
+            ],
+            &dir.path().join("sql"),
+            &format!("127.0.0.1:{status}"),
+        );
+        let c = SqlCluster {
+            _dir: dir,
+            _pd: pd,
+            _kv: kv,
+            _sql: sql,
+            port,
+        };
+        // Ready once a statement goes through (the kv node bootstraps the cluster first).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while c.try_run("", "SELECT 1").is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the sql node never answered"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        c
+    }
+
+    /// Runs `sql` in database `db` ("" for none); the output in batch form, or the error line.
+    /// As [`SqlCluster::try_run`], without the column names line.
+    pub fn try_run_quiet(&self, db: &str, sql: &str) -> Result<String, String> {
+        self.try_run_with(db, sql, &["--skip-column-names"])
+    }
+
+    pub fn try_run(&self, db: &str, sql: &str) -> Result<String, String> {
+        self.try_run_with(db, sql, &[])
+    }
+
+    fn try_run_with(&self, db: &str, sql: &str, extra: &[&str]) -> Result<String, String> {
+        let mut cmd = std::process::Command::new("mysql");
+        cmd.args([
+            "-h",
+            "127.0.0.1",
+            "-P",
+            &self.port.to_string(),
+            "-u",
+            "root",
+            "--batch",
+            "-e",
+            sql,
+        ]);
+        cmd.args(extra);
+        if !db.is_empty() {
+            cmd.arg(db);
+        }
+        let out = cmd
+            .output()
+            .expect("the mysql client runs (scripts/install-deps installs it)");
+        if out.status.success() {
+            Ok(String::from_utf8(out.stdout).unwrap())
+        } else {
+            Err(String::from_utf8(out.stderr).unwrap().trim().to_string())
+        }
+    }
+
+    /// Runs `sql` (one statement a line, on standard input) past errors (`mysql --force`):
+    /// the output of the statements that succeeded.
+    pub fn run_force(&self, db: &str, sql: &str) -> String {
+        use std::io::Write;
+        let mut child = std::process::Command::new("mysql")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-P",
+                &self.port.to_string(),
+                "-u",
+                "root",
+                "--batch",
+                "--force",
+                db,
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the mysql client runs");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(sql.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    pub fn run(&self, db: &str, sql: &str) -> String {
+        self.try_run(db, sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    /// The error a statement must fail with: "ERROR code (state)".
+    pub fn fails(&self, db: &str, sql: &str, code_and_state: &str) {
+        match self.try_run(db, sql) {
+            Ok(out) => panic!("{sql} succeeded: {out}"),
+            Err(e) => assert!(e.contains(&format!("ERROR {code_and_state}")), "{sql}: {e}"),
+        }
+    }
+}
