@@ -220,6 +220,13 @@ impl KvService {
         Ok(result?)
     }
 
+    /// Checks that the request's region holds every key `command` takes latches on, then
+    /// runs it.
+    async fn run_routed(&self, ctx: Option<&Context>, command: Command) -> Outcome<CommandOutput> {
+        self.route(ctx, command.keys())?;
+        self.run(command).await
+    }
+
     /// Runs `command` on the scheduler without blocking the gRPC thread.
     async fn run(&self, command: Command) -> Outcome<CommandOutput> {
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -341,24 +348,22 @@ impl KvRpc for KvService {
             .into_iter()
             .map(mutation)
             .collect::<Result<Vec<_>, _>>()?;
-        let outcome = match self.route(r.context.as_ref(), mutations.iter().map(Mutation::key)) {
-            Ok(_) => self
-                .run(Command::Prewrite {
-                    props: TxnProps {
-                        primary: r.primary_lock,
-                        start_ts: r.start_version,
-                        ttl_ms: r.lock_ttl,
-                        for_update_ts: r.for_update_ts,
-                        txn_size: r.txn_size,
-                        min_commit_ts: r.min_commit_ts,
-                    },
-                    mutations,
-                    pessimistic: r.is_pessimistic_lock,
-                })
-                .await
-                .map(|_| ()),
-            Err(e) => Err(e),
+        let command = Command::Prewrite {
+            props: TxnProps {
+                primary: r.primary_lock,
+                start_ts: r.start_version,
+                ttl_ms: r.lock_ttl,
+                for_update_ts: r.for_update_ts,
+                txn_size: r.txn_size,
+                min_commit_ts: r.min_commit_ts,
+            },
+            mutations,
+            pessimistic: r.is_pessimistic_lock,
         };
+        let outcome = self
+            .run_routed(r.context.as_ref(), command)
+            .await
+            .map(|_| ());
         let (region_error, error, ()) = parts(outcome)?;
         Ok(Response::new(PrewriteResponse {
             region_error,
@@ -373,17 +378,15 @@ impl KvRpc for KvService {
         let r = req.into_inner();
         check_count(r.keys.len())?;
         self.deadlocks.clear(r.start_version);
-        let outcome = match self.route(r.context.as_ref(), keys_of(&r.keys)) {
-            Ok(_) => self
-                .run(Command::Commit {
-                    keys: r.keys,
-                    start_ts: r.start_version,
-                    commit_ts: r.commit_version,
-                })
-                .await
-                .map(|_| ()),
-            Err(e) => Err(e),
+        let command = Command::Commit {
+            keys: r.keys,
+            start_ts: r.start_version,
+            commit_ts: r.commit_version,
         };
+        let outcome = self
+            .run_routed(r.context.as_ref(), command)
+            .await
+            .map(|_| ());
         let (region_error, error, ()) = parts(outcome)?;
         Ok(Response::new(CommitResponse {
             region_error,
@@ -399,19 +402,17 @@ impl KvRpc for KvService {
         check_count(r.mutations.len())?;
         let keys: Vec<Vec<u8>> = r.mutations.into_iter().map(|m| m.key).collect();
         let start_ts = r.start_version;
-        let outcome = match self.route(r.context.as_ref(), keys_of(&keys)) {
-            Ok(_) => self
-                .run(Command::AcquirePessimisticLock {
-                    keys,
-                    primary: r.primary_lock,
-                    start_ts,
-                    for_update_ts: r.for_update_ts,
-                    ttl_ms: r.lock_ttl,
-                })
-                .await
-                .map(|_| ()),
-            Err(e) => Err(e),
+        let command = Command::AcquirePessimisticLock {
+            keys,
+            primary: r.primary_lock,
+            start_ts,
+            for_update_ts: r.for_update_ts,
+            ttl_ms: r.lock_ttl,
         };
+        let outcome = self
+            .run_routed(r.context.as_ref(), command)
+            .await
+            .map(|_| ());
         // Waiting for another txn's lock: a deadlock if that txn (in)directly waits for us.
         let outcome = match outcome {
             Err(Failure::Key(k)) if k.locked.is_some() => {
@@ -450,16 +451,14 @@ impl KvRpc for KvService {
         let r = req.into_inner();
         check_count(r.keys.len())?;
         self.deadlocks.clear(r.start_version);
-        let outcome = match self.route(r.context.as_ref(), keys_of(&r.keys)) {
-            Ok(_) => self
-                .run(Command::Rollback {
-                    keys: r.keys,
-                    start_ts: r.start_version,
-                })
-                .await
-                .map(|_| ()),
-            Err(e) => Err(e),
+        let command = Command::Rollback {
+            keys: r.keys,
+            start_ts: r.start_version,
         };
+        let outcome = self
+            .run_routed(r.context.as_ref(), command)
+            .await
+            .map(|_| ());
         let (region_error, error, ()) = parts(outcome)?;
         Ok(Response::new(BatchRollbackResponse {
             region_error,
@@ -518,26 +517,19 @@ impl KvRpc for KvService {
         req: Request<CheckTxnStatusRequest>,
     ) -> Result<Response<CheckTxnStatusResponse>, Status> {
         let r = req.into_inner();
-        let outcome = match self.route(r.context.as_ref(), [r.primary_key.as_slice()]) {
-            Ok(_) => {
-                let primary = r.primary_key.clone();
-                match self
-                    .run(Command::CheckTxnStatus {
-                        primary: r.primary_key,
-                        lock_ts: r.lock_ts,
-                        caller_start_ts: r.caller_start_ts,
-                        current_ts: r.current_ts,
-                        rollback_if_not_exist: r.rollback_if_not_exist,
-                    })
-                    .await
-                {
-                    Ok(CommandOutput::TxnStatus(status)) => Ok(status_response(&primary, status)),
-                    Ok(other) => Err(Failure::Internal(Status::internal(format!(
-                        "check_txn_status answered {other:?}"
-                    )))),
-                    Err(e) => Err(e),
-                }
-            }
+        let primary = r.primary_key.clone();
+        let command = Command::CheckTxnStatus {
+            primary: r.primary_key,
+            lock_ts: r.lock_ts,
+            caller_start_ts: r.caller_start_ts,
+            current_ts: r.current_ts,
+            rollback_if_not_exist: r.rollback_if_not_exist,
+        };
+        let outcome = match self.run_routed(r.context.as_ref(), command).await {
+            Ok(CommandOutput::TxnStatus(status)) => Ok(status_response(&primary, status)),
+            Ok(other) => Err(Failure::Internal(Status::internal(format!(
+                "check_txn_status answered {other:?}"
+            )))),
             Err(e) => Err(e),
         };
         let (region_error, error, response) = parts(outcome)?;
@@ -589,21 +581,16 @@ impl KvRpc for KvService {
         req: Request<TxnHeartBeatRequest>,
     ) -> Result<Response<TxnHeartBeatResponse>, Status> {
         let r = req.into_inner();
-        let outcome = match self.route(r.context.as_ref(), [r.primary_lock.as_slice()]) {
-            Ok(_) => match self
-                .run(Command::TxnHeartBeat {
-                    primary: r.primary_lock,
-                    start_ts: r.start_version,
-                    advise_ttl_ms: r.advise_lock_ttl,
-                })
-                .await
-            {
-                Ok(CommandOutput::Ttl(ttl)) => Ok(ttl),
-                Ok(other) => Err(Failure::Internal(Status::internal(format!(
-                    "txn_heart_beat answered {other:?}"
-                )))),
-                Err(e) => Err(e),
-            },
+        let command = Command::TxnHeartBeat {
+            primary: r.primary_lock,
+            start_ts: r.start_version,
+            advise_ttl_ms: r.advise_lock_ttl,
+        };
+        let outcome = match self.run_routed(r.context.as_ref(), command).await {
+            Ok(CommandOutput::Ttl(ttl)) => Ok(ttl),
+            Ok(other) => Err(Failure::Internal(Status::internal(format!(
+                "txn_heart_beat answered {other:?}"
+            )))),
             Err(e) => Err(e),
         };
         let (region_error, error, lock_ttl) = parts(outcome)?;
