@@ -2,7 +2,9 @@
 //! sends the partial result ([`AggState::partial`]); the SQL node merges the partials of
 //! every region ([`AggState::merge`]) and finishes ([`AggState::finish`]). Partial forms:
 //! COUNT, SUM, MIN, MAX one column each; AVG two (count, sum); COUNT DISTINCT one, the
-//! distinct argument tuples, each length-prefixed, in one bytes value.
+//! distinct argument tuples, each length-prefixed, in one bytes value; FIRST ROW one, a
+//! value of a column that is the same on every row of the group (a column the group-by
+//! columns determine), so any non-NULL value seen is the answer.
 
 use std::collections::BTreeSet;
 
@@ -18,6 +20,7 @@ pub enum AggKind {
     Max,
     Avg,
     CountDistinct,
+    FirstRow,
 }
 
 impl AggKind {
@@ -45,6 +48,7 @@ pub enum AggState {
     Max(Datum),
     Avg { count: i64, sum: Datum },
     CountDistinct(BTreeSet<Vec<u8>>),
+    FirstRow(Datum),
 }
 
 /// NULL + x = x; integers stay exact (1690 on overflow), anything else becomes float.
@@ -110,6 +114,7 @@ impl AggState {
                 sum: Datum::Null,
             },
             AggKind::CountDistinct => AggState::CountDistinct(BTreeSet::new()),
+            AggKind::FirstRow => AggState::FirstRow(Datum::Null),
         }
     }
 
@@ -144,6 +149,11 @@ impl AggState {
                     set.insert(encode_row(args));
                 }
             }
+            AggState::FirstRow(v) => {
+                if v.is_null() {
+                    *v = first.clone();
+                }
+            }
         }
         Ok(())
     }
@@ -152,7 +162,9 @@ impl AggState {
     pub fn partial(&self) -> Vec<Datum> {
         match self {
             AggState::Count(n) => vec![Datum::Int(*n)],
-            AggState::Sum(d) | AggState::Min(d) | AggState::Max(d) => vec![d.clone()],
+            AggState::Sum(d) | AggState::Min(d) | AggState::Max(d) | AggState::FirstRow(d) => {
+                vec![d.clone()]
+            }
             AggState::Avg { count, sum } => vec![Datum::Int(*count), sum.clone()],
             AggState::CountDistinct(set) => {
                 let mut out = Vec::new();
@@ -174,7 +186,7 @@ impl AggState {
                 Datum::Int(m) => *n += m,
                 _ => return Err(bad()),
             },
-            AggState::Sum(_) | AggState::Min(_) | AggState::Max(_) => {
+            AggState::Sum(_) | AggState::Min(_) | AggState::Max(_) | AggState::FirstRow(_) => {
                 self.update(std::slice::from_ref(first))?
             }
             AggState::Avg { count, sum } => match (first, partial.get(1)) {
@@ -207,7 +219,9 @@ impl AggState {
     pub fn finish(&self) -> Datum {
         match self {
             AggState::Count(n) => Datum::Int(*n),
-            AggState::Sum(d) | AggState::Min(d) | AggState::Max(d) => d.clone(),
+            AggState::Sum(d) | AggState::Min(d) | AggState::Max(d) | AggState::FirstRow(d) => {
+                d.clone()
+            }
             AggState::Avg { count: 0, .. } => Datum::Null,
             // Exact for integers and decimals (scale + 4, as MySQL), float otherwise.
             AggState::Avg { count, sum } => match sum {
@@ -250,6 +264,7 @@ mod tests {
             AggKind::Max,
             AggKind::Avg,
             AggKind::CountDistinct,
+            AggKind::FirstRow,
         ] {
             let whole = run(kind, &refs);
             let (a, b) = refs.split_at(2);

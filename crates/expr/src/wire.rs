@@ -103,13 +103,14 @@ impl Expr {
     }
 }
 
-const AGGS: [(AggKind, pb::AggKind); 6] = [
+const AGGS: [(AggKind, pb::AggKind); 7] = [
     (AggKind::Count, pb::AggKind::Count),
     (AggKind::Sum, pb::AggKind::Sum),
     (AggKind::Min, pb::AggKind::Min),
     (AggKind::Max, pb::AggKind::Max),
     (AggKind::Avg, pb::AggKind::Avg),
     (AggKind::CountDistinct, pb::AggKind::CountDistinct),
+    (AggKind::FirstRow, pb::AggKind::FirstRow),
 ];
 
 impl AggFunc {

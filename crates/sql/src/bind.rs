@@ -18,6 +18,27 @@ use crate::error::{Result, SqlError};
 #[derive(Debug, Clone, Default)]
 pub struct Scope {
     pub columns: Vec<(Option<String>, String)>,
+    /// What determines what: grouping by every column of a key leaves one value per group
+    /// in each column the key determines (MySQL's functional dependency).
+    pub keys: Vec<Key>,
+}
+
+/// A source's primary key (or unique key on NOT NULL columns), as offsets in the scope,
+/// and the offsets of that source's columns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Key {
+    pub columns: Vec<usize>,
+    pub determines: std::ops::Range<usize>,
+}
+
+impl Key {
+    /// This key moved `by` columns right, as when its source follows others in a join.
+    pub fn shifted(&self, by: usize) -> Key {
+        Key {
+            columns: self.columns.iter().map(|c| c + by).collect(),
+            determines: self.determines.start + by..self.determines.end + by,
+        }
+    }
 }
 
 impl Scope {
@@ -97,6 +118,18 @@ pub fn number(text: &str) -> Result<Datum> {
     text.parse::<f64>()
         .map(Datum::Float)
         .map_err(|_| SqlError::syntax(format!("bad number {text}")))
+}
+
+/// `(qualifier, name)` of a plain column reference (`c`, `t.c`, `db.t.c`).
+fn column_name(e: &ast::Expr) -> Option<(Option<&str>, &str)> {
+    match e {
+        ast::Expr::Identifier(id) if !id.value.starts_with('@') => Some((None, &id.value)),
+        ast::Expr::CompoundIdentifier(parts) => match parts.as_slice() {
+            [t, c] | [_, t, c] => Some((Some(&t.value), &c.value)),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 fn function_args(f: &ast::Function) -> Result<(Vec<&ast::Expr>, bool, bool)> {
@@ -206,8 +239,12 @@ impl<'a> Binder<'a> {
                 .collect::<Result<Vec<_>>>()?
         };
         self.next_param = inner.next_param;
-        let func = AggFunc { kind, args: bound };
-        let agg = self.aggregation.as_mut().expect("checked above");
+        Ok(Some(self.add_aggregate(AggFunc { kind, args: bound })))
+    }
+
+    /// The aggregated row's column holding `func`'s result (collected once).
+    fn add_aggregate(&mut self, func: AggFunc) -> Expr {
+        let agg = self.aggregation.as_mut().expect("an aggregating query");
         let j = match agg.funcs.iter().position(|f| *f == func) {
             Some(j) => j,
             None => {
@@ -215,7 +252,38 @@ impl<'a> Binder<'a> {
                 agg.funcs.len() - 1
             }
         };
-        Ok(Some(Expr::Column(agg.group_by.len() + j)))
+        Expr::Column(agg.group_by.len() + j)
+    }
+
+    /// A column named in an aggregating query: a group-by column, or one the group-by
+    /// columns determine through a key (read as FIRST ROW, as TiDB does), else MySQL's 1055.
+    fn grouped_column(&mut self, qualifier: Option<&str>, name: &str) -> Result<Expr> {
+        let agg = self.aggregation.as_ref().expect("an aggregating query");
+        let offset = agg.base.find(qualifier, name)?;
+        let grouped: Vec<Option<usize>> = agg
+            .group_by
+            .iter()
+            .map(|g| column_name(g).and_then(|(q, n)| agg.base.find(q, n).ok()))
+            .collect();
+        if let Some(i) = grouped.iter().position(|g| *g == Some(offset)) {
+            return Ok(Expr::Column(i));
+        }
+        let determined = agg.base.keys.iter().any(|k| {
+            k.determines.contains(&offset) && k.columns.iter().all(|c| grouped.contains(&Some(*c)))
+        });
+        if !determined {
+            return Err(SqlError {
+                code: 1055,
+                state: "42000",
+                message: format!(
+                    "Expression of SELECT list is not in GROUP BY clause and contains nonaggregated column '{name}' which is not functionally dependent on columns in GROUP BY clause; this is incompatible with sql_mode=only_full_group_by"
+                ),
+            });
+        }
+        Ok(self.add_aggregate(AggFunc {
+            kind: AggKind::FirstRow,
+            args: vec![Expr::Column(offset)],
+        }))
     }
 
     pub fn bind(&mut self, e: &ast::Expr) -> Result<Expr> {
@@ -231,19 +299,8 @@ impl<'a> Binder<'a> {
                 if let Some(name) = id.value.strip_prefix('@') {
                     return Ok(Expr::Const((self.variable)(Lookup::User(name))?));
                 }
-                if let Some(agg) = &self.aggregation {
-                    // A bare column in an aggregating query must be grouped by.
-                    return agg
-                        .group_by
-                        .iter()
-                        .position(|g| matches!(g, E::Identifier(i) if i.value.eq_ignore_ascii_case(&id.value))
-                            || matches!(g, E::CompoundIdentifier(p) if p.last().is_some_and(|l| l.value.eq_ignore_ascii_case(&id.value))))
-                        .map(Expr::Column)
-                        .ok_or_else(|| SqlError {
-                            code: 1055,
-                            state: "42000",
-                            message: format!("Expression of SELECT list is not in GROUP BY clause and contains nonaggregated column '{}' which is not functionally dependent on columns in GROUP BY clause; this is incompatible with sql_mode=only_full_group_by", id.value),
-                        });
+                if self.aggregation.is_some() {
+                    return self.grouped_column(None, &id.value);
                 }
                 Ok(Expr::Column(self.scope.find(None, &id.value)?))
             }
@@ -261,7 +318,7 @@ impl<'a> Binder<'a> {
                     _ => return Err(SqlError::unknown_column(&e.to_string(), "field list")),
                 };
                 if self.aggregation.is_some() {
-                    return Err(SqlError::unknown_column(&e.to_string(), "group statement"));
+                    return self.grouped_column(Some(qualifier), name);
                 }
                 Ok(Expr::Column(self.scope.find(Some(qualifier), name)?))
             }

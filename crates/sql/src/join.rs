@@ -136,18 +136,23 @@ pub fn sources(from: &[ast::TableWithJoins], schema_table: SchemaTable<'_>) -> R
 }
 
 pub fn scope(sources: &[Source]) -> Scope {
-    Scope {
-        columns: sources
-            .iter()
-            .flat_map(|s| match &s.relation {
-                Relation::Table(t) => table_scope(t, s.alias.as_deref()).columns,
-                Relation::Derived { columns, .. } => columns
+    let mut out = Scope::default();
+    for s in sources {
+        let one = match &s.relation {
+            Relation::Table(t) => table_scope(t, s.alias.as_deref()),
+            Relation::Derived { columns, .. } => Scope {
+                columns: columns
                     .iter()
                     .map(|c| (s.alias.clone(), c.clone()))
                     .collect(),
-            })
-            .collect(),
+                keys: vec![],
+            },
+        };
+        let by = out.columns.len();
+        out.keys.extend(one.keys.iter().map(|k| k.shifted(by)));
+        out.columns.extend(one.columns);
     }
+    out
 }
 
 fn columns_used(e: &Expr, out: &mut Vec<usize>) {

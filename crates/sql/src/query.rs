@@ -22,7 +22,7 @@ use proto::dag as pb;
 use sqlparser::ast::{self, GroupByExpr, LimitClause, OrderByKind, SelectItem, SetExpr};
 
 use crate::access::{Access, choose_access, key_range};
-use crate::bind::{Aggregation, Binder, Lookup, Scope};
+use crate::bind::{Aggregation, Binder, Key, Lookup, Scope};
 use crate::catalog::TableInfo;
 use crate::error::{Result, SqlError};
 use crate::rows::{decode_row, default_value};
@@ -156,11 +156,26 @@ pub fn describe(
 
 pub fn table_scope(t: &TableInfo, alias: Option<&str>) -> Scope {
     let q = alias.unwrap_or(&t.name).to_string();
+    let all = 0..t.columns.len();
+    let handle = t.handle_column.map(|h| vec![h]);
+    let unique = t
+        .indexes
+        .iter()
+        .filter(|i| i.unique && i.columns.iter().all(|&c| !t.columns[c].nullable))
+        .map(|i| i.columns.clone());
     Scope {
         columns: t
             .columns
             .iter()
             .map(|c| (Some(q.clone()), c.name.clone()))
+            .collect(),
+        keys: handle
+            .into_iter()
+            .chain(unique)
+            .map(|columns| Key {
+                columns,
+                determines: all.clone(),
+            })
             .collect(),
     }
 }
