@@ -42,7 +42,7 @@ impl Key {
 }
 
 impl Scope {
-    fn find(&self, qualifier: Option<&str>, name: &str) -> Result<usize> {
+    pub fn find(&self, qualifier: Option<&str>, name: &str) -> Result<usize> {
         let mut found = self.columns.iter().enumerate().filter(|(_, (q, n))| {
             n.eq_ignore_ascii_case(name)
                 && qualifier
@@ -83,8 +83,6 @@ pub struct Aggregation<'a> {
 
 pub struct Binder<'a> {
     pub scope: &'a Scope,
-    pub params: &'a [Datum],
-    pub next_param: usize,
     pub variable: &'a (dyn Fn(Lookup<'_>) -> Result<Datum> + Sync),
     pub aggregation: Option<Aggregation<'a>>,
 }
@@ -120,8 +118,24 @@ pub fn number(text: &str) -> Result<Datum> {
         .map_err(|_| SqlError::syntax(format!("bad number {text}")))
 }
 
+/// A datum as the literal that binds back to it (floats keep an exponent so they stay
+/// DOUBLE; bytes that are not UTF-8 become a hex literal).
+pub fn literal(d: &Datum) -> ast::Value {
+    match d {
+        Datum::Null => ast::Value::Null,
+        Datum::Int(v) => ast::Value::Number(v.to_string(), false),
+        Datum::UInt(v) => ast::Value::Number(v.to_string(), false),
+        Datum::Float(v) => ast::Value::Number(format!("{v:e}"), false),
+        Datum::Decimal(v) => ast::Value::Number(v.to_string(), false),
+        Datum::Bytes(b) => match std::str::from_utf8(b) {
+            Ok(s) => ast::Value::SingleQuotedString(s.to_string()),
+            Err(_) => ast::Value::HexStringLiteral(b.iter().map(|x| format!("{x:02X}")).collect()),
+        },
+    }
+}
+
 /// `(qualifier, name)` of a plain column reference (`c`, `t.c`, `db.t.c`).
-fn column_name(e: &ast::Expr) -> Option<(Option<&str>, &str)> {
+pub fn column_name(e: &ast::Expr) -> Option<(Option<&str>, &str)> {
     match e {
         ast::Expr::Identifier(id) if !id.value.starts_with('@') => Some((None, &id.value)),
         ast::Expr::CompoundIdentifier(parts) => match parts.as_slice() {
@@ -158,13 +172,10 @@ fn function_args(f: &ast::Function) -> Result<(Vec<&ast::Expr>, bool, bool)> {
 impl<'a> Binder<'a> {
     pub fn new(
         scope: &'a Scope,
-        params: &'a [Datum],
         variable: &'a (dyn Fn(Lookup<'_>) -> Result<Datum> + Sync),
     ) -> Binder<'a> {
         Binder {
             scope,
-            params,
-            next_param: 0,
             variable,
             aggregation: None,
         }
@@ -193,11 +204,7 @@ impl<'a> Binder<'a> {
             Value::Boolean(b) => Datum::Int(i64::from(*b)),
             Value::Null => Datum::Null,
             Value::Placeholder(_) => {
-                let d = self.params.get(self.next_param).cloned().ok_or_else(|| {
-                    SqlError::unknown("the statement has more parameters than were sent")
-                })?;
-                self.next_param += 1;
-                d
+                return Err(SqlError::syntax("'?' outside a prepared statement"));
             }
             other => return Err(SqlError::not_supported(format!("literal {other}"))),
         }))
@@ -220,14 +227,7 @@ impl<'a> Binder<'a> {
         let Some(kind) = aggregate_kind(&name, distinct) else {
             return Ok(None);
         };
-        let (base, params, variable) = (agg.base, self.params, self.variable);
-        let mut inner = Binder {
-            scope: base,
-            params,
-            next_param: self.next_param,
-            variable,
-            aggregation: None,
-        };
+        let mut inner = Binder::new(agg.base, self.variable);
         let bound = if star && kind == AggKind::Count {
             vec![]
         } else {
@@ -238,7 +238,6 @@ impl<'a> Binder<'a> {
                 .map(|a| inner.bind(a))
                 .collect::<Result<Vec<_>>>()?
         };
-        self.next_param = inner.next_param;
         Ok(Some(self.add_aggregate(AggFunc { kind, args: bound })))
     }
 

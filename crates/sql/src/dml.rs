@@ -19,7 +19,6 @@ use crate::types::text;
 
 pub struct DmlContext<'a> {
     pub catalog: &'a Catalog,
-    pub params: &'a [Datum],
     pub variable: &'a (dyn Fn(Lookup<'_>) -> Result<Datum> + Sync),
 }
 
@@ -89,7 +88,6 @@ fn assignments(
     scope: &Scope,
     list: &[Assignment],
     ctx: &DmlContext<'_>,
-    next_param: &mut usize,
 ) -> Result<Vec<(usize, Expr)>> {
     list.iter()
         .map(|a| {
@@ -102,10 +100,7 @@ fn assignments(
             let col = t
                 .column(&name)
                 .ok_or_else(|| SqlError::unknown_column(&name, "field list"))?;
-            let mut b = Binder::new(scope, ctx.params, ctx.variable);
-            b.next_param = *next_param;
-            let e = b.bind(&a.value)?;
-            *next_param = b.next_param;
+            let e = Binder::new(scope, ctx.variable).bind(&a.value)?;
             Ok((col, e))
         })
         .collect()
@@ -171,7 +166,6 @@ pub async fn insert(
         return Err(SqlError::not_supported("INSERT ... SELECT"));
     };
     let scope = table_scope(t, None);
-    let mut next_param = 0;
     let mut affected = Affected::default();
     let on_duplicate = match &ins.on {
         Some(ast::OnInsert::DuplicateKeyUpdate(sets)) => Some(sets),
@@ -190,20 +184,17 @@ pub async fn insert(
             .map(|c| default_value(&c.default))
             .collect();
         for (e, &c) in exprs.iter().zip(&columns) {
-            let mut b = Binder::new(&empty, ctx.params, ctx.variable);
-            b.next_param = next_param;
             row[c] = match e {
                 ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("DEFAULT") => {
                     default_value(&t.columns[c].default)
                 }
-                e => b.bind(e)?.eval(&[])?,
+                e => Binder::new(&empty, ctx.variable).bind(e)?.eval(&[])?,
             };
-            next_param = b.next_param;
         }
         evaluated.push(row);
     }
     let dup_sets = on_duplicate
-        .map(|s| assignments(t, &scope, s, ctx, &mut next_param))
+        .map(|s| assignments(t, &scope, s, ctx))
         .transpose()?;
     for (r, mut row) in evaluated.into_iter().enumerate() {
         let row_no = r + 1;
@@ -324,10 +315,8 @@ pub async fn update(
     u: &ast::Update,
 ) -> Result<Affected> {
     let scope = table_scope(t, None);
-    let mut next_param = 0;
-    let sets = assignments(t, &scope, &u.assignments, ctx, &mut next_param)?;
-    let mut b = Binder::new(&scope, ctx.params, ctx.variable);
-    b.next_param = next_param;
+    let sets = assignments(t, &scope, &u.assignments, ctx)?;
+    let mut b = Binder::new(&scope, ctx.variable);
     let filter = u.selection.as_ref().map(|w| b.bind(w)).transpose()?;
     let rows = fetch_rows(txn, t, filter.as_ref(), true).await?;
     let mut affected = Affected::default();
@@ -348,7 +337,7 @@ pub async fn delete(
     d: &ast::Delete,
 ) -> Result<Affected> {
     let scope = table_scope(t, None);
-    let mut b = Binder::new(&scope, ctx.params, ctx.variable);
+    let mut b = Binder::new(&scope, ctx.variable);
     let filter = d.selection.as_ref().map(|w| b.bind(w)).transpose()?;
     let rows = fetch_rows(txn, t, filter.as_ref(), true).await?;
     for (h, row) in &rows {

@@ -1,8 +1,11 @@
 //! Joins of several tables (comma lists, [INNER] JOIN ... ON, LEFT [OUTER] JOIN ... ON),
 //! left to right: each table is read with the WHERE's conditions on it alone pushed to its
-//! access path (for the tables of inner joins), then joined to the rows so far by a hash
-//! join on the equalities between them (a nested loop when there are none). The full WHERE
-//! is evaluated again on the joined rows. Rows are over the tables' columns side by side.
+//! access path (for the tables of inner joins; `a = b AND b = 5` also gives `a = 5`), then
+//! joined to the rows so far by a hash join on the equalities between them (a nested loop
+//! when there are none). When the rows so far have at most [`LOOKUP_JOIN_MAX_KEYS`]
+//! distinct join keys and the table's key or an index serves lookups by them, only the
+//! matching rows are read (an index lookup join). The full WHERE is evaluated again on the
+//! joined rows. Rows are over the tables' columns side by side.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,7 +16,7 @@ use expr::{Expr, Func};
 use kv_client::Transaction;
 use sqlparser::ast::{self, JoinConstraint, JoinOperator, TableFactor};
 
-use crate::access::conjuncts;
+use crate::access::{Access, choose_access, conjuncts};
 use crate::bind::{Binder, Lookup, Scope};
 use crate::catalog::TableInfo;
 use crate::error::{Result, SqlError};
@@ -186,6 +189,111 @@ fn join_key(values: &[Datum]) -> Vec<u8> {
     encode_row(&canonical)
 }
 
+/// The most distinct join keys an index lookup join looks up; above it the table is read
+/// whole and hash joined.
+pub const LOOKUP_JOIN_MAX_KEYS: usize = 2048;
+
+/// Adds `b = c` to `parts` for each `a = b` and `a = c` there (`c` a non-NULL constant).
+fn propagate_constants(parts: &mut Vec<Expr>) {
+    let pinned = |parts: &[Expr]| -> Vec<(usize, Datum)> {
+        parts
+            .iter()
+            .filter_map(|p| match p {
+                Expr::Call(Func::Eq, args) => match args.as_slice() {
+                    [Expr::Column(a), Expr::Const(c)] | [Expr::Const(c), Expr::Column(a)]
+                        if !c.is_null() =>
+                    {
+                        Some((*a, c.clone()))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    };
+    let mut known = pinned(parts);
+    loop {
+        let mut added = Vec::new();
+        for p in parts.iter() {
+            let Expr::Call(Func::Eq, args) = p else {
+                continue;
+            };
+            let [Expr::Column(a), Expr::Column(b)] = args.as_slice() else {
+                continue;
+            };
+            for (from, to) in [(a, b), (b, a)] {
+                let has = |c: &usize| known.iter().any(|(k, _)| k == c);
+                if has(to) {
+                    continue;
+                }
+                if let Some((_, v)) = known.iter().find(|(k, _)| k == from) {
+                    let v = v.clone();
+                    known.push((*to, v.clone()));
+                    added.push(Expr::call(
+                        Func::Eq,
+                        vec![Expr::Column(*to), Expr::Const(v)],
+                    ));
+                }
+            }
+        }
+        if added.is_empty() {
+            return;
+        }
+        parts.extend(added);
+    }
+}
+
+/// The filter of an index lookup join on `t`: `local` and the key columns `right_keys`
+/// (of `t`) equal to one of the distinct key tuples of `left` (at `left_keys`); `None` when
+/// there are too many keys or no key or index of `t` serves them.
+fn lookup_filter(
+    t: &TableInfo,
+    left: &[Vec<Datum>],
+    left_keys: &[usize],
+    right_keys: &[usize],
+    local: Option<&Expr>,
+) -> Option<Expr> {
+    let mut seen = std::collections::HashSet::new();
+    let mut tuples = Vec::new();
+    for row in left {
+        let key: Vec<Datum> = left_keys.iter().map(|&c| row[c].clone()).collect();
+        if key.iter().any(Datum::is_null) || !seen.insert(encode_row(&key)) {
+            continue;
+        }
+        if tuples.len() == LOOKUP_JOIN_MAX_KEYS {
+            return None;
+        }
+        tuples.push(key);
+    }
+    // Each tuple's disjunct also carries the constants `local` pins, so an index whose
+    // leading column is pinned there still sees every column it needs.
+    let mut pins = Vec::new();
+    if let Some(l) = local {
+        conjuncts(l, &mut pins);
+    }
+    pins.retain(|p| matches!(p, Expr::Call(Func::Eq, a) if matches!(a.as_slice(), [Expr::Column(_), Expr::Const(_)] | [Expr::Const(_), Expr::Column(_)])));
+    let keys = match right_keys {
+        [one] => {
+            let mut args = vec![Expr::Column(*one)];
+            args.extend(tuples.into_iter().map(|mut t| Expr::Const(t.remove(0))));
+            Expr::call(Func::In, args)
+        }
+        _ => tuples
+            .into_iter()
+            .map(|tuple| {
+                let eqs = right_keys
+                    .iter()
+                    .zip(tuple)
+                    .map(|(&c, v)| Expr::call(Func::Eq, vec![Expr::Column(c), Expr::Const(v)]));
+                and_all(pins.iter().cloned().chain(eqs).collect()).expect("a key column")
+            })
+            .reduce(|a, b| Expr::call(Func::Or, vec![a, b]))
+            .unwrap_or(Expr::Const(Datum::Int(0))),
+    };
+    let filter = and_all(local.into_iter().cloned().chain([keys]).collect())?;
+    (choose_access(Some(&filter), t) != Access::Full).then_some(filter)
+}
+
 fn and_all(parts: Vec<Expr>) -> Option<Expr> {
     parts
         .into_iter()
@@ -214,6 +322,7 @@ pub async fn rows(
     if let Some(f) = filter {
         conjuncts(f, &mut where_parts);
     }
+    propagate_constants(&mut where_parts);
     // Which source's columns a condition uses: Some(j) when only source j's.
     let only = |e: &Expr| -> Option<usize> {
         let mut cols = Vec::new();
@@ -256,34 +365,11 @@ pub async fn rows(
                 .map(|p| shift(p, bases[j])),
         );
         let local = and_all(local);
-        let right: Vec<Vec<Datum>> = match &s.relation {
-            Relation::Table(t) => fetch_rows(txn, t, local.as_ref(), lock)
-                .await?
-                .into_iter()
-                .map(|(_, r)| r)
-                .collect(),
-            Relation::Derived { rows, .. } => {
-                let mut kept = Vec::new();
-                for r in rows {
-                    if local
-                        .as_ref()
-                        .map_or(Ok(true), |f| f.eval(r).map(|v| is_true(&v) == Some(true)))?
-                    {
-                        kept.push(r.clone());
-                    }
-                }
-                kept
-            }
-        };
-        if j == 0 {
-            acc = right;
-            continue;
-        }
         // The join's conditions: ON, plus (inner) the WHERE's conditions that need only the
         // sources up to this one.
         let upto = bases[j] + widths[j];
         let mut conds: Vec<Expr> = on_parts.clone();
-        if s.kind == JoinKind::Inner {
+        if j > 0 && s.kind == JoinKind::Inner {
             conds.extend(
                 where_parts
                     .iter()
@@ -313,6 +399,36 @@ pub async fn rows(
                 left_keys.push(l);
                 right_keys.push(r - bases[j]);
             }
+        }
+        let right: Vec<Vec<Datum>> = match &s.relation {
+            // Nothing to join to.
+            _ if j > 0 && acc.is_empty() => Vec::new(),
+            Relation::Table(t) => {
+                let lookup = (j > 0 && !right_keys.is_empty())
+                    .then(|| lookup_filter(t, &acc, &left_keys, &right_keys, local.as_ref()))
+                    .flatten();
+                fetch_rows(txn, t, lookup.as_ref().or(local.as_ref()), lock)
+                    .await?
+                    .into_iter()
+                    .map(|(_, r)| r)
+                    .collect()
+            }
+            Relation::Derived { rows, .. } => {
+                let mut kept = Vec::new();
+                for r in rows {
+                    if local
+                        .as_ref()
+                        .map_or(Ok(true), |f| f.eval(r).map(|v| is_true(&v) == Some(true)))?
+                    {
+                        kept.push(r.clone());
+                    }
+                }
+                kept
+            }
+        };
+        if j == 0 {
+            acc = right;
+            continue;
         }
         let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
         for (i, r) in right.iter().enumerate() {
@@ -368,25 +484,17 @@ pub async fn rows(
     Ok(out)
 }
 
-/// Binds each source's ON condition over the joined scope; `offsets[j]` is the index of
-/// its first parameter.
+/// Binds each source's ON condition over the joined scope.
 pub fn bind_on(
     sources: &[Source],
     scope: &Scope,
-    params: &[Datum],
     variable: &(dyn Fn(Lookup<'_>) -> Result<Datum> + Sync),
-    offsets: &[usize],
 ) -> Result<Vec<Option<Expr>>> {
     sources
         .iter()
-        .zip(offsets)
-        .map(|(s, &offset)| {
+        .map(|s| {
             s.on.as_ref()
-                .map(|e| {
-                    let mut b = Binder::new(scope, params, variable);
-                    b.next_param = offset;
-                    b.bind(e)
-                })
+                .map(|e| Binder::new(scope, variable).bind(e))
                 .transpose()
         })
         .collect()

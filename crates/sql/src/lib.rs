@@ -8,6 +8,7 @@
 //! - [`access`]: access paths: point gets, handle ranges, index ranges, full scans.
 //! - [`query`]: SELECT: coprocessor pushdown, the rest on the node.
 //! - [`join`]: joins of several tables (hash join on equalities, LEFT JOIN).
+//! - [`subquery`]: subqueries in expressions: run once, or decorrelated into joins.
 //! - [`ddl`], [`dml`]: schema changes; INSERT/REPLACE/UPDATE/DELETE.
 //! - [`session`]: a connection's state and statement loop: transactions, variables,
 //!   prepared statements.
@@ -23,6 +24,7 @@ pub mod join;
 pub mod query;
 pub mod rows;
 pub mod session;
+pub mod subquery;
 pub mod time;
 pub mod types;
 

@@ -17,6 +17,7 @@ use codec::table;
 use expr::Expr;
 use expr::agg::{AggFunc, AggState};
 use expr::eval::{compare, is_true};
+use futures_util::{StreamExt, TryStreamExt};
 use kv_client::{Client, Transaction};
 use proto::dag as pb;
 use sqlparser::ast::{self, GroupByExpr, LimitClause, OrderByKind, SelectItem, SetExpr};
@@ -29,6 +30,9 @@ use crate::rows::{decode_row, default_value};
 
 /// Coprocessor tasks one query runs at once (`tidb_distsql_scan_concurrency`'s default).
 pub const DEFAULT_SCAN_CONCURRENCY: usize = 15;
+
+/// Index ranges one index lookup reads at once (`tidb_executor_concurrency`'s default).
+pub const INDEX_LOOKUP_CONCURRENCY: usize = 5;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResultSet {
@@ -204,16 +208,17 @@ pub async fn fetch_rows(
         Access::Handles(hs) => Some(hs.clone()),
         Access::IndexRanges { index, ranges } => {
             let unique = t.indexes[*index].unique;
+            let reader: &Transaction = txn;
+            // The ranges are read INDEX_LOOKUP_CONCURRENCY at a time, in order.
+            let scans: Vec<_> = ranges
+                .iter()
+                .map(|(start, end)| scan_range(reader, current, start, end))
+                .collect();
+            let scans = futures_util::stream::iter(scans).buffered(INDEX_LOOKUP_CONCURRENCY);
+            let entries: Vec<Vec<(Vec<u8>, Vec<u8>)>> = scans.try_collect().await?;
             let mut hs = Vec::new();
-            for (start, end) in ranges {
-                let entries = if current {
-                    txn.scan_latest(start, end, usize::MAX).await?
-                } else {
-                    txn.scan(start, end, usize::MAX).await?
-                };
-                for (k, v) in entries {
-                    hs.push(index_entry_handle(t, *index, unique, &k, &v)?);
-                }
+            for (k, v) in entries.iter().flatten() {
+                hs.push(index_entry_handle(t, *index, unique, k, v)?);
             }
             Some(hs)
         }
@@ -274,6 +279,20 @@ pub async fn fetch_rows(
     Ok(out)
 }
 
+/// The entries of `[start, end)`: the latest committed ones for a current read.
+async fn scan_range(
+    txn: &Transaction,
+    current: bool,
+    start: &[u8],
+    end: &[u8],
+) -> kv_client::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    if current {
+        txn.scan_latest(start, end, usize::MAX).await
+    } else {
+        txn.scan(start, end, usize::MAX).await
+    }
+}
+
 /// The row handle an index entry points at (unique: in the value; else the key's last datum).
 fn index_entry_handle(
     t: &TableInfo,
@@ -300,14 +319,13 @@ fn index_entry_handle(
 /// What a SELECT needs from the session.
 pub struct QueryContext<'a> {
     pub client: &'a Client,
-    pub params: &'a [Datum],
     pub variable: &'a (dyn Fn(Lookup<'_>) -> Result<Datum> + Sync),
     pub scan_concurrency: usize,
 }
 
 fn limit_value(e: &ast::Expr, ctx: &QueryContext<'_>) -> Result<u64> {
     let scope = Scope::default();
-    let mut b = Binder::new(&scope, ctx.params, ctx.variable);
+    let mut b = Binder::new(&scope, ctx.variable);
     match b.bind(e)?.eval(&[])? {
         Datum::Int(v) if v >= 0 => Ok(v as u64),
         Datum::UInt(v) => Ok(v),
@@ -363,47 +381,27 @@ pub async fn select(
     schema_table: crate::join::SchemaTable<'_>,
     q: &ast::Query,
 ) -> Result<ResultSet> {
+    let rewritten = crate::subquery::rewrite(ctx, txn, schema_table, q).await?;
+    let q = rewritten.as_ref().unwrap_or(q);
     let (_, kinds) = describe(q, schema_table)?;
     let SetExpr::Select(sel) = q.body.as_ref() else {
         return Err(SqlError::not_supported(format!("query {}", q.body)));
     };
     let mut sources = crate::join::sources(&sel.from, schema_table)?;
-    // Parameters bind in the order of the text: the select list, then FROM (each derived
-    // table's query, each ON), then WHERE and the rest.
-    let projection_params: usize = sel
-        .projection
-        .iter()
-        .map(|p| match p {
-            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
-                crate::session::count_params(e)
-            }
-            _ => 0,
-        })
-        .sum();
-    let mut next_param = projection_params;
-    let mut on_offsets = Vec::with_capacity(sources.len());
     // Derived tables first: their rows are the input of this query.
     for s in &mut sources {
         if let crate::join::Relation::Derived { query, rows, .. } = &mut s.relation {
-            let count = crate::session::count_params(query);
-            let params = ctx.params.get(next_param..).unwrap_or(&[]);
-            let inner = QueryContext { params, ..*ctx };
-            *rows = select_boxed(&inner, txn, schema_table, query).await?.rows;
-            next_param += count;
+            *rows = select_boxed(ctx, txn, schema_table, query).await?.rows;
         }
-        on_offsets.push(next_param);
-        next_param += s.on.as_ref().map_or(0, crate::session::count_params);
     }
     let table: Option<(Arc<TableInfo>, Option<String>)> = match sources.as_slice() {
         [one] => one.table().map(|t| (t.clone(), one.alias.clone())),
         _ => None,
     };
     let scope = crate::join::scope(&sources);
-    let on = crate::join::bind_on(&sources, &scope, ctx.params, ctx.variable, &on_offsets)?;
-    let mut binder = Binder::new(&scope, ctx.params, ctx.variable);
-    binder.next_param = next_param;
+    let on = crate::join::bind_on(&sources, &scope, ctx.variable)?;
+    let mut binder = Binder::new(&scope, ctx.variable);
     let filter = sel.selection.as_ref().map(|w| binder.bind(w)).transpose()?;
-    let params_used = binder.next_param;
 
     let group_by: &[ast::Expr] = match &sel.group_by {
         GroupByExpr::Expressions(list, _) => list,
@@ -418,8 +416,7 @@ pub async fn select(
         });
 
     // Projection (and hidden ORDER BY columns), over base rows or aggregated rows.
-    // The select list's parameters come first in the text.
-    let mut out_binder = Binder::new(&scope, ctx.params, ctx.variable);
+    let mut out_binder = Binder::new(&scope, ctx.variable);
     if aggregating {
         out_binder.aggregation = Some(Aggregation {
             group_by,
@@ -461,7 +458,6 @@ pub async fn select(
         }
     }
     let visible = exprs.len();
-    out_binder.next_param = params_used;
     let having = sel
         .having
         .as_ref()
@@ -674,7 +670,7 @@ fn aggregate_locally(
     funcs: &[AggFunc],
     base: &[Vec<Datum>],
 ) -> Result<Vec<Vec<Datum>>> {
-    let mut b = Binder::new(scope, ctx.params, ctx.variable);
+    let mut b = Binder::new(scope, ctx.variable);
     let keys: Vec<Expr> = group_by.iter().map(|g| b.bind(g)).collect::<Result<_>>()?;
     let mut groups = Groups::new(funcs);
     for row in base {
@@ -758,7 +754,7 @@ async fn read_pushed_down(
     }
     let mut group_keys = Vec::new();
     if let Some((group_by, funcs, scope, c)) = aggregation {
-        let mut b = Binder::new(scope, c.params, c.variable);
+        let mut b = Binder::new(scope, c.variable);
         group_keys = group_by
             .iter()
             .map(|g| b.bind(g))

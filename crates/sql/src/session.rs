@@ -170,6 +170,22 @@ pub fn count_params<V: ast::Visit>(node: &V) -> usize {
     n
 }
 
+/// `statement` with each `?` replaced, in the order of the text, by its parameter as a
+/// literal, as MySQL treats a bound parameter: the rest of the pipeline never sees a `?`.
+/// The caller has checked there are as many parameters as `?`.
+fn substitute_params(statement: &mut Statement, params: &[Datum]) {
+    let mut next = params.iter();
+    let _ = ast::visit_expressions_mut(statement, |x| {
+        if let ast::Expr::Value(v) = x
+            && matches!(v.value, ast::Value::Placeholder(_))
+            && let Some(d) = next.next()
+        {
+            v.value = crate::bind::literal(d);
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+}
+
 impl Session {
     pub fn new(shared: Arc<Shared>) -> Session {
         let connection_id = shared.next_connection.fetch_add(1, Ordering::Relaxed);
@@ -258,7 +274,7 @@ impl Session {
         let statements = parse(sql)?;
         let mut out = Vec::with_capacity(statements.len());
         for s in &statements {
-            out.push(self.run(s, &[]).await?);
+            out.push(self.run(s).await?);
         }
         Ok(out)
     }
@@ -310,8 +326,9 @@ impl Session {
                 message: "Incorrect arguments to mysqld_stmt_execute".into(),
             });
         }
-        let statement = p.statement.clone();
-        self.run(&statement, params).await
+        let mut statement = p.statement.clone();
+        substitute_params(&mut statement, params);
+        self.run(&statement).await
     }
 
     pub fn close_prepared(&mut self, id: u32) {
@@ -347,7 +364,7 @@ impl Session {
         Ok(())
     }
 
-    async fn run(&mut self, s: &Statement, params: &[Datum]) -> Result<Output> {
+    async fn run(&mut self, s: &Statement) -> Result<Output> {
         match s {
             Statement::StartTransaction { .. } => {
                 self.commit_open().await?;
@@ -383,7 +400,7 @@ impl Session {
                 Ok(Output::done(0))
             }
             Statement::Set(set) => {
-                self.set(set, params)?;
+                self.set(set)?;
                 // Turning autocommit on commits the open transaction, as MySQL does.
                 if self.autocommit() && !self.explicit && self.txn.is_some() {
                     self.commit_open().await?;
@@ -398,11 +415,11 @@ impl Session {
                 self.commit_open().await?;
                 self.ddl(s).await.map(|()| Output::done(0))
             }
-            _ => self.in_txn(s, params).await,
+            _ => self.in_txn(s).await,
         }
     }
 
-    fn set(&mut self, set: &ast::Set, params: &[Datum]) -> Result<()> {
+    fn set(&mut self, set: &ast::Set) -> Result<()> {
         let assignments: Vec<(String, &ast::Expr)> = match set {
             ast::Set::SingleAssignment {
                 variable, values, ..
@@ -428,7 +445,7 @@ impl Session {
                 ast::Expr::Identifier(id) if !id.value.starts_with('@') => {
                     Datum::Bytes(id.value.clone().into_bytes())
                 }
-                e => crate::bind::Binder::new(&scope, params, &lookup)
+                e => crate::bind::Binder::new(&scope, &lookup)
                     .bind(e)?
                     .eval(&[])?,
             };
@@ -561,7 +578,7 @@ impl Session {
 
     /// Runs a statement that reads or writes data in the session's transaction (or one of
     /// its own that commits at its end).
-    async fn in_txn(&mut self, s: &Statement, params: &[Datum]) -> Result<Output> {
+    async fn in_txn(&mut self, s: &Statement) -> Result<Output> {
         let own = self.txn.is_none() && !self.explicit && self.autocommit();
         let mut txn = match self.txn.take() {
             Some(t) => t,
@@ -569,7 +586,7 @@ impl Session {
         };
         // A failed statement leaves nothing behind in the txn (MySQL's statement rollback).
         let savepoint = txn.savepoint();
-        let mut result = self.statement(&mut txn, s, params).await;
+        let mut result = self.statement(&mut txn, s).await;
         if result.is_ok()
             && let Err(e) = txn.lock_written().await
         {
@@ -599,12 +616,7 @@ impl Session {
         Ok(out)
     }
 
-    async fn statement(
-        &mut self,
-        txn: &mut Transaction,
-        s: &Statement,
-        params: &[Datum],
-    ) -> Result<Output> {
+    async fn statement(&mut self, txn: &mut Transaction, s: &Statement) -> Result<Output> {
         let schema = self.shared.catalog.schema(txn.snapshot()).await?;
         let this = &*self;
         let lookup = |l: Lookup<'_>| this.lookup(l);
@@ -613,7 +625,6 @@ impl Session {
             Statement::Query(q) => {
                 let ctx = QueryContext {
                     client: &client,
-                    params,
                     variable: &lookup,
                     scan_concurrency: query::DEFAULT_SCAN_CONCURRENCY,
                 };
@@ -628,7 +639,6 @@ impl Session {
                 let t = self.resolve_table(&schema, name)?;
                 let ctx = DmlContext {
                     catalog: &self.shared.catalog,
-                    params,
                     variable: &lookup,
                 };
                 let a = dml::insert(&ctx, txn, &t, ins).await?;
@@ -644,7 +654,6 @@ impl Session {
                 let t = self.resolve_table(&schema, name)?;
                 let ctx = DmlContext {
                     catalog: &self.shared.catalog,
-                    params,
                     variable: &lookup,
                 };
                 Ok(Output::done(dml::update(&ctx, txn, &t, u).await?.rows))
@@ -662,7 +671,6 @@ impl Session {
                 let t = self.resolve_table(&schema, name)?;
                 let ctx = DmlContext {
                     catalog: &self.shared.catalog,
-                    params,
                     variable: &lookup,
                 };
                 Ok(Output::done(dml::delete(&ctx, txn, &t, d).await?.rows))

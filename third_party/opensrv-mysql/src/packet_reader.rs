@@ -133,11 +133,10 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
                 };
                 match packet(bytes) {
                     Ok((rest, p)) => {
+                        // `p` borrows `self.bytes`: it must stay where it is until the
+                        // next call (0.7.0 replaced it here, freeing the packet's bytes);
+                        // the next call starts `remaining` bytes before its end.
                         self.remaining = rest.len();
-                        if self.remaining > 0 {
-                            self.bytes = rest.to_vec();
-                            self.start = 0;
-                        }
                         return Ok(Some(p));
                     }
                     Err(nom::Err::Incomplete(_)) | Err(nom::Err::Error(_)) => {}
@@ -165,11 +164,12 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
                 self.r.read(buf).await?
             };
             self.remaining = end + read;
+            // Only the bytes read stay: `start` is found from the length at the next call.
+            self.bytes.truncate(self.remaining);
             // use a larger buffer size to reduce bytes resize times.
             buffer_size = PACKET_LARGE_BUFFER_SIZE;
 
             if read == 0 {
-                self.bytes.truncate(self.remaining);
                 if self.bytes.is_empty() {
                     return Ok(None);
                 } else {
