@@ -17,7 +17,7 @@ use tokio::net::TcpStream;
 /// Error codes this server sends that opensrv-mysql's table knows; anything else goes out as
 /// 1105 with its own code in the message (TiDB-only codes such as 9007).
 const KNOWN_CODES: &[u16] = &[
-    1241, 1248, 1292, 1007, 1008, 1046, 1048, 1049, 1050, 1051, 1052, 1054, 1055, 1060, 1061, 1062,
+    1241, 1242, 1248, 1292, 1007, 1008, 1046, 1048, 1049, 1050, 1051, 1052, 1054, 1055, 1060, 1061, 1062,
     1064, 1068, 1072, 1075, 1096, 1105, 1111, 1136, 1146, 1193, 1205, 1210, 1213, 1231, 1235, 1243,
     1264, 1305, 1366, 1406, 1690,
 ];

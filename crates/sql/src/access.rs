@@ -405,6 +405,38 @@ fn index_access(filter: &Expr, t: &TableInfo) -> Option<Access> {
     Some(Access::IndexRanges { index: i, ranges })
 }
 
+/// Whether the rows `access` reads come sorted by `columns` ascending: a handle path (or
+/// the full scan) by the handle; an index path by its columns, less those `filter` pins
+/// to one constant (ordering by a constant orders nothing).
+pub fn reads_in_order(
+    t: &TableInfo,
+    access: &Access,
+    filter: Option<&Expr>,
+    columns: &[usize],
+) -> bool {
+    let mut parts = Vec::new();
+    if let Some(f) = filter {
+        conjuncts(f, &mut parts);
+    }
+    let pinned = |c: usize| {
+        parts.iter().any(|p| {
+            matches!(p, Expr::Call(Func::Eq, a) if matches!(a.as_slice(),
+                [Expr::Column(x), Expr::Const(_)] | [Expr::Const(_), Expr::Column(x)] if *x == c))
+        })
+    };
+    let wanted: Vec<usize> = columns.iter().copied().filter(|&c| !pinned(c)).collect();
+    let order: Vec<usize> = match access {
+        Access::IndexRanges { index, .. } => t.indexes[*index]
+            .columns
+            .iter()
+            .copied()
+            .skip_while(|&c| pinned(c))
+            .collect(),
+        _ => t.handle_column.into_iter().collect(),
+    };
+    order.starts_with(&wanted)
+}
+
 /// The access path for `filter` on `t`: the handle first, then an index, else a full scan.
 pub fn choose_access(filter: Option<&Expr>, t: &TableInfo) -> Access {
     match access_path(filter, t.handle_column) {

@@ -181,12 +181,19 @@ impl<'a> Binder<'a> {
         }
     }
 
+    /// `f` over `args`; folded to its value when every argument is a constant (so `? - 20`
+    /// can bound an access path). A call that fails stays, to fail when the row is read.
     fn call(&mut self, f: Func, args: &[&ast::Expr]) -> Result<Expr> {
         let args = args
             .iter()
             .map(|a| self.bind(a))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Expr::call(f, args))
+        let constant = args.iter().all(|a| matches!(a, Expr::Const(_)));
+        let call = Expr::call(f, args);
+        if constant && let Ok(v) = call.eval(&[]) {
+            return Ok(Expr::Const(v));
+        }
+        Ok(call)
     }
 
     fn literal(&mut self, v: &Value) -> Result<Expr> {

@@ -318,7 +318,7 @@ pub async fn update(
     let sets = assignments(t, &scope, &u.assignments, ctx)?;
     let mut b = Binder::new(&scope, ctx.variable);
     let filter = u.selection.as_ref().map(|w| b.bind(w)).transpose()?;
-    let rows = fetch_rows(txn, t, filter.as_ref(), true).await?;
+    let rows = fetch_rows(txn, t, filter.as_ref(), true, None).await?;
     let mut affected = Affected::default();
     for (n, (h, old)) in rows.into_iter().enumerate() {
         let new = apply(t, &old, &sets, n + 1)?;
@@ -339,7 +339,7 @@ pub async fn delete(
     let scope = table_scope(t, None);
     let mut b = Binder::new(&scope, ctx.variable);
     let filter = d.selection.as_ref().map(|w| b.bind(w)).transpose()?;
-    let rows = fetch_rows(txn, t, filter.as_ref(), true).await?;
+    let rows = fetch_rows(txn, t, filter.as_ref(), true, None).await?;
     for (h, row) in &rows {
         delete_row(txn, t, *h, row);
     }

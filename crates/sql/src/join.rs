@@ -407,7 +407,7 @@ pub async fn rows(
                 let lookup = (j > 0 && !right_keys.is_empty())
                     .then(|| lookup_filter(t, &acc, &left_keys, &right_keys, local.as_ref()))
                     .flatten();
-                fetch_rows(txn, t, lookup.as_ref().or(local.as_ref()), lock)
+                fetch_rows(txn, t, lookup.as_ref().or(local.as_ref()), lock, None)
                     .await?
                     .into_iter()
                     .map(|(_, r)| r)

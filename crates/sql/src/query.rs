@@ -193,12 +193,15 @@ fn passes(filter: Option<&Expr>, row: &[Datum]) -> Result<bool> {
 
 /// The rows of `t` matching `filter` (with their handles), read through `txn`: current
 /// reads (locking each row, as SELECT ... FOR UPDATE and UPDATE do) when `lock` and the txn
-/// is pessimistic.
+/// is pessimistic. In handle order; with `limit`, in the access path's order (see
+/// [`crate::access::reads_in_order`]) and only the first `limit` rows that match are read
+/// to the end (and locked).
 pub async fn fetch_rows(
     txn: &mut Transaction,
     t: &TableInfo,
     filter: Option<&Expr>,
     lock: bool,
+    limit: Option<usize>,
 ) -> Result<Vec<(i64, Vec<Datum>)>> {
     let access = choose_access(filter, t);
     // A pessimistic statement that locks reads the latest rows (rows committed since the
@@ -224,24 +227,26 @@ pub async fn fetch_rows(
         }
         _ => None,
     };
-    let candidates: Vec<(i64, Vec<u8>)> = match handles {
-        // A current read fetches each row below as it locks it.
-        Some(mut hs) if current => {
+    let handles = handles.map(|mut hs| {
+        if limit.is_some() && matches!(access, Access::IndexRanges { .. }) {
+            let mut seen = std::collections::HashSet::new();
+            hs.retain(|h| seen.insert(*h));
+        } else {
             hs.sort_unstable();
             hs.dedup();
-            hs.into_iter().map(|h| (h, Vec::new())).collect()
         }
+        hs
+    });
+    let candidates: Vec<(i64, Vec<u8>)> = match handles {
+        // A current read fetches each row below as it locks it.
+        Some(hs) if current => hs.into_iter().map(|h| (h, Vec::new())).collect(),
         Some(hs) => {
             let keys: Vec<Vec<u8>> = hs.iter().map(|h| table::row_key(t.id, *h)).collect();
             let found = txn.batch_get(&keys).await?;
-            let mut out: Vec<(i64, Vec<u8>)> = hs
-                .iter()
+            hs.iter()
                 .zip(keys)
                 .filter_map(|(h, k)| found.get(&k).map(|v| (*h, v.clone())))
-                .collect();
-            out.sort_by_key(|(h, _)| *h);
-            out.dedup_by_key(|(h, _)| *h);
-            out
+                .collect()
         }
         None => {
             let (start, end) = key_range(t, &access);
@@ -262,6 +267,9 @@ pub async fn fetch_rows(
     };
     let mut out = Vec::new();
     for (h, v) in candidates {
+        if limit.is_some_and(|l| out.len() >= l) {
+            break;
+        }
         let value = if lock && txn.is_pessimistic() {
             // Lock, then read the latest committed version, and check the filter again on it.
             match txn.get_for_update(&table::row_key(t.id, h)).await? {
@@ -564,11 +572,27 @@ pub async fn select(
                 )
                 .await?
             } else {
-                let base: Vec<Vec<Datum>> = fetch_rows(txn, t, filter.as_ref(), for_update)
-                    .await?
-                    .into_iter()
-                    .map(|(_, r)| r)
+                // Rows read in the ORDER BY's order need only be read up to the LIMIT.
+                let wanted: Option<Vec<usize>> = order
+                    .iter()
+                    .map(|&(at, desc)| match exprs[at] {
+                        Expr::Column(c) if !desc => Some(c),
+                        _ => None,
+                    })
                     .collect();
+                let read_limit = limit
+                    .filter(|_| !aggregating && !distinct && having.is_none())
+                    .zip(wanted)
+                    .filter(|(_, cols)| {
+                        crate::access::reads_in_order(t, &access, filter.as_ref(), cols)
+                    })
+                    .map(|(l, _)| (l + offset) as usize);
+                let base: Vec<Vec<Datum>> =
+                    fetch_rows(txn, t, filter.as_ref(), for_update, read_limit)
+                        .await?
+                        .into_iter()
+                        .map(|(_, r)| r)
+                        .collect();
                 if aggregating {
                     aggregate_locally(ctx, &scope, group_by, &funcs, &base)?
                 } else {
