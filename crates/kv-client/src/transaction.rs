@@ -85,6 +85,15 @@ impl Transaction {
 
     /// The values of `keys` that exist, through this txn's own writes.
     pub async fn batch_get(&self, keys: &[Vec<u8>]) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
+        self.batch_get_from(&self.snapshot, keys).await
+    }
+
+    /// The values of `keys` that exist in `snapshot`, through this txn's own writes.
+    async fn batch_get_from(
+        &self,
+        snapshot: &Snapshot,
+        keys: &[Vec<u8>],
+    ) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
         let mut out = BTreeMap::new();
         let mut remote = Vec::new();
         for k in keys {
@@ -96,7 +105,9 @@ impl Transaction {
                 Some(Buffered::Lock) | None => remote.push(k.clone()),
             }
         }
-        out.extend(self.snapshot.batch_get(&remote).await?);
+        if !remote.is_empty() {
+            out.extend(snapshot.batch_get(&remote).await?);
+        }
         Ok(out)
     }
 
@@ -324,16 +335,25 @@ impl Transaction {
     /// Locks `key` and reads its latest committed value (a "current read", as SELECT ... FOR
     /// UPDATE does), through this txn's own writes. Optimistic txns read their snapshot.
     pub async fn get_for_update(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.lock_keys(&[key.to_vec()]).await?;
-        match self.buffer.get(key) {
-            Some(Buffered::Put(v)) => Ok(Some(v.clone())),
-            Some(Buffered::Delete) => Ok(None),
-            _ if self.pessimistic => {
-                Snapshot::new(self.inner.clone(), self.for_update_ts, self.start_ts())
-                    .get(key)
-                    .await
-            }
-            _ => self.snapshot.get(key).await,
+        let key = key.to_vec();
+        Ok(self
+            .batch_get_for_update(std::slice::from_ref(&key))
+            .await?
+            .remove(&key))
+    }
+
+    /// [`Transaction::get_for_update`] of many keys: one lock request per region, then one
+    /// read of the values that exist.
+    pub async fn batch_get_for_update(
+        &mut self,
+        keys: &[Vec<u8>],
+    ) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
+        self.lock_keys(keys).await?;
+        if self.pessimistic {
+            let latest = Snapshot::new(self.inner.clone(), self.for_update_ts, self.start_ts());
+            self.batch_get_from(&latest, keys).await
+        } else {
+            self.batch_get(keys).await
         }
     }
 

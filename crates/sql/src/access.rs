@@ -248,6 +248,29 @@ fn bounds(t: &TableInfo, col: usize, e: &Expr) -> Option<Vec<Bound>> {
     }
 }
 
+/// The interval both ranges allow (the larger lower end, the smaller upper end; of equal
+/// ends the exclusive one).
+fn intersect(a: &Bound, b: &Bound) -> Bound {
+    let (Bound::Range { lo: alo, hi: ahi }, Bound::Range { lo: blo, hi: bhi }) = (a, b) else {
+        return a.clone();
+    };
+    let pick =
+        |x: &Option<(Datum, bool)>, y: &Option<(Datum, bool)>, want: std::cmp::Ordering| match (
+            x, y,
+        ) {
+            (None, other) | (other, None) => other.clone(),
+            (Some((xv, xi)), Some((yv, yi))) => match expr::eval::compare(xv, yv) {
+                std::cmp::Ordering::Equal => Some((xv.clone(), *xi && *yi)),
+                o if o == want => x.clone(),
+                _ => y.clone(),
+            },
+        };
+    Bound::Range {
+        lo: pick(alo, blo, std::cmp::Ordering::Greater),
+        hi: pick(ahi, bhi, std::cmp::Ordering::Less),
+    }
+}
+
 /// Index key ranges: the entries whose leading columns equal `pinned`, and (when `next` is
 /// given) whose following column lies within `next`'s intervals.
 fn index_key_ranges(
@@ -312,11 +335,24 @@ fn index_key_ranges(
 /// the tightest bound on the column after them.
 fn index_fit(t: &TableInfo, columns: &[usize], parts: &[Expr]) -> (Vec<Datum>, Option<Vec<Bound>>) {
     let tightest = |col: usize| {
-        parts
+        let all: Vec<Vec<Bound>> = parts.iter().filter_map(|p| bounds(t, col, p)).collect();
+        // Equalities before ranges; fewer intervals first.
+        let best = all
             .iter()
-            .filter_map(|p| bounds(t, col, p))
-            // Equalities before ranges; fewer intervals first.
-            .min_by_key(|b| (b.iter().any(|x| matches!(x, Bound::Range { .. })), b.len()))
+            .min_by_key(|b| (b.iter().any(|x| matches!(x, Bound::Range { .. })), b.len()))?
+            .clone();
+        // Single ranges (`a < 9 AND a >= 3`) narrow each other.
+        Some(match best.as_slice() {
+            [Bound::Range { .. }] => vec![
+                all.iter()
+                    .filter_map(|b| match b.as_slice() {
+                        [one @ Bound::Range { .. }] => Some(one.clone()),
+                        _ => None,
+                    })
+                    .fold(best[0].clone(), |a, b| intersect(&a, &b)),
+            ],
+            _ => best,
+        })
     };
     let mut pinned = Vec::new();
     for &col in columns {
@@ -553,6 +589,31 @@ mod tests {
         };
         assert!(inside(&entry(5, 10)) && inside(&entry(5, 99)));
         assert!(!inside(&entry(5, 9)) && !inside(&entry(4, 50)) && !inside(&entry(6, 10)));
+        // Two ranges on the next column, as separate conditions, narrow each other.
+        let f = Expr::call(
+            Func::And,
+            vec![
+                Expr::call(Func::And, vec![on(1, Func::Eq, 5), on(2, Func::Lt, 20)]),
+                on(2, Func::Ge, 10),
+            ],
+        );
+        let a = choose_access(Some(&f), &t);
+        let Access::IndexRanges { ranges, .. } = &a else {
+            panic!()
+        };
+        let inside = |key: &[u8]| {
+            ranges
+                .iter()
+                .any(|(s, e)| key >= s.as_slice() && key < e.as_slice())
+        };
+        assert!(inside(&entry(5, 10)) && inside(&entry(5, 19)));
+        assert!(!inside(&entry(5, 9)) && !inside(&entry(5, 20)));
+        // That path reads rows in u's order (k is pinned), not in the handle's.
+        assert!(reads_in_order(&t, &a, Some(&f), &[2]));
+        assert!(reads_in_order(&t, &a, Some(&f), &[1, 2]));
+        assert!(!reads_in_order(&t, &a, Some(&f), &[0]));
+        assert!(reads_in_order(&t, &Access::Full, None, &[0]));
+        assert!(!reads_in_order(&t, &Access::Full, None, &[2]));
         // (k, u) IN ((1, 2), (3, 4)): two point lookups, nothing between them.
         let pair = |k, u| Expr::call(Func::And, vec![on(1, Func::Eq, k), on(2, Func::Eq, u)]);
         let tuples = Expr::call(Func::Or, vec![pair(1, 2), pair(3, 4)]);

@@ -266,11 +266,30 @@ pub async fn fetch_rows(
         }
     };
     let mut out = Vec::new();
+    if current && limit.is_none() {
+        // Lock them all at once, then read the latest committed versions and check the
+        // filter again on them.
+        let keys: Vec<Vec<u8>> = candidates
+            .iter()
+            .map(|(h, _)| table::row_key(t.id, *h))
+            .collect();
+        let latest = txn.batch_get_for_update(&keys).await?;
+        for ((h, _), key) in candidates.into_iter().zip(keys) {
+            let Some(value) = latest.get(&key) else {
+                continue;
+            };
+            let row = decode_row(t, h, value)?;
+            if passes(filter, &row)? {
+                out.push((h, row));
+            }
+        }
+        return Ok(out);
+    }
     for (h, v) in candidates {
         if limit.is_some_and(|l| out.len() >= l) {
             break;
         }
-        let value = if lock && txn.is_pessimistic() {
+        let value = if current {
             // Lock, then read the latest committed version, and check the filter again on it.
             match txn.get_for_update(&table::row_key(t.id, h)).await? {
                 Some(v) => v,
