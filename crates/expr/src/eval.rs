@@ -128,6 +128,15 @@ fn is_integer(d: &Datum) -> bool {
     matches!(d, Datum::Int(_) | Datum::UInt(_))
 }
 
+/// `d` as a whole number, as MySQL reads a position or a length: rounded, saturating.
+fn as_int(d: &Datum) -> i64 {
+    match d {
+        Datum::Int(v) => *v,
+        Datum::UInt(v) => i64::try_from(*v).unwrap_or(i64::MAX),
+        other => as_number(other).round() as i64,
+    }
+}
+
 fn as_i128(d: &Datum) -> i128 {
     match d {
         Datum::Int(v) => *v as i128,
@@ -357,6 +366,44 @@ impl Expr {
                 }
                 truth(if saw_null { None } else { Some(false) })
             }
+            Func::Concat
+            | Func::Substring
+            | Func::Length
+            | Func::CharLength
+            | Func::Upper
+            | Func::Lower => {
+                let values = args
+                    .iter()
+                    .map(|a| a.eval(row))
+                    .collect::<Result<Vec<_>>>()?;
+                if values.iter().any(Datum::is_null) {
+                    return Ok(Datum::Null);
+                }
+                let s = text(&values[0]);
+                match f {
+                    Func::Concat => {
+                        crate::strings::concat(&values.iter().map(text).collect::<Vec<_>>())
+                    }
+                    Func::Substring => {
+                        crate::strings::substring(&s, as_int(&values[1]), values.get(2).map(as_int))
+                    }
+                    Func::Length => Datum::Int(s.len() as i64),
+                    Func::CharLength => crate::strings::char_length(&s),
+                    Func::Upper => crate::strings::change_case(&s, true),
+                    _ => crate::strings::change_case(&s, false),
+                }
+            }
+            Func::Abs => match arg(0)? {
+                Datum::Null => Datum::Null,
+                Datum::Float(v) => Datum::Float(v.abs()),
+                Datum::Decimal(x) if x.cmp_value(&Decimal::from_i64(0)).is_lt() => {
+                    Datum::Decimal(-x)
+                }
+                Datum::Decimal(x) => Datum::Decimal(x),
+                Datum::Bytes(b) => Datum::Float(bytes_to_f64(&b).abs()),
+                Datum::UInt(v) => Datum::UInt(v),
+                d => integer_result(as_i128(&d).abs(), false, &format!("abs({})", as_i128(&d)))?,
+            },
             Func::Power => {
                 let (x, y) = (arg(0)?, arg(1)?);
                 if x.is_null() || y.is_null() {

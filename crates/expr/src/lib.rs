@@ -6,10 +6,12 @@
 //!   of strings, integer overflow as error 1690, division by zero as NULL).
 //! - [`agg`]: aggregate functions as states that can be updated row by row, emitted as a
 //!   partial result on a kv node, merged on the SQL node, and finished.
+//! - [`strings`]: CONCAT, SUBSTRING, CHAR_LENGTH, UPPER/LOWER on utf8mb4 text.
 //! - [`wire`]: conversion to and from `proto::dag`.
 
 pub mod agg;
 pub mod eval;
+pub mod strings;
 pub mod wire;
 
 pub use codec::datum::Datum;
@@ -51,6 +53,17 @@ pub enum Func {
     If,
     /// `POWER(x, y)`: a float.
     Power,
+    /// `CONCAT(a, ...)`.
+    Concat,
+    /// `SUBSTRING(s, pos[, len])`.
+    Substring,
+    /// `LENGTH(s)`: bytes.
+    Length,
+    /// `CHAR_LENGTH(s)`: characters.
+    CharLength,
+    Upper,
+    Lower,
+    Abs,
 }
 
 impl Func {
@@ -58,8 +71,10 @@ impl Func {
     pub fn arity(self) -> (usize, bool) {
         match self {
             Func::Not | Func::Neg | Func::IsNull => (1, false),
+            Func::Length | Func::CharLength | Func::Upper | Func::Lower | Func::Abs => (1, false),
             Func::If => (3, false),
-            Func::In => (2, true),
+            Func::In | Func::Substring => (2, true),
+            Func::Concat => (1, true),
             _ => (2, false),
         }
     }

@@ -39,7 +39,7 @@ pub fn datum_from_pb(d: &pb::Datum) -> Datum {
     }
 }
 
-const FUNCS: [(Func, pb::Func); 21] = [
+const FUNCS: [(Func, pb::Func); 28] = [
     (Func::Eq, pb::Func::Eq),
     (Func::Ne, pb::Func::Ne),
     (Func::Lt, pb::Func::Lt),
@@ -61,6 +61,13 @@ const FUNCS: [(Func, pb::Func); 21] = [
     (Func::In, pb::Func::In),
     (Func::If, pb::Func::If),
     (Func::Power, pb::Func::Power),
+    (Func::Concat, pb::Func::Concat),
+    (Func::Substring, pb::Func::Substring),
+    (Func::Length, pb::Func::Length),
+    (Func::CharLength, pb::Func::CharLength),
+    (Func::Upper, pb::Func::Upper),
+    (Func::Lower, pb::Func::Lower),
+    (Func::Abs, pb::Func::Abs),
 ];
 
 impl Expr {

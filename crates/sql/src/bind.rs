@@ -485,6 +485,22 @@ impl<'a> Binder<'a> {
                 Ok(out)
             }
             E::Function(f) => self.function(f),
+            E::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => {
+                let mut args = vec![self.bind(expr)?];
+                args.push(match substring_from {
+                    Some(from) => self.bind(from)?,
+                    None => Expr::Const(Datum::Int(1)),
+                });
+                if let Some(len) = substring_for {
+                    args.push(self.bind(len)?);
+                }
+                Ok(Expr::call(Func::Substring, args))
+            }
             other => Err(SqlError::not_supported(format!("expression {other}"))),
         }
     }
@@ -523,6 +539,25 @@ impl<'a> Binder<'a> {
             }
             ("isnull", 1) => self.call(Func::IsNull, &args),
             ("power" | "pow", 2) => self.call(Func::Power, &args),
+            ("concat", n) if n > 0 => self.call(Func::Concat, &args),
+            ("substring" | "substr" | "mid", 2 | 3) => self.call(Func::Substring, &args),
+            ("length" | "octet_length", 1) => self.call(Func::Length, &args),
+            ("char_length" | "character_length", 1) => self.call(Func::CharLength, &args),
+            ("upper" | "ucase", 1) => self.call(Func::Upper, &args),
+            ("lower" | "lcase", 1) => self.call(Func::Lower, &args),
+            ("abs", 1) => self.call(Func::Abs, &args),
+            (
+                "if" | "ifnull" | "coalesce" | "isnull" | "power" | "pow" | "concat" | "substring"
+                | "substr" | "mid" | "length" | "octet_length" | "char_length" | "character_length"
+                | "upper" | "ucase" | "lower" | "lcase" | "abs",
+                _,
+            ) => Err(SqlError {
+                code: 1582,
+                state: "42000",
+                message: format!(
+                    "Incorrect parameter count in the call to native function '{name}'"
+                ),
+            }),
             (other, _) if aggregate_kind(other, false).is_some() => Err(SqlError {
                 code: 1111,
                 state: "HY000",

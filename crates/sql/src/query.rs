@@ -104,7 +104,11 @@ fn item_kind(e: &ast::Expr, tables: &[Arc<TableInfo>]) -> ColumnKind {
         ast::Expr::Identifier(id) => column(&id.value),
         ast::Expr::CompoundIdentifier(p) => p.last().map_or(ColumnKind::Text, |i| column(&i.value)),
         ast::Expr::Nested(inner) => item_kind(inner, tables),
-        ast::Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("count") => {
+        ast::Expr::Function(f)
+            if ["count", "length", "octet_length", "char_length", "character_length"]
+                .iter()
+                .any(|n| f.name.to_string().eq_ignore_ascii_case(n)) =>
+        {
             ColumnKind::Int
         }
         ast::Expr::Value(v) => match &v.value {
