@@ -536,6 +536,7 @@ mod tests {
             nullable: true,
             default: None,
             auto_increment: false,
+            origin_default: None,
         };
         TableInfo {
             id: 7,

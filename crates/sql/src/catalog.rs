@@ -41,6 +41,10 @@ pub struct ColumnInfo {
     pub nullable: bool,
     pub default: Option<Default>,
     pub auto_increment: bool,
+    /// The value of rows written before the column was added (ALTER TABLE ADD COLUMN):
+    /// they do not store it. `None` for a column the table was created with.
+    #[serde(default)]
+    pub origin_default: Option<Default>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -162,6 +162,52 @@ fn index_columns(t: &TableInfo, cols: &[ast::IndexColumn]) -> Result<Vec<usize>>
 }
 
 /// The table a CREATE TABLE describes (ids still to be assigned: columns 1.., indexes 1..).
+/// What a column definition says beyond the column itself.
+#[derive(Default)]
+struct ColumnKeys {
+    primary: bool,
+    unique: bool,
+}
+
+fn column_from_ast(id: i64, c: &ast::ColumnDef) -> Result<(ColumnInfo, ColumnKeys)> {
+    let mut col = ColumnInfo {
+        id,
+        name: c.name.value.clone(),
+        ty: SqlType::from_ast(&c.data_type)?,
+        nullable: true,
+        default: None,
+        auto_increment: false,
+        origin_default: None,
+    };
+    let mut keys = ColumnKeys::default();
+    for opt in &c.options {
+        match &opt.option {
+            ColumnOption::Null => col.nullable = true,
+            ColumnOption::NotNull => col.nullable = false,
+            ColumnOption::Default(e) => col.default = Some(column_default(e)?),
+            ColumnOption::PrimaryKey(_) => {
+                if keys.primary {
+                    return Err(SqlError::multiple_primary_keys());
+                }
+                keys.primary = true;
+            }
+            ColumnOption::Unique(_) => keys.unique = true,
+            ColumnOption::DialectSpecific(tokens)
+                if tokens
+                    .iter()
+                    .any(|tk| tk.to_string().eq_ignore_ascii_case("AUTO_INCREMENT")) =>
+            {
+                col.auto_increment = true
+            }
+            ColumnOption::Comment(_)
+            | ColumnOption::CharacterSet(_)
+            | ColumnOption::Collation(_) => {}
+            other => return Err(SqlError::not_supported(format!("column option {other}"))),
+        }
+    }
+    Ok((col, keys))
+}
+
 pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
     let (_, name) = split_name(&ct.name);
     let mut t = TableInfo {
@@ -179,40 +225,16 @@ pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
         if t.column(&c.name.value).is_some() {
             return Err(SqlError::duplicate_column(&c.name.value));
         }
-        let ty = SqlType::from_ast(&c.data_type)?;
-        let mut col = ColumnInfo {
-            id: t.next_column_id,
-            name: c.name.value.clone(),
-            ty,
-            nullable: true,
-            default: None,
-            auto_increment: false,
-        };
+        let (col, keys) = column_from_ast(t.next_column_id, c)?;
         t.next_column_id += 1;
-        for opt in &c.options {
-            match &opt.option {
-                ColumnOption::Null => col.nullable = true,
-                ColumnOption::NotNull => col.nullable = false,
-                ColumnOption::Default(e) => col.default = Some(column_default(e)?),
-                ColumnOption::PrimaryKey(_) => {
-                    if primary.is_some() {
-                        return Err(SqlError::multiple_primary_keys());
-                    }
-                    primary = Some(vec![i]);
-                }
-                ColumnOption::Unique(_) => uniques.push((None, vec![i], false)),
-                ColumnOption::DialectSpecific(tokens)
-                    if tokens
-                        .iter()
-                        .any(|tk| tk.to_string().eq_ignore_ascii_case("AUTO_INCREMENT")) =>
-                {
-                    col.auto_increment = true
-                }
-                ColumnOption::Comment(_)
-                | ColumnOption::CharacterSet(_)
-                | ColumnOption::Collation(_) => {}
-                other => return Err(SqlError::not_supported(format!("column option {other}"))),
+        if keys.primary {
+            if primary.is_some() {
+                return Err(SqlError::multiple_primary_keys());
             }
+            primary = Some(vec![i]);
+        }
+        if keys.unique {
+            uniques.push((None, vec![i], false));
         }
         t.columns.push(col);
     }
@@ -568,6 +590,137 @@ async fn drop_index_by_id(client: &Client, key: &[u8], index_id: i64) -> Result<
                 t.indexes.retain(|i| i.id != index_id);
                 txn.put(key, serde_json::to_vec(&t).expect("table info serializes"));
             }
+            Ok(txn)
+        }
+    })
+    .await
+}
+
+/// The value a column added with no DEFAULT gives existing rows: NULL, or for a NOT NULL
+/// column its type's zero, as MySQL does.
+fn implicit_default(c: &ColumnInfo) -> Default {
+    if c.nullable {
+        return Default::Null;
+    }
+    match c.ty {
+        SqlType::Int { .. } => Default::Int(0),
+        SqlType::Double => Default::Float(0.0),
+        SqlType::Decimal { .. } => Default::Text("0".into()),
+        SqlType::Date => Default::Text("0000-00-00".into()),
+        SqlType::DateTime { .. } => Default::Text("0000-00-00 00:00:00".into()),
+        SqlType::String { .. } => Default::Text(String::new()),
+    }
+}
+
+/// ALTER TABLE ... ADD [COLUMN] ..., DROP [COLUMN] ...: schema changes only, so they are
+/// instant. An added column's value for existing rows is fixed now (its DEFAULT, with
+/// CURRENT_TIMESTAMP read once); a dropped column's stored values are ignored from then on.
+/// A column in an index or the primary key cannot be dropped here (drop the index first).
+pub async fn alter_table(
+    client: &Client,
+    schema: &Schema,
+    db: &str,
+    table: &str,
+    operations: &[ast::AlterTableOperation],
+) -> Result<()> {
+    let mut t = (*schema.table(db, table)?).clone();
+    for op in operations {
+        match op {
+            ast::AlterTableOperation::AddColumn {
+                if_not_exists,
+                column_def,
+                column_position: None,
+                ..
+            } => {
+                if t.column(&column_def.name.value).is_some() {
+                    if *if_not_exists {
+                        continue;
+                    }
+                    return Err(SqlError::duplicate_column(&column_def.name.value));
+                }
+                let (mut col, keys) = column_from_ast(t.next_column_id, column_def)?;
+                if keys.primary || keys.unique || col.auto_increment {
+                    return Err(SqlError::not_supported(
+                        "ADD COLUMN with a key or AUTO_INCREMENT (add the column, then the index)",
+                    ));
+                }
+                col.origin_default = Some(match &col.default {
+                    Some(Default::CurrentTimestamp) => {
+                        Default::Text(crate::time::DateTime::now().datetime_text(0))
+                    }
+                    Some(d) => d.clone(),
+                    None => implicit_default(&col),
+                });
+                t.next_column_id += 1;
+                t.columns.push(col);
+            }
+            ast::AlterTableOperation::DropColumn {
+                column_names,
+                if_exists,
+                ..
+            } => {
+                for name in column_names {
+                    let Some(at) = t.column(&name.value) else {
+                        if *if_exists {
+                            continue;
+                        }
+                        return Err(SqlError {
+                            code: 1091,
+                            state: "42000",
+                            message: format!(
+                                "Can't DROP '{}'; check that column/key exists",
+                                name.value
+                            ),
+                        });
+                    };
+                    let indexed = t.handle_column == Some(at)
+                        || t.indexes.iter().any(|i| i.columns.contains(&at));
+                    if indexed {
+                        return Err(SqlError::not_supported(format!(
+                            "dropping column '{}', which an index or the primary key covers",
+                            name.value
+                        )));
+                    }
+                    if t.columns.len() == 1 {
+                        return Err(SqlError {
+                            code: 1090,
+                            state: "42000",
+                            message: "You can't delete all columns with ALTER TABLE; use DROP TABLE instead".into(),
+                        });
+                    }
+                    t.columns.remove(at);
+                    // Offsets after the dropped column move down by one.
+                    let shift = |c: &mut usize| {
+                        if *c > at {
+                            *c -= 1
+                        }
+                    };
+                    t.handle_column.as_mut().map(shift);
+                    for i in &mut t.indexes {
+                        i.columns.iter_mut().for_each(shift);
+                    }
+                }
+            }
+            other => return Err(SqlError::not_supported(format!("ALTER TABLE {other}"))),
+        }
+    }
+    let key = table_key(t.db_id, &t.name);
+    let version = schema.table(db, table)?;
+    in_ddl_txn(client, |mut txn| {
+        let (key, t, version) = (key.clone(), t.clone(), version.clone());
+        async move {
+            // Another DDL changed the table since it was read: say so rather than undo it.
+            let current = txn.get_for_update(&key).await?;
+            let unchanged = current
+                .as_deref()
+                .and_then(|v| serde_json::from_slice::<TableInfo>(v).ok())
+                .is_some_and(|c| c == *version);
+            if !unchanged {
+                return Err(SqlError::unknown(
+                    "the table changed while it was altered; try again",
+                ));
+            }
+            txn.put(key, serde_json::to_vec(&t).expect("table info serializes"));
             Ok(txn)
         }
     })

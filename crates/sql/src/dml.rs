@@ -181,12 +181,12 @@ pub async fn insert(
         let mut row: Vec<Datum> = t
             .columns
             .iter()
-            .map(|c| default_value(&c.default))
+            .map(|c| default_value(c.default.as_ref()))
             .collect();
         for (e, &c) in exprs.iter().zip(&columns) {
             row[c] = match e {
                 ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("DEFAULT") => {
-                    default_value(&t.columns[c].default)
+                    default_value(t.columns[c].default.as_ref())
                 }
                 e => Binder::new(&empty, ctx.variable).bind(e)?.eval(&[])?,
             };

@@ -105,9 +105,15 @@ fn item_kind(e: &ast::Expr, tables: &[Arc<TableInfo>]) -> ColumnKind {
         ast::Expr::CompoundIdentifier(p) => p.last().map_or(ColumnKind::Text, |i| column(&i.value)),
         ast::Expr::Nested(inner) => item_kind(inner, tables),
         ast::Expr::Function(f)
-            if ["count", "length", "octet_length", "char_length", "character_length"]
-                .iter()
-                .any(|n| f.name.to_string().eq_ignore_ascii_case(n)) =>
+            if [
+                "count",
+                "length",
+                "octet_length",
+                "char_length",
+                "character_length",
+            ]
+            .iter()
+            .any(|n| f.name.to_string().eq_ignore_ascii_case(n)) =>
         {
             ColumnKind::Int
         }
@@ -375,7 +381,9 @@ fn table_scan_pb(t: &TableInfo) -> pb::Executor {
                 .map(|(i, c)| pb::ColumnInfo {
                     column_id: c.id,
                     pk_handle: Some(i) == t.handle_column,
-                    default: Some(expr::wire::datum_to_pb(&default_value(&c.default))),
+                    default: Some(expr::wire::datum_to_pb(&default_value(
+                        c.origin_default.as_ref().or(c.default.as_ref()),
+                    ))),
                 })
                 .collect(),
             desc: false,

@@ -9,7 +9,7 @@ use crate::catalog::{Default, IndexInfo, TableInfo};
 use crate::error::{Result, SqlError};
 use crate::types::text;
 
-pub fn default_value(d: &Option<Default>) -> Datum {
+pub fn default_value(d: Option<&Default>) -> Datum {
     match d {
         None | Some(Default::Null) => Datum::Null,
         Some(Default::Int(v)) => Datum::Int(*v),
@@ -32,10 +32,10 @@ pub fn decode_row(t: &TableInfo, handle: i64, value: &[u8]) -> Result<Vec<Datum>
             if Some(i) == t.handle_column {
                 return Datum::Int(handle);
             }
-            stored
-                .iter()
-                .find(|(id, _)| *id == c.id)
-                .map_or_else(|| default_value(&c.default), |(_, d)| d.clone())
+            stored.iter().find(|(id, _)| *id == c.id).map_or_else(
+                || default_value(c.origin_default.as_ref().or(c.default.as_ref())),
+                |(_, d)| d.clone(),
+            )
         })
         .collect())
 }

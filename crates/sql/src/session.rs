@@ -410,6 +410,7 @@ impl Session {
             Statement::CreateDatabase { .. }
             | Statement::CreateTable(_)
             | Statement::CreateIndex(_)
+            | Statement::AlterTable(_)
             | Statement::Drop { .. }
             | Statement::Truncate(_) => {
                 self.commit_open().await?;
@@ -517,6 +518,14 @@ impl Session {
                     None => self.current_db()?.to_string(),
                 };
                 ddl::create_index(&client, &schema, &db, ci).await
+            }
+            Statement::AlterTable(at) => {
+                let (db, table) = split_name(&at.name);
+                let db = match db {
+                    Some(d) => d,
+                    None => self.current_db()?.to_string(),
+                };
+                ddl::alter_table(&client, &schema, &db, &table, &at.operations).await
             }
             Statement::Drop {
                 object_type,
@@ -725,9 +734,9 @@ impl Session {
                         };
                         let default = match &c.default {
                             None | Some(crate::catalog::Default::Null) => Datum::Null,
-                            Some(d) => text(&crate::types::text(&crate::rows::default_value(
-                                &Some(d.clone()),
-                            ))),
+                            Some(d) => {
+                                text(&crate::types::text(&crate::rows::default_value(Some(d))))
+                            }
                         };
                         vec![
                             text(&c.name),
