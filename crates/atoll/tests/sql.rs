@@ -310,3 +310,32 @@ fn dates_and_times() {
         "1292 (22007)",
     );
 }
+
+#[test]
+fn accounts_log_in_with_their_passwords() {
+    let c = Cluster::start();
+    c.run("", "CREATE USER 'sb'@'%' IDENTIFIED BY 'pw1'");
+    assert_eq!(c.try_run_as("sb", "pw1", "SELECT 1").unwrap(), "1\n1\n");
+    let denied = c.try_run_as("sb", "nope", "SELECT 1").unwrap_err();
+    assert!(denied.contains("ERROR 1045"), "{denied}");
+    c.fails("", "CREATE USER sb", "ERROR 1396 (HY000)");
+    c.fails(
+        "",
+        "ALTER USER nobody IDENTIFIED BY 'x'",
+        "ERROR 1396 (HY000)",
+    );
+    c.run("", "ALTER USER sb IDENTIFIED BY 'pw2'");
+    assert!(c.try_run_as("sb", "pw1", "SELECT 1").is_err());
+    assert!(c.try_run_as("sb", "pw2", "SELECT 1").is_ok());
+    c.run("", "DROP USER sb; DROP USER IF EXISTS sb");
+    let gone = c.try_run_as("sb", "pw2", "SELECT 1").unwrap_err();
+    assert!(gone.contains("ERROR 1045"), "{gone}");
+    // Once root has a password, the empty one no longer logs in.
+    c.run("", "ALTER USER root@'%' IDENTIFIED BY 'rootpw'");
+    assert!(
+        c.try_run("", "SELECT 1")
+            .unwrap_err()
+            .contains("ERROR 1045")
+    );
+    assert!(c.try_run_as("root", "rootpw", "SELECT 1").is_ok());
+}

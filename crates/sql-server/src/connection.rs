@@ -19,7 +19,7 @@ use tokio::net::TcpStream;
 const KNOWN_CODES: &[u16] = &[
     1241, 1242, 1248, 1292, 1007, 1008, 1046, 1048, 1049, 1050, 1051, 1052, 1054, 1055, 1060, 1061,
     1090, 1091, 1062, 1064, 1068, 1072, 1075, 1096, 1105, 1111, 1136, 1146, 1193, 1205, 1210, 1213,
-    1231, 1235, 1243, 1264, 1305, 1366, 1406, 1582, 1690,
+    1231, 1235, 1243, 1264, 1305, 1366, 1396, 1406, 1524, 1582, 1690,
 ];
 
 fn error_kind(e: &SqlError) -> (ErrorKind, String) {
@@ -34,13 +34,23 @@ fn error_kind(e: &SqlError) -> (ErrorKind, String) {
 }
 
 struct Connection {
+    shared: Arc<Shared>,
     session: Session,
+    /// This connection's scramble for the password check: random printable bytes, never
+    /// NUL or '$' (as opensrv's own scramble avoids).
+    salt: [u8; 20],
 }
 
 pub async fn serve(shared: Arc<Shared>, stream: TcpStream) -> io::Result<()> {
     let (r, w) = stream.into_split();
+    let salt = std::array::from_fn(|_| match rand::random_range(b'!'..=b'~') {
+        b'$' => b'%',
+        c => c,
+    });
     let conn = Connection {
-        session: Session::new(shared),
+        session: Session::new(shared.clone()),
+        shared,
+        salt,
     };
     AsyncMysqlIntermediary::run_on(conn, r, w).await
 }
@@ -178,15 +188,29 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         self.session.connection_id
     }
 
-    /// Users other than root with an empty password come with CREATE USER (issue #6).
+    fn salt(&self) -> [u8; 20] {
+        self.salt
+    }
+
+    /// `mysql_native_password` against the accounts in the cluster (sql::users).
     async fn authenticate(
         &self,
         _plugin: &str,
         user: &[u8],
-        _salt: &[u8],
+        salt: &[u8],
         auth_data: &[u8],
     ) -> bool {
-        user == b"root" && auth_data.is_empty()
+        let Ok(name) = std::str::from_utf8(user) else {
+            return false;
+        };
+        match sql::users::lookup(&self.shared.client, name).await {
+            Ok(Some(account)) => sql::users::verify_native(&account.native_hash, salt, auth_data),
+            Ok(None) => false,
+            Err(e) => {
+                tracing::warn!(user = name, error = %e, "could not read the account");
+                false
+            }
+        }
     }
 
     async fn on_prepare<'a>(

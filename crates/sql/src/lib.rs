@@ -12,6 +12,7 @@
 //! - [`ddl`], [`dml`]: schema changes; INSERT/REPLACE/UPDATE/DELETE.
 //! - [`session`]: a connection's state and statement loop: transactions, variables,
 //!   prepared statements.
+//! - [`users`]: accounts (CREATE/ALTER/DROP USER) and the login password check.
 //! - [`error`]: MySQL error codes and SQLSTATEs.
 
 pub mod access;
@@ -27,5 +28,6 @@ pub mod session;
 pub mod subquery;
 pub mod time;
 pub mod types;
+pub mod users;
 
 pub use error::{Result, SqlError};

@@ -271,6 +271,13 @@ impl Session {
                 Vec::new(),
             ))]);
         }
+        if let Some(account) = crate::users::parse(sql) {
+            let account = account?;
+            // As DDL: the open transaction commits first.
+            self.commit_open().await?;
+            crate::users::execute(&self.shared.client, &account).await?;
+            return Ok(vec![Output::done(0)]);
+        }
         let statements = parse(sql)?;
         let mut out = Vec::with_capacity(statements.len());
         for s in &statements {

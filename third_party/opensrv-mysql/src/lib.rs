@@ -512,12 +512,12 @@ where
                     .await
                 {
                     let err_msg = format!(
-                        "Authenticate failed, user: {:?}, auth_plugin: {:?}",
+                        "Access denied for user '{}'@'%' (using password: {})",
                         String::from_utf8_lossy(username),
-                        auth_plugin_expect,
+                        if auth_response.is_empty() { "NO" } else { "YES" },
                     );
                     writers::write_err(
-                        ErrorKind::ER_ACCESS_DENIED_NO_PASSWORD_ERROR,
+                        ErrorKind::ER_ACCESS_DENIED_ERROR,
                         err_msg.as_bytes(),
                         &mut self.writer,
                     )

@@ -231,6 +231,11 @@ impl SqlCluster {
         self.try_run_with(db, sql, &[])
     }
 
+    /// As [`SqlCluster::try_run`], logged in as `user` with `password`.
+    pub fn try_run_as(&self, user: &str, password: &str, sql: &str) -> Result<String, String> {
+        self.try_run_with("", sql, &["-u", user, &format!("--password={password}")])
+    }
+
     fn try_run_with(&self, db: &str, sql: &str, extra: &[&str]) -> Result<String, String> {
         let mut cmd = std::process::Command::new("mysql");
         cmd.args([
