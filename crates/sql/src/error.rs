@@ -55,6 +55,10 @@ impl SqlError {
     pub fn no_table(db: &str, table: &str) -> SqlError {
         err(1146, "42S02", format!("Table '{db}.{table}' doesn't exist"))
     }
+    pub fn unknown_table(name: &str) -> SqlError {
+        err(1051, "42S02", format!("Unknown table '{name}'"))
+    }
+
     pub fn unknown_column(column: &str, place: &str) -> SqlError {
         err(
             1054,

@@ -148,7 +148,25 @@ pub fn describe(
                 kinds.push(item_kind(expr, &tables));
             }
             _ => {
+                let of = match item {
+                    SelectItem::QualifiedWildcard(
+                        ast::SelectItemQualifiedWildcardKind::ObjectName(n),
+                        _,
+                    ) => Some(crate::ddl::split_name(n).1),
+                    _ => None,
+                };
                 for s in &sources {
+                    let name = s
+                        .alias
+                        .clone()
+                        .or_else(|| s.table().map(|t| t.name.clone()));
+                    let wanted = of.as_deref().is_none_or(|want| {
+                        name.as_deref()
+                            .is_some_and(|n| n.eq_ignore_ascii_case(want))
+                    });
+                    if !wanted {
+                        continue;
+                    }
                     match &s.relation {
                         crate::join::Relation::Table(t) => {
                             for c in &t.columns {
@@ -422,21 +440,106 @@ pub async fn select(
 ) -> Result<ResultSet> {
     let rewritten = crate::subquery::rewrite(ctx, txn, schema_table, q).await?;
     let q = rewritten.as_ref().unwrap_or(q);
-    let (_, kinds) = describe(q, schema_table)?;
-    let SetExpr::Select(sel) = q.body.as_ref() else {
-        return Err(SqlError::not_supported(format!("query {}", q.body)));
-    };
-    let mut sources = crate::join::sources(&sel.from, schema_table)?;
+    let mut p = plan(ctx, schema_table, q)?;
     // Derived tables first: their rows are the input of this query.
-    for s in &mut sources {
+    for s in &mut p.sources {
         if let crate::join::Relation::Derived { query, rows, .. } = &mut s.relation {
             *rows = select_boxed(ctx, txn, schema_table, query).await?.rows;
         }
     }
-    let table: Option<(Arc<TableInfo>, Option<String>)> = match sources.as_slice() {
-        [one] => one.table().map(|t| (t.clone(), one.alias.clone())),
-        _ => None,
+    run(ctx, txn, p).await
+}
+
+/// What a SELECT does, decided before a row is read (EXPLAIN shows it): its sources and
+/// their conditions, the filter, the aggregation, the output expressions (over base rows,
+/// or over aggregated rows [group values..., aggregate results...]), HAVING, ORDER BY and
+/// LIMIT.
+pub struct SelectPlan<'q> {
+    pub sources: Vec<crate::join::Source>,
+    pub scope: Scope,
+    pub on: Vec<Option<Expr>>,
+    pub filter: Option<Expr>,
+    pub group_by: &'q [ast::Expr],
+    pub aggregating: bool,
+    pub funcs: Vec<AggFunc>,
+    /// The select list, then hidden ORDER BY columns.
+    pub exprs: Vec<Expr>,
+    pub visible: usize,
+    pub names: Vec<String>,
+    pub kinds: Vec<ColumnKind>,
+    pub having: Option<Expr>,
+    /// (offset into `exprs`, descending).
+    pub order: Vec<(usize, bool)>,
+    pub limit: Option<u64>,
+    pub offset: u64,
+    pub for_update: bool,
+    pub distinct: bool,
+}
+
+/// How a query over one table reads it.
+pub struct TableRead {
+    pub access: Access,
+    /// Filter, aggregation and limit go to the coprocessor (a handle range or full scan,
+    /// not locking; the txn's own writes there make the executor read it instead).
+    pub pushdown: bool,
+    /// The LIMIT the coprocessor may apply (no ORDER BY, aggregation or DISTINCT).
+    pub push_limit: Option<u64>,
+    /// Rows read in the ORDER BY's order need only be read up to the LIMIT.
+    pub read_limit: Option<usize>,
+}
+
+impl SelectPlan<'_> {
+    /// The table, when the query reads exactly one.
+    pub fn single_table(&self) -> Option<&Arc<TableInfo>> {
+        match self.sources.as_slice() {
+            [one] => one.table(),
+            _ => None,
+        }
+    }
+
+    pub fn table_read(&self, t: &TableInfo) -> TableRead {
+        let access = choose_access(self.filter.as_ref(), t);
+        let pushdown = matches!(access, Access::HandleRange(..) | Access::Full) && !self.for_update;
+        let plain = !self.aggregating && !self.distinct && self.having.is_none();
+        let push_limit = (plain && self.order.is_empty())
+            .then(|| self.limit.map(|l| l + self.offset))
+            .flatten();
+        let wanted: Option<Vec<usize>> = self
+            .order
+            .iter()
+            .map(|&(at, desc)| match self.exprs[at] {
+                Expr::Column(c) if !desc => Some(c),
+                _ => None,
+            })
+            .collect();
+        let read_limit = self
+            .limit
+            .filter(|_| plain)
+            .zip(wanted)
+            .filter(|(_, cols)| {
+                crate::access::reads_in_order(t, &access, self.filter.as_ref(), cols)
+            })
+            .map(|(l, _)| (l + self.offset) as usize);
+        TableRead {
+            access,
+            pushdown,
+            push_limit,
+            read_limit,
+        }
+    }
+}
+
+/// Plans `q` (a SELECT without subqueries in its expressions).
+pub fn plan<'q>(
+    ctx: &QueryContext<'_>,
+    schema_table: crate::join::SchemaTable<'_>,
+    q: &'q ast::Query,
+) -> Result<SelectPlan<'q>> {
+    let (_, kinds) = describe(q, schema_table)?;
+    let SetExpr::Select(sel) = q.body.as_ref() else {
+        return Err(SqlError::not_supported(format!("query {}", q.body)));
     };
+    let sources = crate::join::sources(&sel.from, schema_table)?;
     let scope = crate::join::scope(&sources);
     let on = crate::join::bind_on(&sources, &scope, ctx.variable)?;
     let mut binder = Binder::new(&scope, ctx.variable);
@@ -482,16 +585,33 @@ pub async fn select(
                 if aggregating {
                     return Err(SqlError::not_supported("* with GROUP BY"));
                 }
-                let Some((t, _)) = &table else {
+                if sources.is_empty() {
                     return Err(SqlError {
                         code: 1096,
                         state: "HY000",
                         message: "No tables used".into(),
                     });
+                }
+                // Every column in scope, or (t.*) those of source t.
+                let of = match item {
+                    SelectItem::QualifiedWildcard(
+                        ast::SelectItemQualifiedWildcardKind::ObjectName(n),
+                        _,
+                    ) => Some(crate::ddl::split_name(n).1),
+                    _ => None,
                 };
-                for (i, c) in t.columns.iter().enumerate() {
-                    exprs.push(Expr::Column(i));
-                    names.push(c.name.clone());
+                let before = exprs.len();
+                for (i, (q, name)) in scope.columns.iter().enumerate() {
+                    let wanted = of
+                        .as_deref()
+                        .is_none_or(|t| q.as_deref().is_some_and(|q| q.eq_ignore_ascii_case(t)));
+                    if wanted {
+                        exprs.push(Expr::Column(i));
+                        names.push(name.clone());
+                    }
+                }
+                if exprs.len() == before {
+                    return Err(SqlError::unknown_table(of.as_deref().unwrap_or_default()));
                 }
             }
         }
@@ -559,12 +679,57 @@ pub async fn select(
             (Some(limit_value(limit, ctx)?), limit_value(offset, ctx)?)
         }
     };
-    let for_update = !q.locks.is_empty();
-    let distinct = sel.distinct.is_some();
+    Ok(SelectPlan {
+        sources,
+        scope,
+        on,
+        filter,
+        group_by,
+        aggregating,
+        funcs,
+        exprs,
+        visible,
+        names,
+        kinds,
+        having,
+        order,
+        limit,
+        offset,
+        for_update: !q.locks.is_empty(),
+        distinct: sel.distinct.is_some(),
+    })
+}
 
+/// Runs `p`, whose derived tables have their rows.
+async fn run(
+    ctx: &QueryContext<'_>,
+    txn: &mut Transaction,
+    p: SelectPlan<'_>,
+) -> Result<ResultSet> {
+    let table = p.single_table().cloned();
+    let read = table.as_ref().map(|t| p.table_read(t));
+    let SelectPlan {
+        sources,
+        scope,
+        on,
+        filter,
+        group_by,
+        aggregating,
+        funcs,
+        exprs,
+        visible,
+        names,
+        kinds,
+        having,
+        order,
+        limit,
+        offset,
+        for_update,
+        distinct,
+    } = p;
     // The input rows: base rows, or aggregated rows [group values..., aggregate results...].
-    let rows: Vec<Vec<Datum>> = match &table {
-        None if !sources.is_empty() => {
+    let rows: Vec<Vec<Datum>> = match (&table, read) {
+        (None, _) if !sources.is_empty() => {
             let base = crate::join::rows(txn, &sources, &on, filter.as_ref(), for_update).await?;
             if aggregating {
                 aggregate_locally(ctx, &scope, group_by, &funcs, &base)?
@@ -572,7 +737,7 @@ pub async fn select(
                 base
             }
         }
-        None => {
+        (None, _) | (_, None) => {
             let row = vec![];
             if passes(filter.as_ref(), &row)? {
                 vec![row]
@@ -580,46 +745,23 @@ pub async fn select(
                 vec![]
             }
         }
-        Some((t, _)) => {
-            let access = choose_access(filter.as_ref(), t);
-            let (start, end) = key_range(t, &access);
-            let pushdown = matches!(access, Access::HandleRange(..) | Access::Full)
-                && !for_update
-                && !txn.has_writes_in(&start, &end);
-            if pushdown {
-                let push_limit =
-                    (!aggregating && order.is_empty() && !distinct && having.is_none())
-                        .then(|| limit.map(|l| l + offset))
-                        .flatten();
+        (Some(t), Some(read)) => {
+            let (start, end) = key_range(t, &read.access);
+            if read.pushdown && !txn.has_writes_in(&start, &end) {
                 read_pushed_down(
                     ctx,
                     txn,
                     t,
                     filter.as_ref(),
                     aggregating.then_some((group_by, &funcs, &scope, ctx)),
-                    push_limit,
+                    read.push_limit,
                     start,
                     end,
                 )
                 .await?
             } else {
-                // Rows read in the ORDER BY's order need only be read up to the LIMIT.
-                let wanted: Option<Vec<usize>> = order
-                    .iter()
-                    .map(|&(at, desc)| match exprs[at] {
-                        Expr::Column(c) if !desc => Some(c),
-                        _ => None,
-                    })
-                    .collect();
-                let read_limit = limit
-                    .filter(|_| !aggregating && !distinct && having.is_none())
-                    .zip(wanted)
-                    .filter(|(_, cols)| {
-                        crate::access::reads_in_order(t, &access, filter.as_ref(), cols)
-                    })
-                    .map(|(l, _)| (l + offset) as usize);
                 let base: Vec<Vec<Datum>> =
-                    fetch_rows(txn, t, filter.as_ref(), for_update, read_limit)
+                    fetch_rows(txn, t, filter.as_ref(), for_update, read.read_limit)
                         .await?
                         .into_iter()
                         .map(|(_, r)| r)
