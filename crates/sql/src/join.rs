@@ -294,21 +294,49 @@ fn lookup_filter(
     (choose_access(Some(&filter), t) != Access::Full).then_some(filter)
 }
 
+/// The access an index lookup join on `t` by `right_keys` uses (whatever the key values),
+/// or `None` when no key or index of `t` serves it: the plan EXPLAIN shows.
+pub fn lookup_access(t: &TableInfo, right_keys: &[usize], local: Option<&Expr>) -> Option<Access> {
+    use crate::types::SqlType;
+    let sample: Vec<Datum> = right_keys
+        .iter()
+        .map(|&c| match t.columns[c].ty {
+            SqlType::Int { .. } => Datum::Int(1),
+            SqlType::Double => Datum::Float(1.0),
+            SqlType::Decimal { .. } => Datum::Decimal(codec::decimal::Decimal::from_i64(1)),
+            SqlType::Date => Datum::Bytes(b"2000-01-01".to_vec()),
+            SqlType::DateTime { .. } => Datum::Bytes(b"2000-01-01 00:00:00".to_vec()),
+            SqlType::String { .. } => Datum::Bytes(b"a".to_vec()),
+        })
+        .collect();
+    let keys: Vec<usize> = (0..right_keys.len()).collect();
+    lookup_filter(t, &[sample], &keys, right_keys, local).map(|f| choose_access(Some(&f), t))
+}
+
 fn and_all(parts: Vec<Expr>) -> Option<Expr> {
     parts
         .into_iter()
         .reduce(|a, b| Expr::call(Func::And, vec![a, b]))
 }
 
-/// The joined rows of `sources` that `filter` (over the joined scope) keeps. `on` holds
-/// each source's ON condition, bound over the joined scope.
-pub async fn rows(
-    txn: &mut Transaction,
-    sources: &[Source],
-    on: &[Option<Expr>],
-    filter: Option<&Expr>,
-    lock: bool,
-) -> Result<Vec<Vec<Datum>>> {
+/// How one source joins the rows of the sources before it.
+pub struct Step {
+    /// The conditions on this source alone (over its own columns): its access path's.
+    pub local: Option<Expr>,
+    /// The join's conditions (over the joined scope): ON, plus for an inner join the
+    /// WHERE's conditions that need only the sources up to this one.
+    pub conds: Vec<Expr>,
+    /// Equalities between a column so far and one of this source (offset in the source):
+    /// the hash join's keys, and an index lookup join's.
+    pub left_keys: Vec<usize>,
+    pub right_keys: Vec<usize>,
+    /// The offset of this source's first column in the joined row.
+    pub base: usize,
+}
+
+/// The steps of joining `sources` left to right, given each source's ON (`on`) and the
+/// WHERE (`filter`), both bound over the joined scope.
+pub fn steps(sources: &[Source], on: &[Option<Expr>], filter: Option<&Expr>) -> Vec<Step> {
     let widths: Vec<usize> = sources.iter().map(Source::width).collect();
     let bases: Vec<usize> = widths
         .iter()
@@ -343,7 +371,7 @@ pub async fn rows(
     };
     // A source of an inner join (and every source left of the first LEFT JOIN's right side)
     // may take the WHERE's conditions on it alone.
-    let mut acc: Vec<Vec<Datum>> = Vec::new();
+    let mut out = Vec::with_capacity(sources.len());
     for (j, s) in sources.iter().enumerate() {
         let mut local: Vec<Expr> = Vec::new();
         if s.kind == JoinKind::Inner {
@@ -400,6 +428,35 @@ pub async fn rows(
                 right_keys.push(r - bases[j]);
             }
         }
+        out.push(Step {
+            local,
+            conds,
+            left_keys,
+            right_keys,
+            base: bases[j],
+        });
+    }
+    out
+}
+
+/// The joined rows of `sources` that `filter` (over the joined scope) keeps. `on` holds
+/// each source's ON condition, bound over the joined scope.
+pub async fn rows(
+    txn: &mut Transaction,
+    sources: &[Source],
+    on: &[Option<Expr>],
+    filter: Option<&Expr>,
+    lock: bool,
+) -> Result<Vec<Vec<Datum>>> {
+    let mut acc: Vec<Vec<Datum>> = Vec::new();
+    for ((j, s), step) in sources.iter().enumerate().zip(steps(sources, on, filter)) {
+        let Step {
+            local,
+            conds,
+            left_keys,
+            right_keys,
+            ..
+        } = step;
         let right: Vec<Vec<Datum>> = match &s.relation {
             // Nothing to join to.
             _ if j > 0 && acc.is_empty() => Vec::new(),
@@ -465,7 +522,7 @@ pub async fn rows(
             }
             if !matched && s.kind == JoinKind::Left {
                 let mut row = l;
-                row.extend(std::iter::repeat_n(Datum::Null, widths[j]));
+                row.extend(std::iter::repeat_n(Datum::Null, s.width()));
                 joined.push(row);
             }
         }

@@ -7,6 +7,7 @@
 //! - [`rows`]: rows and index entries as KV pairs.
 //! - [`access`]: access paths: point gets, handle ranges, index ranges, full scans.
 //! - [`query`]: SELECT: coprocessor pushdown, the rest on the node.
+//! - [`explain`]: EXPLAIN: the plan of a SELECT as a tree of operators.
 //! - [`join`]: joins of several tables (hash join on equalities, LEFT JOIN).
 //! - [`subquery`]: subqueries in expressions: run once, or decorrelated into joins.
 //! - [`ddl`], [`dml`]: schema changes; INSERT/REPLACE/UPDATE/DELETE.
@@ -21,6 +22,7 @@ pub mod catalog;
 pub mod ddl;
 pub mod dml;
 pub mod error;
+pub mod explain;
 pub mod join;
 pub mod query;
 pub mod rows;

@@ -647,6 +647,23 @@ impl Session {
                 let rs = query::select(&ctx, txn, &|n| self.resolve_table(&schema, n), q).await?;
                 Ok(Output::Rows(rs))
             }
+            Statement::Explain {
+                statement,
+                analyze: false,
+                ..
+            } => {
+                let Statement::Query(q) = statement.as_ref() else {
+                    return Err(SqlError::not_supported(format!("EXPLAIN {statement}")));
+                };
+                let ctx = QueryContext {
+                    client: &client,
+                    variable: &lookup,
+                    scan_concurrency: query::DEFAULT_SCAN_CONCURRENCY,
+                };
+                let rs = crate::explain::explain(&ctx, txn, &|n| self.resolve_table(&schema, n), q)
+                    .await?;
+                Ok(Output::Rows(rs))
+            }
             Statement::Insert(ins) => {
                 let name = match &ins.table {
                     ast::TableObject::TableName(n) => n,

@@ -1,0 +1,376 @@
+//! EXPLAIN of a SELECT: the plan [`crate::query::plan`] makes, drawn as TiDB draws it (a
+//! tree of operators with `id`, `task` — `root` on the SQL node, `cop[tikv]` on the kv
+//! nodes —, `access object` and `operator info`). There are no statistics yet, so no row
+//! estimates. What depends on the data is said in the operator info: an index lookup join
+//! falls back to a hash join above [`crate::join::LOOKUP_JOIN_MAX_KEYS`] keys.
+
+use codec::datum::Datum;
+use expr::Expr;
+use kv_client::Transaction;
+use sqlparser::ast;
+
+use crate::access::{Access, choose_access};
+use crate::catalog::TableInfo;
+use crate::error::Result;
+use crate::join::{JoinKind, Relation, SchemaTable, Source};
+use crate::query::{QueryContext, ResultSet, SelectPlan, plan};
+
+struct Node {
+    name: &'static str,
+    task: &'static str,
+    object: String,
+    info: String,
+    children: Vec<Node>,
+}
+
+impl Node {
+    fn root(name: &'static str, info: String, children: Vec<Node>) -> Node {
+        Node {
+            name,
+            task: "root",
+            object: String::new(),
+            info,
+            children,
+        }
+    }
+}
+
+/// `e` with columns named by `names` (`t.c`), in TiDB's `eq(t.a, 1)` style.
+fn show(e: &Expr, names: &[String]) -> String {
+    match e {
+        Expr::Column(i) => names
+            .get(*i)
+            .cloned()
+            .unwrap_or_else(|| format!("Column#{i}")),
+        Expr::Const(Datum::Bytes(b)) => format!("\"{}\"", String::from_utf8_lossy(b)),
+        Expr::Const(Datum::Null) => "NULL".into(),
+        Expr::Const(Datum::Int(v)) => v.to_string(),
+        Expr::Const(Datum::UInt(v)) => v.to_string(),
+        Expr::Const(Datum::Float(v)) => v.to_string(),
+        Expr::Const(Datum::Decimal(v)) => v.to_string(),
+        Expr::Call(f, args) => {
+            let args: Vec<String> = args.iter().map(|a| show(a, names)).collect();
+            format!("{}({})", format!("{f:?}").to_lowercase(), args.join(", "))
+        }
+    }
+}
+
+/// How `t` is read for `filter` (over its own columns, named by `names`), as the executor
+/// reads it: `pushdown` sends the filter (and `cop_extra`, the operators above it) to the
+/// coprocessor.
+fn table_read(
+    t: &TableInfo,
+    access: &Access,
+    filter: Option<&Expr>,
+    names: &[String],
+    pushdown: bool,
+    cop_extra: Vec<(&'static str, String)>,
+) -> Node {
+    let table = format!("table:{}", t.name);
+    let cop = |name: &'static str, object: String, info: String, children: Vec<Node>| Node {
+        name,
+        task: "cop[tikv]",
+        object,
+        info,
+        children,
+    };
+    let scan = match access {
+        Access::HandleRange(lo, hi) => cop(
+            "TableRangeScan",
+            table.clone(),
+            format!("range:[{lo},{hi}]"),
+            vec![],
+        ),
+        _ => cop(
+            "TableFullScan",
+            table.clone(),
+            "keep order:false".into(),
+            vec![],
+        ),
+    };
+    match access {
+        Access::Handles(hs) if hs.len() == 1 => Node {
+            name: "Point_Get",
+            task: "root",
+            object: table,
+            info: format!("handle:{}", hs[0]),
+            children: vec![],
+        },
+        Access::Handles(hs) => Node {
+            name: "Batch_Point_Get",
+            task: "root",
+            object: table,
+            info: format!("handle:{hs:?}"),
+            children: vec![],
+        },
+        Access::IndexRanges { index, ranges } => {
+            let idx = &t.indexes[*index];
+            let cols: Vec<&str> = idx
+                .columns
+                .iter()
+                .map(|&c| t.columns[c].name.as_str())
+                .collect();
+            Node::root(
+                "IndexLookUp",
+                String::new(),
+                vec![
+                    cop(
+                        "IndexRangeScan",
+                        format!("{table}, index:{}({})", idx.name, cols.join(", ")),
+                        format!("ranges:{}", ranges.len()),
+                        vec![],
+                    ),
+                    cop("TableRowIDScan", table, String::new(), vec![]),
+                ],
+            )
+        }
+        _ if pushdown => {
+            let mut top = scan;
+            if let Some(f) = filter {
+                top = cop("Selection", String::new(), show(f, names), vec![top]);
+            }
+            for (name, info) in cop_extra {
+                top = cop(name, String::new(), info, vec![top]);
+            }
+            Node::root("TableReader", "data on the kv nodes".into(), vec![top])
+        }
+        _ => Node::root("TableReader", String::new(), vec![scan]),
+    }
+}
+
+/// The scope's column names, qualified.
+fn names_of(p: &SelectPlan<'_>) -> Vec<String> {
+    p.scope
+        .columns
+        .iter()
+        .map(|(q, n)| match q {
+            Some(q) => format!("{q}.{n}"),
+            None => n.clone(),
+        })
+        .collect()
+}
+
+/// How source `s` is read: by `lookup` (an index lookup join's inner side), else by the
+/// access path of its own conditions `local`.
+fn source_node(
+    s: &Source,
+    lookup: Option<&Access>,
+    local: Option<&Expr>,
+    names: &[String],
+    derived: &mut Vec<Node>,
+) -> Node {
+    match &s.relation {
+        Relation::Table(t) => {
+            let access = lookup.cloned().unwrap_or_else(|| choose_access(local, t));
+            let mut read = table_read(t, &access, local, names, false, vec![]);
+            if lookup.is_some() {
+                // The handles or ranges come from the join keys, not from the sample.
+                match &access {
+                    Access::Handles(_) => {
+                        read.name = "Batch_Point_Get";
+                        read.info = "handle: the join keys".into();
+                    }
+                    _ => {
+                        for c in &mut read.children {
+                            if c.name == "IndexRangeScan" {
+                                c.info = "ranges: the join keys".into();
+                            }
+                        }
+                    }
+                }
+            }
+            match local {
+                Some(f) => Node::root("Selection", show(f, names), vec![read]),
+                None => read,
+            }
+        }
+        Relation::Derived { .. } => derived.remove(0),
+    }
+}
+
+fn plan_tree(p: &SelectPlan<'_>, mut derived: Vec<Node>) -> Node {
+    let names = names_of(p);
+    let mut top = match (p.single_table(), p.sources.as_slice()) {
+        (_, []) => Node::root("TableDual", "rows:1".into(), vec![]),
+        (Some(t), _) => {
+            let read = p.table_read(t);
+            let mut cop_extra = Vec::new();
+            if p.aggregating {
+                cop_extra.push(("HashAgg", format!("partial, funcs:{}", p.funcs.len())));
+            }
+            if let Some(l) = read.push_limit {
+                cop_extra.push(("Limit", format!("count:{l}")));
+            }
+            let mut node = table_read(
+                t,
+                &read.access,
+                p.filter.as_ref(),
+                &names,
+                read.pushdown,
+                cop_extra,
+            );
+            if let Some(l) = read.read_limit {
+                node.info = format!("read in order up to {l} rows");
+            }
+            if p.for_update {
+                node = Node::root("SelectLock", "for update".into(), vec![node]);
+            }
+            if !read.pushdown
+                && let Some(f) = &p.filter
+            {
+                node = Node::root("Selection", show(f, &names), vec![node]);
+            }
+            node
+        }
+        (None, sources) => {
+            let steps = crate::join::steps(sources, &p.on, p.filter.as_ref());
+            let mut acc: Option<Node> = None;
+            for (j, (s, step)) in sources.iter().zip(&steps).enumerate() {
+                let own = &names[step.base..step.base + s.width()];
+                let lookup = match &s.relation {
+                    Relation::Table(t) if j > 0 && !step.right_keys.is_empty() => {
+                        crate::join::lookup_access(t, &step.right_keys, step.local.as_ref())
+                    }
+                    _ => None,
+                };
+                let right = source_node(s, lookup.as_ref(), step.local.as_ref(), own, &mut derived);
+                acc = Some(match acc {
+                    None => right,
+                    Some(left) => {
+                        let kind = match s.kind {
+                            JoinKind::Inner => "inner join",
+                            JoinKind::Left => "left outer join",
+                        };
+                        let keys: Vec<String> = step
+                            .left_keys
+                            .iter()
+                            .zip(&step.right_keys)
+                            .map(|(l, r)| format!("eq({}, {})", names[*l], names[step.base + r]))
+                            .collect();
+                        let (name, how) = match (&lookup, keys.is_empty()) {
+                            (_, true) => ("HashJoin", "CARTESIAN ".to_string()),
+                            (Some(_), false) => (
+                                "IndexJoin",
+                                format!(
+                                    "a hash join above {} distinct keys; ",
+                                    crate::join::LOOKUP_JOIN_MAX_KEYS
+                                ),
+                            ),
+                            (None, false) => ("HashJoin", String::new()),
+                        };
+                        Node::root(
+                            name,
+                            format!("{how}{kind}, equal:[{}]", keys.join(" ")),
+                            vec![left, right],
+                        )
+                    }
+                });
+            }
+            let joined = acc.expect("at least one source");
+            match &p.filter {
+                Some(f) => Node::root("Selection", show(f, &names), vec![joined]),
+                None => joined,
+            }
+        }
+    };
+    if p.aggregating {
+        top = Node::root(
+            "HashAgg",
+            format!("group by:{}, funcs:{}", p.group_by.len(), p.funcs.len()),
+            vec![top],
+        );
+    }
+    if p.having.is_some() {
+        top = Node::root("Selection", "having".into(), vec![top]);
+    }
+    if p.distinct {
+        top = Node::root("HashAgg", "distinct".into(), vec![top]);
+    }
+    let limit = p.limit.map(|l| format!("offset:{}, count:{l}", p.offset));
+    top = match (p.order.is_empty(), limit) {
+        (true, None) => top,
+        (true, Some(l)) => Node::root("Limit", l, vec![top]),
+        (false, None) => Node::root("Sort", format!("by {} columns", p.order.len()), vec![top]),
+        (false, Some(l)) => Node::root("TopN", l, vec![top]),
+    };
+    Node::root("Projection", p.names[..p.visible].join(", "), vec![top])
+}
+
+fn render(
+    n: &Node,
+    prefix: &str,
+    last: bool,
+    depth: usize,
+    counter: &mut usize,
+    out: &mut Vec<Vec<Datum>>,
+) {
+    let id = format!("{}_{}", n.name, *counter);
+    *counter += 1;
+    let drawn = match depth {
+        0 => id,
+        _ => format!("{prefix}{}{id}", if last { "└─" } else { "├─" }),
+    };
+    let text = |s: &str| Datum::Bytes(s.as_bytes().to_vec());
+    out.push(vec![
+        text(&drawn),
+        text(n.task),
+        text(&n.object),
+        text(&n.info),
+    ]);
+    let child_prefix = match depth {
+        0 => String::new(),
+        _ => format!("{prefix}{}", if last { "  " } else { "│ " }),
+    };
+    for (i, c) in n.children.iter().enumerate() {
+        render(
+            c,
+            &child_prefix,
+            i + 1 == n.children.len(),
+            depth + 1,
+            counter,
+            out,
+        );
+    }
+}
+
+/// The plan of `q`'s SELECT and of its derived tables, not run (uncorrelated subqueries in
+/// its expressions do run, as planning replaces them by their values).
+fn tree<'a>(
+    ctx: &'a QueryContext<'a>,
+    txn: &'a mut Transaction,
+    schema_table: SchemaTable<'a>,
+    q: &'a ast::Query,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Node>> + Send + 'a>> {
+    Box::pin(async move {
+        let rewritten = crate::subquery::rewrite(ctx, txn, schema_table, q).await?;
+        let q = rewritten.as_ref().unwrap_or(q);
+        let p = plan(ctx, schema_table, q)?;
+        let mut derived = Vec::new();
+        for s in &p.sources {
+            if let Relation::Derived { query, .. } = &s.relation {
+                derived.push(tree(ctx, txn, schema_table, query).await?);
+            }
+        }
+        Ok(plan_tree(&p, derived))
+    })
+}
+
+pub async fn explain(
+    ctx: &QueryContext<'_>,
+    txn: &mut Transaction,
+    schema_table: SchemaTable<'_>,
+    q: &ast::Query,
+) -> Result<ResultSet> {
+    let root = tree(ctx, txn, schema_table, q).await?;
+    let mut rows = Vec::new();
+    render(&root, "", true, 0, &mut 0, &mut rows);
+    Ok(ResultSet::text(
+        vec![
+            "id".into(),
+            "task".into(),
+            "access object".into(),
+            "operator info".into(),
+        ],
+        rows,
+    ))
+}
