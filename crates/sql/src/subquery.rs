@@ -45,7 +45,7 @@ impl Found {
 /// What a subquery found in the query's own expressions is replaced by.
 enum Replacement {
     /// The whole subquery expression.
-    Expr(Expr),
+    Expr(Box<Expr>),
     /// The subquery of an `x IN (SELECT ...)`: a list of values.
     List(Vec<Expr>),
 }
@@ -101,7 +101,7 @@ impl ast::VisitorMut for Replace {
                     negated: *negated,
                 }
             }
-            (Some(Replacement::Expr(r)), _) => *e = r,
+            (Some(Replacement::Expr(r)), _) => *e = *r,
             _ => unreachable!("one replacement per subquery, of its kind"),
         }
         ControlFlow::Continue(())
@@ -200,8 +200,8 @@ async fn run_once(
     let value = |row: &Vec<codec::datum::Datum>| Expr::Value(literal(&row[0]).into());
     Ok(match f {
         Found::Scalar(_) => match rs.rows.as_slice() {
-            [] => Replacement::Expr(Expr::Value(ast::Value::Null.into())),
-            [one] => Replacement::Expr(value(one)),
+            [] => Replacement::Expr(Box::new(Expr::Value(ast::Value::Null.into()))),
+            [one] => Replacement::Expr(Box::new(value(one))),
             _ => {
                 return Err(SqlError {
                     code: 1242,
@@ -211,12 +211,12 @@ async fn run_once(
             }
         },
         Found::In { negated, .. } if rs.rows.is_empty() => {
-            Replacement::Expr(Expr::Value(ast::Value::Boolean(*negated).into()))
+            Replacement::Expr(Box::new(Expr::Value(ast::Value::Boolean(*negated).into())))
         }
         Found::In { .. } => Replacement::List(rs.rows.iter().map(value).collect()),
-        Found::Exists { negated, .. } => Replacement::Expr(Expr::Value(
+        Found::Exists { negated, .. } => Replacement::Expr(Box::new(Expr::Value(
             ast::Value::Boolean(rs.rows.is_empty() == *negated).into(),
-        )),
+        ))),
     })
 }
 
@@ -455,5 +455,5 @@ fn decorrelate(
         .expect("checked non-empty")
         .joins
         .push(join);
-    Ok(Replacement::Expr(parse_expr(&read)?))
+    Ok(Replacement::Expr(Box::new(parse_expr(&read)?)))
 }
