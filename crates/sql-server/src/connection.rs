@@ -19,7 +19,7 @@ use tokio::net::TcpStream;
 const KNOWN_CODES: &[u16] = &[
     1241, 1242, 1248, 1292, 1007, 1008, 1046, 1048, 1049, 1050, 1051, 1052, 1054, 1055, 1060, 1061,
     1090, 1091, 1062, 1064, 1068, 1072, 1075, 1096, 1105, 1111, 1136, 1146, 1193, 1205, 1210, 1213,
-    1231, 1235, 1243, 1264, 1305, 1366, 1396, 1406, 1524, 1582, 1690,
+    1231, 1232, 1235, 1243, 1264, 1305, 1366, 1396, 1406, 1524, 1582, 1690,
 ];
 
 fn error_kind(e: &SqlError) -> (ErrorKind, String) {
@@ -36,9 +36,22 @@ fn error_kind(e: &SqlError) -> (ErrorKind, String) {
 struct Connection {
     shared: Arc<Shared>,
     session: Session,
+    /// The account that logged in (the handshake checks it through `&self`).
+    user: std::sync::Mutex<String>,
     /// This connection's scramble for the password check: random printable bytes, never
     /// NUL or '$' (as opensrv's own scramble avoids).
     salt: [u8; 20],
+}
+
+impl Connection {
+    /// The session, told which account logged in (the handshake ends before any command).
+    fn session(&mut self) -> &mut Session {
+        let user = self.user.get_mut().unwrap_or_else(|p| p.into_inner());
+        if self.session.user != *user {
+            self.session.user = user.clone();
+        }
+        &mut self.session
+    }
 }
 
 pub async fn serve(shared: Arc<Shared>, stream: TcpStream) -> io::Result<()> {
@@ -50,6 +63,7 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream) -> io::Result<()> {
     let conn = Connection {
         session: Session::new(shared.clone()),
         shared,
+        user: std::sync::Mutex::new("root".into()),
         salt,
     };
     AsyncMysqlIntermediary::run_on(conn, r, w).await
@@ -204,7 +218,13 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
             return false;
         };
         match sql::users::lookup(&self.shared.client, name).await {
-            Ok(Some(account)) => sql::users::verify_native(&account.native_hash, salt, auth_data),
+            Ok(Some(account)) => {
+                let ok = sql::users::verify_native(&account.native_hash, salt, auth_data);
+                if ok {
+                    *self.user.lock().unwrap_or_else(|p| p.into_inner()) = account.name;
+                }
+                ok
+            }
             Ok(None) => false,
             Err(e) => {
                 tracing::warn!(user = name, error = %e, "could not read the account");
@@ -218,7 +238,7 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         query: &'a str,
         info: StatementMetaWriter<'a, W>,
     ) -> io::Result<()> {
-        match self.session.prepare(query).await {
+        match self.session().prepare(query).await {
             Ok((id, params, result)) => {
                 let result_columns: Vec<Column> =
                     result.iter().map(|(n, k)| column(n, *k)).collect();
@@ -249,7 +269,7 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
             .into_iter()
             .map(|p| param_datum(p.value.into_inner()))
             .collect();
-        let out = self.session.execute_prepared(id, &values).await;
+        let out = self.session().execute_prepared(id, &values).await;
         write_output(out, results).await
     }
 
@@ -266,7 +286,7 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         results: QueryResultWriter<'a, W>,
     ) -> io::Result<()> {
         // Several statements in one query answer with the last one's result.
-        let out = self.session.execute(query).await.map(|mut outs| {
+        let out = self.session().execute(query).await.map(|mut outs| {
             outs.pop().unwrap_or(Output::Done {
                 affected: 0,
                 last_insert_id: 0,
@@ -277,7 +297,7 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
 
     async fn on_init<'a>(&'a mut self, db: &'a str, writer: InitWriter<'a, W>) -> io::Result<()> {
         match self
-            .session
+            .session()
             .execute(&format!("USE `{}`", db.replace('`', "``")))
             .await
         {

@@ -24,6 +24,13 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     let listener = std::net::TcpListener::bind(&addr).map_err(bind_error)?;
     listener.set_nonblocking(true).map_err(bind_error)?;
     let endpoints: Vec<String> = config.list("path").to_vec();
+    // The slow log: `log.slow-query-file`, under `data-dir` when relative.
+    let slow_path = node.data_dir.path().join(config.str("log.slow-query-file"));
+    let slow_log = sql::slow_log::SlowLog::open(&slow_path, config.int("log.slow-threshold"))
+        .map_err(|error| NodeError::LogFile {
+            path: slow_path.display().to_string(),
+            error,
+        })?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.resources().cpu_cores.ceil().max(1.0) as usize)
         .thread_name("sql-conn")
@@ -42,7 +49,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
                 }
             }
         };
-        let shared = Shared::new(client);
+        let shared = Shared::new(client, slow_log);
         let listener = tokio::net::TcpListener::from_std(listener)
             .expect("a bound listener joins the runtime");
         tracing::info!(addr = %addr, "MySQL protocol listening");
@@ -67,7 +74,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             _ = stopped => {}
         }
     });
-    let result = node.run_until_signal("the MySQL protocol (sessions, DDL, DML, single-table SELECT with coprocessor pushdown); joins, DECIMAL and dates come next (issue #6)");
+    let result = node.run_until_signal("the MySQL protocol: accounts, sessions and transactions, DDL, DML, SELECT with joins, subqueries and coprocessor pushdown, EXPLAIN, the slow log");
     let _ = stop.send(());
     runtime.block_on(async {
         let _ = tokio::time::timeout(node::SHUTDOWN_GRACE, serving).await;

@@ -14,6 +14,7 @@
 //! - [`session`]: a connection's state and statement loop: transactions, variables,
 //!   prepared statements.
 //! - [`users`]: accounts (CREATE/ALTER/DROP USER) and the login password check.
+//! - [`slow_log`]: statements slower than `tidb_slow_log_threshold`, in TiDB's format.
 //! - [`error`]: MySQL error codes and SQLSTATEs.
 
 pub mod access;
@@ -27,6 +28,7 @@ pub mod join;
 pub mod query;
 pub mod rows;
 pub mod session;
+pub mod slow_log;
 pub mod subquery;
 pub mod time;
 pub mod types;

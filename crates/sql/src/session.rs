@@ -28,18 +28,23 @@ use crate::types::text;
 
 pub const SERVER_VERSION: &str = "8.0.11-Atoll-0.1.0";
 
+/// The instance-wide variable kept in [`Shared::slow_log`].
+const SLOW_LOG_THRESHOLD: &str = "tidb_slow_log_threshold";
+
 /// What every session of one SQL node shares.
 pub struct Shared {
     pub client: Client,
     pub catalog: Catalog,
+    pub slow_log: crate::slow_log::SlowLog,
     next_connection: AtomicU32,
 }
 
 impl Shared {
-    pub fn new(client: Client) -> Arc<Shared> {
+    pub fn new(client: Client, slow_log: crate::slow_log::SlowLog) -> Arc<Shared> {
         Arc::new(Shared {
             catalog: Catalog::new(client.clone()),
             client,
+            slow_log,
             next_connection: AtomicU32::new(1),
         })
     }
@@ -68,6 +73,8 @@ pub struct Prepared {
 pub struct Session {
     shared: Arc<Shared>,
     pub connection_id: u32,
+    /// The account logged in.
+    pub user: String,
     pub db: Option<String>,
     txn: Option<Transaction>,
     /// Inside BEGIN ... COMMIT.
@@ -192,6 +199,7 @@ impl Session {
         Session {
             shared,
             connection_id,
+            user: "root".into(),
             db: None,
             txn: None,
             explicit: false,
@@ -219,6 +227,9 @@ impl Session {
                     .trim_start_matches("session.")
                     .trim_start_matches("global.")
                     .trim_start_matches("local.");
+                if name == SLOW_LOG_THRESHOLD {
+                    return Ok(Datum::Int(self.shared.slow_log.threshold_ms()));
+                }
                 self.vars
                     .get(name)
                     .cloned()
@@ -245,7 +256,7 @@ impl Session {
                 "connection_id" => Datum::UInt(u64::from(self.connection_id)),
                 "last_insert_id" => Datum::UInt(self.last_insert_id),
                 "user" | "current_user" | "session_user" | "system_user" => {
-                    Datum::Bytes(b"root@%".to_vec())
+                    Datum::Bytes(format!("{}@%", self.user).into_bytes())
                 }
                 _ => return Err(SqlError::unknown(format!("no session function {name}"))),
             }),
@@ -281,7 +292,11 @@ impl Session {
         let statements = parse(sql)?;
         let mut out = Vec::with_capacity(statements.len());
         for s in &statements {
-            out.push(self.run(s).await?);
+            let text = match statements.len() {
+                1 => sql.to_string(),
+                _ => s.to_string(),
+            };
+            out.push(self.run_logged(s, &text).await?);
         }
         Ok(out)
     }
@@ -335,7 +350,8 @@ impl Session {
         }
         let mut statement = p.statement.clone();
         substitute_params(&mut statement, params);
-        self.run(&statement).await
+        let text = statement.to_string();
+        self.run_logged(&statement, &text).await
     }
 
     pub fn close_prepared(&mut self, id: u32) {
@@ -369,6 +385,21 @@ impl Session {
             txn.commit().await?;
         }
         Ok(())
+    }
+
+    /// [`Session::run`], recorded in the slow log when it takes long enough.
+    async fn run_logged(&mut self, s: &Statement, text: &str) -> Result<Output> {
+        let started = std::time::Instant::now();
+        let result = self.run(s).await;
+        self.shared.slow_log.record(&crate::slow_log::Entry {
+            conn_id: self.connection_id,
+            user: &self.user,
+            db: self.db.as_deref(),
+            query: text,
+            elapsed: started.elapsed(),
+            succeeded: result.is_ok(),
+        });
+        result
     }
 
     async fn run(&mut self, s: &Statement) -> Result<Output> {
@@ -477,9 +508,24 @@ impl Session {
         let shown = text(&v);
         if let Some(spec) = config::sysvars::find(name) {
             let raw = config::value::Raw::Str(shown.clone());
-            let parsed = spec
-                .parse(&raw)
-                .map_err(|_| SqlError::wrong_variable_value(name, &shown))?;
+            let numeric = matches!(
+                spec.kind,
+                config::value::Kind::Int { .. } | config::value::Kind::Float { .. }
+            );
+            let parsed = spec.parse(&raw).map_err(|_| match v {
+                // A word where a number belongs is MySQL's 1232, not a bad value (1231).
+                Datum::Bytes(_) if numeric && shown.trim().parse::<f64>().is_err() => SqlError {
+                    code: 1232,
+                    state: "42000",
+                    message: format!("Incorrect argument type to variable '{name}'"),
+                },
+                _ => SqlError::wrong_variable_value(name, &shown),
+            })?;
+            if name == SLOW_LOG_THRESHOLD
+                && let config::value::Value::Int(ms) = parsed
+            {
+                self.shared.slow_log.set_threshold_ms(ms);
+            }
             self.vars.insert(name.to_string(), config_value(parsed));
             return Ok(());
         }

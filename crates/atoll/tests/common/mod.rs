@@ -231,6 +231,11 @@ impl SqlCluster {
         self.try_run_with(db, sql, &[])
     }
 
+    /// The sql node's data dir (its slow log is there).
+    pub fn sql_dir(&self) -> std::path::PathBuf {
+        self._dir.path().join("sql")
+    }
+
     /// As [`SqlCluster::try_run`], logged in as `user` with `password`.
     pub fn try_run_as(&self, user: &str, password: &str, sql: &str) -> Result<String, String> {
         self.try_run_with("", sql, &["-u", user, &format!("--password={password}")])
