@@ -327,6 +327,7 @@ fn accounts_log_in_with_their_passwords() {
         "USER()\nsb@%\n"
     );
     c.run("", "DROP USER sb; DROP USER IF EXISTS sb");
+    c.fails("", "DROP USER root", "1396 (HY000)");
     let gone = c.try_run_as("sb", "pw2", "SELECT 1").unwrap_err();
     assert!(gone.contains("ERROR 1045"), "{gone}");
     // Once root has a password, the empty one no longer logs in.

@@ -443,7 +443,7 @@ fn index_access(filter: &Expr, t: &TableInfo) -> Option<Access> {
 
 /// Whether the rows `access` reads come sorted by `columns` ascending: a handle path (or
 /// the full scan) by the handle; an index path by its columns, less those `filter` pins
-/// to one constant (ordering by a constant orders nothing).
+/// to one value (ordering by a constant orders nothing).
 pub fn reads_in_order(
     t: &TableInfo,
     access: &Access,
@@ -454,11 +454,12 @@ pub fn reads_in_order(
     if let Some(f) = filter {
         conjuncts(f, &mut parts);
     }
+    // Pinned: an equality to a constant of the column's own kind (`s = 5` on a string
+    // column is not: '05' and '5.0' both match it).
     let pinned = |c: usize| {
-        parts.iter().any(|p| {
-            matches!(p, Expr::Call(Func::Eq, a) if matches!(a.as_slice(),
-                [Expr::Column(x), Expr::Const(_)] | [Expr::Const(_), Expr::Column(x)] if *x == c))
-        })
+        parts
+            .iter()
+            .any(|p| matches!(bounds(t, c, p).as_deref(), Some([Bound::Eq(_)])))
     };
     let wanted: Vec<usize> = columns.iter().copied().filter(|&c| !pinned(c)).collect();
     let order: Vec<usize> = match access {

@@ -420,7 +420,12 @@ impl<'a> Binder<'a> {
                 for item in list {
                     args.push(self.bind(item)?);
                 }
-                let e = Expr::call(Func::In, args);
+                // Only an IN (subquery) that found no rows has an empty list: FALSE.
+                let e = if list.is_empty() {
+                    Expr::Const(Datum::Int(0))
+                } else {
+                    Expr::call(Func::In, args)
+                };
                 Ok(if *negated {
                     Expr::call(Func::Not, vec![e])
                 } else {

@@ -651,6 +651,14 @@ pub async fn alter_table(
                     Some(d) => d.clone(),
                     None => implicit_default(&col),
                 });
+                let value = crate::rows::missing_value(&col);
+                if col.ty.convert(value, &col.name, 0).is_err() {
+                    return Err(SqlError {
+                        code: 1067,
+                        state: "42000",
+                        message: format!("Invalid default value for '{}'", col.name),
+                    });
+                }
                 t.next_column_id += 1;
                 t.columns.push(col);
             }

@@ -308,6 +308,56 @@ pub async fn insert(
     Ok(affected)
 }
 
+/// The rows an UPDATE or DELETE ... [ORDER BY ...] [LIMIT n] changes: `rows` (in handle
+/// order) sorted by ORDER BY, then the first n.
+fn order_and_limit(
+    ctx: &DmlContext<'_>,
+    scope: &Scope,
+    mut rows: Vec<(i64, Vec<Datum>)>,
+    order_by: &[ast::OrderByExpr],
+    limit: Option<&ast::Expr>,
+) -> Result<Vec<(i64, Vec<Datum>)>> {
+    if !order_by.is_empty() {
+        let mut keys = Vec::with_capacity(order_by.len());
+        for o in order_by {
+            let e = Binder::new(scope, ctx.variable).bind(&o.expr)?;
+            keys.push((e, matches!(o.options.sort, Some(ast::OrderBySort::Desc))));
+        }
+        let mut keyed = Vec::with_capacity(rows.len());
+        for (h, row) in rows {
+            let values = keys
+                .iter()
+                .map(|(e, _)| e.eval(&row))
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            keyed.push((values, (h, row)));
+        }
+        keyed.sort_by(|(a, _), (b, _)| {
+            a.iter()
+                .zip(b)
+                .zip(&keys)
+                .map(|((x, y), (_, desc))| {
+                    let o = expr::eval::compare(x, y);
+                    if *desc { o.reverse() } else { o }
+                })
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+        rows = keyed.into_iter().map(|(_, r)| r).collect();
+    }
+    if let Some(l) = limit {
+        let n = match Binder::new(&Scope::default(), ctx.variable)
+            .bind(l)?
+            .eval(&[])?
+        {
+            Datum::Int(v) if v >= 0 => v as usize,
+            Datum::UInt(v) => usize::try_from(v).unwrap_or(usize::MAX),
+            other => return Err(SqlError::syntax(format!("bad LIMIT value {other:?}"))),
+        };
+        rows.truncate(n);
+    }
+    Ok(rows)
+}
+
 pub async fn update(
     ctx: &DmlContext<'_>,
     txn: &mut Transaction,
@@ -319,6 +369,7 @@ pub async fn update(
     let mut b = Binder::new(&scope, ctx.variable);
     let filter = u.selection.as_ref().map(|w| b.bind(w)).transpose()?;
     let rows = fetch_rows(txn, t, filter.as_ref(), true, None).await?;
+    let rows = order_and_limit(ctx, &scope, rows, &u.order_by, u.limit.as_ref())?;
     let mut affected = Affected::default();
     for (n, (h, old)) in rows.into_iter().enumerate() {
         let new = apply(t, &old, &sets, n + 1)?;
@@ -340,6 +391,7 @@ pub async fn delete(
     let mut b = Binder::new(&scope, ctx.variable);
     let filter = d.selection.as_ref().map(|w| b.bind(w)).transpose()?;
     let rows = fetch_rows(txn, t, filter.as_ref(), true, None).await?;
+    let rows = order_and_limit(ctx, &scope, rows, &d.order_by, d.limit.as_ref())?;
     for (h, row) in &rows {
         delete_row(txn, t, *h, row);
     }

@@ -193,8 +193,10 @@ fn join_key(values: &[Datum]) -> Vec<u8> {
 /// whole and hash joined.
 pub const LOOKUP_JOIN_MAX_KEYS: usize = 2048;
 
-/// Adds `b = c` to `parts` for each `a = b` and `a = c` there (`c` a non-NULL constant).
-fn propagate_constants(parts: &mut Vec<Expr>) {
+/// Adds `b = c` to `parts` for each `a = b` and `a = c` there (`c` a non-NULL constant),
+/// when `comparable(a, b)`: columns whose values compare the same way (`'1.0' = 1` but not
+/// `'1.0' = '1'`, so a text column equal to a number column learns nothing).
+fn propagate_constants(parts: &mut Vec<Expr>, comparable: impl Fn(usize, usize) -> bool) {
     let pinned = |parts: &[Expr]| -> Vec<(usize, Datum)> {
         parts
             .iter()
@@ -221,6 +223,9 @@ fn propagate_constants(parts: &mut Vec<Expr>) {
             let [Expr::Column(a), Expr::Column(b)] = args.as_slice() else {
                 continue;
             };
+            if !comparable(*a, *b) {
+                continue;
+            }
             for (from, to) in [(a, b), (b, a)] {
                 let has = |c: &usize| known.iter().any(|(k, _)| k == c);
                 if has(to) {
@@ -350,7 +355,23 @@ pub fn steps(sources: &[Source], on: &[Option<Expr>], filter: Option<&Expr>) -> 
     if let Some(f) = filter {
         conjuncts(f, &mut where_parts);
     }
-    propagate_constants(&mut where_parts);
+    // The kind of value a joined column holds, when it is a table's.
+    let family = |c: usize| -> Option<u8> {
+        let j = bases.iter().rposition(|b| c >= *b)?;
+        let Relation::Table(t) = &sources[j].relation else {
+            return None;
+        };
+        use crate::types::SqlType;
+        Some(match t.columns.get(c - bases[j])?.ty {
+            SqlType::Int { .. } | SqlType::Double | SqlType::Decimal { .. } => 0,
+            SqlType::String { .. } => 1,
+            SqlType::Date => 2,
+            SqlType::DateTime { .. } => 3,
+        })
+    };
+    propagate_constants(&mut where_parts, |a, b| {
+        family(a).is_some_and(|f| family(b) == Some(f))
+    });
     // Which source's columns a condition uses: Some(j) when only source j's.
     let only = |e: &Expr| -> Option<usize> {
         let mut cols = Vec::new();
@@ -417,9 +438,10 @@ pub fn steps(sources: &[Source], on: &[Option<Expr>], filter: Option<&Expr>) -> 
             if let Expr::Call(Func::Eq, args) = c
                 && let [Expr::Column(a), Expr::Column(b)] = args.as_slice()
             {
-                let (l, r) = if *a < bases[j] && *b >= bases[j] {
+                let here = |c: usize| c >= bases[j] && c < upto;
+                let (l, r) = if *a < bases[j] && here(*b) {
                     (*a, *b)
-                } else if *b < bases[j] && *a >= bases[j] {
+                } else if *b < bases[j] && here(*a) {
                     (*b, *a)
                 } else {
                     continue;
@@ -541,17 +563,24 @@ pub async fn rows(
     Ok(out)
 }
 
-/// Binds each source's ON condition over the joined scope.
+/// Binds each source's ON condition over the joined scope, which it may name up to its
+/// own source's columns (MySQL's 1054 for a later table's).
 pub fn bind_on(
     sources: &[Source],
     scope: &Scope,
     variable: &(dyn Fn(Lookup<'_>) -> Result<Datum> + Sync),
 ) -> Result<Vec<Option<Expr>>> {
+    let mut upto = 0;
     sources
         .iter()
         .map(|s| {
+            upto += s.width();
+            let visible = Scope {
+                columns: scope.columns[..upto].to_vec(),
+                keys: Vec::new(),
+            };
             s.on.as_ref()
-                .map(|e| Binder::new(scope, variable).bind(e))
+                .map(|e| Binder::new(&visible, variable).bind(e))
                 .transpose()
         })
         .collect()

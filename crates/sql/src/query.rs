@@ -26,7 +26,7 @@ use crate::access::{Access, choose_access, key_range};
 use crate::bind::{Aggregation, Binder, Key, Lookup, Scope};
 use crate::catalog::TableInfo;
 use crate::error::{Result, SqlError};
-use crate::rows::{decode_row, default_value};
+use crate::rows::{decode_row, missing_value};
 
 /// Coprocessor tasks one query runs at once (`tidb_distsql_scan_concurrency`'s default).
 pub const DEFAULT_SCAN_CONCURRENCY: usize = 15;
@@ -160,6 +160,12 @@ pub fn describe(
                         .alias
                         .clone()
                         .or_else(|| s.table().map(|t| t.name.clone()));
+                    let internal = name
+                        .as_deref()
+                        .is_some_and(|n| n.starts_with(crate::subquery::INTERNAL_PREFIX));
+                    if internal {
+                        continue;
+                    }
                     let wanted = of.as_deref().is_none_or(|want| {
                         name.as_deref()
                             .is_some_and(|n| n.eq_ignore_ascii_case(want))
@@ -399,9 +405,7 @@ fn table_scan_pb(t: &TableInfo) -> pb::Executor {
                 .map(|(i, c)| pb::ColumnInfo {
                     column_id: c.id,
                     pk_handle: Some(i) == t.handle_column,
-                    default: Some(expr::wire::datum_to_pb(&default_value(
-                        c.origin_default.as_ref().or(c.default.as_ref()),
-                    ))),
+                    default: Some(expr::wire::datum_to_pb(&missing_value(c))),
                 })
                 .collect(),
             desc: false,
@@ -502,7 +506,7 @@ impl SelectPlan<'_> {
         let pushdown = matches!(access, Access::HandleRange(..) | Access::Full) && !self.for_update;
         let plain = !self.aggregating && !self.distinct && self.having.is_none();
         let push_limit = (plain && self.order.is_empty())
-            .then(|| self.limit.map(|l| l + self.offset))
+            .then(|| self.limit.map(|l| l.saturating_add(self.offset)))
             .flatten();
         let wanted: Option<Vec<usize>> = self
             .order
@@ -519,7 +523,7 @@ impl SelectPlan<'_> {
             .filter(|(_, cols)| {
                 crate::access::reads_in_order(t, &access, self.filter.as_ref(), cols)
             })
-            .map(|(l, _)| (l + self.offset) as usize);
+            .map(|(l, _)| usize::try_from(l.saturating_add(self.offset)).unwrap_or(usize::MAX));
         TableRead {
             access,
             pushdown,
@@ -602,9 +606,13 @@ pub fn plan<'q>(
                 };
                 let before = exprs.len();
                 for (i, (q, name)) in scope.columns.iter().enumerate() {
-                    let wanted = of
-                        .as_deref()
-                        .is_none_or(|t| q.as_deref().is_some_and(|q| q.eq_ignore_ascii_case(t)));
+                    let q = q.as_deref();
+                    let internal =
+                        q.is_some_and(|q| q.starts_with(crate::subquery::INTERNAL_PREFIX));
+                    let wanted = !internal
+                        && of
+                            .as_deref()
+                            .is_none_or(|t| q.is_some_and(|q| q.eq_ignore_ascii_case(t)));
                     if wanted {
                         exprs.push(Expr::Column(i));
                         names.push(name.clone());

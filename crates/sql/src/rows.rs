@@ -5,7 +5,7 @@ use codec::datum::Datum;
 use codec::table;
 use kv_client::Transaction;
 
-use crate::catalog::{Default, IndexInfo, TableInfo};
+use crate::catalog::{ColumnInfo, Default, IndexInfo, TableInfo};
 use crate::error::{Result, SqlError};
 use crate::types::text;
 
@@ -21,6 +21,13 @@ pub fn default_value(d: Option<&Default>) -> Datum {
     }
 }
 
+/// The value of column `c` in a row stored without it (written before ADD COLUMN): its
+/// origin default, as a value of the column's type.
+pub fn missing_value(c: &ColumnInfo) -> Datum {
+    let raw = default_value(c.origin_default.as_ref().or(c.default.as_ref()));
+    c.ty.convert(raw.clone(), &c.name, 0).unwrap_or(raw)
+}
+
 /// A stored row as its columns' values (the handle column from the key).
 pub fn decode_row(t: &TableInfo, handle: i64, value: &[u8]) -> Result<Vec<Datum>> {
     let stored = table::decode_row_value(value)
@@ -32,10 +39,10 @@ pub fn decode_row(t: &TableInfo, handle: i64, value: &[u8]) -> Result<Vec<Datum>
             if Some(i) == t.handle_column {
                 return Datum::Int(handle);
             }
-            stored.iter().find(|(id, _)| *id == c.id).map_or_else(
-                || default_value(c.origin_default.as_ref().or(c.default.as_ref())),
-                |(_, d)| d.clone(),
-            )
+            stored
+                .iter()
+                .find(|(id, _)| *id == c.id)
+                .map_or_else(|| missing_value(c), |(_, d)| d.clone())
         })
         .collect())
 }

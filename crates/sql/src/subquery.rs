@@ -30,7 +30,7 @@ use crate::query::{QueryContext, select_boxed};
 /// A subquery of the query being rewritten, in the order the visitors meet them.
 enum Found {
     Scalar(Query),
-    In { query: Query, negated: bool },
+    In { query: Query },
     Exists { query: Query, negated: bool },
 }
 
@@ -93,6 +93,8 @@ impl ast::VisitorMut for Replace {
         if self.depth > 0 || !is_subquery(e) {
             return ControlFlow::Continue(());
         }
+        // The left side of an IN stays (an empty list binds to FALSE), so the subqueries
+        // inside it are met here in the order `find` met them.
         match (self.replacements.next(), &*e) {
             (Some(Replacement::List(list)), Expr::InSubquery { expr, negated, .. }) => {
                 *e = Expr::InList {
@@ -102,7 +104,7 @@ impl ast::VisitorMut for Replace {
                 }
             }
             (Some(Replacement::Expr(r)), _) => *e = *r,
-            _ => unreachable!("one replacement per subquery, of its kind"),
+            _ => return ControlFlow::Break(()),
         }
         ControlFlow::Continue(())
     }
@@ -131,11 +133,8 @@ fn find(sel: &Select) -> Vec<Found> {
             depth: 0,
             on_expr: |e: &Expr| match e {
                 Expr::Subquery(q) => found.push(Found::Scalar((**q).clone())),
-                Expr::InSubquery {
-                    subquery, negated, ..
-                } => found.push(Found::In {
+                Expr::InSubquery { subquery, .. } => found.push(Found::In {
                     query: (**subquery).clone(),
-                    negated: *negated,
                 }),
                 Expr::Exists { subquery, negated } => found.push(Found::Exists {
                     query: (**subquery).clone(),
@@ -181,9 +180,12 @@ pub async fn rewrite(
         depth: 0,
         replacements: replacements.into_iter(),
     };
-    let _ = VisitMut::visit(&mut out_sel.projection, &mut replace);
-    let _ = VisitMut::visit(&mut out_sel.selection, &mut replace);
-    let _ = VisitMut::visit(&mut out_sel.having, &mut replace);
+    let misplaced = VisitMut::visit(&mut out_sel.projection, &mut replace).is_break()
+        || VisitMut::visit(&mut out_sel.selection, &mut replace).is_break()
+        || VisitMut::visit(&mut out_sel.having, &mut replace).is_break();
+    if misplaced {
+        return Err(SqlError::unknown("subquery replacement lost its place"));
+    }
     Ok(Some(out))
 }
 
@@ -194,7 +196,7 @@ async fn run_once(
     f: &Found,
 ) -> Result<Replacement> {
     let rs = select_boxed(ctx, txn, schema_table, f.query()).await?;
-    if rs.columns.len() != 1 {
+    if rs.columns.len() != 1 && !matches!(f, Found::Exists { .. }) {
         return Err(operand_columns());
     }
     let value = |row: &Vec<codec::datum::Datum>| Expr::Value(literal(&row[0]).into());
@@ -210,9 +212,6 @@ async fn run_once(
                 });
             }
         },
-        Found::In { negated, .. } if rs.rows.is_empty() => {
-            Replacement::Expr(Box::new(Expr::Value(ast::Value::Boolean(*negated).into())))
-        }
         Found::In { .. } => Replacement::List(rs.rows.iter().map(value).collect()),
         Found::Exists { negated, .. } => Replacement::Expr(Box::new(Expr::Value(
             ast::Value::Boolean(rs.rows.is_empty() == *negated).into(),
@@ -340,6 +339,18 @@ fn correlation(q: &Query, schema_table: SchemaTable<'_>) -> Result<Option<Correl
     Ok(Some(Correlation { keys, own }))
 }
 
+/// The alias of the derived tables decorrelation adds: `SELECT *` leaves them out.
+pub const INTERNAL_PREFIX: &str = "__sq";
+
+/// `parts` joined with AND.
+fn and_all(parts: Vec<Expr>) -> Option<Expr> {
+    parts.into_iter().reduce(|a, b| Expr::BinaryOp {
+        left: Box::new(a),
+        op: BinaryOperator::And,
+        right: Box::new(b),
+    })
+}
+
 fn parse_query(sql: &str) -> Result<Query> {
     let mut statements = crate::session::parse(sql)?;
     match statements.pop() {
@@ -376,18 +387,7 @@ fn decorrelate(
             "correlated subquery with GROUP BY, HAVING, ORDER BY or LIMIT",
         ));
     }
-    let alias = format!("__sq{n}");
-    let keys: Vec<String> = correlation
-        .keys
-        .iter()
-        .enumerate()
-        .map(|(i, (inner, _))| format!("{inner} AS __k{i}"))
-        .collect();
-    let group_by: Vec<String> = correlation
-        .keys
-        .iter()
-        .map(|(i, _)| i.to_string())
-        .collect();
+    let alias = format!("{INTERNAL_PREFIX}{n}");
     let (value, read) = match f {
         Found::Scalar(_) => {
             let [ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. }] =
@@ -411,44 +411,71 @@ fn decorrelate(
             } else {
                 format!("{alias}.__v")
             };
-            (e.to_string(), read)
+            (e.clone(), read)
         }
         Found::Exists { negated, .. } => (
-            "1".to_string(),
+            Expr::Value(ast::Value::Number("1".into(), false).into()),
             format!("{alias}.__v IS {}NULL", if *negated { "" } else { "NOT " }),
         ),
         Found::In { .. } => {
             return Err(unsupported_correlation("correlated IN subquery"));
         }
     };
-    let from: Vec<String> = sel.from.iter().map(|t| t.to_string()).collect();
-    let mut derived = format!(
-        "SELECT {}{}{value} AS __v FROM {}",
-        keys.join(", "),
-        if keys.is_empty() { "" } else { ", " },
-        from.join(", ")
-    );
-    if !correlation.own.is_empty() {
-        let own: Vec<String> = correlation.own.iter().map(|c| format!("({c})")).collect();
-        derived += &format!(" WHERE {}", own.join(" AND "));
-    }
-    if !group_by.is_empty() {
-        derived += &format!(" GROUP BY {}", group_by.join(", "));
-    }
-    let on: Vec<String> = correlation
+    // The derived table, built as a tree from the subquery's own (so its literals are never
+    // printed and parsed again): SELECT inner keys AS __k<i>, value AS __v FROM ... WHERE
+    // <its own conditions> GROUP BY <inner keys>.
+    let mut derived = q.clone();
+    let SetExpr::Select(d) = derived.body.as_mut() else {
+        unreachable!("cloned from a SELECT")
+    };
+    let item = |expr: Expr, alias: String| ast::SelectItem::ExprWithAlias {
+        expr,
+        alias: ast::Ident::new(alias),
+    };
+    d.projection = correlation
         .keys
         .iter()
         .enumerate()
-        .map(|(i, (_, outer))| format!("{alias}.__k{i} = {outer}"))
+        .map(|(i, (inner, _))| item(inner.clone(), format!("__k{i}")))
+        .chain([item(value, "__v".into())])
         .collect();
-    let joined = parse_query(&format!(
-        "SELECT 1 FROM __outer LEFT JOIN ({derived}) AS {alias} ON {}",
-        on.join(" AND ")
+    d.selection = and_all(correlation.own);
+    d.group_by = ast::GroupByExpr::Expressions(
+        correlation
+            .keys
+            .iter()
+            .map(|(inner, _)| inner.clone())
+            .collect(),
+        vec![],
+    );
+    let column = |name: String| {
+        Expr::CompoundIdentifier(vec![ast::Ident::new(alias.clone()), ast::Ident::new(name)])
+    };
+    let on = and_all(
+        correlation
+            .keys
+            .into_iter()
+            .enumerate()
+            .map(|(i, (_, outer))| Expr::BinaryOp {
+                left: Box::new(column(format!("__k{i}"))),
+                op: BinaryOperator::Eq,
+                right: Box::new(outer),
+            })
+            .collect(),
+    )
+    .expect("a correlated subquery has a key");
+    // The LEFT JOIN's shape from text with nothing of the user's in it, then its parts.
+    let template = parse_query(&format!(
+        "SELECT 1 FROM __outer LEFT JOIN (SELECT 1) AS {alias} ON 1"
     ))?;
-    let SetExpr::Select(j) = *joined.body else {
+    let SetExpr::Select(j) = *template.body else {
         unreachable!("parsed a SELECT")
     };
-    let join = j.from[0].joins[0].clone();
+    let mut join = j.from[0].joins[0].clone();
+    if let ast::TableFactor::Derived { subquery, .. } = &mut join.relation {
+        *subquery = Box::new(derived);
+    }
+    join.join_operator = ast::JoinOperator::LeftOuter(ast::JoinConstraint::On(on));
     outer
         .from
         .last_mut()

@@ -4,7 +4,7 @@
 //! An account is a name with a `mysql_native_password` hash (SHA1(SHA1(password)), empty
 //! for no password), kept in KV under `m/user/<name>`, so every SQL node sees it as soon as
 //! the statement returns. `root` with no password exists until an account named root is
-//! stored. The host part of `'name'@'host'` is accepted and not checked (every account
+//! stored; root cannot be dropped. The host part of `'name'@'host'` is accepted and not checked (every account
 //! may connect from anywhere), and there are no privileges yet: every account may do
 //! everything.
 //!
@@ -350,6 +350,11 @@ pub async fn execute(client: &Client, s: &AccountStatement) -> Result<()> {
         }
         AccountStatement::Drop { if_exists, names } => {
             for name in names {
+                // Without its record root would come back with no password.
+                if name == "root" {
+                    failed.push(name.clone());
+                    continue;
+                }
                 if txn.get_for_update(&key(name)).await?.is_none() {
                     if !if_exists {
                         failed.push(name.clone());

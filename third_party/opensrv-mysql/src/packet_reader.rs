@@ -25,6 +25,8 @@ pub struct PacketReader<R> {
     bytes: Vec<u8>,
     start: usize,
     remaining: usize,
+    /// How much of `bytes` holds bytes read (async reads; the rest is spare room).
+    filled: usize,
     pub r: R,
 }
 
@@ -34,6 +36,7 @@ impl<R> PacketReader<R> {
             bytes: Vec::new(),
             start: 0,
             remaining: 0,
+            filled: 0,
             r,
         }
     }
@@ -105,10 +108,12 @@ impl<R: AsyncRead + Unpin> AsyncRead for PacketReader<R> {
         buf: &mut tokio::io::ReadBuf<'_>,
     ) -> std::task::Poll<io::Result<()>> {
         if self.remaining != 0 {
-            buf.put_slice(&self.bytes[self.start..]);
+            let unread = self.filled - self.remaining..self.filled;
+            buf.put_slice(&self.bytes[unread]);
             self.bytes.clear();
             self.start = 0;
             self.remaining = 0;
+            self.filled = 0;
             std::task::Poll::Ready(Ok(()))
         } else {
             std::pin::Pin::new(&mut self.r).poll_read(cx, buf)
@@ -118,7 +123,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for PacketReader<R> {
 
 impl<R: AsyncRead + Unpin> PacketReader<R> {
     pub async fn next_async(&mut self) -> io::Result<Option<(u8, Packet<'_>)>> {
-        self.start = self.bytes.len() - self.remaining;
+        self.start = self.filled - self.remaining;
 
         let mut buffer_size = PACKET_BUFFER_SIZE;
         loop {
@@ -135,13 +140,12 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
                     Ok((rest, p)) => {
                         // `p` borrows `self.bytes`: it must stay where it is until the
                         // next call (0.7.0 replaced it here, freeing the packet's bytes);
-                        // the next call starts `remaining` bytes before its end.
+                        // the next call starts `remaining` bytes before `filled`.
                         self.remaining = rest.len();
                         return Ok(Some(p));
                     }
                     Err(nom::Err::Incomplete(_)) | Err(nom::Err::Error(_)) => {}
                     Err(nom::Err::Failure(ctx)) => {
-                        self.bytes.truncate(self.remaining);
                         return Err(io::Error::new(
                             io::ErrorKind::InvalidData,
                             format!("{:?}", ctx),
@@ -150,13 +154,15 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
                 }
             }
 
-            // we need to read some more
-            self.bytes.drain(0..self.start);
+            // we need to read some more: the unread bytes move to the front, and the
+            // buffer grows (at least doubling) when the room after them is short.
+            self.bytes.copy_within(self.start..self.filled, 0);
             self.start = 0;
             let end = self.remaining;
+            self.filled = end;
 
             if self.bytes.len() - end < buffer_size {
-                let new_len = std::cmp::max(buffer_size, end * 2);
+                let new_len = end + std::cmp::max(buffer_size, end);
                 self.bytes.resize(new_len, 0);
             }
             let read = {
@@ -164,18 +170,17 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
                 self.r.read(buf).await?
             };
             self.remaining = end + read;
-            // Only the bytes read stay: `start` is found from the length at the next call.
-            self.bytes.truncate(self.remaining);
+            self.filled = end + read;
             // use a larger buffer size to reduce bytes resize times.
             buffer_size = PACKET_LARGE_BUFFER_SIZE;
 
             if read == 0 {
-                if self.bytes.is_empty() {
+                if self.remaining == 0 {
                     return Ok(None);
                 } else {
                     return Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
-                        format!("{} unhandled bytes", self.bytes.len()),
+                        format!("{} unhandled bytes", self.remaining),
                     ));
                 }
             }
