@@ -360,3 +360,18 @@ fn slow_statements_reach_the_slow_log() {
     assert!(!text.contains("quick one"), "{text}");
     c.fails("", "SET tidb_slow_log_threshold = 'soon'", "1232 (42000)");
 }
+
+#[test]
+fn the_process_list_shows_each_connection_and_what_it_runs() {
+    let c = Cluster::start();
+    c.run("", "CREATE DATABASE p");
+    let out = c.run("p", "SHOW FULL PROCESSLIST");
+    let mine: Vec<&str> = out
+        .lines()
+        .find(|l| l.ends_with("SHOW FULL PROCESSLIST"))
+        .unwrap_or_else(|| panic!("{out}"))
+        .split('\t')
+        .collect();
+    assert_eq!(mine[1..5], ["root", "%", "p", "Query"], "{out}");
+    assert!(out.starts_with("Id\tUser\tHost\tdb\tCommand\tTime\tState\tInfo\n"), "{out}");
+}

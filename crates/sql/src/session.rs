@@ -36,7 +36,20 @@ pub struct Shared {
     pub client: Client,
     pub catalog: Catalog,
     pub slow_log: crate::slow_log::SlowLog,
+    /// Every connection's session, as SHOW PROCESSLIST lists them.
+    processes: std::sync::Mutex<BTreeMap<u32, Process>>,
     next_connection: AtomicU32,
+}
+
+/// A connection as SHOW PROCESSLIST shows it.
+#[derive(Debug, Clone)]
+struct Process {
+    user: String,
+    db: Option<String>,
+    /// The statement running, if one is.
+    info: Option<String>,
+    /// When the connection last started or finished a statement.
+    since: std::time::Instant,
 }
 
 impl Shared {
@@ -45,6 +58,7 @@ impl Shared {
             catalog: Catalog::new(client.clone()),
             client,
             slow_log,
+            processes: std::sync::Mutex::new(BTreeMap::new()),
             next_connection: AtomicU32::new(1),
         })
     }
@@ -193,10 +207,21 @@ fn substitute_params(statement: &mut Statement, params: &[Datum]) {
     });
 }
 
+impl Drop for Session {
+    /// The connection leaves the process list.
+    fn drop(&mut self) {
+        self.shared
+            .processes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.connection_id);
+    }
+}
+
 impl Session {
     pub fn new(shared: Arc<Shared>) -> Session {
         let connection_id = shared.next_connection.fetch_add(1, Ordering::Relaxed);
-        Session {
+        let session = Session {
             shared,
             connection_id,
             user: "root".into(),
@@ -208,7 +233,9 @@ impl Session {
             last_insert_id: 0,
             prepared: BTreeMap::new(),
             next_statement: 1,
-        }
+        };
+        session.show_process(None);
+        session
     }
 
     fn autocommit(&self) -> bool {
@@ -387,10 +414,62 @@ impl Session {
         Ok(())
     }
 
+    /// This connection's row in the process list: running `info`, or idle.
+    fn show_process(&self, info: Option<&str>) {
+        let mut all = self
+            .shared
+            .processes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        all.insert(
+            self.connection_id,
+            Process {
+                user: self.user.clone(),
+                db: self.db.clone(),
+                info: info.map(str::to_string),
+                since: std::time::Instant::now(),
+            },
+        );
+    }
+
+    fn process_list(&self, full: bool) -> ResultSet {
+        let all = self
+            .shared
+            .processes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let text = |v: &str| Datum::Bytes(v.as_bytes().to_vec());
+        let rows = all
+            .iter()
+            .map(|(id, p)| {
+                let info = p.info.as_deref().map(|i| match full {
+                    true => i.to_string(),
+                    false => i.chars().take(100).collect(),
+                });
+                vec![
+                    Datum::UInt(u64::from(*id)),
+                    text(&p.user),
+                    text("%"),
+                    p.db.as_deref().map_or(Datum::Null, text),
+                    text(if p.info.is_some() { "Query" } else { "Sleep" }),
+                    Datum::UInt(p.since.elapsed().as_secs()),
+                    text(if p.info.is_some() { "autocommit" } else { "" }),
+                    info.as_deref().map_or(Datum::Null, text),
+                ]
+            })
+            .collect();
+        let names = [
+            "Id", "User", "Host", "db", "Command", "Time", "State", "Info",
+        ];
+        ResultSet::text(names.iter().map(|n| n.to_string()).collect(), rows)
+    }
+
     /// [`Session::run`], recorded in the slow log when it takes long enough.
     async fn run_logged(&mut self, s: &Statement, text: &str) -> Result<Output> {
         let started = std::time::Instant::now();
+        self.show_process(Some(text));
         let result = self.run(s).await;
+        self.show_process(None);
         self.shared.slow_log.record(&crate::slow_log::Entry {
             conn_id: self.connection_id,
             user: &self.user,
@@ -754,6 +833,7 @@ impl Session {
                 };
                 Ok(Output::done(dml::delete(&ctx, txn, &t, d).await?.rows))
             }
+            Statement::ShowProcessList { full } => Ok(Output::Rows(self.process_list(*full))),
             Statement::ShowDatabases { .. } => Ok(Output::Rows(ResultSet::text(
                 vec!["Database".into()],
                 schema
