@@ -373,5 +373,36 @@ fn the_process_list_shows_each_connection_and_what_it_runs() {
         .split('\t')
         .collect();
     assert_eq!(mine[1..5], ["root", "%", "p", "Query"], "{out}");
-    assert!(out.starts_with("Id\tUser\tHost\tdb\tCommand\tTime\tState\tInfo\n"), "{out}");
+    assert!(
+        out.starts_with("Id\tUser\tHost\tdb\tCommand\tTime\tState\tInfo\n"),
+        "{out}"
+    );
+}
+
+#[test]
+fn knobs_take_effect_or_say_why_not() {
+    let c = Cluster::start();
+    assert_eq!(
+        c.run(
+            "",
+            "SET tidb_replica_read = 'follower'; SHOW WARNINGS; SELECT @@tidb_replica_read"
+        ),
+        "Level\tCode\tMessage\nWarning\t1105\ttidb_replica_read is 'follower', but regions have no follower replicas yet: reads still go to the leader\n@@tidb_replica_read\nfollower\n"
+    );
+    c.fails("", "SET tidb_replica_read = 'nearest'", "1231 (42000)");
+    // Concurrency knobs change how reads fan out, not what they return.
+    c.run(
+        "",
+        "CREATE DATABASE k; CREATE TABLE k.t (id INT PRIMARY KEY, v INT, KEY v_i (v)); \
+         INSERT INTO k.t VALUES (1, 10), (2, 20), (3, 10)",
+    );
+    assert_eq!(
+        c.run(
+            "k",
+            "SET tidb_executor_concurrency = 1; SET tidb_distsql_scan_concurrency = 1; \
+             SET tidb_committer_concurrency = 1; SET tidb_tso_client_batch_max_wait_time = 0.5; \
+             SELECT id FROM t WHERE v IN (10, 20) ORDER BY id; SELECT COUNT(*) FROM t"
+        ),
+        "id\n1\n2\n3\nCOUNT(*)\n3\n"
+    );
 }

@@ -86,6 +86,7 @@ fn column(name: &str, kind: ColumnKind) -> Column {
 
 async fn write_output<W: AsyncWrite + Send + Unpin>(
     out: sql::Result<Output>,
+    warnings: u16,
     results: QueryResultWriter<'_, W>,
 ) -> io::Result<()> {
     match out {
@@ -97,6 +98,7 @@ async fn write_output<W: AsyncWrite + Send + Unpin>(
                 .completed(OkResponse {
                     affected_rows: affected,
                     last_insert_id,
+                    warnings,
                     ..OkResponse::default()
                 })
                 .await
@@ -270,7 +272,7 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
             .map(|p| param_datum(p.value.into_inner()))
             .collect();
         let out = self.session().execute_prepared(id, &values).await;
-        write_output(out, results).await
+        write_output(out, self.session.warning_count(), results).await
     }
 
     async fn on_close<'a>(&'a mut self, id: u32)
@@ -292,7 +294,7 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
                 last_insert_id: 0,
             })
         });
-        write_output(out, results).await
+        write_output(out, self.session.warning_count(), results).await
     }
 
     async fn on_init<'a>(&'a mut self, db: &'a str, writer: InitWriter<'a, W>) -> io::Result<()> {

@@ -13,7 +13,7 @@ use sqlparser::ast::{self, Assignment, AssignmentTarget, SetExpr};
 use crate::bind::{Binder, Lookup, Scope};
 use crate::catalog::{Catalog, TableInfo};
 use crate::error::{Result, SqlError};
-use crate::query::{fetch_rows, table_scope};
+use crate::query::{INDEX_LOOKUP_CONCURRENCY, fetch_rows, table_scope};
 use crate::rows::{decode_row, default_value, delete_row, handle_of, put_row};
 use crate::types::text;
 
@@ -368,7 +368,15 @@ pub async fn update(
     let sets = assignments(t, &scope, &u.assignments, ctx)?;
     let mut b = Binder::new(&scope, ctx.variable);
     let filter = u.selection.as_ref().map(|w| b.bind(w)).transpose()?;
-    let rows = fetch_rows(txn, t, filter.as_ref(), true, None).await?;
+    let rows = fetch_rows(
+        txn,
+        t,
+        filter.as_ref(),
+        true,
+        None,
+        INDEX_LOOKUP_CONCURRENCY,
+    )
+    .await?;
     let rows = order_and_limit(ctx, &scope, rows, &u.order_by, u.limit.as_ref())?;
     let mut affected = Affected::default();
     for (n, (h, old)) in rows.into_iter().enumerate() {
@@ -390,7 +398,15 @@ pub async fn delete(
     let scope = table_scope(t, None);
     let mut b = Binder::new(&scope, ctx.variable);
     let filter = d.selection.as_ref().map(|w| b.bind(w)).transpose()?;
-    let rows = fetch_rows(txn, t, filter.as_ref(), true, None).await?;
+    let rows = fetch_rows(
+        txn,
+        t,
+        filter.as_ref(),
+        true,
+        None,
+        INDEX_LOOKUP_CONCURRENCY,
+    )
+    .await?;
     let rows = order_and_limit(ctx, &scope, rows, &d.order_by, d.limit.as_ref())?;
     for (h, row) in &rows {
         delete_row(txn, t, *h, row);

@@ -469,6 +469,7 @@ pub async fn rows(
     on: &[Option<Expr>],
     filter: Option<&Expr>,
     lock: bool,
+    lookup_concurrency: usize,
 ) -> Result<Vec<Vec<Datum>>> {
     let mut acc: Vec<Vec<Datum>> = Vec::new();
     for ((j, s), step) in sources.iter().enumerate().zip(steps(sources, on, filter)) {
@@ -486,11 +487,18 @@ pub async fn rows(
                 let lookup = (j > 0 && !right_keys.is_empty())
                     .then(|| lookup_filter(t, &acc, &left_keys, &right_keys, local.as_ref()))
                     .flatten();
-                fetch_rows(txn, t, lookup.as_ref().or(local.as_ref()), lock, None)
-                    .await?
-                    .into_iter()
-                    .map(|(_, r)| r)
-                    .collect()
+                fetch_rows(
+                    txn,
+                    t,
+                    lookup.as_ref().or(local.as_ref()),
+                    lock,
+                    None,
+                    lookup_concurrency,
+                )
+                .await?
+                .into_iter()
+                .map(|(_, r)| r)
+                .collect()
             }
             Relation::Derived { rows, .. } => {
                 let mut kept = Vec::new();

@@ -31,7 +31,8 @@ use crate::rows::{decode_row, missing_value};
 /// Coprocessor tasks one query runs at once (`tidb_distsql_scan_concurrency`'s default).
 pub const DEFAULT_SCAN_CONCURRENCY: usize = 15;
 
-/// Index ranges one index lookup reads at once (`tidb_executor_concurrency`'s default).
+/// Index ranges one index lookup reads at once (`tidb_executor_concurrency`'s default;
+/// UPDATE and DELETE read with it).
 pub const INDEX_LOOKUP_CONCURRENCY: usize = 5;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -236,6 +237,7 @@ pub async fn fetch_rows(
     filter: Option<&Expr>,
     lock: bool,
     limit: Option<usize>,
+    concurrency: usize,
 ) -> Result<Vec<(i64, Vec<Datum>)>> {
     let access = choose_access(filter, t);
     // A pessimistic statement that locks reads the latest rows (rows committed since the
@@ -246,12 +248,12 @@ pub async fn fetch_rows(
         Access::IndexRanges { index, ranges } => {
             let unique = t.indexes[*index].unique;
             let reader: &Transaction = txn;
-            // The ranges are read INDEX_LOOKUP_CONCURRENCY at a time, in order.
+            // The ranges are read `concurrency` at a time, in order.
             let scans: Vec<_> = ranges
                 .iter()
                 .map(|(start, end)| scan_range(reader, current, start, end))
                 .collect();
-            let scans = futures_util::stream::iter(scans).buffered(INDEX_LOOKUP_CONCURRENCY);
+            let scans = futures_util::stream::iter(scans).buffered(concurrency.max(1));
             let entries: Vec<Vec<(Vec<u8>, Vec<u8>)>> = scans.try_collect().await?;
             let mut hs = Vec::new();
             for (k, v) in entries.iter().flatten() {
@@ -382,6 +384,8 @@ pub struct QueryContext<'a> {
     pub client: &'a Client,
     pub variable: &'a (dyn Fn(Lookup<'_>) -> Result<Datum> + Sync),
     pub scan_concurrency: usize,
+    /// Index ranges an index lookup reads at once.
+    pub lookup_concurrency: usize,
 }
 
 fn limit_value(e: &ast::Expr, ctx: &QueryContext<'_>) -> Result<u64> {
@@ -738,7 +742,15 @@ async fn run(
     // The input rows: base rows, or aggregated rows [group values..., aggregate results...].
     let rows: Vec<Vec<Datum>> = match (&table, read) {
         (None, _) if !sources.is_empty() => {
-            let base = crate::join::rows(txn, &sources, &on, filter.as_ref(), for_update).await?;
+            let base = crate::join::rows(
+                txn,
+                &sources,
+                &on,
+                filter.as_ref(),
+                for_update,
+                ctx.lookup_concurrency,
+            )
+            .await?;
             if aggregating {
                 aggregate_locally(ctx, &scope, group_by, &funcs, &base)?
             } else {
@@ -768,12 +780,18 @@ async fn run(
                 )
                 .await?
             } else {
-                let base: Vec<Vec<Datum>> =
-                    fetch_rows(txn, t, filter.as_ref(), for_update, read.read_limit)
-                        .await?
-                        .into_iter()
-                        .map(|(_, r)| r)
-                        .collect();
+                let base: Vec<Vec<Datum>> = fetch_rows(
+                    txn,
+                    t,
+                    filter.as_ref(),
+                    for_update,
+                    read.read_limit,
+                    ctx.lookup_concurrency,
+                )
+                .await?
+                .into_iter()
+                .map(|(_, r)| r)
+                .collect();
                 if aggregating {
                     aggregate_locally(ctx, &scope, group_by, &funcs, &base)?
                 } else {

@@ -89,6 +89,8 @@ pub struct Session {
     pub connection_id: u32,
     /// The account logged in.
     pub user: String,
+    /// The last statement's warnings (SHOW WARNINGS): (level, code, message).
+    warnings: Vec<(&'static str, u16, String)>,
     pub db: Option<String>,
     txn: Option<Transaction>,
     /// Inside BEGIN ... COMMIT.
@@ -225,6 +227,7 @@ impl Session {
             shared,
             connection_id,
             user: "root".into(),
+            warnings: Vec::new(),
             db: None,
             txn: None,
             explicit: false,
@@ -304,11 +307,25 @@ impl Session {
             && show == "SHOW"
             && (what == "WARNINGS" || what == "ERRORS")
         {
+            // Errors end their statement and reach the client at once: none are kept.
+            let shown = if what == "WARNINGS" {
+                &self.warnings[..]
+            } else {
+                &[]
+            };
+            let text = |v: &str| Datum::Bytes(v.as_bytes().to_vec());
+            let rows = shown
+                .iter()
+                .map(|(level, code, message)| {
+                    vec![text(level), Datum::Int(i64::from(*code)), text(message)]
+                })
+                .collect();
             return Ok(vec![Output::Rows(ResultSet::text(
                 vec!["Level".into(), "Code".into(), "Message".into()],
-                Vec::new(),
+                rows,
             ))]);
         }
+        self.warnings.clear();
         if let Some(account) = crate::users::parse(sql) {
             let account = account?;
             // As DDL: the open transaction commits first.
@@ -377,6 +394,7 @@ impl Session {
         }
         let mut statement = p.statement.clone();
         substitute_params(&mut statement, params);
+        self.warnings.clear();
         let text = statement.to_string();
         self.run_logged(&statement, &text).await
     }
@@ -462,6 +480,66 @@ impl Session {
             "Id", "User", "Host", "db", "Command", "Time", "State", "Info",
         ];
         ResultSet::text(names.iter().map(|n| n.to_string()).collect(), rows)
+    }
+
+    /// How many warnings the last statement left (the OK packet's count).
+    pub fn warning_count(&self) -> u16 {
+        u16::try_from(self.warnings.len()).unwrap_or(u16::MAX)
+    }
+
+    /// Variables whose value is the node's (or the cluster's) rather than the session's
+    /// take effect there: the slow log, the committer, the TSO batcher; replica reads say
+    /// in a warning that only the leader serves reads until replicas exist.
+    fn apply_instance_variable(&mut self, name: &str, v: &config::value::Value) {
+        use config::value::Value;
+        match (name, v) {
+            (SLOW_LOG_THRESHOLD, Value::Int(ms)) => self.shared.slow_log.set_threshold_ms(*ms),
+            ("tidb_committer_concurrency", Value::Int(n)) => {
+                self.shared.client.set_committer_concurrency(*n as usize)
+            }
+            ("tidb_tso_client_batch_max_wait_time", Value::Float(ms)) => self
+                .shared
+                .client
+                .pd()
+                .set_tso_max_wait(std::time::Duration::from_secs_f64(ms / 1000.0)),
+            ("tidb_replica_read", Value::Str(mode)) if mode != "leader" => self.warnings.push((
+                "Warning",
+                1105,
+                format!(
+                    "tidb_replica_read is '{mode}', but regions have no follower replicas yet: reads still go to the leader"
+                ),
+            )),
+            _ => {}
+        }
+    }
+
+    /// A session variable as a count of tasks (at least 1).
+    fn concurrency(&self, name: &str) -> Option<usize> {
+        match self.vars.get(name) {
+            Some(Datum::Int(n)) if *n > 0 => Some(*n as usize),
+            _ => None,
+        }
+    }
+
+    /// What a query reads with: `tidb_distsql_scan_concurrency` coprocessor tasks, and
+    /// index lookups `tidb_executor_concurrency` at a time (or the deprecated
+    /// `tidb_index_lookup_join_concurrency` where set, as TiDB lets it override).
+    fn query_context<'a>(
+        &self,
+        client: &'a Client,
+        variable: &'a (dyn Fn(Lookup<'_>) -> Result<Datum> + Sync),
+    ) -> QueryContext<'a> {
+        QueryContext {
+            client,
+            variable,
+            scan_concurrency: self
+                .concurrency("tidb_distsql_scan_concurrency")
+                .unwrap_or(query::DEFAULT_SCAN_CONCURRENCY),
+            lookup_concurrency: self
+                .concurrency("tidb_index_lookup_join_concurrency")
+                .or_else(|| self.concurrency("tidb_executor_concurrency"))
+                .unwrap_or(query::INDEX_LOOKUP_CONCURRENCY),
+        }
     }
 
     /// [`Session::run`], recorded in the slow log when it takes long enough.
@@ -600,11 +678,7 @@ impl Session {
                 },
                 _ => SqlError::wrong_variable_value(name, &shown),
             })?;
-            if name == SLOW_LOG_THRESHOLD
-                && let config::value::Value::Int(ms) = parsed
-            {
-                self.shared.slow_log.set_threshold_ms(ms);
-            }
+            self.apply_instance_variable(name, &parsed);
             self.vars.insert(name.to_string(), config_value(parsed));
             return Ok(());
         }
@@ -764,11 +838,7 @@ impl Session {
         let client = self.shared.client.clone();
         match s {
             Statement::Query(q) => {
-                let ctx = QueryContext {
-                    client: &client,
-                    variable: &lookup,
-                    scan_concurrency: query::DEFAULT_SCAN_CONCURRENCY,
-                };
+                let ctx = self.query_context(&client, &lookup);
                 let rs = query::select(&ctx, txn, &|n| self.resolve_table(&schema, n), q).await?;
                 Ok(Output::Rows(rs))
             }
@@ -780,11 +850,7 @@ impl Session {
                 let Statement::Query(q) = statement.as_ref() else {
                     return Err(SqlError::not_supported(format!("EXPLAIN {statement}")));
                 };
-                let ctx = QueryContext {
-                    client: &client,
-                    variable: &lookup,
-                    scan_concurrency: query::DEFAULT_SCAN_CONCURRENCY,
-                };
+                let ctx = self.query_context(&client, &lookup);
                 let rs = crate::explain::explain(&ctx, txn, &|n| self.resolve_table(&schema, n), q)
                     .await?;
                 Ok(Output::Rows(rs))
