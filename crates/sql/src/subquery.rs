@@ -473,7 +473,7 @@ fn decorrelate(
     };
     let mut join = j.from[0].joins[0].clone();
     if let ast::TableFactor::Derived { subquery, .. } = &mut join.relation {
-        *subquery = Box::new(derived);
+        **subquery = derived;
     }
     join.join_operator = ast::JoinOperator::LeftOuter(ast::JoinConstraint::On(on));
     outer
