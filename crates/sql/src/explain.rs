@@ -185,6 +185,13 @@ fn source_node(
             }
         }
         Relation::Derived { .. } => derived.remove(0),
+        Relation::Memory { rows, .. } => Node {
+            name: "MemTableScan",
+            task: "root",
+            object: format!("table:{}", s.alias.as_deref().unwrap_or_default()),
+            info: format!("rows:{}", rows.len()),
+            children: vec![],
+        },
     }
 }
 

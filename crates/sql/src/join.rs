@@ -29,12 +29,27 @@ pub enum JoinKind {
     Left,
 }
 
-/// What a source reads: a table, or a derived table (a subquery in FROM) whose rows the
-/// query computes before the join.
+/// What a source reads: a table, a derived table (a subquery in FROM) whose rows the
+/// query computes before the join, or a system table whose rows are already there
+/// (information_schema).
 pub enum Relation {
     Table(Arc<TableInfo>),
     Derived {
         query: Box<ast::Query>,
+        columns: Vec<String>,
+        rows: Vec<Vec<Datum>>,
+    },
+    Memory {
+        columns: Vec<String>,
+        rows: Vec<Vec<Datum>>,
+    },
+}
+
+/// What a table name in FROM names.
+pub enum Resolved {
+    Table(Arc<TableInfo>),
+    /// A system table: its columns and rows.
+    Memory {
         columns: Vec<String>,
         rows: Vec<Vec<Datum>>,
     },
@@ -51,29 +66,36 @@ impl Source {
     pub fn table(&self) -> Option<&Arc<TableInfo>> {
         match &self.relation {
             Relation::Table(t) => Some(t),
-            Relation::Derived { .. } => None,
+            Relation::Derived { .. } | Relation::Memory { .. } => None,
         }
     }
 
     pub fn width(&self) -> usize {
         match &self.relation {
             Relation::Table(t) => t.columns.len(),
-            Relation::Derived { columns, .. } => columns.len(),
+            Relation::Derived { columns, .. } | Relation::Memory { columns, .. } => columns.len(),
         }
     }
 }
 
-pub type SchemaTable<'a> = &'a (dyn Fn(&ast::ObjectName) -> Result<Arc<TableInfo>> + Sync);
+pub type SchemaTable<'a> = &'a (dyn Fn(&ast::ObjectName) -> Result<Resolved> + Sync);
 
 fn read_relation(
     f: &TableFactor,
     schema_table: SchemaTable<'_>,
 ) -> Result<(Relation, Option<String>)> {
     match f {
-        TableFactor::Table { name, alias, .. } => Ok((
-            Relation::Table(schema_table(name)?),
-            alias.as_ref().map(|a| a.name.value.clone()),
-        )),
+        TableFactor::Table { name, alias, .. } => {
+            let alias = alias.as_ref().map(|a| a.name.value.clone());
+            Ok(match schema_table(name)? {
+                Resolved::Table(t) => (Relation::Table(t), alias),
+                // Named by its alias or its own name, as a table is.
+                Resolved::Memory { columns, rows } => (
+                    Relation::Memory { columns, rows },
+                    alias.or_else(|| Some(crate::ddl::split_name(name).1)),
+                ),
+            })
+        }
         TableFactor::Derived {
             subquery, alias, ..
         } => {
@@ -143,7 +165,7 @@ pub fn scope(sources: &[Source]) -> Scope {
     for s in sources {
         let one = match &s.relation {
             Relation::Table(t) => table_scope(t, s.alias.as_deref()),
-            Relation::Derived { columns, .. } => Scope {
+            Relation::Derived { columns, .. } | Relation::Memory { columns, .. } => Scope {
                 columns: columns
                     .iter()
                     .map(|c| (s.alias.clone(), c.clone()))
@@ -500,7 +522,7 @@ pub async fn rows(
                 .map(|(_, r)| r)
                 .collect()
             }
-            Relation::Derived { rows, .. } => {
+            Relation::Derived { rows, .. } | Relation::Memory { rows, .. } => {
                 let mut kept = Vec::new();
                 for r in rows {
                     if local

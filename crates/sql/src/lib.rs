@@ -8,6 +8,7 @@
 //! - [`access`]: access paths: point gets, handle ranges, index ranges, full scans.
 //! - [`query`]: SELECT: coprocessor pushdown, the rest on the node.
 //! - [`explain`]: EXPLAIN: the plan of a SELECT as a tree of operators.
+//! - [`info_schema`]: information_schema's SCHEMATA, TABLES and COLUMNS.
 //! - [`join`]: joins of several tables (hash join on equalities, LEFT JOIN).
 //! - [`subquery`]: subqueries in expressions: run once, or decorrelated into joins.
 //! - [`ddl`], [`dml`]: schema changes; INSERT/REPLACE/UPDATE/DELETE.
@@ -24,6 +25,7 @@ pub mod ddl;
 pub mod dml;
 pub mod error;
 pub mod explain;
+pub mod info_schema;
 pub mod join;
 pub mod query;
 pub mod rows;

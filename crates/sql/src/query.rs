@@ -181,7 +181,8 @@ pub fn describe(
                                 kinds.push(column_kind(&c.ty));
                             }
                         }
-                        crate::join::Relation::Derived { columns, .. } => {
+                        crate::join::Relation::Derived { columns, .. }
+                        | crate::join::Relation::Memory { columns, .. } => {
                             names.extend(columns.iter().cloned());
                             kinds.extend(std::iter::repeat_n(ColumnKind::Text, columns.len()));
                         }

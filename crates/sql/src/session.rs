@@ -364,7 +364,7 @@ impl Session {
                 let client = &self.shared.client;
                 let snapshot = client.snapshot(client.current_ts().await?, 0);
                 let schema = self.shared.catalog.schema(&snapshot).await?;
-                let (names, kinds) = query::describe(q, &|n| self.resolve_table(&schema, n))?;
+                let (names, kinds) = query::describe(q, &|n| self.resolve(&schema, n))?;
                 names.into_iter().zip(kinds).collect()
             }
             _ => Vec::new(),
@@ -405,6 +405,20 @@ impl Session {
 
     fn current_db(&self) -> Result<&str> {
         self.db.as_deref().ok_or_else(SqlError::no_database)
+    }
+
+    /// A table name in FROM: a table of the schema, or of information_schema.
+    fn resolve(&self, schema: &Schema, name: &ast::ObjectName) -> Result<crate::join::Resolved> {
+        let (db, t) = split_name(name);
+        let db = match db {
+            Some(d) => d,
+            None => self.current_db()?.to_string(),
+        };
+        if db.eq_ignore_ascii_case(crate::info_schema::DB) {
+            let (columns, rows) = crate::info_schema::table(schema, &t)?;
+            return Ok(crate::join::Resolved::Memory { columns, rows });
+        }
+        schema.table(&db, &t).map(crate::join::Resolved::Table)
     }
 
     fn resolve_table(&self, schema: &Schema, name: &ast::ObjectName) -> Result<Arc<TableInfo>> {
@@ -590,8 +604,11 @@ impl Session {
                     .client
                     .snapshot(self.shared.client.current_ts().await?, 0);
                 let schema = self.shared.catalog.schema(&snapshot).await?;
-                let db = schema.db(&name)?;
-                self.db = Some(db.name.clone());
+                self.db = Some(if name.eq_ignore_ascii_case(crate::info_schema::DB) {
+                    crate::info_schema::DB.to_string()
+                } else {
+                    schema.db(&name)?.name.clone()
+                });
                 Ok(Output::done(0))
             }
             Statement::Set(set) => {
@@ -839,7 +856,7 @@ impl Session {
         match s {
             Statement::Query(q) => {
                 let ctx = self.query_context(&client, &lookup);
-                let rs = query::select(&ctx, txn, &|n| self.resolve_table(&schema, n), q).await?;
+                let rs = query::select(&ctx, txn, &|n| self.resolve(&schema, n), q).await?;
                 Ok(Output::Rows(rs))
             }
             Statement::Explain {
@@ -851,8 +868,8 @@ impl Session {
                     return Err(SqlError::not_supported(format!("EXPLAIN {statement}")));
                 };
                 let ctx = self.query_context(&client, &lookup);
-                let rs = crate::explain::explain(&ctx, txn, &|n| self.resolve_table(&schema, n), q)
-                    .await?;
+                let rs =
+                    crate::explain::explain(&ctx, txn, &|n| self.resolve(&schema, n), q).await?;
                 Ok(Output::Rows(rs))
             }
             Statement::Insert(ins) => {
@@ -902,10 +919,9 @@ impl Session {
             Statement::ShowProcessList { full } => Ok(Output::Rows(self.process_list(*full))),
             Statement::ShowDatabases { .. } => Ok(Output::Rows(ResultSet::text(
                 vec!["Database".into()],
-                schema
-                    .dbs
-                    .values()
-                    .map(|(d, _)| vec![Datum::Bytes(d.name.clone().into_bytes())])
+                std::iter::once(crate::info_schema::DB)
+                    .chain(schema.dbs.values().map(|(d, _)| d.name.as_str()))
+                    .map(|d| vec![Datum::Bytes(d.as_bytes().to_vec())])
                     .collect(),
             ))),
             Statement::ShowTables { .. } => {
@@ -935,19 +951,7 @@ impl Session {
                     .iter()
                     .enumerate()
                     .map(|(i, c)| {
-                        let key = if Some(i) == t.handle_column
-                            || t.indexes
-                                .iter()
-                                .any(|x| x.primary && x.columns.contains(&i))
-                        {
-                            "PRI"
-                        } else if t.indexes.iter().any(|x| x.unique && x.columns[0] == i) {
-                            "UNI"
-                        } else if t.indexes.iter().any(|x| x.columns[0] == i) {
-                            "MUL"
-                        } else {
-                            ""
-                        };
+                        let key = crate::info_schema::column_key(&t, i);
                         let default = match &c.default {
                             None | Some(crate::catalog::Default::Null) => Datum::Null,
                             Some(d) => {
