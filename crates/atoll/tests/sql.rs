@@ -406,3 +406,40 @@ fn knobs_take_effect_or_say_why_not() {
         "id\n1\n2\n3\nCOUNT(*)\n3\n"
     );
 }
+
+#[test]
+fn a_packet_over_max_allowed_packet_is_refused_and_the_server_carries_on() {
+    use std::io::Write;
+    let c = Cluster::start();
+    // 65 MiB of statement: over the 64 MiB @@max_allowed_packet.
+    let mut sql = b"SELECT LENGTH('".to_vec();
+    sql.resize(sql.len() + (65 << 20), b'a');
+    sql.extend_from_slice(b"');\n");
+    let mut child = std::process::Command::new("mysql")
+        .args(["-h", "127.0.0.1", "-P", &c.port.to_string(), "-u", "root"])
+        .arg("--max-allowed-packet=1G")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&sql);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    // The server answers 1153 and closes; a client still writing may see the close first
+    // (2013 lost connection), as with MySQL. Either way the statement did not run.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        err.contains("1153") || err.contains("2013") || err.contains("2006"),
+        "{err}"
+    );
+    assert_eq!(c.run("", "SELECT 1 + 1"), "1 + 1\n2\n");
+}

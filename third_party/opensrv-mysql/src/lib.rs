@@ -559,7 +559,23 @@ where
         use crate::commands::Command;
 
         let mut stmts: HashMap<u32, _> = HashMap::new();
-        while let Some((seq, packet)) = self.reader.next_async().await? {
+        loop {
+            let (seq, packet) = match self.reader.next_async().await {
+                Ok(Some(p)) => p,
+                Ok(None) => break,
+                // As MySQL: 1153, then the connection closes.
+                Err(e) if e.to_string() == packet_reader::PACKET_TOO_LARGE => {
+                    writers::write_err(
+                        ErrorKind::ER_NET_PACKET_TOO_LARGE,
+                        packet_reader::PACKET_TOO_LARGE.as_bytes(),
+                        &mut self.writer,
+                    )
+                    .await?;
+                    self.writer.flush_all().await?;
+                    return Err(e.into());
+                }
+                Err(e) => return Err(e.into()),
+            };
             self.writer.set_seq(seq + 1);
             let res = commands::parse(&packet);
             match res {

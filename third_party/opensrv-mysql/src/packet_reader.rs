@@ -19,6 +19,29 @@ use tokio::io::AsyncRead;
 use tokio::io::AsyncReadExt;
 
 const PACKET_BUFFER_SIZE: usize = 4_096;
+
+/// The largest command a client may send, as `@@max_allowed_packet` (64 MiB) says; a
+/// bigger one is refused before it is buffered.
+pub const MAX_ALLOWED_PACKET: usize = 64 << 20;
+
+/// The error a command over [`MAX_ALLOWED_PACKET`] ends the connection with.
+pub const PACKET_TOO_LARGE: &str = "Got a packet bigger than 'max_allowed_packet' bytes";
+
+/// The length the packet starting at `b` declares, summed over its 16 MiB parts as far
+/// as their headers are in `b`.
+fn declared_len(b: &[u8]) -> usize {
+    let mut at = 0;
+    let mut total = 0;
+    while let Some(h) = b.get(at..at + 4) {
+        let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+        total += len;
+        if len != U24_MAX {
+            break;
+        }
+        at += 4 + len;
+    }
+    total
+}
 const PACKET_LARGE_BUFFER_SIZE: usize = 1_048_576;
 
 pub struct PacketReader<R> {
@@ -142,6 +165,9 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
                         // next call (0.7.0 replaced it here, freeing the packet's bytes);
                         // the next call starts `remaining` bytes before `filled`.
                         self.remaining = rest.len();
+                        if p.1.as_ref().len() > MAX_ALLOWED_PACKET {
+                            return Err(io::Error::new(io::ErrorKind::InvalidData, PACKET_TOO_LARGE));
+                        }
                         return Ok(Some(p));
                     }
                     Err(nom::Err::Incomplete(_)) | Err(nom::Err::Error(_)) => {}
@@ -154,6 +180,9 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
                 }
             }
 
+            if declared_len(&self.bytes[self.start..self.filled]) > MAX_ALLOWED_PACKET {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, PACKET_TOO_LARGE));
+            }
             // we need to read some more: the unread bytes move to the front, and the
             // buffer grows (at least doubling) when the room after them is short.
             self.bytes.copy_within(self.start..self.filled, 0);
