@@ -415,8 +415,8 @@ fn a_packet_over_max_allowed_packet_is_refused_and_the_server_carries_on() {
     let mut sql = b"SELECT LENGTH('".to_vec();
     sql.resize(sql.len() + (65 << 20), b'a');
     sql.extend_from_slice(b"');\n");
-    let mut child = std::process::Command::new("mysql")
-        .args(["-h", "127.0.0.1", "-P", &c.port.to_string(), "-u", "root"])
+    let mut child = c
+        .mysql()
         .arg("--max-allowed-packet=1G")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

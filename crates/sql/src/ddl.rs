@@ -623,7 +623,8 @@ pub async fn alter_table(
     table: &str,
     operations: &[ast::AlterTableOperation],
 ) -> Result<()> {
-    let mut t = (*schema.table(db, table)?).clone();
+    let version = schema.table(db, table)?;
+    let mut t = (*version).clone();
     for op in operations {
         match op {
             ast::AlterTableOperation::AddColumn {
@@ -713,7 +714,6 @@ pub async fn alter_table(
         }
     }
     let key = table_key(t.db_id, &t.name);
-    let version = schema.table(db, table)?;
     in_ddl_txn(client, |mut txn| {
         let (key, t, version) = (key.clone(), t.clone(), version.clone());
         async move {

@@ -308,8 +308,33 @@ pub async fn insert(
     Ok(affected)
 }
 
-/// The rows an UPDATE or DELETE ... [ORDER BY ...] [LIMIT n] changes: `rows` (in handle
-/// order) sorted by ORDER BY, then the first n.
+/// The rows an UPDATE or DELETE [WHERE ...] [ORDER BY ...] [LIMIT n] changes, locked
+/// (current reads): those WHERE keeps, sorted by ORDER BY, then the first n.
+async fn rows_to_change(
+    ctx: &DmlContext<'_>,
+    txn: &mut Transaction,
+    t: &TableInfo,
+    scope: &Scope,
+    selection: Option<&ast::Expr>,
+    order_by: &[ast::OrderByExpr],
+    limit: Option<&ast::Expr>,
+) -> Result<Vec<(i64, Vec<Datum>)>> {
+    let filter = selection
+        .map(|w| Binder::new(scope, ctx.variable).bind(w))
+        .transpose()?;
+    let rows = fetch_rows(
+        txn,
+        t,
+        filter.as_ref(),
+        true,
+        None,
+        INDEX_LOOKUP_CONCURRENCY,
+    )
+    .await?;
+    order_and_limit(ctx, scope, rows, order_by, limit)
+}
+
+/// `rows` (in handle order) sorted by ORDER BY, then the first n of LIMIT n.
 fn order_and_limit(
     ctx: &DmlContext<'_>,
     scope: &Scope,
@@ -366,18 +391,16 @@ pub async fn update(
 ) -> Result<Affected> {
     let scope = table_scope(t, None);
     let sets = assignments(t, &scope, &u.assignments, ctx)?;
-    let mut b = Binder::new(&scope, ctx.variable);
-    let filter = u.selection.as_ref().map(|w| b.bind(w)).transpose()?;
-    let rows = fetch_rows(
+    let rows = rows_to_change(
+        ctx,
         txn,
         t,
-        filter.as_ref(),
-        true,
-        None,
-        INDEX_LOOKUP_CONCURRENCY,
+        &scope,
+        u.selection.as_ref(),
+        &u.order_by,
+        u.limit.as_ref(),
     )
     .await?;
-    let rows = order_and_limit(ctx, &scope, rows, &u.order_by, u.limit.as_ref())?;
     let mut affected = Affected::default();
     for (n, (h, old)) in rows.into_iter().enumerate() {
         let new = apply(t, &old, &sets, n + 1)?;
@@ -396,18 +419,16 @@ pub async fn delete(
     d: &ast::Delete,
 ) -> Result<Affected> {
     let scope = table_scope(t, None);
-    let mut b = Binder::new(&scope, ctx.variable);
-    let filter = d.selection.as_ref().map(|w| b.bind(w)).transpose()?;
-    let rows = fetch_rows(
+    let rows = rows_to_change(
+        ctx,
         txn,
         t,
-        filter.as_ref(),
-        true,
-        None,
-        INDEX_LOOKUP_CONCURRENCY,
+        &scope,
+        d.selection.as_ref(),
+        &d.order_by,
+        d.limit.as_ref(),
     )
     .await?;
-    let rows = order_and_limit(ctx, &scope, rows, &d.order_by, d.limit.as_ref())?;
     for (h, row) in &rows {
         delete_row(txn, t, *h, row);
     }

@@ -80,6 +80,16 @@ fn column_kind(t: &crate::types::SqlType) -> ColumnKind {
     }
 }
 
+/// The table of a `t.*` item (`None` for `*`).
+fn wildcard_table(item: &SelectItem) -> Option<String> {
+    match item {
+        SelectItem::QualifiedWildcard(ast::SelectItemQualifiedWildcardKind::ObjectName(n), _) => {
+            Some(crate::ddl::split_name(n).1)
+        }
+        _ => None,
+    }
+}
+
 fn item_name(e: &ast::Expr) -> String {
     match e {
         ast::Expr::Identifier(id) if !id.value.starts_with('@') => id.value.clone(),
@@ -149,13 +159,7 @@ pub fn describe(
                 kinds.push(item_kind(expr, &tables));
             }
             _ => {
-                let of = match item {
-                    SelectItem::QualifiedWildcard(
-                        ast::SelectItemQualifiedWildcardKind::ObjectName(n),
-                        _,
-                    ) => Some(crate::ddl::split_name(n).1),
-                    _ => None,
-                };
+                let of = wildcard_table(item);
                 for s in &sources {
                     let name = s
                         .alias
@@ -602,13 +606,7 @@ pub fn plan<'q>(
                     });
                 }
                 // Every column in scope, or (t.*) those of source t.
-                let of = match item {
-                    SelectItem::QualifiedWildcard(
-                        ast::SelectItemQualifiedWildcardKind::ObjectName(n),
-                        _,
-                    ) => Some(crate::ddl::split_name(n).1),
-                    _ => None,
-                };
+                let of = wildcard_table(item);
                 let before = exprs.len();
                 for (i, (q, name)) in scope.columns.iter().enumerate() {
                     let q = q.as_deref();

@@ -241,19 +241,17 @@ impl SqlCluster {
         self.try_run_with("", sql, &["-u", user, &format!("--password={password}")])
     }
 
-    fn try_run_with(&self, db: &str, sql: &str, extra: &[&str]) -> Result<String, String> {
+    /// The mysql client, as root in batch mode, pointed at this cluster's sql node.
+    pub fn mysql(&self) -> std::process::Command {
         let mut cmd = std::process::Command::new("mysql");
-        cmd.args([
-            "-h",
-            "127.0.0.1",
-            "-P",
-            &self.port.to_string(),
-            "-u",
-            "root",
-            "--batch",
-            "-e",
-            sql,
-        ]);
+        cmd.args(["-h", "127.0.0.1", "-P", &self.port.to_string()])
+            .args(["-u", "root", "--batch"]);
+        cmd
+    }
+
+    fn try_run_with(&self, db: &str, sql: &str, extra: &[&str]) -> Result<String, String> {
+        let mut cmd = self.mysql();
+        cmd.args(["-e", sql]);
         cmd.args(extra);
         if !db.is_empty() {
             cmd.arg(db);
@@ -272,18 +270,9 @@ impl SqlCluster {
     /// the output of the statements that succeeded.
     pub fn run_force(&self, db: &str, sql: &str) -> String {
         use std::io::Write;
-        let mut child = std::process::Command::new("mysql")
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-P",
-                &self.port.to_string(),
-                "-u",
-                "root",
-                "--batch",
-                "--force",
-                db,
-            ])
+        let mut child = self
+            .mysql()
+            .args(["--force", db])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
