@@ -47,6 +47,14 @@ impl<'a, W: 'a + AsyncWrite + Unpin> InitWriter<'a, W> {
     {
         writers::write_err(kind, msg.borrow(), self.writer).await
     }
+
+    /// As `error`, with any code and SQLSTATE (Atoll).
+    pub async fn error_code<E>(self, code: u16, sqlstate: &[u8; 5], msg: &E) -> io::Result<()>
+    where
+        E: Borrow<[u8]> + ?Sized,
+    {
+        writers::write_err_code(code, sqlstate, msg.borrow(), self.writer).await
+    }
 }
 
 /// Convenience type for responding to a client `PREPARE` command.
@@ -93,6 +101,14 @@ impl<'a, W: AsyncWrite + Unpin + 'a> StatementMetaWriter<'a, W> {
         E: Borrow<[u8]> + ?Sized,
     {
         writers::write_err(kind, msg.borrow(), self.writer).await
+    }
+
+    /// As `error`, with any code and SQLSTATE (Atoll).
+    pub async fn error_code<E>(self, code: u16, sqlstate: &[u8; 5], msg: &E) -> io::Result<()>
+    where
+        E: Borrow<[u8]> + ?Sized,
+    {
+        writers::write_err_code(code, sqlstate, msg.borrow(), self.writer).await
     }
 }
 
@@ -188,6 +204,15 @@ impl<'a, W: AsyncWrite + Unpin> QueryResultWriter<'a, W> {
     {
         self.finalize(true).await?;
         writers::write_err(kind, msg.borrow(), self.writer).await
+    }
+
+    /// As `error`, with any code and SQLSTATE (Atoll).
+    pub async fn error_code<E>(mut self, code: u16, sqlstate: &[u8; 5], msg: &E) -> io::Result<()>
+    where
+        E: Borrow<[u8]> + ?Sized,
+    {
+        self.finalize(true).await?;
+        writers::write_err_code(code, sqlstate, msg.borrow(), self.writer).await
     }
 
     /// Send the last bits of the last resultset to the client, and indicate that there are no more

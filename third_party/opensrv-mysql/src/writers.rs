@@ -65,10 +65,21 @@ pub async fn write_err<W: AsyncWrite + Unpin>(
     msg: &[u8],
     w: &mut PacketWriter<W>,
 ) -> io::Result<()> {
+    write_err_code(err as u16, err.sqlstate(), msg, w).await
+}
+
+/// An error packet with any code and SQLSTATE, also codes outside MySQL's table (Atoll:
+/// TiDB's 8xxx/9xxx codes).
+pub async fn write_err_code<W: AsyncWrite + Unpin>(
+    code: u16,
+    sqlstate: &[u8; 5],
+    msg: &[u8],
+    w: &mut PacketWriter<W>,
+) -> io::Result<()> {
     w.write_u8(0xFF)?;
-    w.write_u16::<LittleEndian>(err as u16)?;
+    w.write_u16::<LittleEndian>(code)?;
     w.write_u8(b'#')?;
-    w.write_all(err.sqlstate())?;
+    w.write_all(sqlstate)?;
     w.write_all(msg)?;
     w.end_packet().await
 }
