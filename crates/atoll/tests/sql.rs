@@ -400,7 +400,8 @@ fn knobs_take_effect_or_say_why_not() {
         c.run(
             "k",
             "SET tidb_executor_concurrency = 1; SET tidb_distsql_scan_concurrency = 1; \
-             SET tidb_committer_concurrency = 1; SET tidb_tso_client_batch_max_wait_time = 0.5; \
+             SET GLOBAL tidb_committer_concurrency = 1; \
+             SET GLOBAL tidb_tso_client_batch_max_wait_time = 0.5; \
              SELECT id FROM t WHERE v IN (10, 20) ORDER BY id; SELECT COUNT(*) FROM t"
         ),
         "id\n1\n2\n3\nCOUNT(*)\n3\n"
@@ -442,4 +443,69 @@ fn a_packet_over_max_allowed_packet_is_refused_and_the_server_carries_on() {
         "{err}"
     );
     assert_eq!(c.run("", "SELECT 1 + 1"), "1 + 1\n2\n");
+}
+
+#[test]
+fn set_global_is_seen_by_new_sessions_and_global_only_variables_need_it() {
+    let c = Cluster::start();
+    c.fails("", "SET tidb_gc_life_time = '20m'", "1229 (HY000)");
+    c.fails("", "SET GLOBAL tidb_gc_life_time = '1m'", "1231 (42000)");
+    c.fails("", "SET GLOBAL tidb_gc_enable = 'maybe'", "1231 (42000)");
+    // SET GLOBAL leaves the session's own value alone (as in MySQL) ...
+    assert_eq!(
+        c.run(
+            "",
+            "SET GLOBAL tidb_gc_life_time = '20m'; SET GLOBAL tidb_txn_mode = 'optimistic'; \
+             SET @@global.wait_timeout = 60; \
+             SELECT @@tidb_gc_life_time, @@tidb_txn_mode, @@global.tidb_txn_mode, @@wait_timeout"
+        ),
+        "@@tidb_gc_life_time\t@@tidb_txn_mode\t@@global.tidb_txn_mode\t@@wait_timeout\n\
+         20m\tpessimistic\toptimistic\t28800\n"
+    );
+    // ... and a new session starts from it (it is stored in KV for every sql node).
+    assert_eq!(
+        c.run(
+            "",
+            "SELECT @@tidb_txn_mode, @@wait_timeout, @@global.tidb_gc_life_time; \
+             SHOW GLOBAL VARIABLES LIKE 'tidb_gc_l%'"
+        ),
+        "@@tidb_txn_mode\t@@wait_timeout\t@@global.tidb_gc_life_time\noptimistic\t60\t20m\n\
+         Variable_name\tValue\ntidb_gc_life_time\t20m\n"
+    );
+}
+
+#[test]
+fn the_gc_leader_moves_the_safe_point_to_now_minus_the_life_time() {
+    let c = Cluster::start();
+    // On a new cluster the leader's first run is at once; the kv node reads PD's safe point
+    // every 10 s and shows the one it collected up to on /metrics.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let safe_point = loop {
+        let (_, body) = common::get(&format!("http://{}/metrics", c.kv_status));
+        let metrics = String::from_utf8_lossy(&body).into_owned();
+        let value = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("atoll_gc_safe_point "))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        if value > 0 {
+            break value;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the safe point never reached the kv node"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    // Physical milliseconds above 18 logical bits: about ten minutes (the default
+    // tidb_gc_life_time) before now, give or take the time the test took.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let behind_ms = now_ms - (safe_point >> 18);
+    assert!(
+        (600_000..700_000).contains(&behind_ms),
+        "the safe point is {behind_ms} ms behind now"
+    );
 }

@@ -108,6 +108,12 @@ pub static SYSVARS: &[SysVar] = &[
         default: || Value::Int(15),
     },
     SysVar {
+        name: "tidb_gc_enable",
+        scope: Scope::Global,
+        kind: Kind::Bool,
+        default: || Value::Bool(true),
+    },
+    SysVar {
         name: "tidb_gc_run_interval",
         scope: Scope::Global,
         kind: GC_DURATION,

@@ -121,6 +121,16 @@ impl Client {
         coprocessor::fan_out(&self.inner, dag, ranges, ts, group_id, concurrency).await
     }
 
+    /// GC's Resolve Locks step: every lock at or below `safe_point`, cluster-wide, is
+    /// committed or rolled back as its txn's primary says; the oldest lock of a txn still
+    /// alive is reported, and GC must stay below it.
+    pub async fn resolve_locks_below(
+        &self,
+        safe_point: u64,
+    ) -> Result<lock_resolver::ResolvedBelow> {
+        lock_resolver::resolve_below(&self.inner, safe_point).await
+    }
+
     /// `tidb_committer_concurrency`, online.
     pub fn set_committer_concurrency(&self, n: usize) {
         self.inner

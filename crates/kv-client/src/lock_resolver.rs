@@ -5,17 +5,23 @@
 //! start_ts goes into the request's `resolved_locks`); anyone else backs off and retries.
 //! (The kv node itself drops a pessimistic lock left behind by a committed txn: only it
 //! sees the lock's current type; the lock info here may be stale.)
+//!
+//! GC's Resolve Locks step ([`resolve_below`]) does the same for every lock older than the
+//! new safe point, region by region, and reports the oldest lock it had to leave in place.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
 use base::ts::physical_ms;
-use proto::kv::{CheckTxnStatusRequest, LockInfo, ResolveLockRequest};
+use proto::kv::{CheckTxnStatusRequest, LockInfo, ResolveLockRequest, ScanLockRequest};
 
 use crate::Inner;
-use crate::backoff::Backoff;
+use crate::backoff::{Backoff, READ_BUDGET_MS};
 use crate::error::{KvError, Result};
-use crate::rpc::send_on_key;
+use crate::rpc::{Sent, send, send_on_key};
+
+/// Locks one ScanLock request returns at most (TiDB's GC scans 1024 at a time).
+pub const SCAN_LOCK_BATCH: u32 = 1024;
 
 #[derive(Debug, Default)]
 pub struct Resolved {
@@ -23,6 +29,18 @@ pub struct Resolved {
     pub all: bool,
     /// Live txns the caller may read around.
     pub pushed: Vec<u64>,
+    /// The start ts of the oldest lock left in place (its txn alive, or its resolution
+    /// refused).
+    pub oldest_left: Option<u64>,
+}
+
+/// What GC's Resolve Locks step did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ResolvedBelow {
+    /// Locks older than the safe point that were found.
+    pub found: usize,
+    /// The start ts of the oldest lock left in place: GC must not pass it.
+    pub oldest_left: Option<u64>,
 }
 
 enum Fate {
@@ -40,8 +58,9 @@ pub(crate) async fn resolve(
 ) -> Result<Resolved> {
     let mut out = Resolved {
         all: true,
-        pushed: Vec::new(),
+        ..Resolved::default()
     };
+
     let mut fates: HashMap<u64, Fate> = HashMap::new();
     for lock in locks {
         if let Entry::Vacant(slot) = fates.entry(lock.lock_version) {
@@ -54,7 +73,7 @@ pub(crate) async fn resolve(
                 if caller_start_ts > 0 && min_commit_ts > caller_start_ts {
                     out.pushed.push(lock.lock_version);
                 } else {
-                    out.all = false;
+                    leave(&mut out, lock);
                 }
                 continue;
             }
@@ -70,12 +89,21 @@ pub(crate) async fn resolve(
         // caller backs off before it looks again, so it never spins.
         if let Some(e) = resp.error {
             tracing::debug!(start_ts = lock.lock_version, "resolve lock answered {e:?}");
-            out.all = false;
+            leave(&mut out, lock);
         }
     }
     out.pushed.sort_unstable();
     out.pushed.dedup();
     Ok(out)
+}
+
+/// `lock` stays where it is: not everything was resolved.
+fn leave(out: &mut Resolved, lock: &LockInfo) {
+    out.all = false;
+    out.oldest_left = Some(
+        out.oldest_left
+            .map_or(lock.lock_version, |t| t.min(lock.lock_version)),
+    );
 }
 
 async fn txn_fate(
@@ -112,4 +140,47 @@ async fn txn_fate(
     } else {
         Fate::RolledBack
     })
+}
+
+/// Resolves every lock whose start ts is at most `safe_point`, in every region (GC's Resolve
+/// Locks): committed txns' locks are committed, dead ones rolled back, live ones left.
+pub(crate) async fn resolve_below(inner: &Inner, safe_point: u64) -> Result<ResolvedBelow> {
+    let mut out = ResolvedBelow::default();
+    let mut from = Vec::new();
+    loop {
+        // One budget per batch: a large cluster's scan may take long as a whole.
+        let bo = Backoff::new("gc_resolve_locks", READ_BUDGET_MS);
+        let route = inner.cache.locate(&from).await?;
+        let req = ScanLockRequest {
+            context: None,
+            max_version: safe_point,
+            start_key: from.clone(),
+            end_key: Vec::new(),
+            limit: SCAN_LOCK_BATCH,
+        };
+        let resp = match send(&inner.cache, &inner.conns, &bo, &route, req).await? {
+            Sent::Reroute => continue,
+            Sent::Done(r) => r,
+        };
+        if let Some(e) = resp.error {
+            return Err(KvError::from_key_error(0, &e));
+        }
+        let full = resp.locks.len() == SCAN_LOCK_BATCH as usize;
+        let next = resp.locks.last().map(|l| {
+            let mut k = l.key.clone();
+            k.push(0);
+            k
+        });
+        out.found += resp.locks.len();
+        let resolved = resolve(inner, &bo, 0, &resp.locks).await?;
+        if let Some(ts) = resolved.oldest_left {
+            out.oldest_left = Some(out.oldest_left.map_or(ts, |t| t.min(ts)));
+        }
+        match next {
+            // More may follow in this region.
+            Some(next) if full => from = next,
+            _ if route.region.end_key.is_empty() => return Ok(out),
+            _ => from = route.region.end_key.clone(),
+        }
+    }
 }

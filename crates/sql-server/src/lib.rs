@@ -12,6 +12,33 @@ use std::sync::Arc;
 use node::{Node, NodeError};
 use sql::session::Shared;
 
+/// Takes the global variables other nodes stored, and applies those that act on this node.
+async fn reload_globals(shared: &Shared) {
+    match sql::variables::load(&shared.client).await {
+        Ok(stored) => {
+            for (name, value) in shared.globals.replace(stored) {
+                tracing::info!(name, %value, "global variable applied");
+                shared.apply_node_variable(&name, &value);
+            }
+        }
+        Err(e) => tracing::warn!("global variables not read, will retry: {}", e.message),
+    }
+}
+
+/// The node's background loop, every [`sql::gc::TICK`]: reload the global variables, then
+/// take this node's part in GC.
+async fn background(shared: Arc<Shared>, gc: sql::gc::GcWorker) {
+    let mut ticks = tokio::time::interval(sql::gc::TICK);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        reload_globals(&shared).await;
+        if let Err(e) = gc.tick().await {
+            tracing::warn!("GC round failed, will retry: {}", e.message);
+        }
+    }
+}
+
 /// Runs the sql node until SIGINT or SIGTERM.
 pub fn run(node: Node) -> Result<(), NodeError> {
     let config = node.controller.current();
@@ -50,6 +77,12 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             }
         };
         let shared = Shared::new(client, slow_log);
+        // Sessions start from the stored global variables: read them before the first client.
+        reload_globals(&shared).await;
+        tokio::spawn(background(
+            Arc::clone(&shared),
+            sql::gc::GcWorker::new(Arc::clone(&shared), addr.clone()),
+        ));
         let listener = tokio::net::TcpListener::from_std(listener)
             .expect("a bound listener joins the runtime");
         tracing::info!(addr = %addr, "MySQL protocol listening");

@@ -312,11 +312,12 @@ impl<'a> Binder<'a> {
             }
             E::CompoundIdentifier(parts) => {
                 let names: Vec<&str> = parts.iter().map(|p| p.value.as_str()).collect();
-                if names.first().is_some_and(|n| n.starts_with("@@")) {
-                    // @@session.x / @@global.x: the session sees its own value either way today.
-                    return Ok(Expr::Const((self.variable)(Lookup::System(
-                        names.last().expect("parts"),
-                    ))?));
+                if let [scope, name] = names.as_slice()
+                    && let Some(scope) = scope.strip_prefix("@@")
+                {
+                    // @@global.x / @@session.x: the lookup reads the scope from the name.
+                    let scoped = format!("{scope}.{name}");
+                    return Ok(Expr::Const((self.variable)(Lookup::System(&scoped))?));
                 }
                 let (qualifier, name) = match names.as_slice() {
                     [t, c] => (*t, *c),

@@ -15,6 +15,8 @@
 //! - [`session`]: a connection's state and statement loop: transactions, variables,
 //!   prepared statements.
 //! - [`users`]: accounts (CREATE/ALTER/DROP USER) and the login password check.
+//! - [`variables`]: system variables: defaults, checks, global values stored in KV.
+//! - [`gc`]: the GC leader: moves the cluster's GC safe point in PD.
 //! - [`slow_log`]: statements slower than `tidb_slow_log_threshold`, in TiDB's format.
 //! - [`error`]: MySQL error codes and SQLSTATEs.
 
@@ -25,6 +27,7 @@ pub mod ddl;
 pub mod dml;
 pub mod error;
 pub mod explain;
+pub mod gc;
 pub mod info_schema;
 pub mod join;
 pub mod query;
@@ -35,5 +38,6 @@ pub mod subquery;
 pub mod time;
 pub mod types;
 pub mod users;
+pub mod variables;
 
 pub use error::{Result, SqlError};

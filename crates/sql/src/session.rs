@@ -25,6 +25,7 @@ use crate::dml::{self, DmlContext};
 use crate::error::{Result, SqlError};
 use crate::query::{self, QueryContext, ResultSet};
 use crate::types::text;
+use config::sysvars::Scope;
 
 pub const SERVER_VERSION: &str = "8.0.11-Atoll-0.1.0";
 
@@ -36,6 +37,8 @@ pub struct Shared {
     pub client: Client,
     pub catalog: Catalog,
     pub slow_log: crate::slow_log::SlowLog,
+    /// The global system variables (`SET GLOBAL`), as this node last read them.
+    pub globals: crate::variables::Globals,
     /// Every connection's session, as SHOW PROCESSLIST lists them.
     processes: std::sync::Mutex<BTreeMap<u32, Process>>,
     next_connection: AtomicU32,
@@ -50,6 +53,8 @@ struct Process {
     info: Option<String>,
     /// When the connection last started or finished a statement.
     since: std::time::Instant,
+    /// The start ts of the transaction the session has open, if any (GC must not pass it).
+    txn_start_ts: Option<u64>,
 }
 
 impl Shared {
@@ -58,9 +63,39 @@ impl Shared {
             catalog: Catalog::new(client.clone()),
             client,
             slow_log,
+            globals: crate::variables::Globals::default(),
             processes: std::sync::Mutex::new(BTreeMap::new()),
             next_connection: AtomicU32::new(1),
         })
+    }
+
+    fn processes(&self) -> std::sync::MutexGuard<'_, BTreeMap<u32, Process>> {
+        self.processes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The start ts of the oldest transaction open on this node.
+    pub fn oldest_txn_start_ts(&self) -> Option<u64> {
+        self.processes()
+            .values()
+            .filter_map(|p| p.txn_start_ts)
+            .min()
+    }
+
+    /// A variable whose value is the node's (or the cluster's) rather than a session's takes
+    /// effect here: the slow log, the committer, the TSO batcher.
+    pub fn apply_node_variable(&self, name: &str, v: &config::value::Value) {
+        use config::value::Value;
+        match (name, v) {
+            (SLOW_LOG_THRESHOLD, Value::Int(ms)) => self.slow_log.set_threshold_ms(*ms),
+            ("tidb_committer_concurrency", Value::Int(n)) => {
+                self.client.set_committer_concurrency(*n as usize)
+            }
+            ("tidb_tso_client_batch_max_wait_time", Value::Float(ms)) => self
+                .client
+                .pd()
+                .set_tso_max_wait(std::time::Duration::from_secs_f64(ms / 1000.0)),
+            _ => {}
+        }
     }
 }
 
@@ -102,64 +137,16 @@ pub struct Session {
     next_statement: u32,
 }
 
-/// System variables drivers and tools read, with MySQL/TiDB's defaults.
-fn default_vars() -> BTreeMap<String, Datum> {
-    let s = |v: &str| Datum::Bytes(v.as_bytes().to_vec());
-    let mut m: BTreeMap<String, Datum> = [
-        ("version", s(SERVER_VERSION)),
-        ("version_comment", s("Atoll 0.1.0, MySQL compatible")),
-        ("autocommit", Datum::Int(1)),
-        ("sql_mode", s("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION")),
-        ("max_allowed_packet", Datum::Int(67_108_864)),
-        ("character_set_client", s("utf8mb4")),
-        ("character_set_connection", s("utf8mb4")),
-        ("character_set_results", s("utf8mb4")),
-        ("character_set_server", s("utf8mb4")),
-        ("character_set_database", s("utf8mb4")),
-        ("collation_connection", s("utf8mb4_bin")),
-        ("collation_server", s("utf8mb4_bin")),
-        ("collation_database", s("utf8mb4_bin")),
-        ("transaction_isolation", s("REPEATABLE-READ")),
-        ("tx_isolation", s("REPEATABLE-READ")),
-        ("transaction_read_only", Datum::Int(0)),
-        ("tx_read_only", Datum::Int(0)),
-        ("time_zone", s("SYSTEM")),
-        ("system_time_zone", s("UTC")),
-        ("lower_case_table_names", Datum::Int(2)),
-        ("wait_timeout", Datum::Int(28_800)),
-        ("interactive_timeout", Datum::Int(28_800)),
-        ("net_write_timeout", Datum::Int(60)),
-        ("net_read_timeout", Datum::Int(30)),
-        ("license", s("Apache License 2.0")),
-        ("init_connect", s("")),
-        ("auto_increment_increment", Datum::Int(1)),
-        ("auto_increment_offset", Datum::Int(1)),
-        ("max_execution_time", Datum::Int(0)),
-        ("performance_schema", Datum::Int(0)),
-        ("query_cache_size", Datum::Int(0)),
-        ("query_cache_type", s("OFF")),
-        ("have_ssl", s("DISABLED")),
-        ("sql_select_limit", Datum::UInt(u64::MAX)),
-        ("sql_auto_is_null", Datum::Int(0)),
-        ("tidb_txn_mode", s("pessimistic")),
-        ("tidb_executor_concurrency", Datum::Int(5)),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
-    for v in config::sysvars::SYSVARS {
-        m.insert(v.name.to_string(), config_value((v.default)()));
+/// A `@@` variable name without its scope: (whether it names the global value, the name).
+fn scoped(name: &str) -> (bool, String) {
+    let name = name.to_ascii_lowercase();
+    if let Some(n) = name.strip_prefix("global.") {
+        return (true, n.to_string());
     }
-    m
-}
-
-fn config_value(v: config::value::Value) -> Datum {
-    match v {
-        config::value::Value::Int(i) => Datum::Int(i),
-        config::value::Value::Bool(b) => Datum::Int(i64::from(b)),
-        config::value::Value::Float(f) => Datum::Float(f),
-        other => Datum::Bytes(other.to_string().into_bytes()),
-    }
+    let n = name
+        .trim_start_matches("session.")
+        .trim_start_matches("local.");
+    (false, n.to_string())
 }
 
 pub fn parse(sql: &str) -> Result<Vec<Statement>> {
@@ -212,17 +199,14 @@ fn substitute_params(statement: &mut Statement, params: &[Datum]) {
 impl Drop for Session {
     /// The connection leaves the process list.
     fn drop(&mut self) {
-        self.shared
-            .processes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.connection_id);
+        self.shared.processes().remove(&self.connection_id);
     }
 }
 
 impl Session {
     pub fn new(shared: Arc<Shared>) -> Session {
         let connection_id = shared.next_connection.fetch_add(1, Ordering::Relaxed);
+        let vars = shared.globals.all();
         let session = Session {
             shared,
             connection_id,
@@ -231,7 +215,7 @@ impl Session {
             db: None,
             txn: None,
             explicit: false,
-            vars: default_vars(),
+            vars,
             user_vars: BTreeMap::new(),
             last_insert_id: 0,
             prepared: BTreeMap::new(),
@@ -252,18 +236,9 @@ impl Session {
     fn lookup(&self, l: Lookup<'_>) -> Result<Datum> {
         match l {
             Lookup::System(name) => {
-                let name = name.to_ascii_lowercase();
-                let name = name
-                    .trim_start_matches("session.")
-                    .trim_start_matches("global.")
-                    .trim_start_matches("local.");
-                if name == SLOW_LOG_THRESHOLD {
-                    return Ok(Datum::Int(self.shared.slow_log.threshold_ms()));
-                }
-                self.vars
-                    .get(name)
-                    .cloned()
-                    .ok_or_else(|| SqlError::unknown_variable(name))
+                let (global, name) = scoped(name);
+                self.variable(&name, global)
+                    .ok_or_else(|| SqlError::unknown_variable(&name))
             }
             Lookup::User(name) => Ok(self
                 .user_vars
@@ -431,11 +406,13 @@ impl Session {
     }
 
     async fn begin(&self) -> Result<Transaction> {
-        Ok(if self.pessimistic() {
+        let txn = if self.pessimistic() {
             self.shared.client.begin_pessimistic().await?
         } else {
             self.shared.client.begin().await?
-        })
+        };
+        self.show_txn(txn.start_ts());
+        Ok(txn)
     }
 
     async fn commit_open(&mut self) -> Result<()> {
@@ -446,30 +423,50 @@ impl Session {
         Ok(())
     }
 
-    /// This connection's row in the process list: running `info`, or idle.
+    /// A system variable's value: the session's, or the global one for `@@global.` and for
+    /// variables that exist only globally; instance variables are the node's.
+    fn variable(&self, name: &str, global: bool) -> Option<Datum> {
+        match crate::variables::scope(name) {
+            Scope::Instance if name == SLOW_LOG_THRESHOLD => {
+                Some(Datum::Int(self.shared.slow_log.threshold_ms()))
+            }
+            Scope::Global => self.shared.globals.get(name),
+            _ if global => self.shared.globals.get(name),
+            _ => self.vars.get(name).cloned(),
+        }
+    }
+
+    /// This connection's row in the process list: running `info`, or idle; and the start
+    /// ts of its open transaction.
     fn show_process(&self, info: Option<&str>) {
-        let mut all = self
-            .shared
-            .processes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        all.insert(
-            self.connection_id,
-            Process {
-                user: self.user.clone(),
-                db: self.db.clone(),
-                info: info.map(str::to_string),
-                since: std::time::Instant::now(),
-            },
-        );
+        let mut all = self.shared.processes();
+        let p = all.entry(self.connection_id).or_insert_with(|| Process {
+            user: self.user.clone(),
+            db: None,
+            info: None,
+            since: std::time::Instant::now(),
+            txn_start_ts: None,
+        });
+        if p.user != self.user {
+            p.user.clone_from(&self.user);
+        }
+        if p.db != self.db {
+            p.db.clone_from(&self.db);
+        }
+        p.info = info.map(str::to_string);
+        p.since = std::time::Instant::now();
+        p.txn_start_ts = self.txn.as_ref().map(Transaction::start_ts);
+    }
+
+    /// Records the start ts of a transaction the session just began.
+    fn show_txn(&self, start_ts: u64) {
+        if let Some(p) = self.shared.processes().get_mut(&self.connection_id) {
+            p.txn_start_ts = Some(start_ts);
+        }
     }
 
     fn process_list(&self, full: bool) -> ResultSet {
-        let all = self
-            .shared
-            .processes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let all = self.shared.processes();
         let text = |v: &str| Datum::Bytes(v.as_bytes().to_vec());
         let rows = all
             .iter()
@@ -501,29 +498,19 @@ impl Session {
         u16::try_from(self.warnings.len()).unwrap_or(u16::MAX)
     }
 
-    /// Variables whose value is the node's (or the cluster's) rather than the session's
-    /// take effect there: the slow log, the committer, the TSO batcher; replica reads say
-    /// in a warning that only the leader serves reads until replicas exist.
-    fn apply_instance_variable(&mut self, name: &str, v: &config::value::Value) {
-        use config::value::Value;
-        match (name, v) {
-            (SLOW_LOG_THRESHOLD, Value::Int(ms)) => self.shared.slow_log.set_threshold_ms(*ms),
-            ("tidb_committer_concurrency", Value::Int(n)) => {
-                self.shared.client.set_committer_concurrency(*n as usize)
-            }
-            ("tidb_tso_client_batch_max_wait_time", Value::Float(ms)) => self
-                .shared
-                .client
-                .pd()
-                .set_tso_max_wait(std::time::Duration::from_secs_f64(ms / 1000.0)),
-            ("tidb_replica_read", Value::Str(mode)) if mode != "leader" => self.warnings.push((
+    /// Replica reads say in a warning that only the leader serves reads until replicas
+    /// exist.
+    fn warn_replica_read(&mut self, v: &config::value::Value) {
+        if let config::value::Value::Str(mode) = v
+            && mode != "leader"
+        {
+            self.warnings.push((
                 "Warning",
                 1105,
                 format!(
                     "tidb_replica_read is '{mode}', but regions have no follower replicas yet: reads still go to the leader"
                 ),
-            )),
-            _ => {}
+            ));
         }
     }
 
@@ -612,7 +599,7 @@ impl Session {
                 Ok(Output::done(0))
             }
             Statement::Set(set) => {
-                self.set(set)?;
+                self.set(set).await?;
                 // Turning autocommit on commits the open transaction, as MySQL does.
                 if self.autocommit() && !self.explicit && self.txn.is_some() {
                     self.commit_open().await?;
@@ -632,24 +619,27 @@ impl Session {
         }
     }
 
-    fn set(&mut self, set: &ast::Set) -> Result<()> {
-        let assignments: Vec<(String, &ast::Expr)> = match set {
+    async fn set(&mut self, set: &ast::Set) -> Result<()> {
+        let assignments: Vec<(String, Option<ast::ContextModifier>, &ast::Expr)> = match set {
             ast::Set::SingleAssignment {
-                variable, values, ..
+                variable,
+                values,
+                scope,
+                ..
             } => {
                 let [value] = values.as_slice() else {
                     return Err(SqlError::syntax("SET takes one value per variable"));
                 };
-                vec![(variable.to_string(), value)]
+                vec![(variable.to_string(), *scope, value)]
             }
             ast::Set::MultipleAssignments { assignments } => assignments
                 .iter()
-                .map(|a| (a.name.to_string(), &a.value))
+                .map(|a| (a.name.to_string(), a.scope, &a.value))
                 .collect(),
             ast::Set::SetNames { .. } | ast::Set::SetNamesDefault {} => return Ok(()),
             other => return Err(SqlError::not_supported(other.to_string())),
         };
-        for (name, value) in assignments {
+        for (name, modifier, value) in assignments {
             let scope = crate::bind::Scope::default();
             let this = &*self;
             let lookup = |l: Lookup<'_>| this.lookup(l);
@@ -662,58 +652,38 @@ impl Session {
                     .bind(e)?
                     .eval(&[])?,
             };
-            let name = name.to_ascii_lowercase();
-            if let Some(user) = name.strip_prefix('@').filter(|n| !n.starts_with('@')) {
+            let lower = name.to_ascii_lowercase();
+            if let Some(user) = lower.strip_prefix('@').filter(|n| !n.starts_with('@')) {
                 self.user_vars.insert(user.to_string(), v);
                 continue;
             }
-            let name = name
-                .trim_start_matches("@@")
-                .trim_start_matches("session.")
-                .trim_start_matches("global.")
-                .trim_start_matches("local.")
-                .to_string();
-            self.set_system(&name, v)?;
+            let (global, name) = scoped(lower.trim_start_matches("@@"));
+            let global = global || modifier == Some(ast::ContextModifier::Global);
+            self.set_system(&name, global, v).await?;
         }
         Ok(())
     }
 
-    fn set_system(&mut self, name: &str, v: Datum) -> Result<()> {
-        let shown = text(&v);
-        if let Some(spec) = config::sysvars::find(name) {
-            let raw = config::value::Raw::Str(shown.clone());
-            let numeric = matches!(
-                spec.kind,
-                config::value::Kind::Int { .. } | config::value::Kind::Float { .. }
-            );
-            let parsed = spec.parse(&raw).map_err(|_| match v {
-                // A word where a number belongs is MySQL's 1232, not a bad value (1231).
-                Datum::Bytes(_) if numeric && shown.trim().parse::<f64>().is_err() => SqlError {
-                    code: 1232,
-                    state: "42000",
-                    message: format!("Incorrect argument type to variable '{name}'"),
-                },
-                _ => SqlError::wrong_variable_value(name, &shown),
-            })?;
-            self.apply_instance_variable(name, &parsed);
-            self.vars.insert(name.to_string(), config_value(parsed));
-            return Ok(());
+    /// `SET [GLOBAL] name = v`: see [`crate::variables`] for where each kind of variable lives.
+    async fn set_system(&mut self, name: &str, global: bool, v: Datum) -> Result<()> {
+        let (value, typed) = crate::variables::check(name, v)?;
+        match crate::variables::scope(name) {
+            Scope::Instance => {}
+            Scope::Global if !global => return Err(crate::variables::global_only(name)),
+            _ if global => {
+                crate::variables::store(&self.shared.client, name, &value).await?;
+                self.shared.globals.set(name, value);
+            }
+            _ => {
+                self.vars.insert(name.to_string(), value);
+            }
         }
-        let value = match name {
-            "autocommit" => Datum::Int(match shown.to_ascii_lowercase().as_str() {
-                "1" | "on" | "true" => 1,
-                "0" | "off" | "false" => 0,
-                _ => return Err(SqlError::wrong_variable_value(name, &shown)),
-            }),
-            "tidb_txn_mode" => match shown.to_ascii_lowercase().as_str() {
-                "" | "pessimistic" => Datum::Bytes(b"pessimistic".to_vec()),
-                "optimistic" => Datum::Bytes(b"optimistic".to_vec()),
-                _ => return Err(SqlError::wrong_variable_value(name, &shown)),
-            },
-            _ if self.vars.contains_key(name) => v,
-            _ => return Err(SqlError::unknown_variable(name)),
-        };
-        self.vars.insert(name.to_string(), value);
+        if let Some(typed) = typed {
+            self.shared.apply_node_variable(name, &typed);
+            if name == "tidb_replica_read" {
+                self.warn_replica_read(&typed);
+            }
+        }
         Ok(())
     }
 
@@ -992,7 +962,7 @@ impl Session {
                     ]],
                 )))
             }
-            Statement::ShowVariables { filter, .. } => {
+            Statement::ShowVariables { filter, global, .. } => {
                 let pattern = match filter {
                     Some(ast::ShowStatementFilter::Like(p)) => Some(p.to_ascii_lowercase()),
                     None => None,
@@ -1001,16 +971,17 @@ impl Session {
                 Ok(Output::Rows(ResultSet::text(
                     vec!["Variable_name".into(), "Value".into()],
                     self.vars
-                        .iter()
-                        .filter(|(k, _)| {
+                        .keys()
+                        .filter(|k| {
                             pattern
                                 .as_ref()
                                 .is_none_or(|p| expr::eval::like(k.as_bytes(), p.as_bytes()))
                         })
+                        .filter_map(|k| Some((k, self.variable(k, *global)?)))
                         .map(|(k, v)| {
                             vec![
                                 Datum::Bytes(k.clone().into_bytes()),
-                                Datum::Bytes(text(v).into_bytes()),
+                                Datum::Bytes(text(&v).into_bytes()),
                             ]
                         })
                         .collect(),

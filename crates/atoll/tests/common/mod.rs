@@ -173,6 +173,8 @@ pub struct SqlCluster {
     _kv: Running,
     _sql: Running,
     pub port: u16,
+    /// The kv node's status address (`/metrics`).
+    pub kv_status: String,
 }
 
 impl SqlCluster {
@@ -180,11 +182,12 @@ impl SqlCluster {
         let dir = tempfile::tempdir().unwrap();
         let pd_port = free_port();
         let pd = start_pd(&dir.path().join("pd"), pd_port);
+        let kv_status = format!("127.0.0.1:{}", free_port());
         let kv = start_kv_with_pd(
             &dir.path().join("kv"),
             pd_port,
             &format!("127.0.0.1:{}", free_port()),
-            &format!("127.0.0.1:{}", free_port()),
+            &kv_status,
         );
         let (port, status) = (free_port(), free_port());
         let sql = start_role(
@@ -208,6 +211,7 @@ impl SqlCluster {
             _kv: kv,
             _sql: sql,
             port,
+            kv_status,
         };
         // Ready once a statement goes through (the kv node bootstraps the cluster first).
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);

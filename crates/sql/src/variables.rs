@@ -1,0 +1,280 @@
+//! System variables: their defaults, the check a new value passes, and the global values.
+//!
+//! A session starts from [`DEFAULTS`] overlaid with the global values. `SET GLOBAL` stores a
+//! value in KV under `m/sysvar/<name>`, so every SQL node sees it: each node keeps the
+//! values in a cache ([`Globals`]) that its background loop (in sql-server) reloads every
+//! [`crate::gc::TICK`] and that its own `SET GLOBAL` updates at once. As in MySQL, `SET
+//! GLOBAL` leaves the sessions already open alone (new sessions take the value), and a
+//! variable that exists only globally (the GC settings, `tidb_committer_concurrency`) is read
+//! from the global values and set only with `SET GLOBAL` (else 1229). Instance variables
+//! (`tidb_slow_log_threshold`) belong to one node and are never stored.
+
+use std::collections::BTreeMap;
+use std::sync::{LazyLock, RwLock};
+
+use codec::datum::Datum;
+use config::sysvars::Scope;
+use config::value::Value;
+use kv_client::Client;
+
+use crate::error::{Result, SqlError};
+use crate::types::text;
+
+const PREFIX: &[u8] = b"m/sysvar/";
+const PREFIX_END: &[u8] = b"m/sysvar0";
+
+/// System variables drivers and tools read, with MySQL's and TiDB's defaults, and every
+/// variable of KNOBS.md (`config::sysvars`).
+pub static DEFAULTS: LazyLock<BTreeMap<String, Datum>> = LazyLock::new(|| {
+    let s = |v: &str| Datum::Bytes(v.as_bytes().to_vec());
+    let mut m: BTreeMap<String, Datum> = [
+        ("version", s(crate::session::SERVER_VERSION)),
+        ("version_comment", s("Atoll 0.1.0, MySQL compatible")),
+        ("autocommit", Datum::Int(1)),
+        ("sql_mode", s("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION")),
+        ("max_allowed_packet", Datum::Int(67_108_864)),
+        ("character_set_client", s("utf8mb4")),
+        ("character_set_connection", s("utf8mb4")),
+        ("character_set_results", s("utf8mb4")),
+        ("character_set_server", s("utf8mb4")),
+        ("character_set_database", s("utf8mb4")),
+        ("collation_connection", s("utf8mb4_bin")),
+        ("collation_server", s("utf8mb4_bin")),
+        ("collation_database", s("utf8mb4_bin")),
+        ("transaction_isolation", s("REPEATABLE-READ")),
+        ("tx_isolation", s("REPEATABLE-READ")),
+        ("transaction_read_only", Datum::Int(0)),
+        ("tx_read_only", Datum::Int(0)),
+        ("time_zone", s("SYSTEM")),
+        ("system_time_zone", s("UTC")),
+        ("lower_case_table_names", Datum::Int(2)),
+        ("wait_timeout", Datum::Int(28_800)),
+        ("interactive_timeout", Datum::Int(28_800)),
+        ("net_write_timeout", Datum::Int(60)),
+        ("net_read_timeout", Datum::Int(30)),
+        ("license", s("Apache License 2.0")),
+        ("init_connect", s("")),
+        ("auto_increment_increment", Datum::Int(1)),
+        ("auto_increment_offset", Datum::Int(1)),
+        ("max_execution_time", Datum::Int(0)),
+        ("performance_schema", Datum::Int(0)),
+        ("query_cache_size", Datum::Int(0)),
+        ("query_cache_type", s("OFF")),
+        ("have_ssl", s("DISABLED")),
+        ("sql_select_limit", Datum::UInt(u64::MAX)),
+        ("sql_auto_is_null", Datum::Int(0)),
+        ("tidb_txn_mode", s("pessimistic")),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    for v in config::sysvars::SYSVARS {
+        m.insert(v.name.to_string(), datum((v.default)()));
+    }
+    m
+});
+
+/// A typed knob value as the session shows it.
+pub fn datum(v: Value) -> Datum {
+    match v {
+        Value::Int(i) => Datum::Int(i),
+        Value::Bool(b) => Datum::Int(i64::from(b)),
+        Value::Float(f) => Datum::Float(f),
+        other => Datum::Bytes(other.to_string().into_bytes()),
+    }
+}
+
+/// Where a variable's value lives.
+pub fn scope(name: &str) -> Scope {
+    config::sysvars::find(name).map_or(Scope::Both, |v| v.scope)
+}
+
+/// `v` checked as a value of the system variable `name`: what the session stores, and the
+/// typed value for the variables of KNOBS.md (which may take effect beyond the session).
+pub fn check(name: &str, v: Datum) -> Result<(Datum, Option<Value>)> {
+    let shown = text(&v);
+    if let Some(spec) = config::sysvars::find(name) {
+        let raw = match (&spec.kind, shown.to_ascii_lowercase().as_str()) {
+            (config::value::Kind::Bool, "1" | "on" | "true") => config::value::Raw::Bool(true),
+            (config::value::Kind::Bool, "0" | "off" | "false") => config::value::Raw::Bool(false),
+            _ => config::value::Raw::Str(shown.clone()),
+        };
+        let numeric = matches!(
+            spec.kind,
+            config::value::Kind::Int { .. } | config::value::Kind::Float { .. }
+        );
+        let parsed = spec.parse(&raw).map_err(|_| match v {
+            // A word where a number belongs is MySQL's 1232, not a bad value (1231).
+            Datum::Bytes(_) if numeric && shown.trim().parse::<f64>().is_err() => SqlError {
+                code: 1232,
+                state: "42000",
+                message: format!("Incorrect argument type to variable '{name}'"),
+            },
+            _ => SqlError::wrong_variable_value(name, &shown),
+        })?;
+        return Ok((datum(parsed.clone()), Some(parsed)));
+    }
+    let value = match name {
+        "autocommit" => Datum::Int(match shown.to_ascii_lowercase().as_str() {
+            "1" | "on" | "true" => 1,
+            "0" | "off" | "false" => 0,
+            _ => return Err(SqlError::wrong_variable_value(name, &shown)),
+        }),
+        "tidb_txn_mode" => match shown.to_ascii_lowercase().as_str() {
+            "" | "pessimistic" => Datum::Bytes(b"pessimistic".to_vec()),
+            "optimistic" => Datum::Bytes(b"optimistic".to_vec()),
+            _ => return Err(SqlError::wrong_variable_value(name, &shown)),
+        },
+        // A number stored as text comes back as the number it was.
+        _ => match (DEFAULTS.get(name), &v) {
+            (None, _) => return Err(SqlError::unknown_variable(name)),
+            (Some(Datum::Int(_)), Datum::Bytes(_)) => shown
+                .trim()
+                .parse()
+                .map(Datum::Int)
+                .map_err(|_| SqlError::wrong_variable_value(name, &shown))?,
+            _ => v,
+        },
+    };
+    Ok((value, None))
+}
+
+/// MySQL's answer to `SET SESSION` of a variable that exists only globally.
+pub fn global_only(name: &str) -> SqlError {
+    SqlError {
+        code: 1229,
+        state: "HY000",
+        message: format!(
+            "Variable '{name}' is a GLOBAL variable and should be set with SET GLOBAL"
+        ),
+    }
+}
+
+/// This node's copy of the global values that differ from the defaults.
+#[derive(Default)]
+pub struct Globals {
+    values: RwLock<BTreeMap<String, Datum>>,
+}
+
+impl Globals {
+    /// The global value of `name` (its default when none was set); `None` if unknown.
+    pub fn get(&self, name: &str) -> Option<Datum> {
+        let values = self.values.read().unwrap_or_else(|p| p.into_inner());
+        values.get(name).or_else(|| DEFAULTS.get(name)).cloned()
+    }
+
+    /// Every variable's global value.
+    pub fn all(&self) -> BTreeMap<String, Datum> {
+        let mut all = DEFAULTS.clone();
+        let values = self.values.read().unwrap_or_else(|p| p.into_inner());
+        all.extend(values.iter().map(|(k, v)| (k.clone(), v.clone())));
+        all
+    }
+
+    pub fn set(&self, name: &str, value: Datum) {
+        let mut values = self.values.write().unwrap_or_else(|p| p.into_inner());
+        values.insert(name.to_string(), value);
+    }
+
+    /// Takes the values stored in KV; returns the typed values of the knobs that changed.
+    pub fn replace(
+        &self,
+        stored: BTreeMap<String, (Datum, Option<Value>)>,
+    ) -> Vec<(String, Value)> {
+        let mut values = self.values.write().unwrap_or_else(|p| p.into_inner());
+        let mut changed = Vec::new();
+        for (name, (value, typed)) in &stored {
+            if values.get(name) != Some(value)
+                && let Some(typed) = typed
+            {
+                changed.push((name.clone(), typed.clone()));
+            }
+        }
+        *values = stored.into_iter().map(|(k, (v, _))| (k, v)).collect();
+        changed
+    }
+
+    /// A typed global value of KNOBS.md's variable `name` (its default if unset or unreadable).
+    pub fn knob(&self, name: &str) -> Value {
+        let spec = config::sysvars::find(name).expect("a variable of config::sysvars");
+        self.get(name)
+            .and_then(|d| check(name, d).ok())
+            .and_then(|(_, typed)| typed)
+            .unwrap_or_else(|| (spec.default)())
+    }
+}
+
+/// Stores `value` as the global value of `name` (already checked), for every SQL node.
+pub async fn store(client: &Client, name: &str, value: &Datum) -> Result<()> {
+    let mut key = PREFIX.to_vec();
+    key.extend_from_slice(name.as_bytes());
+    let mut txn = client.begin().await?;
+    txn.put(key, text(value).into_bytes());
+    txn.commit().await?;
+    Ok(())
+}
+
+/// Every global value stored in KV, checked; one that no longer passes its check (a
+/// variable this version does not know, or a bound that changed) is left out and logged.
+pub async fn load(client: &Client) -> Result<BTreeMap<String, (Datum, Option<Value>)>> {
+    let snapshot = client.snapshot(client.current_ts().await?, 0);
+    let mut out = BTreeMap::new();
+    for (key, value) in snapshot.scan(PREFIX, PREFIX_END, usize::MAX).await? {
+        let name = String::from_utf8_lossy(&key[PREFIX.len()..]).into_owned();
+        match check(&name, Datum::Bytes(value)) {
+            Ok(checked) => {
+                out.insert(name, checked);
+            }
+            Err(e) => tracing::warn!(name, "stored global variable ignored: {}", e.message),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_text_checks_back_to_the_value_that_was_set() {
+        for (name, set) in [
+            ("tidb_gc_life_time", Datum::Bytes(b"1h".to_vec())),
+            ("tidb_committer_concurrency", Datum::Int(7)),
+            ("autocommit", Datum::Int(0)),
+            ("wait_timeout", Datum::Int(60)),
+            ("tidb_txn_mode", Datum::Bytes(b"OPTIMISTIC".to_vec())),
+        ] {
+            let (value, _) = check(name, set).unwrap();
+            let (back, _) = check(name, Datum::Bytes(text(&value).into_bytes())).unwrap();
+            assert_eq!(back, value, "{name}");
+        }
+    }
+
+    #[test]
+    fn bad_values_get_mysql_codes() {
+        let code = |name, v| check(name, v).unwrap_err().code;
+        assert_eq!(
+            code("tidb_gc_life_time", Datum::Bytes(b"1m".to_vec())),
+            1231
+        );
+        assert_eq!(
+            code("tidb_committer_concurrency", Datum::Bytes(b"x".to_vec())),
+            1232
+        );
+        assert_eq!(code("no_such_variable", Datum::Int(1)), 1193);
+        assert_eq!(code("wait_timeout", Datum::Bytes(b"x".to_vec())), 1231);
+    }
+
+    #[test]
+    fn reloading_reports_the_knobs_that_changed() {
+        let globals = Globals::default();
+        let stored = |v: i64| {
+            let checked = check("tidb_committer_concurrency", Datum::Int(v)).unwrap();
+            BTreeMap::from([("tidb_committer_concurrency".to_string(), checked)])
+        };
+        assert_eq!(globals.replace(stored(8)).len(), 1);
+        assert!(globals.replace(stored(8)).is_empty());
+        assert_eq!(globals.knob("tidb_committer_concurrency"), Value::Int(8));
+        assert_eq!(globals.knob("tidb_gc_life_time").to_string(), "10m");
+    }
+}
