@@ -710,3 +710,59 @@ fn gzip_on_both_ends_carries_transactions_and_scans() {
         assert!(gzip.value == vec![1; 8192], "the value came back changed");
     });
 }
+
+#[test]
+fn gc_resolves_locks_below_the_safe_point_and_reports_a_live_one() {
+    use proto::kv::kv_client::KvClient;
+    use proto::kv::{Context, Mutation, Op, PrewriteRequest};
+    let cluster = Cluster::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let client = cluster.client().await;
+        open_accounts(&client).await;
+        // A client that prewrote and vanished: its lock's TTL (1 ms) has run out.
+        let start_ts = client.current_ts().await.unwrap();
+        let region = client.pd().get_region(b"").await.unwrap();
+        let mut kv = KvClient::connect(format!("http://{}", cluster.kv_addr))
+            .await
+            .unwrap();
+        let r = kv
+            .kv_prewrite(PrewriteRequest {
+                context: Some(Context {
+                    region_id: region.region.id,
+                    region_epoch: region.region.region_epoch,
+                    peer: region.leader,
+                    ..Context::default()
+                }),
+                mutations: vec![Mutation {
+                    op: Op::Put as i32,
+                    key: account(1),
+                    value: 0u64.to_be_bytes().to_vec(),
+                }],
+                primary_lock: account(1),
+                start_version: start_ts,
+                lock_ttl: 1,
+                ..PrewriteRequest::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(r.region_error.is_none() && r.errors.is_empty(), "{r:?}");
+        // A live pessimistic txn (its heartbeats keep the lock's TTL ahead).
+        let mut live = client.begin_pessimistic().await.unwrap();
+        live.lock_keys(&[account(2)]).await.unwrap();
+        assert_eq!(locks(&cluster, &client).await, 2);
+        // Past the TTL by the clock of PD's timestamps.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let safe_point = client.current_ts().await.unwrap();
+        let done = client.resolve_locks_below(safe_point).await.unwrap();
+        assert_eq!(done.found, 2);
+        assert_eq!(done.oldest_left, Some(live.start_ts()));
+        // The abandoned write was rolled back; the live txn still holds its lock.
+        assert_eq!(locks(&cluster, &client).await, 1);
+        assert_eq!(total(&client).await, ACCOUNTS * INITIAL);
+        live.rollback().await.unwrap();
+        let done = client.resolve_locks_below(safe_point).await.unwrap();
+        assert_eq!((done.found, done.oldest_left), (0, None));
+    });
+}
