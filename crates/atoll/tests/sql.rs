@@ -509,3 +509,43 @@ fn the_gc_leader_moves_the_safe_point_to_now_minus_the_life_time() {
         "the safe point is {behind_ms} ms behind now"
     );
 }
+
+#[test]
+fn set_config_kv_changes_every_kv_node_and_reports_refusals_as_warnings() {
+    let c = Cluster::start();
+    let kv_config = || {
+        let (_, body) = common::get(&format!("http://{}/config", c.kv_status));
+        serde_json::from_slice::<serde_json::Value>(&body).unwrap()
+    };
+    assert_eq!(
+        c.run(
+            "",
+            "SET CONFIG kv `gc.max-write-bytes-per-sec` = '10MB'; SHOW WARNINGS"
+        ),
+        ""
+    );
+    assert_eq!(kv_config()["gc"]["max-write-bytes-per-sec"], "10MiB");
+    // One node by its status address; a number goes as a number.
+    c.run(
+        "",
+        &format!("SET CONFIG \"{}\" `gc.batch-keys` = 256", c.kv_status),
+    );
+    assert_eq!(kv_config()["gc"]["batch-keys"], 256);
+    // A restart-only knob: the node refuses, the statement succeeds with a warning.
+    let out = c.run(
+        "",
+        "SET CONFIG tikv `server.grpc-concurrency` = 2; SHOW WARNINGS",
+    );
+    assert!(
+        out.starts_with("Level\tCode\tMessage\nWarning\t1105\tFailed to set config for kv node")
+            && out.contains("server.grpc-concurrency"),
+        "{out}"
+    );
+    c.fails(
+        "",
+        "SET CONFIG \"127.0.0.1:1\" `gc.batch-keys` = 1",
+        "1105 (HY000)",
+    );
+    c.fails("", "SET CONFIG tidb `x` = 1", "1105 (HY000)");
+    c.fails("", "SET CONFIG kv `gc.batch-keys` 1", "1064 (42000)");
+}

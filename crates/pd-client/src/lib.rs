@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use proto::pd::pd_client::PdClient as Rpc;
 use proto::pd::{
-    GetGcSafePointRequest, GetRegionRequest, GetStoreRequest, Peer, Region, ScanRegionsRequest,
-    Store, UpdateGcSafePointRequest,
+    GetAllStoresRequest, GetGcSafePointRequest, GetRegionRequest, GetStoreRequest, Peer, Region,
+    ScanRegionsRequest, Store, UpdateGcSafePointRequest,
 };
 use tonic::transport::{Channel, Endpoint};
 
@@ -167,6 +167,18 @@ impl PdClient {
         check(r.error)?;
         r.store
             .ok_or_else(|| PdError::Refused(format!("pd knows no store {id}")))
+    }
+
+    /// Every kv node registered with PD.
+    pub async fn get_all_stores(&self) -> Result<Vec<Store>, PdError> {
+        let r = self
+            .rpc
+            .clone()
+            .get_all_stores(GetAllStoresRequest {})
+            .await?
+            .into_inner();
+        check(r.error)?;
+        Ok(r.stores)
     }
 
     pub async fn get_gc_safe_point(&self) -> Result<u64, PdError> {

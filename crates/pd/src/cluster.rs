@@ -169,6 +169,11 @@ impl Cluster {
         Ok(())
     }
 
+    /// Every registered store, by id.
+    pub fn stores(&self) -> impl Iterator<Item = &Store> {
+        self.stores.values()
+    }
+
     pub fn store(&self, id: u64) -> Option<&Store> {
         self.stores.get(&id)
     }

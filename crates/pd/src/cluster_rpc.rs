@@ -152,6 +152,13 @@ pub fn get_store(meta: &Metadata, req: wire::GetStoreRequest) -> wire::GetStoreR
     }
 }
 
+pub fn get_all_stores(meta: &Metadata) -> wire::GetAllStoresResponse {
+    wire::GetAllStoresResponse {
+        error: None,
+        stores: meta.read(|c| c.stores().map(store_to).collect()),
+    }
+}
+
 pub fn store_heartbeat(
     meta: &Metadata,
     req: wire::StoreHeartbeatRequest,

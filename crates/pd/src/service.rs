@@ -189,6 +189,13 @@ impl Pd for PdService {
         Ok(Response::new(rpc::get_store(&self.meta, r.into_inner())))
     }
 
+    async fn get_all_stores(
+        &self,
+        _: Request<wire::GetAllStoresRequest>,
+    ) -> Result<Response<wire::GetAllStoresResponse>, Status> {
+        Ok(Response::new(rpc::get_all_stores(&self.meta)))
+    }
+
     async fn store_heartbeat(
         &self,
         r: Request<wire::StoreHeartbeatRequest>,

@@ -14,10 +14,12 @@
 //! - [`ddl`], [`dml`]: schema changes; INSERT/REPLACE/UPDATE/DELETE.
 //! - [`session`]: a connection's state and statement loop: transactions, variables,
 //!   prepared statements.
+//! - [`set_config`]: `SET CONFIG kv ...`, forwarded to every kv node's `/config`.
 //! - [`users`]: accounts (CREATE/ALTER/DROP USER) and the login password check.
 //! - [`variables`]: system variables: defaults, checks, global values stored in KV.
 //! - [`gc`]: the GC leader: moves the cluster's GC safe point in PD.
 //! - [`slow_log`]: statements slower than `tidb_slow_log_threshold`, in TiDB's format.
+//! - [`words`]: a tokenizer for the statements sqlparser does not know.
 //! - [`error`]: MySQL error codes and SQLSTATEs.
 
 pub mod access;
@@ -33,11 +35,13 @@ pub mod join;
 pub mod query;
 pub mod rows;
 pub mod session;
+pub mod set_config;
 pub mod slow_log;
 pub mod subquery;
 pub mod time;
 pub mod types;
 pub mod users;
 pub mod variables;
+pub mod words;
 
 pub use error::{Result, SqlError};

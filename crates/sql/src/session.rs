@@ -308,6 +308,12 @@ impl Session {
             crate::users::execute(&self.shared.client, &account).await?;
             return Ok(vec![Output::done(0)]);
         }
+        if let Some(change) = crate::set_config::parse(sql) {
+            let warnings = crate::set_config::apply(&self.shared.client, &change?).await?;
+            self.warnings
+                .extend(warnings.into_iter().map(|w| ("Warning", 1105, w)));
+            return Ok(vec![Output::done(0)]);
+        }
         let statements = parse(sql)?;
         let mut out = Vec::with_capacity(statements.len());
         for s in &statements {

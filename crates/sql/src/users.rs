@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use sha1::{Digest, Sha1};
 
 use crate::error::{Result, SqlError};
+use crate::words::Cursor;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Account {
@@ -88,151 +89,37 @@ pub enum AccountStatement {
     },
 }
 
-#[derive(Debug, Clone, PartialEq)]
-enum Token {
-    Word(String),
-    Quoted(String),
-    Symbol(char),
+/// `name[@host]`: the name (the host is not kept).
+fn account(c: &mut Cursor) -> Result<String> {
+    let name = c.name("an account name")?;
+    if c.symbol('@') {
+        c.name("a host name")?;
+    }
+    Ok(name)
 }
 
-fn tokens(sql: &str) -> Result<Vec<Token>> {
-    let mut out = Vec::new();
-    let mut chars = sql.chars().peekable();
-    while let Some(&c) = chars.peek() {
-        if c.is_whitespace() {
-            chars.next();
-        } else if c == '\'' || c == '"' || c == '`' {
-            chars.next();
-            let mut s = String::new();
-            loop {
-                match chars.next() {
-                    None => return Err(SqlError::syntax("unterminated quoted string")),
-                    Some('\\') if c != '`' => {
-                        s.extend(chars.next());
-                    }
-                    Some(x) if x == c => {
-                        if chars.peek() == Some(&c) {
-                            s.push(c);
-                            chars.next();
-                        } else {
-                            break;
-                        }
-                    }
-                    Some(x) => s.push(x),
-                }
-            }
-            out.push(Token::Quoted(s));
-        } else if c.is_alphanumeric() || c == '_' || c == '$' || c == '%' || c == '.' {
-            let mut s = String::new();
-            while let Some(&x) = chars.peek() {
-                if x.is_alphanumeric() || x == '_' || x == '$' || x == '%' || x == '.' {
-                    s.push(x);
-                    chars.next();
-                } else {
-                    break;
-                }
-            }
-            out.push(Token::Word(s));
-        } else {
-            out.push(Token::Symbol(c));
-            chars.next();
+/// `IDENTIFIED [WITH plugin] BY 'password'`; '' when absent.
+fn password(c: &mut Cursor) -> Result<String> {
+    if !c.keyword("IDENTIFIED") {
+        return Ok(String::new());
+    }
+    if c.keyword("WITH") {
+        let plugin = c.name("a plugin name")?;
+        if !["mysql_native_password", "caching_sha2_password"]
+            .iter()
+            .any(|p| plugin.eq_ignore_ascii_case(p))
+        {
+            return Err(SqlError {
+                code: 1524,
+                state: "HY000",
+                message: format!("Plugin '{plugin}' is not loaded"),
+            });
         }
     }
-    Ok(out)
-}
-
-struct Cursor {
-    tokens: Vec<Token>,
-    at: usize,
-}
-
-impl Cursor {
-    fn keyword(&mut self, k: &str) -> bool {
-        match self.tokens.get(self.at) {
-            Some(Token::Word(w)) if w.eq_ignore_ascii_case(k) => {
-                self.at += 1;
-                true
-            }
-            _ => false,
-        }
+    if !c.keyword("BY") {
+        return Err(SqlError::syntax("expected BY 'password'"));
     }
-
-    fn keywords(&mut self, ks: &[&str]) -> bool {
-        let start = self.at;
-        if ks.iter().all(|k| self.keyword(k)) {
-            return true;
-        }
-        self.at = start;
-        false
-    }
-
-    fn symbol(&mut self, s: char) -> bool {
-        if self.tokens.get(self.at) == Some(&Token::Symbol(s)) {
-            self.at += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn name(&mut self) -> Result<String> {
-        match self.tokens.get(self.at) {
-            Some(Token::Word(w) | Token::Quoted(w)) => {
-                self.at += 1;
-                Ok(w.clone())
-            }
-            _ => Err(SqlError::syntax("expected an account name")),
-        }
-    }
-
-    /// `name[@host]`: the name (the host is not kept).
-    fn account(&mut self) -> Result<String> {
-        let name = self.name()?;
-        if self.symbol('@') {
-            self.name()?;
-        }
-        Ok(name)
-    }
-
-    /// `IDENTIFIED [WITH plugin] BY 'password'`; '' when absent.
-    fn password(&mut self) -> Result<String> {
-        if !self.keyword("IDENTIFIED") {
-            return Ok(String::new());
-        }
-        if self.keyword("WITH") {
-            let plugin = self.name()?;
-            if !["mysql_native_password", "caching_sha2_password"]
-                .iter()
-                .any(|p| plugin.eq_ignore_ascii_case(p))
-            {
-                return Err(SqlError {
-                    code: 1524,
-                    state: "HY000",
-                    message: format!("Plugin '{plugin}' is not loaded"),
-                });
-            }
-        }
-        if !self.keyword("BY") {
-            return Err(SqlError::syntax("expected BY 'password'"));
-        }
-        match self.tokens.get(self.at) {
-            Some(Token::Quoted(p)) => {
-                self.at += 1;
-                Ok(p.clone())
-            }
-            _ => Err(SqlError::syntax("expected a quoted password")),
-        }
-    }
-
-    fn end(&mut self) -> Result<()> {
-        while self.symbol(';') {}
-        match self.tokens.get(self.at) {
-            None => Ok(()),
-            Some(t) => Err(SqlError::syntax(format!(
-                "unexpected {t:?} in an account statement"
-            ))),
-        }
-    }
+    c.quoted("a quoted password")
 }
 
 /// `sql` as an account statement, or `None` if it is not one.
@@ -250,11 +137,8 @@ pub fn parse(sql: &str) -> Option<Result<AccountStatement>> {
 }
 
 fn parse_account_statement(sql: &str) -> Result<AccountStatement> {
-    let mut c = Cursor {
-        tokens: tokens(sql)?,
-        at: 0,
-    };
-    let verb = c.name()?.to_ascii_uppercase();
+    let mut c = Cursor::new(sql)?;
+    let verb = c.name("CREATE, ALTER or DROP")?.to_ascii_uppercase();
     c.keyword("USER");
     let statement = match verb.as_str() {
         "CREATE" | "ALTER" => {
@@ -265,8 +149,8 @@ fn parse_account_statement(sql: &str) -> Result<AccountStatement> {
             };
             let mut accounts = Vec::new();
             loop {
-                let name = c.account()?;
-                let password = c.password()?;
+                let name = account(&mut c)?;
+                let password = password(&mut c)?;
                 accounts.push((name, password));
                 if !c.symbol(',') {
                     break;
@@ -286,14 +170,14 @@ fn parse_account_statement(sql: &str) -> Result<AccountStatement> {
         }
         _ => {
             let if_exists = c.keywords(&["IF", "EXISTS"]);
-            let mut names = vec![c.account()?];
+            let mut names = vec![account(&mut c)?];
             while c.symbol(',') {
-                names.push(c.account()?);
+                names.push(account(&mut c)?);
             }
             AccountStatement::Drop { if_exists, names }
         }
     };
-    c.end()?;
+    c.end("an account statement")?;
     Ok(statement)
 }
 
