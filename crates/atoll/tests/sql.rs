@@ -549,3 +549,42 @@ fn set_config_kv_changes_every_kv_node_and_reports_refusals_as_warnings() {
     c.fails("", "SET CONFIG tidb `x` = 1", "1105 (HY000)");
     c.fails("", "SET CONFIG kv `gc.batch-keys` 1", "1064 (42000)");
 }
+
+#[test]
+fn caching_sha2_password_accounts_log_in_with_rsa_then_fast_auth() {
+    let c = Cluster::start();
+    c.run(
+        "",
+        "CREATE USER 'sha'@'%' IDENTIFIED WITH caching_sha2_password BY 'pw1'",
+    );
+    // The mysql client starts with mysql_native_password: the server switches it to
+    // caching_sha2_password. Without TLS the first login is a full one: the client asks for
+    // the node's RSA key and sends the password encrypted. The second passes on the fast path.
+    let no_tls = ["-u", "sha", "--password=pw1", "--skip-ssl"];
+    for _ in 0..2 {
+        assert_eq!(
+            c.try_run_with("", "SELECT USER()", &no_tls).unwrap(),
+            "USER()\nsha@%\n"
+        );
+    }
+    // MariaDB's client with its default --ssl sends the password in the clear when the server
+    // offers no TLS; that works too.
+    c.run(
+        "",
+        "CREATE USER clear IDENTIFIED WITH caching_sha2_password BY 'pw'",
+    );
+    assert_eq!(c.try_run_as("clear", "pw", "SELECT 1").unwrap(), "1\n1\n");
+    assert!(c.try_run_as("clear", "wrong", "SELECT 1").is_err());
+    let denied = c.try_run_as("sha", "nope", "SELECT 1").unwrap_err();
+    assert!(denied.contains("1045"), "{denied}");
+    // ALTER USER keeps the plugin; the cached fast-auth entry of the old password is stale.
+    c.run("", "ALTER USER sha IDENTIFIED BY 'pw2'");
+    assert!(c.try_run_as("sha", "pw1", "SELECT 1").is_err());
+    assert_eq!(c.try_run_as("sha", "pw2", "SELECT 1").unwrap(), "1\n1\n");
+    // And back to mysql_native_password on request.
+    c.run(
+        "",
+        "ALTER USER sha IDENTIFIED WITH mysql_native_password BY 'pw3'",
+    );
+    assert_eq!(c.try_run_as("sha", "pw3", "SELECT 1").unwrap(), "1\n1\n");
+}

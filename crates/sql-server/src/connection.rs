@@ -5,12 +5,14 @@ use std::sync::Arc;
 
 use codec::datum::Datum;
 use opensrv_mysql::{
-    AsyncMysqlIntermediary, AsyncMysqlShim, Column, ColumnFlags, ColumnType, InitWriter,
+    AsyncMysqlIntermediary, AsyncMysqlShim, AuthStep, Column, ColumnFlags, ColumnType, InitWriter,
     OkResponse, ParamParser, QueryResultWriter, StatementMetaWriter, ValueInner,
 };
 use sql::SqlError;
+use sql::caching_sha2;
 use sql::query::ColumnKind;
 use sql::session::{Output, Session, Shared};
+use sql::users::{Account, Plugin};
 use tokio::io::AsyncWrite;
 use tokio::net::TcpStream;
 
@@ -26,12 +28,81 @@ struct Connection {
     session: Session,
     /// The account that logged in (the handshake checks it through `&self`).
     user: std::sync::Mutex<String>,
+    /// The account the client named, read once for the whole login exchange.
+    account: tokio::sync::OnceCell<Option<Account>>,
     /// This connection's scramble for the password check: random printable bytes, never
     /// NUL or '$' (as opensrv's own scramble avoids).
     salt: [u8; 20],
 }
 
 impl Connection {
+    /// The account `user` names, if it exists and could be read.
+    async fn account(&self, user: &[u8]) -> Option<&Account> {
+        self.account
+            .get_or_init(|| async {
+                let name = std::str::from_utf8(user).ok()?;
+                match sql::users::lookup(&self.shared.client, name).await {
+                    Ok(account) => account,
+                    Err(e) => {
+                        tracing::warn!(user = name, error = %e, "could not read the account");
+                        None
+                    }
+                }
+            })
+            .await
+            .as_ref()
+    }
+
+    /// One step of a `caching_sha2_password` login (see sql::caching_sha2).
+    async fn caching_sha2_step(&self, account: &Account, salt: &[u8], data: &[u8]) -> AuthStep {
+        let logins = &self.shared.sha2_logins;
+        let accept = AuthStep::Accept { notice: None };
+        if !account.has_password() {
+            return if data.is_empty() || data == [0] {
+                accept
+            } else {
+                AuthStep::Deny
+            };
+        }
+        if data == [caching_sha2::REQUEST_PUBLIC_KEY] {
+            return match logins.keys.get().await {
+                Ok((_, pem)) => AuthStep::More(pem.clone().into_bytes()),
+                Err(e) => {
+                    tracing::error!("no RSA key for caching_sha2_password: {e}");
+                    AuthStep::Deny
+                }
+            };
+        }
+        if data.len() == 32 {
+            return match logins.check_fast(account, salt, data) {
+                Some(true) => AuthStep::Accept {
+                    notice: Some(vec![caching_sha2::FAST_AUTH_SUCCESS]),
+                },
+                Some(false) => AuthStep::Deny,
+                None => AuthStep::More(vec![caching_sha2::PERFORM_FULL_AUTH]),
+            };
+        }
+        // A full login: the password RSA-encrypted, or in the clear from a client that
+        // believes its connection is secure (MariaDB's client, whose --ssl is on by default,
+        // carries on over plain TCP when the server offers no TLS): that password has already
+        // crossed the network, so refusing it would protect nothing.
+        let decrypted = match logins.keys.get().await {
+            Ok((key, _)) => caching_sha2::decrypt_password(key, salt, data),
+            Err(_) => None,
+        };
+        let password = match (decrypted, data.split_last()) {
+            (Some(p), _) => p,
+            (None, Some((0, clear))) => clear.to_vec(),
+            (None, _) => return AuthStep::Deny,
+        };
+        if caching_sha2::check_password(&account.sha2_hash, &password) {
+            logins.remember(account, &password);
+            accept
+        } else {
+            AuthStep::Deny
+        }
+    }
+
     /// The session, told which account logged in (the handshake ends before any command).
     fn session(&mut self) -> &mut Session {
         let user = self.user.get_mut().unwrap_or_else(|p| p.into_inner());
@@ -52,6 +123,7 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream) -> io::Result<()> {
         session: Session::new(shared.clone()),
         shared,
         user: std::sync::Mutex::new("root".into()),
+        account: tokio::sync::OnceCell::new(),
         salt,
     };
     AsyncMysqlIntermediary::run_on(conn, r, w).await
@@ -196,31 +268,46 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         self.salt
     }
 
-    /// `mysql_native_password` against the accounts in the cluster (sql::users).
-    async fn authenticate(
+    /// The plugin of the account the client names (the default for an unknown name, which
+    /// then fails as any wrong password does).
+    async fn auth_plugin_for_username(&self, user: &[u8]) -> &str {
+        self.account(user)
+            .await
+            .map_or(Plugin::default(), |a| a.plugin)
+            .name()
+    }
+
+    /// Never used: every login goes through `authenticate_step` (opensrv's default would
+    /// let anyone in).
+    async fn authenticate(&self, _: &str, _: &[u8], _: &[u8], _: &[u8]) -> bool {
+        false
+    }
+
+    /// The login against the accounts in the cluster (sql::users), in the account's plugin.
+    async fn authenticate_step(
         &self,
         _plugin: &str,
         user: &[u8],
         salt: &[u8],
         auth_data: &[u8],
-    ) -> bool {
-        let Ok(name) = std::str::from_utf8(user) else {
-            return false;
+    ) -> AuthStep {
+        let Some(account) = self.account(user).await else {
+            return AuthStep::Deny;
         };
-        match sql::users::lookup(&self.shared.client, name).await {
-            Ok(Some(account)) => {
-                let ok = sql::users::verify_native(&account.native_hash, salt, auth_data);
-                if ok {
-                    *self.user.lock().unwrap_or_else(|p| p.into_inner()) = account.name;
+        let step = match account.plugin {
+            Plugin::Native => {
+                if sql::users::verify_native(&account.native_hash, salt, auth_data) {
+                    AuthStep::Accept { notice: None }
+                } else {
+                    AuthStep::Deny
                 }
-                ok
             }
-            Ok(None) => false,
-            Err(e) => {
-                tracing::warn!(user = name, error = %e, "could not read the account");
-                false
-            }
+            Plugin::CachingSha2 => self.caching_sha2_step(account, salt, auth_data).await,
+        };
+        if matches!(step, AuthStep::Accept { .. }) {
+            *self.user.lock().unwrap_or_else(|p| p.into_inner()) = account.name.clone();
         }
+        step
     }
 
     async fn on_prepare<'a>(

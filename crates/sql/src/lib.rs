@@ -15,7 +15,8 @@
 //! - [`session`]: a connection's state and statement loop: transactions, variables,
 //!   prepared statements.
 //! - [`set_config`]: `SET CONFIG kv ...`, forwarded to every kv node's `/config`.
-//! - [`users`]: accounts (CREATE/ALTER/DROP USER) and the login password check.
+//! - [`users`]: accounts (CREATE/ALTER/DROP USER) and the login password check;
+//!   [`caching_sha2`]: the `caching_sha2_password` exchange (fast auth, RSA).
 //! - [`variables`]: system variables: defaults, checks, global values stored in KV.
 //! - [`gc`]: the GC leader: moves the cluster's GC safe point in PD.
 //! - [`slow_log`]: statements slower than `tidb_slow_log_threshold`, in TiDB's format.
@@ -24,6 +25,7 @@
 
 pub mod access;
 pub mod bind;
+pub mod caching_sha2;
 pub mod catalog;
 pub mod ddl;
 pub mod dml;

@@ -39,6 +39,8 @@ pub struct Shared {
     pub slow_log: crate::slow_log::SlowLog,
     /// The global system variables (`SET GLOBAL`), as this node last read them.
     pub globals: crate::variables::Globals,
+    /// `caching_sha2_password` logins: the RSA key pair and the fast-auth cache.
+    pub sha2_logins: crate::caching_sha2::Logins,
     /// Every connection's session, as SHOW PROCESSLIST lists them.
     processes: std::sync::Mutex<BTreeMap<u32, Process>>,
     next_connection: AtomicU32,
@@ -64,6 +66,7 @@ impl Shared {
             client,
             slow_log,
             globals: crate::variables::Globals::default(),
+            sha2_logins: crate::caching_sha2::Logins::default(),
             processes: std::sync::Mutex::new(BTreeMap::new()),
             next_connection: AtomicU32::new(1),
         })

@@ -1,9 +1,11 @@
 //! Accounts: CREATE USER, ALTER USER ... IDENTIFIED BY, DROP USER, and the password check
 //! of a connecting client.
 //!
-//! An account is a name with a `mysql_native_password` hash (SHA1(SHA1(password)), empty
-//! for no password), kept in KV under `m/user/<name>`, so every SQL node sees it as soon as
-//! the statement returns. `root` with no password exists until an account named root is
+//! An account is a name, a login plugin and that plugin's password hash (empty for no
+//! password): `mysql_native_password` (the default, as in TiDB) keeps SHA1(SHA1(password));
+//! `caching_sha2_password` a salted, stretched SHA-256 ([`crate::caching_sha2`]). Accounts
+//! are kept in KV under `m/user/<name>`, so every SQL node sees one as soon as the statement
+//! returns. ALTER USER without `WITH` keeps the account's plugin. `root` with no password exists until an account named root is
 //! stored; root cannot be dropped. The host part of `'name'@'host'` is accepted and not checked (every account
 //! may connect from anywhere), and there are no privileges yet: every account may do
 //! everything.
@@ -17,11 +19,71 @@ use sha1::{Digest, Sha1};
 use crate::error::{Result, SqlError};
 use crate::words::Cursor;
 
+/// How an account logs in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Plugin {
+    #[default]
+    #[serde(rename = "mysql_native_password")]
+    Native,
+    #[serde(rename = "caching_sha2_password")]
+    CachingSha2,
+}
+
+impl Plugin {
+    /// The name the protocol and `IDENTIFIED WITH` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Plugin::Native => "mysql_native_password",
+            Plugin::CachingSha2 => "caching_sha2_password",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Plugin> {
+        [Plugin::Native, Plugin::CachingSha2]
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(name))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Account {
     pub name: String,
-    /// SHA1(SHA1(password)); empty for an account without a password.
+    #[serde(default)]
+    pub plugin: Plugin,
+    /// SHA1(SHA1(password)) for `mysql_native_password`; else empty.
     pub native_hash: Vec<u8>,
+    /// [`crate::caching_sha2::stored_hash`] for `caching_sha2_password`; else empty.
+    #[serde(default)]
+    pub sha2_hash: Vec<u8>,
+}
+
+impl Account {
+    fn new(name: &str, plugin: Plugin, password: &str) -> Account {
+        let (native_hash, sha2_hash) = match plugin {
+            Plugin::Native => (native_hash(password), Vec::new()),
+            Plugin::CachingSha2 => (Vec::new(), crate::caching_sha2::stored_hash(password)),
+        };
+        Account {
+            name: name.into(),
+            plugin,
+            native_hash,
+            sha2_hash,
+        }
+    }
+
+    /// No password: any login with an empty answer passes.
+    pub fn has_password(&self) -> bool {
+        !self.native_hash.is_empty() || !self.sha2_hash.is_empty()
+    }
+}
+
+/// An account as CREATE or ALTER USER names it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Credentials {
+    pub name: String,
+    /// `IDENTIFIED WITH plugin`, if given.
+    pub plugin: Option<Plugin>,
+    pub password: String,
 }
 
 fn key(name: &str) -> Vec<u8> {
@@ -61,13 +123,8 @@ pub fn verify_native(stored: &[u8], salt: &[u8], response: &[u8]) -> bool {
 pub async fn lookup(client: &Client, name: &str) -> Result<Option<Account>> {
     let snapshot = client.snapshot(client.current_ts().await?, 0);
     match snapshot.get(&key(name)).await? {
-        Some(v) => serde_json::from_slice(&v)
-            .map(Some)
-            .map_err(|e| SqlError::unknown(format!("corrupt account record {name}: {e}"))),
-        None if name == "root" => Ok(Some(Account {
-            name: name.into(),
-            native_hash: Vec::new(),
-        })),
+        Some(v) => decode(name, &v).map(Some),
+        None if name == "root" => Ok(Some(Account::new(name, Plugin::Native, ""))),
         None => Ok(None),
     }
 }
@@ -77,11 +134,11 @@ pub async fn lookup(client: &Client, name: &str) -> Result<Option<Account>> {
 pub enum AccountStatement {
     Create {
         if_not_exists: bool,
-        accounts: Vec<(String, String)>,
+        accounts: Vec<Credentials>,
     },
     Alter {
         if_exists: bool,
-        accounts: Vec<(String, String)>,
+        accounts: Vec<Credentials>,
     },
     Drop {
         if_exists: bool,
@@ -98,28 +155,31 @@ fn account(c: &mut Cursor) -> Result<String> {
     Ok(name)
 }
 
-/// `IDENTIFIED [WITH plugin] BY 'password'`; '' when absent.
-fn password(c: &mut Cursor) -> Result<String> {
+/// `name[@host] [IDENTIFIED [WITH plugin] [BY 'password']]`.
+fn credentials(c: &mut Cursor) -> Result<Credentials> {
+    let mut out = Credentials {
+        name: account(c)?,
+        plugin: None,
+        password: String::new(),
+    };
     if !c.keyword("IDENTIFIED") {
-        return Ok(String::new());
+        return Ok(out);
     }
     if c.keyword("WITH") {
         let plugin = c.name("a plugin name")?;
-        if !["mysql_native_password", "caching_sha2_password"]
-            .iter()
-            .any(|p| plugin.eq_ignore_ascii_case(p))
-        {
-            return Err(SqlError {
-                code: 1524,
-                state: "HY000",
-                message: format!("Plugin '{plugin}' is not loaded"),
-            });
+        out.plugin = Some(Plugin::from_name(&plugin).ok_or_else(|| SqlError {
+            code: 1524,
+            state: "HY000",
+            message: format!("Plugin '{plugin}' is not loaded"),
+        })?);
+        if !c.keyword("BY") {
+            return Ok(out);
         }
-    }
-    if !c.keyword("BY") {
+    } else if !c.keyword("BY") {
         return Err(SqlError::syntax("expected BY 'password'"));
     }
-    c.quoted("a quoted password")
+    out.password = c.quoted("a quoted password")?;
+    Ok(out)
 }
 
 /// `sql` as an account statement, or `None` if it is not one.
@@ -149,9 +209,7 @@ fn parse_account_statement(sql: &str) -> Result<AccountStatement> {
             };
             let mut accounts = Vec::new();
             loop {
-                let name = account(&mut c)?;
-                let password = password(&mut c)?;
-                accounts.push((name, password));
+                accounts.push(credentials(&mut c)?);
                 if !c.symbol(',') {
                     break;
                 }
@@ -205,14 +263,14 @@ pub async fn execute(client: &Client, s: &AccountStatement) -> Result<()> {
             if_not_exists,
             accounts,
         } => {
-            for (name, password) in accounts {
-                if txn.get_for_update(&key(name)).await?.is_some() || name == "root" {
+            for c in accounts {
+                if txn.get_for_update(&key(&c.name)).await?.is_some() || c.name == "root" {
                     if !if_not_exists {
-                        failed.push(name.clone());
+                        failed.push(c.name.clone());
                     }
                     continue;
                 }
-                put(&mut txn, name, password);
+                put(&mut txn, c, Plugin::default());
             }
             "CREATE USER"
         }
@@ -220,15 +278,19 @@ pub async fn execute(client: &Client, s: &AccountStatement) -> Result<()> {
             if_exists,
             accounts,
         } => {
-            for (name, password) in accounts {
-                let exists = txn.get_for_update(&key(name)).await?.is_some() || name == "root";
-                if !exists {
+            for c in accounts {
+                let current = match txn.get_for_update(&key(&c.name)).await? {
+                    Some(v) => Some(decode(&c.name, &v)?.plugin),
+                    None if c.name == "root" => Some(Plugin::default()),
+                    None => None,
+                };
+                let Some(current) = current else {
                     if !if_exists {
-                        failed.push(name.clone());
+                        failed.push(c.name.clone());
                     }
                     continue;
-                }
-                put(&mut txn, name, password);
+                };
+                put(&mut txn, c, current);
             }
             "ALTER USER"
         }
@@ -258,20 +320,31 @@ pub async fn execute(client: &Client, s: &AccountStatement) -> Result<()> {
     Ok(())
 }
 
-fn put(txn: &mut kv_client::Transaction, name: &str, password: &str) {
-    let account = Account {
-        name: name.into(),
-        native_hash: native_hash(password),
-    };
+/// Stores the account `c` names, with its plugin or else `plugin`.
+fn put(txn: &mut kv_client::Transaction, c: &Credentials, plugin: Plugin) {
+    let account = Account::new(&c.name, c.plugin.unwrap_or(plugin), &c.password);
     txn.put(
-        key(name),
+        key(&c.name),
         serde_json::to_vec(&account).expect("an account serializes"),
     );
+}
+
+fn decode(name: &str, record: &[u8]) -> Result<Account> {
+    serde_json::from_slice(record)
+        .map_err(|e| SqlError::unknown(format!("corrupt account record {name}: {e}")))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn credentials(name: &str, plugin: Option<Plugin>, password: &str) -> Credentials {
+        Credentials {
+            name: name.into(),
+            plugin,
+            password: password.into(),
+        }
+    }
 
     #[test]
     fn account_statements_parse_with_hosts_quotes_and_lists() {
@@ -279,7 +352,7 @@ mod tests {
             parse("CREATE USER IF NOT EXISTS 'sb'@'%' IDENTIFIED BY 'p''w', bob").unwrap(),
             Ok(AccountStatement::Create {
                 if_not_exists: true,
-                accounts: vec![("sb".into(), "p'w".into()), ("bob".into(), "".into())],
+                accounts: vec![credentials("sb", None, "p'w"), credentials("bob", None, "")],
             })
         );
         assert_eq!(
@@ -287,7 +360,7 @@ mod tests {
                 .unwrap(),
             Ok(AccountStatement::Alter {
                 if_exists: false,
-                accounts: vec![("root".into(), "x".into())],
+                accounts: vec![credentials("root", Some(Plugin::Native), "x")],
             })
         );
         assert_eq!(
@@ -295,6 +368,13 @@ mod tests {
             Ok(AccountStatement::Drop {
                 if_exists: true,
                 names: vec!["a".into(), "b".into()],
+            })
+        );
+        assert_eq!(
+            parse("CREATE USER u IDENTIFIED WITH caching_sha2_password BY 'pw'").unwrap(),
+            Ok(AccountStatement::Create {
+                if_not_exists: false,
+                accounts: vec![credentials("u", Some(Plugin::CachingSha2), "pw")],
             })
         );
         assert!(parse("SELECT 1").is_none());

@@ -96,6 +96,17 @@ pub struct OkResponse {
 }
 
 pub use crate::errorcodes::ErrorKind;
+
+/// Atoll: what the server does with a client's authentication packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthStep {
+    /// Log in; `notice`, if any, goes first as an AuthMoreData packet (0x01 + notice).
+    Accept { notice: Option<Vec<u8>> },
+    /// Refuse with 1045.
+    Deny,
+    /// Send AuthMoreData (0x01 + data) and read the client's next packet.
+    More(Vec<u8>),
+}
 pub use crate::params::{ParamParser, ParamValue, Params};
 pub use crate::resultset::{InitWriter, QueryResultWriter, RowWriter, StatementMetaWriter};
 pub use crate::value::{decode::to_naive_datetime, ToMysqlValue, Value, ValueInner};
@@ -155,6 +166,23 @@ pub trait AsyncMysqlShim<W: Send> {
         _auth_data: &[u8],
     ) -> bool {
         true
+    }
+
+    /// Atoll: one step of a login that may take several round trips (caching_sha2_password:
+    /// fast-auth result, public key request, RSA-encrypted password). `auth_data` is the
+    /// client's last packet. The default runs `authenticate` once.
+    async fn authenticate_step(
+        &self,
+        auth_plugin: &str,
+        username: &[u8],
+        salt: &[u8],
+        auth_data: &[u8],
+    ) -> AuthStep {
+        if self.authenticate(auth_plugin, username, salt, auth_data).await {
+            AuthStep::Accept { notice: None }
+        } else {
+            AuthStep::Deny
+        }
     }
 
     /// Called when the client issues a request to prepare `query` for later execution.
@@ -472,7 +500,6 @@ where
 
                 // auth switch
                 if !auth_plugin_expect.is_empty()
-                    && auth_response.is_empty()
                     && handshake.auth_plugin != auth_plugin_expect.as_bytes()
                 {
                     self.writer.set_seq(seq + 1);
@@ -501,16 +528,43 @@ where
 
                 self.writer.set_seq(seq + 1);
 
-                if !self
-                    .shim
-                    .authenticate(
-                        auth_plugin_expect,
-                        username,
-                        &scramble,
-                        auth_response.as_slice(),
-                    )
-                    .await
-                {
+                let accepted = loop {
+                    match self
+                        .shim
+                        .authenticate_step(
+                            auth_plugin_expect,
+                            username,
+                            &scramble,
+                            auth_response.as_slice(),
+                        )
+                        .await
+                    {
+                        AuthStep::Accept { notice } => {
+                            if let Some(notice) = notice {
+                                self.writer.write_all(&[0x01])?;
+                                self.writer.write_all(&notice)?;
+                                self.writer.end_packet().await?;
+                            }
+                            break true;
+                        }
+                        AuthStep::Deny => break false,
+                        AuthStep::More(data) => {
+                            self.writer.write_all(&[0x01])?;
+                            self.writer.write_all(&data)?;
+                            self.writer.end_packet().await?;
+                            self.writer.flush_all().await?;
+                            let (rseq, more) = self.reader.next_async().await?.ok_or_else(|| {
+                                io::Error::new(
+                                    io::ErrorKind::ConnectionAborted,
+                                    "peer terminated connection",
+                                )
+                            })?;
+                            self.writer.set_seq(rseq.wrapping_add(1));
+                            auth_response = more.to_vec();
+                        }
+                    }
+                };
+                if !accepted {
                     let err_msg = format!(
                         "Access denied for user '{}'@'%' (using password: {})",
                         String::from_utf8_lossy(username),

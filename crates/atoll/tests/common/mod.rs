@@ -253,7 +253,8 @@ impl SqlCluster {
         cmd
     }
 
-    fn try_run_with(&self, db: &str, sql: &str, extra: &[&str]) -> Result<String, String> {
+    /// Runs `sql` in `db` with more mysql client arguments.
+    pub fn try_run_with(&self, db: &str, sql: &str, extra: &[&str]) -> Result<String, String> {
         let mut cmd = self.mysql();
         cmd.args(["-e", sql]);
         cmd.args(extra);
