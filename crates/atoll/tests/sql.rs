@@ -588,3 +588,130 @@ fn caching_sha2_password_accounts_log_in_with_rsa_then_fast_auth() {
     );
     assert_eq!(c.try_run_as("sha", "pw3", "SELECT 1").unwrap(), "1\n1\n");
 }
+
+/// A bare MySQL protocol client, for the packets no well-behaved client sends.
+struct RawClient {
+    stream: std::net::TcpStream,
+}
+
+impl RawClient {
+    /// Logs in as root (no password) with mysql_native_password.
+    fn connect(port: u16) -> RawClient {
+        let stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        let mut c = RawClient { stream };
+        let (_, greeting) = c.recv().unwrap();
+        assert_eq!(greeting[0], 10, "protocol version 10");
+        // PROTOCOL_41 | SECURE_CONNECTION | PLUGIN_AUTH | LONG_PASSWORD | TRANSACTIONS
+        let caps: u32 = 0x200 | 0x8000 | 0x80000 | 0x1 | 0x2000;
+        let mut login = caps.to_le_bytes().to_vec();
+        login.extend_from_slice(&(1u32 << 24).to_le_bytes());
+        login.push(45);
+        login.extend_from_slice(&[0; 23]);
+        login.extend_from_slice(b"root\0");
+        login.push(0);
+        login.extend_from_slice(b"mysql_native_password\0");
+        c.send(1, &login);
+        assert_eq!(c.recv().unwrap().1[0], 0x00, "logged in");
+        c
+    }
+
+    fn send(&mut self, seq: u8, payload: &[u8]) {
+        use std::io::Write;
+        let len = u32::try_from(payload.len()).unwrap().to_le_bytes();
+        let mut packet = vec![len[0], len[1], len[2], seq];
+        packet.extend_from_slice(payload);
+        self.stream.write_all(&packet).unwrap();
+    }
+
+    /// The next packet, or `None` once the server closed the connection.
+    fn recv(&mut self) -> Option<(u8, Vec<u8>)> {
+        use std::io::Read;
+        let mut header = [0u8; 4];
+        self.stream.read_exact(&mut header).ok()?;
+        let len = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
+        let mut payload = vec![0u8; len];
+        self.stream.read_exact(&mut payload).ok()?;
+        Some((header[3], payload))
+    }
+
+    /// Sends a command; its answer: an OK or error packet, or a result set's packets.
+    fn command(&mut self, seq: u8, payload: &[u8]) -> Vec<Vec<u8>> {
+        self.send(seq, payload);
+        let first = self.recv().expect("an answer").1;
+        if first[0] == 0x00 || first[0] == 0xff {
+            return vec![first];
+        }
+        // Column count, column definitions, EOF, rows, EOF.
+        let mut packets = vec![first];
+        let mut eofs = 0;
+        while eofs < 2 {
+            let p = self.recv().expect("the rest of the result set").1;
+            if p[0] == 0xfe && p.len() < 9 {
+                eofs += 1;
+            }
+            packets.push(p);
+        }
+        packets
+    }
+
+    /// The code of the error packet a command answers with.
+    fn error(&mut self, payload: &[u8]) -> u16 {
+        let answer = self.command(0, payload);
+        assert_eq!(answer[0][0], 0xff, "an error packet, not {answer:?}");
+        u16::from_le_bytes([answer[0][1], answer[0][2]])
+    }
+
+    /// `SELECT 1` still answers one row (the connection is in step).
+    fn still_works(&mut self) {
+        let answer = self.command(0, b"\x03SELECT 1");
+        assert_eq!(answer.len(), 5, "{answer:?}");
+        assert_eq!(answer[3], b"\x011");
+    }
+}
+
+#[test]
+fn malformed_packets_get_mysql_errors_and_the_connection_or_server_survives() {
+    let c = Cluster::start();
+    let mut raw = RawClient::connect(c.port);
+    // Not UTF-8; a command byte nobody knows; a truncated COM_STMT_EXECUTE; an unknown
+    // statement id: errors for that command, as MySQL answers them.
+    assert_eq!(raw.error(b"\x03SELECT '\xff\xfe'"), 1300);
+    raw.still_works();
+    assert_eq!(raw.error(b"\x7f"), 1047);
+    assert_eq!(raw.error(b"\x17\x01"), 1835);
+    assert_eq!(raw.error(b"\x17\x63\x00\x00\x00\x00\x01\x00\x00\x00"), 1243);
+    raw.still_works();
+    // A prepared statement executed with a parameter type that does not exist: 1210.
+    raw.send(0, b"\x16SELECT ?");
+    let prepared = raw.recv().unwrap().1;
+    assert_eq!(prepared[0], 0x00, "{prepared:?}");
+    let id = [prepared[1], prepared[2], prepared[3], prepared[4]];
+    let (columns, params) = (prepared[5] as usize, prepared[7] as usize);
+    for _ in 0..(params + 1) + (columns + usize::from(columns > 0)) {
+        raw.recv().unwrap();
+    }
+    let mut execute = vec![0x17];
+    execute.extend_from_slice(&id);
+    execute.extend_from_slice(&[0, 1, 0, 0, 0]); // no cursor, one iteration
+    execute.extend_from_slice(&[0x00, 0x01, 0xf0, 0x00]); // null map, types bound, type 0xf0
+    assert_eq!(raw.error(&execute), 1210);
+    // Sequence numbers wrap at 255 without trouble.
+    raw.send(255, b"\x03SELECT 1");
+    let (seq, answer) = raw.recv().unwrap();
+    assert_eq!((seq, answer[0]), (0, 1));
+    for _ in 0..4 {
+        raw.recv().unwrap(); // column, EOF, row, EOF
+    }
+    raw.still_works();
+    // A command split into parts whose numbers do not follow each other: MySQL closes the
+    // connection; so does Atoll, and the server carries on.
+    let mut part = vec![0x03];
+    part.resize(0xff_ffff, b' ');
+    raw.send(0, &part);
+    raw.send(5, b"SELECT 1");
+    assert!(raw.recv().is_none(), "the connection closes");
+    RawClient::connect(c.port).still_works();
+}

@@ -97,6 +97,23 @@ pub struct OkResponse {
 
 pub use crate::errorcodes::ErrorKind;
 
+/// Atoll: command bytes `commands::parse` reads (a parse failure of one is a malformed
+/// packet), and two it does not that still succeed.
+const PARSED_COMMANDS: [u8; 9] = [0x01, 0x02, 0x03, 0x04, 0x0e, 0x16, 0x17, 0x18, 0x19];
+const COM_STMT_RESET: u8 = 0x1a;
+const COM_RESET_CONNECTION: u8 = 0x1f;
+
+/// Atoll: a statement or name that is not UTF-8 gets MySQL's 1300 and the connection stays.
+async fn not_utf8<W: AsyncWrite + Unpin>(w: &mut PacketWriter<W>) -> io::Result<()> {
+    writers::write_err(
+        ErrorKind::ER_INVALID_CHARACTER_STRING,
+        b"Invalid utf8mb4 character string",
+        w,
+    )
+    .await?;
+    w.flush_all().await
+}
+
 /// Atoll: what the server does with a client's authentication packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuthStep {
@@ -630,11 +647,17 @@ where
                 }
                 Err(e) => return Err(e.into()),
             };
-            self.writer.set_seq(seq + 1);
+            self.writer.set_seq(seq.wrapping_add(1));
             let res = commands::parse(&packet);
             match res {
                 Ok(cmd) => {
                     match cmd.1 {
+                        Command::Query(q) if std::str::from_utf8(q).is_err() => {
+                            not_utf8(&mut self.writer).await?;
+                        }
+                        Command::Prepare(q) | Command::Init(q) if std::str::from_utf8(q).is_err() => {
+                            not_utf8(&mut self.writer).await?;
+                        }
                         Command::Query(q) => {
                             if q.starts_with(b"SELECT @@") || q.starts_with(b"select @@") {
                                 let w = QueryResultWriter::new(
@@ -713,12 +736,17 @@ where
                                 .await?;
                         }
                         Command::Execute { stmt, params } => {
-                            let state = stmts.get_mut(&stmt).ok_or_else(|| {
-                                io::Error::new(
-                                    io::ErrorKind::InvalidData,
-                                    format!("asked to execute unknown statement {}", stmt),
+                            let Some(state) = stmts.get_mut(&stmt) else {
+                                // As MySQL: an error for this command; the connection stays.
+                                writers::write_err(
+                                    ErrorKind::ER_UNKNOWN_STMT_HANDLER,
+                                    format!("Unknown prepared statement handler ({stmt}) given to mysqld_stmt_execute").as_bytes(),
+                                    &mut self.writer,
                                 )
-                            })?;
+                                .await?;
+                                self.writer.flush_all().await?;
+                                continue;
+                            };
                             {
                                 let params = params::ParamParser::new(params, state);
                                 let w = QueryResultWriter::new(
@@ -731,21 +759,11 @@ where
                             state.long_data.clear();
                         }
                         Command::SendLongData { stmt, param, data } => {
-                            stmts
-                                .get_mut(&stmt)
-                                .ok_or_else(|| {
-                                    io::Error::new(
-                                        io::ErrorKind::InvalidData,
-                                        format!(
-                                            "got long data packet for unknown statement {}",
-                                            stmt
-                                        ),
-                                    )
-                                })?
-                                .long_data
-                                .entry(param)
-                                .or_insert_with(Vec::new)
-                                .extend(data);
+                            // No response, ever (MySQL ignores data for an unknown statement
+                            // and reports it at execute).
+                            if let Some(state) = stmts.get_mut(&stmt) {
+                                state.long_data.entry(param).or_default().extend(data);
+                            }
                         }
                         Command::Close(stmt) => {
                             self.shim.on_close(stmt).await;
@@ -798,14 +816,51 @@ where
                     self.writer.flush_all().await?;
                 }
                 Err(_) => {
-                    // if parser err, we need also stay the conn,
-                    // because we can not support all command.
-                    writers::write_ok_packet(
-                        &mut self.writer,
-                        self.client_capabilities,
-                        OkResponse::default(),
-                    )
-                    .await?;
+                    // Atoll: commands this parser does not read. COM_STMT_RESET and
+                    // COM_RESET_CONNECTION succeed (nothing is buffered between executes
+                    // but long data, dropped here); a malformed known command is 1835; any
+                    // other is MySQL's 1047. The connection stays (0.7.0 answered OK to all).
+                    match packet.first().copied() {
+                        Some(COM_STMT_RESET) => {
+                            let stmt = packet
+                                .get(1..5)
+                                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+                            if let Some(state) = stmt.and_then(|id| stmts.get_mut(&id)) {
+                                state.long_data.clear();
+                            }
+                            writers::write_ok_packet(
+                                &mut self.writer,
+                                self.client_capabilities,
+                                OkResponse::default(),
+                            )
+                            .await?;
+                        }
+                        Some(COM_RESET_CONNECTION) => {
+                            writers::write_ok_packet(
+                                &mut self.writer,
+                                self.client_capabilities,
+                                OkResponse::default(),
+                            )
+                            .await?;
+                        }
+                        Some(byte) if PARSED_COMMANDS.contains(&byte) => {
+                            writers::write_err_code(
+                                1835,
+                                b"HY000",
+                                b"Malformed communication packet.",
+                                &mut self.writer,
+                            )
+                            .await?;
+                        }
+                        _ => {
+                            writers::write_err(
+                                ErrorKind::ER_UNKNOWN_COM_ERROR,
+                                b"Unknown command",
+                                &mut self.writer,
+                            )
+                            .await?;
+                        }
+                    }
                     self.writer.flush_all().await?;
                 }
             }

@@ -275,35 +275,37 @@ impl<'a> Deref for Packet<'a> {
     }
 }
 
+/// One command: parts of 0xFFFFFF bytes, each numbered one past the one before, then a
+/// shorter last part. (Atoll: parts out of order are a parse failure, the connection's
+/// error, where 0.7.0 asserted and panicked.)
 pub(crate) fn packet(i: &[u8]) -> nom::IResult<&[u8], (u8, Packet<'_>)> {
-    nom::combinator::map(
-        nom::sequence::pair(
-            nom::multi::fold_many0(
-                fullpacket,
-                || (0, None),
-                |(seq, pkt): (_, Option<Packet<'_>>), (nseq, p)| {
-                    let pkt = if let Some(mut pkt) = pkt {
-                        assert_eq!(nseq, seq + 1);
-                        pkt.extend(p);
-                        Some(pkt)
-                    } else {
-                        Some(Packet(p, Vec::new()))
-                    };
-                    (nseq, pkt)
-                },
-            ),
-            onepacket,
-        ),
-        move |(full, last)| {
-            let seq = last.0;
-            let pkt = if let Some(mut pkt) = full.1 {
-                assert_eq!(last.0, full.0 + 1);
-                pkt.extend(last.1);
-                pkt
-            } else {
-                Packet(last.1, Vec::new())
-            };
-            (seq, pkt)
-        },
-    )(i)
+    let out_of_order =
+        |at| nom::Err::Failure(nom::error::Error::new(at, nom::error::ErrorKind::Verify));
+    let mut rest = i;
+    let mut joined: Option<(u8, Packet<'_>)> = None;
+    while let Ok((after, (seq, part))) = fullpacket(rest) {
+        joined = Some(match joined {
+            None => (seq, Packet(part, Vec::new())),
+            Some((previous, mut pkt)) => {
+                if seq != previous.wrapping_add(1) {
+                    return Err(out_of_order(rest));
+                }
+                pkt.extend(part);
+                (seq, pkt)
+            }
+        });
+        rest = after;
+    }
+    let (after, (seq, last)) = onepacket(rest)?;
+    let pkt = match joined {
+        None => Packet(last, Vec::new()),
+        Some((previous, mut pkt)) => {
+            if seq != previous.wrapping_add(1) {
+                return Err(out_of_order(rest));
+            }
+            pkt.extend(last);
+            pkt
+        }
+    };
+    Ok((after, (seq, pkt)))
 }

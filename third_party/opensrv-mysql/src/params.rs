@@ -73,11 +73,30 @@ pub struct ParamValue<'a> {
     pub coltype: myc::constants::ColumnType,
 }
 
+/// Atoll: malformed input (too short, an unknown type, a value that does not parse, no types
+/// ever bound) ends the iteration early instead of panicking as 0.7.0 did; the caller sees
+/// fewer values than parameters and answers 1210.
 impl<'a> Iterator for Params<'a> {
     type Item = ParamValue<'a>;
     fn next(&mut self) -> Option<Self::Item> {
+        let v = self.next_value();
+        if v.is_none() {
+            self.col = self.params;
+        }
+        v
+    }
+}
+
+impl<'a> Params<'a> {
+    fn next_value(&mut self) -> Option<ParamValue<'a>> {
+        if self.col >= self.params {
+            return None;
+        }
         if self.nullmap.is_none() {
             let nullmap_len = (self.params as usize + 7) / 8;
+            if self.input.len() < nullmap_len {
+                return None;
+            }
             let (nullmap, rest) = self.input.split_at(nullmap_len);
             self.nullmap = Some(nullmap);
             self.input = rest;
@@ -87,25 +106,21 @@ impl<'a> Iterator for Params<'a> {
             if let Some((&bound, after_flag)) = rest.split_first() {
                 self.input = after_flag;
                 if bound != 0x00 {
+                    if after_flag.len() < 2 * self.params as usize {
+                        return None;
+                    }
                     let (typmap, rest) = after_flag.split_at(2 * self.params as usize);
                     self.bound_types.clear();
-                    for i in 0..self.params as usize {
-                        self.bound_types.push((
-                            myc::constants::ColumnType::try_from(typmap[2 * i]).unwrap_or_else(|e| {
-                                panic!("bad column type 0x{:x}: {}", typmap[2 * i], e)
-                            }),
-                            (typmap[2 * i + 1] & 128) != 0,
-                        ));
+                    for pair in typmap.chunks_exact(2) {
+                        let coltype = myc::constants::ColumnType::try_from(pair[0]).ok()?;
+                        self.bound_types.push((coltype, (pair[1] & 128) != 0));
                     }
                     self.input = rest;
                 }
             }
         }
 
-        if self.col >= self.params {
-            return None;
-        }
-        let pt = &self.bound_types[self.col as usize];
+        let pt = *self.bound_types.get(self.col as usize)?;
 
         // https://web.archive.org/web/20170404144156/https://dev.mysql.com/doc/internals/en/null-bitmap.html
         // NULL-bitmap-byte = ((field-pos + offset) / 8)
@@ -122,14 +137,12 @@ impl<'a> Iterator for Params<'a> {
                     coltype: pt.0,
                 });
             }
-        } else {
-            unreachable!();
         }
 
         let v = if let Some(data) = self.long_data.get(&self.col) {
             Value::bytes(&data[..])
         } else {
-            Value::parse_from(&mut self.input, pt.0, pt.1).unwrap()
+            Value::parse_from(&mut self.input, pt.0, pt.1).ok()?
         };
         self.col += 1;
         Some(ParamValue {
