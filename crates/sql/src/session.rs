@@ -680,8 +680,8 @@ impl Session {
             Scope::Instance => {}
             Scope::Global if !global => return Err(crate::variables::global_only(name)),
             _ if global => {
-                crate::variables::store(&self.shared.client, name, &value).await?;
-                self.shared.globals.set(name, value);
+                let commit_ts = crate::variables::store(&self.shared.client, name, &value).await?;
+                self.shared.globals.set(name, value, commit_ts);
             }
             _ => {
                 self.vars.insert(name.to_string(), value);

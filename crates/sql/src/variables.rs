@@ -150,47 +150,61 @@ pub fn global_only(name: &str) -> SqlError {
     }
 }
 
-/// This node's copy of the global values that differ from the defaults.
+/// This node's copy of the global values that differ from the defaults, each with the ts it
+/// is as of (a reload read before this node's own `SET GLOBAL` committed must not undo it).
 #[derive(Default)]
 pub struct Globals {
-    values: RwLock<BTreeMap<String, Datum>>,
+    values: RwLock<BTreeMap<String, (Datum, u64)>>,
+}
+
+/// The global values in KV as of `read_ts`, checked.
+#[derive(Debug, Default)]
+pub struct Stored {
+    pub read_ts: u64,
+    pub values: BTreeMap<String, (Datum, Option<Value>)>,
 }
 
 impl Globals {
     /// The global value of `name` (its default when none was set); `None` if unknown.
     pub fn get(&self, name: &str) -> Option<Datum> {
         let values = self.values.read().unwrap_or_else(|p| p.into_inner());
-        values.get(name).or_else(|| DEFAULTS.get(name)).cloned()
+        values
+            .get(name)
+            .map(|(v, _)| v)
+            .or_else(|| DEFAULTS.get(name))
+            .cloned()
     }
 
     /// Every variable's global value.
     pub fn all(&self) -> BTreeMap<String, Datum> {
         let mut all = DEFAULTS.clone();
         let values = self.values.read().unwrap_or_else(|p| p.into_inner());
-        all.extend(values.iter().map(|(k, v)| (k.clone(), v.clone())));
+        all.extend(values.iter().map(|(k, (v, _))| (k.clone(), v.clone())));
         all
     }
 
-    pub fn set(&self, name: &str, value: Datum) {
+    /// This node's own `SET GLOBAL`, committed at `commit_ts`.
+    pub fn set(&self, name: &str, value: Datum, commit_ts: u64) {
         let mut values = self.values.write().unwrap_or_else(|p| p.into_inner());
-        values.insert(name.to_string(), value);
+        values.insert(name.to_string(), (value, commit_ts));
     }
 
-    /// Takes the values stored in KV; returns the typed values of the knobs that changed.
-    pub fn replace(
-        &self,
-        stored: BTreeMap<String, (Datum, Option<Value>)>,
-    ) -> Vec<(String, Value)> {
+    /// Takes the values stored in KV (those newer here stay); returns the typed values of
+    /// the knobs that changed.
+    pub fn replace(&self, stored: Stored) -> Vec<(String, Value)> {
         let mut values = self.values.write().unwrap_or_else(|p| p.into_inner());
         let mut changed = Vec::new();
-        for (name, (value, typed)) in &stored {
-            if values.get(name) != Some(value)
-                && let Some(typed) = typed
-            {
-                changed.push((name.clone(), typed.clone()));
+        for (name, (value, typed)) in stored.values {
+            match values.get(&name) {
+                Some((_, ts)) if *ts > stored.read_ts => continue,
+                Some((current, _)) if *current == value => continue,
+                _ => {}
             }
+            if let Some(typed) = typed {
+                changed.push((name.clone(), typed));
+            }
+            values.insert(name, (value, stored.read_ts));
         }
-        *values = stored.into_iter().map(|(k, (v, _))| (k, v)).collect();
         changed
     }
 
@@ -204,26 +218,30 @@ impl Globals {
     }
 }
 
-/// Stores `value` as the global value of `name` (already checked), for every SQL node.
-pub async fn store(client: &Client, name: &str, value: &Datum) -> Result<()> {
+/// Stores `value` as the global value of `name` (already checked), for every SQL node;
+/// returns the commit ts.
+pub async fn store(client: &Client, name: &str, value: &Datum) -> Result<u64> {
     let mut key = PREFIX.to_vec();
     key.extend_from_slice(name.as_bytes());
     let mut txn = client.begin().await?;
     txn.put(key, text(value).into_bytes());
-    txn.commit().await?;
-    Ok(())
+    Ok(txn.commit().await?)
 }
 
 /// Every global value stored in KV, checked; one that no longer passes its check (a
 /// variable this version does not know, or a bound that changed) is left out and logged.
-pub async fn load(client: &Client) -> Result<BTreeMap<String, (Datum, Option<Value>)>> {
-    let snapshot = client.snapshot(client.current_ts().await?, 0);
-    let mut out = BTreeMap::new();
+pub async fn load(client: &Client) -> Result<Stored> {
+    let read_ts = client.current_ts().await?;
+    let snapshot = client.snapshot(read_ts, 0);
+    let mut out = Stored {
+        read_ts,
+        values: BTreeMap::new(),
+    };
     for (key, value) in snapshot.scan(PREFIX, PREFIX_END, usize::MAX).await? {
         let name = String::from_utf8_lossy(&key[PREFIX.len()..]).into_owned();
         match check(&name, Datum::Bytes(value)) {
             Ok(checked) => {
-                out.insert(name, checked);
+                out.values.insert(name, checked);
             }
             Err(e) => tracing::warn!(name, "stored global variable ignored: {}", e.message),
         }
@@ -268,13 +286,22 @@ mod tests {
     #[test]
     fn reloading_reports_the_knobs_that_changed() {
         let globals = Globals::default();
-        let stored = |v: i64| {
+        let stored = |v: i64, read_ts: u64| {
             let checked = check("tidb_committer_concurrency", Datum::Int(v)).unwrap();
-            BTreeMap::from([("tidb_committer_concurrency".to_string(), checked)])
+            Stored {
+                read_ts,
+                values: BTreeMap::from([("tidb_committer_concurrency".to_string(), checked)]),
+            }
         };
-        assert_eq!(globals.replace(stored(8)).len(), 1);
-        assert!(globals.replace(stored(8)).is_empty());
+        assert_eq!(globals.replace(stored(8, 10)).len(), 1);
+        assert!(globals.replace(stored(8, 20)).is_empty());
         assert_eq!(globals.knob("tidb_committer_concurrency"), Value::Int(8));
+        // A SET GLOBAL here at ts 30 outlives a reload that read at ts 25.
+        globals.set("tidb_committer_concurrency", Datum::Int(9), 30);
+        assert!(globals.replace(stored(8, 25)).is_empty());
+        assert_eq!(globals.knob("tidb_committer_concurrency"), Value::Int(9));
+        assert_eq!(globals.replace(stored(7, 40)).len(), 1);
+        assert_eq!(globals.knob("tidb_committer_concurrency"), Value::Int(7));
         assert_eq!(globals.knob("tidb_gc_life_time").to_string(), "10m");
     }
 }
