@@ -764,5 +764,21 @@ fn gc_resolves_locks_below_the_safe_point_and_reports_a_live_one() {
         live.rollback().await.unwrap();
         let done = client.resolve_locks_below(safe_point).await.unwrap();
         assert_eq!((done.found, done.oldest_left), (0, None));
+        // Once PD's safe point passes a txn, its reads and its commit fail (TiDB's 9006)
+        // instead of reading versions GC may have removed; newer txns are unaffected.
+        let mut old = client.begin().await.unwrap();
+        let passed = client.current_ts().await.unwrap();
+        client.pd().update_gc_safe_point(passed).await.unwrap();
+        assert_eq!(client.refresh_gc_safe_point().await.unwrap(), passed);
+        assert!(matches!(
+            old.get(&account(0)).await,
+            Err(KvError::GcTooEarly { safe_point, .. }) if safe_point == passed
+        ));
+        old.put(account(0), 1u64.to_be_bytes().to_vec());
+        assert!(matches!(
+            old.commit().await,
+            Err(KvError::GcTooEarly { .. })
+        ));
+        assert_eq!(total(&client).await, ACCOUNTS * INITIAL);
     });
 }

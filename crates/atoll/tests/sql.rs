@@ -451,6 +451,8 @@ fn set_global_is_seen_by_new_sessions_and_global_only_variables_need_it() {
     c.fails("", "SET tidb_gc_life_time = '20m'", "1229 (HY000)");
     c.fails("", "SET GLOBAL tidb_gc_life_time = '1m'", "1231 (42000)");
     c.fails("", "SET GLOBAL tidb_gc_enable = 'maybe'", "1231 (42000)");
+    c.fails("", "SET GLOBAL version = 'x'", "1238 (HY000)");
+    c.fails("", "SELECT @@session.tidb_gc_life_time", "1238 (HY000)");
     // SET GLOBAL leaves the session's own value alone (as in MySQL) ...
     assert_eq!(
         c.run(
@@ -577,7 +579,10 @@ fn caching_sha2_password_accounts_log_in_with_rsa_then_fast_auth() {
     assert!(c.try_run_as("clear", "wrong", "SELECT 1").is_err());
     let denied = c.try_run_as("sha", "nope", "SELECT 1").unwrap_err();
     assert!(denied.contains("1045"), "{denied}");
-    // ALTER USER keeps the plugin; the cached fast-auth entry of the old password is stale.
+    // ALTER USER without IDENTIFIED changes nothing; with it, the plugin stays and the cached
+    // fast-auth entry of the old password is stale.
+    c.run("", "ALTER USER sha");
+    assert_eq!(c.try_run_with("", "SELECT 1", &no_tls).unwrap(), "1\n1\n");
     c.run("", "ALTER USER sha IDENTIFIED BY 'pw2'");
     assert!(c.try_run_as("sha", "pw1", "SELECT 1").is_err());
     assert_eq!(c.try_run_as("sha", "pw2", "SELECT 1").unwrap(), "1\n1\n");
@@ -708,6 +713,13 @@ fn malformed_packets_get_mysql_errors_and_the_connection_or_server_survives() {
     raw.still_works();
     // A command split into parts whose numbers do not follow each other: MySQL closes the
     // connection; so does Atoll, and the server carries on.
+    // COM_RESET_CONNECTION: the session starts afresh (user variables gone, the open
+    // transaction rolled back).
+    raw.command(0, b"\x03SET @a = 7");
+    raw.command(0, b"\x03BEGIN");
+    assert_eq!(raw.command(0, b"\x1f")[0][0], 0x00);
+    let answer = raw.command(0, b"\x03SELECT @a IS NULL");
+    assert_eq!(answer[3], b"\x011");
     let mut part = vec![0x03];
     part.resize(0xff_ffff, b' ');
     raw.send(0, &part);

@@ -110,6 +110,7 @@ pub(crate) async fn fan_out(
     group_id: u64,
     concurrency: usize,
 ) -> Result<Vec<Vec<Vec<u8>>>> {
+    inner.check_visible(ts)?;
     let dag = Arc::new(dag);
     let semaphore = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
     let mut tasks = JoinSet::new();

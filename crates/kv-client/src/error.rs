@@ -37,6 +37,9 @@ pub enum KvError {
     /// A pushed-down plan failed on a kv node; `code` is MySQL's.
     #[error("coprocessor: {message} (error {code})")]
     Coprocessor { code: u16, message: String },
+    /// The txn's snapshot is older than the GC safe point: versions it would read may be gone.
+    #[error("transaction {start_ts} started before the GC safe point {safe_point}")]
+    GcTooEarly { start_ts: u64, safe_point: u64 },
     #[error("kv node error: {0}")]
     Server(String),
     #[error("invalid request: {0}")]

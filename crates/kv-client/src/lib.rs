@@ -61,6 +61,23 @@ pub(crate) struct Inner {
     pub cache: region_cache::RegionCache,
     pub conns: rpc::Connections,
     pub committer_concurrency: AtomicUsize,
+    /// The cluster's GC safe point as this client last read it from PD.
+    pub gc_safe_point: std::sync::atomic::AtomicU64,
+}
+
+impl Inner {
+    /// Reads and commits at `ts` fail once the GC safe point has passed it (TiDB's 9006),
+    /// rather than read versions GC may have removed.
+    pub(crate) fn check_visible(&self, ts: u64) -> Result<()> {
+        let safe_point = self.gc_safe_point.load(Ordering::Relaxed);
+        if ts < safe_point {
+            return Err(KvError::GcTooEarly {
+                start_ts: ts,
+                safe_point,
+            });
+        }
+        Ok(())
+    }
 }
 
 #[derive(Clone)]
@@ -78,6 +95,7 @@ impl Client {
                 pd,
                 conns: rpc::Connections::new(&config.grpc_compression)?,
                 committer_concurrency: AtomicUsize::new(config.committer_concurrency.max(1)),
+                gc_safe_point: std::sync::atomic::AtomicU64::new(0),
             }),
         })
     }
@@ -129,6 +147,16 @@ impl Client {
         safe_point: u64,
     ) -> Result<lock_resolver::ResolvedBelow> {
         lock_resolver::resolve_below(&self.inner, safe_point).await
+    }
+
+    /// Reads PD's GC safe point, which reads and commits check their ts against; returns it.
+    /// The SQL node calls this every GC tick (the safe point moves at most that often).
+    pub async fn refresh_gc_safe_point(&self) -> Result<u64> {
+        let safe_point = self.inner.pd.get_gc_safe_point().await?;
+        self.inner
+            .gc_safe_point
+            .fetch_max(safe_point, Ordering::Relaxed);
+        Ok(safe_point)
     }
 
     /// `tidb_committer_concurrency`, online.

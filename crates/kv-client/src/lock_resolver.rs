@@ -6,7 +6,7 @@
 //! (The kv node itself drops a pessimistic lock left behind by a committed txn: only it
 //! sees the lock's current type; the lock info here may be stale.)
 //!
-//! GC's Resolve Locks step ([`resolve_below`]) does the same for every lock older than the
+//! GC's Resolve Locks step ([`resolve_below`]) does the same for every lock at or below the
 //! new safe point, region by region, and reports the oldest lock it had to leave in place.
 
 use std::collections::HashMap;
@@ -147,9 +147,10 @@ async fn txn_fate(
 pub(crate) async fn resolve_below(inner: &Inner, safe_point: u64) -> Result<ResolvedBelow> {
     let mut out = ResolvedBelow::default();
     let mut from = Vec::new();
+    // One budget per batch, across its retries: a large cluster's scan may take long as a
+    // whole, but a node that stays down ends the run.
+    let mut bo = Backoff::new("gc_resolve_locks", READ_BUDGET_MS);
     loop {
-        // One budget per batch: a large cluster's scan may take long as a whole.
-        let bo = Backoff::new("gc_resolve_locks", READ_BUDGET_MS);
         let route = inner.cache.locate(&from).await?;
         let req = ScanLockRequest {
             context: None,
@@ -182,5 +183,6 @@ pub(crate) async fn resolve_below(inner: &Inner, safe_point: u64) -> Result<Reso
             _ if route.region.end_key.is_empty() => return Ok(out),
             _ => from = route.region.end_key.clone(),
         }
+        bo = Backoff::new("gc_resolve_locks", READ_BUDGET_MS);
     }
 }

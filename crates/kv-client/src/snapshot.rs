@@ -69,6 +69,7 @@ impl Snapshot {
     }
 
     pub async fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.inner.check_visible(self.ts)?;
         let bo = Backoff::new("get", READ_BUDGET_MS);
         let mut resolved = Vec::new();
         loop {
@@ -87,6 +88,7 @@ impl Snapshot {
 
     /// The pairs among `keys` that exist, in no particular order.
     pub async fn batch_get(&self, keys: &[Vec<u8>]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.inner.check_visible(self.ts)?;
         let bo = Backoff::new("batch_get", READ_BUDGET_MS);
         let mut resolved = Vec::new();
         let mut out = Vec::new();
@@ -130,6 +132,7 @@ impl Snapshot {
         end: &[u8],
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.inner.check_visible(self.ts)?;
         let bo = Backoff::new("scan", READ_BUDGET_MS);
         let mut resolved = Vec::new();
         let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();

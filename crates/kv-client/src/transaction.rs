@@ -361,6 +361,7 @@ impl Transaction {
     /// that wrote nothing).
     pub async fn commit(mut self) -> Result<u64> {
         let start_ts = self.start_ts();
+        self.inner.check_visible(start_ts)?;
         // Pessimistic locks not written to become Lock mutations, so prewrite replaces them.
         for k in &self.locked {
             self.buffer.entry(k.clone()).or_insert(Buffered::Lock);

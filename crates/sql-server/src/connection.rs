@@ -30,6 +30,8 @@ struct Connection {
     user: std::sync::Mutex<String>,
     /// The account the client named, read once for the whole login exchange.
     account: tokio::sync::OnceCell<Option<Account>>,
+    /// How many caching_sha2_password packets of this login were read so far.
+    sha2_round: std::sync::atomic::AtomicU8,
     /// This connection's scramble for the password check: random printable bytes, never
     /// NUL or '$' (as opensrv's own scramble avoids).
     salt: [u8; 20],
@@ -57,29 +59,38 @@ impl Connection {
     async fn caching_sha2_step(&self, account: &Account, salt: &[u8], data: &[u8]) -> AuthStep {
         let logins = &self.shared.sha2_logins;
         let accept = AuthStep::Accept { notice: None };
+        // Round 0: the scramble (or nothing, without a password); then perhaps a request for
+        // the public key; then the password. Anything longer is refused.
+        let round = self
+            .sha2_round
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if !account.has_password() {
-            return if data.is_empty() || data == [0] {
+            return if round == 0 && (data.is_empty() || data == [0]) {
                 accept
             } else {
                 AuthStep::Deny
             };
         }
-        if data == [caching_sha2::REQUEST_PUBLIC_KEY] {
+        if round == 0 {
+            return match logins.check_fast(account, salt, data) {
+                Some(true) => AuthStep::Accept {
+                    notice: Some(vec![caching_sha2::FAST_AUTH_SUCCESS]),
+                },
+                Some(false) => AuthStep::Deny,
+                None if data.len() == 32 => AuthStep::More(vec![caching_sha2::PERFORM_FULL_AUTH]),
+                None => AuthStep::Deny,
+            };
+        }
+        if round > 2 {
+            return AuthStep::Deny;
+        }
+        if round == 1 && data == [caching_sha2::REQUEST_PUBLIC_KEY] {
             return match logins.keys.get().await {
                 Ok((_, pem)) => AuthStep::More(pem.clone().into_bytes()),
                 Err(e) => {
                     tracing::error!("no RSA key for caching_sha2_password: {e}");
                     AuthStep::Deny
                 }
-            };
-        }
-        if data.len() == 32 {
-            return match logins.check_fast(account, salt, data) {
-                Some(true) => AuthStep::Accept {
-                    notice: Some(vec![caching_sha2::FAST_AUTH_SUCCESS]),
-                },
-                Some(false) => AuthStep::Deny,
-                None => AuthStep::More(vec![caching_sha2::PERFORM_FULL_AUTH]),
             };
         }
         // A full login: the password RSA-encrypted, or in the clear from a client that
@@ -124,6 +135,7 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream) -> io::Result<()> {
         shared,
         user: std::sync::Mutex::new("root".into()),
         account: tokio::sync::OnceCell::new(),
+        sha2_round: std::sync::atomic::AtomicU8::new(0),
         salt,
     };
     AsyncMysqlIntermediary::run_on(conn, r, w).await
@@ -275,6 +287,10 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
             .await
             .map_or(Plugin::default(), |a| a.plugin)
             .name()
+    }
+
+    async fn on_reset(&mut self) {
+        self.session.reset().await;
     }
 
     /// Never used: every login goes through `authenticate_step` (opensrv's default would

@@ -25,16 +25,32 @@ async fn reload_globals(shared: &Shared) {
     }
 }
 
-/// The node's background loop, every [`sql::gc::TICK`]: reload the global variables, then
-/// take this node's part in GC.
+/// The node's background loop, every [`sql::gc::TICK`]: reload the global variables, read
+/// PD's GC safe point (reads and commits below it fail), report this node's oldest txn and,
+/// on the GC leader, start a GC run unless one is under way.
 async fn background(shared: Arc<Shared>, gc: sql::gc::GcWorker) {
+    let gc = Arc::new(gc);
+    let running = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut ticks = tokio::time::interval(sql::gc::TICK);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
         reload_globals(&shared).await;
-        if let Err(e) = gc.tick().await {
-            tracing::warn!("GC round failed, will retry: {}", e.message);
+        if let Err(e) = shared.client.refresh_gc_safe_point().await {
+            tracing::warn!("GC safe point not read, will retry: {e}");
+        }
+        match gc.report_and_lead().await {
+            Ok(true) if !running.swap(true, std::sync::atomic::Ordering::AcqRel) => {
+                let (gc, running) = (Arc::clone(&gc), Arc::clone(&running));
+                tokio::spawn(async move {
+                    if let Err(e) = gc.run_if_due().await {
+                        tracing::warn!("GC run failed, will retry: {}", e.message);
+                    }
+                    running.store(false, std::sync::atomic::Ordering::Release);
+                });
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("GC report or lease failed, will retry: {}", e.message),
         }
     }
 }

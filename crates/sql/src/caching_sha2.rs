@@ -8,13 +8,21 @@
 //!    RSA-OAEP(SHA1)(pw + NUL XOR scramble); the node decrypts it and checks the password
 //!    against the account's stored, salted and stretched hash ([`stored_hash`]).
 //!
+//! A client that believes its connection is secure (MariaDB's client with its default
+//! `--ssl` carries on over plain TCP when the server offers no TLS) sends the password in the
+//! clear at step 2; it has already crossed the network, so the node checks it.
+//!
 //! The cache entry remembers the stored hash it was made from, so a password changed on any
 //! node makes it stale at the next login. The key pair is made on first use
-//! ([`KeyPair::get`], 2048 bits) and lives as long as the node.
+//! ([`KeyPair::get`], 2048 bits) and lives as long as the node. Hashes are compared in
+//! constant time. The `rsa` crate's private-key operations are not constant-time
+//! (RUSTSEC-2023-0071, "Marvin"): a client that can time many decryptions could learn about
+//! the key; it protects passwords in transit only, and TLS (not offered yet) is the real fix.
 
 use rsa::pkcs8::{EncodePublicKey, LineEnding};
 use rsa::{Oaep, RsaPrivateKey};
 use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
 
 use crate::users::Account;
 
@@ -62,7 +70,7 @@ pub fn check_password(stored: &[u8], password: &[u8]) -> bool {
         return stored.is_empty() && password.is_empty();
     }
     let (salt, hash) = stored.split_at(SALT_LEN);
-    stretch(salt, password) == hash
+    bool::from(stretch(salt, password).ct_eq(hash))
 }
 
 /// SHA256(SHA256(password)): what the fast-auth cache keeps.
@@ -85,7 +93,7 @@ pub fn check_fast(cached: &[u8; 32], scramble: &[u8], response: &[u8]) -> bool {
         .zip(mask.iter())
         .map(|(a, b)| a ^ b)
         .collect();
-    Sha256::digest(&sha_pw).as_slice() == cached
+    bool::from(Sha256::digest(&sha_pw).as_slice().ct_eq(cached))
 }
 
 /// What one SQL node keeps for `caching_sha2_password` logins: its key pair and the

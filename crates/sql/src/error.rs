@@ -163,6 +163,16 @@ impl From<KvError> for SqlError {
                 format!("Lock wait timeout exceeded; try restarting transaction ({e})"),
             ),
             KvError::Coprocessor { code, message } => err(*code, "HY000", message.clone()),
+            KvError::GcTooEarly {
+                start_ts,
+                safe_point,
+            } => err(
+                9006,
+                "HY000",
+                format!(
+                    "GC life time is shorter than transaction duration, transaction starts at {start_ts}, GC safe point is {safe_point}"
+                ),
+            ),
             _ => err(1105, "HY000", e.to_string()),
         }
     }

@@ -1,7 +1,9 @@
 //! The SQL side of MVCC GC (KNOBS.md §6.4): one SQL node at a time is the GC leader and
 //! moves the cluster's GC safe point in PD; the kv nodes read it and drop the versions below.
 //!
-//! Every [`TICK`] each SQL node ([`GcWorker::tick`]):
+//! Every [`TICK`] each SQL node ([`GcWorker::report_and_lead`], then
+//! [`GcWorker::run_if_due`] on the leader, in a task of its own so a long run never delays
+//! the reports):
 //! 1. reports the start ts of its oldest open transaction (or now) under
 //!    `m/gc/min_start_ts/<node id>`;
 //! 2. tries to hold the leader lease `m/gc/leader` (an optimistic transaction: of two nodes
@@ -15,7 +17,9 @@
 //! Bounds: a report older than [`REPORT_TTL`] is a node that stopped and is ignored; since the
 //! life time is at least ten minutes, a transaction begun after its node's last report is
 //! never below the safe point. A transaction older than `tidb_gc_max_wait_time` no longer
-//! holds GC back (TiDB's rule). A leader that stops is replaced once its [`LEASE`] runs out.
+//! holds GC back (TiDB's rule). Either way a transaction the safe point passed fails its next
+//! read or its commit with 9006 (kv-client checks every ts against PD's safe point, which
+//! each node reads every tick) instead of reading versions GC removed. A leader that stops is replaced once its [`LEASE`] runs out.
 //! Dropped tables' data is not deleted by range yet: the kv nodes' GC removes it version by
 //! version.
 
@@ -35,6 +39,8 @@ pub const TICK: Duration = Duration::from_secs(10);
 pub const LEASE: Duration = Duration::from_secs(120);
 /// A node's report is trusted this long.
 pub const REPORT_TTL: Duration = Duration::from_secs(60);
+/// A report this old is a node that is gone: the leader deletes it.
+pub const FORGET_AFTER: Duration = Duration::from_secs(600);
 
 const LEADER_KEY: &[u8] = b"m/gc/leader";
 const STATE_KEY: &[u8] = b"m/gc/state";
@@ -152,16 +158,22 @@ impl GcWorker {
         }
     }
 
-    /// One round: report, try to lead, run GC if due. Returns the new safe point when it
-    /// moved.
-    pub async fn tick(&self) -> Result<Option<u64>> {
-        let client = &self.shared.client;
-        let now = client.current_ts().await?;
+    /// Every [`TICK`]: reports this node's oldest transaction and tries to hold the lease;
+    /// true when this node leads.
+    pub async fn report_and_lead(&self) -> Result<bool> {
+        let now = self.shared.client.current_ts().await?;
         self.report(now).await?;
-        if !self.lead(now).await? {
-            return Ok(None);
-        }
+        self.lead(now).await
+    }
+
+    /// The leader's GC run, when `tidb_gc_run_interval` has passed since the last one.
+    /// Returns the new safe point when it moved. Reports of nodes silent for
+    /// [`FORGET_AFTER`] are deleted; an unreadable one is skipped with a warning.
+    pub async fn run_if_due(&self) -> Result<Option<u64>> {
+        let client = &self.shared.client;
         let settings = Settings::read(&self.shared.globals);
+        // A ts after this node's own report committed, so the report is seen.
+        let now = client.current_ts().await?;
         let snapshot = client.snapshot(now, 0);
         let state: GcState = match snapshot.get(STATE_KEY).await? {
             Some(v) => decode(STATE_KEY, &v)?,
@@ -173,11 +185,18 @@ impl GcWorker {
             return Ok(None);
         }
         let mut reports = Vec::new();
+        let mut forgotten = Vec::new();
         for (key, value) in snapshot
             .scan(REPORT_PREFIX, REPORT_PREFIX_END, usize::MAX)
             .await?
         {
-            reports.push(decode::<Report>(&key, &value)?);
+            match decode::<Report>(&key, &value) {
+                Ok(r) if r.reported_ms.saturating_add(ms(FORGET_AFTER)) < now_ms => {
+                    forgotten.push(key)
+                }
+                Ok(r) => reports.push(r),
+                Err(e) => tracing::warn!("GC skips a report: {}", e.message),
+            }
         }
         let Some(mut safe_point) = next_safe_point(now, &settings, &reports, state.safe_point)
         else {
@@ -195,6 +214,7 @@ impl GcWorker {
             .update_gc_safe_point(safe_point)
             .await
             .map_err(KvError::from)?;
+        client.refresh_gc_safe_point().await?;
         let mut txn = client.begin().await?;
         txn.put(
             STATE_KEY.to_vec(),
@@ -203,6 +223,9 @@ impl GcWorker {
                 safe_point,
             }),
         );
+        for key in forgotten {
+            txn.delete(key);
+        }
         txn.commit().await?;
         tracing::info!(
             safe_point,

@@ -140,16 +140,27 @@ pub struct Session {
     next_statement: u32,
 }
 
-/// A `@@` variable name without its scope: (whether it names the global value, the name).
-fn scoped(name: &str) -> (bool, String) {
+/// The scope a `@@` variable name gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Named {
+    Global,
+    Session,
+    Unqualified,
+}
+
+/// A `@@` variable name without its scope.
+fn scoped(name: &str) -> (Named, String) {
     let name = name.to_ascii_lowercase();
-    if let Some(n) = name.strip_prefix("global.") {
-        return (true, n.to_string());
+    for (prefix, named) in [
+        ("global.", Named::Global),
+        ("session.", Named::Session),
+        ("local.", Named::Session),
+    ] {
+        if let Some(n) = name.strip_prefix(prefix) {
+            return (named, n.to_string());
+        }
     }
-    let n = name
-        .trim_start_matches("session.")
-        .trim_start_matches("local.");
-    (false, n.to_string())
+    (Named::Unqualified, name)
 }
 
 pub fn parse(sql: &str) -> Result<Vec<Statement>> {
@@ -239,8 +250,11 @@ impl Session {
     fn lookup(&self, l: Lookup<'_>) -> Result<Datum> {
         match l {
             Lookup::System(name) => {
-                let (global, name) = scoped(name);
-                self.variable(&name, global)
+                let (named, name) = scoped(name);
+                if named == Named::Session && crate::variables::scope(&name) == Scope::Global {
+                    return Err(crate::variables::wrong_scope(&name, "GLOBAL"));
+                }
+                self.variable(&name, named == Named::Global)
                     .ok_or_else(|| SqlError::unknown_variable(&name))
             }
             Lookup::User(name) => Ok(self
@@ -385,6 +399,21 @@ impl Session {
 
     pub fn close_prepared(&mut self, id: u32) {
         self.prepared.remove(&id);
+    }
+
+    /// COM_RESET_CONNECTION: the open transaction rolls back; variables, user variables,
+    /// prepared statements and warnings start afresh; the account and database stay.
+    pub async fn reset(&mut self) {
+        self.explicit = false;
+        if let Some(txn) = self.txn.take() {
+            let _ = txn.rollback().await;
+        }
+        self.vars = self.shared.globals.all();
+        self.user_vars.clear();
+        self.prepared.clear();
+        self.warnings.clear();
+        self.last_insert_id = 0;
+        self.show_process(None);
     }
 
     fn current_db(&self) -> Result<&str> {
@@ -666,8 +695,8 @@ impl Session {
                 self.user_vars.insert(user.to_string(), v);
                 continue;
             }
-            let (global, name) = scoped(lower.trim_start_matches("@@"));
-            let global = global || modifier == Some(ast::ContextModifier::Global);
+            let (named, name) = scoped(lower.trim_start_matches("@@"));
+            let global = named == Named::Global || modifier == Some(ast::ContextModifier::Global);
             self.set_system(&name, global, v).await?;
         }
         Ok(())
@@ -675,6 +704,9 @@ impl Session {
 
     /// `SET [GLOBAL] name = v`: see [`crate::variables`] for where each kind of variable lives.
     async fn set_system(&mut self, name: &str, global: bool, v: Datum) -> Result<()> {
+        if crate::variables::READ_ONLY.contains(&name) {
+            return Err(crate::variables::wrong_scope(name, "read only"));
+        }
         let (value, typed) = crate::variables::check(name, v)?;
         match crate::variables::scope(name) {
             Scope::Instance => {}

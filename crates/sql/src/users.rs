@@ -5,16 +5,18 @@
 //! password): `mysql_native_password` (the default, as in TiDB) keeps SHA1(SHA1(password));
 //! `caching_sha2_password` a salted, stretched SHA-256 ([`crate::caching_sha2`]). Accounts
 //! are kept in KV under `m/user/<name>`, so every SQL node sees one as soon as the statement
-//! returns. ALTER USER without `WITH` keeps the account's plugin. `root` with no password exists until an account named root is
-//! stored; root cannot be dropped. The host part of `'name'@'host'` is accepted and not checked (every account
-//! may connect from anywhere), and there are no privileges yet: every account may do
-//! everything.
+//! returns. ALTER USER without `WITH` keeps the account's plugin, and without `IDENTIFIED`
+//! changes nothing. `root` with no password exists until an account named root is stored;
+//! root cannot be dropped. The host part of `'name'@'host'` is accepted and not checked
+//! (every account may connect from anywhere), and there are no privileges yet: every
+//! account may do everything.
 //!
 //! sqlparser does not know MySQL's account statements, so [`parse`] reads them.
 
 use kv_client::Client;
 use serde::{Deserialize, Serialize};
 use sha1::{Digest, Sha1};
+use subtle::ConstantTimeEq;
 
 use crate::error::{Result, SqlError};
 use crate::words::Cursor;
@@ -83,7 +85,8 @@ pub struct Credentials {
     pub name: String,
     /// `IDENTIFIED WITH plugin`, if given.
     pub plugin: Option<Plugin>,
-    pub password: String,
+    /// `BY 'password'`; `None` without IDENTIFIED; '' for `IDENTIFIED WITH plugin` alone.
+    pub password: Option<String>,
 }
 
 fn key(name: &str) -> Vec<u8> {
@@ -116,7 +119,7 @@ pub fn verify_native(stored: &[u8], salt: &[u8], response: &[u8]) -> bool {
         .zip(mask.iter())
         .map(|(a, b)| a ^ b)
         .collect();
-    Sha1::digest(&candidate).as_slice() == stored
+    bool::from(Sha1::digest(&candidate).as_slice().ct_eq(stored))
 }
 
 /// The account `name`, if it exists (root without a password until root is stored).
@@ -160,11 +163,12 @@ fn credentials(c: &mut Cursor) -> Result<Credentials> {
     let mut out = Credentials {
         name: account(c)?,
         plugin: None,
-        password: String::new(),
+        password: None,
     };
     if !c.keyword("IDENTIFIED") {
         return Ok(out);
     }
+    out.password = Some(String::new());
     if c.keyword("WITH") {
         let plugin = c.name("a plugin name")?;
         out.plugin = Some(Plugin::from_name(&plugin).ok_or_else(|| SqlError {
@@ -178,7 +182,7 @@ fn credentials(c: &mut Cursor) -> Result<Credentials> {
     } else if !c.keyword("BY") {
         return Err(SqlError::syntax("expected BY 'password'"));
     }
-    out.password = c.quoted("a quoted password")?;
+    out.password = Some(c.quoted("a quoted password")?);
     Ok(out)
 }
 
@@ -290,7 +294,9 @@ pub async fn execute(client: &Client, s: &AccountStatement) -> Result<()> {
                     }
                     continue;
                 };
-                put(&mut txn, c, current);
+                if c.password.is_some() {
+                    put(&mut txn, c, current);
+                }
             }
             "ALTER USER"
         }
@@ -322,7 +328,8 @@ pub async fn execute(client: &Client, s: &AccountStatement) -> Result<()> {
 
 /// Stores the account `c` names, with its plugin or else `plugin`.
 fn put(txn: &mut kv_client::Transaction, c: &Credentials, plugin: Plugin) {
-    let account = Account::new(&c.name, c.plugin.unwrap_or(plugin), &c.password);
+    let password = c.password.as_deref().unwrap_or_default();
+    let account = Account::new(&c.name, c.plugin.unwrap_or(plugin), password);
     txn.put(
         key(&c.name),
         serde_json::to_vec(&account).expect("an account serializes"),
@@ -338,11 +345,11 @@ fn decode(name: &str, record: &[u8]) -> Result<Account> {
 mod tests {
     use super::*;
 
-    fn credentials(name: &str, plugin: Option<Plugin>, password: &str) -> Credentials {
+    fn credentials(name: &str, plugin: Option<Plugin>, password: Option<&str>) -> Credentials {
         Credentials {
             name: name.into(),
             plugin,
-            password: password.into(),
+            password: password.map(str::to_string),
         }
     }
 
@@ -352,7 +359,10 @@ mod tests {
             parse("CREATE USER IF NOT EXISTS 'sb'@'%' IDENTIFIED BY 'p''w', bob").unwrap(),
             Ok(AccountStatement::Create {
                 if_not_exists: true,
-                accounts: vec![credentials("sb", None, "p'w"), credentials("bob", None, "")],
+                accounts: vec![
+                    credentials("sb", None, Some("p'w")),
+                    credentials("bob", None, None)
+                ],
             })
         );
         assert_eq!(
@@ -360,7 +370,7 @@ mod tests {
                 .unwrap(),
             Ok(AccountStatement::Alter {
                 if_exists: false,
-                accounts: vec![credentials("root", Some(Plugin::Native), "x")],
+                accounts: vec![credentials("root", Some(Plugin::Native), Some("x"))],
             })
         );
         assert_eq!(
@@ -374,7 +384,7 @@ mod tests {
             parse("CREATE USER u IDENTIFIED WITH caching_sha2_password BY 'pw'").unwrap(),
             Ok(AccountStatement::Create {
                 if_not_exists: false,
-                accounts: vec![credentials("u", Some(Plugin::CachingSha2), "pw")],
+                accounts: vec![credentials("u", Some(Plugin::CachingSha2), Some("pw"))],
             })
         );
         assert!(parse("SELECT 1").is_none());

@@ -139,6 +139,27 @@ pub fn check(name: &str, v: Datum) -> Result<(Datum, Option<Value>)> {
     Ok((value, None))
 }
 
+/// Variables a client may read and never set (MySQL's 1238).
+pub const READ_ONLY: &[&str] = &[
+    "version",
+    "version_comment",
+    "license",
+    "lower_case_table_names",
+    "system_time_zone",
+    "have_ssl",
+    "performance_schema",
+];
+
+/// MySQL's 1238: `SET` of a read-only variable (`what` = "read only"), or `@@session.` of a
+/// global one (`what` = "GLOBAL").
+pub fn wrong_scope(name: &str, what: &str) -> SqlError {
+    SqlError {
+        code: 1238,
+        state: "HY000",
+        message: format!("Variable '{name}' is a {what} variable"),
+    }
+}
+
 /// MySQL's answer to `SET SESSION` of a variable that exists only globally.
 pub fn global_only(name: &str) -> SqlError {
     SqlError {
@@ -186,7 +207,10 @@ impl Globals {
     /// This node's own `SET GLOBAL`, committed at `commit_ts`.
     pub fn set(&self, name: &str, value: Datum, commit_ts: u64) {
         let mut values = self.values.write().unwrap_or_else(|p| p.into_inner());
-        values.insert(name.to_string(), (value, commit_ts));
+        // A reload may already have brought a later SET GLOBAL of another node.
+        if values.get(name).is_none_or(|(_, ts)| *ts < commit_ts) {
+            values.insert(name.to_string(), (value, commit_ts));
+        }
     }
 
     /// Takes the values stored in KV (those newer here stay); returns the typed values of

@@ -100,6 +100,8 @@ pub use crate::errorcodes::ErrorKind;
 /// Atoll: command bytes `commands::parse` reads (a parse failure of one is a malformed
 /// packet), and two it does not that still succeed.
 const PARSED_COMMANDS: [u8; 9] = [0x01, 0x02, 0x03, 0x04, 0x0e, 0x16, 0x17, 0x18, 0x19];
+const COM_STMT_SEND_LONG_DATA: u8 = 0x18;
+const COM_STMT_CLOSE: u8 = 0x19;
 const COM_STMT_RESET: u8 = 0x1a;
 const COM_RESET_CONNECTION: u8 = 0x1f;
 
@@ -201,6 +203,10 @@ pub trait AsyncMysqlShim<W: Send> {
             AuthStep::Deny
         }
     }
+
+    /// Atoll: COM_RESET_CONNECTION: forget the session's state (its transaction, variables
+    /// and prepared statements) as a new connection would have it.
+    async fn on_reset(&mut self) {}
 
     /// Called when the client issues a request to prepare `query` for later execution.
     ///
@@ -431,7 +437,7 @@ where
             })?
             .1;
 
-        writer.set_seq(seq + 1);
+        writer.set_seq(seq.wrapping_add(1));
 
         #[cfg(not(feature = "tls"))]
         if handshake.capabilities.contains(CapabilityFlags::CLIENT_SSL) {
@@ -494,7 +500,7 @@ where
                 })?
                 .1;
 
-            self.writer.set_seq(seq + 1);
+            self.writer.set_seq(seq.wrapping_add(1));
         }
 
         let scramble = self.shim.salt();
@@ -517,9 +523,12 @@ where
 
                 // auth switch
                 if !auth_plugin_expect.is_empty()
+                    && handshake
+                        .capabilities
+                        .contains(CapabilityFlags::CLIENT_PLUGIN_AUTH)
                     && handshake.auth_plugin != auth_plugin_expect.as_bytes()
                 {
-                    self.writer.set_seq(seq + 1);
+                    self.writer.set_seq(seq.wrapping_add(1));
                     self.writer.write_all(&[0xfe])?;
                     self.writer.write_all(auth_plugin_expect.as_bytes())?;
                     self.writer.write_all(&[0x00])?;
@@ -543,7 +552,7 @@ where
                     }
                 }
 
-                self.writer.set_seq(seq + 1);
+                self.writer.set_seq(seq.wrapping_add(1));
 
                 let accepted = loop {
                     match self
@@ -816,10 +825,11 @@ where
                     self.writer.flush_all().await?;
                 }
                 Err(_) => {
-                    // Atoll: commands this parser does not read. COM_STMT_RESET and
-                    // COM_RESET_CONNECTION succeed (nothing is buffered between executes
-                    // but long data, dropped here); a malformed known command is 1835; any
-                    // other is MySQL's 1047. The connection stays (0.7.0 answered OK to all).
+                    // Atoll: commands this parser does not read. COM_STMT_RESET drops the
+                    // statement's long data; COM_RESET_CONNECTION resets the session
+                    // (`on_reset`); a malformed known command is 1835, except the two that
+                    // are never answered; any other is MySQL's 1047. The connection stays
+                    // (0.7.0 answered OK to all).
                     match packet.first().copied() {
                         Some(COM_STMT_RESET) => {
                             let stmt = packet
@@ -836,6 +846,8 @@ where
                             .await?;
                         }
                         Some(COM_RESET_CONNECTION) => {
+                            stmts.clear();
+                            self.shim.on_reset().await;
                             writers::write_ok_packet(
                                 &mut self.writer,
                                 self.client_capabilities,
@@ -843,6 +855,8 @@ where
                             )
                             .await?;
                         }
+                        // Never answered, even when malformed.
+                        Some(COM_STMT_SEND_LONG_DATA | COM_STMT_CLOSE) => {}
                         Some(byte) if PARSED_COMMANDS.contains(&byte) => {
                             writers::write_err_code(
                                 1835,

@@ -4,6 +4,7 @@
 mod executors;
 mod gc_bench;
 mod kv_bench;
+mod oltp_report;
 mod plot;
 mod pool_bench;
 mod storage_bench;
@@ -29,6 +30,8 @@ enum BenchCommand {
     Gc(gc_bench::GcBenchArgs),
     /// Transactional read-modify-write through the KV client against a running cluster.
     Kv(kv_bench::KvBenchArgs),
+    /// The CSV, Markdown table and charts of a `bench/oltp` run (Atoll beside MariaDB).
+    OltpReport(oltp_report::OltpReportArgs),
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -38,5 +41,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Tso(args) => tso_bench::run(args),
         BenchCommand::Storage(args) => storage_bench::run(args),
         BenchCommand::Kv(args) => kv_bench::run(args),
+        BenchCommand::OltpReport(args) => oltp_report::run(args),
     }
 }

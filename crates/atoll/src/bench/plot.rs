@@ -136,3 +136,182 @@ pub fn pool_chart(rows: &[Row], path: &Path) -> anyhow::Result<()> {
     root.present()?;
     Ok(())
 }
+
+/// The charts of `atoll bench oltp-report`: queries per second and p99 latency per workload
+/// (one bar per system), and each workload's per-second throughput over its run.
+pub fn oltp_charts(runs: &[super::oltp_report::Run], dir: &Path) -> anyhow::Result<()> {
+    let mut groups: Vec<(String, u32)> = Vec::new();
+    let mut systems: Vec<String> = Vec::new();
+    for r in runs {
+        if !groups.contains(&(r.workload.clone(), r.threads)) {
+            groups.push((r.workload.clone(), r.threads));
+        }
+        if !systems.contains(&r.system) {
+            systems.push(r.system.clone());
+        }
+    }
+    let find = |system: &str, (w, t): &(String, u32)| {
+        runs.iter()
+            .find(|r| r.system == system && &r.workload == w && r.threads == *t)
+    };
+    let labels: Vec<String> = groups.iter().map(|(w, t)| format!("{w} {t}t")).collect();
+    let series = |value: fn(&super::oltp_report::Run) -> f64| -> Vec<(String, Vec<f64>)> {
+        systems
+            .iter()
+            .map(|s| {
+                let values = groups
+                    .iter()
+                    .map(|g| find(s, g).map_or(0.0, value))
+                    .collect();
+                (s.clone(), values)
+            })
+            .collect()
+    };
+    grouped_bars(
+        &dir.join("qps.png"),
+        "queries per second (TPC-C: transactions per second)",
+        &labels,
+        &series(|r| r.qps.unwrap_or(r.tps)),
+        false,
+    )?;
+    grouped_bars(
+        &dir.join("latency.png"),
+        "p99 latency, ms (log scale; TPC-C: NEW_ORDER)",
+        &labels,
+        &series(|r| r.p99_ms),
+        true,
+    )?;
+    for g in &groups {
+        let lines: Vec<(String, Vec<f64>)> = systems
+            .iter()
+            .filter_map(|s| Some((s.clone(), find(s, g)?.timeline.clone())))
+            .collect();
+        let unit = if g.0 == "tpcc" {
+            "new orders per minute"
+        } else {
+            "queries per second"
+        };
+        timeline(
+            &dir.join(format!("timeline-{}-{}.png", g.0, g.1)),
+            &format!("{} at {} threads: {unit}, each second", g.0, g.1),
+            &lines,
+        )?;
+    }
+    Ok(())
+}
+
+/// One group of bars per label, one bar per series.
+fn grouped_bars(
+    path: &Path,
+    caption: &str,
+    labels: &[String],
+    series: &[(String, Vec<f64>)],
+    log_scale: bool,
+) -> anyhow::Result<()> {
+    register_font()?;
+    let root = BitMapBackend::new(path, (1200, 520)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let width = series.len() + 1;
+    let x_max = (labels.len() * width) as f64;
+    let max = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .fold(1.0, f64::max)
+        * 1.2;
+    let label = |x: &f64| {
+        labels
+            .get((*x / width as f64) as usize)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut builder = ChartBuilder::on(&root);
+    builder
+        .caption(caption, ("sans-serif", 20))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(80);
+    let floor = if log_scale { 0.1 } else { 0.0 };
+    let bar = |s: usize, g: usize, v: f64, color: RGBColor| {
+        let x = (g * width + s) as f64 + 0.5;
+        Rectangle::new([(x, floor), (x + 0.9, v.max(floor))], color.filled())
+    };
+    macro_rules! draw {
+        ($chart:expr) => {{
+            let mut chart = $chart;
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .y_label_formatter(&|v| format!("{v:.1}"))
+                .x_labels(labels.len() * 2 + 1)
+                .x_label_formatter(&label)
+                .draw()?;
+            for (s, (name, values)) in series.iter().enumerate() {
+                let color = COLORS[s % COLORS.len()];
+                chart
+                    .draw_series(values.iter().enumerate().map(|(g, v)| bar(s, g, *v, color)))?
+                    .label(name.as_str())
+                    .legend(move |(x, y)| {
+                        Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
+                    });
+            }
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .draw()?;
+        }};
+    }
+    if log_scale {
+        draw!(builder.build_cartesian_2d(0f64..x_max, (floor..max).log_scale())?);
+    } else {
+        draw!(builder.build_cartesian_2d(0f64..x_max, 0f64..max)?);
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// One line per series over the seconds of a run, so jitter shows.
+fn timeline(path: &Path, caption: &str, series: &[(String, Vec<f64>)]) -> anyhow::Result<()> {
+    register_font()?;
+    let root = BitMapBackend::new(path, (1000, 400)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let x_max = series
+        .iter()
+        .map(|(_, v)| v.len())
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let y_max = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .fold(1.0, f64::max)
+        * 1.15;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(caption, ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..x_max, 0f64..y_max)?;
+    chart
+        .configure_mesh()
+        .x_desc("second")
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .draw()?;
+    for (s, (name, values)) in series.iter().enumerate() {
+        let color = COLORS[s % COLORS.len()];
+        chart
+            .draw_series(LineSeries::new(
+                values.iter().enumerate().map(|(i, v)| ((i + 1) as f64, *v)),
+                color.stroke_width(2),
+            ))?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 14, y)], color.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}

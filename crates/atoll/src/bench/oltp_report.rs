@@ -1,0 +1,381 @@
+//! `atoll bench oltp-report`: reads the logs `bench/oltp` left (sysbench 1.0.20 runs with
+//! `--report-interval=1 --histogram=on`, go-tpc `tpcc run` and `check`) and writes
+//! `results.csv`, `results.md` (the Atoll/MariaDB ratio per row), `qps.png`, `latency.png`
+//! and one per-second QPS chart per workload (`timeline-<workload>-<threads>.png`).
+//!
+//! Log names: `sysbench-<system>-<workload>-<threads>.log`,
+//! `tpcc-<system>-run-<threads>.log`, `tpcc-<system>-check.log`. sysbench reports only one
+//! percentile, so p95 and p99 come from its latency histogram.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use clap::Args;
+
+use super::plot;
+
+#[derive(Args)]
+pub struct OltpReportArgs {
+    /// The directory of logs `bench/oltp` wrote.
+    #[arg(long)]
+    logs: PathBuf,
+    /// Where the CSV, Markdown and PNG files go.
+    #[arg(long, default_value = "bench/results/oltp")]
+    out: PathBuf,
+    /// One line on the settings, for the Markdown table's heading.
+    #[arg(long, default_value = "")]
+    title: String,
+}
+
+/// One measurement: a row of results.csv.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    pub system: String,
+    pub workload: String,
+    pub threads: u32,
+    pub tps: f64,
+    /// Queries per second; TPC-C does not count queries (`None`).
+    pub qps: Option<f64>,
+    pub avg_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub errors: u64,
+    /// Queries (sysbench) or new orders per minute (TPC-C) in each second of the run.
+    pub timeline: Vec<f64>,
+}
+
+/// Reads a sysbench run's log.
+pub fn parse_sysbench(
+    system: &str,
+    workload: &str,
+    threads: u32,
+    log: &str,
+) -> anyhow::Result<Run> {
+    let field = |label: &str| -> Option<f64> {
+        log.lines()
+            .find_map(|l| l.trim_start().strip_prefix(label))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+    };
+    let per_sec = |label: &str| -> Option<f64> {
+        let line = log.lines().find(|l| l.trim_start().starts_with(label))?;
+        let inside = line.split('(').nth(1)?;
+        inside.split_whitespace().next()?.parse().ok()
+    };
+    let mut histogram: Vec<(f64, u64)> = Vec::new();
+    for line in log.lines() {
+        if let Some((value, rest)) = line.trim().split_once('|')
+            && let (Ok(v), Some(Ok(n))) = (
+                value.trim().parse::<f64>(),
+                rest.split_whitespace().last().map(str::parse::<u64>),
+            )
+        {
+            histogram.push((v, n));
+        }
+    }
+    let timeline = log
+        .lines()
+        .filter(|l| l.starts_with('['))
+        .filter_map(|l| {
+            l.split(" qps: ")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    let missing = || format!("{system} {workload} {threads}: no sysbench summary in the log");
+    Ok(Run {
+        system: system.into(),
+        workload: workload.into(),
+        threads,
+        tps: per_sec("transactions:").with_context(missing)?,
+        qps: Some(per_sec("queries:").with_context(missing)?),
+        avg_ms: field("avg:").with_context(missing)?,
+        p95_ms: percentile(&histogram, 0.95).with_context(missing)?,
+        p99_ms: percentile(&histogram, 0.99).with_context(missing)?,
+        errors: field("ignored errors:").map_or(0, |e| e as u64),
+        timeline,
+    })
+}
+
+/// The value below which `q` of the histogram's counts fall.
+fn percentile(histogram: &[(f64, u64)], q: f64) -> Option<f64> {
+    let total: u64 = histogram.iter().map(|(_, n)| n).sum();
+    let mut seen = 0;
+    for (value, n) in histogram {
+        seen += n;
+        if seen as f64 >= q * total as f64 {
+            return Some(*value);
+        }
+    }
+    None
+}
+
+/// Reads a go-tpc `tpcc run` log: throughput of all transactions, NEW_ORDER's latency,
+/// errors of every kind, new orders per minute each interval.
+pub fn parse_tpcc(system: &str, threads: u32, log: &str) -> anyhow::Result<(Run, f64)> {
+    let value = |line: &str, key: &str| -> Option<f64> {
+        line.split(", ")
+            .find_map(|part| part.trim().strip_prefix(key))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    let summary = |op: &str| {
+        log.lines()
+            .find(|l| l.starts_with(&format!("[Summary] {op} - ")))
+    };
+    let new_order = summary("NEW_ORDER").context("no NEW_ORDER summary in the TPC-C log")?;
+    let totals = log
+        .lines()
+        .find(|l| l.starts_with("tpmC:"))
+        .context("no tpmC line in the TPC-C log")?;
+    let errors = log
+        .lines()
+        .filter(|l| l.starts_with("[Summary] ") && l.contains("_ERR - "))
+        .filter_map(|l| value(l, "Count:"))
+        .sum::<f64>() as u64;
+    let timeline = log
+        .lines()
+        .filter(|l| l.starts_with("[Current] NEW_ORDER - "))
+        .filter_map(|l| value(l, "TPM:"))
+        .collect();
+    let field = |line, key| value(line, key).with_context(|| format!("no {key} in {line}"));
+    let tpm_c = field(totals, "tpmC:")?;
+    Ok((
+        Run {
+            system: system.into(),
+            workload: "tpcc".into(),
+            threads,
+            tps: field(totals, "tpmTotal:")? / 60.0,
+            qps: None,
+            avg_ms: field(new_order, "Avg(ms):")?,
+            p95_ms: field(new_order, "95th(ms):")?,
+            p99_ms: field(new_order, "99th(ms):")?,
+            errors,
+            timeline,
+        },
+        tpm_c,
+    ))
+}
+
+fn read(path: &Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+}
+
+pub fn run(args: OltpReportArgs) -> anyhow::Result<()> {
+    let mut runs = Vec::new();
+    let mut tpm_c: BTreeMap<String, f64> = BTreeMap::new();
+    let mut checks: BTreeMap<String, String> = BTreeMap::new();
+    let mut names: Vec<String> = std::fs::read_dir(&args.logs)
+        .with_context(|| format!("reading {}", args.logs.display()))?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    for name in &names {
+        let Some(stem) = name.strip_suffix(".log") else {
+            continue;
+        };
+        let parts: Vec<&str> = stem.split('-').collect();
+        let path = args.logs.join(name);
+        match parts.as_slice() {
+            ["sysbench", system, workload, threads] if threads.parse::<u32>().is_ok() => {
+                runs.push(parse_sysbench(
+                    system,
+                    workload,
+                    threads.parse()?,
+                    &read(&path)?,
+                )?);
+            }
+            ["tpcc", system, "run", threads] => {
+                let (run, c) = parse_tpcc(system, threads.parse()?, &read(&path)?)?;
+                tpm_c.insert(system.to_string(), c);
+                runs.push(run);
+            }
+            ["tpcc", system, "check"] => {
+                let log = read(&path)?;
+                let verdict = if log.contains("failed") {
+                    "failed"
+                } else {
+                    "passed"
+                };
+                checks.insert(system.to_string(), verdict.into());
+            }
+            _ => {}
+        }
+    }
+    if runs.is_empty() {
+        bail!("no sysbench or TPC-C logs in {}", args.logs.display());
+    }
+    std::fs::create_dir_all(&args.out)?;
+    std::fs::write(args.out.join("results.csv"), csv(&runs))?;
+    std::fs::write(
+        args.out.join("results.md"),
+        markdown(&runs, &tpm_c, &checks, &args.title),
+    )?;
+    plot::oltp_charts(&runs, &args.out)?;
+    println!("wrote {}", args.out.display());
+    Ok(())
+}
+
+fn csv(runs: &[Run]) -> String {
+    let mut out = String::from("system,workload,threads,tps,qps,avg_ms,p95_ms,p99_ms,errors\n");
+    for r in runs {
+        let qps = r.qps.map_or(String::new(), |q| format!("{q:.2}"));
+        let _ = writeln!(
+            out,
+            "{},{},{},{:.2},{},{:.2},{:.2},{:.2},{}",
+            r.system, r.workload, r.threads, r.tps, qps, r.avg_ms, r.p95_ms, r.p99_ms, r.errors
+        );
+    }
+    out
+}
+
+/// One table row per workload and thread count: each system's figures and Atoll/MariaDB.
+fn markdown(
+    runs: &[Run],
+    tpm_c: &BTreeMap<String, f64>,
+    checks: &BTreeMap<String, String>,
+    title: &str,
+) -> String {
+    let mut out = format!("# Atoll and MariaDB, side by side\n\n{title}\n\n");
+    out.push_str(
+        "| workload | threads | MariaDB tps | Atoll tps | tps ratio | MariaDB qps | Atoll qps | qps ratio | MariaDB p99 ms | Atoll p99 ms | p99 ratio | errors (M/A) |\n",
+    );
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    let find = |system: &str, w: &str, t: u32| {
+        runs.iter()
+            .find(|r| r.system == system && r.workload == w && r.threads == t)
+    };
+    let mut keys: Vec<(&str, u32)> = Vec::new();
+    for r in runs {
+        if !keys.contains(&(r.workload.as_str(), r.threads)) {
+            keys.push((&r.workload, r.threads));
+        }
+    }
+    let ratio = |a: Option<f64>, m: Option<f64>| match (a, m) {
+        (Some(a), Some(m)) if m > 0.0 => format!("{:.2}x", a / m),
+        _ => "–".into(),
+    };
+    let num = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.1}"));
+    for (w, t) in keys {
+        let (m, a) = (find("mariadb", w, t), find("atoll", w, t));
+        let get = |r: Option<&Run>, f: fn(&Run) -> Option<f64>| r.and_then(f);
+        let tps = |r: &Run| Some(r.tps);
+        let qps = |r: &Run| r.qps;
+        let p99 = |r: &Run| Some(r.p99_ms);
+        let errors = |r: Option<&Run>| r.map_or("–".into(), |r| r.errors.to_string());
+        let _ = writeln!(
+            out,
+            "| {w} | {t} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {}/{} |",
+            num(get(m, tps)),
+            num(get(a, tps)),
+            ratio(get(a, tps), get(m, tps)),
+            num(get(m, qps)),
+            num(get(a, qps)),
+            ratio(get(a, qps), get(m, qps)),
+            num(get(m, p99)),
+            num(get(a, p99)),
+            ratio(get(a, p99), get(m, p99)),
+            errors(m),
+            errors(a),
+        );
+    }
+    if !tpm_c.is_empty() {
+        out.push_str("\n| TPC-C | MariaDB | Atoll | ratio |\n|---|---:|---:|---:|\n");
+        let (m, a) = (tpm_c.get("mariadb").copied(), tpm_c.get("atoll").copied());
+        let _ = writeln!(out, "| tpmC | {} | {} | {} |", num(m), num(a), ratio(a, m));
+        let check = |s: &str| checks.get(s).map_or("–", String::as_str);
+        let _ = writeln!(
+            out,
+            "| check | {} | {} | |",
+            check("mariadb"),
+            check("atoll")
+        );
+    }
+    out.push_str(
+        "\ntps and qps: higher is better; p99: lower is better (TPC-C rows: all transactions per \
+         second, NEW_ORDER latency). Charts: qps.png, latency.png, timeline-*.png.\n",
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SYSBENCH: &str = "\
+[ 1s ] thds: 8 tps: 4402.81 qps: 4402.81 (r/w/o: 4402.81/0.00/0.00) lat (ms,95%): 2.39 err/s: 0.00 reconn/s: 0.00
+[ 2s ] thds: 8 tps: 4500.00 qps: 4500.00 (r/w/o: 4500.00/0.00/0.00) lat (ms,95%): 2.30 err/s: 0.00 reconn/s: 0.00
+Latency histogram (values are in milliseconds)
+       value  ------------- distribution ------------- count
+       1.000 |****************************************  90
+       2.000 |****                                      5
+       3.000 |****                                      4
+       9.000 |*                                         1
+
+SQL statistics:
+    transactions:                        8902   (4451.00 per sec.)
+    queries:                             8902   (4451.00 per sec.)
+    ignored errors:                      2      (0.00 per sec.)
+Latency (ms):
+         min:                                    0.57
+         avg:                                    1.72
+         95th percentile:                        2.30
+";
+
+    #[test]
+    fn a_sysbench_log_gives_its_summary_percentiles_and_timeline() {
+        let r = parse_sysbench("atoll", "oltp_point_select", 8, SYSBENCH).unwrap();
+        assert_eq!((r.tps, r.qps, r.avg_ms), (4451.0, Some(4451.0), 1.72));
+        assert_eq!((r.p95_ms, r.p99_ms, r.errors), (2.0, 3.0, 2));
+        assert_eq!(r.timeline, vec![4402.81, 4500.0]);
+        assert!(parse_sysbench("atoll", "x", 8, "FATAL: connection refused").is_err());
+    }
+
+    #[test]
+    fn a_tpcc_log_gives_tpmc_and_new_order_latency() {
+        let log = "\
+[Current] NEW_ORDER - Takes(s): 1.0, Count: 25, TPM: 1500.0, Sum(ms): 1.0, Avg(ms): 150.0, 50th(ms): 1.0, 90th(ms): 1.0, 95th(ms): 1.0, 99th(ms): 1.0, 99.9th(ms): 1.0, Max(ms): 1.0
+[Summary] NEW_ORDER - Takes(s): 120.1, Count: 3190, TPM: 1593.9, Sum(ms): 491399.5, Avg(ms): 154.1, 50th(ms): 142.6, 90th(ms): 251.7, 95th(ms): 285.2, 99th(ms): 453.0, 99.9th(ms): 637.5, Max(ms): 872.4
+[Summary] NEW_ORDER_ERR - Takes(s): 120.1, Count: 3, TPM: 1.5, Sum(ms): 1.0, Avg(ms): 1.0, 50th(ms): 1.0, 90th(ms): 1.0, 95th(ms): 1.0, 99th(ms): 1.0, 99.9th(ms): 1.0, Max(ms): 1.0
+tpmC: 1593.9, tpmTotal: 3556.1, efficiency: 6197.2%
+";
+        let (r, tpm_c) = parse_tpcc("atoll", 8, log).unwrap();
+        assert_eq!(tpm_c, 1593.9);
+        assert!((r.tps - 3556.1 / 60.0).abs() < 1e-9);
+        assert_eq!(
+            (r.avg_ms, r.p95_ms, r.p99_ms, r.errors),
+            (154.1, 285.2, 453.0, 3)
+        );
+        assert_eq!(r.timeline, vec![1500.0]);
+    }
+
+    #[test]
+    fn the_table_gives_atoll_over_mariadb() {
+        let run = |system: &str, tps: f64| Run {
+            system: system.into(),
+            workload: "oltp_point_select".into(),
+            threads: 8,
+            tps,
+            qps: Some(tps),
+            avg_ms: 1.0,
+            p95_ms: 2.0,
+            p99_ms: 4.0,
+            errors: 0,
+            timeline: Vec::new(),
+        };
+        let md = markdown(
+            &[run("mariadb", 10000.0), run("atoll", 5000.0)],
+            &BTreeMap::new(),
+            &BTreeMap::new(),
+            "t",
+        );
+        assert!(
+            md.contains("| oltp_point_select | 8 | 10000.0 | 5000.0 | 0.50x |"),
+            "{md}"
+        );
+    }
+}
