@@ -97,14 +97,20 @@ impl Connection {
         // believes its connection is secure (MariaDB's client, whose --ssl is on by default,
         // carries on over plain TCP when the server offers no TLS): that password has already
         // crossed the network, so refusing it would protect nothing.
-        let decrypted = match logins.keys.get().await {
-            Ok((key, _)) => caching_sha2::decrypt_password(key, salt, data),
-            Err(_) => None,
+        let clear = || match data.split_last() {
+            Some((0, password)) => Some(password.to_vec()),
+            _ => None,
         };
-        let password = match (decrypted, data.split_last()) {
-            (Some(p), _) => p,
-            (None, Some((0, clear))) => clear.to_vec(),
-            (None, _) => return AuthStep::Deny,
+        let password = if data.len() == caching_sha2::RSA_BITS / 8 {
+            match logins.keys.get().await {
+                Ok((key, _)) => caching_sha2::decrypt_password(key, salt, data).or_else(clear),
+                Err(_) => clear(),
+            }
+        } else {
+            clear()
+        };
+        let Some(password) = password else {
+            return AuthStep::Deny;
         };
         if caching_sha2::check_password(&account.sha2_hash, &password) {
             logins.remember(account, &password);
