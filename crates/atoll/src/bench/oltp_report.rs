@@ -196,7 +196,9 @@ pub fn run(args: OltpReportArgs) -> anyhow::Result<()> {
             }
             ["tpcc", system, "check"] => {
                 let log = read(&path)?;
-                let verdict = if log.contains("failed") {
+                let verdict = if log.contains("timed out") {
+                    "timed out"
+                } else if log.contains("failed") {
                     "failed"
                 } else {
                     "passed"

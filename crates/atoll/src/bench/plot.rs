@@ -7,6 +7,7 @@ use std::sync::Once;
 
 use anyhow::{Context, anyhow};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::pool_bench::Row;
 
@@ -218,18 +219,13 @@ fn grouped_bars(
         .flat_map(|(_, v)| v.iter().copied())
         .fold(1.0, f64::max)
         * 1.2;
-    let label = |x: &f64| {
-        labels
-            .get((*x / width as f64) as usize)
-            .cloned()
-            .unwrap_or_default()
-    };
     let mut builder = ChartBuilder::on(&root);
     builder
         .caption(caption, ("sans-serif", 20))
         .margin(10)
         .x_label_area_size(30)
         .y_label_area_size(80);
+    let center = |g: usize| (g * width) as f64 + 0.5 + series.len() as f64 / 2.0;
     let floor = if log_scale { 0.1 } else { 0.0 };
     let bar = |s: usize, g: usize, v: f64, color: RGBColor| {
         let x = (g * width + s) as f64 + 0.5;
@@ -242,8 +238,7 @@ fn grouped_bars(
                 .configure_mesh()
                 .disable_x_mesh()
                 .y_label_formatter(&|v| format!("{v:.1}"))
-                .x_labels(labels.len() * 2 + 1)
-                .x_label_formatter(&label)
+                .x_label_formatter(&|_| String::new())
                 .draw()?;
             for (s, (name, values)) in series.iter().enumerate() {
                 let color = COLORS[s % COLORS.len()];
@@ -259,6 +254,13 @@ fn grouped_bars(
                 .background_style(WHITE.mix(0.8))
                 .border_style(BLACK)
                 .draw()?;
+            // Each group's name under its bars.
+            let style = TextStyle::from(("sans-serif", 14).into_font())
+                .pos(Pos::new(HPos::Center, VPos::Top));
+            for (g, name) in labels.iter().enumerate() {
+                let (x, y) = chart.backend_coord(&(center(g), floor));
+                root.draw(&Text::new(name.as_str(), (x, y + 8), style.clone()))?;
+            }
         }};
     }
     if log_scale {
