@@ -727,3 +727,53 @@ fn malformed_packets_get_mysql_errors_and_the_connection_or_server_survives() {
     assert!(raw.recv().is_none(), "the connection closes");
     RawClient::connect(c.port).still_works();
 }
+
+#[test]
+fn a_table_created_on_one_sql_node_is_there_on_another_when_create_returns() {
+    let mut c = Cluster::start();
+    let other = c.add_sql();
+    let on_other = |sql: &str| {
+        let out = std::process::Command::new("mysql")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-P",
+                &other.to_string(),
+                "-u",
+                "root",
+                "--batch",
+            ])
+            .args(["-e", sql])
+            .output()
+            .unwrap();
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // The other node answers (and has reported itself alive to the cluster) first.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while on_other("SELECT 1").0 != "1\n1\n" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the second sql node never answered"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    c.run("", "CREATE DATABASE d");
+    for i in 0..5 {
+        // Each DDL returns only once the other node's cached schema may not be older.
+        c.run(
+            "d",
+            &format!("CREATE TABLE t{i} (id INT PRIMARY KEY); INSERT INTO t{i} VALUES ({i})"),
+        );
+        assert_eq!(
+            on_other(&format!("SELECT id FROM d.t{i}")).0,
+            format!("id\n{i}\n")
+        );
+        c.run("d", &format!("DROP TABLE t{i}"));
+        let (_, err) = on_other(&format!("SELECT id FROM d.t{i}"));
+        assert!(err.contains("1146"), "{err}");
+    }
+}

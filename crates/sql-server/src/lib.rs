@@ -25,6 +25,21 @@ async fn reload_globals(shared: &Shared) {
     }
 }
 
+/// Keeps the cached schema checked within its lease (sql::catalog).
+async fn check_schema(shared: Arc<Shared>) {
+    let mut ticks = tokio::time::interval(sql::catalog::SCHEMA_CHECK_INTERVAL);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        if let Err(e) = shared.catalog.refresh().await {
+            tracing::debug!(
+                "schema check failed, statements read m/ver themselves: {}",
+                e.message
+            );
+        }
+    }
+}
+
 /// The node's background loop, every [`sql::gc::TICK`]: reload the global variables, read
 /// PD's GC safe point (reads and commits below it fail), report this node's oldest txn and,
 /// on the GC leader, start a GC run unless one is under way.
@@ -95,6 +110,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         let shared = Shared::new(client, slow_log);
         // Sessions start from the stored global variables: read them before the first client.
         reload_globals(&shared).await;
+        tokio::spawn(check_schema(Arc::clone(&shared)));
         tokio::spawn(background(
             Arc::clone(&shared),
             sql::gc::GcWorker::new(Arc::clone(&shared), addr.clone()),

@@ -6,8 +6,15 @@
 //! - `m/ai/<table id>` → the next auto-increment value (i64 BE), handed out in batches.
 //!
 //! Names are kept as written and looked up lowercased (TiDB's `lower_case_table_names=2`).
-//! A [`Catalog`] caches the schema of one version; a statement reads `m/ver` at its read ts
-//! and reloads when it moved, so a table exists for every node once CREATE TABLE returns.
+//! A [`Catalog`] caches the schema of one version, checked against `m/ver` at least every
+//! [`SCHEMA_LEASE`] by the node's background loop ([`Catalog::refresh`], every
+//! [`SCHEMA_CHECK_INTERVAL`]). A statement whose read ts is not older than the first read
+//! that saw the cached version uses it while the last check is within the lease; otherwise
+//! (an older snapshot, or checks that stopped) it reads `m/ver` at its read ts as before.
+//! A DDL refreshes its own node's cache before it returns and, when other SQL nodes are
+//! alive, waits out one lease, so a table exists for every node once CREATE TABLE returns.
+//! Statements already running while a DDL commits may finish with the old schema, as in
+//! any system without TiDB's multi-state DDL (a write in that window can miss a new index).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -150,9 +157,23 @@ fn json<T: serde::de::DeserializeOwned>(key: &[u8], v: &[u8]) -> Result<T> {
     })
 }
 
+/// How long a checked schema is trusted without reading `m/ver` again.
+pub const SCHEMA_LEASE: std::time::Duration = std::time::Duration::from_millis(300);
+/// How often the background loop checks `m/ver` (well within the lease).
+pub const SCHEMA_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The cached schema and what is known of it.
+struct Cached {
+    schema: Arc<Schema>,
+    /// The read ts of the first read that saw this version: snapshots at or after it see it.
+    seen_ts: u64,
+    /// When (before its read began) a check last found this version current.
+    checked_at: Option<std::time::Instant>,
+}
+
 pub struct Catalog {
     client: Client,
-    cached: RwLock<Arc<Schema>>,
+    cached: RwLock<Cached>,
     /// Auto-increment ranges this node holds: table id → (next, end).
     auto_ids: Mutex<BTreeMap<i64, (i64, i64)>>,
 }
@@ -161,18 +182,59 @@ impl Catalog {
     pub fn new(client: Client) -> Catalog {
         Catalog {
             client,
-            cached: RwLock::new(Arc::new(Schema::default())),
+            cached: RwLock::new(Cached {
+                schema: Arc::new(Schema::default()),
+                seen_ts: u64::MAX,
+                checked_at: None,
+            }),
             auto_ids: Mutex::new(BTreeMap::new()),
         }
     }
 
     /// The schema as of `snapshot`'s read ts.
     pub async fn schema(&self, snapshot: &Snapshot) -> Result<Arc<Schema>> {
-        let version = decode_u64(snapshot.get(VERSION_KEY).await?)?;
         {
             let cached = self.cached.read().expect("schema cache lock poisoned");
-            if cached.version == version && version > 0 {
-                return Ok(cached.clone());
+            let fresh = cached
+                .checked_at
+                .is_some_and(|at| at.elapsed() < SCHEMA_LEASE);
+            if fresh && snapshot.ts >= cached.seen_ts {
+                return Ok(cached.schema.clone());
+            }
+        }
+        self.load(snapshot, None).await
+    }
+
+    /// The schema at `snapshot`'s read ts, always checked against `m/ver` there (DDL decides
+    /// on it, so it never takes the cache on trust).
+    pub async fn schema_checked(&self, snapshot: &Snapshot) -> Result<Arc<Schema>> {
+        self.load(snapshot, None).await
+    }
+
+    /// Checks `m/ver` now and reloads the schema if it moved (the background loop, and a DDL
+    /// before it returns).
+    pub async fn refresh(&self) -> Result<()> {
+        let started = std::time::Instant::now();
+        let snapshot = self.client.snapshot(self.client.current_ts().await?, 0);
+        self.load(&snapshot, Some(started)).await.map(|_| ())
+    }
+
+    /// The schema at `snapshot`'s read ts, from the cache when its version is current there;
+    /// `checked_at` when `snapshot` is a fresh read begun then.
+    async fn load(
+        &self,
+        snapshot: &Snapshot,
+        checked_at: Option<std::time::Instant>,
+    ) -> Result<Arc<Schema>> {
+        let version = decode_u64(snapshot.get(VERSION_KEY).await?)?;
+        {
+            let mut cached = self.cached.write().expect("schema cache lock poisoned");
+            if cached.schema.version == version && version > 0 {
+                cached.seen_ts = cached.seen_ts.min(snapshot.ts);
+                if checked_at.is_some() {
+                    cached.checked_at = checked_at;
+                }
+                return Ok(cached.schema.clone());
             }
         }
         let mut schema = Schema {
@@ -193,8 +255,12 @@ impl Catalog {
         }
         let schema = Arc::new(schema);
         let mut cached = self.cached.write().expect("schema cache lock poisoned");
-        if cached.version <= version {
-            *cached = schema.clone();
+        if cached.schema.version < version {
+            *cached = Cached {
+                schema: schema.clone(),
+                seen_ts: snapshot.ts,
+                checked_at,
+            };
         }
         Ok(schema)
     }

@@ -43,6 +43,8 @@ pub struct Shared {
     pub sha2_logins: crate::caching_sha2::Logins,
     /// Every connection's session, as SHOW PROCESSLIST lists them.
     processes: std::sync::Mutex<BTreeMap<u32, Process>>,
+    /// This process among the SQL nodes (its GC report's key).
+    pub node_id: String,
     next_connection: AtomicU32,
 }
 
@@ -69,6 +71,13 @@ impl Shared {
             sha2_logins: crate::caching_sha2::Logins::default(),
             processes: std::sync::Mutex::new(BTreeMap::new()),
             next_connection: AtomicU32::new(1),
+            node_id: {
+                let started = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default()
+                    .as_nanos();
+                format!("{}-{started:x}", std::process::id())
+            },
         })
     }
 
@@ -651,7 +660,17 @@ impl Session {
             | Statement::Drop { .. }
             | Statement::Truncate(_) => {
                 self.commit_open().await?;
-                self.ddl(s).await.map(|()| Output::done(0))
+                self.ddl(s).await?;
+                // Before it returns, the change is in this node's schema and, if other SQL
+                // nodes are alive, one schema lease has passed for theirs (catalog.rs).
+                self.shared.catalog.refresh().await?;
+                if crate::gc::other_nodes_alive(&self.shared).await? {
+                    tokio::time::sleep(
+                        crate::catalog::SCHEMA_LEASE + crate::catalog::SCHEMA_CHECK_INTERVAL,
+                    )
+                    .await;
+                }
+                Ok(Output::done(0))
             }
             _ => self.in_txn(s).await,
         }
@@ -731,7 +750,7 @@ impl Session {
     async fn ddl(&mut self, s: &Statement) -> Result<()> {
         let client = self.shared.client.clone();
         let snapshot = client.snapshot(client.current_ts().await?, 0);
-        let schema = self.shared.catalog.schema(&snapshot).await?;
+        let schema = self.shared.catalog.schema_checked(&snapshot).await?;
         let catalog = &self.shared.catalog;
         match s {
             Statement::CreateDatabase {

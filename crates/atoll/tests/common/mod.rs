@@ -172,6 +172,9 @@ pub struct SqlCluster {
     _pd: Running,
     _kv: Running,
     _sql: Running,
+    /// More sql nodes ([`SqlCluster::add_sql`]).
+    more_sql: Vec<Running>,
+    pd_port: u16,
     pub port: u16,
     /// The kv node's status address (`/metrics`).
     pub kv_status: String,
@@ -210,6 +213,8 @@ impl SqlCluster {
             _pd: pd,
             _kv: kv,
             _sql: sql,
+            more_sql: Vec::new(),
+            pd_port,
             port,
             kv_status,
         };
@@ -243,6 +248,29 @@ impl SqlCluster {
     /// As [`SqlCluster::try_run`], logged in as `user` with `password`.
     pub fn try_run_as(&self, user: &str, password: &str, sql: &str) -> Result<String, String> {
         self.try_run_with("", sql, &["-u", user, &format!("--password={password}")])
+    }
+
+    /// Starts another sql node on the cluster; its MySQL port.
+    pub fn add_sql(&mut self) -> u16 {
+        let (port, status) = (free_port(), free_port());
+        let n = self.more_sql.len() + 1;
+        let sql = start_role(
+            &[
+                "sql",
+                "--host",
+                "127.0.0.1",
+                "-P",
+                &port.to_string(),
+                "--status",
+                &status.to_string(),
+                "--path",
+                &format!("127.0.0.1:{}", self.pd_port),
+            ],
+            &self._dir.path().join(format!("sql{n}")),
+            &format!("127.0.0.1:{status}"),
+        );
+        self.more_sql.push(sql);
+        port
     }
 
     /// The mysql client, as root in batch mode, pointed at this cluster's sql node.
