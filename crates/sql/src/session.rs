@@ -129,6 +129,8 @@ impl Output {
 pub struct Prepared {
     pub statement: Statement,
     pub params: usize,
+    /// The statement as the client wrote it (`?` and all), for the slow log and process list.
+    pub text: String,
 }
 
 pub struct Session {
@@ -147,6 +149,15 @@ pub struct Session {
     last_insert_id: u64,
     prepared: BTreeMap<u32, Prepared>,
     next_statement: u32,
+}
+
+/// A bound parameter as the slow log lists it.
+fn text_of_param(d: &Datum) -> String {
+    match d {
+        Datum::Null => "NULL".into(),
+        Datum::Bytes(_) => format!("'{}'", text(d)),
+        other => text(other),
+    }
 }
 
 /// The scope a `@@` variable name gives.
@@ -378,7 +389,14 @@ impl Session {
         };
         let id = self.next_statement;
         self.next_statement += 1;
-        self.prepared.insert(id, Prepared { statement, params });
+        self.prepared.insert(
+            id,
+            Prepared {
+                statement,
+                params,
+                text: sql.trim().to_string(),
+            },
+        );
         Ok((id, params, columns))
     }
 
@@ -402,7 +420,15 @@ impl Session {
         let mut statement = p.statement.clone();
         substitute_params(&mut statement, params);
         self.warnings.clear();
-        let text = statement.to_string();
+        // As TiDB's slow log shows it: the text with `?`, then the arguments (formatting the
+        // whole statement again would cost more than a point get's planning).
+        let text = match params {
+            [] => p.text.clone(),
+            _ => {
+                let args: Vec<String> = params.iter().map(text_of_param).collect();
+                format!("{} [arguments: {}]", p.text, args.join(", "))
+            }
+        };
         self.run_logged(&statement, &text).await
     }
 
