@@ -28,6 +28,14 @@ pub struct MvccReader<S> {
     snap: S,
 }
 
+/// Whether `lock` blocks a read at `ts` (its txn may still commit at or below `ts`).
+fn blocks(lock: &Lock, ts: u64, resolved: &[u64]) -> bool {
+    lock.start_ts <= ts
+        && !matches!(lock.lock_type, LockType::Pessimistic | LockType::Lock)
+        && lock.min_commit_ts <= ts
+        && !resolved.contains(&lock.start_ts)
+}
+
 /// The smallest byte string greater than every string starting with `prefix`.
 fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     let mut end = prefix.to_vec();
@@ -123,14 +131,32 @@ impl<S: Snapshot> MvccReader<S> {
 
     /// Fails with `KeyIsLocked` if the key's lock blocks a read at `ts`.
     pub fn check_lock(&self, key: &[u8], ts: u64, resolved: &[u64]) -> Result<()> {
-        if let Some(lock) = self.load_lock(key)? {
-            let blocks = lock.start_ts <= ts
-                && !matches!(lock.lock_type, LockType::Pessimistic | LockType::Lock)
-                && lock.min_commit_ts <= ts
-                && !resolved.contains(&lock.start_ts);
-            if blocks {
-                return Err(MvccError::KeyIsLocked(LockInfo::new(key, &lock)));
+        if let Some(lock) = self.load_lock(key)?
+            && blocks(&lock, ts, resolved)
+        {
+            return Err(MvccError::KeyIsLocked(LockInfo::new(key, &lock)));
+        }
+        Ok(())
+    }
+
+    /// Fails with `KeyIsLocked` for the first lock in `[start, end)` (`end` empty =
+    /// unbounded) that blocks a read at `ts`: one pass over the lock CF, usually empty.
+    fn check_locks_in(&self, start: &[u8], end: &[u8], ts: u64, resolved: &[u64]) -> Result<()> {
+        let opts = IterOptions {
+            lower: Some(encode_key(start)),
+            upper: (!end.is_empty()).then(|| encode_key(end)),
+            ..IterOptions::default()
+        };
+        let mut it = self.snap.iter(Cf::Lock, opts)?;
+        let mut ok = it.seek_to_first()?;
+        while ok {
+            let key = codec::mvcc::decode_key(it.key())
+                .map_err(|e| corrupt_key(Cf::Lock, it.key(), e))?;
+            let lock = Lock::decode(&key, it.value())?;
+            if blocks(&lock, ts, resolved) {
+                return Err(MvccError::KeyIsLocked(LockInfo::new(&key, &lock)));
             }
+            ok = it.next()?;
         }
         Ok(())
     }
@@ -210,6 +236,11 @@ impl<S: Snapshot> MvccReader<S> {
 
     /// Keys in `[start, end)` (`end` empty = unbounded) with their values at `ts`, at most
     /// `limit` pairs, in key order; locks of the txns in `resolved` do not block.
+    ///
+    /// One iterator walks the write CF in order (each key's versions are newest first: skip
+    /// those above `ts`, take the first Put or Delete, pass over the rest), and one pass over
+    /// the lock CF covers the keys walked, instead of a lock lookup and a fresh iterator per
+    /// key.
     pub fn scan(
         &self,
         start: &[u8],
@@ -219,29 +250,54 @@ impl<S: Snapshot> MvccReader<S> {
         resolved: &[u64],
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let mut out = Vec::new();
-        let mut from = start.to_vec();
-        // Keys are listed a batch at a time (a key may have no visible value, so a batch
-        // can yield fewer pairs than keys), never the whole range at once.
-        while out.len() < limit {
-            let want = (limit - out.len()).clamp(1, SCAN_KEYS_PER_STEP);
-            let keys = self.keys_in(&[Cf::Write, Cf::Lock], &from, end, want)?;
-            let exhausted = keys.len() < want;
-            for key in &keys {
+        if limit == 0 {
+            return Ok(out);
+        }
+        let opts = IterOptions {
+            lower: Some(encode_key(start)),
+            upper: (!end.is_empty()).then(|| encode_key(end)),
+            ..IterOptions::default()
+        };
+        let mut it = self.snap.iter(Cf::Write, opts)?;
+        let mut ok = it.seek_to_first()?;
+        // The encoded key whose versions are being read, and whether it is settled.
+        let mut current: Vec<u8> = Vec::new();
+        let mut settled = false;
+        // Where the walk stopped: the lock check covers `[start, stopped_at)`.
+        let mut stopped_at = end.to_vec();
+        while ok {
+            let (encoded, commit_ts) =
+                split_versioned(it.key()).map_err(|e| corrupt_key(Cf::Write, it.key(), e))?;
+            if encoded != current.as_slice() {
+                let key = codec::mvcc::decode_key(encoded)
+                    .map_err(|e| corrupt_key(Cf::Write, encoded, e))?;
                 if out.len() == limit {
+                    stopped_at = key;
                     break;
                 }
-                if let Some(v) = self.get(key, ts, resolved)? {
-                    out.push((key.clone(), v));
+                current = encoded.to_vec();
+                settled = false;
+            }
+            if !settled && commit_ts <= ts {
+                let key = codec::mvcc::decode_key(encoded)
+                    .map_err(|e| corrupt_key(Cf::Write, encoded, e))?;
+                let write = Write::decode(&key, it.value())?;
+                match write.write_type {
+                    WriteType::Put => {
+                        let value = match write.short_value {
+                            Some(v) => v,
+                            None => self.load_value(&key, write.start_ts)?,
+                        };
+                        out.push((key, value));
+                        settled = true;
+                    }
+                    WriteType::Delete => settled = true,
+                    WriteType::Lock | WriteType::Rollback => {}
                 }
             }
-            match keys.last() {
-                Some(last) if !exhausted => {
-                    from = last.clone();
-                    from.push(0);
-                }
-                _ => break,
-            }
+            ok = it.next()?;
         }
+        self.check_locks_in(start, &stopped_at, ts, resolved)?;
         Ok(out)
     }
 

@@ -420,3 +420,42 @@ fn a_scan_across_many_steps_skips_deleted_keys_and_stops_at_its_limit() {
         n
     );
 }
+
+#[test]
+fn a_scan_is_blocked_by_a_lock_among_the_keys_it_walks_only() {
+    let s = Store::new();
+    for i in 0..10 {
+        let key = format!("k{i}").into_bytes();
+        s.put(&key, b"v", &key, ts(1)).unwrap();
+        s.commit(&key, ts(1), ts(2)).unwrap();
+    }
+    // k5 rewritten by a txn that has not committed; k7 overwritten twice.
+    s.put(b"k5", b"new", b"k5", ts(10)).unwrap();
+    for (start, commit) in [(3, 4), (5, 6)] {
+        s.put(b"k7", format!("v{commit}").as_bytes(), b"k7", ts(start))
+            .unwrap();
+        s.commit(b"k7", ts(start), ts(commit)).unwrap();
+    }
+    let reader = MvccReader::new(s.0.snapshot());
+    assert!(matches!(
+        reader.scan(b"k", b"l", usize::MAX, ts(20), &[]),
+        Err(MvccError::KeyIsLocked(_))
+    ));
+    // Below the lock's txn, or stopping before k5, or with the txn resolved: no block.
+    assert_eq!(
+        reader
+            .scan(b"k", b"l", usize::MAX, ts(9), &[])
+            .unwrap()
+            .len(),
+        10
+    );
+    assert_eq!(reader.scan(b"k", b"l", 5, ts(20), &[]).unwrap().len(), 5);
+    let all = reader
+        .scan(b"k", b"l", usize::MAX, ts(20), &[ts(10)])
+        .unwrap();
+    assert_eq!(all.len(), 10);
+    // Each key's newest version at or below the read ts.
+    assert_eq!(all[7], (b"k7".to_vec(), b"v6".to_vec()));
+    let at_5 = reader.scan(b"k7", b"k8", usize::MAX, ts(5), &[]).unwrap();
+    assert_eq!(at_5, vec![(b"k7".to_vec(), b"v4".to_vec())]);
+}
