@@ -269,10 +269,11 @@ impl<S: Snapshot> MvccReader<S> {
             let (encoded, commit_ts) =
                 split_versioned(it.key()).map_err(|e| corrupt_key(Cf::Write, it.key(), e))?;
             if encoded != current.as_slice() {
-                let key = codec::mvcc::decode_key(encoded)
-                    .map_err(|e| corrupt_key(Cf::Write, encoded, e))?;
                 if out.len() == limit {
-                    stopped_at = key;
+                    // Locks matter up to the last key returned, not to this one.
+                    let (last, _) = out.last().expect("limit is at least 1");
+                    stopped_at = last.clone();
+                    stopped_at.push(0);
                     break;
                 }
                 current = encoded.to_vec();

@@ -11,8 +11,10 @@
 //! [`SCHEMA_CHECK_INTERVAL`]). A statement whose read ts is not older than the first read
 //! that saw the cached version uses it while the last check is within the lease; otherwise
 //! (an older snapshot, or checks that stopped) it reads `m/ver` at its read ts as before.
-//! A DDL refreshes its own node's cache before it returns and, when other SQL nodes are
-//! alive, waits out one lease, so a table exists for every node once CREATE TABLE returns.
+//! A DDL refreshes its own node's cache and waits out one lease before it returns, so a table
+//! exists for every node once CREATE TABLE returns; CREATE INDEX also waits one lease between
+//! making the index and backfilling it, so a row written after the backfill's snapshot
+//! maintains the index itself.
 //! Statements already running while a DDL commits may finish with the old schema, as in
 //! any system without TiDB's multi-state DDL (a write in that window can miss a new index).
 

@@ -124,28 +124,6 @@ pub fn next_safe_point(
     (safe_point > previous).then_some(safe_point)
 }
 
-/// Whether an SQL node other than this one has reported within [`REPORT_TTL`] (the reports
-/// double as the list of live SQL nodes).
-pub async fn other_nodes_alive(shared: &Shared) -> Result<bool> {
-    let now = shared.client.current_ts().await?;
-    let snapshot = shared.client.snapshot(now, 0);
-    let own = format!("-{}", shared.node_id);
-    for (key, value) in snapshot
-        .scan(REPORT_PREFIX, REPORT_PREFIX_END, usize::MAX)
-        .await?
-    {
-        if key.ends_with(own.as_bytes()) {
-            continue;
-        }
-        if let Ok(r) = decode::<Report>(&key, &value)
-            && r.reported_ms.saturating_add(ms(REPORT_TTL)) >= physical_ms(now)
-        {
-            return Ok(true);
-        }
-    }
-    Ok(false)
-}
-
 fn decode<T: for<'a> Deserialize<'a>>(key: &[u8], value: &[u8]) -> Result<T> {
     serde_json::from_slice(value).map_err(|e| {
         SqlError::unknown(format!(
