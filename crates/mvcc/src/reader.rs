@@ -142,23 +142,14 @@ impl<S: Snapshot> MvccReader<S> {
     /// Fails with `KeyIsLocked` for the first lock in `[start, end)` (`end` empty =
     /// unbounded) that blocks a read at `ts`: one pass over the lock CF, usually empty.
     fn check_locks_in(&self, start: &[u8], end: &[u8], ts: u64, resolved: &[u64]) -> Result<()> {
-        let opts = IterOptions {
-            lower: Some(encode_key(start)),
-            upper: (!end.is_empty()).then(|| encode_key(end)),
-            ..IterOptions::default()
-        };
-        let mut it = self.snap.iter(Cf::Lock, opts)?;
-        let mut ok = it.seek_to_first()?;
-        while ok {
-            let key = codec::mvcc::decode_key(it.key())
-                .map_err(|e| corrupt_key(Cf::Lock, it.key(), e))?;
-            let lock = Lock::decode(&key, it.value())?;
-            if blocks(&lock, ts, resolved) {
-                return Err(MvccError::KeyIsLocked(LockInfo::new(&key, &lock)));
-            }
-            ok = it.next()?;
+        let locks = self.scan_locks(start, end, ts, usize::MAX)?;
+        match locks
+            .into_iter()
+            .find(|(_, lock)| blocks(lock, ts, resolved))
+        {
+            Some((key, lock)) => Err(MvccError::KeyIsLocked(LockInfo::new(&key, &lock))),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// The committed value of `key` visible at `ts`, without looking at locks.

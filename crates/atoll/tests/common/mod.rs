@@ -166,6 +166,27 @@ pub fn start_kv_with_pd(dir: &std::path::Path, pd_port: u16, addr: &str, status:
     )
 }
 
+/// Starts `atoll sql` on free ports against the pd on `pd_port`; the process and its MySQL port.
+fn start_sql(dir: &std::path::Path, pd_port: u16) -> (Running, u16) {
+    let (port, status) = (free_port(), free_port());
+    let sql = start_role(
+        &[
+            "sql",
+            "--host",
+            "127.0.0.1",
+            "-P",
+            &port.to_string(),
+            "--status",
+            &status.to_string(),
+            "--path",
+            &format!("127.0.0.1:{pd_port}"),
+        ],
+        dir,
+        &format!("127.0.0.1:{status}"),
+    );
+    (sql, port)
+}
+
 /// A pd, a kv and a sql node on free ports, driven by the `mysql` command-line client.
 pub struct SqlCluster {
     _dir: tempfile::TempDir,
@@ -192,22 +213,7 @@ impl SqlCluster {
             &format!("127.0.0.1:{}", free_port()),
             &kv_status,
         );
-        let (port, status) = (free_port(), free_port());
-        let sql = start_role(
-            &[
-                "sql",
-                "--host",
-                "127.0.0.1",
-                "-P",
-                &port.to_string(),
-                "--status",
-                &status.to_string(),
-                "--path",
-                &format!("127.0.0.1:{pd_port}"),
-            ],
-            &dir.path().join("sql"),
-            &format!("127.0.0.1:{status}"),
-        );
+        let (sql, port) = start_sql(&dir.path().join("sql"), pd_port);
         let c = SqlCluster {
             _dir: dir,
             _pd: pd,
@@ -252,23 +258,8 @@ impl SqlCluster {
 
     /// Starts another sql node on the cluster; its MySQL port.
     pub fn add_sql(&mut self) -> u16 {
-        let (port, status) = (free_port(), free_port());
         let n = self.more_sql.len() + 1;
-        let sql = start_role(
-            &[
-                "sql",
-                "--host",
-                "127.0.0.1",
-                "-P",
-                &port.to_string(),
-                "--status",
-                &status.to_string(),
-                "--path",
-                &format!("127.0.0.1:{}", self.pd_port),
-            ],
-            &self._dir.path().join(format!("sql{n}")),
-            &format!("127.0.0.1:{status}"),
-        );
+        let (sql, port) = start_sql(&self._dir.path().join(format!("sql{n}")), self.pd_port);
         self.more_sql.push(sql);
         port
     }
