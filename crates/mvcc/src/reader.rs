@@ -28,6 +28,26 @@ pub struct MvccReader<S> {
     snap: S,
 }
 
+/// Older versions a scan steps over with `next` before it seeks past the key instead (a key
+/// updated often keeps many versions until GC).
+const NEXTS_BEFORE_SEEK: usize = 3;
+
+/// Moves `it` (on a version of `encoded`) to the first version of the next key: a few
+/// `next`s, then one seek.
+fn next_key<I: EngineIterator + ?Sized>(it: &mut I, encoded: &[u8]) -> Result<bool> {
+    for _ in 0..NEXTS_BEFORE_SEEK {
+        if !it.next()? {
+            return Ok(false);
+        }
+        let (key, _) =
+            split_versioned(it.key()).map_err(|e| corrupt_key(Cf::Write, it.key(), e))?;
+        if key != encoded {
+            return Ok(true);
+        }
+    }
+    Ok(it.seek(&prefix_end(encoded))?)
+}
+
 /// Whether `lock` blocks a read at `ts` (its txn may still commit at or below `ts`).
 fn blocks(lock: &Lock, ts: u64, resolved: &[u64]) -> bool {
     lock.start_ts <= ts
@@ -287,7 +307,11 @@ impl<S: Snapshot> MvccReader<S> {
                     WriteType::Lock | WriteType::Rollback => {}
                 }
             }
-            ok = it.next()?;
+            ok = if settled {
+                next_key(&mut it, &current)?
+            } else {
+                it.next()?
+            };
         }
         self.check_locks_in(start, &stopped_at, ts, resolved)?;
         Ok(out)

@@ -459,3 +459,31 @@ fn a_scan_is_blocked_by_a_lock_among_the_keys_it_walks_only() {
     let at_5 = reader.scan(b"k7", b"k8", usize::MAX, ts(5), &[]).unwrap();
     assert_eq!(at_5, vec![(b"k7".to_vec(), b"v4".to_vec())]);
 }
+
+#[test]
+fn a_scan_seeks_past_a_key_with_many_old_versions() {
+    let s = Store::new();
+    for (i, key) in [b"a", b"b", b"c"].iter().enumerate() {
+        s.put(*key, b"v", *key, ts(1)).unwrap();
+        s.commit(*key, ts(1), ts(2)).unwrap();
+        if i == 1 {
+            // b gets eight more versions: the scan seeks past the old ones.
+            for n in 0..8u64 {
+                let start = 3 + 2 * n;
+                s.put(b"b", format!("b{n}").as_bytes(), b"b", ts(start))
+                    .unwrap();
+                s.commit(b"b", ts(start), ts(start + 1)).unwrap();
+            }
+        }
+    }
+    let reader = MvccReader::new(s.0.snapshot());
+    let all = reader.scan(b"", b"", usize::MAX, ts(100), &[]).unwrap();
+    let keys: Vec<&[u8]> = all.iter().map(|(k, _)| k.as_slice()).collect();
+    assert_eq!(keys, [&b"a"[..], b"b", b"c"]);
+    assert_eq!(all[1].1, b"b7");
+    // An older read ts lands inside b's history.
+    assert_eq!(
+        reader.scan(b"b", b"c", usize::MAX, ts(8), &[]).unwrap()[0].1,
+        b"b2"
+    );
+}
