@@ -13,9 +13,6 @@ use engine::{Cf, EngineIterator, IterOptions, Snapshot};
 use crate::error::{LockInfo, MvccError, Result};
 use crate::record::{Lock, LockType, Write, WriteType};
 
-/// Most keys a scan lists from the engine in one step.
-pub const SCAN_KEYS_PER_STEP: usize = 1024;
-
 /// What the write records say about one txn on one key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TxnCommitRecord {
@@ -203,46 +200,28 @@ impl<S: Snapshot> MvccReader<S> {
         self.get_committed(key, ts)
     }
 
-    /// Distinct user keys that have write records or a lock in `[start, end)` (`end` empty
-    /// = unbounded), in order, at most `limit` (`cfs` says where to look).
-    fn keys_in(&self, cfs: &[Cf], start: &[u8], end: &[u8], limit: usize) -> Result<Vec<Vec<u8>>> {
+    /// Distinct user keys with write records in `[start, end)` (`end` empty = unbounded), in
+    /// order, at most `limit` (GC walks these).
+    pub fn write_keys(&self, start: &[u8], end: &[u8], limit: usize) -> Result<Vec<Vec<u8>>> {
         let opts = IterOptions {
             lower: Some(encode_key(start)),
             upper: (!end.is_empty()).then(|| encode_key(end)),
             ..IterOptions::default()
         };
+        let mut it = self.snap.iter(Cf::Write, opts)?;
         let mut keys: Vec<Vec<u8>> = Vec::new();
-        for &cf in cfs {
-            let mut it = self.snap.iter(cf, opts.clone())?;
-            let mut ok = it.seek_to_first()?;
-            let mut found = 0;
-            while ok && found < limit {
-                let encoded = match cf {
-                    Cf::Write => {
-                        split_versioned(it.key())
-                            .map_err(|e| corrupt_key(cf, it.key(), e))?
-                            .0
-                    }
-                    _ => it.key(),
-                };
-                let key =
-                    codec::mvcc::decode_key(encoded).map_err(|e| corrupt_key(cf, encoded, e))?;
-                if keys.last() != Some(&key) {
-                    keys.push(key);
-                    found += 1;
-                }
-                ok = it.next()?;
+        let mut ok = it.seek_to_first()?;
+        while ok && keys.len() < limit {
+            let (encoded, _) =
+                split_versioned(it.key()).map_err(|e| corrupt_key(Cf::Write, it.key(), e))?;
+            let key =
+                codec::mvcc::decode_key(encoded).map_err(|e| corrupt_key(Cf::Write, encoded, e))?;
+            if keys.last() != Some(&key) {
+                keys.push(key);
             }
+            ok = it.next()?;
         }
-        keys.sort();
-        keys.dedup();
-        keys.truncate(limit);
         Ok(keys)
-    }
-
-    /// User keys with write records in `[start, end)`, at most `limit` (GC walks these).
-    pub fn write_keys(&self, start: &[u8], end: &[u8], limit: usize) -> Result<Vec<Vec<u8>>> {
-        self.keys_in(&[Cf::Write], start, end, limit)
     }
 
     /// Keys in `[start, end)` (`end` empty = unbounded) with their values at `ts`, at most

@@ -455,13 +455,17 @@ impl Session {
         self.db.as_deref().ok_or_else(SqlError::no_database)
     }
 
+    /// `[db.]name` as (database, name): the current database when none is written.
+    fn qualified(&self, name: &ast::ObjectName) -> Result<(String, String)> {
+        match split_name(name) {
+            (Some(db), t) => Ok((db, t)),
+            (None, t) => Ok((self.current_db()?.to_string(), t)),
+        }
+    }
+
     /// A table name in FROM: a table of the schema, or of information_schema.
     fn resolve(&self, schema: &Schema, name: &ast::ObjectName) -> Result<crate::join::Resolved> {
-        let (db, t) = split_name(name);
-        let db = match db {
-            Some(d) => d,
-            None => self.current_db()?.to_string(),
-        };
+        let (db, t) = self.qualified(name)?;
         if db.eq_ignore_ascii_case(crate::info_schema::DB) {
             let (columns, rows) = crate::info_schema::table(schema, &t)?;
             return Ok(crate::join::Resolved::Memory { columns, rows });
@@ -470,11 +474,7 @@ impl Session {
     }
 
     fn resolve_table(&self, schema: &Schema, name: &ast::ObjectName) -> Result<Arc<TableInfo>> {
-        let (db, t) = split_name(name);
-        let db = match db {
-            Some(d) => d,
-            None => self.current_db()?.to_string(),
-        };
+        let (db, t) = self.qualified(name)?;
         schema.table(&db, &t)
     }
 
@@ -786,25 +786,15 @@ impl Session {
                 ..
             } => ddl::create_database(&client, &split_name(db_name).1, *if_not_exists).await,
             Statement::CreateTable(ct) => {
-                let db = match split_name(&ct.name).0 {
-                    Some(d) => d,
-                    None => self.current_db()?.to_string(),
-                };
+                let (db, _) = self.qualified(&ct.name)?;
                 ddl::create_table(&client, &schema, &db, ct).await
             }
             Statement::CreateIndex(ci) => {
-                let db = match split_name(&ci.table_name).0 {
-                    Some(d) => d,
-                    None => self.current_db()?.to_string(),
-                };
+                let (db, _) = self.qualified(&ci.table_name)?;
                 ddl::create_index(&client, &schema, &db, ci).await
             }
             Statement::AlterTable(at) => {
-                let (db, table) = split_name(&at.name);
-                let db = match db {
-                    Some(d) => d,
-                    None => self.current_db()?.to_string(),
-                };
+                let (db, table) = self.qualified(&at.name)?;
                 ddl::alter_table(&client, &schema, &db, &table, &at.operations).await
             }
             Statement::Drop {
@@ -827,22 +817,14 @@ impl Session {
                             }
                         }
                         ObjectType::Table => {
-                            let (db, t) = split_name(n);
-                            let db = match db {
-                                Some(d) => d,
-                                None => self.current_db()?.to_string(),
-                            };
+                            let (db, t) = self.qualified(n)?;
                             ddl::drop_table(&client, catalog, &schema, &db, &t, *if_exists).await?;
                         }
                         ObjectType::Index => {
                             let Some(on) = s_drop_table(s) else {
                                 return Err(SqlError::syntax("DROP INDEX needs ON table"));
                             };
-                            let (db, t) = split_name(on);
-                            let db = match db {
-                                Some(d) => d,
-                                None => self.current_db()?.to_string(),
-                            };
+                            let (db, t) = self.qualified(on)?;
                             ddl::drop_index(&client, &schema, &db, &t, &split_name(n).1).await?;
                         }
                         other => return Err(SqlError::not_supported(format!("DROP {other}"))),
@@ -852,11 +834,7 @@ impl Session {
             }
             Statement::Truncate(t) => {
                 for target in &t.table_names {
-                    let (db, name) = split_name(&target.name);
-                    let db = match db {
-                        Some(d) => d,
-                        None => self.current_db()?.to_string(),
-                    };
+                    let (db, name) = self.qualified(&target.name)?;
                     ddl::truncate_table(&client, catalog, &schema, &db, &name).await?;
                 }
                 Ok(())
