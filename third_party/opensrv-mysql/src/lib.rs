@@ -640,6 +640,8 @@ where
 
         let mut stmts: HashMap<u32, _> = HashMap::new();
         loop {
+            // The reply to the last command leaves in one write, before waiting for the next.
+            self.writer.flush_all().await?;
             let (seq, packet) = match self.reader.next_async().await {
                 Ok(Some(p)) => p,
                 Ok(None) => break,

@@ -15,7 +15,6 @@
 use byteorder::{ByteOrder, LittleEndian};
 use std::io;
 use std::io::prelude::*;
-use std::io::IoSlice;
 
 use crate::U24_MAX;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
@@ -24,10 +23,17 @@ use tokio::io::{AsyncWrite, AsyncWriteExt};
 /// - behaves as a sync writer, while build the packet
 ///    so that trivial async writes could be avoided
 /// - behaves like a async writer, while writing data to the output stream
+/// - keeps finished packets in `pending` until `flush_all` (or until
+///   `FLUSH_AT` bytes wait), so a whole reply leaves in one system call
 pub struct PacketWriter<W> {
     packet_builder: PacketBuilder,
+    pending: Vec<u8>,
     output_stream: W,
 }
+
+/// Finished packets written out even before `flush_all` once this many bytes wait, so a large
+/// result set streams instead of piling up in memory.
+const FLUSH_AT: usize = 64 * 1024;
 
 // exports the internal builder as sync Write
 impl<W> Write for PacketWriter<W> {
@@ -44,6 +50,7 @@ impl<W> PacketWriter<W> {
     pub fn new(output_stream: W) -> Self {
         Self {
             packet_builder: PacketBuilder::new(),
+            pending: Vec::new(),
             output_stream,
         }
     }
@@ -54,7 +61,8 @@ impl<W> PacketWriter<W> {
 
 const PACKET_HEADER_SIZE: usize = 4;
 impl<W: AsyncWrite + Unpin> PacketWriter<W> {
-    /// Build packet(s) and write them to the output stream
+    /// Build packet(s) and queue them for the output stream; they are written out by
+    /// `flush_all`, or here once `FLUSH_AT` bytes wait.
     pub async fn end_packet(&mut self) -> io::Result<()> {
         let builder = &mut self.packet_builder;
         if !builder.is_empty() {
@@ -64,38 +72,30 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
             let chunks = raw_packet.chunks(U24_MAX);
             let mut header = [0; PACKET_HEADER_SIZE];
             for chunk in chunks {
-                // prepare the header
                 LittleEndian::write_u24(&mut header, chunk.len() as u32);
                 header[3] = builder.seq();
                 builder.increase_seq();
-
-                // write out the header and payload.
-                //
-                // depends on the AsyncWrite provided, this may trigger
-                // real system call or not (for example, if AsyncWrite is buffered stream)
-                let written = self
-                    .output_stream
-                    .write_vectored(&[IoSlice::new(&header), IoSlice::new(chunk)])
-                    .await?;
-
-                // if write buffer is not drained, fall back to write_all
-                if written != PACKET_HEADER_SIZE + chunk.len() {
-                    let remaining: Vec<u8> = header
-                        .iter()
-                        .chain(chunk.iter())
-                        .skip(written)
-                        .cloned()
-                        .collect();
-                    self.output_stream.write_all(&remaining).await?
-                }
+                self.pending.extend_from_slice(&header);
+                self.pending.extend_from_slice(chunk);
             }
-            Ok(())
-        } else {
-            Ok(())
+            if self.pending.len() >= FLUSH_AT {
+                self.write_pending().await?;
+            }
         }
+        Ok(())
     }
 
+    async fn write_pending(&mut self) -> io::Result<()> {
+        if !self.pending.is_empty() {
+            self.output_stream.write_all(&self.pending).await?;
+            self.pending.clear();
+        }
+        Ok(())
+    }
+
+    /// Writes out every queued packet and flushes the output stream.
     pub async fn flush_all(&mut self) -> io::Result<()> {
+        self.write_pending().await?;
         self.output_stream.flush().await
     }
 }
