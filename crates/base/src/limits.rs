@@ -25,3 +25,16 @@ pub const THREAD_STACKS_MAX: usize = 1024;
 pub const PLAYGROUND_READY_WAIT_MS: u64 = 60_000;
 /// How long the playground waits for children to exit after SIGTERM before it sends SIGKILL.
 pub const PLAYGROUND_STOP_WAIT_MS: u64 = 10_000;
+/// Most requests one BatchCommands message to a kv node carries, and most answers one reply
+/// message carries (TiKV's client batches up to 128 too).
+pub const KV_BATCH_REQUESTS_MAX: usize = 128;
+/// Requests that may wait for a kv node's batch stream before callers wait to queue theirs;
+/// also the answers a kv node keeps ready for one stream before its handlers wait.
+pub const KV_BATCH_QUEUE_MAX: usize = 4096;
+/// How long a SQL node waits for a kv node to answer one request (tonic's per-call timeout
+/// before requests shared a stream).
+pub const KV_REQUEST_TIMEOUT_MS: u64 = 20_000;
+/// HTTP/2 flow-control window of each stream and each connection between SQL and kv nodes:
+/// many requests share one batch stream, and the default 64 KiB would make a large answer
+/// hold up the small ones behind it.
+pub const KV_STREAM_WINDOW_BYTES: u32 = 16 << 20;

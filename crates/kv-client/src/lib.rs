@@ -1,8 +1,9 @@
 //! `kv-client`: the SQL side's only door to the kv nodes (DESIGN.md §2-3).
 //!
 //! - [`region_cache`]: which region holds a key and where its leader listens (from PD).
-//! - [`rpc`]: sending a request to a region, handling region errors; [`backoff`]: how long
-//!   to wait between tries, with one budget per operation.
+//! - [`rpc`]: sending a request to a region (over one [`batch`] stream per kv node), handling
+//!   region errors; [`backoff`]: how long to wait between tries, with one budget per
+//!   operation.
 //! - [`lock_resolver`]: what to do with another txn's lock in the way.
 //! - [`snapshot`]: reads at one timestamp (get, batch get, scan across regions).
 //! - [`coprocessor`]: pushed-down DAGs fanned out one task per region, up to
@@ -14,6 +15,7 @@
 //! The API is async (tokio). A [`Client`] is cheap to clone and shared by all sessions.
 
 pub mod backoff;
+pub mod batch;
 pub mod committer;
 pub mod coprocessor;
 pub mod error;

@@ -1,46 +1,53 @@
 //! Sending a request to the region that holds its keys: one gRPC connection per kv node
-//! (opened lazily, gzip when configured), the request's `Context` filled from the route, and
+//! (opened lazily, gzip when configured) carrying one batch stream ([`crate::batch`]) that
+//! every request to the node shares, the request's `Context` filled from the route, and
 //! the region errors handled as TiDB does: `ServerIsBusy` waits and retries the same node,
 //! `EpochNotMatch` takes the node's regions into the cache, every other region error or an
 //! unreachable node drops the cached region; either way the caller routes its keys again.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::RwLock;
 
+use base::limits::KV_STREAM_WINDOW_BYTES;
+use proto::kv::batch_commands_request::request::Cmd as RequestCmd;
+use proto::kv::batch_commands_response::response::Cmd as ResponseCmd;
 use proto::kv::kv_client::KvClient;
 use proto::kv::*;
 use tonic::codec::CompressionEncoding;
-use tonic::transport::{Channel, Endpoint};
-use tonic::{Code, Response, Status};
+use tonic::transport::Endpoint;
+use tonic::{Code, Status};
 
 use crate::backoff::{Backoff, BackoffKind};
+use crate::batch::BatchStream;
 use crate::error::{KvError, Result};
 use crate::region_cache::{RegionCache, Route};
 
-/// A kv request type: where its context is, how to send it, where its region error is.
+/// A kv request type: where its context is, how it travels in a batch message, where its
+/// region error is.
 pub trait KvCall: Clone + Send + 'static {
     type Resp: Send + 'static;
     fn context(&mut self) -> &mut Option<Context>;
-    fn send(
-        client: KvClient<Channel>,
-        req: Self,
-    ) -> impl Future<Output = std::result::Result<Response<Self::Resp>, Status>> + Send;
+    fn into_cmd(self) -> RequestCmd;
+    /// The answer, when `cmd` is this request's kind of answer.
+    fn answer(cmd: ResponseCmd) -> Option<Self::Resp>;
     fn region_error(resp: &Self::Resp) -> Option<&RegionError>;
 }
 
 macro_rules! kv_call {
-    ($req:ty, $resp:ty, $method:ident) => {
+    ($req:ty, $resp:ty, $cmd:ident) => {
         impl KvCall for $req {
             type Resp = $resp;
             fn context(&mut self) -> &mut Option<Context> {
                 &mut self.context
             }
-            async fn send(
-                mut client: KvClient<Channel>,
-                req: Self,
-            ) -> std::result::Result<Response<$resp>, Status> {
-                client.$method(req).await
+            fn into_cmd(self) -> RequestCmd {
+                RequestCmd::$cmd(self)
+            }
+            fn answer(cmd: ResponseCmd) -> Option<$resp> {
+                match cmd {
+                    ResponseCmd::$cmd(r) => Some(r),
+                    _ => None,
+                }
             }
             fn region_error(resp: &$resp) -> Option<&RegionError> {
                 resp.region_error.as_ref()
@@ -49,30 +56,26 @@ macro_rules! kv_call {
     };
 }
 
-kv_call!(GetRequest, GetResponse, kv_get);
-kv_call!(BatchGetRequest, BatchGetResponse, kv_batch_get);
-kv_call!(ScanRequest, ScanResponse, kv_scan);
-kv_call!(PrewriteRequest, PrewriteResponse, kv_prewrite);
-kv_call!(CommitRequest, CommitResponse, kv_commit);
+kv_call!(GetRequest, GetResponse, Get);
+kv_call!(BatchGetRequest, BatchGetResponse, BatchGet);
+kv_call!(ScanRequest, ScanResponse, Scan);
+kv_call!(PrewriteRequest, PrewriteResponse, Prewrite);
+kv_call!(CommitRequest, CommitResponse, Commit);
 kv_call!(
     PessimisticLockRequest,
     PessimisticLockResponse,
-    kv_pessimistic_lock
+    PessimisticLock
 );
-kv_call!(
-    BatchRollbackRequest,
-    BatchRollbackResponse,
-    kv_batch_rollback
-);
+kv_call!(BatchRollbackRequest, BatchRollbackResponse, BatchRollback);
 kv_call!(
     CheckTxnStatusRequest,
     CheckTxnStatusResponse,
-    kv_check_txn_status
+    CheckTxnStatus
 );
-kv_call!(ResolveLockRequest, ResolveLockResponse, kv_resolve_lock);
-kv_call!(TxnHeartBeatRequest, TxnHeartBeatResponse, kv_txn_heart_beat);
-kv_call!(ScanLockRequest, ScanLockResponse, kv_scan_lock);
-kv_call!(CoprocessorRequest, CoprocessorResponse, coprocessor);
+kv_call!(ResolveLockRequest, ResolveLockResponse, ResolveLock);
+kv_call!(TxnHeartBeatRequest, TxnHeartBeatResponse, TxnHeartBeat);
+kv_call!(ScanLockRequest, ScanLockResponse, ScanLock);
+kv_call!(CoprocessorRequest, CoprocessorResponse, Coprocessor);
 
 /// What became of one send.
 pub enum Sent<T> {
@@ -82,7 +85,7 @@ pub enum Sent<T> {
 }
 
 pub struct Connections {
-    clients: RwLock<HashMap<String, KvClient<Channel>>>,
+    streams: RwLock<HashMap<String, BatchStream>>,
     compression: Option<CompressionEncoding>,
 }
 
@@ -99,24 +102,36 @@ impl Connections {
             }
         };
         Ok(Connections {
-            clients: RwLock::new(HashMap::new()),
+            streams: RwLock::new(HashMap::new()),
             compression,
         })
     }
 
-    fn client(&self, address: &str) -> Result<KvClient<Channel>> {
-        if let Some(c) = self
-            .clients
+    /// The batch stream to the kv node at `address`, opened now if there is none or the last
+    /// one broke.
+    fn stream(&self, address: &str) -> Result<BatchStream> {
+        if let Some(s) = self
+            .streams
             .read()
             .expect("connections lock poisoned")
             .get(address)
+            .filter(|s| s.is_open())
         {
-            return Ok(c.clone());
+            return Ok(s.clone());
         }
+        let mut streams = self.streams.write().expect("connections lock poisoned");
+        if let Some(s) = streams.get(address).filter(|s| s.is_open()) {
+            return Ok(s.clone());
+        }
+        // Per-request timeouts are the batch stream's (a stream itself lives on); keepalive
+        // pings find a silently dead node.
         let endpoint = Endpoint::from_shared(format!("http://{address}"))
             .map_err(|e| KvError::Invalid(format!("kv address {address}: {e}")))?
             .connect_timeout(std::time::Duration::from_secs(3))
-            .timeout(std::time::Duration::from_secs(20))
+            .http2_keep_alive_interval(std::time::Duration::from_secs(10))
+            .keep_alive_timeout(std::time::Duration::from_secs(20))
+            .initial_stream_window_size(KV_STREAM_WINDOW_BYTES)
+            .initial_connection_window_size(KV_STREAM_WINDOW_BYTES)
             .tcp_nodelay(true);
         let mut client = KvClient::new(endpoint.connect_lazy())
             .accept_compressed(CompressionEncoding::Gzip)
@@ -124,11 +139,9 @@ impl Connections {
         if let Some(c) = self.compression {
             client = client.send_compressed(c);
         }
-        self.clients
-            .write()
-            .expect("connections lock poisoned")
-            .insert(address.to_string(), client.clone());
-        Ok(client)
+        let stream = BatchStream::open(client);
+        streams.insert(address.to_string(), stream.clone());
+        Ok(stream)
     }
 }
 
@@ -147,9 +160,15 @@ pub async fn send<R: KvCall>(
         ctx.peer = Some(route.leader);
     }
     loop {
-        let client = conns.client(&route.address)?;
-        let resp = match R::send(client, req.clone()).await {
-            Ok(r) => r.into_inner(),
+        let stream = conns.stream(&route.address)?;
+        let resp = match stream.call(req.clone().into_cmd()).await.map(R::answer) {
+            Ok(Some(r)) => r,
+            Ok(None) => {
+                return Err(KvError::Server(format!(
+                    "{}: answered a different kind of request",
+                    route.address
+                )));
+            }
             Err(status) if is_transport(&status) => {
                 cache.invalidate(route.region.id, Some(route.leader.store_id));
                 bo.wait(

@@ -5,6 +5,8 @@
 
 use std::thread::JoinHandle;
 
+use base::limits::KV_STREAM_WINDOW_BYTES;
+
 use node::NodeError;
 use proto::kv::kv_server::KvServer;
 use tonic::codec::CompressionEncoding;
@@ -75,6 +77,8 @@ impl GrpcServer {
                     });
                     let serving = tonic::transport::Server::builder()
                         .tcp_nodelay(true)
+                        .initial_stream_window_size(KV_STREAM_WINDOW_BYTES)
+                        .initial_connection_window_size(KV_STREAM_WINDOW_BYTES)
                         .add_service(server)
                         .serve_with_incoming_shutdown(incoming, begin);
                     tokio::select! {

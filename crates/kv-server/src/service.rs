@@ -704,6 +704,18 @@ impl KvRpc for KvService {
             },
         }))
     }
+
+    type BatchCommandsStream = crate::batch::Answers;
+
+    async fn batch_commands(
+        &self,
+        req: Request<tonic::Streaming<BatchCommandsRequest>>,
+    ) -> Result<Response<Self::BatchCommandsStream>, Status> {
+        Ok(Response::new(crate::batch::serve(
+            self.clone(),
+            req.into_inner(),
+        )))
+    }
 }
 
 impl KvService {
