@@ -34,7 +34,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             engine.clone(),
         )))
         .expect("RocksDB metrics register once");
-    let storage = storage::Storage::start(engine.clone(), &node.controller, &node.registry);
+    let storage = storage::Storage::start(engine.clone(), &node.controller, &node.registry)?;
     let pool = Arc::new(read_pool::start(&node.controller.current()));
     read_pool::follow_config(&pool, &node.controller);
     node.registry

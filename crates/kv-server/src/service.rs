@@ -197,8 +197,29 @@ impl KvService {
         self.regions.check(ctx, keys).map_err(Failure::Region)
     }
 
-    /// Runs `read` on a snapshot, on the unified read pool.
-    async fn read<T, F>(&self, ctx: Option<&Context>, read: F) -> Outcome<T>
+    /// Whether no lock can block a read of `keys` at `ts`, from the lock table; call it
+    /// before the read takes its snapshot (the protocol in `mvcc::lock_table`).
+    fn unlocked<'a>(&self, keys: impl IntoIterator<Item = &'a [u8]>, ts: u64) -> bool {
+        let table = self.scheduler.kv().lock_table();
+        keys.into_iter().all(|k| !table.may_block_key(k, ts))
+    }
+
+    /// Whether no lock can block a read of `ranges` (`end` empty = unbounded) at `ts`; as
+    /// [`KvService::unlocked`].
+    fn unlocked_ranges<'a>(
+        &self,
+        ranges: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        ts: u64,
+    ) -> bool {
+        let table = self.scheduler.kv().lock_table();
+        ranges
+            .into_iter()
+            .all(|(start, end)| !table.may_block_range(start, end, ts))
+    }
+
+    /// Runs `read` on a snapshot, on the unified read pool. `unlocked`: the caller found,
+    /// before this call, that no lock can block what `read` reads.
+    async fn read<T, F>(&self, ctx: Option<&Context>, unlocked: bool, read: F) -> Outcome<T>
     where
         T: Send + 'static,
         F: FnOnce(&MvccReader<<Kv as ReplicatedKv>::Snap>) -> mvcc::Result<T> + Send + 'static,
@@ -207,7 +228,7 @@ impl KvService {
         let task = self
             .pool
             .spawn(task_options(ctx), async move {
-                let reader = MvccReader::new(kv.snapshot()?);
+                let reader = MvccReader::after_lock_probe(kv.snapshot()?, unlocked);
                 read(&reader)
             })
             .map_err(|e| match e {
@@ -255,7 +276,8 @@ impl KvRpc for KvService {
         let outcome = match self.route(ctx, [r.key.as_slice()]) {
             Ok(_) => {
                 let (key, ts, resolved) = (r.key, r.version, resolved_locks(ctx));
-                self.read(ctx, move |reader| reader.get(&key, ts, &resolved))
+                let unlocked = self.unlocked([key.as_slice()], ts);
+                self.read(ctx, unlocked, move |reader| reader.get(&key, ts, &resolved))
                     .await
             }
             Err(e) => Err(e),
@@ -279,7 +301,8 @@ impl KvRpc for KvService {
         let outcome = match self.route(ctx, keys_of(&r.keys)) {
             Ok(_) => {
                 let (keys, ts, resolved) = (r.keys, r.version, resolved_locks(ctx));
-                self.read(ctx, move |reader| {
+                let unlocked = self.unlocked(keys_of(&keys), ts);
+                self.read(ctx, unlocked, move |reader| {
                     let mut pairs = Vec::new();
                     for key in keys {
                         if let Some(value) = reader.get(&key, ts, &resolved)? {
@@ -314,7 +337,8 @@ impl KvRpc for KvService {
                 let (start, limit, ts, key_only) =
                     (r.start_key, r.limit as usize, r.version, r.key_only);
                 let resolved = resolved_locks(ctx);
-                self.read(ctx, move |reader| {
+                let unlocked = self.unlocked_ranges([(start.as_slice(), end.as_slice())], ts);
+                self.read(ctx, unlocked, move |reader| {
                     Ok(reader
                         .scan(&start, &end, limit, ts, &resolved)?
                         .into_iter()
@@ -617,7 +641,7 @@ impl KvRpc for KvService {
                 } else {
                     r.limit as usize
                 };
-                self.read(ctx, move |reader| {
+                self.read(ctx, false, move |reader| {
                     Ok(reader
                         .scan_locks(&start, &end, max_ts, limit)?
                         .iter()
@@ -670,9 +694,12 @@ impl KvRpc for KvService {
             })
             .collect();
         let (ts, resolved) = (r.start_ts, resolved_locks(ctx.as_ref()));
+        let unlocked =
+            self.unlocked_ranges(ranges.iter().map(|(s, e)| (s.as_slice(), e.as_slice())), ts);
         let kv = self.scheduler.kv().clone();
         let task = self.pool.spawn(task_options(ctx.as_ref()), async move {
-            let reader = MvccReader::new(kv.snapshot().map_err(MvccError::from)?);
+            let snap = kv.snapshot().map_err(MvccError::from)?;
+            let reader = MvccReader::after_lock_probe(snap, unlocked);
             coprocessor::run(&dag, &reader, &ranges, ts, &resolved).await
         });
         let result = match task {
@@ -727,7 +754,7 @@ impl KvService {
         start_ts: u64,
     ) -> Outcome<Vec<Vec<u8>>> {
         let (start, end) = (region.start_key.clone(), region.end_key.clone());
-        self.read(ctx, move |reader| {
+        self.read(ctx, false, move |reader| {
             Ok(reader
                 .scan_locks(&start, &end, start_ts, MAX_KEYS_PER_REQUEST)?
                 .into_iter()

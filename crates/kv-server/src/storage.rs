@@ -35,9 +35,10 @@ impl Storage {
         engine: RocksEngine,
         controller: &Arc<ConfigController>,
         registry: &Registry,
-    ) -> Storage {
+    ) -> Result<Storage, node::NodeError> {
         let c = controller.current();
-        let kv = LocalKv::new(engine);
+        let kv = LocalKv::open(engine)
+            .map_err(|e| node::NodeError::Storage(format!("loading the lock table: {e}")))?;
         let scheduler = Arc::new(Scheduler::new(kv.clone(), scheduler_config(&c)));
         scheduler.set_write_gate(Arc::new(FlowControl {
             engine: kv.engine().clone(),
@@ -80,7 +81,7 @@ impl Storage {
                 .with_descs(),
             ))
             .expect("storage metrics register once");
-        Storage { scheduler, gc }
+        Ok(Storage { scheduler, gc })
     }
 }
 

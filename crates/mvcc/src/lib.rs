@@ -3,6 +3,8 @@
 //! - [`record`]: the lock CF and write CF records and their byte format.
 //! - [`reader`]: reads at a timestamp through a snapshot: locks, versions, values.
 //! - [`txn`]: the writes one command makes, collected into one engine write batch.
+//! - [`lock_table`]: an in-memory copy of the locks that can block reads, probed by reads
+//!   before their snapshot so they skip the lock CF when nothing they read is locked.
 //! - [`actions`]: one file per action (prewrite, acquire_pessimistic_lock, commit,
 //!   rollback, check_txn_status, txn_heart_beat). Actions are pure: they read through a
 //!   reader, record writes in an [`MvccTxn`], and return what happened; the caller (the
@@ -12,11 +14,13 @@
 
 pub mod actions;
 pub mod error;
+pub mod lock_table;
 pub mod reader;
 pub mod record;
 pub mod txn;
 
 pub use error::{LockInfo, MvccError, Result};
+pub use lock_table::LockTable;
 pub use reader::MvccReader;
 pub use record::{Lock, LockType, Write, WriteType};
 pub use txn::MvccTxn;

@@ -1,8 +1,10 @@
-//! The writes of one MVCC command, collected and then applied as one atomic write batch.
+//! The writes of one MVCC command, collected and then applied as one atomic write batch,
+//! with the changes they make to the [`LockTable`](crate::lock_table::LockTable).
 
 use codec::mvcc::{append_ts, encode_key};
 use engine::{Cf, WriteBatch};
 
+use crate::lock_table::LockChange;
 use crate::record::{Lock, Write};
 
 enum Modify {
@@ -13,6 +15,7 @@ enum Modify {
 #[derive(Default)]
 pub struct MvccTxn {
     modifies: Vec<Modify>,
+    lock_changes: Vec<LockChange>,
 }
 
 impl MvccTxn {
@@ -23,11 +26,13 @@ impl MvccTxn {
     pub fn put_lock(&mut self, key: &[u8], lock: &Lock) {
         self.modifies
             .push(Modify::Put(Cf::Lock, encode_key(key), lock.encode()));
+        self.lock_changes.push(LockChange::put(key, lock));
     }
 
     pub fn unlock(&mut self, key: &[u8]) {
         self.modifies
             .push(Modify::Delete(Cf::Lock, encode_key(key)));
+        self.lock_changes.push(LockChange::remove(key));
     }
 
     pub fn put_write(&mut self, key: &[u8], commit_ts: u64, write: &Write) {
@@ -75,13 +80,15 @@ impl MvccTxn {
             .sum()
     }
 
-    /// Moves the writes into `batch`, in the order they were made.
-    pub fn fill<W: WriteBatch>(self, batch: &mut W) {
+    /// Moves the writes into `batch`, in the order they were made, and returns the lock
+    /// table's changes, to apply once `batch` is durable.
+    pub fn fill<W: WriteBatch>(self, batch: &mut W) -> Vec<LockChange> {
         for m in self.modifies {
             match m {
                 Modify::Put(cf, k, v) => batch.put(cf, &k, &v),
                 Modify::Delete(cf, k) => batch.delete(cf, &k),
             }
         }
+        self.lock_changes
     }
 }

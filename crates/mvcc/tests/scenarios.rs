@@ -9,18 +9,19 @@ use mvcc::actions::commit::commit;
 use mvcc::actions::prewrite::{Mutation, TxnProps, prewrite};
 use mvcc::actions::rollback::rollback;
 use mvcc::actions::txn_heart_beat::txn_heart_beat;
-use mvcc::{MvccError, MvccReader, MvccTxn, Result};
+use mvcc::{LockTable, MvccError, MvccReader, MvccTxn, Result};
 
 /// Timestamps at 1 ms of physical time per unit, so TTLs mean something.
 fn ts(ms: u64) -> u64 {
     compose(1_000_000 + ms, 0)
 }
 
-struct Store(MemoryEngine);
+/// An engine and its lock table, kept as the kv node keeps them.
+struct Store(MemoryEngine, LockTable);
 
 impl Store {
     fn new() -> Store {
-        Store(MemoryEngine::new())
+        Store(MemoryEngine::new(), LockTable::default())
     }
 
     /// Runs one command: read through a fresh snapshot, then write its batch.
@@ -32,8 +33,9 @@ impl Store {
         let mut txn = MvccTxn::new();
         let out = f(&mut txn, &reader)?;
         let mut wb = self.0.write_batch();
-        txn.fill(&mut wb);
+        let lock_changes = txn.fill(&mut wb);
         self.0.write(wb, true).unwrap();
+        self.1.apply(lock_changes);
         Ok(out)
     }
 
@@ -64,8 +66,21 @@ impl Store {
         self.run(|txn, r| rollback(txn, r, key, start))
     }
 
+    /// A read as the kv node does it: probe the lock table, then take the snapshot.
     fn get(&self, key: &[u8], at: u64) -> Result<Option<Vec<u8>>> {
-        MvccReader::new(self.0.snapshot()).get(key, at, &[])
+        let unlocked = !self.1.may_block_key(key, at);
+        MvccReader::after_lock_probe(self.0.snapshot(), unlocked).get(key, at, &[])
+    }
+
+    fn scan(&self, start: &[u8], end: &[u8], at: u64) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let unlocked = !self.1.may_block_range(start, end, at);
+        MvccReader::after_lock_probe(self.0.snapshot(), unlocked).scan(
+            start,
+            end,
+            usize::MAX,
+            at,
+            &[],
+        )
     }
 
     /// A committed put in one go.
@@ -366,7 +381,20 @@ fn corrupt_records_are_errors_that_name_the_key() {
     let mut wb = s.0.write_batch();
     wb.put(Cf::Lock, &codec::mvcc::encode_key(b"bad"), b"\x01\x02");
     s.0.write(wb, true).unwrap();
-    let err = s.get(b"bad", ts(10)).unwrap_err().to_string();
+    // Written behind the lock table's back, as a damaged disk would: the reader that
+    // checks the lock CF and the table's loading at start-up both name the key.
+    let err = MvccReader::new(s.0.snapshot())
+        .get(b"bad", ts(10), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("corrupted data in cf lock at key 626164"),
+        "{err}"
+    );
+    let err = LockTable::load(s.0.snapshot())
+        .err()
+        .expect("corrupt")
+        .to_string();
     assert!(
         err.starts_with("corrupted data in cf lock at key 626164"),
         "{err}"
@@ -486,4 +514,40 @@ fn a_scan_seeks_past_a_key_with_many_old_versions() {
         reader.scan(b"b", b"c", usize::MAX, ts(8), &[]).unwrap()[0].1,
         b"b2"
     );
+}
+
+#[test]
+fn the_lock_table_holds_every_lock_that_can_block_a_read_and_survives_a_restart() {
+    let s = Store::new();
+    s.write(b"a", b"old", ts(1), ts(2));
+    s.write(b"m", b"old", ts(1), ts(2));
+    s.put(b"a", b"new", b"a", ts(10)).unwrap();
+    // A pessimistic lock blocks no reader, so the table leaves it out.
+    s.run(|txn, r| acquire_pessimistic_lock(txn, r, b"m", b"m", ts(11), ts(11), 3000))
+        .unwrap();
+    assert_eq!(s.1.len(), 1);
+    assert!(matches!(
+        s.get(b"a", ts(15)),
+        Err(MvccError::KeyIsLocked(_))
+    ));
+    assert!(matches!(
+        s.scan(b"", b"", ts(15)),
+        Err(MvccError::KeyIsLocked(_))
+    ));
+    assert_eq!(s.get(b"m", ts(15)).unwrap(), v("old"));
+    assert_eq!(
+        s.scan(b"b", b"", ts(15)).unwrap().len(),
+        1,
+        "a range past the lock"
+    );
+    // After a restart the table is loaded from the lock CF with the same locks.
+    let reloaded = LockTable::load(s.0.snapshot()).unwrap();
+    assert_eq!(reloaded.len(), 1);
+    assert!(reloaded.may_block_key(b"a", ts(15)));
+    assert!(!reloaded.may_block_key(b"m", ts(15)));
+    // The commit takes the lock out; the read sees the new value without the lock CF.
+    s.commit(b"a", ts(10), ts(12)).unwrap();
+    assert!(s.1.is_empty());
+    assert_eq!(s.get(b"a", ts(15)).unwrap(), v("new"));
+    assert!(LockTable::load(s.0.snapshot()).unwrap().is_empty());
 }

@@ -2,8 +2,10 @@
 //! only once it is durable: on disk for [`LocalKv`], on a Raft majority for the raftstore
 //! implementation to come. `txn` never imports raftstore; `kv-server` plugs one in.
 
+use std::sync::Arc;
+
 use engine::{KvEngine, Snapshot};
-use mvcc::MvccTxn;
+use mvcc::{LockTable, MvccTxn};
 
 pub trait ReplicatedKv: Send + Sync + 'static {
     type Snap: Snapshot;
@@ -11,19 +13,26 @@ pub trait ReplicatedKv: Send + Sync + 'static {
     /// A snapshot that reflects every write acknowledged before the call.
     fn snapshot(&self) -> engine::Result<Self::Snap>;
 
-    /// Applies `txn`'s writes atomically and durably.
+    /// Applies `txn`'s writes atomically and durably, then its lock changes to
+    /// [`ReplicatedKv::lock_table`], before returning.
     fn write(&self, txn: MvccTxn) -> engine::Result<()>;
+
+    /// The locks that can block reads (see `mvcc::lock_table` for the protocol).
+    fn lock_table(&self) -> &LockTable;
 }
 
 /// A single replica on a local engine: writes are fsynced before they are acknowledged.
 #[derive(Clone)]
 pub struct LocalKv<E> {
     engine: E,
+    locks: Arc<LockTable>,
 }
 
 impl<E: KvEngine> LocalKv<E> {
-    pub fn new(engine: E) -> LocalKv<E> {
-        LocalKv { engine }
+    /// Serves `engine`, with the lock table loaded from its lock CF.
+    pub fn open(engine: E) -> mvcc::Result<LocalKv<E>> {
+        let locks = Arc::new(LockTable::load(engine.snapshot())?);
+        Ok(LocalKv { engine, locks })
     }
 
     pub fn engine(&self) -> &E {
@@ -43,7 +52,13 @@ impl<E: KvEngine> ReplicatedKv for LocalKv<E> {
             return Ok(());
         }
         let mut batch = self.engine.write_batch();
-        txn.fill(&mut batch);
-        self.engine.write(batch, true)
+        let lock_changes = txn.fill(&mut batch);
+        self.engine.write(batch, true)?;
+        self.locks.apply(lock_changes);
+        Ok(())
+    }
+
+    fn lock_table(&self) -> &LockTable {
+        &self.locks
     }
 }

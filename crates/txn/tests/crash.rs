@@ -31,7 +31,7 @@ fn open(dir: &Path) -> Scheduler<LocalKv<RocksEngine>> {
     let config = Config::defaults(Role::Kv, res).unwrap();
     let engine = RocksEngine::open(dir, &config).unwrap();
     Scheduler::new(
-        LocalKv::new(engine),
+        LocalKv::open(engine).expect("the lock CF loads"),
         SchedulerConfig {
             workers: 2,
             latch_slots: 1024,

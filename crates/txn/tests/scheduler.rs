@@ -85,7 +85,10 @@ fn transfer(s: &Scheduler<LocalKv<MemoryEngine>>, clock: &AtomicU64, from: u64, 
 
 #[test]
 fn concurrent_transfers_keep_the_total() {
-    let s = Arc::new(Scheduler::new(LocalKv::new(MemoryEngine::new()), config(2)));
+    let s = Arc::new(Scheduler::new(
+        LocalKv::open(MemoryEngine::new()).expect("the lock CF loads"),
+        config(2),
+    ));
     let clock = Arc::new(AtomicU64::new(10));
     for i in 0..ACCOUNTS {
         let start_ts = clock.fetch_add(1, Ordering::SeqCst);
@@ -154,7 +157,7 @@ fn concurrent_transfers_keep_the_total() {
 #[test]
 fn pending_writes_beyond_the_threshold_are_refused() {
     let s = Scheduler::new(
-        LocalKv::new(MemoryEngine::new()),
+        LocalKv::open(MemoryEngine::new()).expect("the lock CF loads"),
         SchedulerConfig {
             pending_write_threshold_bytes: 1000,
             ..config(1)
@@ -209,7 +212,10 @@ fn a_closed_write_gate_refuses_writes_but_not_cleanup() {
             Err("write stall: 25 L0 files".into())
         }
     }
-    let s = Scheduler::new(LocalKv::new(MemoryEngine::new()), config(1));
+    let s = Scheduler::new(
+        LocalKv::open(MemoryEngine::new()).expect("the lock CF loads"),
+        config(1),
+    );
     s.set_write_gate(Arc::new(Stalled));
     let err = s
         .run(Command::Commit {
@@ -232,7 +238,10 @@ fn a_closed_write_gate_refuses_writes_but_not_cleanup() {
 
 #[test]
 fn resize_changes_the_worker_count() {
-    let s = Scheduler::new(LocalKv::new(MemoryEngine::new()), config(1));
+    let s = Scheduler::new(
+        LocalKv::open(MemoryEngine::new()).expect("the lock CF loads"),
+        config(1),
+    );
     s.resize(3);
     assert_eq!(s.workers(), 3);
     s.resize(1);
@@ -253,7 +262,7 @@ fn resize_changes_the_worker_count() {
 
 #[test]
 fn gc_keeps_what_readers_at_or_after_the_safe_point_see_and_drops_the_rest() {
-    let kv = LocalKv::new(MemoryEngine::new());
+    let kv = LocalKv::open(MemoryEngine::new()).expect("the lock CF loads");
     let s = Scheduler::new(kv.clone(), config(1));
     let mut ts = 10;
     let mut write = |key: &[u8], value: Option<&[u8]>| {

@@ -38,7 +38,7 @@ struct Row {
 }
 
 fn load(engine: &RocksEngine, keys: u64, versions: u64) -> anyhow::Result<()> {
-    let kv = LocalKv::new(engine.clone());
+    let kv = LocalKv::open(engine.clone())?;
     for k in 0..keys {
         let key = format!("gc-bench-key-{k:08}").into_bytes();
         let mut txn = MvccTxn::new();
@@ -75,7 +75,7 @@ pub fn run(args: GcBenchArgs) -> anyhow::Result<()> {
         let engine = RocksEngine::open(dir.path(), &config)?;
         load(&engine, args.keys, args.versions)?;
         let gc = GcWorker::new(
-            LocalKv::new(engine.clone()),
+            LocalKv::open(engine.clone())?,
             config.int("gc.batch-keys") as usize,
             limit,
         );

@@ -35,7 +35,7 @@ fn once(config: &Config, clients: usize, length: Duration) -> anyhow::Result<(f6
     let dir = tempfile::tempdir()?;
     let engine = RocksEngine::open(dir.path(), config)?;
     let scheduler = Arc::new(Scheduler::new(
-        LocalKv::new(engine),
+        LocalKv::open(engine)?,
         kv_server::storage::scheduler_config(config),
     ));
     let clock = Arc::new(AtomicU64::new(1));
