@@ -782,3 +782,75 @@ fn gc_resolves_locks_below_the_safe_point_and_reports_a_live_one() {
         assert_eq!(total(&client).await, ACCOUNTS * INITIAL);
     });
 }
+
+/// TiDB's max-ts point get: a read at LATEST asks PD for nothing, passes the primary lock of
+/// a live txn (it has not committed) and, at a secondary lock, retries at a ts from PD, which
+/// resolves the lock of a txn whose TTL has run out.
+#[test]
+fn a_latest_point_get_passes_a_primary_lock_and_resolves_a_secondary_one() {
+    use proto::kv::kv_client::KvClient;
+    use proto::kv::{Context, Mutation, Op, PrewriteRequest};
+    let cluster = Cluster::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let client = cluster.client().await;
+        let mut t = client.begin().await.unwrap();
+        for key in [b"p", b"q", b"s"] {
+            t.put(key.to_vec(), b"old".to_vec());
+        }
+        t.commit().await.unwrap();
+
+        // Txns that prewrite and then stop: their locks stay until resolved.
+        let region = client.pd().get_region(b"p").await.unwrap();
+        let mut kv = KvClient::connect(format!("http://{}", cluster.kv_addr))
+            .await
+            .unwrap();
+        let mut prewrite = async |keys: &[&[u8]], lock_ttl: u64| {
+            let r = kv
+                .kv_prewrite(PrewriteRequest {
+                    context: Some(Context {
+                        region_id: region.region.id,
+                        region_epoch: region.region.region_epoch,
+                        peer: region.leader,
+                        ..Context::default()
+                    }),
+                    mutations: keys
+                        .iter()
+                        .map(|key| Mutation {
+                            op: Op::Put as i32,
+                            key: key.to_vec(),
+                            value: b"new".to_vec(),
+                        })
+                        .collect(),
+                    primary_lock: keys[0].to_vec(),
+                    start_version: client.current_ts().await.unwrap(),
+                    lock_ttl,
+                    is_pessimistic_lock: vec![false; keys.len()],
+                    ..PrewriteRequest::default()
+                })
+                .await
+                .unwrap()
+                .into_inner();
+            assert!(r.region_error.is_none() && r.errors.is_empty(), "{r:?}");
+        };
+        prewrite(&[b"p"], 60_000).await; // alive for a minute
+        prewrite(&[b"q", b"s"], 1).await; // dead at once
+        tokio::time::sleep(Duration::from_millis(50)).await;
+
+        // A read at a ts from PD waits for the live txn (its lock holds for a minute); one
+        // at LATEST does not.
+        let latest = client.begin_latest();
+        let read = tokio::time::timeout(Duration::from_secs(10), latest.get(b"p"))
+            .await
+            .expect("a LATEST read does not wait for a live primary lock");
+        assert_eq!(read.unwrap(), Some(b"old".to_vec()));
+        // The secondary's lock makes it take a ts and resolve: the dead txn rolls back.
+        assert_eq!(latest.get(b"s").await.unwrap(), Some(b"old".to_vec()));
+        let fresh = client.begin().await.unwrap();
+        assert_eq!(fresh.get(b"q").await.unwrap(), Some(b"old".to_vec()));
+        // LATEST never writes.
+        let mut writer = client.begin_latest();
+        writer.put(b"p".to_vec(), b"x".to_vec());
+        assert!(matches!(writer.commit().await, Err(KvError::Invalid(_))));
+    });
+}

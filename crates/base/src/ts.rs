@@ -3,6 +3,11 @@
 
 pub const LOGICAL_BITS: u32 = 18;
 
+/// The read ts of a point get that reads the newest committed version without asking PD
+/// for a timestamp (TiDB's `math.MaxUint64` for autocommit point gets); only primary locks
+/// let it pass (see `mvcc::reader`).
+pub const LATEST: u64 = u64::MAX;
+
 pub const fn compose(physical_ms: u64, logical: u64) -> u64 {
     physical_ms << LOGICAL_BITS | (logical & ((1 << LOGICAL_BITS) - 1))
 }

@@ -101,7 +101,7 @@ async fn run_task(
 }
 
 /// Runs `dag` over `ranges` at `ts`, region by region, `concurrency` at a time; returns each
-/// region's rows, in key order.
+/// region's rows, in key order. A scan sees one ts, so `LATEST` becomes a ts from PD.
 pub(crate) async fn fan_out(
     inner: &Arc<Inner>,
     dag: DagRequest,
@@ -110,6 +110,10 @@ pub(crate) async fn fan_out(
     group_id: u64,
     concurrency: usize,
 ) -> Result<Vec<Vec<Vec<u8>>>> {
+    let ts = match ts {
+        base::ts::LATEST => inner.pd.get_ts().await?,
+        ts => ts,
+    };
     inner.check_visible(ts)?;
     let dag = Arc::new(dag);
     let semaphore = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));

@@ -121,6 +121,13 @@ impl Client {
         Ok(Transaction::new(self.inner.clone(), start_ts, false))
     }
 
+    /// A read-only transaction whose point gets read the newest committed versions, without
+    /// a timestamp from PD (TiDB's autocommit point get at `math.MaxUint64`); see
+    /// [`Transaction::take_ts_from_pd`] for anything else.
+    pub fn begin_latest(&self) -> Transaction {
+        Transaction::new(self.inner.clone(), base::ts::LATEST, false)
+    }
+
     /// A pessimistic transaction: `lock_keys` takes locks as it goes.
     pub async fn begin_pessimistic(&self) -> Result<Transaction> {
         let start_ts = self.current_ts().await?;

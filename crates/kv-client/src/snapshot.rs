@@ -1,8 +1,14 @@
 //! Reads at one timestamp: get, batch get (grouped by region) and scan (region after region).
 //! A lock in the way is resolved ([`crate::lock_resolver`]) and the read retried, within a
 //! backoff budget of [`READ_BUDGET_MS`].
+//!
+//! A snapshot at [`LATEST`] (an autocommit point get) reads the newest committed versions
+//! without a timestamp from PD. Resolving a lock needs a real reader ts, so a get that meets
+//! a lock there retries at a ts from PD instead (TiDB does the same); a scan takes one first.
 
 use std::sync::Arc;
+
+use base::ts::LATEST;
 
 use proto::kv::{BatchGetRequest, Context, GetRequest, KeyError, LockInfo, ScanRequest};
 
@@ -42,21 +48,33 @@ impl Snapshot {
         })
     }
 
-    /// After a read met `error`: resolve its lock (and wait if its txn is alive), or fail.
-    async fn handle(&self, bo: &Backoff, resolved: &mut Vec<u64>, error: KeyError) -> Result<()> {
+    /// After a read at `ts` met `error`: resolve its lock (and wait if its txn is alive), or
+    /// fail. Returns the ts to retry at: `ts`, or one from PD when `ts` was [`LATEST`].
+    async fn handle(
+        &self,
+        bo: &Backoff,
+        resolved: &mut Vec<u64>,
+        ts: u64,
+        error: KeyError,
+    ) -> Result<u64> {
         let Some(lock) = error.locked else {
-            return Err(KvError::from_key_error(self.ts, &error));
+            return Err(KvError::from_key_error(ts, &error));
         };
-        self.resolve(bo, resolved, &[lock]).await
+        if ts == LATEST {
+            return Ok(self.inner.pd.get_ts().await?);
+        }
+        self.resolve(bo, resolved, ts, &[lock]).await?;
+        Ok(ts)
     }
 
     async fn resolve(
         &self,
         bo: &Backoff,
         resolved: &mut Vec<u64>,
+        ts: u64,
         locks: &[LockInfo],
     ) -> Result<()> {
-        let r = lock_resolver::resolve(&self.inner, bo, self.ts, locks).await?;
+        let r = lock_resolver::resolve(&self.inner, bo, ts, locks).await?;
         resolved.extend(r.pushed);
         if !r.all {
             bo.wait(
@@ -72,28 +90,25 @@ impl Snapshot {
         self.inner.check_visible(self.ts)?;
         let bo = Backoff::new("get", READ_BUDGET_MS);
         let mut resolved = Vec::new();
+        let mut ts = self.ts;
         loop {
             let req = GetRequest {
                 context: self.context(&resolved),
                 key: key.to_vec(),
-                version: self.ts,
+                version: ts,
             };
             let r = send_on_key(&self.inner.cache, &self.inner.conns, &bo, key, req).await?;
             match r.error {
                 None => return Ok((!r.not_found).then_some(r.value)),
-                Some(e) => self.handle(&bo, &mut resolved, e).await?,
+                Some(e) => ts = self.handle(&bo, &mut resolved, ts, e).await?,
             }
         }
     }
 
-    /// The pairs among `keys` that exist, in no particular order.
-    pub async fn batch_get(&self, keys: &[Vec<u8>]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        self.inner.check_visible(self.ts)?;
-        let bo = Backoff::new("batch_get", READ_BUDGET_MS);
-        let mut resolved = Vec::new();
-        let mut out = Vec::new();
-        // Region batches of at most MAX_BATCH_GET_KEYS keys (the kv node's request bound).
-        let mut work: Vec<(Route, Vec<Vec<u8>>)> = self
+    /// `keys` grouped by region, in batches of at most MAX_BATCH_GET_KEYS keys (the kv
+    /// node's request bound).
+    async fn region_batches(&self, keys: &[Vec<u8>]) -> Result<Vec<(Route, Vec<Vec<u8>>)>> {
+        Ok(self
             .inner
             .cache
             .group_keys(keys)
@@ -104,19 +119,37 @@ impl Snapshot {
                     .map(|c| (route.clone(), c.to_vec()))
                     .collect::<Vec<_>>()
             })
-            .collect();
+            .collect())
+    }
+
+    /// The pairs among `all_keys` that exist, in no particular order.
+    pub async fn batch_get(&self, all_keys: &[Vec<u8>]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.inner.check_visible(self.ts)?;
+        let bo = Backoff::new("batch_get", READ_BUDGET_MS);
+        let mut resolved = Vec::new();
+        let mut ts = self.ts;
+        let mut out = Vec::new();
+        let mut work = self.region_batches(all_keys).await?;
         while let Some((route, keys)) = work.pop() {
             let req = BatchGetRequest {
                 context: self.context(&resolved),
                 keys: keys.clone(),
-                version: self.ts,
+                version: ts,
             };
             match send(&self.inner.cache, &self.inner.conns, &bo, &route, req).await? {
                 Sent::Reroute => work.extend(self.inner.cache.group_keys(&keys).await?),
                 Sent::Done(r) => match r.error {
                     None => out.extend(r.pairs.into_iter().map(|p| (p.key, p.value))),
                     Some(e) => {
-                        self.handle(&bo, &mut resolved, e).await?;
+                        let retry_ts = self.handle(&bo, &mut resolved, ts, e).await?;
+                        if retry_ts != ts {
+                            // Every key again at the new ts: batches read at LATEST may
+                            // hold a newer version than the new ts sees.
+                            ts = retry_ts;
+                            out.clear();
+                            work = self.region_batches(all_keys).await?;
+                            continue;
+                        }
                         work.push((route, keys));
                     }
                 },
@@ -135,6 +168,10 @@ impl Snapshot {
         self.inner.check_visible(self.ts)?;
         let bo = Backoff::new("scan", READ_BUDGET_MS);
         let mut resolved = Vec::new();
+        let ts = match self.ts {
+            LATEST => self.inner.pd.get_ts().await?,
+            ts => ts,
+        };
         let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         let mut from = start.to_vec();
         while out.len() < limit {
@@ -146,7 +183,7 @@ impl Snapshot {
                 start_key: from.clone(),
                 end_key: end.to_vec(),
                 limit: batch,
-                version: self.ts,
+                version: ts,
                 key_only: false,
             };
             let r = match send(&self.inner.cache, &self.inner.conns, &bo, &route, req).await? {
@@ -154,7 +191,7 @@ impl Snapshot {
                 Sent::Done(r) => r,
             };
             if let Some(e) = r.error {
-                self.handle(&bo, &mut resolved, e).await?;
+                self.handle(&bo, &mut resolved, ts, e).await?;
                 continue;
             }
             let got = r.pairs.len();

@@ -5,10 +5,16 @@
 //! primary through commit; from then on a heartbeat task keeps the primary's TTL ahead of
 //! the txn's age until the txn ends. Dropping an uncommitted transaction leaves nothing
 //! behind but its pessimistic locks, which expire with their TTL.
+//!
+//! A read-only autocommit statement may start at [`LATEST`] ([`crate::Client::begin_latest`])
+//! and ask PD for no timestamp: its point gets read the newest committed versions. Anything
+//! else it does must first call [`Transaction::take_ts_from_pd`]; writes at `LATEST` fail.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
+use base::ts::LATEST;
 use proto::kv::{Mutation, Op, PessimisticLockRequest};
 
 use crate::Inner;
@@ -54,8 +60,15 @@ pub struct Transaction {
 
 impl Transaction {
     pub(crate) fn new(inner: Arc<Inner>, start_ts: u64, pessimistic: bool) -> Transaction {
+        // The read pool groups a query's reads by this id; LATEST statements each get their
+        // own, from a counter far below any ts PD hands out.
+        static NEXT_LATEST_GROUP: AtomicU64 = AtomicU64::new(1);
+        let group_id = match start_ts {
+            LATEST => NEXT_LATEST_GROUP.fetch_add(1, Ordering::Relaxed),
+            ts => ts,
+        };
         Transaction {
-            snapshot: Snapshot::new(inner.clone(), start_ts, start_ts),
+            snapshot: Snapshot::new(inner.clone(), start_ts, group_id),
             inner,
             buffer: BTreeMap::new(),
             pessimistic,
@@ -69,6 +82,17 @@ impl Transaction {
 
     pub fn start_ts(&self) -> u64 {
         self.snapshot.ts
+    }
+
+    /// Turns a txn at [`LATEST`] into one at a fresh ts from PD (nothing read so far may be
+    /// kept); any other txn stays as it is.
+    pub async fn take_ts_from_pd(&mut self) -> Result<()> {
+        if self.snapshot.ts == LATEST {
+            let ts = self.inner.pd.get_ts().await?;
+            self.snapshot.ts = ts;
+            self.for_update_ts = ts;
+        }
+        Ok(())
     }
 
     pub fn is_pessimistic(&self) -> bool {
@@ -207,6 +231,7 @@ impl Transaction {
     /// commit newer than `for_update_ts` makes it retry at a newer one, as TiDB retries the
     /// statement, up to [`MAX_FOR_UPDATE_RETRIES`] times. Optimistic txns check at commit.
     pub async fn lock_keys(&mut self, keys: &[Vec<u8>]) -> Result<()> {
+        self.refuse_writes_at_latest()?;
         if !self.pessimistic {
             for k in keys {
                 self.buffer.entry(k.clone()).or_insert(Buffered::Lock);
@@ -385,6 +410,9 @@ impl Transaction {
         if mutations.is_empty() {
             return Ok(start_ts);
         }
+        if start_ts == LATEST {
+            return Err(writes_at_latest());
+        }
         let primary = self
             .primary
             .clone()
@@ -442,4 +470,15 @@ impl Transaction {
         }
         committer::rollback(&self.inner, self.start_ts(), self.locked).await
     }
+
+    fn refuse_writes_at_latest(&self) -> Result<()> {
+        match self.snapshot.ts {
+            LATEST => Err(writes_at_latest()),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn writes_at_latest() -> KvError {
+    KvError::Invalid("a transaction reading at LATEST cannot write: take a ts from PD first".into())
 }

@@ -2,11 +2,17 @@
 //!
 //! A read at `ts` first looks at the key's lock: a lock of another txn with
 //! `start_ts <= ts` that could still commit below `ts` blocks it (`KeyIsLocked`, the client
-//! resolves and retries); pessimistic and `Lock` locks never block readers. Then it walks the
-//! key's write records from the newest at or below `ts`, skipping `Rollback` and `Lock`
-//! records: a `Put` gives the value (inline or from the default CF at its start_ts), a
-//! `Delete` gives none.
+//! resolves and retries); pessimistic and `Lock` locks never block readers. A read at
+//! [`LATEST`](base::ts::LATEST) (TiDB's autocommit point get, which asks PD for no timestamp) reads the newest
+//! committed version: a primary lock does not block it, since the txn commits exactly when
+//! that lock gives way to a write record, so it has not committed yet; a secondary lock does
+//! (its primary may have committed), and the client retries at a timestamp from PD.
+//!
+//! Then it walks the key's write records from the newest at or below `ts`, skipping
+//! `Rollback` and `Lock` records: a `Put` gives the value (inline or from the default CF at
+//! its start_ts), a `Delete` gives none.
 
+use base::ts::LATEST;
 use codec::mvcc::{append_ts, encode_key, split_versioned};
 use engine::{Cf, EngineIterator, IterOptions, Snapshot};
 
@@ -48,9 +54,10 @@ fn next_key<I: EngineIterator + ?Sized>(it: &mut I, encoded: &[u8]) -> Result<bo
     Ok(it.seek(&prefix_end(encoded))?)
 }
 
-/// Whether `lock` blocks a read at `ts` (its txn may still commit at or below `ts`).
-fn blocks(lock: &Lock, ts: u64, resolved: &[u64]) -> bool {
-    lock.start_ts <= ts
+/// Whether `lock` on `key` blocks a read at `ts` (its txn may still commit at or below `ts`).
+fn blocks(key: &[u8], lock: &Lock, ts: u64, resolved: &[u64]) -> bool {
+    !(ts == LATEST && lock.primary == key)
+        && lock.start_ts <= ts
         && !matches!(lock.lock_type, LockType::Pessimistic | LockType::Lock)
         && lock.min_commit_ts <= ts
         && !resolved.contains(&lock.start_ts)
@@ -167,7 +174,7 @@ impl<S: Snapshot> MvccReader<S> {
             return Ok(());
         }
         if let Some(lock) = self.load_lock(key)?
-            && blocks(&lock, ts, resolved)
+            && blocks(key, &lock, ts, resolved)
         {
             return Err(MvccError::KeyIsLocked(LockInfo::new(key, &lock)));
         }
@@ -183,7 +190,7 @@ impl<S: Snapshot> MvccReader<S> {
         let locks = self.scan_locks(start, end, ts, usize::MAX)?;
         match locks
             .into_iter()
-            .find(|(_, lock)| blocks(lock, ts, resolved))
+            .find(|(key, lock)| blocks(key, lock, ts, resolved))
         {
             Some((key, lock)) => Err(MvccError::KeyIsLocked(LockInfo::new(&key, &lock))),
             None => Ok(()),

@@ -454,6 +454,10 @@ pub async fn select(
     let rewritten = crate::subquery::rewrite(ctx, txn, schema_table, q).await?;
     let q = rewritten.as_ref().unwrap_or(q);
     let mut p = plan(ctx, schema_table, q)?;
+    if !p.is_point_get() {
+        // Only a point get may read at LATEST (see `may_be_point_get`).
+        txn.take_ts_from_pd().await?;
+    }
     // Derived tables first: their rows are the input of this query.
     for s in &mut p.sources {
         if let crate::join::Relation::Derived { query, rows, .. } = &mut s.relation {
@@ -501,7 +505,37 @@ pub struct TableRead {
     pub read_limit: Option<usize>,
 }
 
+/// Whether `q` may plan as a point get, by its shape alone: one table, a WHERE, no
+/// subqueries, no locking read. An autocommit statement of that shape starts at LATEST
+/// (asking PD for no timestamp), and `select` takes a ts from PD if the plan turns out to
+/// read anything but one row by its handle.
+pub fn may_be_point_get(q: &ast::Query) -> bool {
+    let SetExpr::Select(sel) = q.body.as_ref() else {
+        return false;
+    };
+    let one_table = match sel.from.as_slice() {
+        [only] => only.joins.is_empty() && matches!(only.relation, ast::TableFactor::Table { .. }),
+        _ => false,
+    };
+    let has_subquery = ast::visit_expressions(q, |e| match e {
+        ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. } => {
+            std::ops::ControlFlow::Break(())
+        }
+        _ => std::ops::ControlFlow::Continue(()),
+    })
+    .is_break();
+    q.with.is_none() && q.locks.is_empty() && one_table && sel.selection.is_some() && !has_subquery
+}
+
 impl SelectPlan<'_> {
+    /// One row of one table read by its handle, not locked: what may read at LATEST.
+    pub fn is_point_get(&self) -> bool {
+        !self.for_update
+            && self.single_table().is_some_and(|t| {
+                matches!(choose_access(self.filter.as_ref(), t), Access::Handles(h) if h.len() == 1)
+            })
+    }
+
     /// The table, when the query reads exactly one.
     pub fn single_table(&self) -> Option<&Arc<TableInfo>> {
         match self.sources.as_slice() {

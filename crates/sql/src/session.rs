@@ -849,6 +849,10 @@ impl Session {
         let own = self.txn.is_none() && !self.explicit && self.autocommit();
         let mut txn = match self.txn.take() {
             Some(t) => t,
+            // TiDB's max-ts point get: no timestamp from PD unless the plan needs one.
+            None if own && matches!(s, Statement::Query(q) if query::may_be_point_get(q)) => {
+                self.shared.client.begin_latest()
+            }
             None => self.begin().await?,
         };
         // A failed statement leaves nothing behind in the txn (MySQL's statement rollback).
