@@ -28,6 +28,10 @@ pub const PLAYGROUND_STOP_WAIT_MS: u64 = 10_000;
 /// Most requests one BatchCommands message to a kv node carries, and most answers one reply
 /// message carries (TiKV's client batches up to 128 too).
 pub const KV_BATCH_REQUESTS_MAX: usize = 128;
+/// Most bytes of requests (or answers) one BatchCommands message gathers before it goes; a
+/// larger one travels alone. Far below the 64 MiB a message may have, so a batch of large
+/// answers never becomes a message the other side refuses.
+pub const KV_BATCH_BYTES_MAX: usize = 4 << 20;
 /// Requests that may wait for a kv node's batch stream before callers wait to queue theirs;
 /// also the answers a kv node keeps ready for one stream before its handlers wait.
 pub const KV_BATCH_QUEUE_MAX: usize = 4096;

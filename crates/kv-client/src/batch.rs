@@ -1,7 +1,7 @@
 //! The SQL node's half of `BatchCommands` (TiDB's batch client): one stream per kv node
 //! carries every request to it. Callers queue their request with [`BatchStream::call`]; one
-//! task per stream takes everything queued (up to [`KV_BATCH_REQUESTS_MAX`]) into one
-//! message, and hands each answer to the caller whose id it carries. Under load this turns a
+//! task per stream takes everything queued (up to [`KV_BATCH_REQUESTS_MAX`] requests and
+//! [`KV_BATCH_BYTES_MAX`] bytes) into one message, and hands each answer to the caller whose id it carries. Under load this turns a
 //! request's HTTP/2 stream, headers and system calls into a share of one message.
 //!
 //! A broken stream fails every request in flight with `UNAVAILABLE` (the caller reroutes,
@@ -12,7 +12,9 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use base::limits::{KV_BATCH_QUEUE_MAX, KV_BATCH_REQUESTS_MAX, KV_REQUEST_TIMEOUT_MS};
+use base::limits::{
+    KV_BATCH_BYTES_MAX, KV_BATCH_QUEUE_MAX, KV_BATCH_REQUESTS_MAX, KV_REQUEST_TIMEOUT_MS,
+};
 use proto::kv::BatchCommandsRequest;
 use proto::kv::batch_commands_request::Request;
 use proto::kv::batch_commands_request::request::Cmd as RequestCmd;
@@ -92,6 +94,9 @@ async fn run(mut client: KvClient<Channel>, mut queued: mpsc::Receiver<Call>) {
                         }
                     }
                     message = answers.next() => match message {
+                        Some(Ok(message)) if message.request_ids.len() != message.responses.len() => {
+                            break Status::internal("a batch answer without one id per answer");
+                        }
                         Some(Ok(message)) => {
                             for (id, answer) in message.request_ids.into_iter().zip(message.responses) {
                                 if let Some(caller) = waiting.remove(&id) {
@@ -117,8 +122,8 @@ async fn run(mut client: KvClient<Channel>, mut queued: mpsc::Receiver<Call>) {
     }
 }
 
-/// `first` and whatever else is queued now, up to the message bound, as one message; their
-/// callers now wait in `waiting` under fresh ids.
+/// `first` and whatever else is queued now, up to the message bounds, as one message; their
+/// callers now wait in `waiting` under fresh ids. Requests whose caller gave up are dropped.
 fn gather(
     first: Call,
     queued: &mut mpsc::Receiver<Call>,
@@ -130,13 +135,17 @@ fn gather(
         waiting.retain(|_, caller| !caller.is_closed());
     }
     let mut message = BatchCommandsRequest::default();
+    let mut bytes = 0;
     let mut call = Some(first);
     while let Some(Call { cmd, answer }) = call {
-        *next_id += 1;
-        message.requests.push(Request { cmd: Some(cmd) });
-        message.request_ids.push(*next_id);
-        waiting.insert(*next_id, answer);
-        if message.requests.len() >= KV_BATCH_REQUESTS_MAX {
+        if !answer.is_closed() {
+            *next_id += 1;
+            bytes += cmd.encoded_len();
+            message.requests.push(Request { cmd: Some(cmd) });
+            message.request_ids.push(*next_id);
+            waiting.insert(*next_id, answer);
+        }
+        if message.requests.len() >= KV_BATCH_REQUESTS_MAX || bytes >= KV_BATCH_BYTES_MAX {
             break;
         }
         call = queued.try_recv().ok();

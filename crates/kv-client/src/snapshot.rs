@@ -2,9 +2,11 @@
 //! A lock in the way is resolved ([`crate::lock_resolver`]) and the read retried, within a
 //! backoff budget of [`READ_BUDGET_MS`].
 //!
-//! A snapshot at [`LATEST`] (an autocommit point get) reads the newest committed versions
-//! without a timestamp from PD. Resolving a lock needs a real reader ts, so a get that meets
-//! a lock there retries at a ts from PD instead (TiDB does the same); a scan takes one first.
+//! A snapshot at [`LATEST`] (an autocommit point get) reads the newest committed version of
+//! one key without a timestamp from PD. Resolving a lock needs a real reader ts, so a get
+//! that meets a lock there retries at a ts from PD instead (TiDB does the same). Reads of
+//! several keys take a ts from PD first: read one by one at LATEST, they could straddle a
+//! commit.
 
 use std::sync::Arc;
 
@@ -127,7 +129,10 @@ impl Snapshot {
         self.inner.check_visible(self.ts)?;
         let bo = Backoff::new("batch_get", READ_BUDGET_MS);
         let mut resolved = Vec::new();
-        let mut ts = self.ts;
+        let mut ts = match self.ts {
+            LATEST if all_keys.len() > 1 => self.inner.pd.get_ts().await?,
+            ts => ts,
+        };
         let mut out = Vec::new();
         let mut work = self.region_batches(all_keys).await?;
         while let Some((route, keys)) = work.pop() {

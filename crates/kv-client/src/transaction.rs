@@ -7,8 +7,9 @@
 //! behind but its pessimistic locks, which expire with their TTL.
 //!
 //! A read-only autocommit statement may start at [`LATEST`] ([`crate::Client::begin_latest`])
-//! and ask PD for no timestamp: its point gets read the newest committed versions. Anything
-//! else it does must first call [`Transaction::take_ts_from_pd`]; writes at `LATEST` fail.
+//! and ask PD for no timestamp: a point get reads the newest committed version of its key
+//! (reads of several keys take a ts from PD, see [`crate::snapshot`]). Anything else it does
+//! must first call [`Transaction::take_ts_from_pd`]; writes at `LATEST` fail.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -84,15 +85,16 @@ impl Transaction {
         self.snapshot.ts
     }
 
-    /// Turns a txn at [`LATEST`] into one at a fresh ts from PD (nothing read so far may be
-    /// kept); any other txn stays as it is.
-    pub async fn take_ts_from_pd(&mut self) -> Result<()> {
-        if self.snapshot.ts == LATEST {
-            let ts = self.inner.pd.get_ts().await?;
-            self.snapshot.ts = ts;
-            self.for_update_ts = ts;
+    /// Turns a txn at [`LATEST`] into one at a fresh ts from PD, which it returns (nothing
+    /// read so far may be kept); any other txn stays as it is.
+    pub async fn take_ts_from_pd(&mut self) -> Result<Option<u64>> {
+        if self.snapshot.ts != LATEST {
+            return Ok(None);
         }
-        Ok(())
+        let ts = self.inner.pd.get_ts().await?;
+        self.snapshot.ts = ts;
+        self.for_update_ts = ts;
+        Ok(Some(ts))
     }
 
     pub fn is_pessimistic(&self) -> bool {

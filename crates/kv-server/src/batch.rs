@@ -3,17 +3,22 @@
 //! same handler as its unary RPC (so routing, the read pool and the scheduler see no
 //! difference), and answers go back as they finish, several per message, tagged with the
 //! request's id. A failed handler's status travels as the `failed` answer instead of ending
-//! the stream.
+//! the stream. When the node stops ([`KvService::stopping`]) a stream reads no more
+//! requests, answers those it took and ends; the client sends the rest elsewhere or later.
+//! A handler that panics still gets an answer (`INTERNAL`), so no caller waits for nothing.
 //!
-//! Bounds: a message carries at most [`KV_BATCH_REQUESTS_MAX`] answers; at most
+//! Bounds: a message carries at most [`KV_BATCH_REQUESTS_MAX`] answers and, unless one
+//! answer alone is larger, [`KV_BATCH_BYTES_MAX`] bytes; at most
 //! [`KV_BATCH_QUEUE_MAX`] answers wait for the stream before handlers wait to hand theirs
-//! over. Requests in flight are bounded by the read pool's and the scheduler's own limits,
-//! which answer `ServerIsBusy`.
+//! over. The stream takes every request it is sent: what bounds the requests in flight is
+//! the client (its callers each wait for their answer, and at most [`KV_BATCH_QUEUE_MAX`]
+//! more queue there), and a full read pool or scheduler answers `ServerIsBusy`.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use base::limits::{KV_BATCH_QUEUE_MAX, KV_BATCH_REQUESTS_MAX};
+use base::limits::{KV_BATCH_BYTES_MAX, KV_BATCH_QUEUE_MAX, KV_BATCH_REQUESTS_MAX};
+use prost::Message;
 use proto::kv::batch_commands_request::request::Cmd as RequestCmd;
 use proto::kv::batch_commands_response::Response as Answer;
 use proto::kv::batch_commands_response::response::Cmd as ResponseCmd;
@@ -34,20 +39,68 @@ pub struct Answers {
 /// request it carries.
 pub fn serve(service: KvService, mut requests: Streaming<BatchCommandsRequest>) -> Answers {
     let (ready_tx, ready) = mpsc::channel(KV_BATCH_QUEUE_MAX);
+    let mut stopping = service.stopping.subscribe();
     tokio::spawn(async move {
-        // A broken stream ends like a closed one: the client opens a new one.
-        while let Ok(Some(message)) = requests.message().await {
+        loop {
+            let message = tokio::select! {
+                message = requests.message() => message,
+                _ = stopping.wait_for(|stopping| *stopping) => break,
+            };
+            // A broken stream ends like a closed one: the client opens a new one.
+            let Ok(Some(message)) = message else { break };
+            if message.request_ids.len() != message.requests.len() {
+                tracing::warn!("a batch message without one id per request: stream ended");
+                break;
+            }
             for (id, request) in message.request_ids.into_iter().zip(message.requests) {
                 let (service, ready_tx) = (service.clone(), ready_tx.clone());
                 tokio::spawn(async move {
+                    let unanswered = Unanswered {
+                        id,
+                        ready_tx: Some(ready_tx),
+                    };
                     let answer = answer(&service, request.cmd).await;
-                    // The client is gone when this fails; nobody waits for the answer.
-                    let _ = ready_tx.send((id, answer)).await;
+                    unanswered.answer(answer).await;
                 });
             }
         }
     });
     Answers { ready }
+}
+
+/// A request taken but not yet answered: answers `INTERNAL` if dropped unanswered (its
+/// handler panicked).
+struct Unanswered {
+    id: u64,
+    /// Taken by the one answer sent.
+    ready_tx: Option<mpsc::Sender<(u64, Answer)>>,
+}
+
+impl Unanswered {
+    async fn answer(mut self, answer: Answer) {
+        if let Some(ready_tx) = self.ready_tx.take() {
+            // The client is gone when this fails; nobody waits for the answer.
+            let _ = ready_tx.send((self.id, answer)).await;
+        }
+    }
+}
+
+impl Drop for Unanswered {
+    fn drop(&mut self) {
+        if let Some(ready_tx) = self.ready_tx.take() {
+            let failed = failed(Status::internal("the request's handler failed"));
+            let _ = ready_tx.try_send((self.id, failed));
+        }
+    }
+}
+
+fn failed(status: Status) -> Answer {
+    Answer {
+        cmd: Some(ResponseCmd::Failed(RpcStatus {
+            code: status.code() as i32,
+            message: status.message().to_string(),
+        })),
+    }
 }
 
 /// Runs one request through its unary handler.
@@ -77,13 +130,9 @@ async fn answer(service: &KvService, cmd: Option<RequestCmd>) -> Answer {
             "a batched request names no command",
         )),
     };
-    Answer {
-        cmd: Some(result.unwrap_or_else(|status| {
-            ResponseCmd::Failed(RpcStatus {
-                code: status.code() as i32,
-                message: status.message().to_string(),
-            })
-        })),
+    match result {
+        Ok(cmd) => Answer { cmd: Some(cmd) },
+        Err(status) => failed(status),
     }
 }
 
@@ -95,14 +144,16 @@ impl Stream for Answers {
         let Some((id, answer)) = std::task::ready!(self.ready.poll_recv(cx)) else {
             return Poll::Ready(None);
         };
+        let mut bytes = answer.encoded_len();
         let mut message = BatchCommandsResponse {
             responses: vec![answer],
             request_ids: vec![id],
         };
-        while message.responses.len() < KV_BATCH_REQUESTS_MAX {
+        while message.responses.len() < KV_BATCH_REQUESTS_MAX && bytes < KV_BATCH_BYTES_MAX {
             let Ok((id, answer)) = self.ready.try_recv() else {
                 break;
             };
+            bytes += answer.encoded_len();
             message.responses.push(answer);
             message.request_ids.push(id);
         }

@@ -15,6 +15,7 @@ use crate::service::KvService;
 
 pub struct GrpcServer {
     stop: tokio::sync::oneshot::Sender<()>,
+    stopping: std::sync::Arc<tokio::sync::watch::Sender<bool>>,
     thread: JoinHandle<()>,
 }
 
@@ -47,6 +48,7 @@ impl GrpcServer {
             .enable_all()
             .build()
             .map_err(NodeError::Runtime)?;
+        let stopping = service.stopping.clone();
         let mut server = KvServer::new(service)
             .accept_compressed(CompressionEncoding::Gzip)
             .accept_compressed(CompressionEncoding::Deflate)
@@ -91,12 +93,18 @@ impl GrpcServer {
             })
             .expect("the OS starts the gRPC thread");
         tracing::info!(addr = %addr, "gRPC service listening");
-        Ok(GrpcServer { stop, thread })
+        Ok(GrpcServer {
+            stop,
+            stopping,
+            thread,
+        })
     }
 
     /// Stops accepting, lets requests in flight finish (for at most
     /// [`node::SHUTDOWN_GRACE`]), and joins the runtime.
     pub fn shutdown(self) {
+        // Batch streams outlive the server's GOAWAY: tell them to stop taking requests.
+        self.stopping.send_replace(true);
         let _ = self.stop.send(());
         let _ = self.thread.join();
     }

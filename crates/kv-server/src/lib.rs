@@ -51,6 +51,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             scheduler: storage.scheduler.clone(),
             pool: pool.clone(),
             deadlocks: Arc::new(deadlock::Detector::default()),
+            stopping: Arc::new(tokio::sync::watch::channel(false).0),
         },
     )?;
     let (stop_pd, pd_stop) = std::sync::mpsc::channel();

@@ -29,6 +29,8 @@ pub struct KvService {
     pub scheduler: Arc<Scheduler<Kv>>,
     pub pool: Arc<ReadPool>,
     pub deadlocks: Arc<crate::deadlock::Detector>,
+    /// Set when the node begins to stop: batch streams stop taking requests (see `batch`).
+    pub stopping: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 /// Why a request produced no result.

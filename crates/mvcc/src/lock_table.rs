@@ -18,6 +18,9 @@
 //!   rollback) record was already durable, and then the snapshot, taken later, holds that
 //!   record. A lock written after the probe belongs to a txn whose commit ts will be above
 //!   `ts`. So when the probe finds nothing, the snapshot's locks cannot block the read.
+//! - A read at `LATEST` reads one key (the client makes reads of several keys take a ts
+//!   from PD). A lock written after its probe is of a txn that had not committed when the
+//!   read began, so the read overlaps that commit and may return the value before it.
 //! - When the probe finds something, the read checks the lock CF in its snapshot as before.
 
 use std::collections::BTreeMap;

@@ -204,6 +204,12 @@ impl Catalog {
                 return Ok(cached.schema.clone());
             }
         }
+        if snapshot.ts == base::ts::LATEST {
+            // A LATEST read's gets would each see a different moment, and its scans take a
+            // ts of their own: the version and the tables are read at one ts from PD.
+            let at = self.client.snapshot(self.client.current_ts().await?, 0);
+            return self.load(&at, None).await;
+        }
         self.load(snapshot, None).await
     }
 

@@ -391,6 +391,9 @@ pub struct QueryContext<'a> {
     pub scan_concurrency: usize,
     /// Index ranges an index lookup reads at once.
     pub lookup_concurrency: usize,
+    /// Told the start ts a statement begun at LATEST took from PD, so the session reports it
+    /// (GC must not pass it while the statement runs).
+    pub took_start_ts: &'a (dyn Fn(u64) + Sync),
 }
 
 fn limit_value(e: &ast::Expr, ctx: &QueryContext<'_>) -> Result<u64> {
@@ -454,9 +457,11 @@ pub async fn select(
     let rewritten = crate::subquery::rewrite(ctx, txn, schema_table, q).await?;
     let q = rewritten.as_ref().unwrap_or(q);
     let mut p = plan(ctx, schema_table, q)?;
-    if !p.is_point_get() {
+    if !p.is_point_get()
+        && let Some(ts) = txn.take_ts_from_pd().await?
+    {
         // Only a point get may read at LATEST (see `may_be_point_get`).
-        txn.take_ts_from_pd().await?;
+        (ctx.took_start_ts)(ts);
     }
     // Derived tables first: their rows are the input of this query.
     for s in &mut p.sources {

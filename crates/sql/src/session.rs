@@ -602,10 +602,12 @@ impl Session {
         &self,
         client: &'a Client,
         variable: &'a (dyn Fn(Lookup<'_>) -> Result<Datum> + Sync),
+        took_start_ts: &'a (dyn Fn(u64) + Sync),
     ) -> QueryContext<'a> {
         QueryContext {
             client,
             variable,
+            took_start_ts,
             scan_concurrency: self
                 .concurrency("tidb_distsql_scan_concurrency")
                 .unwrap_or(query::DEFAULT_SCAN_CONCURRENCY),
@@ -891,10 +893,11 @@ impl Session {
         let schema = self.shared.catalog.schema(txn.snapshot()).await?;
         let this = &*self;
         let lookup = |l: Lookup<'_>| this.lookup(l);
+        let took_start_ts = |ts: u64| this.show_txn(ts);
         let client = self.shared.client.clone();
         match s {
             Statement::Query(q) => {
-                let ctx = self.query_context(&client, &lookup);
+                let ctx = self.query_context(&client, &lookup, &took_start_ts);
                 let rs = query::select(&ctx, txn, &|n| self.resolve(&schema, n), q).await?;
                 Ok(Output::Rows(rs))
             }
@@ -906,7 +909,7 @@ impl Session {
                 let Statement::Query(q) = statement.as_ref() else {
                     return Err(SqlError::not_supported(format!("EXPLAIN {statement}")));
                 };
-                let ctx = self.query_context(&client, &lookup);
+                let ctx = self.query_context(&client, &lookup, &took_start_ts);
                 let rs =
                     crate::explain::explain(&ctx, txn, &|n| self.resolve(&schema, n), q).await?;
                 Ok(Output::Rows(rs))

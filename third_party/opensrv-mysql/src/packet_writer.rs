@@ -89,6 +89,8 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
         if !self.pending.is_empty() {
             self.output_stream.write_all(&self.pending).await?;
             self.pending.clear();
+            // A connection that once sent a huge row does not keep its buffer.
+            self.pending.shrink_to(FLUSH_AT);
         }
         Ok(())
     }
