@@ -103,14 +103,15 @@ impl<S: Snapshot> MvccReader<S> {
         }
     }
 
-    /// The key's write records, newest first, from the newest at or below `from_ts`,
-    /// while `more(commit_ts, taken_so_far)` says to go on: the walk stops there, so a
-    /// caller that needs the recent versions never reads the old ones.
+    /// The key's write records, newest first, from the newest at or below `from_ts`, at most
+    /// `limit`, while `more(commit_ts)` says to go on: the walk stops there, so a caller
+    /// that needs the recent versions never reads (or steps onto) the old ones.
     fn walk_writes(
         &self,
         key: &[u8],
         from_ts: u64,
-        mut more: impl FnMut(u64, usize) -> bool,
+        limit: usize,
+        mut more: impl FnMut(u64) -> bool,
     ) -> Result<Vec<(u64, Write)>> {
         let encoded = encode_key(key);
         let opts = IterOptions {
@@ -124,10 +125,13 @@ impl<S: Snapshot> MvccReader<S> {
         while ok {
             let (_, commit_ts) =
                 split_versioned(it.key()).map_err(|e| corrupt_key(Cf::Write, key, e))?;
-            if !more(commit_ts, out.len()) {
+            if !more(commit_ts) {
                 break;
             }
             out.push((commit_ts, Write::decode(key, it.value())?));
+            if out.len() == limit {
+                break;
+            }
             ok = it.next()?;
         }
         Ok(out)
@@ -135,12 +139,12 @@ impl<S: Snapshot> MvccReader<S> {
 
     /// The newest write record at or below `ts`.
     pub fn seek_write(&self, key: &[u8], ts: u64) -> Result<Option<(u64, Write)>> {
-        Ok(self.walk_writes(key, ts, |_, taken| taken < 1)?.pop())
+        Ok(self.walk_writes(key, ts, 1, |_| true)?.pop())
     }
 
     /// Every write record of the key with commit_ts at or above `ts`, newest first.
     pub fn writes_since(&self, key: &[u8], ts: u64) -> Result<Vec<(u64, Write)>> {
-        self.walk_writes(key, u64::MAX, |commit_ts, _| commit_ts >= ts)
+        self.walk_writes(key, u64::MAX, usize::MAX, |commit_ts| commit_ts >= ts)
     }
 
     /// Whether txn `start_ts` committed or rolled back on `key`.
