@@ -54,86 +54,43 @@ pub fn pool_chart(rows: &[Row], path: &Path) -> anyhow::Result<()> {
             schedulers.push(&r.scheduler);
         }
     }
+    let labels: Vec<String> = scenarios
+        .iter()
+        .map(|(b, l)| format!("big={b} load={l}"))
+        .collect();
+    let series = |value: fn(&Row) -> f64| -> Vec<(String, Vec<f64>)> {
+        schedulers
+            .iter()
+            .map(|name| {
+                let values = scenarios
+                    .iter()
+                    .map(|sc| {
+                        rows.iter()
+                            .find(|r| r.scheduler == *name && (r.big_streams, r.small_load) == *sc)
+                            .map_or(0.0, value)
+                    })
+                    .collect();
+                (name.to_string(), values)
+            })
+            .collect()
+    };
     let root = BitMapBackend::new(path, (1200, 520)).into_drawing_area();
     root.fill(&WHITE)?;
     let (left, right) = root.split_horizontally(600);
-    let slot = |s: usize, k: usize| (s * (schedulers.len() + 1) + k) as f64;
-    let x_max = slot(scenarios.len(), 0);
-    let label = |x: &f64| {
-        let s = (*x / (schedulers.len() + 1) as f64) as usize;
-        scenarios
-            .get(s)
-            .map_or(String::new(), |(b, l)| format!("big={b} load={l}"))
-    };
-
-    let p99_max = rows.iter().map(|r| r.small_p99_us).fold(10.0, f64::max) * 2.0;
-    let mut chart = ChartBuilder::on(&left)
-        .caption("small-task p99 latency (µs, log)", ("sans-serif", 20))
-        .margin(10)
-        .x_label_area_size(30)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0f64..x_max, (1f64..p99_max).log_scale())?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .x_labels(scenarios.len() * 2 + 1)
-        .x_label_formatter(&label)
-        .draw()?;
-    for (k, name) in schedulers.iter().enumerate() {
-        let color = COLORS[k % COLORS.len()];
-        let bars = rows.iter().filter(|r| r.scheduler == *name).map(|r| {
-            let s = scenarios
-                .iter()
-                .position(|x| *x == (r.big_streams, r.small_load))
-                .expect("scenario listed");
-            Rectangle::new(
-                [
-                    (slot(s, k), 1.0),
-                    (slot(s, k) + 0.9, r.small_p99_us.max(1.0)),
-                ],
-                color.filled(),
-            )
-        });
-        chart
-            .draw_series(bars)?
-            .label(*name)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()?;
-
-    let done_max = rows.iter().map(|r| r.small_done_per_s).fold(1.0, f64::max) * 1.15;
-    let mut chart = ChartBuilder::on(&right)
-        .caption("small tasks completed per second", ("sans-serif", 20))
-        .margin(10)
-        .x_label_area_size(30)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0f64..x_max, 0f64..done_max)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .x_labels(scenarios.len() * 2 + 1)
-        .x_label_formatter(&label)
-        .draw()?;
-    for (k, name) in schedulers.iter().enumerate() {
-        let color = COLORS[k % COLORS.len()];
-        let bars = rows.iter().filter(|r| r.scheduler == *name).map(|r| {
-            let s = scenarios
-                .iter()
-                .position(|x| *x == (r.big_streams, r.small_load))
-                .expect("scenario listed");
-            Rectangle::new(
-                [(slot(s, k), 0.0), (slot(s, k) + 0.9, r.small_done_per_s)],
-                color.filled(),
-            )
-        });
-        chart.draw_series(bars)?;
-    }
+    grouped_bars(
+        &left,
+        "small-task p99 latency (µs, log)",
+        &labels,
+        &series(|r| r.small_p99_us),
+        true,
+    )?;
+    grouped_bars(
+        &right,
+        "small tasks completed per second",
+        &labels,
+        &series(|r| r.small_done_per_s),
+        false,
+    )?;
     root.present()?;
     Ok(())
 }
@@ -168,14 +125,14 @@ pub fn oltp_charts(runs: &[super::oltp_report::Run], dir: &Path) -> anyhow::Resu
             })
             .collect()
     };
-    grouped_bars(
+    grouped_bars_png(
         &dir.join("qps.png"),
         "queries per second (TPC-C: transactions per second)",
         &labels,
         &series(|r| r.qps.unwrap_or(r.tps)),
         false,
     )?;
-    grouped_bars(
+    grouped_bars_png(
         &dir.join("latency.png"),
         "p99 latency, ms (log scale; TPC-C: NEW_ORDER)",
         &labels,
@@ -201,8 +158,8 @@ pub fn oltp_charts(runs: &[super::oltp_report::Run], dir: &Path) -> anyhow::Resu
     Ok(())
 }
 
-/// One group of bars per label, one bar per series.
-fn grouped_bars(
+/// A PNG of [`grouped_bars`] alone.
+fn grouped_bars_png(
     path: &Path,
     caption: &str,
     labels: &[String],
@@ -212,6 +169,19 @@ fn grouped_bars(
     register_font()?;
     let root = BitMapBackend::new(path, (1200, 520)).into_drawing_area();
     root.fill(&WHITE)?;
+    grouped_bars(&root, caption, labels, series, log_scale)?;
+    root.present()?;
+    Ok(())
+}
+
+/// One group of bars per label, one bar per series, on `area`.
+fn grouped_bars(
+    area: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
+    caption: &str,
+    labels: &[String],
+    series: &[(String, Vec<f64>)],
+    log_scale: bool,
+) -> anyhow::Result<()> {
     let width = series.len() + 1;
     let x_max = (labels.len() * width) as f64;
     let max = series
@@ -219,7 +189,7 @@ fn grouped_bars(
         .flat_map(|(_, v)| v.iter().copied())
         .fold(1.0, f64::max)
         * 1.2;
-    let mut builder = ChartBuilder::on(&root);
+    let mut builder = ChartBuilder::on(area);
     builder
         .caption(caption, ("sans-serif", 20))
         .margin(10)
@@ -258,8 +228,14 @@ fn grouped_bars(
             let style = TextStyle::from(("sans-serif", 14).into_font())
                 .pos(Pos::new(HPos::Center, VPos::Top));
             for (g, name) in labels.iter().enumerate() {
+                // Backend pixels, made relative to `area` (a panel may not start at 0, 0).
                 let (x, y) = chart.backend_coord(&(center(g), floor));
-                root.draw(&Text::new(name.as_str(), (x, y + 8), style.clone()))?;
+                let (ax, ay) = area.get_base_pixel();
+                area.draw(&Text::new(
+                    name.as_str(),
+                    (x - ax, y + 8 - ay),
+                    style.clone(),
+                ))?;
             }
         }};
     }
@@ -268,7 +244,6 @@ fn grouped_bars(
     } else {
         draw!(builder.build_cartesian_2d(0f64..x_max, 0f64..max)?);
     }
-    root.present()?;
     Ok(())
 }
 
