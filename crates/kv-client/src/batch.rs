@@ -1,8 +1,9 @@
 //! The SQL node's half of `BatchCommands` (TiDB's batch client): one stream per kv node
 //! carries every request to it. Callers queue their request with [`BatchStream::call`]; one
 //! task per stream takes everything queued (up to [`KV_BATCH_REQUESTS_MAX`] requests and
-//! [`KV_BATCH_BYTES_MAX`] bytes) into one message, and hands each answer to the caller whose id it carries. Under load this turns a
-//! request's HTTP/2 stream, headers and system calls into a share of one message.
+//! [`KV_BATCH_BYTES_MAX`] bytes) into one message, and hands each answer to the caller whose
+//! id it carries. Under load this turns a request's HTTP/2 stream, headers and system calls
+//! into a share of one message.
 //!
 //! A broken stream fails every request in flight with `UNAVAILABLE` (the caller reroutes,
 //! as after a failed unary call) and closes the [`BatchStream`]; the next request opens a new

@@ -110,10 +110,7 @@ pub(crate) async fn fan_out(
     group_id: u64,
     concurrency: usize,
 ) -> Result<Vec<Vec<Vec<u8>>>> {
-    let ts = match ts {
-        base::ts::LATEST => inner.pd.get_ts().await?,
-        ts => ts,
-    };
+    let ts = inner.pinned(ts).await?;
     inner.check_visible(ts)?;
     let dag = Arc::new(dag);
     let semaphore = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));

@@ -70,6 +70,15 @@ pub(crate) struct Inner {
 impl Inner {
     /// Reads and commits at `ts` fail once the GC safe point has passed it (TiDB's 9006),
     /// rather than read versions GC may have removed.
+    /// `ts`, or a fresh ts from PD when it is [`base::ts::LATEST`]: a read of more than one
+    /// key must see one moment.
+    pub(crate) async fn pinned(&self, ts: u64) -> Result<u64> {
+        match ts {
+            base::ts::LATEST => Ok(self.pd.get_ts().await?),
+            ts => Ok(ts),
+        }
+    }
+
     pub(crate) fn check_visible(&self, ts: u64) -> Result<()> {
         let safe_point = self.gc_safe_point.load(Ordering::Relaxed);
         if ts < safe_point {

@@ -129,9 +129,9 @@ impl Snapshot {
         self.inner.check_visible(self.ts)?;
         let bo = Backoff::new("batch_get", READ_BUDGET_MS);
         let mut resolved = Vec::new();
-        let mut ts = match self.ts {
-            LATEST if all_keys.len() > 1 => self.inner.pd.get_ts().await?,
-            ts => ts,
+        let mut ts = match all_keys.len() {
+            0 | 1 => self.ts,
+            _ => self.inner.pinned(self.ts).await?,
         };
         let mut out = Vec::new();
         let mut work = self.region_batches(all_keys).await?;
@@ -173,10 +173,7 @@ impl Snapshot {
         self.inner.check_visible(self.ts)?;
         let bo = Backoff::new("scan", READ_BUDGET_MS);
         let mut resolved = Vec::new();
-        let ts = match self.ts {
-            LATEST => self.inner.pd.get_ts().await?,
-            ts => ts,
-        };
+        let ts = self.inner.pinned(self.ts).await?;
         let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         let mut from = start.to_vec();
         while out.len() < limit {

@@ -233,7 +233,7 @@ impl Transaction {
     /// commit newer than `for_update_ts` makes it retry at a newer one, as TiDB retries the
     /// statement, up to [`MAX_FOR_UPDATE_RETRIES`] times. Optimistic txns check at commit.
     pub async fn lock_keys(&mut self, keys: &[Vec<u8>]) -> Result<()> {
-        self.refuse_writes_at_latest()?;
+        refuse_writes_at(self.start_ts())?;
         if !self.pessimistic {
             for k in keys {
                 self.buffer.entry(k.clone()).or_insert(Buffered::Lock);
@@ -412,9 +412,7 @@ impl Transaction {
         if mutations.is_empty() {
             return Ok(start_ts);
         }
-        if start_ts == LATEST {
-            return Err(writes_at_latest());
-        }
+        refuse_writes_at(start_ts)?;
         let primary = self
             .primary
             .clone()
@@ -472,15 +470,14 @@ impl Transaction {
         }
         committer::rollback(&self.inner, self.start_ts(), self.locked).await
     }
-
-    fn refuse_writes_at_latest(&self) -> Result<()> {
-        match self.snapshot.ts {
-            LATEST => Err(writes_at_latest()),
-            _ => Ok(()),
-        }
-    }
 }
 
-fn writes_at_latest() -> KvError {
-    KvError::Invalid("a transaction reading at LATEST cannot write: take a ts from PD first".into())
+/// A txn at [`LATEST`] has no start ts to write at.
+fn refuse_writes_at(start_ts: u64) -> Result<()> {
+    match start_ts {
+        LATEST => Err(KvError::Invalid(
+            "a transaction reading at LATEST cannot write: take a ts from PD first".into(),
+        )),
+        _ => Ok(()),
+    }
 }

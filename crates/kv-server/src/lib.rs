@@ -2,9 +2,9 @@
 //! transaction scheduler and the GC worker on it ([`storage`]), runs the unified read pool,
 //! loads the regions it serves ([`regions`]), registers with PD ([`pd_worker`]) and serves
 //! the `Kv` gRPC service ([`service`] on [`grpc`], many requests per message through
-//! [`batch`]) inside the node shell. Everything follows
-//! online config changes (`rocksdb.*`, `storage.*`, `gc.*`, `readpool.unified.*`) and
-//! exports its metrics. Raft replication joins here later; today each region has one replica.
+//! [`batch`]) inside the node shell. Everything follows online config changes (`rocksdb.*`,
+//! `storage.*`, `gc.*`, `readpool.unified.*`) and exports its metrics. Raft replication
+//! joins here later; today each region has one replica.
 
 pub mod auto_adjust;
 pub mod batch;

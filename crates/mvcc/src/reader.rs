@@ -3,10 +3,11 @@
 //! A read at `ts` first looks at the key's lock: a lock of another txn with
 //! `start_ts <= ts` that could still commit below `ts` blocks it (`KeyIsLocked`, the client
 //! resolves and retries); pessimistic and `Lock` locks never block readers. A read at
-//! [`LATEST`](base::ts::LATEST) (TiDB's autocommit point get, which asks PD for no timestamp) reads the newest
-//! committed version: a primary lock does not block it, since the txn commits exactly when
-//! that lock gives way to a write record, so it has not committed yet; a secondary lock does
-//! (its primary may have committed), and the client retries at a timestamp from PD.
+//! [`LATEST`](base::ts::LATEST) (TiDB's autocommit point get, which asks PD for no
+//! timestamp) reads the newest committed version: a primary lock does not block it, since
+//! the txn commits exactly when that lock gives way to a write record, so it has not
+//! committed yet; a secondary lock does (its primary may have committed), and the client
+//! retries at a timestamp from PD.
 //!
 //! Then it walks the key's write records from the newest at or below `ts`, skipping
 //! `Rollback` and `Lock` records: a `Put` gives the value (inline or from the default CF at
@@ -61,6 +62,15 @@ fn blocks(key: &[u8], lock: &Lock, ts: u64, resolved: &[u64]) -> bool {
         && !matches!(lock.lock_type, LockType::Pessimistic | LockType::Lock)
         && lock.min_commit_ts <= ts
         && !resolved.contains(&lock.start_ts)
+}
+
+/// Iterator bounds for the user keys `[start, end)` (`end` empty = unbounded).
+fn key_range(start: &[u8], end: &[u8]) -> IterOptions {
+    IterOptions {
+        lower: Some(encode_key(start)),
+        upper: (!end.is_empty()).then(|| encode_key(end)),
+        ..IterOptions::default()
+    }
 }
 
 /// The smallest byte string greater than every string starting with `prefix`.
@@ -235,11 +245,7 @@ impl<S: Snapshot> MvccReader<S> {
     /// Distinct user keys with write records in `[start, end)` (`end` empty = unbounded), in
     /// order, at most `limit` (GC walks these).
     pub fn write_keys(&self, start: &[u8], end: &[u8], limit: usize) -> Result<Vec<Vec<u8>>> {
-        let opts = IterOptions {
-            lower: Some(encode_key(start)),
-            upper: (!end.is_empty()).then(|| encode_key(end)),
-            ..IterOptions::default()
-        };
+        let opts = key_range(start, end);
         let mut it = self.snap.iter(Cf::Write, opts)?;
         let mut keys: Vec<Vec<u8>> = Vec::new();
         let mut ok = it.seek_to_first()?;
@@ -275,11 +281,7 @@ impl<S: Snapshot> MvccReader<S> {
         if limit == 0 {
             return Ok(out);
         }
-        let opts = IterOptions {
-            lower: Some(encode_key(start)),
-            upper: (!end.is_empty()).then(|| encode_key(end)),
-            ..IterOptions::default()
-        };
+        let opts = key_range(start, end);
         let mut it = self.snap.iter(Cf::Write, opts)?;
         let mut ok = it.seek_to_first()?;
         // The encoded key whose versions are being read, and whether it is settled.
@@ -336,11 +338,7 @@ impl<S: Snapshot> MvccReader<S> {
         max_ts: u64,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Lock)>> {
-        let opts = IterOptions {
-            lower: Some(encode_key(start)),
-            upper: (!end.is_empty()).then(|| encode_key(end)),
-            ..IterOptions::default()
-        };
+        let opts = key_range(start, end);
         let mut it = self.snap.iter(Cf::Lock, opts)?;
         let mut out = Vec::new();
         let mut ok = it.seek_to_first()?;

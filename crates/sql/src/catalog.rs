@@ -164,6 +164,11 @@ pub const SCHEMA_LEASE: std::time::Duration = std::time::Duration::from_millis(3
 /// How often the background loop checks `m/ver` (well within the lease).
 pub const SCHEMA_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
+/// Waits until every SQL node has checked `m/ver` since now: one lease plus one check.
+pub async fn wait_out_lease() {
+    tokio::time::sleep(SCHEMA_LEASE + SCHEMA_CHECK_INTERVAL).await;
+}
+
 /// The cached schema and what is known of it.
 struct Cached {
     schema: Arc<Schema>,

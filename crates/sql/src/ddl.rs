@@ -519,7 +519,7 @@ pub async fn create_index(
     let index_id = index_id.load(std::sync::atomic::Ordering::Relaxed);
     // Every node's cached schema has the index before the backfill reads (catalog.rs): a row
     // written after the backfill's snapshot then writes its own index entry.
-    tokio::time::sleep(crate::catalog::SCHEMA_LEASE + crate::catalog::SCHEMA_CHECK_INTERVAL).await;
+    crate::catalog::wait_out_lease().await;
     // The table as it is now, with the new index.
     let snapshot = client.snapshot(client.current_ts().await?, 0);
     let v = snapshot

@@ -695,10 +695,7 @@ impl Session {
                 if let Err(e) = self.shared.catalog.refresh().await {
                     tracing::warn!("schema refresh after DDL failed: {}", e.message);
                 }
-                tokio::time::sleep(
-                    crate::catalog::SCHEMA_LEASE + crate::catalog::SCHEMA_CHECK_INTERVAL,
-                )
-                .await;
+                crate::catalog::wait_out_lease().await;
                 Ok(Output::done(0))
             }
             _ => self.in_txn(s).await,
