@@ -641,6 +641,31 @@ fn pessimistic_transfers_wait_for_each_other_instead_of_conflicting() {
             w.await.unwrap();
         }
         assert_eq!(total(&client).await, ACCOUNTS * INITIAL);
+        // The lock request reads the values: the committed one of a key that exists, none of
+        // a missing key; a key locked before is read again, through the txn's own writes.
+        let committed = client
+            .begin()
+            .await
+            .unwrap()
+            .get(&account(1))
+            .await
+            .unwrap();
+        let mut txn = client.begin_pessimistic().await.unwrap();
+        let got = txn
+            .batch_get_for_update(&[account(1), b"missing".to_vec()])
+            .await
+            .unwrap();
+        assert_eq!(
+            got.into_iter().collect::<Vec<_>>(),
+            vec![(account(1), committed.clone().unwrap())]
+        );
+        assert_eq!(txn.get_for_update(&account(1)).await.unwrap(), committed);
+        txn.put(account(1), b"mine".to_vec());
+        assert_eq!(
+            txn.get_for_update(&account(1)).await.unwrap(),
+            Some(b"mine".to_vec())
+        );
+        txn.rollback().await.unwrap();
         // A rolled-back pessimistic txn leaves no lock behind.
         let mut txn = client.begin_pessimistic().await.unwrap();
         txn.lock_keys(&[account(0)]).await.unwrap();

@@ -42,12 +42,18 @@ enum Buffered {
 }
 
 /// A transaction's buffered writes at one moment ([`Transaction::savepoint`]).
-pub struct Savepoint(BTreeMap<Vec<u8>, Buffered>);
+pub struct Savepoint {
+    buffer: BTreeMap<Vec<u8>, Buffered>,
+    covered: BTreeSet<Vec<u8>>,
+}
 
 pub struct Transaction {
     inner: Arc<Inner>,
     snapshot: Snapshot,
     buffer: BTreeMap<Vec<u8>, Buffered>,
+    /// Buffered keys that take no pessimistic lock of their own because another lock of the
+    /// txn covers them ([`Transaction::put_covered`]).
+    covered: BTreeSet<Vec<u8>>,
     pessimistic: bool,
     for_update_ts: u64,
     /// Keys whose pessimistic locks this txn holds.
@@ -72,6 +78,7 @@ impl Transaction {
             snapshot: Snapshot::new(inner.clone(), start_ts, group_id),
             inner,
             buffer: BTreeMap::new(),
+            covered: BTreeSet::new(),
             pessimistic,
             for_update_ts: start_ts,
             locked: Vec::new(),
@@ -198,12 +205,16 @@ impl Transaction {
     /// The buffered writes as they are now, to go back to if a statement fails (its locks
     /// stay: MySQL keeps a failed statement's locks until the txn ends too).
     pub fn savepoint(&self) -> Savepoint {
-        Savepoint(self.buffer.clone())
+        Savepoint {
+            buffer: self.buffer.clone(),
+            covered: self.covered.clone(),
+        }
     }
 
     /// Forgets every write made since `savepoint`.
     pub fn rollback_to(&mut self, savepoint: Savepoint) {
-        self.buffer = savepoint.0;
+        self.buffer = savepoint.buffer;
+        self.covered = savepoint.covered;
     }
 
     /// Whether this txn has buffered writes in `[start, end)`: reads there must merge them
@@ -221,11 +232,28 @@ impl Transaction {
     }
 
     pub fn put(&mut self, key: Vec<u8>, value: Vec<u8>) {
+        self.covered.remove(&key);
         self.buffer.insert(key, Buffered::Put(value));
     }
 
     pub fn delete(&mut self, key: Vec<u8>) {
+        self.covered.remove(&key);
         self.buffer.insert(key, Buffered::Delete);
+    }
+
+    /// Writes `key` that no other txn can write without first locking a key this txn has
+    /// locked (TiDB's non-unique index entries: the row's handle is part of the key, and
+    /// every writer of the row locks the row). A pessimistic txn takes no lock on it, and
+    /// its prewrite skips the conflict check.
+    pub fn put_covered(&mut self, key: Vec<u8>, value: Vec<u8>) {
+        self.buffer.insert(key.clone(), Buffered::Put(value));
+        self.covered.insert(key);
+    }
+
+    /// Deletes `key` under the terms of [`Transaction::put_covered`].
+    pub fn delete_covered(&mut self, key: Vec<u8>) {
+        self.buffer.insert(key.clone(), Buffered::Delete);
+        self.covered.insert(key);
     }
 
     /// Locks `keys` for update (SELECT ... FOR UPDATE). Pessimistic txns take the locks now,
@@ -240,8 +268,21 @@ impl Transaction {
             }
             return Ok(());
         }
+        self.lock_pessimistic(keys, false).await.map(drop)
+    }
+
+    /// Takes the pessimistic locks of `keys` this txn does not hold yet (see
+    /// [`Transaction::lock_keys`]). With `return_values`, the lock requests also read the
+    /// keys' latest committed values, and the values of the keys locked now that exist are
+    /// returned.
+    async fn lock_pessimistic(
+        &mut self,
+        keys: &[Vec<u8>],
+        return_values: bool,
+    ) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
         let bo = Backoff::new("pessimistic_lock", LOCK_WAIT_BUDGET_MS);
         let mut retries = 0;
+        let mut values = BTreeMap::new();
         loop {
             let new: Vec<Vec<u8>> = keys
                 .iter()
@@ -249,16 +290,20 @@ impl Transaction {
                 .cloned()
                 .collect();
             if new.is_empty() {
-                return Ok(());
+                return Ok(values);
             }
             self.for_update_ts = self.inner.pd.get_ts().await?;
             let locked = match self.primary.clone() {
-                Some(primary) => self.lock_at_for_update_ts(&bo, new, &primary).await,
+                Some(primary) => {
+                    self.lock_at_for_update_ts(&bo, new, &primary, return_values, &mut values)
+                        .await
+                }
                 None => {
                     // The primary first, alone: every later lock names it.
                     let primary = new[0].clone();
+                    let first = vec![primary.clone()];
                     match self
-                        .lock_at_for_update_ts(&bo, vec![primary.clone()], &primary)
+                        .lock_at_for_update_ts(&bo, first, &primary, return_values, &mut values)
                         .await
                     {
                         Ok(()) => {
@@ -268,7 +313,14 @@ impl Transaction {
                             if rest.is_empty() {
                                 Ok(())
                             } else {
-                                self.lock_at_for_update_ts(&bo, rest, &primary).await
+                                self.lock_at_for_update_ts(
+                                    &bo,
+                                    rest,
+                                    &primary,
+                                    return_values,
+                                    &mut values,
+                                )
+                                .await
                             }
                         }
                         Err(e) => Err(e),
@@ -279,18 +331,21 @@ impl Transaction {
                 Err(KvError::WriteConflict { .. }) if retries < MAX_FOR_UPDATE_RETRIES => {
                     retries += 1
                 }
-                other => return other,
+                other => return other.map(|()| values),
             }
         }
     }
 
     /// Takes pessimistic locks on `keys` at the current `for_update_ts`; keys locked before
-    /// a failure stay recorded, so rollback releases them.
+    /// a failure stay recorded, so rollback releases them. With `return_values`, the values
+    /// of the keys that exist go into `values`.
     async fn lock_at_for_update_ts(
         &mut self,
         bo: &Backoff,
         keys: Vec<Vec<u8>>,
         primary: &[u8],
+        return_values: bool,
+        values: &mut BTreeMap<Vec<u8>, Vec<u8>>,
     ) -> Result<()> {
         let mut work = self.inner.cache.group_keys(&keys).await?;
         while let Some((route, keys)) = work.pop() {
@@ -308,6 +363,7 @@ impl Transaction {
                 start_version: self.start_ts(),
                 lock_ttl: PESSIMISTIC_LOCK_TTL_MS + committer::age_ms(self.start_ts()),
                 for_update_ts: self.for_update_ts,
+                return_values,
             };
             let resp = match send(&self.inner.cache, &self.inner.conns, bo, &route, req).await? {
                 Sent::Reroute => {
@@ -321,6 +377,14 @@ impl Transaction {
             }
             let locks: Vec<_> = resp.errors.into_iter().filter_map(|e| e.locked).collect();
             if locks.is_empty() {
+                if return_values {
+                    check_values_answer(&resp.values, &resp.not_founds, keys.len())?;
+                    for ((k, v), absent) in keys.iter().zip(resp.values).zip(resp.not_founds) {
+                        if !absent {
+                            values.insert(k.clone(), v);
+                        }
+                    }
+                }
                 for k in keys {
                     if self.locked_set.insert(k.clone()) {
                         self.locked.push(k);
@@ -350,7 +414,11 @@ impl Transaction {
         let keys: Vec<Vec<u8>> = self
             .buffer
             .iter()
-            .filter(|(k, b)| !matches!(b, Buffered::Lock) && !self.locked_set.contains(*k))
+            .filter(|(k, b)| {
+                !matches!(b, Buffered::Lock)
+                    && !self.locked_set.contains(*k)
+                    && !self.covered.contains(*k)
+            })
             .map(|(k, _)| k.clone())
             .collect();
         if keys.is_empty() {
@@ -369,19 +437,44 @@ impl Transaction {
             .remove(&key))
     }
 
-    /// [`Transaction::get_for_update`] of many keys: one lock request per region, then one
-    /// read of the values that exist.
+    /// [`Transaction::get_for_update`] of many keys: one lock request per region that also
+    /// reads the values (TiKV's `return_values`); keys this txn locked before are read at
+    /// the current `for_update_ts`.
     pub async fn batch_get_for_update(
         &mut self,
         keys: &[Vec<u8>],
     ) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
-        self.lock_keys(keys).await?;
-        if self.pessimistic {
-            let latest = Snapshot::new(self.inner.clone(), self.for_update_ts, self.start_ts());
-            self.batch_get_from(&latest, keys).await
-        } else {
-            self.batch_get(keys).await
+        if !self.pessimistic {
+            self.lock_keys(keys).await?;
+            return self.batch_get(keys).await;
         }
+        refuse_writes_at(self.start_ts())?;
+        let held_before: Vec<Vec<u8>> = keys
+            .iter()
+            .filter(|k| {
+                self.locked_set.contains(*k)
+                    && matches!(self.buffer.get(*k), Some(Buffered::Lock) | None)
+            })
+            .cloned()
+            .collect();
+        let mut out = self.lock_pessimistic(keys, true).await?;
+        if !held_before.is_empty() {
+            let latest = Snapshot::new(self.inner.clone(), self.for_update_ts, self.start_ts());
+            out.extend(latest.batch_get(&held_before).await?);
+        }
+        // Through this txn's own writes.
+        for k in keys {
+            match self.buffer.get(k) {
+                Some(Buffered::Put(v)) => {
+                    out.insert(k.clone(), v.clone());
+                }
+                Some(Buffered::Delete) => {
+                    out.remove(k);
+                }
+                Some(Buffered::Lock) | None => {}
+            }
+        }
+        Ok(out)
     }
 
     /// Commits with two-phase commit; returns the commit timestamp (the start ts for a txn
@@ -470,6 +563,18 @@ impl Transaction {
         }
         committer::rollback(&self.inner, self.start_ts(), self.locked).await
     }
+}
+
+/// A lock answer asked for values must carry one per key (and a found flag for each).
+fn check_values_answer(values: &[Vec<u8>], not_founds: &[bool], keys: usize) -> Result<()> {
+    if values.len() == keys && not_founds.len() == keys {
+        return Ok(());
+    }
+    Err(KvError::Invalid(format!(
+        "a pessimistic lock answer carries {} values and {} found flags for {keys} keys",
+        values.len(),
+        not_founds.len()
+    )))
 }
 
 /// A txn at [`LATEST`] has no start ts to write at.

@@ -434,11 +434,15 @@ impl KvRpc for KvService {
             start_ts,
             for_update_ts: r.for_update_ts,
             ttl_ms: r.lock_ttl,
+            return_values: r.return_values,
         };
-        let outcome = self
-            .run_routed(r.context.as_ref(), command)
-            .await
-            .map(|_| ());
+        let outcome =
+            self.run_routed(r.context.as_ref(), command)
+                .await
+                .map(|output| match output {
+                    CommandOutput::Values(values) => values,
+                    _ => Vec::new(),
+                });
         // Waiting for another txn's lock: a deadlock if that txn (in)directly waits for us.
         let outcome = match outcome {
             Err(Failure::Key(k)) if k.locked.is_some() => {
@@ -463,10 +467,12 @@ impl KvRpc for KvService {
                 other
             }
         };
-        let (region_error, error, ()) = parts(outcome)?;
+        let (region_error, error, values) = parts(outcome)?;
         Ok(Response::new(PessimisticLockResponse {
             region_error,
             errors: error.into_iter().collect(),
+            not_founds: values.iter().map(Option::is_none).collect(),
+            values: values.into_iter().map(Option::unwrap_or_default).collect(),
         }))
     }
 

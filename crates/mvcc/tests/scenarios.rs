@@ -356,6 +356,45 @@ fn a_pessimistic_lock_sees_commits_after_its_for_update_ts_as_conflicts() {
 }
 
 #[test]
+fn a_pessimistic_txn_prewrites_a_key_it_did_not_lock_without_a_conflict_check() {
+    let s = Store::new();
+    // Committed after the txn's start ts 10, before its for_update_ts 16: an optimistic
+    // prewrite would conflict; a key the pessimistic txn's other locks cover does not.
+    s.write(b"i", b"old", ts(12), ts(15));
+    let props = TxnProps {
+        for_update_ts: ts(16),
+        ..Store::props(b"r", ts(10))
+    };
+    let put = |value: &[u8]| {
+        s.run(|txn, r| {
+            prewrite(
+                txn,
+                r,
+                &props,
+                Mutation::Put(b"i".to_vec(), value.to_vec()),
+                false,
+            )
+        })
+    };
+    put(b"new").unwrap();
+    s.commit(b"i", ts(10), ts(20)).unwrap();
+    assert_eq!(s.get(b"i", ts(25)).unwrap(), v("new"));
+    // A retried prewrite after the commit changes nothing...
+    put(b"new").unwrap();
+    assert_eq!(s.get(b"i", ts(25)).unwrap(), v("new"));
+    // ...and one after the txn was rolled back fails.
+    let props = TxnProps {
+        for_update_ts: ts(31),
+        ..Store::props(b"r", ts(30))
+    };
+    s.rollback(b"j", ts(30)).unwrap();
+    assert!(matches!(
+        s.run(|txn, r| prewrite(txn, r, &props, Mutation::Delete(b"j".to_vec()), false)),
+        Err(MvccError::AlreadyRolledBack { .. })
+    ));
+}
+
+#[test]
 fn heart_beats_only_raise_the_ttl() {
     let s = Store::new();
     s.put(b"p", b"v", b"p", ts(10)).unwrap();

@@ -116,7 +116,13 @@ pub async fn put_row(
                 ));
             }
         }
-        txn.put(key, index_entry_value(unique, handle));
+        let value = index_entry_value(unique, handle);
+        if unique {
+            txn.put(key, value);
+        } else {
+            // Holds the handle: only a writer of this row, which locks the row, writes it.
+            txn.put_covered(key, value);
+        }
     }
     txn.put(table::row_key(t.id, handle), encode_row(t, row));
     Ok(())
@@ -125,7 +131,10 @@ pub async fn put_row(
 /// Deletes `row` and its index entries.
 pub fn delete_row(txn: &mut Transaction, t: &TableInfo, handle: i64, row: &[Datum]) {
     for idx in &t.indexes {
-        txn.delete(index_key(t, idx, row, handle).0);
+        match index_key(t, idx, row, handle) {
+            (key, true) => txn.delete(key),
+            (key, false) => txn.delete_covered(key),
+        }
     }
     txn.delete(table::row_key(t.id, handle));
 }

@@ -10,6 +10,8 @@ use mvcc::actions::rollback::rollback;
 use mvcc::actions::txn_heart_beat::txn_heart_beat;
 use mvcc::{MvccReader, MvccTxn};
 
+use crate::replicated::Durability;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     /// `pessimistic[i]` says the txn holds the pessimistic lock of `mutations[i]`.
@@ -24,6 +26,8 @@ pub enum Command {
         start_ts: u64,
         for_update_ts: u64,
         ttl_ms: u64,
+        /// Also answer each key's newest committed value ([`CommandOutput::Values`]).
+        return_values: bool,
     },
     Commit {
         keys: Vec<Vec<u8>>,
@@ -57,6 +61,8 @@ pub enum CommandOutput {
     Done,
     TxnStatus(TxnStatus),
     Ttl(u64),
+    /// The locked keys' values, in the command's key order.
+    Values(Vec<Option<Vec<u8>>>),
 }
 
 impl Command {
@@ -99,6 +105,16 @@ impl Command {
         )
     }
 
+    /// What the command's write must survive before it is answered. A pessimistic lock lost
+    /// in a machine crash only makes its txn's prewrite fail (`PessimisticLockNotFound`),
+    /// so it is not fsynced (TiKV's in-memory pessimistic locks); everything else is.
+    pub fn durability(&self) -> Durability {
+        match self {
+            Command::AcquirePessimisticLock { .. } => Durability::Buffered,
+            _ => Durability::Synced,
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             Command::Prewrite { .. } => "prewrite",
@@ -139,6 +155,7 @@ impl Command {
                 start_ts,
                 for_update_ts,
                 ttl_ms,
+                return_values,
             } => {
                 for k in &keys {
                     acquire_pessimistic_lock(
@@ -150,6 +167,15 @@ impl Command {
                         for_update_ts,
                         ttl_ms,
                     )?;
+                }
+                if return_values {
+                    // Locked: nothing newer than for_update_ts was committed, and nobody
+                    // else can commit the key now, so this is its latest value.
+                    return keys
+                        .iter()
+                        .map(|k| reader.get_committed(k, for_update_ts))
+                        .collect::<mvcc::Result<_>>()
+                        .map(CommandOutput::Values);
                 }
             }
             Command::Commit {

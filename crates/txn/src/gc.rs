@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use mvcc::{MvccReader, MvccTxn, WriteType};
 
 use crate::limiter::Limiter;
-use crate::replicated::ReplicatedKv;
+use crate::replicated::{Durability, ReplicatedKv};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GcStats {
@@ -81,7 +81,7 @@ impl<K: ReplicatedKv> GcWorker<K> {
             if !txn.is_empty() {
                 let bytes = txn.write_bytes();
                 self.limiter.blocking_consume(bytes);
-                self.kv.write(txn)?;
+                self.kv.write(txn, Durability::Synced)?;
                 self.versions_deleted.fetch_add(deleted, Ordering::Relaxed);
                 self.bytes_written
                     .fetch_add(bytes as u64, Ordering::Relaxed);

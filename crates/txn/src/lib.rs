@@ -18,5 +18,5 @@ pub mod replicated;
 pub mod scheduler;
 
 pub use command::{Command, CommandOutput};
-pub use replicated::{LocalKv, ReplicatedKv};
+pub use replicated::{Durability, LocalKv, ReplicatedKv};
 pub use scheduler::{Scheduler, SchedulerConfig, TxnError, WriteGate};

@@ -1,11 +1,23 @@
 //! [`ReplicatedKv`]: where the scheduler and the GC worker read and write. A write returns
 //! only once it is durable: on disk for [`LocalKv`], on a Raft majority for the raftstore
-//! implementation to come. `txn` never imports raftstore; `kv-server` plugs one in.
+//! implementation to come; or, when the caller says [`Durability::Buffered`], once a process
+//! kill can no longer lose it. `txn` never imports raftstore; `kv-server` plugs one in.
 
 use std::sync::Arc;
 
 use engine::{KvEngine, Snapshot};
 use mvcc::{LockTable, MvccTxn};
+
+/// What a write must survive before [`ReplicatedKv::write`] returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// A machine crash: fsynced (a single replica) or on a Raft majority.
+    Synced,
+    /// A process kill, not a machine crash: in the OS's page cache, synced by the next
+    /// `Synced` write or the OS. Only for writes whose loss makes a txn fail later and loses
+    /// nothing acknowledged: TiKV keeps pessimistic locks in memory for the same reason.
+    Buffered,
+}
 
 pub trait ReplicatedKv: Send + Sync + 'static {
     type Snap: Snapshot;
@@ -13,15 +25,16 @@ pub trait ReplicatedKv: Send + Sync + 'static {
     /// A snapshot that reflects every write acknowledged before the call.
     fn snapshot(&self) -> engine::Result<Self::Snap>;
 
-    /// Applies `txn`'s writes atomically and durably, then its lock changes to
-    /// [`ReplicatedKv::lock_table`], before returning.
-    fn write(&self, txn: MvccTxn) -> engine::Result<()>;
+    /// Applies `txn`'s writes atomically, as durably as `durability` asks, then its lock
+    /// changes to [`ReplicatedKv::lock_table`], before returning.
+    fn write(&self, txn: MvccTxn, durability: Durability) -> engine::Result<()>;
 
     /// The locks that can block reads (see `mvcc::lock_table` for the protocol).
     fn lock_table(&self) -> &LockTable;
 }
 
-/// A single replica on a local engine: writes are fsynced before they are acknowledged.
+/// A single replica on a local engine: `Synced` writes are fsynced before they are
+/// acknowledged, `Buffered` ones are in RocksDB's WAL file (the OS's page cache).
 #[derive(Clone)]
 pub struct LocalKv<E> {
     engine: E,
@@ -47,13 +60,13 @@ impl<E: KvEngine> ReplicatedKv for LocalKv<E> {
         Ok(self.engine.snapshot())
     }
 
-    fn write(&self, txn: MvccTxn) -> engine::Result<()> {
+    fn write(&self, txn: MvccTxn, durability: Durability) -> engine::Result<()> {
         if txn.is_empty() {
             return Ok(());
         }
         let mut batch = self.engine.write_batch();
         let lock_changes = txn.fill(&mut batch);
-        self.engine.write(batch, true)?;
+        self.engine.write(batch, durability == Durability::Synced)?;
         self.locks.apply(lock_changes);
         Ok(())
     }

@@ -245,8 +245,9 @@ impl<K: ReplicatedKv> Inner<K> {
         let reader = MvccReader::new(snapshot);
         let mut txn = MvccTxn::new();
         let name = command.name();
+        let durability = command.durability();
         let output = command.process(&reader, &mut txn)?;
-        self.kv.write(txn).map_err(|e| match e {
+        self.kv.write(txn, durability).map_err(|e| match e {
             engine::Error::Busy(why) => TxnError::Busy(format!("{name}: {why}")),
             other => TxnError::Mvcc(other.into()),
         })?;

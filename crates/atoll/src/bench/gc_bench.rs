@@ -15,7 +15,7 @@ use config::{Config, Role};
 use engine_rocks::RocksEngine;
 use mvcc::{MvccTxn, Write, WriteType};
 use txn::gc::GcWorker;
-use txn::{LocalKv, ReplicatedKv};
+use txn::{Durability, LocalKv, ReplicatedKv};
 
 #[derive(Args)]
 pub struct GcBenchArgs {
@@ -51,7 +51,7 @@ fn load(engine: &RocksEngine, keys: u64, versions: u64) -> anyhow::Result<()> {
             };
             txn.put_write(&key, start_ts + 1, &write);
         }
-        kv.write(txn)?;
+        kv.write(txn, Durability::Synced)?;
     }
     engine.flush()?;
     Ok(())

@@ -1,6 +1,7 @@
 //! Prewrite: the first phase of two-phase commit. Locks a key for txn `start_ts` with the
 //! value it will commit, after checking that nothing newer was committed (optimistic) or that
-//! the txn holds the key's pessimistic lock (pessimistic, which it then upgrades).
+//! the txn holds the key's pessimistic lock (pessimistic, which it then upgrades; a key a
+//! pessimistic txn did not lock is one its other locks cover, and is not checked).
 //!
 //! Idempotent: a repeated prewrite of the same txn finds its own lock (or its own commit) and
 //! changes nothing. A rollback record of the txn makes it fail, so a prewrite that arrives
@@ -66,6 +67,16 @@ pub fn prewrite<S: Snapshot>(
                 TxnCommitRecord::None => Err(MvccError::PessimisticLockNotFound { key, start_ts }),
             };
         }
+        // A pessimistic txn's key that takes no lock of its own because another of its locks
+        // covers it (a non-unique index entry, covered by its row's lock): TiKV skips the
+        // conflict check for these; only a retried or too-late prewrite is caught.
+        None if props.for_update_ts != 0 => match reader.txn_commit_record(&key, start_ts)? {
+            TxnCommitRecord::Committed { .. } => return Ok(()),
+            TxnCommitRecord::RolledBack => {
+                return Err(MvccError::AlreadyRolledBack { key, start_ts });
+            }
+            TxnCommitRecord::None => {}
+        },
         None => {
             for (commit_ts, write) in reader.writes_since(&key, start_ts)? {
                 if write.start_ts == start_ts {
