@@ -666,6 +666,18 @@ fn pessimistic_transfers_wait_for_each_other_instead_of_conflicting() {
             Some(b"mine".to_vec())
         );
         txn.rollback().await.unwrap();
+        // A commit after the txn began (so after its for_update_ts) makes the lock retry at a
+        // fresh ts: the read for update sees that commit, and the txn's own snapshot does not.
+        let mut txn = client.begin_pessimistic().await.unwrap();
+        let mut other = client.begin().await.unwrap();
+        other.put(account(2), b"newer".to_vec());
+        other.commit().await.unwrap();
+        assert_eq!(
+            txn.get_for_update(&account(2)).await.unwrap(),
+            Some(b"newer".to_vec())
+        );
+        assert_ne!(txn.get(&account(2)).await.unwrap(), Some(b"newer".to_vec()));
+        txn.rollback().await.unwrap();
         // A rolled-back pessimistic txn leaves no lock behind.
         let mut txn = client.begin_pessimistic().await.unwrap();
         txn.lock_keys(&[account(0)]).await.unwrap();

@@ -1,6 +1,8 @@
 //! A transaction: reads at `start_ts` through its own writes, writes buffered until commit.
 //! Optimistic by default (conflicts surface at prewrite as `WriteConflict`); pessimistic
-//! transactions lock keys as they go (`lock_keys`), each lock at a fresh `for_update_ts`.
+//! transactions lock keys as they go (`lock_keys`), each lock at the txn's `for_update_ts`,
+//! renewed from PD only when a newer commit makes the lock fail (TiDB's point-get-for-update
+//! rule: the lock itself sees any newer commit, so no statement needs a ts of its own).
 //! The first key locked is the primary, locked alone before any other, and stays the
 //! primary through commit; from then on a heartbeat task keeps the primary's TTL ahead of
 //! the txn's age until the txn ends. Dropping an uncommitted transaction leaves nothing
@@ -257,9 +259,11 @@ impl Transaction {
     }
 
     /// Locks `keys` for update (SELECT ... FOR UPDATE). Pessimistic txns take the locks now,
-    /// at a fresh `for_update_ts`, waiting (with backoff) while another txn holds one; a
-    /// commit newer than `for_update_ts` makes it retry at a newer one, as TiDB retries the
-    /// statement, up to [`MAX_FOR_UPDATE_RETRIES`] times. Optimistic txns check at commit.
+    /// at the current `for_update_ts`, waiting (with backoff) while another txn holds one; a
+    /// commit newer than `for_update_ts` makes it retry at a fresh one from PD, as TiDB
+    /// retries the statement, up to [`MAX_FOR_UPDATE_RETRIES`] times. Whoever reads a locked
+    /// key at `for_update_ts` reads its latest value: nothing newer was committed (the lock
+    /// checked) and nobody can commit it now. Optimistic txns check at commit.
     pub async fn lock_keys(&mut self, keys: &[Vec<u8>]) -> Result<()> {
         refuse_writes_at(self.start_ts())?;
         if !self.pessimistic {
@@ -284,6 +288,9 @@ impl Transaction {
         let mut retries = 0;
         let mut values = BTreeMap::new();
         loop {
+            if retries > 0 {
+                self.for_update_ts = self.inner.pd.get_ts().await?;
+            }
             let new: Vec<Vec<u8>> = keys
                 .iter()
                 .filter(|k| !self.locked_set.contains(*k))
@@ -292,7 +299,6 @@ impl Transaction {
             if new.is_empty() {
                 return Ok(values);
             }
-            self.for_update_ts = self.inner.pd.get_ts().await?;
             let locked = match self.primary.clone() {
                 Some(primary) => {
                     self.lock_at_for_update_ts(&bo, new, &primary, return_values, &mut values)
