@@ -688,6 +688,22 @@ fn pessimistic_transfers_wait_for_each_other_instead_of_conflicting() {
 }
 
 #[test]
+fn clients_on_the_same_machine_use_the_unix_socket_and_tcp_without_it() {
+    let mut cluster = Cluster::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    // By default the node listens on its address's abstract socket, where clients go.
+    assert!(proto::local_socket::connect(&cluster.kv_addr).is_ok());
+    rt.block_on(async { open_accounts(&cluster.client().await).await });
+    cluster.restart_kv_with("[server]\nlocal-socket = false\n");
+    assert!(proto::local_socket::connect(&cluster.kv_addr).is_err());
+    rt.block_on(async {
+        let client = cluster.client().await;
+        assert!(transfer(&client, 1, 0, 1).await.unwrap());
+        assert_eq!(total(&client).await, ACCOUNTS * INITIAL);
+    });
+}
+
+#[test]
 fn gzip_on_both_ends_carries_transactions_and_scans() {
     let mut cluster = Cluster::start();
     cluster.restart_kv_with("[server]\ngrpc-compression-type = \"gzip\"\n");

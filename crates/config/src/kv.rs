@@ -103,6 +103,12 @@ pub static KNOBS: &[KnobSpec] = &[
         online: false,
     },
     KnobSpec {
+        name: "server.local-socket",
+        kind: Kind::Bool,
+        default: |_| Value::Bool(true),
+        online: false,
+    },
+    KnobSpec {
         name: "server.grpc-gzip-compression-level",
         kind: Kind::Int { min: 0, max: 9 },
         default: |_| int(2),

@@ -1,5 +1,6 @@
 //! Sending a request to the region that holds its keys: one gRPC connection per kv node
-//! (opened lazily, gzip when configured) carrying one batch stream ([`crate::batch`]) that
+//! (opened lazily, gzip when configured; through the node's unix socket when it runs on
+//! this machine, see [`proto::local_socket`]) carrying one batch stream ([`crate::batch`]) that
 //! every request to the node shares, the request's `Context` filled from the route, and
 //! the region errors handled as TiDB does: `ServerIsBusy` waits and retries the same node,
 //! `EpochNotMatch` takes the node's regions into the cache, every other region error or an
@@ -133,7 +134,21 @@ impl Connections {
             .initial_stream_window_size(KV_STREAM_WINDOW_BYTES)
             .initial_connection_window_size(KV_STREAM_WINDOW_BYTES)
             .tcp_nodelay(true);
-        let mut client = KvClient::new(endpoint.connect_lazy())
+        // A node on this machine is reached through its unix socket; should it go away, the
+        // stream breaks and the next call decides again.
+        let channel = match proto::local_socket::connect(address) {
+            Ok(_probe) => {
+                let address = address.to_string();
+                endpoint.connect_with_connector_lazy(tower::service_fn(move |_| {
+                    let connected = proto::local_socket::connect(&address)
+                        .and_then(tokio::net::UnixStream::from_std)
+                        .map(hyper_util::rt::TokioIo::new);
+                    std::future::ready(connected)
+                }))
+            }
+            Err(_) => endpoint.connect_lazy(),
+        };
+        let mut client = KvClient::new(channel)
             .accept_compressed(CompressionEncoding::Gzip)
             .max_decoding_message_size(64 << 20);
         if let Some(c) = self.compression {

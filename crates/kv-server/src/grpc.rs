@@ -1,7 +1,9 @@
 //! The gRPC server on `server.addr`: its own tokio runtime with `server.grpc-concurrency`
 //! threads (`grpc-server-<n>`), gzip accepted always and used for replies when
 //! `server.grpc-compression-type` says so (deflate too). Binding happens in [`GrpcServer::start`],
-//! so a port in use stops the node at start-up with the address in the error.
+//! so a port in use stops the node at start-up with the address in the error. The same
+//! service also listens on the address's abstract unix socket ([`proto::local_socket`]) for
+//! clients on this machine, unless `server.local-socket` is off.
 
 use std::thread::JoinHandle;
 
@@ -37,6 +39,16 @@ impl GrpcServer {
         };
         let listener = std::net::TcpListener::bind(&addr).map_err(bind_error)?;
         listener.set_nonblocking(true).map_err(bind_error)?;
+        let local = config
+            .bool("server.local-socket")
+            .then(|| proto::local_socket::bind(&addr))
+            .and_then(|bound| {
+                bound
+                    .inspect_err(|e| {
+                        tracing::warn!(addr = %addr, "no unix socket for local clients, TCP only: {e}")
+                    })
+                    .ok()
+            });
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.int("server.grpc-concurrency") as usize)
             .thread_name_fn(|| {
@@ -77,12 +89,42 @@ impl GrpcServer {
                     let (begin, deadline) = node::graceful_with_deadline(async {
                         let _ = stopped.await;
                     });
-                    let serving = tonic::transport::Server::builder()
-                        .tcp_nodelay(true)
-                        .initial_stream_window_size(KV_STREAM_WINDOW_BYTES)
-                        .initial_connection_window_size(KV_STREAM_WINDOW_BYTES)
-                        .add_service(server)
-                        .serve_with_incoming_shutdown(incoming, begin);
+                    // Both listeners begin their graceful shutdown together.
+                    let (shut, shut_rx) = tokio::sync::watch::channel(false);
+                    let shutdown = move || {
+                        let mut rx = shut_rx.clone();
+                        async move {
+                            let _ = rx.wait_for(|s| *s).await;
+                        }
+                    };
+                    let builder = || {
+                        tonic::transport::Server::builder()
+                            .tcp_nodelay(true)
+                            .initial_stream_window_size(KV_STREAM_WINDOW_BYTES)
+                            .initial_connection_window_size(KV_STREAM_WINDOW_BYTES)
+                    };
+                    let tcp = builder()
+                        .add_service(server.clone())
+                        .serve_with_incoming_shutdown(incoming, shutdown());
+                    let unix = async {
+                        let Some(local) = local else { return Ok(()) };
+                        let listener = tokio::net::UnixListener::from_std(local)
+                            .expect("a bound unix listener joins the runtime");
+                        builder()
+                            .add_service(server)
+                            .serve_with_incoming_shutdown(
+                                tokio_stream::wrappers::UnixListenerStream::new(listener),
+                                shutdown(),
+                            )
+                            .await
+                    };
+                    let serving = async {
+                        let (tcp, unix, ()) = tokio::join!(tcp, unix, async {
+                            begin.await;
+                            shut.send_replace(true);
+                        });
+                        tcp.and(unix)
+                    };
                     tokio::select! {
                         result = serving => if let Err(e) = result {
                             tracing::error!("gRPC server stopped: {e}");

@@ -1,5 +1,8 @@
 //! `proto`: the wire types of Atoll's services, generated from `proto/*.proto` at build
-//! time (prost messages, tonic clients and servers). No logic lives here.
+//! time (prost messages, tonic clients and servers), and where a kv node is reached on its
+//! own machine ([`local_socket`]). No other logic lives here.
+
+pub mod local_socket;
 
 /// The placement driver's service (`proto/pd.proto`).
 pub mod pd {
