@@ -127,7 +127,13 @@ impl Output {
 }
 
 pub struct Prepared {
-    pub statement: Statement,
+    /// The statement with the last execution's parameters where its `?`s were (the `?`s
+    /// themselves before the first); each execution writes its own over them in place
+    /// instead of copying the statement.
+    statement: Statement,
+    /// Where the `?`s are: their positions among the expressions as
+    /// `ast::visit_expressions_mut` meets them, in order.
+    slots: Vec<usize>,
     pub params: usize,
     /// The statement as the client wrote it (`?` and all), for the slow log and process list.
     pub text: String,
@@ -200,33 +206,41 @@ fn s_drop_table(s: &Statement) -> Option<&ast::ObjectName> {
     }
 }
 
-/// How many `?` a statement, query or expression has.
-pub fn count_params<V: ast::Visit>(node: &V) -> usize {
-    let mut n = 0;
-    let _ = ast::visit_expressions(node, |x| {
-        if let ast::Expr::Value(v) = x
-            && matches!(v.value, ast::Value::Placeholder(_))
-        {
-            n += 1;
-        }
-        std::ops::ControlFlow::<()>::Continue(())
-    });
-    n
-}
-
-/// `statement` with each `?` replaced, in the order of the text, by its parameter as a
-/// literal, as MySQL treats a bound parameter: the rest of the pipeline never sees a `?`.
-/// The caller has checked there are as many parameters as `?`.
-fn substitute_params(statement: &mut Statement, params: &[Datum]) {
-    let mut next = params.iter();
+/// The positions of `statement`'s `?`s (see [`Prepared::slots`]).
+fn param_slots(statement: &mut Statement) -> Vec<usize> {
+    let mut slots = Vec::new();
+    let mut at = 0;
     let _ = ast::visit_expressions_mut(statement, |x| {
         if let ast::Expr::Value(v) = x
             && matches!(v.value, ast::Value::Placeholder(_))
-            && let Some(d) = next.next()
+        {
+            slots.push(at);
+        }
+        at += 1;
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    slots
+}
+
+/// Writes `params` into `statement` at `slots` (in the order of the text) as literals, as
+/// MySQL treats a bound parameter: the rest of the pipeline never sees a `?`. Replacing a
+/// literal leaves the expression tree's shape, so the slots stay valid for the next
+/// execution. The caller has checked there is a parameter per slot.
+fn substitute_params(statement: &mut Statement, slots: &[usize], params: &[Datum]) {
+    let mut next = slots.iter().zip(params).peekable();
+    let mut at = 0;
+    let _ = ast::visit_expressions_mut(statement, |x| {
+        let Some(&(&slot, d)) = next.peek() else {
+            return std::ops::ControlFlow::Break(());
+        };
+        if slot == at
+            && let ast::Expr::Value(v) = x
         {
             v.value = crate::bind::literal(d);
+            next.next();
         }
-        std::ops::ControlFlow::<()>::Continue(())
+        at += 1;
+        std::ops::ControlFlow::Continue(())
     });
 }
 
@@ -375,8 +389,9 @@ impl Session {
                 "a prepared statement must be exactly one statement",
             ));
         }
-        let statement = statements.pop().expect("one statement");
-        let params = count_params(&statement);
+        let mut statement = statements.pop().expect("one statement");
+        let slots = param_slots(&mut statement);
+        let params = slots.len();
         let columns = match &statement {
             Statement::Query(q) => {
                 let client = &self.shared.client;
@@ -393,6 +408,7 @@ impl Session {
             id,
             Prepared {
                 statement,
+                slots,
                 params,
                 text: sql.trim().to_string(),
             },
@@ -401,7 +417,8 @@ impl Session {
     }
 
     pub async fn execute_prepared(&mut self, id: u32, params: &[Datum]) -> Result<Output> {
-        let Some(p) = self.prepared.get(&id) else {
+        // Out of the map while it runs (the session is borrowed by then), back in after.
+        let Some(mut p) = self.prepared.remove(&id) else {
             return Err(SqlError {
                 code: 1243,
                 state: "HY000",
@@ -411,14 +428,14 @@ impl Session {
             });
         };
         if p.params != params.len() {
+            self.prepared.insert(id, p);
             return Err(SqlError {
                 code: 1210,
                 state: "HY000",
                 message: "Incorrect arguments to mysqld_stmt_execute".into(),
             });
         }
-        let mut statement = p.statement.clone();
-        substitute_params(&mut statement, params);
+        substitute_params(&mut p.statement, &p.slots, params);
         self.warnings.clear();
         // As TiDB's slow log shows it: the text with `?`, then the arguments (formatting the
         // whole statement again would cost more than a point get's planning).
@@ -429,7 +446,9 @@ impl Session {
                 format!("{} [arguments: {}]", p.text, args.join(", "))
             }
         };
-        self.run_logged(&statement, &text).await
+        let out = self.run_logged(&p.statement, &text).await;
+        self.prepared.insert(id, p);
+        out
     }
 
     pub fn close_prepared(&mut self, id: u32) {
@@ -1059,6 +1078,43 @@ impl Session {
             other => Err(SqlError::not_supported(
                 other.to_string().chars().take(60).collect::<String>(),
             )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_execution_writes_its_parameters_over_the_last_ones() {
+        let text = "SELECT a, ? FROM t WHERE id = ? AND b IN (?, 'x') LIMIT ?";
+        let mut statement = parse(text).unwrap().pop().unwrap();
+        let slots = param_slots(&mut statement);
+        assert_eq!(slots.len(), 4);
+        let runs = [
+            (
+                [
+                    Datum::Int(1),
+                    Datum::Bytes(b"q".to_vec()),
+                    Datum::Null,
+                    Datum::Int(5),
+                ],
+                "SELECT a, 1 FROM t WHERE id = 'q' AND b IN (NULL, 'x') LIMIT 5",
+            ),
+            (
+                [
+                    Datum::Int(2),
+                    Datum::Int(3),
+                    Datum::Bytes(b"z".to_vec()),
+                    Datum::Int(7),
+                ],
+                "SELECT a, 2 FROM t WHERE id = 3 AND b IN ('z', 'x') LIMIT 7",
+            ),
+        ];
+        for (params, expected) in runs {
+            substitute_params(&mut statement, &slots, &params);
+            assert_eq!(statement.to_string(), expected);
         }
     }
 }
