@@ -678,6 +678,31 @@ fn pessimistic_transfers_wait_for_each_other_instead_of_conflicting() {
         );
         assert_ne!(txn.get(&account(2)).await.unwrap(), Some(b"newer".to_vec()));
         txn.rollback().await.unwrap();
+        // A key a pessimistic txn writes without locking it is checked at prewrite: a commit
+        // after the txn began is a conflict; a key its other locks cover is not checked.
+        let commit_now = |key: &'static [u8]| {
+            let client = client.clone();
+            async move {
+                let mut other = client.begin().await.unwrap();
+                other.put(key.to_vec(), b"theirs".to_vec());
+                other.commit().await.unwrap();
+            }
+        };
+        let mut txn = client.begin_pessimistic().await.unwrap();
+        commit_now(b"blind").await;
+        txn.put(b"blind".to_vec(), b"mine".to_vec());
+        assert!(matches!(
+            txn.commit().await,
+            Err(KvError::WriteConflict { .. })
+        ));
+        let mut txn = client.begin_pessimistic().await.unwrap();
+        commit_now(b"covered").await;
+        txn.lock_keys(&[account(4)]).await.unwrap();
+        txn.put_covered(b"covered".to_vec(), b"mine".to_vec());
+        txn.commit().await.unwrap();
+        let ts = client.current_ts().await.unwrap();
+        let read = client.snapshot(ts, 0).get(b"covered").await.unwrap();
+        assert_eq!(read, Some(b"mine".to_vec()));
         // A rolled-back pessimistic txn leaves no lock behind.
         let mut txn = client.begin_pessimistic().await.unwrap();
         txn.lock_keys(&[account(0)]).await.unwrap();

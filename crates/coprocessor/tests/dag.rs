@@ -9,7 +9,7 @@ use engine::memory::MemoryEngine;
 use expr::agg::{AggFunc, AggKind, AggState};
 use expr::{Expr, Func};
 use mvcc::actions::commit::commit;
-use mvcc::actions::prewrite::{Mutation, TxnProps, prewrite};
+use mvcc::actions::prewrite::{KeyCheck, Mutation, TxnProps, prewrite};
 use mvcc::{MvccReader, MvccTxn};
 use pool::{PoolConfig, ReadPool, TaskOptions};
 
@@ -53,7 +53,7 @@ fn load() -> MemoryEngine {
         let mut txn = MvccTxn::new();
         if phase == 0 {
             for m in mutations.clone() {
-                prewrite(&mut txn, &reader, &props, m, false).unwrap();
+                prewrite(&mut txn, &reader, &props, m, KeyCheck::NoNewerWrite).unwrap();
             }
         } else {
             for k in &keys {

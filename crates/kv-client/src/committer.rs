@@ -46,6 +46,9 @@ pub struct TwoPhase {
     pub start_ts: u64,
     pub primary: Vec<u8>,
     pub pessimistic_keys: BTreeSet<Vec<u8>>,
+    /// Keys a pessimistic txn did not lock because its other locks cover them: prewrite
+    /// does not conflict-check them. Any other unlocked key is checked.
+    pub covered_keys: BTreeSet<Vec<u8>>,
     /// 0 for an optimistic txn.
     pub for_update_ts: u64,
     /// In key order.
@@ -76,6 +79,10 @@ impl TwoPhase {
             is_pessimistic_lock: mutations
                 .iter()
                 .map(|m| self.pessimistic_keys.contains(&m.key))
+                .collect(),
+            is_covered: mutations
+                .iter()
+                .map(|m| self.covered_keys.contains(&m.key))
                 .collect(),
             mutations,
             primary_lock: self.primary.clone(),
@@ -295,7 +302,7 @@ mod tests {
     }
 
     #[test]
-    fn a_region_batch_prewrites_only_its_keys_and_flags_pessimistic_ones() {
+    fn a_region_batch_prewrites_only_its_keys_and_flags_locked_and_covered_ones() {
         let m = |k: &[u8]| Mutation {
             op: Op::Put as i32,
             key: k.to_vec(),
@@ -305,6 +312,7 @@ mod tests {
             start_ts: 10,
             primary: b"a".to_vec(),
             pessimistic_keys: [b"c".to_vec()].into(),
+            covered_keys: [b"a".to_vec()].into(),
             for_update_ts: 12,
             mutations: vec![m(b"a"), m(b"b"), m(b"c")],
             bytes: 6,
@@ -313,6 +321,7 @@ mod tests {
         let keys: Vec<&[u8]> = req.mutations.iter().map(|m| m.key.as_slice()).collect();
         assert_eq!(keys, [&b"a"[..], &b"c"[..]]);
         assert_eq!(req.is_pessimistic_lock, [false, true]);
+        assert_eq!(req.is_covered, [true, false]);
         assert_eq!((req.primary_lock.as_slice(), req.txn_size), (&b"a"[..], 3));
     }
 }

@@ -260,8 +260,8 @@ impl Transaction {
 
     /// Locks `keys` for update (SELECT ... FOR UPDATE). Pessimistic txns take the locks now,
     /// at the current `for_update_ts`, waiting (with backoff) while another txn holds one; a
-    /// commit newer than `for_update_ts` makes it retry at a fresh one from PD, as TiDB
-    /// retries the statement, up to [`MAX_FOR_UPDATE_RETRIES`] times. Whoever reads a locked
+    /// commit newer than `for_update_ts` makes the lock retry at a fresh one from PD (where
+    /// TiDB retries the statement), up to [`MAX_FOR_UPDATE_RETRIES`] times. Whoever reads a locked
     /// key at `for_update_ts` reads its latest value: nothing newer was committed (the lock
     /// checked) and nobody can commit it now. Optimistic txns check at commit.
     pub async fn lock_keys(&mut self, keys: &[Vec<u8>]) -> Result<()> {
@@ -383,17 +383,18 @@ impl Transaction {
             }
             let locks: Vec<_> = resp.errors.into_iter().filter_map(|e| e.locked).collect();
             if locks.is_empty() {
-                if return_values {
-                    check_values_answer(&resp.values, &resp.not_founds, keys.len())?;
-                    for ((k, v), absent) in keys.iter().zip(resp.values).zip(resp.not_founds) {
-                        if !absent {
-                            values.insert(k.clone(), v);
-                        }
+                // Recorded first: whatever fails next, rollback releases these locks.
+                for k in &keys {
+                    if self.locked_set.insert(k.clone()) {
+                        self.locked.push(k.clone());
                     }
                 }
-                for k in keys {
-                    if self.locked_set.insert(k.clone()) {
-                        self.locked.push(k);
+                if return_values {
+                    check_values_answer(&resp.values, &resp.not_founds, keys.len())?;
+                    for ((k, v), absent) in keys.into_iter().zip(resp.values).zip(resp.not_founds) {
+                        if !absent {
+                            values.insert(k, v);
+                        }
                     }
                 }
                 continue;
@@ -410,9 +411,10 @@ impl Transaction {
         Ok(())
     }
 
-    /// Pessimistic txns: takes the locks of every key written and not locked yet (index
-    /// entries, rows written without a read for update), so commit meets no conflict that
-    /// the statement did not already see. A no-op for optimistic txns.
+    /// Pessimistic txns: takes the locks of every key written and not locked yet (unique
+    /// index entries, rows written without a read for update; not the keys written with
+    /// [`Transaction::put_covered`]), so commit meets no conflict that the statement did not
+    /// already see. A no-op for optimistic txns.
     pub async fn lock_written(&mut self) -> Result<()> {
         if !self.pessimistic {
             return Ok(());
@@ -522,6 +524,11 @@ impl Transaction {
                 start_ts,
                 primary,
                 pessimistic_keys: self.locked_set,
+                covered_keys: if self.pessimistic {
+                    self.covered
+                } else {
+                    BTreeSet::new()
+                },
                 bytes: mutations.iter().map(|m| m.key.len() + m.value.len()).sum(),
                 for_update_ts: if self.pessimistic {
                     self.for_update_ts

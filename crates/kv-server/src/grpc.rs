@@ -118,12 +118,13 @@ impl GrpcServer {
                             )
                             .await
                     };
+                    // Ends at the first listener's failure, or once both have shut down.
                     let serving = async {
-                        let (tcp, unix, ()) = tokio::join!(tcp, unix, async {
+                        tokio::try_join!(tcp, unix, async {
                             begin.await;
                             shut.send_replace(true);
-                        });
-                        tcp.and(unix)
+                            Ok(())
+                        })
                     };
                     tokio::select! {
                         result = serving => if let Err(e) = result {

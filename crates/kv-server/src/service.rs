@@ -385,6 +385,7 @@ impl KvRpc for KvService {
             },
             mutations,
             pessimistic: r.is_pessimistic_lock,
+            covered: r.is_covered,
         };
         let outcome = self
             .run_routed(r.context.as_ref(), command)

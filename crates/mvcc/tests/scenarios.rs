@@ -6,7 +6,7 @@ use engine::{Cf, KvEngine, WriteBatch};
 use mvcc::actions::acquire_pessimistic_lock::acquire_pessimistic_lock;
 use mvcc::actions::check_txn_status::{TxnStatus, check_txn_status};
 use mvcc::actions::commit::commit;
-use mvcc::actions::prewrite::{Mutation, TxnProps, prewrite};
+use mvcc::actions::prewrite::{KeyCheck, Mutation, TxnProps, prewrite};
 use mvcc::actions::rollback::rollback;
 use mvcc::actions::txn_heart_beat::txn_heart_beat;
 use mvcc::{LockTable, MvccError, MvccReader, MvccTxn, Result};
@@ -51,7 +51,15 @@ impl Store {
     }
 
     fn prewrite(&self, m: Mutation, primary: &[u8], start: u64) -> Result<()> {
-        self.run(|txn, r| prewrite(txn, r, &Store::props(primary, start), m, false))
+        self.run(|txn, r| {
+            prewrite(
+                txn,
+                r,
+                &Store::props(primary, start),
+                m,
+                KeyCheck::NoNewerWrite,
+            )
+        })
     }
 
     fn put(&self, key: &[u8], value: &[u8], primary: &[u8], start: u64) -> Result<()> {
@@ -105,7 +113,7 @@ fn reads_see_the_version_committed_at_or_before_their_ts() {
             r,
             &Store::props(b"k", ts(30)),
             Mutation::Delete(b"k".to_vec()),
-            false,
+            KeyCheck::NoNewerWrite,
         )
     })
     .unwrap();
@@ -217,7 +225,7 @@ fn locks_of_a_dead_txn_are_resolved_by_ttl() {
                 r,
                 &props,
                 Mutation::Put(key.to_vec(), b"x".to_vec()),
-                false,
+                KeyCheck::NoNewerWrite,
             )
         })
         .unwrap();
@@ -259,7 +267,7 @@ fn a_committed_primary_lets_secondaries_roll_forward() {
                 r,
                 &Store::props(b"p", ts(10)),
                 Mutation::Put(key.to_vec(), b"1".to_vec()),
-                false,
+                KeyCheck::NoNewerWrite,
             )
         })
         .unwrap();
@@ -319,7 +327,7 @@ fn a_pessimistic_lock_then_prewrite_then_commit() {
             r,
             &props,
             Mutation::Put(b"k".to_vec(), b"v1".to_vec()),
-            true,
+            KeyCheck::PessimisticLock,
         )
     })
     .unwrap();
@@ -336,7 +344,7 @@ fn a_pessimistic_lock_then_prewrite_then_commit() {
             r,
             &props,
             Mutation::Put(b"k".to_vec(), b"v2".to_vec()),
-            true
+            KeyCheck::PessimisticLock
         )),
         Err(MvccError::PessimisticLockNotFound { .. })
     ));
@@ -356,31 +364,36 @@ fn a_pessimistic_lock_sees_commits_after_its_for_update_ts_as_conflicts() {
 }
 
 #[test]
-fn a_pessimistic_txn_prewrites_a_key_it_did_not_lock_without_a_conflict_check() {
+fn a_pessimistic_txn_checks_a_key_it_did_not_lock_unless_another_lock_covers_it() {
     let s = Store::new();
-    // Committed after the txn's start ts 10, before its for_update_ts 16: an optimistic
-    // prewrite would conflict; a key the pessimistic txn's other locks cover does not.
+    // Committed after the txn's start ts 10, before its for_update_ts 16.
     s.write(b"i", b"old", ts(12), ts(15));
     let props = TxnProps {
         for_update_ts: ts(16),
         ..Store::props(b"r", ts(10))
     };
-    let put = |value: &[u8]| {
+    let put = |value: &[u8], check: KeyCheck| {
         s.run(|txn, r| {
             prewrite(
                 txn,
                 r,
                 &props,
                 Mutation::Put(b"i".to_vec(), value.to_vec()),
-                false,
+                check,
             )
         })
     };
-    put(b"new").unwrap();
+    // Neither locked nor covered (say, a blind write): the newer commit is a conflict...
+    assert!(matches!(
+        put(b"new", KeyCheck::NoNewerWrite),
+        Err(MvccError::WriteConflict { .. })
+    ));
+    // ...while a key the txn's other locks cover (a non-unique index entry) is not checked.
+    put(b"new", KeyCheck::Covered).unwrap();
     s.commit(b"i", ts(10), ts(20)).unwrap();
     assert_eq!(s.get(b"i", ts(25)).unwrap(), v("new"));
     // A retried prewrite after the commit changes nothing...
-    put(b"new").unwrap();
+    put(b"new", KeyCheck::Covered).unwrap();
     assert_eq!(s.get(b"i", ts(25)).unwrap(), v("new"));
     // ...and one after the txn was rolled back fails.
     let props = TxnProps {
@@ -389,7 +402,13 @@ fn a_pessimistic_txn_prewrites_a_key_it_did_not_lock_without_a_conflict_check() 
     };
     s.rollback(b"j", ts(30)).unwrap();
     assert!(matches!(
-        s.run(|txn, r| prewrite(txn, r, &props, Mutation::Delete(b"j".to_vec()), false)),
+        s.run(|txn, r| prewrite(
+            txn,
+            r,
+            &props,
+            Mutation::Delete(b"j".to_vec()),
+            KeyCheck::Covered
+        )),
         Err(MvccError::AlreadyRolledBack { .. })
     ));
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use engine::KvEngine;
 use engine::memory::MemoryEngine;
 use mvcc::actions::commit::commit;
-use mvcc::actions::prewrite::{Mutation, TxnProps, prewrite};
+use mvcc::actions::prewrite::{KeyCheck, Mutation, TxnProps, prewrite};
 use mvcc::actions::rollback::rollback;
 use mvcc::{MvccError, MvccReader, MvccTxn, Result};
 
@@ -130,7 +130,13 @@ fn simulate(seed: u64, txns: usize) -> (MemoryEngine, Outcome, u64) {
                 let mut failed = false;
                 for (k, v) in &t.writes {
                     match run(&e, |txn, r| {
-                        prewrite(txn, r, &props, Mutation::Put(key(*k), v.clone()), false)
+                        prewrite(
+                            txn,
+                            r,
+                            &props,
+                            Mutation::Put(key(*k), v.clone()),
+                            KeyCheck::NoNewerWrite,
+                        )
                     }) {
                         Ok(()) => done += 1,
                         Err(MvccError::KeyIsLocked(_) | MvccError::WriteConflict { .. }) => {

@@ -134,7 +134,6 @@ pub struct Prepared {
     /// Where the `?`s are: their positions among the expressions as
     /// `ast::visit_expressions_mut` meets them, in order.
     slots: Vec<usize>,
-    pub params: usize,
     /// The statement as the client wrote it (`?` and all), for the slow log and process list.
     pub text: String,
 }
@@ -206,7 +205,9 @@ fn s_drop_table(s: &Statement) -> Option<&ast::ObjectName> {
     }
 }
 
-/// The positions of `statement`'s `?`s (see [`Prepared::slots`]).
+/// The positions of `statement`'s `?`s (see [`Prepared::slots`]). It walks with
+/// `visit_expressions_mut`, the walk [`substitute_params`] repeats, so the positions agree
+/// by construction.
 fn param_slots(statement: &mut Statement) -> Vec<usize> {
     let mut slots = Vec::new();
     let mut at = 0;
@@ -409,7 +410,6 @@ impl Session {
             Prepared {
                 statement,
                 slots,
-                params,
                 text: sql.trim().to_string(),
             },
         );
@@ -417,7 +417,8 @@ impl Session {
     }
 
     pub async fn execute_prepared(&mut self, id: u32, params: &[Datum]) -> Result<Output> {
-        // Out of the map while it runs (the session is borrowed by then), back in after.
+        // Out of the map while it runs (the session is borrowed by then), back in after; only
+        // a dropped connection drops the future in between, and the session with it.
         let Some(mut p) = self.prepared.remove(&id) else {
             return Err(SqlError {
                 code: 1243,
@@ -427,7 +428,7 @@ impl Session {
                 ),
             });
         };
-        if p.params != params.len() {
+        if p.slots.len() != params.len() {
             self.prepared.insert(id, p);
             return Err(SqlError {
                 code: 1210,

@@ -5,7 +5,7 @@ use engine::Snapshot;
 use mvcc::actions::acquire_pessimistic_lock::acquire_pessimistic_lock;
 use mvcc::actions::check_txn_status::{TxnStatus, check_txn_status};
 use mvcc::actions::commit::commit;
-use mvcc::actions::prewrite::{Mutation, TxnProps, prewrite};
+use mvcc::actions::prewrite::{KeyCheck, Mutation, TxnProps, prewrite};
 use mvcc::actions::rollback::rollback;
 use mvcc::actions::txn_heart_beat::txn_heart_beat;
 use mvcc::{MvccReader, MvccTxn};
@@ -14,11 +14,13 @@ use crate::replicated::Durability;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
-    /// `pessimistic[i]` says the txn holds the pessimistic lock of `mutations[i]`.
+    /// `pessimistic[i]` says the txn holds the pessimistic lock of `mutations[i]`, and
+    /// `covered[i]` that its other locks cover the key (see [`KeyCheck`]); missing = false.
     Prewrite {
         mutations: Vec<Mutation>,
         props: TxnProps,
         pessimistic: Vec<bool>,
+        covered: Vec<bool>,
     },
     AcquirePessimisticLock {
         keys: Vec<Vec<u8>>,
@@ -138,15 +140,18 @@ impl Command {
                 mutations,
                 props,
                 pessimistic,
+                covered,
             } => {
                 for (i, m) in mutations.into_iter().enumerate() {
-                    prewrite(
-                        txn,
-                        reader,
-                        &props,
-                        m,
-                        pessimistic.get(i).copied().unwrap_or(false),
-                    )?;
+                    let flag = |flags: &[bool]| flags.get(i).copied().unwrap_or(false);
+                    let check = if flag(&pessimistic) {
+                        KeyCheck::PessimisticLock
+                    } else if flag(&covered) && props.for_update_ts != 0 {
+                        KeyCheck::Covered
+                    } else {
+                        KeyCheck::NoNewerWrite
+                    };
+                    prewrite(txn, reader, &props, m, check)?;
                 }
             }
             Command::AcquirePessimisticLock {

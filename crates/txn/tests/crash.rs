@@ -75,6 +75,7 @@ fn writer_child() {
             mutations,
             props,
             pessimistic: vec![],
+            covered: vec![],
         })
         .unwrap();
         ts += 1;

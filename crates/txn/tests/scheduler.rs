@@ -65,6 +65,7 @@ fn transfer(s: &Scheduler<LocalKv<MemoryEngine>>, clock: &AtomicU64, from: u64, 
         mutations,
         props,
         pessimistic: vec![],
+        covered: vec![],
     }) {
         Ok(_) => {}
         Err(TxnError::Mvcc(MvccError::WriteConflict { .. } | MvccError::KeyIsLocked(_))) => {
@@ -104,6 +105,7 @@ fn concurrent_transfers_keep_the_total() {
             mutations: vec![Mutation::Put(account(i), b"100".to_vec())],
             props,
             pessimistic: vec![],
+            covered: vec![],
         })
         .unwrap();
         let commit_ts = clock.fetch_add(1, Ordering::SeqCst);
@@ -177,6 +179,7 @@ fn pending_writes_beyond_the_threshold_are_refused() {
             min_commit_ts: 0,
         },
         pessimistic: vec![],
+        covered: vec![],
     };
     let mut refused = 0;
     let mut receivers = Vec::new();
@@ -283,6 +286,7 @@ fn gc_keeps_what_readers_at_or_after_the_safe_point_see_and_drops_the_rest() {
             mutations: vec![m],
             props,
             pessimistic: vec![],
+            covered: vec![],
         })
         .unwrap();
         s.run(Command::Commit {

@@ -68,6 +68,7 @@ fn once(config: &Config, clients: usize, length: Duration) -> anyhow::Result<(f6
                         mutations,
                         props,
                         pessimistic: vec![],
+                        covered: vec![],
                     })?;
                     let commit_ts = clock.fetch_add(1, Ordering::SeqCst);
                     s.run(Command::Commit {

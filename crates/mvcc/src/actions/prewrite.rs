@@ -1,7 +1,7 @@
 //! Prewrite: the first phase of two-phase commit. Locks a key for txn `start_ts` with the
 //! value it will commit, after checking that nothing newer was committed (optimistic) or that
-//! the txn holds the key's pessimistic lock (pessimistic, which it then upgrades; a key a
-//! pessimistic txn did not lock is one its other locks cover, and is not checked).
+//! the txn holds the key's pessimistic lock (pessimistic, which it then upgrades); a key a
+//! pessimistic txn's other locks cover is not checked ([`KeyCheck`]).
 //!
 //! Idempotent: a repeated prewrite of the same txn finds its own lock (or its own commit) and
 //! changes nothing. A rollback record of the txn makes it fail, so a prewrite that arrives
@@ -42,13 +42,26 @@ pub struct TxnProps {
     pub min_commit_ts: u64,
 }
 
-/// Prewrites one mutation. `pessimistic_lock` says the txn took this key's pessimistic lock.
+/// What a prewrite makes sure of before it locks a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyCheck {
+    /// Nothing was committed since the txn's start ts: an optimistic txn's key, or one a
+    /// pessimistic txn wrote without locking it.
+    NoNewerWrite,
+    /// The txn holds the key's pessimistic lock (taking it checked for newer commits).
+    PessimisticLock,
+    /// Nothing: the pessimistic txn's lock on another key rules out any conflict (TiDB's
+    /// non-unique index entries, covered by their row's lock; TiKV skips the check too).
+    Covered,
+}
+
+/// Prewrites one mutation, after the checks `check` asks for.
 pub fn prewrite<S: Snapshot>(
     txn: &mut MvccTxn,
     reader: &MvccReader<S>,
     props: &TxnProps,
     mutation: Mutation,
-    pessimistic_lock: bool,
+    check: KeyCheck,
 ) -> Result<()> {
     let key = mutation.key().to_vec();
     let start_ts = props.start_ts;
@@ -60,17 +73,15 @@ pub fn prewrite<S: Snapshot>(
         Some(lock) if lock.lock_type != LockType::Pessimistic => return Ok(()),
         // Our pessimistic lock: the conflict checks were done when it was taken.
         Some(_) => {}
-        None if pessimistic_lock => {
+        None if check == KeyCheck::PessimisticLock => {
             return match reader.txn_commit_record(&key, start_ts)? {
                 TxnCommitRecord::Committed { .. } => Ok(()),
                 TxnCommitRecord::RolledBack => Err(MvccError::AlreadyRolledBack { key, start_ts }),
                 TxnCommitRecord::None => Err(MvccError::PessimisticLockNotFound { key, start_ts }),
             };
         }
-        // A pessimistic txn's key that takes no lock of its own because another of its locks
-        // covers it (a non-unique index entry, covered by its row's lock): TiKV skips the
-        // conflict check for these; only a retried or too-late prewrite is caught.
-        None if props.for_update_ts != 0 => match reader.txn_commit_record(&key, start_ts)? {
+        // Only a retried or too-late prewrite is caught.
+        None if check == KeyCheck::Covered => match reader.txn_commit_record(&key, start_ts)? {
             TxnCommitRecord::Committed { .. } => return Ok(()),
             TxnCommitRecord::RolledBack => {
                 return Err(MvccError::AlreadyRolledBack { key, start_ts });
