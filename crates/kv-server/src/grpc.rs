@@ -39,16 +39,14 @@ impl GrpcServer {
         };
         let listener = std::net::TcpListener::bind(&addr).map_err(bind_error)?;
         listener.set_nonblocking(true).map_err(bind_error)?;
-        let local = config
-            .bool("server.local-socket")
-            .then(|| proto::local_socket::bind(&addr))
-            .and_then(|bound| {
-                bound
-                    .inspect_err(|e| {
-                        tracing::warn!(addr = %addr, "no unix socket for local clients, TCP only: {e}")
-                    })
-                    .ok()
-            });
+        let local = match config.bool("server.local-socket") {
+            false => None,
+            true => proto::local_socket::bind(&addr)
+                .inspect_err(|e| {
+                    tracing::warn!(addr = %addr, "no unix socket for local clients, TCP only: {e}")
+                })
+                .ok(),
+        };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.int("server.grpc-concurrency") as usize)
             .thread_name_fn(|| {

@@ -73,21 +73,20 @@ pub fn prewrite<S: Snapshot>(
         Some(lock) if lock.lock_type != LockType::Pessimistic => return Ok(()),
         // Our pessimistic lock: the conflict checks were done when it was taken.
         Some(_) => {}
-        None if check == KeyCheck::PessimisticLock => {
-            return match reader.txn_commit_record(&key, start_ts)? {
-                TxnCommitRecord::Committed { .. } => Ok(()),
-                TxnCommitRecord::RolledBack => Err(MvccError::AlreadyRolledBack { key, start_ts }),
-                TxnCommitRecord::None => Err(MvccError::PessimisticLockNotFound { key, start_ts }),
-            };
-        }
-        // Only a retried or too-late prewrite is caught.
-        None if check == KeyCheck::Covered => match reader.txn_commit_record(&key, start_ts)? {
-            TxnCommitRecord::Committed { .. } => return Ok(()),
-            TxnCommitRecord::RolledBack => {
-                return Err(MvccError::AlreadyRolledBack { key, start_ts });
+        // No conflict check here (the pessimistic lock did it, or the key is covered): only a
+        // retried or too-late prewrite is caught, and a pessimistic lock that is gone.
+        None if check != KeyCheck::NoNewerWrite => {
+            match reader.txn_commit_record(&key, start_ts)? {
+                TxnCommitRecord::Committed { .. } => return Ok(()),
+                TxnCommitRecord::RolledBack => {
+                    return Err(MvccError::AlreadyRolledBack { key, start_ts });
+                }
+                TxnCommitRecord::None if check == KeyCheck::PessimisticLock => {
+                    return Err(MvccError::PessimisticLockNotFound { key, start_ts });
+                }
+                TxnCommitRecord::None => {}
             }
-            TxnCommitRecord::None => {}
-        },
+        }
         None => {
             for (commit_ts, write) in reader.writes_since(&key, start_ts)? {
                 if write.start_ts == start_ts {
