@@ -680,23 +680,22 @@ fn pessimistic_transfers_wait_for_each_other_instead_of_conflicting() {
         txn.rollback().await.unwrap();
         // A key a pessimistic txn writes without locking it is checked at prewrite: a commit
         // after the txn began is a conflict; a key its other locks cover is not checked.
-        let commit_now = |key: &'static [u8]| {
-            let client = client.clone();
-            async move {
-                let mut other = client.begin().await.unwrap();
-                other.put(key.to_vec(), b"theirs".to_vec());
-                other.commit().await.unwrap();
-            }
-        };
         let mut txn = client.begin_pessimistic().await.unwrap();
-        commit_now(b"blind").await;
+        let mut other = client.begin().await.unwrap();
+        other.put(b"blind".to_vec(), b"theirs".to_vec());
+        other.commit().await.unwrap();
         txn.put(b"blind".to_vec(), b"mine".to_vec());
         assert!(matches!(
             txn.commit().await,
             Err(KvError::WriteConflict { .. })
         ));
+        // The covered key's writers write its covering key too (TiDB's index entry and row):
+        // the lock on that key retries past their commit, and the covered key needs no check.
         let mut txn = client.begin_pessimistic().await.unwrap();
-        commit_now(b"covered").await;
+        let mut other = client.begin().await.unwrap();
+        other.put(b"covered".to_vec(), b"theirs".to_vec());
+        other.put(account(4), b"theirs".to_vec());
+        other.commit().await.unwrap();
         txn.lock_keys(&[account(4)]).await.unwrap();
         txn.put_covered(b"covered".to_vec(), b"mine".to_vec());
         txn.commit().await.unwrap();
@@ -858,6 +857,76 @@ fn gc_resolves_locks_below_the_safe_point_and_reports_a_live_one() {
             Err(KvError::GcTooEarly { .. })
         ));
         assert_eq!(total(&client).await, ACCOUNTS * INITIAL);
+    });
+}
+
+/// One-phase commit: a prewrite that asks for it commits the txn at once, above every read
+/// the node served (a snapshot read before it stays the same), and leaves no lock; the same
+/// request again (a retry) finds the commit and changes nothing.
+#[test]
+fn a_one_phase_commit_lands_above_every_read_and_leaves_no_lock() {
+    use proto::kv::kv_client::KvClient;
+    use proto::kv::{Context, Mutation, Op, PrewriteRequest};
+    let cluster = Cluster::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let client = cluster.client().await;
+        open_accounts(&client).await;
+        let start_ts = client.current_ts().await.unwrap();
+        // A reader whose ts is above the txn's start: the commit must not slip under it.
+        let read_ts = client.current_ts().await.unwrap();
+        let before = client.snapshot(read_ts, read_ts);
+        let old = before.get(&account(1)).await.unwrap();
+        assert_eq!(old.as_deref().map(amount), Some(INITIAL));
+
+        let region = client.pd().get_region(b"").await.unwrap();
+        let mut kv = KvClient::connect(format!("http://{}", cluster.kv_addr))
+            .await
+            .unwrap();
+        let request = PrewriteRequest {
+            context: Some(Context {
+                region_id: region.region.id,
+                region_epoch: region.region.region_epoch,
+                peer: region.leader,
+                ..Context::default()
+            }),
+            mutations: [1, 2]
+                .map(|i| Mutation {
+                    op: Op::Put as i32,
+                    key: account(i),
+                    value: 7u64.to_be_bytes().to_vec(),
+                })
+                .to_vec(),
+            primary_lock: account(1),
+            start_version: start_ts,
+            lock_ttl: 3000,
+            try_one_pc: true,
+            ..PrewriteRequest::default()
+        };
+        let r = kv.kv_prewrite(request.clone()).await.unwrap().into_inner();
+        assert!(r.region_error.is_none() && r.errors.is_empty(), "{r:?}");
+        assert!(
+            r.one_pc_commit_ts > read_ts,
+            "committed at {} under a read at {read_ts}",
+            r.one_pc_commit_ts
+        );
+        assert_eq!(locks(&cluster, &client).await, 0);
+        assert_eq!(before.get(&account(1)).await.unwrap(), old);
+        let now = client.current_ts().await.unwrap();
+        assert!(now >= r.one_pc_commit_ts, "a later ts sees the commit");
+        let after = client.snapshot(now, now);
+        for i in [1, 2] {
+            let v = after.get(&account(i)).await.unwrap();
+            assert_eq!(v.as_deref().map(amount), Some(7));
+        }
+
+        let again = kv.kv_prewrite(request).await.unwrap().into_inner();
+        assert!(
+            again.region_error.is_none() && again.errors.is_empty(),
+            "{again:?}"
+        );
+        assert_eq!(again.one_pc_commit_ts, 0, "nothing is committed twice");
+        assert_eq!(locks(&cluster, &client).await, 0);
     });
 }
 

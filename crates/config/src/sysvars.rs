@@ -108,6 +108,13 @@ pub static SYSVARS: &[SysVar] = &[
         default: || Value::Int(15),
     },
     SysVar {
+        // TiDB's: a txn whose keys lie in one region commits in one phase (on since v5.0).
+        name: "tidb_enable_1pc",
+        scope: Scope::Both,
+        kind: Kind::Bool,
+        default: || Value::Bool(true),
+    },
+    SysVar {
         name: "tidb_gc_enable",
         scope: Scope::Global,
         kind: Kind::Bool,

@@ -1,5 +1,9 @@
-//! Two-phase commit (Percolator, as TiDB drives it):
+//! Two-phase commit (Percolator, as TiDB drives it), or one phase when it can:
 //!
+//! 0. a txn whose keys all lie in one region batch and that asks for it (`tidb_enable_1pc`)
+//!    sends that batch as a one-phase commit: the kv node commits it at once at a commit ts
+//!    it picks (above every read it served), and that answer is the commit point. A node
+//!    that cannot (its `max_ts` not synced yet) prewrites instead, and the txn goes on below;
 //! 1. prewrite every region batch, in parallel up to `tidb_committer_concurrency`; a lock
 //!    in the way is resolved (or waited for), a write conflict ends the txn and its
 //!    prewrites are rolled back in the background;
@@ -55,6 +59,8 @@ pub struct TwoPhase {
     pub mutations: Vec<Mutation>,
     /// Keys and values of all mutations, for the lock TTL.
     pub bytes: usize,
+    /// Commit in one phase when every key lies in one region batch (`tidb_enable_1pc`).
+    pub one_pc: bool,
 }
 
 impl TwoPhase {
@@ -62,7 +68,7 @@ impl TwoPhase {
         self.mutations.iter().map(|m| m.key.clone()).collect()
     }
 
-    fn prewrite_request(&self, keys: &[Vec<u8>]) -> PrewriteRequest {
+    fn prewrite_request(&self, keys: &[Vec<u8>], one_pc: bool) -> PrewriteRequest {
         // `mutations` is in key order (the txn's buffer is sorted): look each key up.
         let mut mutations: Vec<Mutation> = keys
             .iter()
@@ -91,6 +97,7 @@ impl TwoPhase {
             for_update_ts: self.for_update_ts,
             txn_size: self.mutations.len() as u64,
             min_commit_ts: 0,
+            try_one_pc: one_pc,
         }
     }
 }
@@ -142,31 +149,64 @@ where
     first_error.map_or(Ok(()), Err)
 }
 
+/// Prewrites `keys` of one region batch; with `one_pc` (the batch holds every key of the
+/// txn) asks the node to commit them at once. Returns the one-phase commit ts, 0 when the
+/// keys were prewritten. A one-phase attempt whose answer is lost is `Undetermined`.
 async fn prewrite_region(
     inner: Arc<Inner>,
     tp: Arc<TwoPhase>,
     bo: Arc<Backoff>,
     route: Route,
     keys: Vec<Vec<u8>>,
-) -> Result<Sent<()>> {
+    one_pc: bool,
+) -> Result<Sent<u64>> {
     loop {
-        let req = tp.prewrite_request(&keys);
-        let resp = match send(&inner.cache, &inner.conns, &bo, &route, req).await? {
-            Sent::Reroute => return Ok(Sent::Reroute),
-            Sent::Done(r) => r,
+        let req = tp.prewrite_request(&keys, one_pc);
+        let sent = send(&inner.cache, &inner.conns, &bo, &route, req).await;
+        let resp = match sent {
+            Ok(Sent::Reroute) => return Ok(Sent::Reroute),
+            Ok(Sent::Done(r)) => r,
+            Err(e) if one_pc => {
+                return Err(KvError::Undetermined {
+                    start_ts: tp.start_ts,
+                    reason: e.to_string(),
+                });
+            }
+            Err(e) => return Err(e),
         };
         if let Some(e) = resp.errors.iter().find(|e| e.locked.is_none()) {
             return Err(KvError::from_key_error(tp.start_ts, e));
         }
         let locks: Vec<_> = resp.errors.into_iter().filter_map(|e| e.locked).collect();
         if locks.is_empty() {
-            return Ok(Sent::Done(()));
+            return Ok(Sent::Done(resp.one_pc_commit_ts));
         }
         if !lock_resolver::resolve(&inner, &bo, 0, &locks).await?.all {
             bo.wait(BackoffKind::TxnLock, "prewrite met a live txn's lock")
                 .await?;
         }
     }
+}
+
+/// The one-phase commit of a txn whose keys lie in one region batch: its commit ts, or
+/// `None` when the keys are not in one batch or the node prewrote them instead (the txn
+/// goes on with two phases; its keys are then prewritten, unless the route changed).
+async fn try_one_pc(
+    inner: &Arc<Inner>,
+    tp: &Arc<TwoPhase>,
+    bo: &Arc<Backoff>,
+    keys: &[Vec<u8>],
+) -> Result<Option<u64>> {
+    let mut batches = inner.cache.group_keys(keys).await?;
+    if batches.len() != 1 || keys.len() > MAX_KEYS_PER_BATCH {
+        return Ok(None);
+    }
+    let (route, keys) = batches.remove(0);
+    let sent = prewrite_region(inner.clone(), tp.clone(), bo.clone(), route, keys, true).await?;
+    Ok(match sent {
+        Sent::Done(commit_ts) if commit_ts > 0 => Some(commit_ts),
+        _ => None,
+    })
 }
 
 async fn commit_region(
@@ -198,21 +238,43 @@ pub(crate) async fn commit(inner: &Arc<Inner>, tp: TwoPhase) -> Result<u64> {
     let keys = tp.keys();
     let concurrency = inner.committer_concurrency.load(Ordering::Relaxed);
     let bo = Arc::new(Backoff::new("prewrite", PREWRITE_BUDGET_MS));
-    let prewritten = {
-        let (inner, tp) = (inner.clone(), tp.clone());
-        for_each_region(&inner.clone(), &keys, concurrency, move |route, keys| {
-            prewrite_region(inner.clone(), tp.clone(), bo.clone(), route, keys)
-        })
-        .await
+    let prewritten = if tp.one_pc {
+        try_one_pc(inner, &tp, &bo, &keys).await
+    } else {
+        Ok(None)
     };
-    if let Err(e) = prewritten {
-        let inner = inner.clone();
-        tokio::spawn(async move {
-            if let Err(e) = rollback(&inner, start_ts, keys).await {
-                tracing::warn!(start_ts, "rollback after a failed prewrite: {e}");
-            }
-        });
-        return Err(e);
+    let prewritten = match prewritten {
+        Ok(Some(commit_ts)) => return Ok(commit_ts),
+        // A one-phase attempt that prewrote its keys is done with them: prewriting them again
+        // finds the txn's own locks and changes nothing.
+        Ok(None) => {
+            let (inner, tp) = (inner.clone(), tp.clone());
+            for_each_region(&inner.clone(), &keys, concurrency, move |route, keys| {
+                let step =
+                    prewrite_region(inner.clone(), tp.clone(), bo.clone(), route, keys, false);
+                async move {
+                    Ok(match step.await? {
+                        Sent::Reroute => Sent::Reroute,
+                        Sent::Done(_) => Sent::Done(()),
+                    })
+                }
+            })
+            .await
+        }
+        Err(e) => Err(e),
+    };
+    match prewritten {
+        Err(e @ KvError::Undetermined { .. }) => return Err(e),
+        Err(e) => {
+            let inner = inner.clone();
+            tokio::spawn(async move {
+                if let Err(e) = rollback(&inner, start_ts, keys).await {
+                    tracing::warn!(start_ts, "rollback after a failed prewrite: {e}");
+                }
+            });
+            return Err(e);
+        }
+        Ok(()) => {}
     }
 
     let bo = Backoff::new("commit", COMMIT_BUDGET_MS);
@@ -316,8 +378,9 @@ mod tests {
             for_update_ts: 12,
             mutations: vec![m(b"a"), m(b"b"), m(b"c")],
             bytes: 6,
+            one_pc: false,
         };
-        let req = tp.prewrite_request(&[b"c".to_vec(), b"a".to_vec()]);
+        let req = tp.prewrite_request(&[b"c".to_vec(), b"a".to_vec()], false);
         let keys: Vec<&[u8]> = req.mutations.iter().map(|m| m.key.as_slice()).collect();
         assert_eq!(keys, [&b"a"[..], &b"c"[..]]);
         assert_eq!(req.is_pessimistic_lock, [false, true]);

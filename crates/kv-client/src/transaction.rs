@@ -63,6 +63,8 @@ pub struct Transaction {
     locked_set: BTreeSet<Vec<u8>>,
     /// The pessimistic txn's primary, once its first lock is taken.
     primary: Option<Vec<u8>>,
+    /// Commit in one phase when the keys allow (`tidb_enable_1pc`).
+    one_pc: bool,
     /// Dropping it stops the heartbeat task.
     _heartbeat: Option<tokio::sync::oneshot::Sender<()>>,
 }
@@ -86,8 +88,15 @@ impl Transaction {
             locked: Vec::new(),
             locked_set: BTreeSet::new(),
             primary: None,
+            one_pc: true,
             _heartbeat: None,
         }
+    }
+
+    /// Whether commit may take one phase when all keys lie in one region (TiDB's
+    /// `tidb_enable_1pc`, on by default).
+    pub fn set_one_pc(&mut self, enabled: bool) {
+        self.one_pc = enabled;
     }
 
     pub fn start_ts(&self) -> u64 {
@@ -536,6 +545,7 @@ impl Transaction {
                     0
                 },
                 mutations,
+                one_pc: self.one_pc,
             },
         )
         .await

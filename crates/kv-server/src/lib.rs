@@ -22,6 +22,7 @@ use std::sync::Arc;
 use engine_rocks::RocksEngine;
 use node::{Node, NodeError};
 use pool::ShutdownMode;
+use txn::ReplicatedKv;
 
 /// Runs the kv node until SIGINT or SIGTERM.
 pub fn run(node: Node) -> Result<(), NodeError> {
@@ -63,6 +64,10 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             status_address: config.str("server.status-addr").to_string(),
         },
         regions,
+        {
+            let kv = storage.scheduler.kv().clone();
+            Box::new(move |ts| kv.lock_table().sync_max_ts(ts))
+        },
         pd_stop,
     );
     let (stop_gc, gc_stop) = std::sync::mpsc::channel();

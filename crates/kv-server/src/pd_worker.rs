@@ -1,4 +1,5 @@
-//! The kv node's side of PD: register this store (bootstrapping the cluster with the first
+//! The kv node's side of PD: take one timestamp to sync the lock table's `max_ts` (one-phase
+//! commit waits for it), register this store (bootstrapping the cluster with the first
 //! region if nobody has), then heartbeat the store and each region it serves every
 //! [`HEARTBEAT_INTERVAL`]. Bootstrap saves the first region locally before asking PD (as
 //! TiKV does), so a crash in between leaves a region the next attempt offers again; if
@@ -16,7 +17,7 @@ use std::time::Duration;
 use proto::pd::pd_client::PdClient;
 use proto::pd::{
     self as wire, AllocIdRequest, BootstrapRequest, ErrorType, IsBootstrappedRequest,
-    PutStoreRequest, RegionHeartbeatRequest, StoreHeartbeatRequest,
+    PutStoreRequest, RegionHeartbeatRequest, StoreHeartbeatRequest, TsoRequest,
 };
 use tonic::transport::Channel;
 
@@ -80,6 +81,23 @@ async fn connect(endpoints: &[String]) -> Result<PdClient<Channel>, String> {
         }
     }
     Err(last)
+}
+
+/// One timestamp from PD's oracle.
+async fn pd_ts(client: &mut PdClient<Channel>) -> Result<u64, String> {
+    let mut answers = client
+        .tso(tokio_stream::once(TsoRequest { count: 1 }))
+        .await
+        .map_err(|e| e.to_string())?
+        .into_inner();
+    let r = answers
+        .message()
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("pd ended the tso stream without a timestamp")?;
+    check(r.error).map_err(|e| e.message)?;
+    let t = r.timestamp.ok_or("pd answered tso without a timestamp")?;
+    Ok(base::ts::compose(t.physical as u64, t.logical as u64))
 }
 
 /// Registers the store (bootstrapping if needed); returns its id.
@@ -208,6 +226,7 @@ pub fn spawn(
     data_dir: PathBuf,
     info: StoreInfo,
     regions: Arc<Regions>,
+    sync_max_ts: Box<dyn Fn(u64) + Send>,
     stop: Receiver<()>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::Builder::new()
@@ -228,6 +247,8 @@ pub fn spawn(
                 let wait = match registered.as_mut() {
                     None => match runtime.block_on(async {
                         let mut client = connect(&endpoints).await?;
+                        // Before bootstrap, so a new cluster's clients never meet it unsynced.
+                        sync_max_ts(pd_ts(&mut client).await?);
                         let id = register(&mut client, &data_dir, &info, &regions).await?;
                         regions.set_store_id(id);
                         region_heartbeats(&mut client, id, &regions).await;

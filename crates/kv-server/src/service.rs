@@ -10,7 +10,7 @@ use std::sync::Arc;
 use coprocessor::CopError;
 use mvcc::actions::check_txn_status::TxnStatus;
 use mvcc::actions::prewrite::{Mutation, TxnProps};
-use mvcc::{LockType, MvccError, MvccReader};
+use mvcc::{LockTable, LockType, MvccError, MvccReader, Probe};
 use pool::{Priority, ReadPool, SpawnError, TaskOptions};
 use proto::kv::kv_server::Kv as KvRpc;
 use proto::kv::*;
@@ -22,6 +22,10 @@ use crate::storage::Kv;
 
 /// Most keys one request may name or return (TiKV's batch limits are of this order).
 pub const MAX_KEYS_PER_REQUEST: usize = 100_000;
+
+/// How often a read that met a one-phase commit in progress looks again; the commit ends
+/// with one durable write.
+const ONE_PC_RECHECK: std::time::Duration = std::time::Duration::from_millis(1);
 
 #[derive(Clone)]
 pub struct KvService {
@@ -199,24 +203,18 @@ impl KvService {
         self.regions.check(ctx, keys).map_err(Failure::Region)
     }
 
-    /// Whether no lock can block a read of `keys` at `ts`, from the lock table; call it
-    /// before the read takes its snapshot (the protocol in `mvcc::lock_table`).
-    fn unlocked<'a>(&self, keys: impl IntoIterator<Item = &'a [u8]>, ts: u64) -> bool {
+    /// Whether no lock can block a read, from the lock table: `probe` asks it (and so
+    /// announces the read's ts); a one-phase commit in the way is waited out. Call it before
+    /// the read takes its snapshot (the protocol in `mvcc::lock_table`).
+    async fn unlocked(&self, probe: impl Fn(&LockTable) -> Probe) -> bool {
         let table = self.scheduler.kv().lock_table();
-        keys.into_iter().all(|k| !table.may_block_key(k, ts))
-    }
-
-    /// Whether no lock can block a read of `ranges` (`end` empty = unbounded) at `ts`; as
-    /// [`KvService::unlocked`].
-    fn unlocked_ranges<'a>(
-        &self,
-        ranges: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
-        ts: u64,
-    ) -> bool {
-        let table = self.scheduler.kv().lock_table();
-        ranges
-            .into_iter()
-            .all(|(start, end)| !table.may_block_range(start, end, ts))
+        loop {
+            match probe(table) {
+                Probe::Free => return true,
+                Probe::MayBlock => return false,
+                Probe::Committing => tokio::time::sleep(ONE_PC_RECHECK).await,
+            }
+        }
     }
 
     /// Runs `read` on a snapshot, on the unified read pool. `unlocked`: the caller found,
@@ -278,7 +276,7 @@ impl KvRpc for KvService {
         let outcome = match self.route(ctx, [r.key.as_slice()]) {
             Ok(_) => {
                 let (key, ts, resolved) = (r.key, r.version, resolved_locks(ctx));
-                let unlocked = self.unlocked([key.as_slice()], ts);
+                let unlocked = self.unlocked(|t| t.probe_key(&key, ts)).await;
                 self.read(ctx, unlocked, move |reader| reader.get(&key, ts, &resolved))
                     .await
             }
@@ -303,7 +301,12 @@ impl KvRpc for KvService {
         let outcome = match self.route(ctx, keys_of(&r.keys)) {
             Ok(_) => {
                 let (keys, ts, resolved) = (r.keys, r.version, resolved_locks(ctx));
-                let unlocked = self.unlocked(keys_of(&keys), ts);
+                let unlocked = self
+                    .unlocked(|t| {
+                        let probes = keys.iter().map(|k| t.probe_key(k, ts));
+                        probes.max().unwrap_or(Probe::Free)
+                    })
+                    .await;
                 self.read(ctx, unlocked, move |reader| {
                     let mut pairs = Vec::new();
                     for key in keys {
@@ -339,7 +342,7 @@ impl KvRpc for KvService {
                 let (start, limit, ts, key_only) =
                     (r.start_key, r.limit as usize, r.version, r.key_only);
                 let resolved = resolved_locks(ctx);
-                let unlocked = self.unlocked_ranges([(start.as_slice(), end.as_slice())], ts);
+                let unlocked = self.unlocked(|t| t.probe_range(&start, &end, ts)).await;
                 self.read(ctx, unlocked, move |reader| {
                     Ok(reader
                         .scan(&start, &end, limit, ts, &resolved)?
@@ -374,10 +377,11 @@ impl KvRpc for KvService {
             .into_iter()
             .map(mutation)
             .collect::<Result<Vec<_>, _>>()?;
+        let start_ts = r.start_version;
         let command = Command::Prewrite {
             props: TxnProps {
                 primary: r.primary_lock,
-                start_ts: r.start_version,
+                start_ts,
                 ttl_ms: r.lock_ttl,
                 for_update_ts: r.for_update_ts,
                 txn_size: r.txn_size,
@@ -386,15 +390,23 @@ impl KvRpc for KvService {
             mutations,
             pessimistic: r.is_pessimistic_lock,
             covered: r.is_covered,
+            try_one_pc: r.try_one_pc,
         };
-        let outcome = self
-            .run_routed(r.context.as_ref(), command)
-            .await
-            .map(|_| ());
-        let (region_error, error, ()) = parts(outcome)?;
+        let outcome =
+            self.run_routed(r.context.as_ref(), command)
+                .await
+                .map(|output| match output {
+                    CommandOutput::Committed(commit_ts) => {
+                        self.deadlocks.clear(start_ts);
+                        commit_ts
+                    }
+                    _ => 0,
+                });
+        let (region_error, error, one_pc_commit_ts) = parts(outcome)?;
         Ok(Response::new(PrewriteResponse {
             region_error,
             errors: error.into_iter().collect(),
+            one_pc_commit_ts,
         }))
     }
 
@@ -703,8 +715,12 @@ impl KvRpc for KvService {
             })
             .collect();
         let (ts, resolved) = (r.start_ts, resolved_locks(ctx.as_ref()));
-        let unlocked =
-            self.unlocked_ranges(ranges.iter().map(|(s, e)| (s.as_slice(), e.as_slice())), ts);
+        let unlocked = self
+            .unlocked(|t| {
+                let probes = ranges.iter().map(|(s, e)| t.probe_range(s, e, ts));
+                probes.max().unwrap_or(Probe::Free)
+            })
+            .await;
         let kv = self.scheduler.kv().clone();
         let task = self.pool.spawn(task_options(ctx.as_ref()), async move {
             let snap = kv.snapshot().map_err(MvccError::from)?;

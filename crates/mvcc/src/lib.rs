@@ -4,7 +4,8 @@
 //! - [`reader`]: reads at a timestamp through a snapshot: locks, versions, values.
 //! - [`txn`]: the writes one command makes, collected into one engine write batch.
 //! - [`lock_table`]: an in-memory copy of the locks that can block reads, probed by reads
-//!   before their snapshot so they skip the lock CF when nothing they read is locked.
+//!   before their snapshot so they skip the lock CF when nothing they read is locked, and
+//!   the store's `max_ts`, from which one-phase commit picks its commit ts.
 //! - [`actions`]: one file per action (prewrite, acquire_pessimistic_lock, commit,
 //!   rollback, check_txn_status, txn_heart_beat). Actions are pure: they read through a
 //!   reader, record writes in an [`MvccTxn`], and return what happened; the caller (the
@@ -20,7 +21,7 @@ pub mod record;
 pub mod txn;
 
 pub use error::{LockInfo, MvccError, Result};
-pub use lock_table::LockTable;
+pub use lock_table::{LockTable, Probe};
 pub use reader::MvccReader;
 pub use record::{Lock, LockType, Write, WriteType};
 pub use txn::MvccTxn;

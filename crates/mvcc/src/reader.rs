@@ -28,6 +28,27 @@ pub enum TxnCommitRecord {
     None,
 }
 
+impl TxnCommitRecord {
+    /// What `write`, found at `commit_ts`, says about txn `start_ts`: its own commit or
+    /// rollback record, or another txn's commit that also records its rollback (the
+    /// overlapped rollback); `None` if neither.
+    pub fn of(start_ts: u64, commit_ts: u64, write: &Write) -> Option<TxnCommitRecord> {
+        if write.start_ts == start_ts {
+            Some(match write.write_type {
+                WriteType::Rollback => TxnCommitRecord::RolledBack,
+                _ => TxnCommitRecord::Committed {
+                    commit_ts,
+                    write: write.clone(),
+                },
+            })
+        } else if commit_ts == start_ts && write.overlapped_rollback {
+            Some(TxnCommitRecord::RolledBack)
+        } else {
+            None
+        }
+    }
+}
+
 pub struct MvccReader<S> {
     snap: S,
     /// The lock table, probed before `snap` was taken, holds no lock that can block this
@@ -160,14 +181,20 @@ impl<S: Snapshot> MvccReader<S> {
     /// Whether txn `start_ts` committed or rolled back on `key`.
     pub fn txn_commit_record(&self, key: &[u8], start_ts: u64) -> Result<TxnCommitRecord> {
         for (commit_ts, write) in self.writes_since(key, start_ts)? {
-            if write.start_ts == start_ts {
-                return Ok(match write.write_type {
-                    WriteType::Rollback => TxnCommitRecord::RolledBack,
-                    _ => TxnCommitRecord::Committed { commit_ts, write },
-                });
+            if let Some(record) = TxnCommitRecord::of(start_ts, commit_ts, &write) {
+                return Ok(record);
             }
         }
         Ok(TxnCommitRecord::None)
+    }
+
+    /// The write record at exactly `commit_ts`, if any.
+    pub fn write_at(&self, key: &[u8], commit_ts: u64) -> Result<Option<Write>> {
+        let mvcc_key = append_ts(&encode_key(key), commit_ts);
+        match self.snap.get(Cf::Write, &mvcc_key)? {
+            Some(bytes) => Ok(Some(Write::decode(key, &bytes)?)),
+            None => Ok(None),
+        }
     }
 
     pub fn load_value(&self, key: &[u8], start_ts: u64) -> Result<Vec<u8>> {

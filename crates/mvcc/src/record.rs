@@ -3,7 +3,8 @@
 //! Lock CF, key `enc(user_key)`:
 //! `type:u8 | primary_len:u32 BE | primary | start_ts:u64 | ttl_ms:u64 | for_update_ts:u64 |
 //!  min_commit_ts:u64 | txn_size:u64 | [b'v' | len:u8 | short value]`.
-//! Write CF, key `enc(user_key) + !commit_ts`: `type:u8 | start_ts:u64 | [b'v' | len:u8 | short value]`.
+//! Write CF, key `enc(user_key) + !commit_ts`:
+//! `type:u8 | start_ts:u64 | [b'v' | len:u8 | short value] | [b'R' (overlapped rollback)]`.
 //! Default CF, key `enc(user_key) + !start_ts`: the value, when longer than
 //! [`SHORT_VALUE_MAX_BYTES`]. Fixed-width fields keep decoding simple; every decode checks
 //! lengths and tags and reports corruption instead of panicking.
@@ -13,6 +14,7 @@ use engine::Cf;
 /// Values up to this length ride inline in the lock and write records.
 pub const SHORT_VALUE_MAX_BYTES: usize = 255;
 const SHORT_VALUE_TAG: u8 = b'v';
+const OVERLAPPED_ROLLBACK_TAG: u8 = b'R';
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LockType {
@@ -102,6 +104,10 @@ pub struct Write {
     pub write_type: WriteType,
     pub start_ts: u64,
     pub short_value: Option<Vec<u8>>,
+    /// Also the rollback record of the txn that started at this record's commit ts (TiKV's
+    /// overlapped rollback): a one-phase commit's ts is not PD's, so another txn may have
+    /// started at it, and that txn's rollback must not overwrite this commit.
+    pub overlapped_rollback: bool,
 }
 
 /// Reads fixed-width fields from a record, reporting where it went wrong.
@@ -139,23 +145,33 @@ impl<'a> Fields<'a> {
         ))
     }
 
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
+    /// The optional short value: a `b'v'` tag, its length, its bytes.
     fn short_value(&mut self) -> Result<Option<Vec<u8>>, String> {
-        if self.at == self.bytes.len() {
+        if self.peek() != Some(SHORT_VALUE_TAG) {
             return Ok(None);
         }
-        let tag = self.u8()?;
-        if tag != SHORT_VALUE_TAG {
-            return Err(format!(
-                "unknown field tag {tag:#04x} at byte {}",
-                self.at - 1
-            ));
-        }
+        self.at += 1;
         let len = self.u8()? as usize;
-        let v = self.take(len)?.to_vec();
-        if self.at != self.bytes.len() {
-            return Err(format!("{} trailing bytes", self.bytes.len() - self.at));
+        Ok(Some(self.take(len)?.to_vec()))
+    }
+
+    /// Whether the optional one-byte flag `tag` comes next (stepping over it).
+    fn flag(&mut self, tag: u8) -> bool {
+        let set = self.peek() == Some(tag);
+        self.at += usize::from(set);
+        set
+    }
+
+    /// Fails unless the record ends here.
+    fn end(&self) -> Result<(), String> {
+        match self.bytes.len() - self.at {
+            0 => Ok(()),
+            n => Err(format!("{n} trailing bytes")),
         }
-        Ok(Some(v))
     }
 }
 
@@ -215,7 +231,8 @@ impl Lock {
                 short_value: f.short_value()?,
             })
         };
-        parse(&mut f).map_err(|d| corruption(Cf::Lock, key, d))
+        let lock = parse(&mut f).and_then(|l| f.end().map(|()| l));
+        lock.map_err(|d| corruption(Cf::Lock, key, d))
     }
 }
 
@@ -225,6 +242,9 @@ impl Write {
         out.push(self.write_type.code());
         out.extend_from_slice(&self.start_ts.to_be_bytes());
         put_short_value(&mut out, &self.short_value);
+        if self.overlapped_rollback {
+            out.push(OVERLAPPED_ROLLBACK_TAG);
+        }
         out
     }
 
@@ -232,12 +252,14 @@ impl Write {
         let mut f = Fields { bytes, at: 0 };
         let parse = |f: &mut Fields<'_>| -> Result<Write, String> {
             let code = f.u8()?;
-            Ok(Write {
+            let write = Write {
                 write_type: WriteType::from_code(code)
                     .ok_or_else(|| format!("unknown write type {code:#04x}"))?,
                 start_ts: f.u64()?,
                 short_value: f.short_value()?,
-            })
+                overlapped_rollback: f.flag(OVERLAPPED_ROLLBACK_TAG),
+            };
+            f.end().map(|()| write)
         };
         parse(&mut f).map_err(|d| corruption(Cf::Write, key, d))
     }
@@ -275,11 +297,25 @@ mod tests {
                 write_type: WriteType::Put,
                 start_ts: 7,
                 short_value: Some(vec![1; 255]),
+                overlapped_rollback: false,
             },
             Write {
                 write_type: WriteType::Rollback,
                 start_ts: 7,
                 short_value: None,
+                overlapped_rollback: false,
+            },
+            Write {
+                write_type: WriteType::Put,
+                start_ts: 7,
+                short_value: Some(b"v".to_vec()),
+                overlapped_rollback: true,
+            },
+            Write {
+                write_type: WriteType::Delete,
+                start_ts: 7,
+                short_value: None,
+                overlapped_rollback: true,
             },
         ] {
             assert_eq!(Write::decode(b"k", &w.encode()).unwrap(), w);
@@ -308,6 +344,7 @@ mod tests {
             write_type: WriteType::Put,
             start_ts: 1,
             short_value: Some(b"x".to_vec()),
+            overlapped_rollback: false,
         }
         .encode();
         let mut trailing = w.clone();

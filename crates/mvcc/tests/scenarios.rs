@@ -9,7 +9,7 @@ use mvcc::actions::commit::commit;
 use mvcc::actions::prewrite::{KeyCheck, Mutation, TxnProps, prewrite};
 use mvcc::actions::rollback::rollback;
 use mvcc::actions::txn_heart_beat::txn_heart_beat;
-use mvcc::{LockTable, MvccError, MvccReader, MvccTxn, Result};
+use mvcc::{LockTable, MvccError, MvccReader, MvccTxn, Probe, Result};
 
 /// Timestamps at 1 ms of physical time per unit, so TTLs mean something.
 fn ts(ms: u64) -> u64 {
@@ -76,12 +76,12 @@ impl Store {
 
     /// A read as the kv node does it: probe the lock table, then take the snapshot.
     fn get(&self, key: &[u8], at: u64) -> Result<Option<Vec<u8>>> {
-        let unlocked = !self.1.may_block_key(key, at);
+        let unlocked = self.1.probe_key(key, at) == Probe::Free;
         MvccReader::after_lock_probe(self.0.snapshot(), unlocked).get(key, at, &[])
     }
 
     fn scan(&self, start: &[u8], end: &[u8], at: u64) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let unlocked = !self.1.may_block_range(start, end, at);
+        let unlocked = self.1.probe_range(start, end, at) == Probe::Free;
         MvccReader::after_lock_probe(self.0.snapshot(), unlocked).scan(
             start,
             end,
@@ -601,11 +601,41 @@ fn the_lock_table_holds_every_lock_that_can_block_a_read_and_survives_a_restart(
     // After a restart the table is loaded from the lock CF with the same locks.
     let reloaded = LockTable::load(s.0.snapshot()).unwrap();
     assert_eq!(reloaded.len(), 1);
-    assert!(reloaded.may_block_key(b"a", ts(15)));
-    assert!(!reloaded.may_block_key(b"m", ts(15)));
+    assert_eq!(reloaded.probe_key(b"a", ts(15)), Probe::MayBlock);
+    assert_eq!(reloaded.probe_key(b"m", ts(15)), Probe::Free);
     // The commit takes the lock out; the read sees the new value without the lock CF.
     s.commit(b"a", ts(10), ts(12)).unwrap();
     assert!(s.1.is_empty());
     assert_eq!(s.get(b"a", ts(15)).unwrap(), v("new"));
     assert!(LockTable::load(s.0.snapshot()).unwrap().is_empty());
+}
+
+/// A one-phase commit's ts is picked by the kv node, so another txn may have started at it.
+/// That txn's rollback flags the commit record instead of overwriting it (TiKV's overlapped
+/// rollback): the committed value stays, and the rolled-back txn's late prewrite still
+/// fails. A commit at exactly a txn's start ts was visible to its reads: no conflict.
+#[test]
+fn a_rollback_at_a_one_phase_commit_ts_keeps_the_commit_and_still_stops_the_txn() {
+    let s = Store::new();
+    s.write(b"k", b"v1", ts(10), ts(20));
+    s.rollback(b"k", ts(20)).unwrap();
+    assert_eq!(s.get(b"k", ts(20)).unwrap(), v("v1"));
+    assert!(matches!(
+        s.put(b"k", b"late", b"k", ts(20)),
+        Err(MvccError::AlreadyRolledBack { .. })
+    ));
+    assert!(matches!(
+        s.commit(b"k", ts(20), ts(21)),
+        Err(MvccError::TxnLockNotFound { .. })
+    ));
+    s.rollback(b"k", ts(20)).unwrap();
+    assert_eq!(
+        s.get(b"k", ts(30)).unwrap(),
+        v("v1"),
+        "rolling back again changes nothing"
+    );
+
+    s.write(b"j", b"w1", ts(40), ts(50));
+    s.write(b"j", b"w2", ts(50), ts(51));
+    assert_eq!(s.get(b"j", ts(51)).unwrap(), v("w2"));
 }

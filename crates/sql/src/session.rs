@@ -499,11 +499,15 @@ impl Session {
     }
 
     async fn begin(&self) -> Result<Transaction> {
-        let txn = if self.pessimistic() {
+        let mut txn = if self.pessimistic() {
             self.shared.client.begin_pessimistic().await?
         } else {
             self.shared.client.begin().await?
         };
+        txn.set_one_pc(!matches!(
+            self.vars.get("tidb_enable_1pc"),
+            Some(Datum::Int(0))
+        ));
         self.show_txn(txn.start_ts());
         Ok(txn)
     }

@@ -4,11 +4,11 @@
 use engine::Snapshot;
 use mvcc::actions::acquire_pessimistic_lock::acquire_pessimistic_lock;
 use mvcc::actions::check_txn_status::{TxnStatus, check_txn_status};
-use mvcc::actions::commit::commit;
-use mvcc::actions::prewrite::{KeyCheck, Mutation, TxnProps, prewrite};
+use mvcc::actions::commit::{commit, commit_one_pc};
+use mvcc::actions::prewrite::{KeyCheck, Mutation, Prewritten, TxnProps, check_prewrite};
 use mvcc::actions::rollback::rollback;
 use mvcc::actions::txn_heart_beat::txn_heart_beat;
-use mvcc::{MvccReader, MvccTxn};
+use mvcc::{LockTable, MvccReader, MvccTxn};
 
 use crate::replicated::Durability;
 
@@ -16,11 +16,15 @@ use crate::replicated::Durability;
 pub enum Command {
     /// `pessimistic[i]` says the txn holds the pessimistic lock of `mutations[i]`, and
     /// `covered[i]` that its other locks cover the key (see [`KeyCheck`]); missing = false.
+    /// `try_one_pc`: `mutations` are all the txn's; commit them at once if a safe commit ts
+    /// can be picked here ([`LockTable::begin_one_pc`]), answering
+    /// [`CommandOutput::Committed`].
     Prewrite {
         mutations: Vec<Mutation>,
         props: TxnProps,
         pessimistic: Vec<bool>,
         covered: Vec<bool>,
+        try_one_pc: bool,
     },
     AcquirePessimisticLock {
         keys: Vec<Vec<u8>>,
@@ -65,6 +69,8 @@ pub enum CommandOutput {
     Ttl(u64),
     /// The locked keys' values, in the command's key order.
     Values(Vec<Option<Vec<u8>>>),
+    /// A prewrite committed the txn at this ts (one-phase commit).
+    Committed(u64),
 }
 
 impl Command {
@@ -95,6 +101,18 @@ impl Command {
             _ => 0,
         };
         values + self.keys().iter().map(|k| k.len() + 64).sum::<usize>()
+    }
+
+    /// Whether the command may commit in one phase: it puts committing entries in the lock
+    /// table, which its runner removes with [`LockTable::end_one_pc`] after the write.
+    pub fn tries_one_pc(&self) -> bool {
+        matches!(
+            self,
+            Command::Prewrite {
+                try_one_pc: true,
+                ..
+            }
+        )
     }
 
     /// Whether the command may write (flow control holds back only these).
@@ -129,11 +147,13 @@ impl Command {
         }
     }
 
-    /// Runs the command's actions; on error nothing in `txn` may be written.
+    /// Runs the command's actions; on error nothing in `txn` may be written. `locks` is
+    /// where a one-phase commit picks its commit ts.
     pub fn process<S: Snapshot>(
         self,
         reader: &MvccReader<S>,
         txn: &mut MvccTxn,
+        locks: &LockTable,
     ) -> mvcc::Result<CommandOutput> {
         match self {
             Command::Prewrite {
@@ -141,7 +161,9 @@ impl Command {
                 props,
                 pessimistic,
                 covered,
+                try_one_pc,
             } => {
+                let mut prewritten = Vec::with_capacity(mutations.len());
                 for (i, m) in mutations.into_iter().enumerate() {
                     let flag = |flags: &[bool]| flags.get(i).copied().unwrap_or(false);
                     let check = if flag(&pessimistic) {
@@ -151,8 +173,10 @@ impl Command {
                     } else {
                         KeyCheck::NoNewerWrite
                     };
-                    prewrite(txn, reader, &props, m, check)?;
+                    let key = m.key().to_vec();
+                    prewritten.push((key, check_prewrite(txn, reader, &props, m, check)?));
                 }
+                return prewrite_or_commit(txn, locks, &props, prewritten, try_one_pc);
             }
             Command::AcquirePessimisticLock {
                 keys,
@@ -249,4 +273,44 @@ impl Command {
         }
         Ok(CommandOutput::Done)
     }
+}
+
+/// Writes the locks a prewrite decided on, or, for a one-phase commit, their write records at
+/// a commit ts `locks` picks: only when every key is new to the txn (a retried request that
+/// finds its own earlier prewrite or commit writes as plain prewrite, and the client commits).
+fn prewrite_or_commit(
+    txn: &mut MvccTxn,
+    locks: &LockTable,
+    props: &TxnProps,
+    prewritten: Vec<(Vec<u8>, Prewritten)>,
+    try_one_pc: bool,
+) -> mvcc::Result<CommandOutput> {
+    let fresh = prewritten
+        .iter()
+        .all(|(_, p)| matches!(p, Prewritten::Lock { .. }));
+    let commit_ts = if try_one_pc && fresh {
+        let min_commit_ts = prewritten
+            .iter()
+            .filter_map(|(_, p)| match p {
+                Prewritten::Lock { lock, .. } => Some(lock.min_commit_ts),
+                Prewritten::Already => None,
+            })
+            .fold(props.for_update_ts.saturating_add(1), u64::max);
+        locks.begin_one_pc(prewritten.iter().map(|(k, _)| k.as_slice()), min_commit_ts)
+    } else {
+        None
+    };
+    for (key, p) in prewritten {
+        if let Prewritten::Lock {
+            lock,
+            over_pessimistic,
+        } = p
+        {
+            match commit_ts {
+                Some(ts) => commit_one_pc(txn, &key, lock, over_pessimistic, ts)?,
+                None => txn.put_lock(&key, &lock),
+            }
+        }
+    }
+    Ok(commit_ts.map_or(CommandOutput::Done, CommandOutput::Committed))
 }

@@ -1,7 +1,8 @@
 //! The scheduler: `storage.scheduler-worker-pool-size` threads (`sched-worker-<n>`) that run
 //! commands. A worker takes a command's latches, reads one snapshot, runs the command's MVCC
 //! actions, writes the result through [`ReplicatedKv`] (durable before it returns), releases
-//! the latches and answers.
+//! the latches and answers. A one-phase commit's entries in the lock table go once its write
+//! is durable (or failed), before the latches.
 //!
 //! Admission: commands whose estimated write bytes would push the queued total past
 //! `storage.scheduler-pending-write-threshold` are refused with `Busy` (the server's
@@ -241,12 +242,26 @@ impl<K: ReplicatedKv> Inner<K> {
     fn execute(&self, command: Command) -> Result<CommandOutput, TxnError> {
         let keys: Vec<Vec<u8>> = command.keys().into_iter().map(<[u8]>::to_vec).collect();
         let _latches = self.latches.acquire(keys.iter().map(Vec::as_slice));
+        let one_pc = command.tries_one_pc();
+        let result = self.process_and_write(command);
+        if one_pc {
+            // Durable or failed: either way the committing entries go.
+            self.kv
+                .lock_table()
+                .end_one_pc(keys.iter().map(Vec::as_slice));
+        }
+        result
+    }
+
+    /// Runs `command` on a fresh snapshot and writes what it decided; the caller holds the
+    /// latches.
+    fn process_and_write(&self, command: Command) -> Result<CommandOutput, TxnError> {
         let snapshot = self.kv.snapshot().map_err(MvccError::from)?;
         let reader = MvccReader::new(snapshot);
         let mut txn = MvccTxn::new();
         let name = command.name();
         let durability = command.durability();
-        let output = command.process(&reader, &mut txn)?;
+        let output = command.process(&reader, &mut txn, self.kv.lock_table())?;
         self.kv.write(txn, durability).map_err(|e| match e {
             engine::Error::Busy(why) => TxnError::Busy(format!("{name}: {why}")),
             other => TxnError::Mvcc(other.into()),

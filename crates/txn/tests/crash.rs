@@ -76,6 +76,7 @@ fn writer_child() {
             props,
             pessimistic: vec![],
             covered: vec![],
+            try_one_pc: false,
         })
         .unwrap();
         ts += 1;

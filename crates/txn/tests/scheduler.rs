@@ -1,15 +1,16 @@
-//! The scheduler on an in-memory engine: a bank workload of concurrent transfers keeps its
-//! total, busy limits refuse work instead of queueing it, resize changes the workers, and
-//! GC keeps exactly what readers at or after the safe point can see.
+//! The scheduler on an in-memory engine: a bank workload of concurrent transfers (two-phase
+//! or one-phase) keeps its total and its snapshots repeatable, busy limits refuse work
+//! instead of queueing it, resize changes the workers, and GC keeps exactly what readers at
+//! or after the safe point can see.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use engine::memory::MemoryEngine;
 use mvcc::actions::prewrite::{Mutation, TxnProps};
-use mvcc::{MvccError, MvccReader};
+use mvcc::{MvccError, MvccReader, Probe};
 use txn::gc::GcWorker;
-use txn::{Command, LocalKv, ReplicatedKv, Scheduler, SchedulerConfig, TxnError};
+use txn::{Command, CommandOutput, LocalKv, ReplicatedKv, Scheduler, SchedulerConfig, TxnError};
 
 const ACCOUNTS: u64 = 5;
 
@@ -25,19 +26,33 @@ fn account(i: u64) -> Vec<u8> {
     format!("acct{i}").into_bytes()
 }
 
+/// A read as the kv node makes it: probe the lock table (announcing `ts`, waiting out
+/// one-phase commits), then read a snapshot.
 fn read(
     s: &Scheduler<LocalKv<MemoryEngine>>,
     key: &[u8],
     ts: u64,
 ) -> Result<Option<u64>, MvccError> {
-    let reader = MvccReader::new(s.kv().snapshot().unwrap());
+    let probe = loop {
+        match s.kv().lock_table().probe_key(key, ts) {
+            Probe::Committing => std::thread::yield_now(),
+            probe => break probe,
+        }
+    };
+    let reader = MvccReader::after_lock_probe(s.kv().snapshot().unwrap(), probe == Probe::Free);
     Ok(reader
         .get(key, ts, &[])?
         .map(|v| String::from_utf8(v).unwrap().parse().unwrap()))
 }
 
-/// One optimistic transfer; false if it conflicted and was rolled back.
-fn transfer(s: &Scheduler<LocalKv<MemoryEngine>>, clock: &AtomicU64, from: u64, to: u64) -> bool {
+/// One optimistic transfer, committed in one phase or two; false if it conflicted.
+fn transfer(
+    s: &Scheduler<LocalKv<MemoryEngine>>,
+    clock: &AtomicU64,
+    from: u64,
+    to: u64,
+    one_pc: bool,
+) -> bool {
     let start_ts = clock.fetch_add(1, Ordering::SeqCst);
     let (Ok(Some(a)), Ok(Some(b))) = (
         read(s, &account(from), start_ts),
@@ -66,8 +81,15 @@ fn transfer(s: &Scheduler<LocalKv<MemoryEngine>>, clock: &AtomicU64, from: u64, 
         props,
         pessimistic: vec![],
         covered: vec![],
+        try_one_pc: one_pc,
     }) {
-        Ok(_) => {}
+        Ok(CommandOutput::Committed(commit_ts)) if one_pc => {
+            assert!(commit_ts > start_ts);
+            return true;
+        }
+        Ok(CommandOutput::Done) if !one_pc => {}
+        Ok(other) => panic!("prewrite answered {other:?}"),
+        Err(TxnError::Mvcc(MvccError::KeyIsLocked(_))) if one_pc => return false,
         Err(TxnError::Mvcc(MvccError::WriteConflict { .. } | MvccError::KeyIsLocked(_))) => {
             s.run(Command::Rollback { keys, start_ts }).unwrap();
             return false;
@@ -86,11 +108,24 @@ fn transfer(s: &Scheduler<LocalKv<MemoryEngine>>, clock: &AtomicU64, from: u64, 
 
 #[test]
 fn concurrent_transfers_keep_the_total() {
+    bank(false);
+}
+
+#[test]
+fn concurrent_one_phase_transfers_keep_the_total_and_snapshots_repeatable() {
+    bank(true);
+}
+
+fn bank(one_pc: bool) {
     let s = Arc::new(Scheduler::new(
         LocalKv::open(MemoryEngine::new()).expect("the lock CF loads"),
         config(2),
     ));
     let clock = Arc::new(AtomicU64::new(10));
+    // As the kv node does at start: max_ts from the oracle, then one-phase commit may run.
+    s.kv()
+        .lock_table()
+        .sync_max_ts(clock.load(Ordering::SeqCst));
     for i in 0..ACCOUNTS {
         let start_ts = clock.fetch_add(1, Ordering::SeqCst);
         let props = TxnProps {
@@ -106,6 +141,7 @@ fn concurrent_transfers_keep_the_total() {
             props,
             pessimistic: vec![],
             covered: vec![],
+            try_one_pc: false,
         })
         .unwrap();
         let commit_ts = clock.fetch_add(1, Ordering::SeqCst);
@@ -128,15 +164,21 @@ fn concurrent_transfers_keep_the_total() {
                         .wrapping_add(1442695040888963407);
                     let from = (x >> 33) % ACCOUNTS;
                     let to = (from + 1 + (x >> 40) % (ACCOUNTS - 1)) % ACCOUNTS;
-                    if transfer(&s, &clock, from, to) {
+                    if transfer(&s, &clock, from, to, one_pc) {
                         committed.fetch_add(1, Ordering::Relaxed);
                     }
-                    // Full reads at a snapshot never see a partial transfer.
+                    // Full reads at a snapshot never see a partial transfer, and reading
+                    // the snapshot again (after other commits) finds the same balances.
                     let ts = clock.fetch_add(1, Ordering::SeqCst);
-                    let balances: Result<Vec<_>, _> =
-                        (0..ACCOUNTS).map(|i| read(&s, &account(i), ts)).collect();
-                    if let Ok(b) = balances {
+                    let balances = || -> Result<Vec<_>, _> {
+                        (0..ACCOUNTS).map(|i| read(&s, &account(i), ts)).collect()
+                    };
+                    if let Ok(b) = balances() {
                         assert_eq!(b.iter().map(|v| v.unwrap()).sum::<u64>(), ACCOUNTS * 100);
+                        std::thread::yield_now();
+                        if let Ok(again) = balances() {
+                            assert_eq!(again, b, "the snapshot at {ts} changed");
+                        }
                     }
                 }
             })
@@ -180,6 +222,7 @@ fn pending_writes_beyond_the_threshold_are_refused() {
         },
         pessimistic: vec![],
         covered: vec![],
+        try_one_pc: false,
     };
     let mut refused = 0;
     let mut receivers = Vec::new();
@@ -287,6 +330,7 @@ fn gc_keeps_what_readers_at_or_after_the_safe_point_see_and_drops_the_rest() {
             props,
             pessimistic: vec![],
             covered: vec![],
+            try_one_pc: false,
         })
         .unwrap();
         s.run(Command::Commit {

@@ -48,6 +48,7 @@ fn load(engine: &RocksEngine, keys: u64, versions: u64) -> anyhow::Result<()> {
                 write_type: WriteType::Put,
                 start_ts,
                 short_value: Some(vec![b'x'; 100]),
+                overlapped_rollback: false,
             };
             txn.put_write(&key, start_ts + 1, &write);
         }

@@ -69,6 +69,7 @@ fn once(config: &Config, clients: usize, length: Duration) -> anyhow::Result<(f6
                         props,
                         pessimistic: vec![],
                         covered: vec![],
+                        try_one_pc: false,
                     })?;
                     let commit_ts = clock.fetch_add(1, Ordering::SeqCst);
                     s.run(Command::Commit {

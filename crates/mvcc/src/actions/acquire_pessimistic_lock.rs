@@ -6,7 +6,7 @@
 use engine::Snapshot;
 
 use crate::error::{LockInfo, MvccError, Result};
-use crate::reader::MvccReader;
+use crate::reader::{MvccReader, TxnCommitRecord};
 use crate::record::{Lock, LockType, WriteType};
 use crate::txn::MvccTxn;
 
@@ -36,18 +36,21 @@ pub fn acquire_pessimistic_lock<S: Snapshot>(
         return Ok(());
     }
     for (commit_ts, write) in reader.writes_since(key, start_ts)? {
-        if write.start_ts == start_ts {
-            return match write.write_type {
-                WriteType::Rollback => Err(MvccError::AlreadyRolledBack {
+        match TxnCommitRecord::of(start_ts, commit_ts, &write) {
+            Some(TxnCommitRecord::RolledBack) => {
+                return Err(MvccError::AlreadyRolledBack {
                     key: key.to_vec(),
                     start_ts,
-                }),
-                _ => Err(MvccError::Committed {
+                });
+            }
+            Some(_) => {
+                return Err(MvccError::Committed {
                     key: key.to_vec(),
                     start_ts,
                     commit_ts,
-                }),
-            };
+                });
+            }
+            None => {}
         }
         if commit_ts > for_update_ts && write.write_type != WriteType::Rollback {
             return Err(MvccError::WriteConflict {

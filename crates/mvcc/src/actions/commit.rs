@@ -4,12 +4,15 @@
 //! Idempotent: if the lock is gone because the txn already committed, commit succeeds again;
 //! if it is gone because the txn was rolled back (or never prewritten), it fails with
 //! `TxnLockNotFound` and the client must treat the txn as aborted.
+//!
+//! [`commit_one_pc`] commits a lock the same command's prewrite decided on before it is ever
+//! written: one-phase commit, for a txn whose keys all lie in one request.
 
 use engine::Snapshot;
 
 use crate::error::{MvccError, Result};
 use crate::reader::{MvccReader, TxnCommitRecord};
-use crate::record::{LockType, Write, WriteType};
+use crate::record::{Lock, LockType, Write, WriteType};
 use crate::txn::MvccTxn;
 
 pub fn commit<S: Snapshot>(
@@ -44,6 +47,7 @@ pub fn commit<S: Snapshot>(
                     write_type,
                     start_ts,
                     short_value: lock.short_value,
+                    overlapped_rollback: false,
                 },
             );
             txn.unlock(key);
@@ -59,4 +63,37 @@ pub fn commit<S: Snapshot>(
             }
         },
     }
+}
+
+/// One-phase commit of `key`: the write record `lock` would have become at `commit_ts`,
+/// written in its place (`over_pessimistic`: the txn's pessimistic lock on the key goes).
+pub fn commit_one_pc(
+    txn: &mut MvccTxn,
+    key: &[u8],
+    lock: Lock,
+    over_pessimistic: bool,
+    commit_ts: u64,
+) -> Result<()> {
+    let Some(write_type) = WriteType::from_lock(lock.lock_type) else {
+        return Err(MvccError::LockTypeNotMatch {
+            key: key.to_vec(),
+            start_ts: lock.start_ts,
+            actual: lock.lock_type,
+            expected: "a prewritten lock",
+        });
+    };
+    txn.put_write(
+        key,
+        commit_ts,
+        &Write {
+            write_type,
+            start_ts: lock.start_ts,
+            short_value: lock.short_value,
+            overlapped_rollback: false,
+        },
+    );
+    if over_pessimistic {
+        txn.unlock(key);
+    }
+    Ok(())
 }

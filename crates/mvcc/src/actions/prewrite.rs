@@ -55,6 +55,17 @@ pub enum KeyCheck {
     Covered,
 }
 
+/// What the prewrite of one key decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Prewritten {
+    /// The txn's own prewrite or commit of the key is already there (a retried request):
+    /// nothing to write.
+    Already,
+    /// `lock` goes on the key (or, in a one-phase commit, becomes its write record);
+    /// `over_pessimistic`: it takes the place of the txn's pessimistic lock.
+    Lock { lock: Lock, over_pessimistic: bool },
+}
+
 /// Prewrites one mutation, after the checks `check` asks for.
 pub fn prewrite<S: Snapshot>(
     txn: &mut MvccTxn,
@@ -64,20 +75,37 @@ pub fn prewrite<S: Snapshot>(
     check: KeyCheck,
 ) -> Result<()> {
     let key = mutation.key().to_vec();
+    if let Prewritten::Lock { lock, .. } = check_prewrite(txn, reader, props, mutation, check)? {
+        txn.put_lock(&key, &lock);
+    }
+    Ok(())
+}
+
+/// The checks of [`prewrite`], and the lock it would write; a value too long for the lock
+/// is already put in the default CF.
+pub fn check_prewrite<S: Snapshot>(
+    txn: &mut MvccTxn,
+    reader: &MvccReader<S>,
+    props: &TxnProps,
+    mutation: Mutation,
+    check: KeyCheck,
+) -> Result<Prewritten> {
+    let key = mutation.key().to_vec();
     let start_ts = props.start_ts;
+    let mut over_pessimistic = false;
     match reader.load_lock(&key)? {
         Some(lock) if lock.start_ts != start_ts => {
             return Err(MvccError::KeyIsLocked(LockInfo::new(&key, &lock)));
         }
         // Our own prewrite already happened: a retried request.
-        Some(lock) if lock.lock_type != LockType::Pessimistic => return Ok(()),
+        Some(lock) if lock.lock_type != LockType::Pessimistic => return Ok(Prewritten::Already),
         // Our pessimistic lock: the conflict checks were done when it was taken.
-        Some(_) => {}
+        Some(_) => over_pessimistic = true,
         // No conflict check here (the pessimistic lock did it, or the key is covered): only a
         // retried or too-late prewrite is caught, and a pessimistic lock that is gone.
         None if check != KeyCheck::NoNewerWrite => {
             match reader.txn_commit_record(&key, start_ts)? {
-                TxnCommitRecord::Committed { .. } => return Ok(()),
+                TxnCommitRecord::Committed { .. } => return Ok(Prewritten::Already),
                 TxnCommitRecord::RolledBack => {
                     return Err(MvccError::AlreadyRolledBack { key, start_ts });
                 }
@@ -89,13 +117,16 @@ pub fn prewrite<S: Snapshot>(
         }
         None => {
             for (commit_ts, write) in reader.writes_since(&key, start_ts)? {
-                if write.start_ts == start_ts {
-                    return match write.write_type {
-                        WriteType::Rollback => Err(MvccError::AlreadyRolledBack { key, start_ts }),
-                        _ => Ok(()),
-                    };
+                match TxnCommitRecord::of(start_ts, commit_ts, &write) {
+                    Some(TxnCommitRecord::RolledBack) => {
+                        return Err(MvccError::AlreadyRolledBack { key, start_ts });
+                    }
+                    Some(_) => return Ok(Prewritten::Already),
+                    None => {}
                 }
-                if write.write_type != WriteType::Rollback {
+                // A commit at exactly the start ts (a one-phase commit's ts need not be PD's)
+                // was visible to the txn's reads: no conflict.
+                if commit_ts > start_ts && write.write_type != WriteType::Rollback {
                     return Err(MvccError::WriteConflict {
                         key,
                         start_ts,
@@ -122,6 +153,8 @@ pub fn prewrite<S: Snapshot>(
         txn_size: props.txn_size,
         short_value,
     };
-    txn.put_lock(&key, &lock);
-    Ok(())
+    Ok(Prewritten::Lock {
+        lock,
+        over_pessimistic,
+    })
 }

@@ -1,6 +1,7 @@
 //! Rollback (also Cleanup and the rollback half of ResolveLock): aborts txn `start_ts` on a
 //! key. Removes its lock and value and writes a `Rollback` record at `start_ts`, which stays,
-//! so a prewrite of the txn that arrives late finds it and fails. A txn that already
+//! so a prewrite of the txn that arrives late finds it and fails. Where another txn's
+//! one-phase commit holds that ts, its record is flagged instead (`overlapped_rollback`). A txn that already
 //! committed on the key cannot be rolled back (`Committed`).
 
 use engine::Snapshot;
@@ -20,8 +21,7 @@ pub fn rollback<S: Snapshot>(
         && lock.start_ts == start_ts
     {
         super::unlock_and_drop_value(txn, key, &lock);
-        write_rollback(txn, key, start_ts);
-        return Ok(());
+        return write_rollback(txn, reader, key, start_ts);
     }
     match reader.txn_commit_record(key, start_ts)? {
         TxnCommitRecord::Committed { commit_ts, .. } => Err(MvccError::Committed {
@@ -31,14 +31,28 @@ pub fn rollback<S: Snapshot>(
         }),
         TxnCommitRecord::RolledBack => Ok(()),
         // Never prewritten here (yet): leave the record that stops a late prewrite.
-        TxnCommitRecord::None => {
-            write_rollback(txn, key, start_ts);
-            Ok(())
-        }
+        TxnCommitRecord::None => write_rollback(txn, reader, key, start_ts),
     }
 }
 
-fn write_rollback(txn: &mut MvccTxn, key: &[u8], start_ts: u64) {
+/// Records that txn `start_ts` is rolled back on `key`: a `Rollback` record at `start_ts`,
+/// or, where another txn's one-phase commit sits at that very ts, a flag on its record.
+fn write_rollback<S: Snapshot>(
+    txn: &mut MvccTxn,
+    reader: &MvccReader<S>,
+    key: &[u8],
+    start_ts: u64,
+) -> Result<()> {
+    if let Some(write) = reader.write_at(key, start_ts)?
+        && write.start_ts != start_ts
+    {
+        let flagged = Write {
+            overlapped_rollback: true,
+            ..write
+        };
+        txn.put_write(key, start_ts, &flagged);
+        return Ok(());
+    }
     txn.put_write(
         key,
         start_ts,
@@ -46,6 +60,8 @@ fn write_rollback(txn: &mut MvccTxn, key: &[u8], start_ts: u64) {
             write_type: WriteType::Rollback,
             start_ts,
             short_value: None,
+            overlapped_rollback: false,
         },
     );
+    Ok(())
 }
