@@ -4,6 +4,7 @@
 //!    sends that batch as a one-phase commit: the kv node commits it at once at a commit ts
 //!    it picks (above every read it served), and that answer is the commit point. A node
 //!    that cannot (its `max_ts` not synced yet) prewrites instead, and the txn goes on below;
+//!    so does an attempt that went unanswered, whose failure below is then `Undetermined`;
 //! 1. prewrite every region batch, in parallel up to `tidb_committer_concurrency`; a lock
 //!    in the way is resolved (or waited for), a write conflict ends the txn and its
 //!    prewrites are rolled back in the background;
@@ -188,24 +189,32 @@ async fn prewrite_region(
     }
 }
 
-/// The one-phase commit of a txn whose keys lie in one region batch: its commit ts, or
-/// `None` when the keys are not in one batch or the node prewrote them instead (the txn
-/// goes on with two phases; its keys are then prewritten, unless the route changed).
+/// How a one-phase commit attempt ended.
+enum OnePc {
+    Committed(u64),
+    /// Not sent (the keys span regions), or the node prewrote the keys instead.
+    NotCommitted,
+    /// The request went unanswered or was rerouted on the way: it may have committed.
+    Unknown,
+}
+
+/// Tries to commit a txn whose keys lie in one region batch in one phase.
 async fn try_one_pc(
     inner: &Arc<Inner>,
     tp: &Arc<TwoPhase>,
     bo: &Arc<Backoff>,
     keys: &[Vec<u8>],
-) -> Result<Option<u64>> {
+) -> Result<OnePc> {
     let mut batches = inner.cache.group_keys(keys).await?;
     if batches.len() != 1 || keys.len() > MAX_KEYS_PER_BATCH {
-        return Ok(None);
+        return Ok(OnePc::NotCommitted);
     }
     let (route, keys) = batches.remove(0);
     let sent = prewrite_region(inner.clone(), tp.clone(), bo.clone(), route, keys, true).await?;
     Ok(match sent {
-        Sent::Done(commit_ts) if commit_ts > 0 => Some(commit_ts),
-        _ => None,
+        Sent::Done(0) => OnePc::NotCommitted,
+        Sent::Done(commit_ts) => OnePc::Committed(commit_ts),
+        Sent::Reroute => OnePc::Unknown,
     })
 }
 
@@ -238,16 +247,19 @@ pub(crate) async fn commit(inner: &Arc<Inner>, tp: TwoPhase) -> Result<u64> {
     let keys = tp.keys();
     let concurrency = inner.committer_concurrency.load(Ordering::Relaxed);
     let bo = Arc::new(Backoff::new("prewrite", PREWRITE_BUDGET_MS));
-    let prewritten = if tp.one_pc {
+    let one_pc = if tp.one_pc {
         try_one_pc(inner, &tp, &bo, &keys).await
     } else {
-        Ok(None)
+        Ok(OnePc::NotCommitted)
     };
-    let prewritten = match prewritten {
-        Ok(Some(commit_ts)) => return Ok(commit_ts),
-        // A one-phase attempt that prewrote its keys is done with them: prewriting them again
-        // finds the txn's own locks and changes nothing.
-        Ok(None) => {
+    // After a one-phase attempt that may have landed, the two phases still finish the txn
+    // (prewriting or committing it again finds its own commit), but a failure cannot say
+    // whether it committed.
+    let mut maybe_committed = false;
+    let prewritten = match one_pc {
+        Ok(OnePc::Committed(commit_ts)) => return Ok(commit_ts),
+        Ok(attempt) => {
+            maybe_committed = matches!(attempt, OnePc::Unknown);
             let (inner, tp) = (inner.clone(), tp.clone());
             for_each_region(&inner.clone(), &keys, concurrency, move |route, keys| {
                 let step =
@@ -264,6 +276,12 @@ pub(crate) async fn commit(inner: &Arc<Inner>, tp: TwoPhase) -> Result<u64> {
         Err(e) => Err(e),
     };
     match prewritten {
+        Err(e) if maybe_committed => {
+            return Err(KvError::Undetermined {
+                start_ts,
+                reason: format!("a one-phase commit went unanswered; then {e}"),
+            });
+        }
         Err(e @ KvError::Undetermined { .. }) => return Err(e),
         Err(e) => {
             let inner = inner.clone();

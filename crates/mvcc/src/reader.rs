@@ -188,6 +188,12 @@ impl<S: Snapshot> MvccReader<S> {
         Ok(TxnCommitRecord::None)
     }
 
+    /// Whether a write record newer than `ts` exists.
+    pub fn has_write_after(&self, key: &[u8], ts: u64) -> Result<bool> {
+        let newest = self.walk_writes(key, u64::MAX, 1, |commit_ts| commit_ts > ts)?;
+        Ok(!newest.is_empty())
+    }
+
     /// The write record at exactly `commit_ts`, if any.
     pub fn write_at(&self, key: &[u8], commit_ts: u64) -> Result<Option<Write>> {
         let mvcc_key = append_ts(&encode_key(key), commit_ts);

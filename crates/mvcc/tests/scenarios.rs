@@ -5,8 +5,8 @@ use engine::memory::{MemoryEngine, MemorySnapshot};
 use engine::{Cf, KvEngine, WriteBatch};
 use mvcc::actions::acquire_pessimistic_lock::acquire_pessimistic_lock;
 use mvcc::actions::check_txn_status::{TxnStatus, check_txn_status};
-use mvcc::actions::commit::commit;
-use mvcc::actions::prewrite::{KeyCheck, Mutation, TxnProps, prewrite};
+use mvcc::actions::commit::{commit, commit_one_pc};
+use mvcc::actions::prewrite::{KeyCheck, Mutation, Prewritten, TxnProps, check_prewrite, prewrite};
 use mvcc::actions::rollback::rollback;
 use mvcc::actions::txn_heart_beat::txn_heart_beat;
 use mvcc::{LockTable, MvccError, MvccReader, MvccTxn, Probe, Result};
@@ -638,4 +638,37 @@ fn a_rollback_at_a_one_phase_commit_ts_keeps_the_commit_and_still_stops_the_txn(
     s.write(b"j", b"w1", ts(40), ts(50));
     s.write(b"j", b"w2", ts(50), ts(51));
     assert_eq!(s.get(b"j", ts(51)).unwrap(), v("w2"));
+}
+
+/// The other order: the txn that started at a ts was rolled back there first, then a
+/// one-phase commit lands at that ts. The commit record takes the rollback's place and
+/// carries it, so the rolled-back txn's late prewrite still fails.
+#[test]
+fn a_one_phase_commit_at_a_rolled_back_start_ts_carries_the_rollback() {
+    let s = Store::new();
+    s.rollback(b"k", ts(20)).unwrap();
+    s.run(|txn, r| {
+        let m = Mutation::Put(b"k".to_vec(), b"one-pc".to_vec());
+        let prewritten = check_prewrite(
+            txn,
+            r,
+            &Store::props(b"k", ts(10)),
+            m,
+            KeyCheck::NoNewerWrite,
+        )?;
+        let Prewritten::Lock {
+            lock,
+            over_pessimistic,
+        } = prewritten
+        else {
+            panic!("a fresh key: {prewritten:?}");
+        };
+        commit_one_pc(txn, r, b"k", lock, over_pessimistic, ts(20))
+    })
+    .unwrap();
+    assert_eq!(s.get(b"k", ts(20)).unwrap(), v("one-pc"));
+    assert!(matches!(
+        s.put(b"k", b"late", b"k", ts(20)),
+        Err(MvccError::AlreadyRolledBack { .. })
+    ));
 }

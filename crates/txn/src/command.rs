@@ -176,7 +176,7 @@ impl Command {
                     let key = m.key().to_vec();
                     prewritten.push((key, check_prewrite(txn, reader, &props, m, check)?));
                 }
-                return prewrite_or_commit(txn, locks, &props, prewritten, try_one_pc);
+                return prewrite_or_commit(txn, reader, locks, &props, prewritten, try_one_pc);
             }
             Command::AcquirePessimisticLock {
                 keys,
@@ -278,8 +278,9 @@ impl Command {
 /// Writes the locks a prewrite decided on, or, for a one-phase commit, their write records at
 /// a commit ts `locks` picks: only when every key is new to the txn (a retried request that
 /// finds its own earlier prewrite or commit writes as plain prewrite, and the client commits).
-fn prewrite_or_commit(
+fn prewrite_or_commit<S: Snapshot>(
     txn: &mut MvccTxn,
+    reader: &MvccReader<S>,
     locks: &LockTable,
     props: &TxnProps,
     prewritten: Vec<(Vec<u8>, Prewritten)>,
@@ -296,7 +297,14 @@ fn prewrite_or_commit(
                 Prewritten::Already => None,
             })
             .fold(props.for_update_ts.saturating_add(1), u64::max);
-        locks.begin_one_pc(prewritten.iter().map(|(k, _)| k.as_slice()), min_commit_ts)
+        // A `Lock` record changes no read: only the other keys need readers to wait.
+        let changed = prewritten.iter().filter_map(|(key, p)| match p {
+            Prewritten::Lock { lock, .. } if lock.lock_type != mvcc::LockType::Lock => {
+                Some(key.as_slice())
+            }
+            _ => None,
+        });
+        locks.begin_one_pc(changed, min_commit_ts)
     } else {
         None
     };
@@ -307,7 +315,7 @@ fn prewrite_or_commit(
         } = p
         {
             match commit_ts {
-                Some(ts) => commit_one_pc(txn, &key, lock, over_pessimistic, ts)?,
+                Some(ts) => commit_one_pc(txn, reader, &key, lock, over_pessimistic, ts)?,
                 None => txn.put_lock(&key, &lock),
             }
         }

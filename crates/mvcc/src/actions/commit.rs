@@ -66,9 +66,12 @@ pub fn commit<S: Snapshot>(
 }
 
 /// One-phase commit of `key`: the write record `lock` would have become at `commit_ts`,
-/// written in its place (`over_pessimistic`: the txn's pessimistic lock on the key goes).
-pub fn commit_one_pc(
+/// written in its place (`over_pessimistic`: the txn's pessimistic lock on the key goes). A
+/// one-phase commit ts is not PD's: the txn that started at it may have left its rollback
+/// record there, which the commit record then carries (`overlapped_rollback`).
+pub fn commit_one_pc<S: Snapshot>(
     txn: &mut MvccTxn,
+    reader: &MvccReader<S>,
     key: &[u8],
     lock: Lock,
     over_pessimistic: bool,
@@ -82,6 +85,19 @@ pub fn commit_one_pc(
             expected: "a prewritten lock",
         });
     };
+    let overlapped_rollback = match reader.write_at(key, commit_ts)? {
+        None => false,
+        Some(w) if w.write_type == WriteType::Rollback => true,
+        // Another commit at this very ts: not ours to replace.
+        Some(w) => {
+            return Err(MvccError::WriteConflict {
+                key: key.to_vec(),
+                start_ts: lock.start_ts,
+                conflict_start_ts: w.start_ts,
+                conflict_commit_ts: commit_ts,
+            });
+        }
+    };
     txn.put_write(
         key,
         commit_ts,
@@ -89,7 +105,7 @@ pub fn commit_one_pc(
             write_type,
             start_ts: lock.start_ts,
             short_value: lock.short_value,
-            overlapped_rollback: false,
+            overlapped_rollback,
         },
     );
     if over_pessimistic {

@@ -46,11 +46,15 @@ fn write_rollback<S: Snapshot>(
     if let Some(write) = reader.write_at(key, start_ts)?
         && write.start_ts != start_ts
     {
-        let flagged = Write {
-            overlapped_rollback: true,
-            ..write
-        };
-        txn.put_write(key, start_ts, &flagged);
+        // A newer version already makes a late prewrite of the txn fail (a conflict, or its
+        // pessimistic lock is gone), and GC may be removing this one: leave it alone.
+        if !reader.has_write_after(key, start_ts)? {
+            let flagged = Write {
+                overlapped_rollback: true,
+                ..write
+            };
+            txn.put_write(key, start_ts, &flagged);
+        }
         return Ok(());
     }
     txn.put_write(
