@@ -342,26 +342,17 @@ fn timestamps_from_the_batching_client_stay_monotonic_across_a_pd_restart() {
 
 #[test]
 fn a_stale_route_gets_the_region_error_that_says_why() {
-    use proto::kv::kv_client::KvClient;
     use proto::kv::{Context, GetRequest};
     let cluster = Cluster::start();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let client = cluster.client().await;
         let region = client.pd().get_region(b"k").await.unwrap();
-        let mut kv = KvClient::connect(format!("http://{}", cluster.kv_addr))
-            .await
-            .unwrap();
+        let (mut kv, right) = raw_kv(&cluster, &client, b"k").await;
         let get = |ctx: Context| GetRequest {
             context: Some(ctx),
             key: b"k".to_vec(),
             version: u64::MAX >> 1,
-        };
-        let right = Context {
-            region_id: region.region.id,
-            region_epoch: region.region.region_epoch,
-            peer: region.leader,
-            ..Context::default()
         };
         let r = kv.kv_get(get(right.clone())).await.unwrap().into_inner();
         assert!(r.region_error.is_none() && r.not_found, "{r:?}");
@@ -578,22 +569,36 @@ fn a_coprocessor_aggregate_equals_the_client_side_computation() {
     });
 }
 
-/// How many locks the kv node holds, read with a raw ScanLock.
-async fn locks(cluster: &Cluster, client: &Client) -> usize {
-    use proto::kv::kv_client::KvClient;
-    use proto::kv::{Context, ScanLockRequest};
-    let region = client.pd().get_region(b"").await.unwrap();
-    let mut kv = KvClient::connect(format!("http://{}", cluster.kv_addr))
+/// A raw gRPC client of the kv node and the request context of the region holding `key`,
+/// for requests `kv-client` would not send.
+async fn raw_kv(
+    cluster: &Cluster,
+    client: &Client,
+    key: &[u8],
+) -> (
+    proto::kv::kv_client::KvClient<tonic::transport::Channel>,
+    proto::kv::Context,
+) {
+    let region = client.pd().get_region(key).await.unwrap();
+    let kv = proto::kv::kv_client::KvClient::connect(format!("http://{}", cluster.kv_addr))
         .await
         .unwrap();
+    let ctx = proto::kv::Context {
+        region_id: region.region.id,
+        region_epoch: region.region.region_epoch,
+        peer: region.leader,
+        ..proto::kv::Context::default()
+    };
+    (kv, ctx)
+}
+
+/// How many locks the kv node holds, read with a raw ScanLock.
+async fn locks(cluster: &Cluster, client: &Client) -> usize {
+    use proto::kv::ScanLockRequest;
+    let (mut kv, ctx) = raw_kv(cluster, client, b"").await;
     let r = kv
         .kv_scan_lock(ScanLockRequest {
-            context: Some(Context {
-                region_id: region.region.id,
-                region_epoch: region.region.region_epoch,
-                peer: region.leader,
-                ..Context::default()
-            }),
+            context: Some(ctx),
             max_version: u64::MAX >> 1,
             start_key: vec![],
             end_key: vec![],
@@ -790,8 +795,7 @@ fn gzip_on_both_ends_carries_transactions_and_scans() {
 
 #[test]
 fn gc_resolves_locks_below_the_safe_point_and_reports_a_live_one() {
-    use proto::kv::kv_client::KvClient;
-    use proto::kv::{Context, Mutation, Op, PrewriteRequest};
+    use proto::kv::{Mutation, Op, PrewriteRequest};
     let cluster = Cluster::start();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
@@ -799,18 +803,10 @@ fn gc_resolves_locks_below_the_safe_point_and_reports_a_live_one() {
         open_accounts(&client).await;
         // A client that prewrote and vanished: its lock's TTL (1 ms) has run out.
         let start_ts = client.current_ts().await.unwrap();
-        let region = client.pd().get_region(b"").await.unwrap();
-        let mut kv = KvClient::connect(format!("http://{}", cluster.kv_addr))
-            .await
-            .unwrap();
+        let (mut kv, ctx) = raw_kv(&cluster, &client, b"").await;
         let r = kv
             .kv_prewrite(PrewriteRequest {
-                context: Some(Context {
-                    region_id: region.region.id,
-                    region_epoch: region.region.region_epoch,
-                    peer: region.leader,
-                    ..Context::default()
-                }),
+                context: Some(ctx),
                 mutations: vec![Mutation {
                     op: Op::Put as i32,
                     key: account(1),
@@ -865,8 +861,7 @@ fn gc_resolves_locks_below_the_safe_point_and_reports_a_live_one() {
 /// request again (a retry) finds the commit and changes nothing.
 #[test]
 fn a_one_phase_commit_lands_above_every_read_and_leaves_no_lock() {
-    use proto::kv::kv_client::KvClient;
-    use proto::kv::{Context, Mutation, Op, PrewriteRequest};
+    use proto::kv::{Mutation, Op, PrewriteRequest};
     let cluster = Cluster::start();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
@@ -879,17 +874,9 @@ fn a_one_phase_commit_lands_above_every_read_and_leaves_no_lock() {
         let old = before.get(&account(1)).await.unwrap();
         assert_eq!(old.as_deref().map(amount), Some(INITIAL));
 
-        let region = client.pd().get_region(b"").await.unwrap();
-        let mut kv = KvClient::connect(format!("http://{}", cluster.kv_addr))
-            .await
-            .unwrap();
+        let (mut kv, ctx) = raw_kv(&cluster, &client, b"").await;
         let request = PrewriteRequest {
-            context: Some(Context {
-                region_id: region.region.id,
-                region_epoch: region.region.region_epoch,
-                peer: region.leader,
-                ..Context::default()
-            }),
+            context: Some(ctx),
             mutations: [1, 2]
                 .map(|i| Mutation {
                     op: Op::Put as i32,
@@ -935,8 +922,7 @@ fn a_one_phase_commit_lands_above_every_read_and_leaves_no_lock() {
 /// resolves the lock of a txn whose TTL has run out.
 #[test]
 fn a_latest_point_get_passes_a_primary_lock_and_resolves_a_secondary_one() {
-    use proto::kv::kv_client::KvClient;
-    use proto::kv::{Context, Mutation, Op, PrewriteRequest};
+    use proto::kv::{Mutation, Op, PrewriteRequest};
     let cluster = Cluster::start();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
@@ -948,19 +934,11 @@ fn a_latest_point_get_passes_a_primary_lock_and_resolves_a_secondary_one() {
         t.commit().await.unwrap();
 
         // Txns that prewrite and then stop: their locks stay until resolved.
-        let region = client.pd().get_region(b"p").await.unwrap();
-        let mut kv = KvClient::connect(format!("http://{}", cluster.kv_addr))
-            .await
-            .unwrap();
+        let (mut kv, ctx) = raw_kv(&cluster, &client, b"p").await;
         let mut prewrite = async |keys: &[&[u8]], lock_ttl: u64| {
             let r = kv
                 .kv_prewrite(PrewriteRequest {
-                    context: Some(Context {
-                        region_id: region.region.id,
-                        region_epoch: region.region.region_epoch,
-                        peer: region.leader,
-                        ..Context::default()
-                    }),
+                    context: Some(ctx.clone()),
                     mutations: keys
                         .iter()
                         .map(|key| Mutation {
