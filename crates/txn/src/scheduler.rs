@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
 use std::sync::{Arc, Condvar, Mutex};
 
-use mvcc::{MvccError, MvccReader, MvccTxn};
+use mvcc::{LockTable, MvccError, MvccReader, MvccTxn};
 
 use crate::command::{Command, CommandOutput};
 use crate::latches::Latches;
@@ -242,15 +242,12 @@ impl<K: ReplicatedKv> Inner<K> {
     fn execute(&self, command: Command) -> Result<CommandOutput, TxnError> {
         let keys: Vec<Vec<u8>> = command.keys().into_iter().map(<[u8]>::to_vec).collect();
         let _latches = self.latches.acquire(keys.iter().map(Vec::as_slice));
-        let one_pc = command.tries_one_pc();
-        let result = self.process_and_write(command);
-        if one_pc {
-            // Durable or failed: either way the committing entries go.
-            self.kv
-                .lock_table()
-                .end_one_pc(keys.iter().map(Vec::as_slice));
-        }
-        result
+        // Durable, failed or panicked: either way the committing entries go, before the latches.
+        let _one_pc = command.tries_one_pc().then(|| OnePcEntries {
+            table: self.kv.lock_table(),
+            keys: &keys,
+        });
+        self.process_and_write(command)
     }
 
     /// Runs `command` on a fresh snapshot and writes what it decided; the caller holds the
@@ -267,5 +264,17 @@ impl<K: ReplicatedKv> Inner<K> {
             other => TxnError::Mvcc(other.into()),
         })?;
         Ok(output)
+    }
+}
+
+/// Ends a one-phase commit's entries in the lock table when dropped.
+struct OnePcEntries<'a> {
+    table: &'a LockTable,
+    keys: &'a [Vec<u8>],
+}
+
+impl Drop for OnePcEntries<'_> {
+    fn drop(&mut self) {
+        self.table.end_one_pc(self.keys.iter().map(Vec::as_slice));
     }
 }
