@@ -914,6 +914,29 @@ fn a_one_phase_commit_lands_above_every_read_and_leaves_no_lock() {
         );
         assert_eq!(again.one_pc_commit_ts, 0, "nothing is committed twice");
         assert_eq!(locks(&cluster, &client).await, 0);
+
+        // The node counts its one-phase commits; a txn that turns it off commits in two.
+        let one_pc_commits = || {
+            let (status, body) = get(&format!("http://{}/metrics", cluster.kv_status));
+            assert_eq!(status, 200);
+            let text = String::from_utf8(body).unwrap();
+            let line = text
+                .lines()
+                .find(|l| l.starts_with("atoll_one_pc_commits_total "));
+            line.and_then(|l| l.split(' ').nth(1)?.parse::<u64>().ok())
+                .unwrap()
+        };
+        let before = one_pc_commits();
+        assert!(before >= 2, "the accounts and the raw request: {before}");
+        let mut two_phase = client.begin().await.unwrap();
+        two_phase.set_one_pc(false);
+        two_phase.put(account(3), 9u64.to_be_bytes().to_vec());
+        two_phase.commit().await.unwrap();
+        assert_eq!(one_pc_commits(), before);
+        let mut one_phase = client.begin().await.unwrap();
+        one_phase.put(account(3), 8u64.to_be_bytes().to_vec());
+        one_phase.commit().await.unwrap();
+        assert_eq!(one_pc_commits(), before + 1);
     });
 }
 

@@ -11,7 +11,7 @@ use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{IntCounter, IntGauge, Registry};
 use txn::gc::GcWorker;
-use txn::{LocalKv, Scheduler, SchedulerConfig, WriteGate};
+use txn::{LocalKv, ReplicatedKv, Scheduler, SchedulerConfig, WriteGate};
 
 pub type Kv = LocalKv<RocksEngine>;
 
@@ -184,6 +184,11 @@ impl StorageCollector {
         };
         let gc = self.gc.stats();
         vec![
+            counter(
+                "atoll_one_pc_commits_total",
+                "Transactions this node committed in one phase (tidb_enable_1pc)",
+                self.scheduler.kv().lock_table().one_pc_commits(),
+            ),
             gauge(
                 "atoll_scheduler_workers",
                 "Transaction scheduler worker threads",

@@ -111,6 +111,8 @@ pub struct LockTable {
     max_ts: AtomicU64,
     /// Whether `max_ts` covers the reads before this process started.
     max_ts_synced: AtomicBool,
+    /// One-phase commits given a commit ts, since start (for metrics).
+    one_pc_commits: AtomicU64,
 }
 
 impl LockTable {
@@ -209,7 +211,13 @@ impl LockTable {
             };
             locks.insert(key.to_vec(), entry);
         }
+        self.one_pc_commits.fetch_add(1, Ordering::Relaxed);
         Some(commit_ts)
+    }
+
+    /// One-phase commits given a commit ts since start.
+    pub fn one_pc_commits(&self) -> u64 {
+        self.one_pc_commits.load(Ordering::Relaxed)
     }
 
     /// Ends a one-phase commit of `keys` (its write is durable, or failed).
@@ -339,6 +347,7 @@ mod tests {
         assert_eq!(table.probe_range(b"a", b"z", 99), Probe::Committing);
         table.end_one_pc([&b"k"[..]]);
         assert!(table.is_empty());
+        assert_eq!(table.one_pc_commits(), 2);
         assert_eq!(table.probe_key(b"k", 41), Probe::Free);
     }
 
