@@ -255,11 +255,10 @@ pub(crate) async fn commit(inner: &Arc<Inner>, tp: TwoPhase) -> Result<u64> {
     // After a one-phase attempt that may have landed, the two phases still finish the txn
     // (prewriting or committing it again finds its own commit), but a failure cannot say
     // whether it committed.
-    let mut maybe_committed = false;
+    let maybe_committed = matches!(one_pc, Ok(OnePc::Unknown));
     let prewritten = match one_pc {
         Ok(OnePc::Committed(commit_ts)) => return Ok(commit_ts),
-        Ok(attempt) => {
-            maybe_committed = matches!(attempt, OnePc::Unknown);
+        Ok(_) => {
             let (inner, tp) = (inner.clone(), tp.clone());
             for_each_region(&inner.clone(), &keys, concurrency, move |route, keys| {
                 let step =

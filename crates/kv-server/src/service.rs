@@ -301,12 +301,7 @@ impl KvRpc for KvService {
         let outcome = match self.route(ctx, keys_of(&r.keys)) {
             Ok(_) => {
                 let (keys, ts, resolved) = (r.keys, r.version, resolved_locks(ctx));
-                let unlocked = self
-                    .unlocked(|t| {
-                        let probes = keys.iter().map(|k| t.probe_key(k, ts));
-                        probes.max().unwrap_or(Probe::Free)
-                    })
-                    .await;
+                let unlocked = self.unlocked(|t| t.probe_keys(keys_of(&keys), ts)).await;
                 self.read(ctx, unlocked, move |reader| {
                     let mut pairs = Vec::new();
                     for key in keys {
@@ -717,8 +712,8 @@ impl KvRpc for KvService {
         let (ts, resolved) = (r.start_ts, resolved_locks(ctx.as_ref()));
         let unlocked = self
             .unlocked(|t| {
-                let probes = ranges.iter().map(|(s, e)| t.probe_range(s, e, ts));
-                probes.max().unwrap_or(Probe::Free)
+                let ranges = ranges.iter().map(|(s, e)| (s.as_slice(), e.as_slice()));
+                t.probe_ranges(ranges, ts)
             })
             .await;
         let kv = self.scheduler.kv().clone();

@@ -151,25 +151,43 @@ impl LockTable {
 
     /// A read of `key` at `ts` announces `ts` and learns whether a lock may block it.
     pub fn probe_key(&self, key: &[u8], ts: u64) -> Probe {
+        self.probe_keys([key], ts)
+    }
+
+    /// As [`LockTable::probe_key`] for several keys, under one read lock.
+    pub fn probe_keys<'a>(&self, keys: impl IntoIterator<Item = &'a [u8]>, ts: u64) -> Probe {
         let locks = self.locks.read().expect("lock table poisoned");
         self.announce(ts);
-        locks.get(key).map_or(Probe::Free, |e| e.probe(ts))
+        keys.into_iter()
+            .filter_map(|key| locks.get(key).map(|e| e.probe(ts)))
+            .max()
+            .unwrap_or(Probe::Free)
     }
 
     /// As [`LockTable::probe_key`] for the keys in `[start, end)` (`end` empty = unbounded).
     pub fn probe_range(&self, start: &[u8], end: &[u8], ts: u64) -> Probe {
+        self.probe_ranges([(start, end)], ts)
+    }
+
+    /// As [`LockTable::probe_range`] for several ranges, under one read lock.
+    pub fn probe_ranges<'a>(
+        &self,
+        ranges: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+        ts: u64,
+    ) -> Probe {
         let locks = self.locks.read().expect("lock table poisoned");
         self.announce(ts);
-        if !end.is_empty() && start >= end {
-            return Probe::Free;
-        }
-        let upper = if end.is_empty() {
-            Bound::Unbounded
-        } else {
-            Bound::Excluded(end)
-        };
-        locks
-            .range::<[u8], _>((Bound::Included(start), upper))
+        ranges
+            .into_iter()
+            .filter(|(start, end)| end.is_empty() || start < end)
+            .flat_map(|(start, end)| {
+                let upper = if end.is_empty() {
+                    Bound::Unbounded
+                } else {
+                    Bound::Excluded(end)
+                };
+                locks.range::<[u8], _>((Bound::Included(start), upper))
+            })
             .map(|(_, e)| e.probe(ts))
             .max()
             .unwrap_or(Probe::Free)

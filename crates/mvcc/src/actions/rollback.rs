@@ -1,8 +1,8 @@
 //! Rollback (also Cleanup and the rollback half of ResolveLock): aborts txn `start_ts` on a
 //! key. Removes its lock and value and writes a `Rollback` record at `start_ts`, which stays,
 //! so a prewrite of the txn that arrives late finds it and fails. Where another txn's
-//! one-phase commit holds that ts, its record is flagged instead (`overlapped_rollback`). A txn that already
-//! committed on the key cannot be rolled back (`Committed`).
+//! one-phase commit holds that ts, its record is flagged instead (`overlapped_rollback`). A
+//! txn that already committed on the key cannot be rolled back (`Committed`).
 
 use engine::Snapshot;
 
