@@ -81,6 +81,12 @@ fn cpu_derived_defaults_follow_affinity_and_the_launcher_share() {
         lookup(&half, "raft-engine.memory-limit").unwrap().as_str(),
         Some("153MiB")
     );
+    assert_eq!(
+        lookup(&half, "storage.block-cache.capacity")
+            .unwrap()
+            .as_str(),
+        Some("460MiB")
+    );
 }
 
 /// A v1 or v2 cgroup limited to one CPU, when this machine lets us make one (root, a

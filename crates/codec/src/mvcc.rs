@@ -6,6 +6,9 @@
 
 use crate::{CodecError, memcomparable, number};
 
+/// Bytes of the version at the end of a versioned key.
+pub const TS_LEN: usize = 8;
+
 /// The encoded user key, as stored in the lock CF and as the prefix of every version.
 pub fn encode_key(user_key: &[u8]) -> Vec<u8> {
     memcomparable::encode(user_key)
@@ -13,7 +16,7 @@ pub fn encode_key(user_key: &[u8]) -> Vec<u8> {
 
 /// The key of the version of `user_key` at `ts` (write CF: commit_ts; default CF: start_ts).
 pub fn encode_versioned(user_key: &[u8], ts: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(memcomparable::encoded_len(user_key.len()) + 8);
+    let mut out = Vec::with_capacity(memcomparable::encoded_len(user_key.len()) + TS_LEN);
     memcomparable::encode_into(user_key, &mut out);
     out.extend_from_slice(&number::encode_u64_desc(ts));
     out
@@ -21,7 +24,7 @@ pub fn encode_versioned(user_key: &[u8], ts: u64) -> Vec<u8> {
 
 /// Appends a version to an already encoded key.
 pub fn append_ts(encoded_key: &[u8], ts: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(encoded_key.len() + 8);
+    let mut out = Vec::with_capacity(encoded_key.len() + TS_LEN);
     out.extend_from_slice(encoded_key);
     out.extend_from_slice(&number::encode_u64_desc(ts));
     out
@@ -31,9 +34,9 @@ pub fn append_ts(encoded_key: &[u8], ts: u64) -> Vec<u8> {
 pub fn split_versioned(key: &[u8]) -> Result<(&[u8], u64), CodecError> {
     let split = key
         .len()
-        .checked_sub(8)
+        .checked_sub(TS_LEN)
         .ok_or_else(|| CodecError::Truncated {
-            needed: 8 - key.len(),
+            needed: TS_LEN - key.len(),
         })?;
     Ok((&key[..split], number::decode_u64_desc(&key[split..])?))
 }

@@ -154,6 +154,13 @@ pub static KNOBS: &[KnobSpec] = &[
         online: false,
     },
     KnobSpec {
+        name: "storage.block-cache.capacity",
+        kind: Kind::SIZE_ANY,
+        // TiKV's 45 % of memory, rounded down to whole MiB so it prints readably.
+        default: |d| size(ByteSize((d.memory() / 100 * 45) >> 20 << 20)),
+        online: true,
+    },
+    KnobSpec {
         name: "storage.flow-control.enable",
         kind: Kind::Bool,
         default: |_| Value::Bool(true),

@@ -27,6 +27,8 @@ pub(crate) struct Inner {
     pub(crate) rate_limiter: RateLimiter,
     /// The DB options, for their statistics (tickers such as stall time).
     pub(crate) db_options: rocksdb::Options,
+    /// The block cache every CF shares (`storage.block-cache.capacity`).
+    pub(crate) block_cache: rocksdb::Cache,
 }
 
 #[derive(Clone)]
@@ -53,14 +55,17 @@ impl RocksEngine {
     /// Opens (creating if missing) the DB at `path` with the kv node's `rocksdb.*` knobs.
     pub fn open(path: &Path, config: &Config) -> Result<RocksEngine> {
         let (db_options, rate_limiter) = options::db_options(config);
-        let descriptors = Cf::ALL
-            .map(|cf| ColumnFamilyDescriptor::new(cf.name(), options::cf_options(config, cf)));
+        let block_cache = options::block_cache(config);
+        let descriptors = Cf::ALL.map(|cf| {
+            ColumnFamilyDescriptor::new(cf.name(), options::cf_options(config, cf, &block_cache))
+        });
         let db = DB::open_cf_descriptors(&db_options, path, descriptors).map_err(engine_error)?;
         Ok(RocksEngine {
             inner: Arc::new(Inner {
                 db,
                 rate_limiter,
                 db_options,
+                block_cache,
             }),
         })
     }
@@ -92,6 +97,11 @@ impl RocksEngine {
             .flatten()
     }
 
+    /// Bytes the shared block cache holds now.
+    pub fn block_cache_usage(&self) -> usize {
+        self.inner.block_cache.get_usage()
+    }
+
     /// The flush and compaction rate limit in force now (bytes per second).
     pub fn rate_limit(&self) -> i64 {
         self.inner.rate_limiter.bytes_per_second()
@@ -107,6 +117,10 @@ fn read_options(opts: &IterOptions) -> ReadOptions {
         r.set_iterate_upper_bound(upper.clone());
     }
     r.fill_cache(!opts.no_fill_cache);
+    // The write CF has a prefix extractor: without total order a seek there may skip files
+    // that hold later keys, so only a caller that stays on the seek key's prefix gives it up.
+    r.set_total_order_seek(!opts.prefix_seek);
+    r.set_prefix_same_as_start(opts.prefix_seek);
     r
 }
 

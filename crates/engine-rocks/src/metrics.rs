@@ -1,6 +1,6 @@
 //! RocksDB figures in `/metrics`, read at scrape time (KNOBS.md §5, RocksDB-kv panels):
 //! compaction pending bytes, write stops and the delayed write rate per CF, running flushes
-//! and compactions, total write-stall time, and the rate limit in force.
+//! and compactions, total write-stall time, the block cache's usage, and the rate limit in force.
 
 use engine::Cf;
 use prometheus::core::{Collector, Desc};
@@ -81,6 +81,11 @@ impl RocksCollector {
                 engine
                     .property(Cf::Default, "rocksdb.num-running-flushes")
                     .unwrap_or(0) as i64,
+            ),
+            db_gauge(
+                "block_cache_usage_bytes",
+                "Bytes the shared block cache holds (capacity: storage.block-cache.capacity)",
+                engine.block_cache_usage() as i64,
             ),
             db_gauge(
                 "rate_limit_bytes_per_sec",

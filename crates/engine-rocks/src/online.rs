@@ -1,4 +1,4 @@
-//! Online changes of `rocksdb.*` knobs on the running DB, applied when the config controller
+//! Online changes of `rocksdb.*` knobs and the block cache's capacity on the running DB, applied when the config controller
 //! accepts them. Restart-only knobs never get here (the controller rejects them).
 
 use std::ffi::CString;
@@ -74,6 +74,11 @@ impl RocksEngine {
                         .set_options_cf(default_cf, &[("blob_compression_type", value)])
                         .map_err(|e| engine_error(e).to_string())?
                 }
+                "storage.block-cache.capacity" => self
+                    .inner
+                    .block_cache
+                    .clone()
+                    .set_capacity(config.size(name).bytes() as usize),
                 other => tracing::debug!(knob = other, "no running-DB change needed"),
             }
             tracing::info!(knob = name, value = %config.value(name), "applied to RocksDB");
@@ -93,10 +98,12 @@ impl RocksEngine {
             }
             Ok(())
         }));
-        let engine = self.clone();
-        controller.subscribe(
-            "rocksdb.",
-            Box::new(move |config, names| engine.apply_config(config, names)),
-        );
+        for prefix in ["rocksdb.", "storage.block-cache."] {
+            let engine = self.clone();
+            controller.subscribe(
+                prefix,
+                Box::new(move |config, names| engine.apply_config(config, names)),
+            );
+        }
     }
 }

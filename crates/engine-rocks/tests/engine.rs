@@ -1,5 +1,6 @@
 //! RocksEngine against a real RocksDB in a temp dir: reads, writes, snapshots, iterators,
-//! reopen, the knobs as RocksDB records them in its OPTIONS file, online changes, metrics.
+//! reopen, the knobs as RocksDB records them in its OPTIONS file, the write CF's prefix
+//! filters, online changes, metrics.
 
 use std::path::Path;
 
@@ -38,6 +39,15 @@ fn options_file(dir: &Path) -> String {
 /// The `[CFOptions "cf"]` section of an OPTIONS file.
 fn cf_section<'a>(options: &'a str, cf: &str) -> &'a str {
     let start = options.find(&format!("[CFOptions \"{cf}\"]")).unwrap();
+    let rest = &options[start + 1..];
+    &options[start..start + 1 + rest.find("\n[").unwrap_or(rest.len())]
+}
+
+/// The `[TableOptions/BlockBasedTable "cf"]` section of an OPTIONS file.
+fn table_section<'a>(options: &'a str, cf: &str) -> &'a str {
+    let start = options
+        .find(&format!("[TableOptions/BlockBasedTable \"{cf}\"]"))
+        .unwrap();
     let rest = &options[start + 1..];
     &options[start..start + 1 + rest.find("\n[").unwrap_or(rest.len())]
 }
@@ -126,6 +136,69 @@ fn iterators_honour_bounds_and_move_both_ways() {
 }
 
 #[test]
+fn a_prefix_seek_reads_one_keys_versions_and_scans_still_see_every_key() {
+    use codec::mvcc::{append_ts, encode_key};
+    let dir = tempfile::tempdir().unwrap();
+    let e = RocksEngine::open(dir.path(), &config("")).unwrap();
+    let users: Vec<Vec<u8>> = (0..10)
+        .map(|i| encode_key(format!("k{i}").as_bytes()))
+        .collect();
+    // Versions 1-3 of every key in SST files (where the prefix filters are), 4-5 in the memtable.
+    for ts in 1..=5u64 {
+        for key in &users {
+            put(&e, Cf::Write, &append_ts(key, ts), &ts.to_be_bytes());
+        }
+        if ts == 3 {
+            e.flush().unwrap();
+        }
+    }
+    let snap = e.snapshot();
+    let versions_from = |key: &[u8], ts: u64| -> Vec<u64> {
+        let mut upper = key.to_vec();
+        *upper.last_mut().unwrap() += 1;
+        let opts = IterOptions {
+            lower: Some(append_ts(key, ts)),
+            upper: Some(upper),
+            prefix_seek: true,
+            ..IterOptions::default()
+        };
+        let mut it = snap.iter(Cf::Write, opts).unwrap();
+        let mut seen = Vec::new();
+        let mut ok = it.seek_to_first().unwrap();
+        while ok {
+            seen.push(u64::from_be_bytes(it.value().try_into().unwrap()));
+            ok = it.next().unwrap();
+        }
+        seen
+    };
+    for key in &users {
+        assert_eq!(versions_from(key, 4), [4, 3, 2, 1]);
+        assert_eq!(versions_from(key, 2), [2, 1]);
+    }
+    assert!(versions_from(&encode_key(b"absent"), 5).is_empty());
+    assert_eq!(
+        snap.get(Cf::Write, &append_ts(&users[3], 2))
+            .unwrap()
+            .as_deref(),
+        Some(&2u64.to_be_bytes()[..])
+    );
+    assert_eq!(
+        snap.get(Cf::Write, &append_ts(&encode_key(b"absent"), 2))
+            .unwrap(),
+        None
+    );
+    // A scan from one key's version on runs through the other keys in total order.
+    let mut it = snap.iter(Cf::Write, IterOptions::default()).unwrap();
+    let mut count = 0;
+    let mut ok = it.seek(&append_ts(&users[0], 3)).unwrap();
+    while ok {
+        count += 1;
+        ok = it.next().unwrap();
+    }
+    assert_eq!(count, 3 + 9 * 5);
+}
+
+#[test]
 fn synced_writes_are_there_after_reopen() {
     let dir = tempfile::tempdir().unwrap();
     {
@@ -169,6 +242,28 @@ compression-per-level = ["zstd", "zstd", "zstd", "zstd", "zstd", "zstd", "zstd"]
         "{write}"
     );
     assert!(write.contains("enable_blob_files=false"));
+    let write_table = table_section(&options, "write");
+    assert!(
+        write_table.contains("whole_key_filtering=false"),
+        "{write_table}"
+    );
+    assert!(
+        write_table.contains("filter_policy=bloomfilter"),
+        "{write_table}"
+    );
+    assert!(
+        write.contains("prefix_extractor=atoll.key-without-ts"),
+        "{write}"
+    );
+    let default_table = table_section(&options, "default");
+    assert!(
+        default_table.contains("whole_key_filtering=true"),
+        "{default_table}"
+    );
+    assert!(
+        default_table.contains("cache_index_and_filter_blocks=true"),
+        "{default_table}"
+    );
     let lock = cf_section(&options, "lock");
     assert!(
         lock.contains("bottommost_compression=kDisableCompressionOption"),
@@ -240,6 +335,45 @@ rate-limiter-auto-tuned = false
 }
 
 #[test]
+fn the_block_cache_shrinks_to_a_capacity_set_online() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = config("");
+    let e = RocksEngine::open(dir.path(), &c).unwrap();
+    let controller = config::ConfigController::new(c);
+    e.follow_config(&controller);
+    // Two sets of 8 MiB, each 512 values of 16 KiB that do not compress, in an SST file.
+    let mut wb = e.write_batch();
+    for i in 0..1024u32 {
+        let value: Vec<u8> = (0..16 << 10)
+            .map(|j| (i.wrapping_mul(7919) ^ j * 31) as u8)
+            .collect();
+        wb.put(Cf::Default, &i.to_be_bytes(), &value);
+    }
+    e.write(wb, true).unwrap();
+    e.flush().unwrap();
+    let read = |keys: std::ops::Range<u32>| {
+        for i in keys {
+            assert!(e.get(Cf::Default, &i.to_be_bytes()).unwrap().is_some());
+        }
+    };
+    read(0..512);
+    assert!(e.block_cache_usage() > 4 << 20, "{}", e.block_cache_usage());
+    controller
+        .update(&[(
+            "storage.block-cache.capacity".into(),
+            config::Raw::Str("1MiB".into()),
+        )])
+        .unwrap();
+    // The cache evicts as new blocks come in.
+    read(512..1024);
+    assert!(
+        e.block_cache_usage() <= 2 << 20,
+        "{}",
+        e.block_cache_usage()
+    );
+}
+
+#[test]
 fn an_auto_tuned_rate_is_not_changed_online_and_nothing_changes() {
     let dir = tempfile::tempdir().unwrap();
     let c = config("");
@@ -284,6 +418,7 @@ fn metrics_report_stalls_and_pending_compaction() {
         "atoll_rocksdb_write_stopped",
         "atoll_rocksdb_write_stall_micros_total",
         "atoll_rocksdb_rate_limit_bytes_per_sec",
+        "atoll_rocksdb_block_cache_usage_bytes",
     ] {
         assert!(
             names.iter().any(|n| n == expected),

@@ -76,6 +76,11 @@ pub struct IterOptions {
     pub upper: Option<Vec<u8>>,
     /// Skip filling the block cache (large scans, GC).
     pub no_fill_cache: bool,
+    /// Every entry the caller will read shares the seek key's user key (the key without its
+    /// 8-byte timestamp), as when reading one key's versions: the engine may then skip files
+    /// whose prefix bloom filter rules that key out. Only for [`Cf::Write`], the one CF whose
+    /// keys all end in a timestamp.
+    pub prefix_seek: bool,
 }
 
 /// A cursor over one column family. Positioning calls return whether it is now on an entry.

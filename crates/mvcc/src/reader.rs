@@ -148,6 +148,7 @@ impl<S: Snapshot> MvccReader<S> {
         let opts = IterOptions {
             lower: Some(append_ts(&encoded, from_ts)),
             upper: Some(prefix_end(&encoded)),
+            prefix_seek: true,
             ..IterOptions::default()
         };
         let mut it = self.snap.iter(Cf::Write, opts)?;
