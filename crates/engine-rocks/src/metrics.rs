@@ -1,6 +1,7 @@
 //! RocksDB figures in `/metrics`, read at scrape time (KNOBS.md §5, RocksDB-kv panels):
 //! compaction pending bytes, write stops and the delayed write rate per CF, running flushes
-//! and compactions, total write-stall time, the block cache's usage, and the rate limit in force.
+//! and compactions, total write-stall time, the block cache's usage, how often bloom filters
+//! spared a file read, and the rate limit in force.
 
 use engine::Cf;
 use prometheus::core::{Collector, Desc};
@@ -41,17 +42,14 @@ impl RocksCollector {
             g.set(value);
             Box::new(g)
         };
-        let stall = IntCounter::new(
-            format!("{PREFIX}_write_stall_micros_total"),
-            "Time writes were stalled or stopped by RocksDB",
-        )
-        .expect("valid metric");
-        stall.inc_by(
-            engine
-                .inner
-                .db_options
-                .get_ticker_count(Ticker::StallMicros),
-        );
+        // A counter of the sum of RocksDB tickers.
+        let tickers = |name: &str, help: &str, tickers: &[Ticker]| -> Box<dyn Collector> {
+            let c = IntCounter::new(format!("{PREFIX}_{name}"), help).expect("valid metric");
+            for &t in tickers {
+                c.inc_by(engine.inner.db_options.get_ticker_count(t));
+            }
+            Box::new(c)
+        };
         vec![
             per_cf(
                 "compaction_pending_bytes",
@@ -92,7 +90,24 @@ impl RocksCollector {
                 "Flush and compaction I/O limit in force",
                 engine.rate_limit(),
             ),
-            Box::new(stall),
+            tickers(
+                "write_stall_micros_total",
+                "Time writes were stalled or stopped by RocksDB",
+                &[Ticker::StallMicros],
+            ),
+            tickers(
+                "bloom_get_useful_total",
+                "SST files a point get skipped because their bloom filter ruled the key out",
+                &[Ticker::BloomFilterUseful, Ticker::BloomFilterPrefixUseful],
+            ),
+            tickers(
+                "bloom_seek_useful_total",
+                "SST files a read of one key's versions skipped because their prefix filter ruled the key out",
+                &[
+                    Ticker::NonLastLevelSeekFiltered,
+                    Ticker::LastLevelSeekFiltered,
+                ],
+            ),
         ]
     }
 }

@@ -81,7 +81,8 @@ pub fn block_cache(c: &Config) -> Cache {
 
 /// The write CF's prefix extractor: a versioned key without its timestamp.
 fn key_without_ts(key: &[u8]) -> &[u8] {
-    &key[..key.len() - TS_LEN]
+    // RocksDB asks `has_ts` first; saturating anyway, as a panic here would abort in C++.
+    &key[..key.len().saturating_sub(TS_LEN)]
 }
 
 fn has_ts(key: &[u8]) -> bool {
