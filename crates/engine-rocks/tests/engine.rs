@@ -43,6 +43,17 @@ fn cf_section<'a>(options: &'a str, cf: &str) -> &'a str {
     &options[start..start + 1 + rest.find("\n[").unwrap_or(rest.len())]
 }
 
+/// A registry holding `e`'s RocksDB metrics.
+fn registry_of(e: &RocksEngine) -> prometheus::Registry {
+    let registry = prometheus::Registry::new();
+    registry
+        .register(Box::new(engine_rocks::metrics::RocksCollector::new(
+            e.clone(),
+        )))
+        .unwrap();
+    registry
+}
+
 /// The value of the counter `name` in `registry`.
 fn counter(registry: &prometheus::Registry, name: &str) -> f64 {
     let family = registry.gather().into_iter().find(|f| f.get_name() == name);
@@ -166,12 +177,7 @@ fn a_prefix_seek_reads_one_keys_versions_and_scans_still_see_every_key() {
             put(&e, Cf::Write, &append_ts(key, ts), &ts.to_be_bytes());
         }
     }
-    let registry = prometheus::Registry::new();
-    registry
-        .register(Box::new(engine_rocks::metrics::RocksCollector::new(
-            e.clone(),
-        )))
-        .unwrap();
+    let registry = registry_of(&e);
     let seek_useful = || counter(&registry, "atoll_rocksdb_bloom_seek_useful_total");
     let useful_before = seek_useful();
     let snap = e.snapshot();
@@ -270,27 +276,19 @@ compression-per-level = ["zstd", "zstd", "zstd", "zstd", "zstd", "zstd", "zstd"]
     );
     assert!(write.contains("enable_blob_files=false"));
     let write_table = table_section(&options, "write");
-    assert!(
-        write_table.contains("whole_key_filtering=false"),
-        "{write_table}"
-    );
-    assert!(
-        write_table.contains("filter_policy=bloomfilter"),
-        "{write_table}"
-    );
-    assert!(
-        write.contains("prefix_extractor=atoll.key-without-ts"),
-        "{write}"
-    );
     let default_table = table_section(&options, "default");
-    assert!(
-        default_table.contains("whole_key_filtering=true"),
-        "{default_table}"
-    );
-    assert!(
-        default_table.contains("cache_index_and_filter_blocks=true"),
-        "{default_table}"
-    );
+    for (section, expected) in [
+        (write_table, "whole_key_filtering=false"),
+        (write_table, "filter_policy=bloomfilter"),
+        (write, "prefix_extractor=atoll.key-without-ts"),
+        (default_table, "whole_key_filtering=true"),
+        (default_table, "cache_index_and_filter_blocks=true"),
+    ] {
+        assert!(
+            section.contains(expected),
+            "{expected} missing from {section}"
+        );
+    }
     let lock = cf_section(&options, "lock");
     assert!(
         lock.contains("bottommost_compression=kDisableCompressionOption"),
@@ -429,12 +427,7 @@ fn an_auto_tuned_rate_is_not_changed_online_and_nothing_changes() {
 fn metrics_report_stalls_and_pending_compaction() {
     let dir = tempfile::tempdir().unwrap();
     let e = RocksEngine::open(dir.path(), &config("")).unwrap();
-    let registry = prometheus::Registry::new();
-    registry
-        .register(Box::new(engine_rocks::metrics::RocksCollector::new(
-            e.clone(),
-        )))
-        .unwrap();
+    let registry = registry_of(&e);
     let names: Vec<String> = registry
         .gather()
         .iter()
