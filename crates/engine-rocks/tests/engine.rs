@@ -3,6 +3,7 @@
 //! filters, online changes, metrics.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use config::{Config, Resources, Role};
 use engine::{Cf, EngineIterator, IterOptions, Iterable, KvEngine, Peekable, WriteBatch};
@@ -41,6 +42,14 @@ fn cf_section<'a>(options: &'a str, cf: &str) -> &'a str {
     let start = options.find(&format!("[CFOptions \"{cf}\"]")).unwrap();
     let rest = &options[start + 1..];
     &options[start..start + 1 + rest.find("\n[").unwrap_or(rest.len())]
+}
+
+/// An engine in `dir` that follows the online changes of its config's controller.
+fn following_config(dir: &Path, c: Config) -> (RocksEngine, Arc<config::ConfigController>) {
+    let e = RocksEngine::open(dir, &c).unwrap();
+    let controller = config::ConfigController::new(c);
+    e.follow_config(&controller);
+    (e, controller)
 }
 
 /// A registry holding `e`'s RocksDB metrics.
@@ -324,10 +333,8 @@ fn online_changes_reach_the_running_db() {
 rate-limiter-auto-tuned = false
 ",
     );
-    let e = RocksEngine::open(dir.path(), &c).unwrap();
+    let (e, controller) = following_config(dir.path(), c);
     assert_eq!(e.rate_limit(), 10 << 30);
-    let controller = config::ConfigController::new(c);
-    e.follow_config(&controller);
     let raw = |s: &str| config::Raw::Str(s.into());
     controller
         .update(&[
@@ -362,15 +369,12 @@ rate-limiter-auto-tuned = false
 #[test]
 fn the_block_cache_shrinks_to_a_capacity_set_online() {
     let dir = tempfile::tempdir().unwrap();
-    let c = config("");
-    let e = RocksEngine::open(dir.path(), &c).unwrap();
-    let controller = config::ConfigController::new(c);
-    e.follow_config(&controller);
+    let (e, controller) = following_config(dir.path(), config(""));
     // Two sets of 8 MiB, each 512 values of 16 KiB that do not compress, in an SST file.
     let mut wb = e.write_batch();
     for i in 0..1024u32 {
         let value: Vec<u8> = (0..16 << 10)
-            .map(|j| (i.wrapping_mul(7919) ^ j * 31) as u8)
+            .map(|j| (i.wrapping_mul(7919) ^ (j * 31)) as u8)
             .collect();
         wb.put(Cf::Default, &i.to_be_bytes(), &value);
     }
@@ -401,10 +405,7 @@ fn the_block_cache_shrinks_to_a_capacity_set_online() {
 #[test]
 fn an_auto_tuned_rate_is_not_changed_online_and_nothing_changes() {
     let dir = tempfile::tempdir().unwrap();
-    let c = config("");
-    let e = RocksEngine::open(dir.path(), &c).unwrap();
-    let controller = config::ConfigController::new(c);
-    e.follow_config(&controller);
+    let (e, controller) = following_config(dir.path(), config(""));
     let before = e.rate_limit();
     let err = controller
         .update(&[
