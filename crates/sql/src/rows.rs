@@ -81,14 +81,6 @@ pub fn index_key(t: &TableInfo, idx: &IndexInfo, row: &[Datum], handle: i64) -> 
     (key, unique)
 }
 
-fn index_entry_value(unique: bool, handle: i64) -> Vec<u8> {
-    if unique {
-        table::unique_index_value(handle)
-    } else {
-        table::NON_UNIQUE_INDEX_VALUE.to_vec()
-    }
-}
-
 /// Writes `row` (handle `handle`) and its index entries; `check_unique` first makes sure no
 /// other row holds its unique index values (error 1062).
 pub async fn put_row(
@@ -116,12 +108,11 @@ pub async fn put_row(
                 ));
             }
         }
-        let value = index_entry_value(unique, handle);
         if unique {
-            txn.put(key, value);
+            txn.put(key, table::unique_index_value(handle));
         } else {
             // Holds the handle: only a writer of this row, which locks the row, writes it.
-            txn.put_covered(key, value);
+            txn.put_covered(key, table::NON_UNIQUE_INDEX_VALUE.to_vec());
         }
     }
     txn.put(table::row_key(t.id, handle), encode_row(t, row));
