@@ -1,5 +1,6 @@
-//! Online changes of `rocksdb.*` knobs and the block cache's capacity on the running DB, applied when the config controller
-//! accepts them. Restart-only knobs never get here (the controller rejects them).
+//! Online changes of `rocksdb.*` knobs and the block cache's capacity on the running DB,
+//! applied when the config controller accepts them. Restart-only knobs never get here (the
+//! controller rejects them).
 
 use std::ffi::CString;
 
