@@ -218,23 +218,35 @@ impl KvService {
     }
 
     /// Runs `read` on a snapshot, on the unified read pool. `unlocked`: the caller found,
-    /// before this call, that no lock can block what `read` reads.
-    async fn read<T, F>(&self, ctx: Option<&Context>, unlocked: bool, read: F) -> Outcome<T>
+    /// before this call, that no lock can block what `read` reads. `point`: `read` reads a
+    /// bounded set of keys without yielding, so the pool may run it on this thread
+    /// ([`pool::ReadPool::spawn_or_run_here`]).
+    async fn read<T, F>(
+        &self,
+        ctx: Option<&Context>,
+        unlocked: bool,
+        point: bool,
+        read: F,
+    ) -> Outcome<T>
     where
         T: Send + 'static,
         F: FnOnce(&MvccReader<<Kv as ReplicatedKv>::Snap>) -> mvcc::Result<T> + Send + 'static,
     {
         let kv = self.scheduler.kv().clone();
-        let task = self
-            .pool
-            .spawn(task_options(ctx), async move {
-                let reader = MvccReader::after_lock_probe(kv.snapshot()?, unlocked);
-                read(&reader)
-            })
-            .map_err(|e| match e {
-                SpawnError::Busy { .. } => busy(e.to_string()),
-                SpawnError::ShuttingDown => Failure::Internal(Status::unavailable(e.to_string())),
-            })?;
+        let work = async move {
+            let reader = MvccReader::after_lock_probe(kv.snapshot()?, unlocked);
+            read(&reader)
+        };
+        let options = task_options(ctx);
+        let task = if point {
+            self.pool.spawn_or_run_here(options, work)
+        } else {
+            self.pool.spawn(options, work)
+        };
+        let task = task.map_err(|e| match e {
+            SpawnError::Busy { .. } => busy(e.to_string()),
+            SpawnError::ShuttingDown => Failure::Internal(Status::unavailable(e.to_string())),
+        })?;
         let result = task
             .await
             .map_err(|e| Failure::Internal(Status::internal(format!("read task: {e}"))))?;
@@ -277,8 +289,10 @@ impl KvRpc for KvService {
             Ok(_) => {
                 let (key, ts, resolved) = (r.key, r.version, resolved_locks(ctx));
                 let unlocked = self.unlocked(|t| t.probe_key(&key, ts)).await;
-                self.read(ctx, unlocked, move |reader| reader.get(&key, ts, &resolved))
-                    .await
+                self.read(ctx, unlocked, true, move |reader| {
+                    reader.get(&key, ts, &resolved)
+                })
+                .await
             }
             Err(e) => Err(e),
         };
@@ -302,7 +316,7 @@ impl KvRpc for KvService {
             Ok(_) => {
                 let (keys, ts, resolved) = (r.keys, r.version, resolved_locks(ctx));
                 let unlocked = self.unlocked(|t| t.probe_keys(keys_of(&keys), ts)).await;
-                self.read(ctx, unlocked, move |reader| {
+                self.read(ctx, unlocked, true, move |reader| {
                     let mut pairs = Vec::new();
                     for key in keys {
                         if let Some(value) = reader.get(&key, ts, &resolved)? {
@@ -338,7 +352,7 @@ impl KvRpc for KvService {
                     (r.start_key, r.limit as usize, r.version, r.key_only);
                 let resolved = resolved_locks(ctx);
                 let unlocked = self.unlocked(|t| t.probe_range(&start, &end, ts)).await;
-                self.read(ctx, unlocked, move |reader| {
+                self.read(ctx, unlocked, false, move |reader| {
                     Ok(reader
                         .scan(&start, &end, limit, ts, &resolved)?
                         .into_iter()
@@ -657,7 +671,7 @@ impl KvRpc for KvService {
                 } else {
                     r.limit as usize
                 };
-                self.read(ctx, false, move |reader| {
+                self.read(ctx, false, false, move |reader| {
                     Ok(reader
                         .scan_locks(&start, &end, max_ts, limit)?
                         .iter()
@@ -774,7 +788,7 @@ impl KvService {
         start_ts: u64,
     ) -> Outcome<Vec<Vec<u8>>> {
         let (start, end) = (region.start_key.clone(), region.end_key.clone());
-        self.read(ctx, false, move |reader| {
+        self.read(ctx, false, false, move |reader| {
             Ok(reader
                 .scan_locks(&start, &end, start_ts, MAX_KEYS_PER_REQUEST)?
                 .into_iter()

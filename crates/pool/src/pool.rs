@@ -22,6 +22,10 @@
 //! Meanwhile a level-0 task that has used a whole slice re-queues at level 1, so a new big
 //! request holds the top level for one slice, not for the whole level-0 threshold.
 //!
+//! Running here: [`ReadPool::spawn_or_run_here`] lets the spawning thread run a small task's
+//! first slice itself while a worker is idle and nothing is queued, the way that worker would
+//! have (same accounting), instead of waking it and being woken back; see `lend`.
+//!
 //! Resize: `active` workers serve; a worker whose index is at or above `active` hands its
 //! local tasks to the injectors and parks until the pool grows again.
 //!
@@ -48,6 +52,44 @@ use crate::yielding::{begin_slice, end_slice};
 /// A parked worker wakes at least this often to re-check its state, as a guard against a
 /// missed wake-up; correct wake-ups do not depend on it.
 const PARK_RECHECK: Duration = Duration::from_millis(500);
+
+/// How much of its time a thread outside the pool lends to running tasks here
+/// ([`ReadPool::spawn_or_run_here`]): at most `SHARE_PERCENT` of each `WINDOW`, so a busy
+/// caller (a gRPC thread) hands work to the workers instead of becoming the bottleneck while
+/// they idle.
+mod lend {
+    use std::cell::Cell;
+    use std::time::{Duration, Instant};
+
+    pub(super) const WINDOW: Duration = Duration::from_millis(10);
+    pub(super) const SHARE_PERCENT: u128 = 50;
+
+    thread_local! {
+        /// The start of this thread's current window and the time lent in it.
+        static LENT: Cell<(Option<Instant>, Duration)> = const { Cell::new((None, Duration::ZERO)) };
+    }
+
+    /// Whether this thread may lend itself now (starting a new window when the last ended).
+    pub(super) fn has_time() -> bool {
+        let now = Instant::now();
+        LENT.with(|l| match l.get() {
+            (Some(start), lent) if now.duration_since(start) < WINDOW => {
+                lent.as_nanos() * 100 < WINDOW.as_nanos() * SHARE_PERCENT
+            }
+            _ => {
+                l.set((Some(now), Duration::ZERO));
+                true
+            }
+        })
+    }
+
+    pub(super) fn record(ran: Duration) {
+        LENT.with(|l| {
+            let (start, lent) = l.get();
+            l.set((start, lent + ran));
+        });
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct PoolConfig {
@@ -149,6 +191,8 @@ pub(crate) struct Shared {
     demand: Demand,
     /// Workers inside a lower-level slice right now.
     running_lower: AtomicUsize,
+    /// Tasks running on a spawning thread right now; each stands for one idle worker.
+    running_here: AtomicUsize,
 }
 
 /// The per-thread state of a worker, reachable from `schedule` on the same thread.
@@ -423,6 +467,33 @@ impl Shared {
             self.release_lower();
         }
     }
+
+    /// Runs `task`'s first slice on this thread (not a worker of this pool) when it is at
+    /// the top level, nothing is queued (it would jump no one), an idle worker is left for
+    /// it to stand for, and this thread has time to lend; otherwise queues it. A task that
+    /// yields or waits goes on in the pool.
+    fn run_here_or_schedule(self: &Arc<Shared>, task: Task) {
+        let on_a_worker = !LOCAL.with(|l| l.get()).is_null();
+        let claimed = !on_a_worker
+            && self.state.load(Ordering::Acquire) == RUNNING
+            && self.level_of(task.metadata()) == 0
+            && !self.has_queued()
+            && lend::has_time()
+            && self
+                .running_here
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                    (n < self.idle_count.load(Ordering::SeqCst)).then_some(n + 1)
+                })
+                .is_ok();
+        if !claimed {
+            task.schedule();
+            return;
+        }
+        let start = Instant::now();
+        self.run(0, task);
+        lend::record(start.elapsed());
+        self.running_here.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// Wraps each task's future: charges every poll's run time to the task and its group
@@ -500,6 +571,7 @@ impl ReadPool {
             completed: std::array::from_fn(|_| AtomicU64::new(0)),
             demand: Demand::new(),
             running_lower: AtomicUsize::new(0),
+            running_here: AtomicUsize::new(0),
         });
         let pool = ReadPool { shared };
         pool.resize(config.max_threads);
@@ -513,6 +585,41 @@ impl ReadPool {
         options: TaskOptions,
         future: F,
     ) -> Result<JoinHandle<F::Output>, SpawnError>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let (runnable, handle) = self.task(options, future)?;
+        runnable.schedule();
+        Ok(handle)
+    }
+
+    /// [`ReadPool::spawn`] for a small task (a point read): while a worker is idle and
+    /// nothing is queued, the calling thread runs the first slice itself, as that worker
+    /// would have, and the returned handle is usually ready at once. That saves the
+    /// hand-off (waking the worker, which then wakes the caller), which on a small machine
+    /// costs more CPU than the read. The caller lends at most half its time (`lend`), and
+    /// a pool worker calling this just queues the task.
+    pub fn spawn_or_run_here<F>(
+        &self,
+        options: TaskOptions,
+        future: F,
+    ) -> Result<JoinHandle<F::Output>, SpawnError>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let (runnable, handle) = self.task(options, future)?;
+        self.shared.run_here_or_schedule(runnable);
+        Ok(handle)
+    }
+
+    /// Counts a new task in and wraps `future` for the pool; not queued yet.
+    fn task<F>(
+        &self,
+        options: TaskOptions,
+        future: F,
+    ) -> Result<(Task, JoinHandle<F::Output>), SpawnError>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
@@ -540,10 +647,12 @@ impl ReadPool {
                 },
                 move |runnable| for_schedule.schedule(runnable),
             );
-        runnable.schedule();
-        Ok(JoinHandle {
-            task: task.fallible(),
-        })
+        Ok((
+            runnable,
+            JoinHandle {
+                task: task.fallible(),
+            },
+        ))
     }
 
     /// Sets the number of serving threads (clamped to `[min_threads, thread_ceiling]`).

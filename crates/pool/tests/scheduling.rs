@@ -1,9 +1,11 @@
 //! The pool's behaviour through its public API: levels, groups, the share, priorities, the
-//! busy limit, resize, shutdown and panics. Assertions are about where work ran and what
-//! callers saw, never about how long it took.
+//! busy limit, resize, shutdown, panics and running on the spawning thread. Assertions are
+//! about where work ran and what callers saw, never about how long it took.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
+use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use pool::{
@@ -376,4 +378,93 @@ fn stress_many_spawners_yields_and_resizes_lose_nothing() {
     let s = p.stats();
     assert_eq!(s.in_flight, 0);
     assert_eq!(s.queued, [0, 0, 0]);
+}
+
+/// Spawns `future` with `spawn_or_run_here` until a run lands on the calling thread (a
+/// worker may still be on its way to parking); returns that run's output.
+fn run_here<T: Send + 'static>(
+    p: &ReadPool,
+    future: impl Fn() -> std::pin::Pin<Box<dyn Future<Output = (ThreadId, T)> + Send>>,
+) -> T {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (ran_on, out) = p
+            .spawn_or_run_here(TaskOptions::ungrouped(), future())
+            .unwrap()
+            .join()
+            .unwrap();
+        if ran_on == std::thread::current().id() {
+            return out;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never ran on the spawning thread"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn while_a_worker_idles_a_small_task_runs_on_the_spawning_thread_and_is_counted() {
+    let p = pool(1, |_| {});
+    run_here(&p, || Box::pin(async { (std::thread::current().id(), ()) }));
+    let s = p.stats();
+    assert!(s.slices[0] >= 1 && s.completed[0] >= 1, "{s:?}");
+    assert_eq!(s.in_flight, 0);
+    // A task that yields goes on in the pool after its first slice.
+    let after_yield = run_here(&p, || {
+        Box::pin(async {
+            let first = std::thread::current().id();
+            yield_now().await;
+            (first, std::thread::current().id())
+        })
+    });
+    assert_ne!(after_yield, std::thread::current().id());
+}
+
+#[test]
+fn with_work_queued_a_task_spawned_to_run_here_waits_its_turn_in_the_pool() {
+    let p = pool(1, |_| {});
+    let gate = Arc::new(Barrier::new(2));
+    let g = gate.clone();
+    let busy = p
+        .spawn(TaskOptions::ungrouped(), async move {
+            g.wait();
+            g.wait();
+        })
+        .unwrap();
+    gate.wait(); // the only worker is busy
+    let queued = p.spawn(TaskOptions::ungrouped(), async {}).unwrap();
+    let late = p
+        .spawn_or_run_here(TaskOptions::ungrouped(), async {
+            std::thread::current().id()
+        })
+        .unwrap();
+    gate.wait();
+    busy.join().unwrap();
+    queued.join().unwrap();
+    assert_ne!(late.join().unwrap(), std::thread::current().id());
+}
+
+#[test]
+fn a_caller_lends_the_pool_at_most_part_of_its_time() {
+    let p = pool(1, |_| {});
+    run_here(&p, || Box::pin(async { (std::thread::current().id(), ()) }));
+    // Back to back, 3 ms tasks would all run here were lending unbounded (the worker idles
+    // between them); at half of every 10 ms, some must go to the worker.
+    let me = std::thread::current().id();
+    let on_pool = (0..12)
+        .filter(|_| {
+            let ran_on = p
+                .spawn_or_run_here(TaskOptions::ungrouped(), async {
+                    spin(Duration::from_millis(3));
+                    std::thread::current().id()
+                })
+                .unwrap()
+                .join()
+                .unwrap();
+            ran_on != me
+        })
+        .count();
+    assert!(on_pool > 0, "every 3 ms task ran on the caller");
 }
