@@ -27,6 +27,10 @@ pub const MAX_KEYS_PER_REQUEST: usize = 100_000;
 /// with one durable write.
 const ONE_PC_RECHECK: std::time::Duration = std::time::Duration::from_millis(1);
 
+/// A batch get of at most this many keys may run on the gRPC thread (`KvService::read`'s
+/// `point`): a few gets, never a sweep that would hold up every other request there.
+const RUN_HERE_MAX_KEYS: usize = 16;
+
 #[derive(Clone)]
 pub struct KvService {
     pub regions: Arc<Regions>,
@@ -218,9 +222,9 @@ impl KvService {
     }
 
     /// Runs `read` on a snapshot, on the unified read pool. `unlocked`: the caller found,
-    /// before this call, that no lock can block what `read` reads. `point`: `read` reads a
-    /// bounded set of keys without yielding, so the pool may run it on this thread
-    /// ([`pool::ReadPool::spawn_or_run_here`]).
+    /// before this call, that no lock can block what `read` reads. `point`: `read` gets a
+    /// few keys (at most [`RUN_HERE_MAX_KEYS`]) without yielding, so the pool may run it on
+    /// this thread ([`pool::ReadPool::spawn_or_run_here`]).
     async fn read<T, F>(
         &self,
         ctx: Option<&Context>,
@@ -316,7 +320,8 @@ impl KvRpc for KvService {
             Ok(_) => {
                 let (keys, ts, resolved) = (r.keys, r.version, resolved_locks(ctx));
                 let unlocked = self.unlocked(|t| t.probe_keys(keys_of(&keys), ts)).await;
-                self.read(ctx, unlocked, true, move |reader| {
+                let point = keys.len() <= RUN_HERE_MAX_KEYS;
+                self.read(ctx, unlocked, point, move |reader| {
                     let mut pairs = Vec::new();
                     for key in keys {
                         if let Some(value) = reader.get(&key, ts, &resolved)? {

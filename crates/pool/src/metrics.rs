@@ -1,7 +1,9 @@
 //! Prometheus metrics of a read pool, read from its counters at scrape time:
 //! per level the queued tasks, run time and slices and finished tasks; the serving threads,
-//! the tasks in flight, and the busy ratio since the previous scrape. The pool's CPU comes
-//! from `atoll_thread_cpu_seconds_total{name="unified-read"}` (its threads' names).
+//! the tasks in flight, and the busy ratio since the previous scrape. The CPU of the pool's
+//! threads comes from `atoll_thread_cpu_seconds_total{name="unified-read"}` (their names);
+//! the run time here also counts the slices callers ran themselves
+//! ([`ReadPool::spawn_or_run_here`]), whose CPU shows under the caller's thread (gRPC).
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;

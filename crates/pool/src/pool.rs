@@ -54,46 +54,47 @@ use crate::yielding::{begin_slice, end_slice};
 const PARK_RECHECK: Duration = Duration::from_millis(500);
 
 /// How much of its time a thread outside the pool lends to running tasks here
-/// ([`ReadPool::spawn_or_run_here`]): at most `SHARE_PERCENT` of each `WINDOW`, so a busy
-/// caller (a gRPC thread) hands work to the workers instead of becoming the bottleneck while
-/// they idle.
+/// ([`ReadPool::spawn_or_run_here`]): at most half, so a busy caller (a gRPC thread) hands
+/// work to the workers instead of becoming the bottleneck while they idle. The time a thread
+/// lent is a debt that wall time pays off at half its rate; the thread lends only while the
+/// debt is under `MAX_DEBT`, so over any stretch it lends at most half of it plus
+/// `MAX_DEBT` and one run, however long each run was.
 mod lend {
     use std::cell::Cell;
     use std::time::{Duration, Instant};
 
-    pub(super) const WINDOW: Duration = Duration::from_millis(10);
-    pub(super) const SHARE_PERCENT: u128 = 50;
+    pub(super) const MAX_DEBT: Duration = Duration::from_millis(5);
 
     thread_local! {
-        /// The start of this thread's current window and the time lent in it.
-        static LENT: Cell<(Option<Instant>, Duration)> = const { Cell::new((None, Duration::ZERO)) };
+        /// When this thread last asked, and its debt then.
+        static DEBT: Cell<(Option<Instant>, Duration)> = const { Cell::new((None, Duration::ZERO)) };
     }
 
-    /// Whether this thread may lend itself now (starting a new window when the last ended).
+    /// Whether this thread may lend itself now.
     pub(super) fn has_time() -> bool {
         let now = Instant::now();
-        LENT.with(|l| match l.get() {
-            (Some(start), lent) if now.duration_since(start) < WINDOW => {
-                lent.as_nanos() * 100 < WINDOW.as_nanos() * SHARE_PERCENT
-            }
-            _ => {
-                l.set((Some(now), Duration::ZERO));
-                true
-            }
+        DEBT.with(|d| {
+            let (last, debt) = d.get();
+            let paid = last.map_or(debt, |last| now.duration_since(last) / 2);
+            let debt = debt.saturating_sub(paid);
+            d.set((Some(now), debt));
+            debt < MAX_DEBT
         })
     }
 
+    /// Adds `ran`, time this thread just lent, to its debt.
     pub(super) fn record(ran: Duration) {
-        LENT.with(|l| {
-            let (start, lent) = l.get();
-            l.set((start, lent + ran));
+        DEBT.with(|d| {
+            let (last, debt) = d.get();
+            d.set((last, debt + ran));
         });
     }
 }
 
 #[derive(Debug, Clone)]
 pub struct PoolConfig {
-    /// Thread names are `<name>-<index>`, so `/metrics` can sum CPU per pool.
+    /// Thread names are `<name>-<index>`, so `/metrics` can sum CPU per pool (tasks run on
+    /// the spawning thread, see [`ReadPool::spawn_or_run_here`], count under that thread).
     pub name: String,
     pub min_threads: usize,
     /// Threads serving at start (`readpool.unified.max-thread-count`).
@@ -156,7 +157,7 @@ pub struct PoolStats {
     pub active_threads: usize,
     pub in_flight: usize,
     pub queued: [usize; LEVELS],
-    /// Run time per level, as the workers measured it.
+    /// Run time per level, as the workers (and callers running tasks here) measured it.
     pub run_ns: [u64; LEVELS],
     /// Polls per level (a yielding task is polled once per slice).
     pub slices: [u64; LEVELS],
@@ -421,8 +422,10 @@ impl Shared {
                 return;
             }
             if index >= self.active.load(Ordering::Acquire) {
+                // Not registered as idle: a wake-up or a run here must not count on it.
+                // `resize` and shutdown unpark every thread.
                 self.retire(local);
-                self.park(index);
+                std::thread::park_timeout(PARK_RECHECK);
                 continue;
             }
             match self.find_task(local, index) {
@@ -599,7 +602,7 @@ impl ReadPool {
     /// would have, and the returned handle is usually ready at once. That saves the
     /// hand-off (waking the worker, which then wakes the caller), which on a small machine
     /// costs more CPU than the read. The caller lends at most half its time (`lend`), and
-    /// a pool worker calling this just queues the task.
+    /// a worker of any pool calling this just queues the task.
     pub fn spawn_or_run_here<F>(
         &self,
         options: TaskOptions,

@@ -1,6 +1,8 @@
 //! Cooperative yielding for long tasks.
 //!
-//! A worker records when it started polling the current task. A scan checks
+//! A worker (or a caller running a task's first slice itself, see
+//! [`crate::ReadPool::spawn_or_run_here`]) records when it started polling the current task.
+//! A scan checks
 //! [`slice_used_up`] between batches (two loads of a thread-local and a clock read) and, once
 //! its slice is spent, awaits [`yield_now`]: the task goes back to the queue of its group's
 //! level and the worker serves whatever the levels call for next. [`maybe_yield`] does both.
@@ -14,7 +16,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 thread_local! {
-    /// (start of the current poll, slice length) while a pool worker polls a task.
+    /// (start of the current poll, slice length) while this thread polls a pool task.
     static SLICE: Cell<Option<(Instant, Duration)>> = const { Cell::new(None) };
 }
 
