@@ -429,7 +429,9 @@ impl Shared {
                 continue;
             }
             match self.find_task(local, index) {
-                Some((level, task)) => self.run(level, task),
+                Some((level, task)) => {
+                    self.run(level, task);
+                }
                 None if state == DRAINING && self.in_flight.load(Ordering::SeqCst) == 0 => {
                     self.unpark_all();
                     return;
@@ -449,11 +451,13 @@ impl Shared {
         }
     }
 
-    fn run(&self, level: usize, task: Task) {
+    /// Polls `task` for one slice at `level` and charges it; returns how long it ran.
+    fn run(&self, level: usize, task: Task) -> Duration {
         begin_slice(self.slice);
         let start = Instant::now();
         task.run();
-        let ran_ns = start.elapsed().as_nanos() as u64;
+        let ran = start.elapsed();
+        let ran_ns = ran.as_nanos() as u64;
         end_slice();
         for (clock, add) in self
             .clocks
@@ -469,6 +473,7 @@ impl Shared {
         if level > 0 {
             self.release_lower();
         }
+        ran
     }
 
     /// Runs `task`'s first slice on this thread (not a worker of this pool) when it is at
@@ -492,9 +497,7 @@ impl Shared {
             task.schedule();
             return;
         }
-        let start = Instant::now();
-        self.run(0, task);
-        lend::record(start.elapsed());
+        lend::record(self.run(0, task));
         self.running_here.fetch_sub(1, Ordering::AcqRel);
     }
 }
