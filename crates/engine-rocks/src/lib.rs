@@ -2,7 +2,7 @@
 //!
 //! - [`options`]: the kv node's `rocksdb.*` knobs as RocksDB options (Titan knobs map onto
 //!   RocksDB's integrated blob files; the table is in that module).
-//! - [`engine`]: [`RocksEngine`] with column families default, lock, write and meta;
+//! - [`engine`]: [`RocksEngine`] with column families default, lock, write, meta and latest;
 //!   owned snapshots; bounded iterators; atomic, optionally fsynced write batches.
 //! - [`online`]: online knobs applied to the running DB through the config controller.
 //! - [`rate_limiter`]: the flush/compaction rate limiter, changeable at run time.

@@ -15,7 +15,8 @@
 //! and filter blocks in the block cache (level 0's pinned). The write CF's filters are built on
 //! the user key without its timestamp (a prefix extractor), so reading one key's versions skips
 //! the files that do not hold that key, in the memtable too (a memtable prefix bloom); point
-//! gets on the other CFs use whole-key filters.
+//! gets on the other CFs use whole-key filters. The meta and latest CFs (the latter not in
+//! TiKV) have no knobs: RocksDB's defaults otherwise.
 //!
 //! Titan is TiKV's key-value separation plugin; RocksDB's integrated blob files do the same
 //! job (large values in blob files, keys and small values in the LSM), so the Titan knobs
@@ -61,7 +62,7 @@ fn cf_prefix(cf: Cf) -> Option<&'static str> {
         Cf::Default => Some("rocksdb.defaultcf"),
         Cf::Write => Some("rocksdb.writecf"),
         Cf::Lock => Some("rocksdb.lockcf"),
-        Cf::Meta => None,
+        Cf::Meta | Cf::Latest => None,
     }
 }
 

@@ -89,7 +89,7 @@ fn column_families_are_separate_and_batches_are_atomic() {
         wb.put(cf, b"k", cf.name().as_bytes());
     }
     wb.delete(Cf::Lock, b"absent");
-    assert_eq!(wb.count(), 5);
+    assert_eq!(wb.count(), Cf::ALL.len() + 1);
     assert!(wb.data_size() > 0);
     e.write(wb, true).unwrap();
     for cf in Cf::ALL {
@@ -446,4 +446,33 @@ fn metrics_report_stalls_and_pending_compaction() {
             "{expected} missing from {names:?}"
         );
     }
+}
+
+/// A data dir an older Atoll wrote (without the latest CF) gets the CF at open, reported so
+/// the layer above fills it; a new dir and a reopened one report none.
+#[test]
+fn an_open_reports_the_cfs_it_added_to_an_existing_db() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut opts = rocksdb::Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        rocksdb::DB::open_cf(&opts, dir.path(), ["default", "lock", "write", "meta"]).unwrap();
+    }
+    let e = RocksEngine::open(dir.path(), &config("")).unwrap();
+    assert_eq!(e.added_cfs(), [Cf::Latest]);
+    drop(e);
+    assert!(
+        RocksEngine::open(dir.path(), &config(""))
+            .unwrap()
+            .added_cfs()
+            .is_empty()
+    );
+    let fresh = tempfile::tempdir().unwrap();
+    assert!(
+        RocksEngine::open(fresh.path(), &config(""))
+            .unwrap()
+            .added_cfs()
+            .is_empty()
+    );
 }

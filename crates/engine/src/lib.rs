@@ -4,7 +4,7 @@
 //! RocksDB implementation lives in `engine-rocks`, the only crate that links RocksDB, so
 //! everything above can be tested against any implementation and never pulls in C++.
 //!
-//! The model: four column families ([`Cf`]); reads through a consistent [`Snapshot`];
+//! The model: five column families ([`Cf`]); reads through a consistent [`Snapshot`];
 //! writes as an atomic [`WriteBatch`] that is durable (fsynced) when written with
 //! `sync = true`; iterators over one CF within optional bounds. [`memory::MemoryEngine`]
 //! implements the traits in memory for tests that need no RocksDB.
@@ -24,10 +24,14 @@ pub enum Cf {
     Write,
     /// Node and region metadata.
     Meta,
+    /// The newest `Put` or `Delete` record of each key, keyed by user key: a read at or above
+    /// its commit_ts need not walk the key's versions in [`Cf::Write`] (not in TiKV; see
+    /// docs/architecture.md).
+    Latest,
 }
 
 impl Cf {
-    pub const ALL: [Cf; 4] = [Cf::Default, Cf::Lock, Cf::Write, Cf::Meta];
+    pub const ALL: [Cf; 5] = [Cf::Default, Cf::Lock, Cf::Write, Cf::Meta, Cf::Latest];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -35,6 +39,7 @@ impl Cf {
             Cf::Lock => "lock",
             Cf::Write => "write",
             Cf::Meta => "meta",
+            Cf::Latest => "latest",
         }
     }
 }
@@ -158,6 +163,9 @@ mod tests {
             e.to_string(),
             "corrupted data in cf write at key 6b01: short record"
         );
-        assert_eq!(Cf::ALL.map(Cf::name), ["default", "lock", "write", "meta"]);
+        assert_eq!(
+            Cf::ALL.map(Cf::name),
+            ["default", "lock", "write", "meta", "latest"]
+        );
     }
 }

@@ -46,6 +46,7 @@ impl Storage {
         }));
         let gc = Arc::new(GcWorker::new(
             kv,
+            scheduler.latches(),
             c.int("gc.batch-keys") as usize,
             c.size("gc.max-write-bytes-per-sec").bytes(),
         ));

@@ -1,8 +1,9 @@
 //! `mvcc`: Percolator transactions over the `engine` traits (KNOBS.md §6.1-6.2).
 //!
-//! - [`record`]: the lock CF and write CF records and their byte format.
+//! - [`record`]: the lock, write and latest CF records and their byte format.
 //! - [`reader`]: reads at a timestamp through a snapshot: locks, versions, values.
 //! - [`txn`]: the writes one command makes, collected into one engine write batch.
+//! - [`latest`]: filling the latest CF of a data dir written before it existed.
 //! - [`lock_table`]: an in-memory copy of the locks that can block reads, probed by reads
 //!   before their snapshot so they skip the lock CF when nothing they read is locked, and
 //!   the store's `max_ts`, from which one-phase commit picks its commit ts.
@@ -15,6 +16,7 @@
 
 pub mod actions;
 pub mod error;
+pub mod latest;
 pub mod lock_table;
 pub mod reader;
 pub mod record;
@@ -23,5 +25,5 @@ pub mod txn;
 pub use error::{LockInfo, MvccError, Result};
 pub use lock_table::{LockTable, Probe};
 pub use reader::MvccReader;
-pub use record::{Lock, LockType, Write, WriteType};
+pub use record::{Latest, Lock, LockType, Write, WriteType};
 pub use txn::MvccTxn;

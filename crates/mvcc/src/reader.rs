@@ -9,16 +9,20 @@
 //! committed yet; a secondary lock does (its primary may have committed), and the client
 //! retries at a timestamp from PD.
 //!
-//! Then it walks the key's write records from the newest at or below `ts`, skipping
-//! `Rollback` and `Lock` records: a `Put` gives the value (inline or from the default CF at
-//! its start_ts), a `Delete` gives none.
+//! Then it reads the key's entry in the latest CF, its newest `Put` or `Delete`: at or below
+//! `ts` (nearly always), that record is the answer, with no walk over the key's versions;
+//! no entry, no value. Only when the newest record is above `ts` does it walk the key's
+//! write records from the newest at or below `ts`, skipping `Rollback` and `Lock` records.
+//! A `Put` gives the value (inline or from the default CF at its start_ts), a `Delete` gives
+//! none. A scan walks the latest CF the same way, one entry per key, so a key updated often
+//! costs it no more than one written once.
 
 use base::ts::LATEST;
 use codec::mvcc::{append_ts, encode_key, split_versioned};
 use engine::{Cf, EngineIterator, IterOptions, Snapshot};
 
 use crate::error::{LockInfo, MvccError, Result};
-use crate::record::{Lock, LockType, Write, WriteType};
+use crate::record::{Latest, Lock, LockType, Write, WriteType};
 
 /// What the write records say about one txn on one key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,26 +60,6 @@ pub struct MvccReader<S> {
     no_blocking_locks: bool,
 }
 
-/// Older versions a scan steps over with `next` before it seeks past the key instead (a key
-/// updated often keeps many versions until GC).
-const NEXTS_BEFORE_SEEK: usize = 3;
-
-/// Moves `it` (on a version of `encoded`) to the first version of the next key: a few
-/// `next`s, then one seek.
-fn next_key<I: EngineIterator + ?Sized>(it: &mut I, encoded: &[u8]) -> Result<bool> {
-    for _ in 0..NEXTS_BEFORE_SEEK {
-        if !it.next()? {
-            return Ok(false);
-        }
-        let (key, _) =
-            split_versioned(it.key()).map_err(|e| corrupt_key(Cf::Write, it.key(), e))?;
-        if key != encoded {
-            return Ok(true);
-        }
-    }
-    Ok(it.seek(&prefix_end(encoded))?)
-}
-
 /// Whether `lock` on `key` blocks a read at `ts` (its txn may still commit at or below `ts`).
 fn blocks(key: &[u8], lock: &Lock, ts: u64, resolved: &[u64]) -> bool {
     !(ts == LATEST && lock.primary == key)
@@ -102,7 +86,7 @@ fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     end
 }
 
-fn corrupt_key(cf: Cf, key: &[u8], e: codec::CodecError) -> MvccError {
+pub(crate) fn corrupt_key(cf: Cf, key: &[u8], e: codec::CodecError) -> MvccError {
     MvccError::Engine(engine::Error::Corruption {
         cf,
         key: key.to_vec(),
@@ -245,28 +229,54 @@ impl<S: Snapshot> MvccReader<S> {
         }
     }
 
+    /// The key's latest CF entry: its newest `Put` or `Delete`, if it has one.
+    pub fn load_latest(&self, key: &[u8]) -> Result<Option<Latest>> {
+        match self.snap.get(Cf::Latest, &encode_key(key))? {
+            Some(bytes) => Ok(Some(Latest::decode(key, &bytes)?)),
+            None => Ok(None),
+        }
+    }
+
     /// The committed value of `key` visible at `ts`, without looking at locks.
     pub fn get_committed(&self, key: &[u8], ts: u64) -> Result<Option<Vec<u8>>> {
+        match self.load_latest(key)? {
+            None => Ok(None),
+            Some(latest) => self.value_at(key, latest, ts),
+        }
+    }
+
+    /// The value of `key` at `ts`, given its newest data record.
+    fn value_at(&self, key: &[u8], latest: Latest, ts: u64) -> Result<Option<Vec<u8>>> {
+        if latest.commit_ts <= ts {
+            self.value_of(key, latest.write)
+        } else {
+            self.walk_committed(key, ts)
+        }
+    }
+
+    /// The value a data record gives: a `Put`'s value, a `Delete`'s none.
+    fn value_of(&self, key: &[u8], write: Write) -> Result<Option<Vec<u8>>> {
+        match (write.write_type, write.short_value) {
+            (WriteType::Put, Some(v)) => Ok(Some(v)),
+            (WriteType::Put, None) => self.load_value(key, write.start_ts).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// The committed value of `key` at `ts` from its write records.
+    fn walk_committed(&self, key: &[u8], ts: u64) -> Result<Option<Vec<u8>>> {
         let mut ts = ts;
         loop {
             let Some((commit_ts, write)) = self.seek_write(key, ts)? else {
                 return Ok(None);
             };
-            match write.write_type {
-                WriteType::Put => {
-                    return match write.short_value {
-                        Some(v) => Ok(Some(v)),
-                        None => self.load_value(key, write.start_ts).map(Some),
-                    };
-                }
-                WriteType::Delete => return Ok(None),
-                WriteType::Lock | WriteType::Rollback => {
-                    if commit_ts == 0 {
-                        return Ok(None);
-                    }
-                    ts = commit_ts - 1;
-                }
+            if write.is_data() {
+                return self.value_of(key, write);
             }
+            if commit_ts == 0 {
+                return Ok(None);
+            }
+            ts = commit_ts - 1;
         }
     }
 
@@ -299,10 +309,9 @@ impl<S: Snapshot> MvccReader<S> {
     /// Keys in `[start, end)` (`end` empty = unbounded) with their values at `ts`, at most
     /// `limit` pairs, in key order; locks of the txns in `resolved` do not block.
     ///
-    /// One iterator walks the write CF in order (each key's versions are newest first: skip
-    /// those above `ts`, take the first Put or Delete, pass over the rest), and one pass over
-    /// the lock CF covers the keys walked, instead of a lock lookup and a fresh iterator per
-    /// key.
+    /// One iterator walks the latest CF in order (one entry per key, however many versions
+    /// the key has), and one pass over the lock CF covers the keys walked, instead of a lock
+    /// lookup and a fresh iterator per key. A key written after `ts` walks its versions.
     pub fn scan(
         &self,
         start: &[u8],
@@ -311,54 +320,30 @@ impl<S: Snapshot> MvccReader<S> {
         ts: u64,
         resolved: &[u64],
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let mut out = Vec::new();
+        let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         if limit == 0 {
             return Ok(out);
         }
-        let opts = key_range(start, end);
-        let mut it = self.snap.iter(Cf::Write, opts)?;
+        let mut it = self.snap.iter(Cf::Latest, key_range(start, end))?;
         let mut ok = it.seek_to_first()?;
-        // The encoded key whose versions are being read, and whether it is settled.
-        let mut current: Vec<u8> = Vec::new();
-        let mut settled = false;
         // Where the walk stopped: the lock check covers `[start, stopped_at)`.
         let mut stopped_at = end.to_vec();
         while ok {
-            let (encoded, commit_ts) =
-                split_versioned(it.key()).map_err(|e| corrupt_key(Cf::Write, it.key(), e))?;
-            if encoded != current.as_slice() {
-                if out.len() == limit {
-                    // Locks matter up to the last key returned, not to this one.
-                    let (last, _) = out.last().expect("limit is at least 1");
-                    stopped_at = last.clone();
-                    stopped_at.push(0);
-                    break;
-                }
-                current = encoded.to_vec();
-                settled = false;
+            if let Some((last, _)) = out.last()
+                && out.len() == limit
+            {
+                // Locks matter up to the last key returned, not to the next one.
+                stopped_at = last.clone();
+                stopped_at.push(0);
+                break;
             }
-            if !settled && commit_ts <= ts {
-                let key = codec::mvcc::decode_key(encoded)
-                    .map_err(|e| corrupt_key(Cf::Write, encoded, e))?;
-                let write = Write::decode(&key, it.value())?;
-                match write.write_type {
-                    WriteType::Put => {
-                        let value = match write.short_value {
-                            Some(v) => v,
-                            None => self.load_value(&key, write.start_ts)?,
-                        };
-                        out.push((key, value));
-                        settled = true;
-                    }
-                    WriteType::Delete => settled = true,
-                    WriteType::Lock | WriteType::Rollback => {}
-                }
+            let key = codec::mvcc::decode_key(it.key())
+                .map_err(|e| corrupt_key(Cf::Latest, it.key(), e))?;
+            let latest = Latest::decode(&key, it.value())?;
+            if let Some(value) = self.value_at(&key, latest, ts)? {
+                out.push((key, value));
             }
-            ok = if settled {
-                next_key(&mut it, &current)?
-            } else {
-                it.next()?
-            };
+            ok = it.next()?;
         }
         self.check_locks_in(start, &stopped_at, ts, resolved)?;
         Ok(out)

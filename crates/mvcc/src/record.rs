@@ -5,6 +5,8 @@
 //!  min_commit_ts:u64 | txn_size:u64 | [b'v' | len:u8 | short value]`.
 //! Write CF, key `enc(user_key) + !commit_ts`:
 //! `type:u8 | start_ts:u64 | [b'v' | len:u8 | short value] | [b'R' (overlapped rollback)]`.
+//! Latest CF, key `enc(user_key)`: `commit_ts:u64 | the write record` of the key's newest
+//! `Put` or `Delete` ([`Latest`]).
 //! Default CF, key `enc(user_key) + !start_ts`: the value, when longer than
 //! [`SHORT_VALUE_MAX_BYTES`]. Fixed-width fields keep decoding simple; every decode checks
 //! lengths and tags and reports corruption instead of panicking.
@@ -108,6 +110,14 @@ pub struct Write {
     /// overlapped rollback): a one-phase commit's ts is not PD's, so another txn may have
     /// started at it, and that txn's rollback must not overwrite this commit.
     pub overlapped_rollback: bool,
+}
+
+/// A key's entry in the latest CF: its newest data record (a `Put` or `Delete`) and the
+/// commit_ts it was written at. A read at or above `commit_ts` sees exactly this record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Latest {
+    pub commit_ts: u64,
+    pub write: Write,
 }
 
 /// Reads fixed-width fields from a record, reporting where it went wrong.
@@ -239,29 +249,62 @@ impl Lock {
 impl Write {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(11 + self.short_value.as_ref().map_or(0, Vec::len));
+        self.encode_into(&mut out);
+        out
+    }
+
+    fn encode_into(&self, out: &mut Vec<u8>) {
         out.push(self.write_type.code());
         out.extend_from_slice(&self.start_ts.to_be_bytes());
-        put_short_value(&mut out, &self.short_value);
+        put_short_value(out, &self.short_value);
         if self.overlapped_rollback {
             out.push(OVERLAPPED_ROLLBACK_TAG);
         }
-        out
+    }
+
+    /// Whether the record changes the key's value (a `Put` or a `Delete`).
+    pub fn is_data(&self) -> bool {
+        matches!(self.write_type, WriteType::Put | WriteType::Delete)
     }
 
     pub fn decode(key: &[u8], bytes: &[u8]) -> Result<Write, engine::Error> {
         let mut f = Fields { bytes, at: 0 };
-        let parse = |f: &mut Fields<'_>| -> Result<Write, String> {
-            let code = f.u8()?;
-            let write = Write {
-                write_type: WriteType::from_code(code)
-                    .ok_or_else(|| format!("unknown write type {code:#04x}"))?,
-                start_ts: f.u64()?,
-                short_value: f.short_value()?,
-                overlapped_rollback: f.flag(OVERLAPPED_ROLLBACK_TAG),
-            };
-            f.end().map(|()| write)
+        parse_write(&mut f).map_err(|d| corruption(Cf::Write, key, d))
+    }
+}
+
+/// The rest of `f`, a write record.
+fn parse_write(f: &mut Fields<'_>) -> Result<Write, String> {
+    let code = f.u8()?;
+    let write = Write {
+        write_type: WriteType::from_code(code)
+            .ok_or_else(|| format!("unknown write type {code:#04x}"))?,
+        start_ts: f.u64()?,
+        short_value: f.short_value()?,
+        overlapped_rollback: f.flag(OVERLAPPED_ROLLBACK_TAG),
+    };
+    f.end().map(|()| write)
+}
+
+impl Latest {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(19 + self.write.short_value.as_ref().map_or(0, Vec::len));
+        out.extend_from_slice(&self.commit_ts.to_be_bytes());
+        self.write.encode_into(&mut out);
+        out
+    }
+
+    pub fn decode(key: &[u8], bytes: &[u8]) -> Result<Latest, engine::Error> {
+        let mut f = Fields { bytes, at: 0 };
+        let parse = |f: &mut Fields<'_>| -> Result<Latest, String> {
+            let commit_ts = f.u64()?;
+            let write = parse_write(f)?;
+            if !write.is_data() {
+                return Err(format!("{:?} record in the latest CF", write.write_type));
+            }
+            Ok(Latest { commit_ts, write })
         };
-        parse(&mut f).map_err(|d| corruption(Cf::Write, key, d))
+        parse(&mut f).map_err(|d| corruption(Cf::Latest, key, d))
     }
 }
 
@@ -319,6 +362,16 @@ mod tests {
             },
         ] {
             assert_eq!(Write::decode(b"k", &w.encode()).unwrap(), w);
+            let latest = Latest {
+                commit_ts: 9,
+                write: w.clone(),
+            };
+            let decoded = Latest::decode(b"k", &latest.encode());
+            if w.is_data() {
+                assert_eq!(decoded.unwrap(), latest);
+            } else {
+                assert!(decoded.is_err(), "{w:?} is no data record");
+            }
         }
     }
 

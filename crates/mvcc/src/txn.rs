@@ -5,7 +5,7 @@ use codec::mvcc::{append_ts, encode_key};
 use engine::{Cf, WriteBatch};
 
 use crate::lock_table::LockChange;
-use crate::record::{Lock, Write};
+use crate::record::{Latest, Lock, Write};
 
 enum Modify {
     Put(Cf, Vec<u8>, Vec<u8>),
@@ -35,12 +35,40 @@ impl MvccTxn {
         self.lock_changes.push(LockChange::remove(key));
     }
 
+    /// Puts a write record that changes no value (a `Rollback` or `Lock` record, or a commit
+    /// record flagged with an overlapped rollback); commits go through [`Self::commit_write`].
     pub fn put_write(&mut self, key: &[u8], commit_ts: u64, write: &Write) {
         self.modifies.push(Modify::Put(
             Cf::Write,
             append_ts(&encode_key(key), commit_ts),
             write.encode(),
         ));
+    }
+
+    /// Records a txn's commit of `key` at `commit_ts`: the write record and, for a `Put` or
+    /// `Delete`, the key's latest CF entry. A key's data records commit in commit_ts order
+    /// (the next txn to write the key locks it only once the previous lock is gone, and
+    /// gets a write conflict unless its start_ts or for_update_ts is at or above that
+    /// commit), so the entry written last is the newest.
+    pub fn commit_write(&mut self, key: &[u8], commit_ts: u64, write: Write) {
+        let encoded = encode_key(key);
+        let record = write.encode();
+        if write.is_data() {
+            let latest = Latest { commit_ts, write };
+            self.modifies
+                .push(Modify::Put(Cf::Latest, encoded.clone(), latest.encode()));
+        }
+        self.modifies.push(Modify::Put(
+            Cf::Write,
+            append_ts(&encoded, commit_ts),
+            record,
+        ));
+    }
+
+    /// Removes the key's latest CF entry (GC, once its newest record, a `Delete`, is gone).
+    pub fn delete_latest(&mut self, key: &[u8]) {
+        self.modifies
+            .push(Modify::Delete(Cf::Latest, encode_key(key)));
     }
 
     pub fn delete_write(&mut self, key: &[u8], commit_ts: u64) {

@@ -9,7 +9,7 @@ use mvcc::actions::commit::{commit, commit_one_pc};
 use mvcc::actions::prewrite::{KeyCheck, Mutation, Prewritten, TxnProps, check_prewrite, prewrite};
 use mvcc::actions::rollback::rollback;
 use mvcc::actions::txn_heart_beat::txn_heart_beat;
-use mvcc::{LockTable, MvccError, MvccReader, MvccTxn, Probe, Result};
+use mvcc::{LockTable, MvccError, MvccReader, MvccTxn, Probe, Result, WriteType};
 
 /// Timestamps at 1 ms of physical time per unit, so TTLs mean something.
 fn ts(ms: u64) -> u64 {
@@ -547,13 +547,14 @@ fn a_scan_is_blocked_by_a_lock_among_the_keys_it_walks_only() {
 }
 
 #[test]
-fn a_scan_seeks_past_a_key_with_many_old_versions() {
+fn a_scan_reads_a_key_with_many_versions_at_any_ts() {
     let s = Store::new();
     for (i, key) in [b"a", b"b", b"c"].iter().enumerate() {
         s.put(*key, b"v", *key, ts(1)).unwrap();
         s.commit(*key, ts(1), ts(2)).unwrap();
         if i == 1 {
-            // b gets eight more versions: the scan seeks past the old ones.
+            // b gets eight more versions: a scan above them reads b's latest CF entry, one
+            // below its newest walks them.
             for n in 0..8u64 {
                 let start = 3 + 2 * n;
                 s.put(b"b", format!("b{n}").as_bytes(), b"b", ts(start))
@@ -638,6 +639,117 @@ fn a_rollback_at_a_one_phase_commit_ts_keeps_the_commit_and_still_stops_the_txn(
     s.write(b"j", b"w1", ts(40), ts(50));
     s.write(b"j", b"w2", ts(50), ts(51));
     assert_eq!(s.get(b"j", ts(51)).unwrap(), v("w2"));
+
+    // A late rollback at an older commit's ts leaves the newer commit the key's value.
+    s.write(b"k", b"v2", ts(30), ts(40));
+    s.rollback(b"k", ts(20)).unwrap();
+    assert_eq!(s.get(b"k", ts(45)).unwrap(), v("v2"));
+    assert_eq!(s.get(b"k", ts(35)).unwrap(), v("v1"));
+}
+
+/// The key's newest `Put` or `Delete` and its commit ts, from its latest CF entry.
+fn latest(s: &Store, key: &[u8]) -> Option<(u64, WriteType)> {
+    let entry = MvccReader::new(s.0.snapshot()).load_latest(key).unwrap();
+    entry.map(|l| (l.commit_ts, l.write.write_type))
+}
+
+/// The latest CF entry follows a key's data commits only: a `Lock` record or a rollback (also
+/// a late one at an older commit's ts) leave it as it was. Reads at or above it
+/// take their value from it; reads below it find theirs among the versions.
+#[test]
+fn the_latest_entry_follows_data_commits_only() {
+    let s = Store::new();
+    assert_eq!(latest(&s, b"k"), None);
+    s.write(b"k", b"v1", ts(10), ts(20));
+    assert_eq!(latest(&s, b"k"), Some((ts(20), WriteType::Put)));
+    s.write(b"k", b"v2", ts(30), ts(40));
+    s.rollback(b"k", ts(20)).unwrap();
+    s.prewrite(Mutation::Lock(b"k".to_vec()), b"k", ts(50))
+        .unwrap();
+    s.commit(b"k", ts(50), ts(60)).unwrap();
+    s.rollback(b"k", ts(70)).unwrap();
+    assert_eq!(latest(&s, b"k"), Some((ts(40), WriteType::Put)));
+    s.prewrite(Mutation::Delete(b"k".to_vec()), b"k", ts(80))
+        .unwrap();
+    s.commit(b"k", ts(80), ts(90)).unwrap();
+    assert_eq!(latest(&s, b"k"), Some((ts(90), WriteType::Delete)));
+    assert_eq!(s.get(b"k", ts(95)).unwrap(), None);
+    assert_eq!(s.scan(b"", b"", ts(95)).unwrap(), vec![]);
+    assert_eq!(s.get(b"k", ts(65)).unwrap(), v("v2"));
+    assert_eq!(
+        s.scan(b"", b"", ts(25)).unwrap(),
+        vec![(b"k".to_vec(), b"v1".to_vec())]
+    );
+}
+
+/// Random histories of puts, deletes, `Lock` records and rollbacks (late ones too, at the
+/// ts of an earlier commit): at every ts, `get` and `scan` agree with the answer read off the
+/// key's write records alone, the newest `Put` or `Delete` at or below the ts.
+#[test]
+fn reads_through_the_latest_cf_agree_with_the_write_records() {
+    const KEYS: u64 = 6;
+    let key = |i: u64| format!("key{i}").into_bytes();
+    for seed in 1..=20u64 {
+        let s = Store::new();
+        let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut below = |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let mut clock = 1;
+        let mut commits = Vec::new();
+        for _ in 0..60 {
+            let i = below(KEYS);
+            let k = key(i);
+            let (start, commit_ts) = (ts(clock), ts(clock + 1));
+            clock += 2;
+            let m = match below(4) {
+                0 => Mutation::Delete(k.clone()),
+                1 => Mutation::Lock(k.clone()),
+                _ => Mutation::Put(k.clone(), format!("v{clock}").into_bytes()),
+            };
+            if below(5) == 0 {
+                s.rollback(&k, start).unwrap();
+                // A late rollback at a ts where some txn committed.
+                if let Some(&(k, c)) = commits.get(below(commits.len() as u64 + 1) as usize) {
+                    s.rollback(&key(k), c).unwrap();
+                }
+                continue;
+            }
+            s.prewrite(m, &k, start).unwrap();
+            s.commit(&k, start, commit_ts).unwrap();
+            commits.push((i, commit_ts));
+        }
+        let reader = MvccReader::new(s.0.snapshot());
+        for at in (0..=clock + 1).map(ts) {
+            let mut expected = Vec::new();
+            for i in 0..KEYS {
+                let k = key(i);
+                let newest = reader
+                    .writes_since(&k, 0)
+                    .unwrap()
+                    .into_iter()
+                    .find(|(c, w)| *c <= at && w.is_data());
+                let value = newest
+                    .and_then(|(_, w)| w.short_value.filter(|_| w.write_type == WriteType::Put));
+                assert_eq!(
+                    s.get(&k, at).unwrap(),
+                    value,
+                    "seed {seed}, key {i}, ts {at}"
+                );
+                if let Some(value) = value {
+                    expected.push((k, value));
+                }
+            }
+            assert_eq!(
+                s.scan(b"", b"", at).unwrap(),
+                expected,
+                "seed {seed}, ts {at}"
+            );
+        }
+    }
 }
 
 /// The other order: the txn that started at a ts was rolled back there first, then a

@@ -7,6 +7,11 @@
 //! at or below the safe point go too (the GC leader resolves locks below the safe point
 //! before it moves it, so no late prewrite needs them). Versions above the safe point stay.
 //!
+//! A key whose newest record is a `Delete` at or below the safe point has no value for any
+//! reader left: its latest CF entry goes too. That delete races commits of the key (a new
+//! `Put` replaces the entry), so it is made under the scheduler's latches, after a fresh
+//! look at the entry.
+//!
 //! Deletes are written in batches of `gc.batch-keys` keys through [`ReplicatedKv`], and each
 //! batch first waits on the `gc.max-write-bytes-per-sec` limiter.
 
@@ -15,6 +20,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use mvcc::{MvccReader, MvccTxn, WriteType};
 
+use crate::latches::Latches;
 use crate::limiter::Limiter;
 use crate::replicated::{Durability, ReplicatedKv};
 
@@ -27,6 +33,8 @@ pub struct GcStats {
 
 pub struct GcWorker<K> {
     kv: K,
+    /// The scheduler's latches: commands hold them from their read to their write.
+    latches: Arc<Latches>,
     pub limiter: Arc<Limiter>,
     batch_keys: AtomicUsize,
     keys_scanned: AtomicU64,
@@ -35,9 +43,15 @@ pub struct GcWorker<K> {
 }
 
 impl<K: ReplicatedKv> GcWorker<K> {
-    pub fn new(kv: K, batch_keys: usize, max_write_bytes_per_sec: u64) -> GcWorker<K> {
+    pub fn new(
+        kv: K,
+        latches: Arc<Latches>,
+        batch_keys: usize,
+        max_write_bytes_per_sec: u64,
+    ) -> GcWorker<K> {
         GcWorker {
             kv,
+            latches,
             limiter: Arc::new(Limiter::new(max_write_bytes_per_sec)),
             batch_keys: AtomicUsize::new(batch_keys.max(1)),
             keys_scanned: AtomicU64::new(0),
@@ -73,19 +87,20 @@ impl<K: ReplicatedKv> GcWorker<K> {
             next.push(0);
             let mut txn = MvccTxn::new();
             let mut deleted = 0;
+            let mut deleted_keys = Vec::new();
             for key in &keys {
-                deleted += collect_key(&reader, &mut txn, key, safe_point)?;
+                let collected = collect_key(&reader, &mut txn, key, safe_point)?;
+                deleted += collected.versions;
+                if let Some(commit_ts) = collected.newest_delete {
+                    deleted_keys.push((key.as_slice(), commit_ts));
+                }
             }
             self.keys_scanned
                 .fetch_add(keys.len() as u64, Ordering::Relaxed);
-            if !txn.is_empty() {
-                let bytes = txn.write_bytes();
-                self.limiter.blocking_consume(bytes);
-                self.kv.write(txn, Durability::Synced)?;
-                self.versions_deleted.fetch_add(deleted, Ordering::Relaxed);
-                self.bytes_written
-                    .fetch_add(bytes as u64, Ordering::Relaxed);
-            }
+            // Entries first: a crash between the two writes leaves none behind (a key whose
+            // entry is gone reads as deleted, as its newest record says).
+            self.forget_deleted_keys(&deleted_keys)?;
+            self.write(txn, deleted)?;
             if keys.len() < batch {
                 return Ok(());
             }
@@ -93,26 +108,80 @@ impl<K: ReplicatedKv> GcWorker<K> {
     }
 }
 
-/// Records the deletes for one key; returns how many versions go.
+/// What GC removes of one key.
+struct Collected {
+    /// Versions deleted.
+    versions: u64,
+    /// The commit_ts of the key's newest record, a `Delete` at or below the safe point, now
+    /// deleted: the key's latest CF entry should go too.
+    newest_delete: Option<u64>,
+}
+
+impl<K: ReplicatedKv> GcWorker<K> {
+    fn write(&self, txn: MvccTxn, versions: u64) -> mvcc::Result<()> {
+        if txn.is_empty() {
+            return Ok(());
+        }
+        let bytes = txn.write_bytes();
+        self.limiter.blocking_consume(bytes);
+        self.kv.write(txn, Durability::Synced)?;
+        self.versions_deleted.fetch_add(versions, Ordering::Relaxed);
+        self.bytes_written
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Deletes the latest CF entries of `keys`, each a `Delete` at the given commit_ts that
+    /// GC removed, unless a commit has replaced the entry since: under the latches, so no
+    /// commit of these keys runs between the look and the delete.
+    fn forget_deleted_keys(&self, keys: &[(&[u8], u64)]) -> mvcc::Result<()> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let _latches = self.latches.acquire(keys.iter().map(|(k, _)| *k));
+        let reader = MvccReader::new(self.kv.snapshot()?);
+        let mut txn = MvccTxn::new();
+        for &(key, commit_ts) in keys {
+            if reader.load_latest(key)?.is_some_and(|l| {
+                l.commit_ts == commit_ts && l.write.write_type == WriteType::Delete
+            }) {
+                txn.delete_latest(key);
+            }
+        }
+        self.write(txn, 0)
+    }
+}
+
+/// Records the deletes for one key.
 fn collect_key<S: engine::Snapshot>(
     reader: &MvccReader<S>,
     txn: &mut MvccTxn,
     key: &[u8],
     safe_point: u64,
-) -> mvcc::Result<u64> {
-    let mut deleted = 0;
+) -> mvcc::Result<Collected> {
+    let mut collected = Collected {
+        versions: 0,
+        newest_delete: None,
+    };
+    let mut seen_data = false;
     let mut seen_visible = false;
     for (commit_ts, write) in reader.writes_since(key, 0)? {
         if commit_ts > safe_point {
+            seen_data |= write.is_data();
             continue;
         }
         let drop_it = match write.write_type {
             WriteType::Rollback | WriteType::Lock => true,
             WriteType::Delete => {
+                if !seen_data {
+                    collected.newest_delete = Some(commit_ts);
+                }
+                seen_data = true;
                 seen_visible = true;
                 true
             }
             WriteType::Put if !seen_visible => {
+                seen_data = true;
                 seen_visible = true;
                 false
             }
@@ -123,8 +192,8 @@ fn collect_key<S: engine::Snapshot>(
             if write.write_type == WriteType::Put && write.short_value.is_none() {
                 txn.delete_value(key, write.start_ts);
             }
-            deleted += 1;
+            collected.versions += 1;
         }
     }
-    Ok(deleted)
+    Ok(collected)
 }

@@ -58,7 +58,7 @@ struct Task {
 
 struct Inner<K> {
     kv: K,
-    latches: Latches,
+    latches: Arc<Latches>,
     queue: Mutex<VecDeque<Task>>,
     ready: Condvar,
     pending_bytes: AtomicUsize,
@@ -80,7 +80,7 @@ impl<K: ReplicatedKv> Scheduler<K> {
         let s = Scheduler {
             inner: Arc::new(Inner {
                 kv,
-                latches: Latches::new(config.latch_slots),
+                latches: Arc::new(Latches::new(config.latch_slots)),
                 queue: Mutex::new(VecDeque::new()),
                 ready: Condvar::new(),
                 pending_bytes: AtomicUsize::new(0),
@@ -95,6 +95,11 @@ impl<K: ReplicatedKv> Scheduler<K> {
         };
         s.resize(config.workers);
         s
+    }
+
+    /// The latches commands hold, for the GC worker's writes that must not race a command.
+    pub fn latches(&self) -> Arc<Latches> {
+        Arc::clone(&self.inner.latches)
     }
 
     /// Installs flow control: commands that write are refused as busy while `gate` says so.

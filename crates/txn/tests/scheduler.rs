@@ -8,9 +8,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use engine::memory::MemoryEngine;
 use mvcc::actions::prewrite::{Mutation, TxnProps};
-use mvcc::{MvccError, MvccReader, Probe};
+use mvcc::{MvccError, MvccReader, MvccTxn, Probe, Write, WriteType};
 use txn::gc::GcWorker;
-use txn::{Command, CommandOutput, LocalKv, ReplicatedKv, Scheduler, SchedulerConfig, TxnError};
+use txn::latches::Latches;
+use txn::{
+    Command, CommandOutput, Durability, LocalKv, ReplicatedKv, Scheduler, SchedulerConfig, TxnError,
+};
 
 const ACCOUNTS: u64 = 5;
 
@@ -362,7 +365,7 @@ fn gc_keeps_what_readers_at_or_after_the_safe_point_see_and_drops_the_rest() {
             .flat_map(|&t| [b"a", b"b", b"c"].map(|k| r.get(k, t, &[]).unwrap()))
             .collect()
     };
-    let gc = GcWorker::new(kv.clone(), 2, 0);
+    let gc = GcWorker::new(kv.clone(), Arc::new(Latches::new(1)), 2, 0);
     gc.gc_range(safe_point, b"", b"").unwrap();
     let r = MvccReader::new(kv.snapshot().unwrap());
     let after: Vec<_> = probes
@@ -383,4 +386,63 @@ fn gc_keeps_what_readers_at_or_after_the_safe_point_see_and_drops_the_rest() {
     assert!(gc.stats().bytes_written > 0);
     // b's large values of the dropped versions left the default CF too.
     assert!(r.load_value(b"b", 20).is_err() && r.load_value(b"b", 80).is_ok());
+}
+
+/// A committed put or delete of `key` at `commit_ts`, written as a commit writes it.
+fn commit_directly(kv: &LocalKv<MemoryEngine>, key: &[u8], value: Option<&[u8]>, commit_ts: u64) {
+    let mut txn = MvccTxn::new();
+    let write = Write {
+        write_type: if value.is_some() {
+            WriteType::Put
+        } else {
+            WriteType::Delete
+        },
+        start_ts: commit_ts - 1,
+        short_value: value.map(<[u8]>::to_vec),
+        overlapped_rollback: false,
+    };
+    txn.commit_write(key, commit_ts, write);
+    kv.write(txn, Durability::Synced).unwrap();
+}
+
+/// A key deleted at or below the safe point loses its latest CF entry with its versions; one
+/// written again above the safe point keeps its entry; and a commit that lands while GC is
+/// about to drop an entry (between GC's read and its delete) keeps it: GC looks again under
+/// the latches commits hold.
+#[test]
+fn gc_drops_the_latest_entry_of_a_deleted_key_unless_a_commit_replaced_it() {
+    let kv = LocalKv::open(MemoryEngine::new()).expect("the lock CF loads");
+    let s = Scheduler::new(kv.clone(), config(1));
+    for key in [&b"d"[..], b"e", b"f"] {
+        commit_directly(&kv, key, Some(b"v"), 11);
+        commit_directly(&kv, key, None, 21);
+    }
+    commit_directly(&kv, b"e", Some(b"again"), 101);
+    let safe_point = 95;
+    let gc = Arc::new(GcWorker::new(kv.clone(), s.latches(), 10, 0));
+    // Hold f's latch as a commit would, until GC has read f and waits for it.
+    let latches = s.latches();
+    let held = latches.acquire([&b"f"[..]]);
+    let worker = {
+        let gc = gc.clone();
+        std::thread::spawn(move || gc.gc_range(safe_point, b"", b"").unwrap())
+    };
+    while gc.stats().keys_scanned == 0 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    commit_directly(&kv, b"f", Some(b"late"), 111);
+    drop(held);
+    worker.join().unwrap();
+
+    let r = MvccReader::new(kv.snapshot().unwrap());
+    assert_eq!(r.load_latest(b"d").unwrap(), None);
+    assert!(r.writes_since(b"d", 0).unwrap().is_empty());
+    for (key, commit_ts, value) in [(&b"e"[..], 101, &b"again"[..]), (b"f", 111, b"late")] {
+        let latest = r
+            .load_latest(key)
+            .unwrap()
+            .expect("a put above the safe point");
+        assert_eq!(latest.commit_ts, commit_ts);
+        assert_eq!(r.get(key, u64::MAX, &[]).unwrap().as_deref(), Some(value));
+    }
 }

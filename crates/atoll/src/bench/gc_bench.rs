@@ -6,6 +6,7 @@
 //! the achieved rate and its ratio to the limit; limit 0 (none) is the baseline.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -15,6 +16,7 @@ use config::{Config, Role};
 use engine_rocks::RocksEngine;
 use mvcc::{MvccTxn, Write, WriteType};
 use txn::gc::GcWorker;
+use txn::latches::Latches;
 use txn::{Durability, LocalKv, ReplicatedKv};
 
 #[derive(Args)]
@@ -50,7 +52,7 @@ fn load(engine: &RocksEngine, keys: u64, versions: u64) -> anyhow::Result<()> {
                 short_value: Some(vec![b'x'; 100]),
                 overlapped_rollback: false,
             };
-            txn.put_write(&key, start_ts + 1, &write);
+            txn.commit_write(&key, start_ts + 1, write);
         }
         kv.write(txn, Durability::Synced)?;
     }
@@ -77,6 +79,7 @@ pub fn run(args: GcBenchArgs) -> anyhow::Result<()> {
         load(&engine, args.keys, args.versions)?;
         let gc = GcWorker::new(
             LocalKv::open(engine.clone())?,
+            Arc::new(Latches::new(1)),
             config.int("gc.batch-keys") as usize,
             limit,
         );

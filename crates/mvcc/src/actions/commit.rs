@@ -40,10 +40,10 @@ pub fn commit<S: Snapshot>(
                     min_commit_ts: lock.min_commit_ts,
                 });
             }
-            txn.put_write(
+            txn.commit_write(
                 key,
                 commit_ts,
-                &Write {
+                Write {
                     write_type,
                     start_ts,
                     short_value: lock.short_value,
@@ -98,10 +98,10 @@ pub fn commit_one_pc<S: Snapshot>(
             });
         }
     };
-    txn.put_write(
+    txn.commit_write(
         key,
         commit_ts,
-        &Write {
+        Write {
             write_type,
             start_ts: lock.start_ts,
             short_value: lock.short_value,
