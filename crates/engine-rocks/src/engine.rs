@@ -29,8 +29,6 @@ pub(crate) struct Inner {
     pub(crate) db_options: rocksdb::Options,
     /// The block cache every CF shares (`storage.block-cache.capacity`).
     pub(crate) block_cache: rocksdb::Cache,
-    /// CFs this open added to a DB that existed without them.
-    added_cfs: Vec<Cf>,
 }
 
 #[derive(Clone)]
@@ -61,16 +59,6 @@ impl RocksEngine {
         let descriptors = Cf::ALL.map(|cf| {
             ColumnFamilyDescriptor::new(cf.name(), options::cf_options(config, cf, &block_cache))
         });
-        // A DB that does not exist yet lists no CFs (an error), and gets them all new.
-        let existing = DB::list_cf(&db_options, path).unwrap_or_default();
-        let added_cfs = if existing.is_empty() {
-            Vec::new()
-        } else {
-            Cf::ALL
-                .into_iter()
-                .filter(|cf| !existing.iter().any(|name| name == cf.name()))
-                .collect()
-        };
         let db = DB::open_cf_descriptors(&db_options, path, descriptors).map_err(engine_error)?;
         Ok(RocksEngine {
             inner: Arc::new(Inner {
@@ -78,16 +66,8 @@ impl RocksEngine {
                 rate_limiter,
                 db_options,
                 block_cache,
-                added_cfs,
             }),
         })
-    }
-
-    /// The CFs this open added, empty, to a DB written by an older Atoll without them: the
-    /// layer that owns their contents fills them (`mvcc::rebuild_latest` for
-    /// [`Cf::Latest`]).
-    pub fn added_cfs(&self) -> &[Cf] {
-        &self.inner.added_cfs
     }
 
     /// Flushes the memtables of every CF to SST files (tests, shutdown).

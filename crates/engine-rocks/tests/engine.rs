@@ -447,32 +447,3 @@ fn metrics_report_stalls_and_pending_compaction() {
         );
     }
 }
-
-/// A data dir an older Atoll wrote (without the latest CF) gets the CF at open, reported so
-/// the layer above fills it; a new dir and a reopened one report none.
-#[test]
-fn an_open_reports_the_cfs_it_added_to_an_existing_db() {
-    let dir = tempfile::tempdir().unwrap();
-    {
-        let mut opts = rocksdb::Options::default();
-        opts.create_if_missing(true);
-        opts.create_missing_column_families(true);
-        rocksdb::DB::open_cf(&opts, dir.path(), ["default", "lock", "write", "meta"]).unwrap();
-    }
-    let e = RocksEngine::open(dir.path(), &config("")).unwrap();
-    assert_eq!(e.added_cfs(), [Cf::Latest]);
-    drop(e);
-    assert!(
-        RocksEngine::open(dir.path(), &config(""))
-            .unwrap()
-            .added_cfs()
-            .is_empty()
-    );
-    let fresh = tempfile::tempdir().unwrap();
-    assert!(
-        RocksEngine::open(fresh.path(), &config(""))
-            .unwrap()
-            .added_cfs()
-            .is_empty()
-    );
-}

@@ -29,13 +29,10 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     let db_dir = node.data_dir.path().join("db");
     let engine = RocksEngine::open(&db_dir, &node.controller.current())
         .map_err(|e| NodeError::Storage(format!("{}: {e}", db_dir.display())))?;
-    if engine.added_cfs().contains(&engine::Cf::Latest) {
-        let keys = mvcc::latest::rebuild_latest(&engine)
-            .map_err(|e| NodeError::Storage(format!("filling the latest CF: {e}")))?;
-        tracing::info!(
-            keys,
-            "filled the latest CF from the write CF (a data dir of an older Atoll)"
-        );
+    if let Some(keys) = mvcc::latest::ensure_latest(&engine)
+        .map_err(|e| NodeError::Storage(format!("filling the latest CF: {e}")))?
+    {
+        tracing::info!(keys, "filled the latest CF from the write CF");
     }
     engine.follow_config(&node.controller);
     node.registry

@@ -113,7 +113,8 @@ pub struct Write {
 }
 
 /// A key's entry in the latest CF: its newest data record (a `Put` or `Delete`) and the
-/// commit_ts it was written at. A read at or above `commit_ts` sees exactly this record.
+/// commit_ts it was written at. A read at or above `commit_ts` sees exactly this record. The
+/// record's `overlapped_rollback` flag is not kept up to date here (no read needs it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Latest {
     pub commit_ts: u64,

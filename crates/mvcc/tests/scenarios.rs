@@ -682,6 +682,32 @@ fn the_latest_entry_follows_data_commits_only() {
     );
 }
 
+/// A covered key (a non-unique index entry) skips the newer-write check, so its one-phase
+/// commit can land below a newer commit by a writer that never locked the row (an ADD INDEX
+/// backfill): the latest CF entry keeps the newer commit, as the write records do.
+#[test]
+fn a_commit_below_the_keys_newest_leaves_its_latest_entry() {
+    let s = Store::new();
+    s.write(b"i", b"backfill", ts(110), ts(120));
+    s.run(|txn, r| {
+        let m = Mutation::Delete(b"i".to_vec());
+        let prewritten =
+            check_prewrite(txn, r, &Store::props(b"row", ts(100)), m, KeyCheck::Covered)?;
+        let Prewritten::Lock {
+            lock,
+            over_pessimistic,
+        } = prewritten
+        else {
+            panic!("a covered key with no lock: {prewritten:?}");
+        };
+        commit_one_pc(txn, r, b"i", lock, over_pessimistic, ts(106))
+    })
+    .unwrap();
+    assert_eq!(latest(&s, b"i"), Some((ts(120), WriteType::Put)));
+    assert_eq!(s.get(b"i", ts(130)).unwrap(), v("backfill"));
+    assert_eq!(s.get(b"i", ts(110)).unwrap(), None);
+}
+
 /// Random histories of puts, deletes, `Lock` records and rollbacks (late ones too, at the
 /// ts of an earlier commit): at every ts, `get` and `scan` agree with the answer read off the
 /// key's write records alone, the newest `Put` or `Delete` at or below the ts.

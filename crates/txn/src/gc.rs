@@ -100,6 +100,7 @@ impl<K: ReplicatedKv> GcWorker<K> {
             // Entries first: a crash between the two writes leaves none behind (a key whose
             // entry is gone reads as deleted, as its newest record says).
             self.forget_deleted_keys(&deleted_keys)?;
+            self.pace(txn.write_bytes());
             self.write(txn, deleted)?;
             if keys.len() < batch {
                 return Ok(());
@@ -118,12 +119,19 @@ struct Collected {
 }
 
 impl<K: ReplicatedKv> GcWorker<K> {
+    /// Waits on the limiter for `bytes`, unless there are none to write.
+    fn pace(&self, bytes: usize) {
+        if bytes > 0 {
+            self.limiter.blocking_consume(bytes);
+        }
+    }
+
+    /// Writes `txn` (paced already) and counts it.
     fn write(&self, txn: MvccTxn, versions: u64) -> mvcc::Result<()> {
         if txn.is_empty() {
             return Ok(());
         }
         let bytes = txn.write_bytes();
-        self.limiter.blocking_consume(bytes);
         self.kv.write(txn, Durability::Synced)?;
         self.versions_deleted.fetch_add(versions, Ordering::Relaxed);
         self.bytes_written
@@ -133,8 +141,10 @@ impl<K: ReplicatedKv> GcWorker<K> {
 
     /// Deletes the latest CF entries of `keys`, each a `Delete` at the given commit_ts that
     /// GC removed, unless a commit has replaced the entry since: under the latches, so no
-    /// commit of these keys runs between the look and the delete.
+    /// commit of these keys runs between the look and the delete. Paced before the latches
+    /// are taken, so commands never wait on them through the limiter's wait.
     fn forget_deleted_keys(&self, keys: &[(&[u8], u64)]) -> mvcc::Result<()> {
+        self.pace(keys.iter().map(|(key, _)| key.len()).sum());
         if keys.is_empty() {
             return Ok(());
         }
@@ -159,29 +169,27 @@ fn collect_key<S: engine::Snapshot>(
     key: &[u8],
     safe_point: u64,
 ) -> mvcc::Result<Collected> {
-    let mut collected = Collected {
-        versions: 0,
-        newest_delete: None,
-    };
-    let mut seen_data = false;
+    let versions = reader.writes_since(key, 0)?;
+    let newest_delete = versions
+        .iter()
+        .find(|(_, write)| write.is_data())
+        .filter(|(commit_ts, write)| {
+            *commit_ts <= safe_point && write.write_type == WriteType::Delete
+        })
+        .map(|&(commit_ts, _)| commit_ts);
+    let mut deleted = 0;
     let mut seen_visible = false;
-    for (commit_ts, write) in reader.writes_since(key, 0)? {
+    for (commit_ts, write) in versions {
         if commit_ts > safe_point {
-            seen_data |= write.is_data();
             continue;
         }
         let drop_it = match write.write_type {
             WriteType::Rollback | WriteType::Lock => true,
             WriteType::Delete => {
-                if !seen_data {
-                    collected.newest_delete = Some(commit_ts);
-                }
-                seen_data = true;
                 seen_visible = true;
                 true
             }
             WriteType::Put if !seen_visible => {
-                seen_data = true;
                 seen_visible = true;
                 false
             }
@@ -192,8 +200,11 @@ fn collect_key<S: engine::Snapshot>(
             if write.write_type == WriteType::Put && write.short_value.is_none() {
                 txn.delete_value(key, write.start_ts);
             }
-            collected.versions += 1;
+            deleted += 1;
         }
     }
-    Ok(collected)
+    Ok(Collected {
+        versions: deleted,
+        newest_delete,
+    })
 }
