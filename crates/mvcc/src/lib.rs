@@ -3,7 +3,7 @@
 //! - [`record`]: the lock, write and latest CF records and their byte format.
 //! - [`reader`]: reads at a timestamp through a snapshot: locks, versions, values.
 //! - [`txn`]: the writes one command makes, collected into one engine write batch.
-//! - [`latest`]: filling the latest CF of a data dir written before it existed.
+//! - [`latest`]: filling the latest CF from the write CF until a marker says it is complete.
 //! - [`lock_table`]: an in-memory copy of the locks that can block reads, probed by reads
 //!   before their snapshot so they skip the lock CF when nothing they read is locked, and
 //!   the store's `max_ts`, from which one-phase commit picks its commit ts.

@@ -35,9 +35,8 @@ impl MvccTxn {
         self.lock_changes.push(LockChange::remove(key));
     }
 
-    /// Puts a write record and leaves the latest CF alone: a `Rollback` record, a commit
-    /// record flagged with an overlapped rollback, a commit below the key's newest; commits
-    /// go through [`Self::commit_write`].
+    /// Puts a write record that changes no value (a `Rollback` record, or a commit record
+    /// flagged with an overlapped rollback); commits go through [`Self::commit_write`].
     pub fn put_write(&mut self, key: &[u8], commit_ts: u64, write: &Write) {
         self.modifies.push(Modify::Put(
             Cf::Write,
@@ -46,9 +45,12 @@ impl MvccTxn {
         ));
     }
 
-    /// Records a txn's commit of `key` at `commit_ts`, the key's newest: the write record
-    /// and, for a `Put` or `Delete`, the key's latest CF entry (the commit action checks
-    /// that no newer entry exists).
+    /// Records a txn's commit of `key` at `commit_ts`: the write record and, for a `Put` or
+    /// `Delete`, the key's latest CF entry. A key's data records commit in commit_ts order
+    /// (the next writer locks the key only once the previous lock is gone, and a 2PC commit
+    /// ts comes from PD after the prewrite; a one-phase commit ts is above the newer-write
+    /// check's ts, or above a covered key's newest commit), so the entry written last is
+    /// the newest.
     pub fn commit_write(&mut self, key: &[u8], commit_ts: u64, write: Write) {
         let encoded = encode_key(key);
         let record = write.encode();

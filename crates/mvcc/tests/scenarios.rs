@@ -91,6 +91,29 @@ impl Store {
         )
     }
 
+    /// A one-phase commit of `m` at `commit_ts` (the prewrite must decide on a lock).
+    fn one_pc(
+        &self,
+        m: Mutation,
+        primary: &[u8],
+        start: u64,
+        check: KeyCheck,
+        commit_ts: u64,
+    ) -> Result<()> {
+        let key = m.key().to_vec();
+        self.run(|txn, r| {
+            let prewritten = check_prewrite(txn, r, &Store::props(primary, start), m, check)?;
+            let Prewritten::Lock {
+                lock,
+                over_pessimistic,
+            } = prewritten
+            else {
+                panic!("no lock to commit: {prewritten:?}");
+            };
+            commit_one_pc(txn, r, &key, lock, over_pessimistic, commit_ts)
+        })
+    }
+
     /// A committed put in one go.
     fn write(&self, key: &[u8], value: &[u8], start: u64, commit_ts: u64) {
         self.put(key, value, key, start).unwrap();
@@ -682,32 +705,6 @@ fn the_latest_entry_follows_data_commits_only() {
     );
 }
 
-/// A covered key (a non-unique index entry) skips the newer-write check, so its one-phase
-/// commit can land below a newer commit by a writer that never locked the row (an ADD INDEX
-/// backfill): the latest CF entry keeps the newer commit, as the write records do.
-#[test]
-fn a_commit_below_the_keys_newest_leaves_its_latest_entry() {
-    let s = Store::new();
-    s.write(b"i", b"backfill", ts(110), ts(120));
-    s.run(|txn, r| {
-        let m = Mutation::Delete(b"i".to_vec());
-        let prewritten =
-            check_prewrite(txn, r, &Store::props(b"row", ts(100)), m, KeyCheck::Covered)?;
-        let Prewritten::Lock {
-            lock,
-            over_pessimistic,
-        } = prewritten
-        else {
-            panic!("a covered key with no lock: {prewritten:?}");
-        };
-        commit_one_pc(txn, r, b"i", lock, over_pessimistic, ts(106))
-    })
-    .unwrap();
-    assert_eq!(latest(&s, b"i"), Some((ts(120), WriteType::Put)));
-    assert_eq!(s.get(b"i", ts(130)).unwrap(), v("backfill"));
-    assert_eq!(s.get(b"i", ts(110)).unwrap(), None);
-}
-
 /// Random histories of puts, deletes, `Lock` records and rollbacks (late ones too, at the
 /// ts of an earlier commit): at every ts, `get` and `scan` agree with the answer read off the
 /// key's write records alone, the newest `Put` or `Delete` at or below the ts.
@@ -785,25 +782,9 @@ fn reads_through_the_latest_cf_agree_with_the_write_records() {
 fn a_one_phase_commit_at_a_rolled_back_start_ts_carries_the_rollback() {
     let s = Store::new();
     s.rollback(b"k", ts(20)).unwrap();
-    s.run(|txn, r| {
-        let m = Mutation::Put(b"k".to_vec(), b"one-pc".to_vec());
-        let prewritten = check_prewrite(
-            txn,
-            r,
-            &Store::props(b"k", ts(10)),
-            m,
-            KeyCheck::NoNewerWrite,
-        )?;
-        let Prewritten::Lock {
-            lock,
-            over_pessimistic,
-        } = prewritten
-        else {
-            panic!("a fresh key: {prewritten:?}");
-        };
-        commit_one_pc(txn, r, b"k", lock, over_pessimistic, ts(20))
-    })
-    .unwrap();
+    let m = Mutation::Put(b"k".to_vec(), b"one-pc".to_vec());
+    s.one_pc(m, b"k", ts(10), KeyCheck::NoNewerWrite, ts(20))
+        .unwrap();
     assert_eq!(s.get(b"k", ts(20)).unwrap(), v("one-pc"));
     assert!(matches!(
         s.put(b"k", b"late", b"k", ts(20)),

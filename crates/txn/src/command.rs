@@ -164,6 +164,8 @@ impl Command {
                 try_one_pc,
             } => {
                 let mut prewritten = Vec::with_capacity(mutations.len());
+                // The newest commit on a covered key: a one-phase commit goes above it.
+                let mut newest_covered = 0;
                 for (i, m) in mutations.into_iter().enumerate() {
                     let flag = |flags: &[bool]| flags.get(i).copied().unwrap_or(false);
                     let check = if flag(&pessimistic) {
@@ -174,9 +176,16 @@ impl Command {
                         KeyCheck::NoNewerWrite
                     };
                     let key = m.key().to_vec();
+                    if try_one_pc
+                        && check == KeyCheck::Covered
+                        && let Some(newest) = reader.load_latest(&key)?
+                    {
+                        newest_covered = newest_covered.max(newest.commit_ts);
+                    }
                     prewritten.push((key, check_prewrite(txn, reader, &props, m, check)?));
                 }
-                return prewrite_or_commit(txn, reader, locks, &props, prewritten, try_one_pc);
+                let floor = props.for_update_ts.max(newest_covered);
+                return prewrite_or_commit(txn, reader, locks, floor, prewritten, try_one_pc);
             }
             Command::AcquirePessimisticLock {
                 keys,
@@ -276,13 +285,19 @@ impl Command {
 }
 
 /// Writes the locks a prewrite decided on, or, for a one-phase commit, their write records at
-/// a commit ts `locks` picks: only when every key is new to the txn (a retried request that
-/// finds its own earlier prewrite or commit writes as plain prewrite, and the client commits).
+/// a commit ts `locks` picks above `floor`: only when every key is new to the txn (a retried
+/// request that finds its own earlier prewrite or commit writes as plain prewrite, and the
+/// client commits).
+///
+/// `floor` is the txn's for_update_ts, or a covered key's newest commit if that is newer: a
+/// covered key (a non-unique index entry under its row's lock) skips the newer-write check,
+/// and a writer that never locked the row (an ADD INDEX backfill) may have committed it
+/// after the for_update_ts. Above the floor, every key's commit is its newest.
 fn prewrite_or_commit<S: Snapshot>(
     txn: &mut MvccTxn,
     reader: &MvccReader<S>,
     locks: &LockTable,
-    props: &TxnProps,
+    floor: u64,
     prewritten: Vec<(Vec<u8>, Prewritten)>,
     try_one_pc: bool,
 ) -> mvcc::Result<CommandOutput> {
@@ -296,7 +311,7 @@ fn prewrite_or_commit<S: Snapshot>(
                 Prewritten::Lock { lock, .. } => Some(lock.min_commit_ts),
                 Prewritten::Already => None,
             })
-            .fold(props.for_update_ts.saturating_add(1), u64::max);
+            .fold(floor.saturating_add(1), u64::max);
         // A `Lock` record changes no read: only the other keys need readers to wait.
         let changed = prewritten.iter().filter_map(|(key, p)| match p {
             Prewritten::Lock { lock, .. } if lock.lock_type != mvcc::LockType::Lock => {

@@ -46,7 +46,7 @@ pub fn commit<S: Snapshot>(
                 short_value: lock.short_value,
                 overlapped_rollback: false,
             };
-            record_commit(txn, reader, key, commit_ts, write)?;
+            txn.commit_write(key, commit_ts, write);
             txn.unlock(key);
             Ok(())
         }
@@ -101,33 +101,9 @@ pub fn commit_one_pc<S: Snapshot>(
         short_value: lock.short_value,
         overlapped_rollback,
     };
-    record_commit(txn, reader, key, commit_ts, write)?;
+    txn.commit_write(key, commit_ts, write);
     if over_pessimistic {
         txn.unlock(key);
-    }
-    Ok(())
-}
-
-/// Records a commit: its write record and, unless the key's latest CF entry already holds a
-/// newer `Put` or `Delete`, the entry. Commits of a key nearly always come in commit_ts
-/// order, but not always: a covered key (a non-unique index entry under its row's lock)
-/// skips the newer-write check, so its one-phase commit, whose ts is the kv node's, can land
-/// below a commit by a writer that never locked the row (an ADD INDEX backfill).
-fn record_commit<S: Snapshot>(
-    txn: &mut MvccTxn,
-    reader: &MvccReader<S>,
-    key: &[u8],
-    commit_ts: u64,
-    write: Write,
-) -> Result<()> {
-    if write.is_data()
-        && reader
-            .load_latest(key)?
-            .is_some_and(|newest| newest.commit_ts > commit_ts)
-    {
-        txn.put_write(key, commit_ts, &write);
-    } else {
-        txn.commit_write(key, commit_ts, write);
     }
     Ok(())
 }
