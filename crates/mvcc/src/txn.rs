@@ -47,10 +47,10 @@ impl MvccTxn {
 
     /// Records a txn's commit of `key` at `commit_ts`: the write record and, for a `Put` or
     /// `Delete`, the key's latest CF entry. A key's data records commit in commit_ts order
-    /// (the next writer locks the key only once the previous lock is gone, and a 2PC commit
-    /// ts comes from PD after the prewrite; a one-phase commit ts is above the newer-write
-    /// check's ts, or above a covered key's newest commit), so the entry written last is
-    /// the newest.
+    /// (the prewrite's conflict checks saw every commit before them, a 2PC commit ts comes
+    /// from PD after the prewrite, and a one-phase commit ts is above the ts those checks
+    /// used; a covered key's one-phase commit first looks for a newer commit), so the entry
+    /// written last is the newest.
     pub fn commit_write(&mut self, key: &[u8], commit_ts: u64, write: Write) {
         let encoded = encode_key(key);
         let record = write.encode();

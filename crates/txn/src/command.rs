@@ -164,8 +164,7 @@ impl Command {
                 try_one_pc,
             } => {
                 let mut prewritten = Vec::with_capacity(mutations.len());
-                // The newest commit on a covered key: a one-phase commit goes above it.
-                let mut newest_covered = 0;
+                let mut one_pc = try_one_pc;
                 for (i, m) in mutations.into_iter().enumerate() {
                     let flag = |flags: &[bool]| flags.get(i).copied().unwrap_or(false);
                     let check = if flag(&pessimistic) {
@@ -176,16 +175,12 @@ impl Command {
                         KeyCheck::NoNewerWrite
                     };
                     let key = m.key().to_vec();
-                    if try_one_pc
-                        && check == KeyCheck::Covered
-                        && let Some(newest) = reader.load_latest(&key)?
-                    {
-                        newest_covered = newest_covered.max(newest.commit_ts);
+                    if one_pc && check == KeyCheck::Covered {
+                        one_pc = !committed_after(reader, &key, props.for_update_ts)?;
                     }
                     prewritten.push((key, check_prewrite(txn, reader, &props, m, check)?));
                 }
-                let floor = props.for_update_ts.max(newest_covered);
-                return prewrite_or_commit(txn, reader, locks, floor, prewritten, try_one_pc);
+                return prewrite_or_commit(txn, reader, locks, &props, prewritten, one_pc);
             }
             Command::AcquirePessimisticLock {
                 keys,
@@ -284,20 +279,28 @@ impl Command {
     }
 }
 
-/// Writes the locks a prewrite decided on, or, for a one-phase commit, their write records at
-/// a commit ts `locks` picks above `floor`: only when every key is new to the txn (a retried
-/// request that finds its own earlier prewrite or commit writes as plain prewrite, and the
-/// client commits).
+/// Whether `key` has a `Put` or `Delete` committed after `ts`.
 ///
-/// `floor` is the txn's for_update_ts, or a covered key's newest commit if that is newer: a
-/// covered key (a non-unique index entry under its row's lock) skips the newer-write check,
-/// and a writer that never locked the row (an ADD INDEX backfill) may have committed it
-/// after the for_update_ts. Above the floor, every key's commit is its newest.
+/// A covered key (a non-unique index entry under its row's pessimistic lock) skips the
+/// newer-write check, yet a writer that never locked the row (an ADD INDEX backfill) may
+/// have committed it after the txn's for_update_ts. A one-phase commit ts (above the
+/// for_update_ts) could then land below that commit, and the latest CF entry would not be
+/// the newest; so such a txn prewrites instead, and its client commits at a PD ts taken
+/// after the prewrite.
+fn committed_after<S: Snapshot>(reader: &MvccReader<S>, key: &[u8], ts: u64) -> mvcc::Result<bool> {
+    Ok(reader
+        .load_latest(key)?
+        .is_some_and(|newest| newest.commit_ts > ts))
+}
+
+/// Writes the locks a prewrite decided on, or, for a one-phase commit, their write records at
+/// a commit ts `locks` picks: only when every key is new to the txn (a retried request that
+/// finds its own earlier prewrite or commit writes as plain prewrite, and the client commits).
 fn prewrite_or_commit<S: Snapshot>(
     txn: &mut MvccTxn,
     reader: &MvccReader<S>,
     locks: &LockTable,
-    floor: u64,
+    props: &TxnProps,
     prewritten: Vec<(Vec<u8>, Prewritten)>,
     try_one_pc: bool,
 ) -> mvcc::Result<CommandOutput> {
@@ -311,7 +314,7 @@ fn prewrite_or_commit<S: Snapshot>(
                 Prewritten::Lock { lock, .. } => Some(lock.min_commit_ts),
                 Prewritten::Already => None,
             })
-            .fold(floor.saturating_add(1), u64::max);
+            .fold(props.for_update_ts.saturating_add(1), u64::max);
         // A `Lock` record changes no read: only the other keys need readers to wait.
         let changed = prewritten.iter().filter_map(|(key, p)| match p {
             Prewritten::Lock { lock, .. } if lock.lock_type != mvcc::LockType::Lock => {

@@ -449,39 +449,48 @@ fn gc_drops_the_latest_entry_of_a_deleted_key_unless_a_commit_replaced_it() {
 
 /// A covered key (a non-unique index entry under its row's lock) skips the newer-write
 /// check, so a writer that never locked the row (an ADD INDEX backfill) may commit it after
-/// the txn's for_update_ts: the txn's one-phase commit lands above that commit, so it is the
-/// key's newest, in the write records and in the latest CF alike.
+/// the txn's for_update_ts. A one-phase commit ts could land below that commit: the txn
+/// prewrites instead, and its commit at a later PD ts is the key's newest, in the write
+/// records and in the latest CF alike.
 #[test]
-fn a_one_phase_commit_lands_above_a_newer_commit_of_a_covered_key() {
+fn a_covered_key_committed_after_the_for_update_ts_turns_one_phase_commit_into_prewrite() {
     let kv = LocalKv::open(MemoryEngine::new()).expect("the lock CF loads");
     kv.lock_table().sync_max_ts(50);
     let s = Scheduler::new(kv.clone(), config(1));
     commit_directly(&kv, b"i", Some(b"backfill"), 120);
-    let out = s
-        .run(Command::Prewrite {
-            mutations: vec![Mutation::Delete(b"i".to_vec())],
-            props: TxnProps {
-                primary: b"row".to_vec(),
-                start_ts: 90,
-                ttl_ms: 3000,
-                for_update_ts: 100,
-                txn_size: 1,
-                min_commit_ts: 0,
-            },
-            pessimistic: vec![false],
-            covered: vec![true],
-            try_one_pc: true,
-        })
-        .unwrap();
-    let CommandOutput::Committed(commit_ts) = out else {
-        panic!("a one-phase commit: {out:?}");
+    let prewrite = |start_ts, for_update_ts| Command::Prewrite {
+        mutations: vec![Mutation::Delete(b"i".to_vec())],
+        props: TxnProps {
+            primary: b"row".to_vec(),
+            start_ts,
+            ttl_ms: 3000,
+            for_update_ts,
+            txn_size: 1,
+            min_commit_ts: 0,
+        },
+        pessimistic: vec![false],
+        covered: vec![true],
+        try_one_pc: true,
     };
-    assert!(commit_ts > 120, "{commit_ts}");
+    let out = s.run(prewrite(90, 100)).unwrap();
+    assert!(matches!(out, CommandOutput::Done), "{out:?}");
+    s.run(Command::Commit {
+        keys: vec![b"i".to_vec()],
+        start_ts: 90,
+        commit_ts: 130,
+    })
+    .unwrap();
     let r = MvccReader::new(kv.snapshot().unwrap());
     let newest = r.load_latest(b"i").unwrap().unwrap();
     assert_eq!(
         (newest.commit_ts, newest.write.write_type),
-        (commit_ts, WriteType::Delete)
+        (130, WriteType::Delete)
     );
     assert_eq!(r.get(b"i", u64::MAX, &[]).unwrap(), None);
+    // With the key's newest commit below the for_update_ts, one-phase commit goes ahead.
+    let out = s.run(prewrite(140, 150)).unwrap();
+    assert!(
+        matches!(out, CommandOutput::Committed(ts) if ts > 150),
+        "{out:?}"
+    );
 }

@@ -51,7 +51,9 @@ pub enum KeyCheck {
     /// The txn holds the key's pessimistic lock (taking it checked for newer commits).
     PessimisticLock,
     /// Nothing: the pessimistic txn's lock on another key rules out any conflict (TiDB's
-    /// non-unique index entries, covered by their row's lock; TiKV skips the check too).
+    /// non-unique index entries, covered by their row's lock; TiKV skips the check too),
+    /// except with a writer that never locks the row (an ADD INDEX backfill): a one-phase
+    /// commit looks for such a commit first (`txn::command`).
     Covered,
 }
 
