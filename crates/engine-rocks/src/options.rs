@@ -72,6 +72,11 @@ fn known(name: &str) -> DBCompressionType {
 
 /// Bloom filter bits per key (TiKV's `bloom-filter-bits-per-key`): about 1 % false positives.
 const BLOOM_BITS_PER_KEY: f64 = 10.0;
+/// The latest CF's memtable: every commit overwrites its key's entry, and a memtable keeps
+/// each overwrite until it is flushed, so a scan steps over a hot key's old entries there
+/// (and re-seeks past them); a small memtable flushes them away often. The CF holds one
+/// small entry per key, so its flushes and compactions stay small.
+const LATEST_WRITE_BUFFER_BYTES: usize = 8 << 20;
 /// The write CF's memtable prefix bloom, as a share of its write buffer.
 const MEMTABLE_PREFIX_BLOOM_RATIO: f64 = 0.1;
 
@@ -130,6 +135,9 @@ pub fn cf_options(c: &Config, cf: Cf, cache: &Cache) -> Options {
         o.set_memtable_prefix_bloom_ratio(MEMTABLE_PREFIX_BLOOM_RATIO);
     }
     o.set_block_based_table_factory(&table);
+    if cf == Cf::Latest {
+        o.set_write_buffer_size(LATEST_WRITE_BUFFER_BYTES);
+    }
     if let Some(prefix) = cf_prefix(cf) {
         let levels: Vec<DBCompressionType> = c
             .list(&format!("{prefix}.compression-per-level"))
