@@ -91,29 +91,6 @@ impl Store {
         )
     }
 
-    /// A one-phase commit of `m` at `commit_ts` (the prewrite must decide on a lock).
-    fn one_pc(
-        &self,
-        m: Mutation,
-        primary: &[u8],
-        start: u64,
-        check: KeyCheck,
-        commit_ts: u64,
-    ) -> Result<()> {
-        let key = m.key().to_vec();
-        self.run(|txn, r| {
-            let prewritten = check_prewrite(txn, r, &Store::props(primary, start), m, check)?;
-            let Prewritten::Lock {
-                lock,
-                over_pessimistic,
-            } = prewritten
-            else {
-                panic!("no lock to commit: {prewritten:?}");
-            };
-            commit_one_pc(txn, r, &key, lock, over_pessimistic, commit_ts)
-        })
-    }
-
     /// A committed put in one go.
     fn write(&self, key: &[u8], value: &[u8], start: u64, commit_ts: u64) {
         self.put(key, value, key, start).unwrap();
@@ -782,9 +759,25 @@ fn reads_through_the_latest_cf_agree_with_the_write_records() {
 fn a_one_phase_commit_at_a_rolled_back_start_ts_carries_the_rollback() {
     let s = Store::new();
     s.rollback(b"k", ts(20)).unwrap();
-    let m = Mutation::Put(b"k".to_vec(), b"one-pc".to_vec());
-    s.one_pc(m, b"k", ts(10), KeyCheck::NoNewerWrite, ts(20))
-        .unwrap();
+    s.run(|txn, r| {
+        let m = Mutation::Put(b"k".to_vec(), b"one-pc".to_vec());
+        let prewritten = check_prewrite(
+            txn,
+            r,
+            &Store::props(b"k", ts(10)),
+            m,
+            KeyCheck::NoNewerWrite,
+        )?;
+        let Prewritten::Lock {
+            lock,
+            over_pessimistic,
+        } = prewritten
+        else {
+            panic!("a fresh key: {prewritten:?}");
+        };
+        commit_one_pc(txn, r, b"k", lock, over_pessimistic, ts(20))
+    })
+    .unwrap();
     assert_eq!(s.get(b"k", ts(20)).unwrap(), v("one-pc"));
     assert!(matches!(
         s.put(b"k", b"late", b"k", ts(20)),

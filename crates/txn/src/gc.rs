@@ -107,18 +107,7 @@ impl<K: ReplicatedKv> GcWorker<K> {
             }
         }
     }
-}
 
-/// What GC removes of one key.
-struct Collected {
-    /// Versions deleted.
-    versions: u64,
-    /// The commit_ts of the key's newest record, a `Delete` at or below the safe point, now
-    /// deleted: the key's latest CF entry should go too.
-    newest_delete: Option<u64>,
-}
-
-impl<K: ReplicatedKv> GcWorker<K> {
     /// Waits on the limiter for `bytes`, unless there are none to write.
     fn pace(&self, bytes: usize) {
         if bytes > 0 {
@@ -160,6 +149,15 @@ impl<K: ReplicatedKv> GcWorker<K> {
         }
         self.write(txn, 0)
     }
+}
+
+/// What GC removes of one key.
+struct Collected {
+    /// Versions deleted.
+    versions: u64,
+    /// The commit_ts of the key's newest record, a `Delete` at or below the safe point, now
+    /// deleted: the key's latest CF entry should go too.
+    newest_delete: Option<u64>,
 }
 
 /// Records the deletes for one key.
