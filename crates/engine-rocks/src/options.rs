@@ -16,7 +16,9 @@
 //! the user key without its timestamp (a prefix extractor), so reading one key's versions skips
 //! the files that do not hold that key, in the memtable too (a memtable prefix bloom); point
 //! gets on the other CFs use whole-key filters. The meta and latest CFs (the latter not in
-//! TiKV) have no knobs: RocksDB's defaults otherwise.
+//! TiKV) have no knobs: RocksDB's defaults otherwise, except that the latest CF, which serves
+//! every point get of a row, has a small memtable, a whole-key memtable bloom and a hash index
+//! in its data blocks.
 //!
 //! Titan is TiKV's key-value separation plugin; RocksDB's integrated blob files do the same
 //! job (large values in blob files, keys and small values in the LSM), so the Titan knobs
@@ -25,7 +27,9 @@
 use codec::mvcc::TS_LEN;
 use config::Config;
 use engine::Cf;
-use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, SliceTransform};
+use rocksdb::{
+    BlockBasedOptions, Cache, DBCompressionType, DataBlockIndexType, Options, SliceTransform,
+};
 
 use crate::rate_limiter::{self, Mode, RateLimiter};
 
@@ -77,7 +81,8 @@ const BLOOM_BITS_PER_KEY: f64 = 10.0;
 /// (and re-seeks past them); a small memtable flushes them away often. The CF holds one
 /// small entry per key, so its flushes and compactions stay small.
 const LATEST_WRITE_BUFFER_BYTES: usize = 8 << 20;
-/// The write CF's memtable prefix bloom, as a share of its write buffer.
+/// The memtable bloom filters (the write CF's on the key without its ts, the latest CF's on
+/// the whole key), as a share of the write buffer.
 const MEMTABLE_PREFIX_BLOOM_RATIO: f64 = 0.1;
 
 /// The block cache every CF shares, sized by `storage.block-cache.capacity`.
@@ -134,10 +139,16 @@ pub fn cf_options(c: &Config, cf: Cf, cache: &Cache) -> Options {
         ));
         o.set_memtable_prefix_bloom_ratio(MEMTABLE_PREFIX_BLOOM_RATIO);
     }
-    o.set_block_based_table_factory(&table);
     if cf == Cf::Latest {
+        // Point gets (nearly every read of a row) find their key in a block by its hash
+        // instead of a binary search, and skip the memtable when its bloom says the key
+        // is not there (most keys a read asks for were not written since the last flush).
+        table.set_data_block_index_type(DataBlockIndexType::BinaryAndHash);
+        o.set_memtable_whole_key_filtering(true);
+        o.set_memtable_prefix_bloom_ratio(MEMTABLE_PREFIX_BLOOM_RATIO);
         o.set_write_buffer_size(LATEST_WRITE_BUFFER_BYTES);
     }
+    o.set_block_based_table_factory(&table);
     if let Some(prefix) = cf_prefix(cf) {
         let levels: Vec<DBCompressionType> = c
             .list(&format!("{prefix}.compression-per-level"))
