@@ -152,7 +152,9 @@ pub struct Session {
     vars: BTreeMap<String, Datum>,
     user_vars: BTreeMap<String, Datum>,
     last_insert_id: u64,
-    prepared: BTreeMap<u32, Prepared>,
+    /// Boxed: each execution takes its statement out of the map and puts it back, and moving
+    /// a parsed statement through the map's nodes was 3 % of the SQL node's CPU in read_write.
+    prepared: BTreeMap<u32, Box<Prepared>>,
     next_statement: u32,
 }
 
@@ -407,11 +409,11 @@ impl Session {
         self.next_statement += 1;
         self.prepared.insert(
             id,
-            Prepared {
+            Box::new(Prepared {
                 statement,
                 slots,
                 text: sql.trim().to_string(),
-            },
+            }),
         );
         Ok((id, params, columns))
     }
