@@ -95,6 +95,35 @@ impl Datum {
         })
     }
 
+    /// The length of the value form at the front of `input`, checked but not decoded (a
+    /// reader stepping over a row's columns it does not need).
+    pub fn value_len(input: &[u8]) -> Result<usize, CodecError> {
+        let (&flag, rest) = input
+            .split_first()
+            .ok_or(CodecError::Truncated { needed: 1 })?;
+        let body = match flag {
+            NULL => 0,
+            INT | UINT | FLOAT => 8,
+            BYTES => {
+                let len = rest
+                    .get(..4)
+                    .map(|b| u32::from_be_bytes(b.try_into().expect("4 bytes")) as usize)
+                    .ok_or_else(|| CodecError::Truncated {
+                        needed: 4 - rest.len(),
+                    })?;
+                4 + len
+            }
+            DECIMAL => 17,
+            other => return Err(CodecError::BadFlag { flag: other }),
+        };
+        if rest.len() < body {
+            return Err(CodecError::Truncated {
+                needed: body - rest.len(),
+            });
+        }
+        Ok(1 + body)
+    }
+
     /// Appends the key form.
     pub fn encode_key(&self, out: &mut Vec<u8>) {
         match self {

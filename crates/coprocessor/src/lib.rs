@@ -70,11 +70,11 @@ pub async fn run<S: Snapshot>(
     resolved: &[u64],
 ) -> Result<Vec<Row>> {
     let mut pipeline = steps::Pipeline::new(&dag.steps);
-    let mut scanner = scan::Scanner::new(&dag.scan, ranges, ts, resolved);
+    let mut scanner = scan::Scanner::new(&dag.scan, reader, ranges, ts, resolved);
     let mut out = Vec::new();
     let mut batch = FIRST_BATCH_ROWS;
     while !pipeline.satisfied() {
-        let rows = scanner.next_batch(reader, batch)?;
+        let rows = scanner.next_batch(batch)?;
         if rows.is_empty() && scanner.done() {
             break;
         }

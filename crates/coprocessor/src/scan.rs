@@ -10,38 +10,44 @@
 use codec::datum::Datum;
 use codec::table;
 use engine::Snapshot;
-use mvcc::MvccReader;
+use mvcc::{MvccReader, ScanCursor};
 
-use crate::dag::{Column, Scan, ScanKind};
+use crate::dag::{Scan, ScanKind};
 use crate::{CopError, KeyRange, Result, Row};
 
-pub struct Scanner<'a> {
+pub struct Scanner<'a, S: Snapshot> {
     scan: &'a Scan,
+    reader: &'a MvccReader<S>,
     ranges: &'a [KeyRange],
+    /// The scan's column ids, for picking a row's stored values.
+    column_ids: Vec<i64>,
     ts: u64,
     resolved: &'a [u64],
-    /// The range being read and where the next batch starts in it.
+    /// The range being read, and its cursor once reading it has begun.
     range: usize,
-    from: Option<Vec<u8>>,
+    cursor: Option<ScanCursor<'a, S>>,
     /// A descending scan's rows in key order, and whether all are read.
     reversed: Vec<Row>,
     read_all: bool,
 }
 
-impl<'a> Scanner<'a> {
+impl<'a, S: Snapshot> Scanner<'a, S> {
     pub fn new(
         scan: &'a Scan,
+        reader: &'a MvccReader<S>,
         ranges: &'a [KeyRange],
         ts: u64,
         resolved: &'a [u64],
-    ) -> Scanner<'a> {
+    ) -> Scanner<'a, S> {
         Scanner {
             scan,
+            reader,
             ranges,
+            column_ids: scan.columns.iter().map(|c| c.id).collect(),
             ts,
             resolved,
             range: 0,
-            from: None,
+            cursor: None,
             reversed: Vec::new(),
             read_all: false,
         }
@@ -54,16 +60,12 @@ impl<'a> Scanner<'a> {
 
     /// Up to `max` more rows. Empty either when [`Scanner::done`] or, for a descending scan
     /// still reading its range, when there is nothing to return yet.
-    pub fn next_batch<S: Snapshot>(
-        &mut self,
-        reader: &MvccReader<S>,
-        max: usize,
-    ) -> Result<Vec<Row>> {
+    pub fn next_batch(&mut self, max: usize) -> Result<Vec<Row>> {
         if !self.scan.desc {
-            return self.forward_batch(reader, max);
+            return self.forward_batch(max);
         }
         if !self.read_all {
-            let rows = self.forward_batch(reader, crate::MAX_BATCH_ROWS)?;
+            let rows = self.forward_batch(crate::MAX_BATCH_ROWS)?;
             self.read_all = rows.is_empty();
             self.reversed.extend(rows);
             return Ok(Vec::new());
@@ -73,28 +75,27 @@ impl<'a> Scanner<'a> {
         Ok(self.reversed.drain(at..).rev().collect())
     }
 
-    fn forward_batch<S: Snapshot>(
-        &mut self,
-        reader: &MvccReader<S>,
-        max: usize,
-    ) -> Result<Vec<Row>> {
+    fn forward_batch(&mut self, max: usize) -> Result<Vec<Row>> {
         let mut out = Vec::new();
         while out.len() < max && self.range < self.ranges.len() {
-            let (start, end) = &self.ranges[self.range];
-            let from = self.from.get_or_insert_with(|| start.clone()).clone();
-            let pairs = reader.scan(&from, end, max - out.len(), self.ts, self.resolved)?;
-            let full = pairs.len() == max - out.len();
-            if let Some((last, _)) = pairs.last() {
-                let mut next = last.clone();
-                next.push(0);
-                self.from = Some(next);
+            let cursor = match &mut self.cursor {
+                Some(cursor) => cursor,
+                None => {
+                    let (start, end) = &self.ranges[self.range];
+                    let cursor = self
+                        .reader
+                        .scan_cursor(start, end, self.ts, self.resolved)?;
+                    self.cursor.insert(cursor)
+                }
+            };
+            let want = max - out.len();
+            let pairs = cursor.next_batch(want)?;
+            if pairs.len() < want {
+                self.range += 1;
+                self.cursor = None;
             }
             for (key, value) in pairs {
                 out.push(self.row(&key, &value)?);
-            }
-            if !full {
-                self.range += 1;
-                self.from = None;
             }
         }
         Ok(out)
@@ -106,12 +107,17 @@ impl<'a> Scanner<'a> {
         match self.scan.kind {
             ScanKind::Table { table_id } => {
                 let handle = table::decode_row_key(table_id, key).map_err(corrupt)?;
-                let stored = table::decode_row_value(value).map_err(corrupt)?;
+                let stored = table::decode_row_columns(value, &self.column_ids).map_err(corrupt)?;
                 Ok(self
                     .scan
                     .columns
                     .iter()
-                    .map(|c| column_value(c, handle, &stored))
+                    .zip(stored)
+                    .map(|(c, stored)| match stored {
+                        _ if c.pk_handle => Datum::Int(handle),
+                        Some(d) => d,
+                        None => c.default.clone(),
+                    })
                     .collect())
             }
             ScanKind::Index {
@@ -150,14 +156,4 @@ impl<'a> Scanner<'a> {
             }
         }
     }
-}
-
-fn column_value(c: &Column, handle: i64, stored: &[(i64, Datum)]) -> Datum {
-    if c.pk_handle {
-        return Datum::Int(handle);
-    }
-    stored
-        .iter()
-        .find(|(id, _)| *id == c.id)
-        .map_or_else(|| c.default.clone(), |(_, d)| d.clone())
 }

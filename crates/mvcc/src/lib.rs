@@ -24,6 +24,6 @@ pub mod txn;
 
 pub use error::{LockInfo, MvccError, Result};
 pub use lock_table::{LockTable, Probe};
-pub use reader::MvccReader;
+pub use reader::{MvccReader, ScanCursor};
 pub use record::{Latest, Lock, LockType, Write, WriteType};
 pub use txn::MvccTxn;

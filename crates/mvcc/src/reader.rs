@@ -307,11 +307,8 @@ impl<S: Snapshot> MvccReader<S> {
     }
 
     /// Keys in `[start, end)` (`end` empty = unbounded) with their values at `ts`, at most
-    /// `limit` pairs, in key order; locks of the txns in `resolved` do not block.
-    ///
-    /// One iterator walks the latest CF in order (one entry per key, however many versions
-    /// the key has), and one pass over the lock CF covers the keys walked, instead of a lock
-    /// lookup and a fresh iterator per key. A key written after `ts` walks its versions.
+    /// `limit` pairs, in key order; locks of the txns in `resolved` do not block. One batch
+    /// of a [`ScanCursor`].
     pub fn scan(
         &self,
         start: &[u8],
@@ -320,33 +317,28 @@ impl<S: Snapshot> MvccReader<S> {
         ts: u64,
         resolved: &[u64],
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        if limit == 0 {
-            return Ok(out);
-        }
-        let mut it = self.snap.iter(Cf::Latest, key_range(start, end))?;
-        let mut ok = it.seek_to_first()?;
-        // Where the walk stopped: the lock check covers `[start, stopped_at)`.
-        let mut stopped_at = end.to_vec();
-        while ok {
-            if let Some((last, _)) = out.last()
-                && out.len() == limit
-            {
-                // Locks matter up to the last key returned, not to the next one.
-                stopped_at = last.clone();
-                stopped_at.push(0);
-                break;
-            }
-            let key = codec::mvcc::decode_key(it.key())
-                .map_err(|e| corrupt_key(Cf::Latest, it.key(), e))?;
-            let latest = Latest::decode(&key, it.value())?;
-            if let Some(value) = self.value_at(&key, latest, ts)? {
-                out.push((key, value));
-            }
-            ok = it.next()?;
-        }
-        self.check_locks_in(start, &stopped_at, ts, resolved)?;
-        Ok(out)
+        self.scan_cursor(start, end, ts, resolved)?
+            .next_batch(limit)
+    }
+
+    /// A forward scan of `[start, end)` (`end` empty = unbounded) at `ts`, read batch by
+    /// batch through one iterator (see [`ScanCursor`]).
+    pub fn scan_cursor<'r>(
+        &'r self,
+        start: &[u8],
+        end: &[u8],
+        ts: u64,
+        resolved: &'r [u64],
+    ) -> Result<ScanCursor<'r, S>> {
+        Ok(ScanCursor {
+            reader: self,
+            it: self.snap.iter(Cf::Latest, key_range(start, end))?,
+            positioned: false,
+            checked_to: start.to_vec(),
+            end: end.to_vec(),
+            ts,
+            resolved,
+        })
     }
 
     /// Locks in `[start, end)` whose txn started at or before `max_ts`, at most `limit`.
@@ -370,6 +362,66 @@ impl<S: Snapshot> MvccReader<S> {
             }
             ok = it.next()?;
         }
+        Ok(out)
+    }
+}
+
+/// A forward scan at one ts that goes on where its last batch stopped: one iterator walks
+/// the latest CF in order (one entry per key, however many versions the key has), so the
+/// batches of a long scan share one seek, and one pass over the lock CF per batch covers
+/// the keys that batch walked, instead of a lock lookup and a fresh iterator per key. A key
+/// written after `ts` walks its versions.
+pub struct ScanCursor<'r, S: Snapshot + 'r> {
+    reader: &'r MvccReader<S>,
+    it: S::Iter<'r>,
+    /// Whether the iterator has been positioned at the range's first entry.
+    positioned: bool,
+    /// The lock checks cover `[start, checked_to)`; the next batch checks on from there.
+    checked_to: Vec<u8>,
+    end: Vec<u8>,
+    ts: u64,
+    resolved: &'r [u64],
+}
+
+impl<S: Snapshot> ScanCursor<'_, S> {
+    /// The next keys with their values at the cursor's ts, at most `limit` pairs; fewer
+    /// only when the range is exhausted.
+    pub fn next_batch(&mut self, limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        if limit == 0 {
+            return Ok(out);
+        }
+        let mut ok = if !self.positioned {
+            self.positioned = true;
+            self.it.seek_to_first()?
+        } else if self.it.valid() {
+            true
+        } else {
+            // Exhausted: the last batch's lock check reached the range's end.
+            return Ok(out);
+        };
+        while ok && out.len() < limit {
+            let key = codec::mvcc::decode_key(self.it.key())
+                .map_err(|e| corrupt_key(Cf::Latest, self.it.key(), e))?;
+            let latest = Latest::decode(&key, self.it.value())?;
+            if let Some(value) = self.reader.value_at(&key, latest, self.ts)? {
+                out.push((key, value));
+            }
+            ok = self.it.next()?;
+        }
+        // Locks matter up to the last key returned, not to the next one; once the range is
+        // exhausted, up to its end.
+        let stopped_at = match out.last() {
+            Some((last, _)) if ok => {
+                let mut after = last.clone();
+                after.push(0);
+                after
+            }
+            _ => self.end.clone(),
+        };
+        self.reader
+            .check_locks_in(&self.checked_to, &stopped_at, self.ts, self.resolved)?;
+        self.checked_to = stopped_at;
         Ok(out)
     }
 }

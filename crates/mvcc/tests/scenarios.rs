@@ -547,6 +547,38 @@ fn a_scan_is_blocked_by_a_lock_among_the_keys_it_walks_only() {
 }
 
 #[test]
+fn a_scan_cursor_reads_in_batches_what_one_scan_reads_and_checks_each_batchs_locks() {
+    let s = Store::new();
+    for i in 0..10 {
+        let key = format!("k{i}").into_bytes();
+        s.put(&key, b"v", &key, ts(1)).unwrap();
+        s.commit(&key, ts(1), ts(2)).unwrap();
+    }
+    // k3 deleted (walked, not returned); k7 locked by a txn that has not committed.
+    s.prewrite(Mutation::Delete(b"k3".to_vec()), b"k3", ts(3))
+        .unwrap();
+    s.commit(b"k3", ts(3), ts(4)).unwrap();
+    s.put(b"k7", b"new", b"k7", ts(10)).unwrap();
+    let reader = MvccReader::new(s.0.snapshot());
+    let whole = reader.scan(b"k", b"l", usize::MAX, ts(9), &[]).unwrap();
+    let mut cursor = reader.scan_cursor(b"k", b"l", ts(9), &[]).unwrap();
+    let mut batches = Vec::new();
+    for limit in [1, 3, 4, 100, 5] {
+        batches.push(cursor.next_batch(limit).unwrap());
+    }
+    let lengths: Vec<usize> = batches.iter().map(Vec::len).collect();
+    assert_eq!(lengths, [1, 3, 4, 1, 0]);
+    assert_eq!(batches.concat(), whole);
+    // Above the lock's start ts, the batches before k7 read; the one that walks k7 fails.
+    let mut cursor = reader.scan_cursor(b"k", b"l", ts(20), &[]).unwrap();
+    assert_eq!(cursor.next_batch(6).unwrap().len(), 6);
+    assert!(matches!(
+        cursor.next_batch(6),
+        Err(MvccError::KeyIsLocked(_))
+    ));
+}
+
+#[test]
 fn a_scan_reads_a_key_with_many_versions_at_any_ts() {
     let s = Store::new();
     for (i, key) in [b"a", b"b", b"c"].iter().enumerate() {

@@ -30,19 +30,17 @@ pub fn missing_value(c: &ColumnInfo) -> Datum {
 
 /// A stored row as its columns' values (the handle column from the key).
 pub fn decode_row(t: &TableInfo, handle: i64, value: &[u8]) -> Result<Vec<Datum>> {
-    let stored = table::decode_row_value(value)
+    let ids: Vec<i64> = t.columns.iter().map(|c| c.id).collect();
+    let stored = table::decode_row_columns(value, &ids)
         .map_err(|e| SqlError::unknown(format!("corrupt row {handle} of {}: {e}", t.name)))?;
     Ok(t.columns
         .iter()
+        .zip(stored)
         .enumerate()
-        .map(|(i, c)| {
-            if Some(i) == t.handle_column {
-                return Datum::Int(handle);
-            }
-            stored
-                .iter()
-                .find(|(id, _)| *id == c.id)
-                .map_or_else(|| missing_value(c), |(_, d)| d.clone())
+        .map(|(i, (c, stored))| match stored {
+            _ if Some(i) == t.handle_column => Datum::Int(handle),
+            Some(d) => d,
+            None => missing_value(c),
         })
         .collect())
 }
