@@ -139,4 +139,30 @@ impl Expr {
             }
         }
     }
+
+    /// Marks in `used` the column offsets this expression reads (offsets past its end are
+    /// left to [`Expr::check`]).
+    pub fn mark_columns(&self, used: &mut [bool]) {
+        match self {
+            Expr::Column(i) => {
+                if let Some(u) = used.get_mut(*i) {
+                    *u = true;
+                }
+            }
+            Expr::Const(_) => {}
+            Expr::Call(_, args) => args.iter().for_each(|a| a.mark_columns(used)),
+        }
+    }
+
+    /// The expression over a narrower row: column `i` becomes column `to[i]` (a column
+    /// without an entry becomes an offset no row has, which [`Expr::check`] rejects).
+    pub fn remap_columns(&self, to: &[usize]) -> Expr {
+        match self {
+            Expr::Column(i) => Expr::Column(to.get(*i).copied().unwrap_or(usize::MAX)),
+            Expr::Const(d) => Expr::Const(d.clone()),
+            Expr::Call(f, args) => {
+                Expr::Call(*f, args.iter().map(|a| a.remap_columns(to)).collect())
+            }
+        }
+    }
 }

@@ -46,6 +46,30 @@ pub fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
     }
 }
 
+/// The handles `[lo, hi]` that the conjunct `p` allows when it is `h op v` or `v op h` with
+/// `op` one of `<`, `<=`, `>`, `>=` and `v` an integer constant, and whether that range
+/// is exactly the conjunct (not when `v + 1` or `v - 1` saturates).
+fn handle_bound(p: &Expr, h: usize) -> Option<(i64, i64, bool)> {
+    let Expr::Call(f, args) = p else { return None };
+    let is_h = |e: &Expr| *e == Expr::Column(h);
+    let (Func::Ge | Func::Gt | Func::Le | Func::Lt, [a, b]) = (f, args.as_slice()) else {
+        return None;
+    };
+    let (c, flipped) = match (is_h(a), is_h(b)) {
+        (true, _) => (b, false),
+        (_, true) => (a, true),
+        _ => return None,
+    };
+    let v = const_int(c)?;
+    // Normalised to `h op v`.
+    Some(match (f, flipped) {
+        (Func::Ge, false) | (Func::Le, true) => (v, i64::MAX, true),
+        (Func::Gt, false) | (Func::Lt, true) => (v.saturating_add(1), i64::MAX, v < i64::MAX),
+        (Func::Le, false) | (Func::Ge, true) => (i64::MIN, v, true),
+        _ => (i64::MIN, v.saturating_sub(1), v > i64::MIN),
+    })
+}
+
 /// The access path the WHERE allows for a table whose handle is column `h`.
 pub fn access_path(filter: Option<&Expr>, h: Option<usize>) -> Access {
     let (Some(filter), Some(h)) = (filter, h) else {
@@ -56,6 +80,10 @@ pub fn access_path(filter: Option<&Expr>, h: Option<usize>) -> Access {
     let (mut lo, mut hi) = (i64::MIN, i64::MAX);
     let is_h = |e: &Expr| *e == Expr::Column(h);
     for p in &parts {
+        if let Some((l, u, _)) = handle_bound(p, h) {
+            (lo, hi) = (lo.max(l), hi.min(u));
+            continue;
+        }
         let Expr::Call(f, args) = p else { continue };
         match (f, args.as_slice()) {
             (Func::Eq, [a, b]) if is_h(a) || is_h(b) => {
@@ -69,23 +97,6 @@ pub fn access_path(filter: Option<&Expr>, h: Option<usize>) -> Access {
                     return Access::Handles(vs);
                 }
             }
-            (Func::Ge | Func::Gt | Func::Le | Func::Lt, [a, b]) if is_h(a) || is_h(b) => {
-                let (c, flipped) = if is_h(a) { (b, false) } else { (a, true) };
-                let Some(v) = const_int(c) else { continue };
-                // Normalise to `h op v`.
-                let op = match (f, flipped) {
-                    (Func::Ge, false) | (Func::Le, true) => Func::Ge,
-                    (Func::Gt, false) | (Func::Lt, true) => Func::Gt,
-                    (Func::Le, false) | (Func::Ge, true) => Func::Le,
-                    _ => Func::Lt,
-                };
-                match op {
-                    Func::Ge => lo = lo.max(v),
-                    Func::Gt => lo = lo.max(v.saturating_add(1)),
-                    Func::Le => hi = hi.min(v),
-                    _ => hi = hi.min(v.saturating_sub(1)),
-                }
-            }
             _ => {}
         }
     }
@@ -93,6 +104,28 @@ pub fn access_path(filter: Option<&Expr>, h: Option<usize>) -> Access {
         Access::Full
     } else {
         Access::HandleRange(lo, hi)
+    }
+}
+
+/// What a scan of the [`Access::HandleRange`] that [`access_path`] chose for `filter` still
+/// has to check: the conjuncts other than the handle bounds the range applies exactly
+/// (TiDB's filter conditions beside its access conditions); `None` when nothing is left.
+/// The handle is never NULL, so a dropped bound is TRUE on every row of the range.
+fn residual_after_handle_range(filter: &Expr, h: usize) -> Option<Expr> {
+    let mut parts = Vec::new();
+    conjuncts(filter, &mut parts);
+    parts
+        .into_iter()
+        .filter(|p| !matches!(handle_bound(p, h), Some((_, _, true))))
+        .reduce(|a, b| Expr::call(Func::And, vec![a, b]))
+}
+
+/// The filter a coprocessor read of `t` by `access` checks: the residual of a handle range
+/// (see [`residual_after_handle_range`]), else the whole filter.
+pub fn pushed_filter(access: &Access, filter: Option<&Expr>, t: &TableInfo) -> Option<Expr> {
+    match (access, filter, t.handle_column) {
+        (Access::HandleRange(..), Some(f), Some(h)) => residual_after_handle_range(f, h),
+        _ => filter.cloned(),
     }
 }
 
@@ -516,6 +549,18 @@ mod tests {
         assert_eq!(
             access_path(Some(&half_open), Some(0)),
             Access::HandleRange(11, i64::MAX)
+        );
+        // The range applies the bounds; what is left is the other conjunct.
+        assert_eq!(
+            residual_after_handle_range(&half_open, 0),
+            Some(Expr::call(Func::Eq, vec![Expr::col(1), Expr::int(3)]))
+        );
+        assert_eq!(residual_after_handle_range(&between, 0), None);
+        // `h > MAX` is no range of handles: the scan must still check it.
+        let past_max = h(Func::Gt, i64::MAX);
+        assert_eq!(
+            residual_after_handle_range(&past_max, 0),
+            Some(past_max.clone())
         );
         let within_or = Expr::call(Func::Or, vec![h(Func::Eq, 1), h(Func::Eq, 2)]);
         assert_eq!(access_path(Some(&within_or), Some(0)), Access::Full);

@@ -126,8 +126,8 @@ fn table_read(
         }
         _ if pushdown => {
             let mut top = scan;
-            if let Some(f) = filter {
-                top = cop("Selection", String::new(), show(f, names), vec![top]);
+            if let Some(f) = crate::access::pushed_filter(access, filter, t) {
+                top = cop("Selection", String::new(), show(&f, names), vec![top]);
             }
             for (name, info) in cop_extra {
                 top = cop(name, String::new(), info, vec![top]);
