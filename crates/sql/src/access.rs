@@ -8,8 +8,10 @@
 //!   fully pinned by equalities is a point lookup.
 //! - Otherwise the table's whole range.
 //!
-//! The WHERE is always evaluated again on the rows read, so a path only has to cover every
-//! row that can match, never to match exactly.
+//! The WHERE is evaluated again on the rows read, so a path only has to cover every row
+//! that can match, never to match exactly; the one exception is a handle range's bounds,
+//! which the range applies exactly and a coprocessor read does not check again
+//! ([`pushed_filter`]).
 
 use codec::datum::Datum;
 use codec::table;
@@ -121,7 +123,9 @@ fn residual_after_handle_range(filter: &Expr, h: usize) -> Option<Expr> {
 }
 
 /// The filter a coprocessor read of `t` by `access` checks: the residual of a handle range
-/// (see [`residual_after_handle_range`]), else the whole filter.
+/// (see [`residual_after_handle_range`]), else the whole filter. `access` must be what
+/// [`choose_access`] chose for this `filter`: the bounds dropped are the ones that range
+/// applies.
 pub fn pushed_filter(access: &Access, filter: Option<&Expr>, t: &TableInfo) -> Option<Expr> {
     match (access, filter, t.handle_column) {
         (Access::HandleRange(..), Some(f), Some(h)) => residual_after_handle_range(f, h),

@@ -1106,17 +1106,17 @@ async fn read_pushed_down(
             .collect();
     };
     // Merge each region's partial results per group: rows are [partials..., group values...].
-    let width: usize = funcs.iter().map(|f| f.kind.partial_width()).sum();
+    let partials: usize = funcs.iter().map(|f| f.kind.partial_width()).sum();
     let mut groups = Groups::new(funcs);
     for r in parts.iter().flatten() {
         let row = decode(r)?;
-        if row.len() != width + group_keys.len() {
+        if row.len() != partials + group_keys.len() {
             return Err(SqlError::unknown(
                 "coprocessor aggregate of the wrong width",
             ));
         }
         let mut col = 0;
-        for (f, s) in funcs.iter().zip(groups.states(row[width..].to_vec())) {
+        for (f, s) in funcs.iter().zip(groups.states(row[partials..].to_vec())) {
             s.merge(&row[col..col + f.kind.partial_width()])?;
             col += f.kind.partial_width();
         }
