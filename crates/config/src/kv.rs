@@ -154,6 +154,19 @@ pub static KNOBS: &[KnobSpec] = &[
         online: false,
     },
     KnobSpec {
+        // TiKV's: pessimistic locks live in memory (see `mvcc::pessimistic_locks`).
+        name: "pessimistic-txn.in-memory",
+        kind: Kind::Bool,
+        default: |_| Value::Bool(true),
+        online: true,
+    },
+    KnobSpec {
+        name: "pessimistic-txn.in-memory-instance-size-limit",
+        kind: Kind::SIZE_ANY,
+        default: |_| size(ByteSize::mib(100)),
+        online: true,
+    },
+    KnobSpec {
         name: "storage.block-cache.capacity",
         kind: Kind::SIZE_ANY,
         // TiKV's 45 % of memory, rounded down to whole MiB so it prints readably.

@@ -61,7 +61,7 @@ fn load() -> MemoryEngine {
             }
         }
         let mut wb = engine.write_batch();
-        txn.fill(&mut wb);
+        txn.fill(&mut wb, None);
         engine.write(wb, false).unwrap();
     }
     engine

@@ -238,7 +238,8 @@ impl KvService {
     {
         let kv = self.scheduler.kv().clone();
         let work = async move {
-            let reader = MvccReader::after_lock_probe(kv.snapshot()?, unlocked);
+            let reader = MvccReader::after_lock_probe(kv.snapshot()?, unlocked)
+                .with_pessimistic_locks(kv.pessimistic_locks().clone());
             read(&reader)
         };
         let options = task_options(ctx);

@@ -1,6 +1,7 @@
 //! The kv node's transaction side: the scheduler and the GC worker on one local replica,
-//! kept in step with `storage.scheduler-worker-pool-size` and `gc.*`, with their figures in
-//! `/metrics` (scheduler workers and pending write bytes, GC keys, versions and bytes).
+//! kept in step with `storage.scheduler-worker-pool-size`, `pessimistic-txn.*` and `gc.*`,
+//! with their figures in `/metrics` (scheduler workers, pessimistic locks in memory, GC
+//! keys, versions and bytes).
 
 use std::sync::Arc;
 
@@ -39,6 +40,7 @@ impl Storage {
         let c = controller.current();
         let kv = LocalKv::open(engine)
             .map_err(|e| node::NodeError::Storage(format!("loading the lock table: {e}")))?;
+        configure_pessimistic_locks(&kv, &c);
         let scheduler = Arc::new(Scheduler::new(kv.clone(), scheduler_config(&c)));
         scheduler.set_write_gate(Arc::new(FlowControl {
             engine: kv.engine().clone(),
@@ -56,6 +58,16 @@ impl Storage {
             Box::new(move |c, _| {
                 if let Some(s) = sched.upgrade() {
                     s.resize(c.int("storage.scheduler-worker-pool-size") as usize);
+                }
+                Ok(())
+            }),
+        );
+        let locks_of = Arc::downgrade(&scheduler);
+        controller.subscribe(
+            "pessimistic-txn.",
+            Box::new(move |c, _| {
+                if let Some(s) = locks_of.upgrade() {
+                    configure_pessimistic_locks(s.kv(), c);
                 }
                 Ok(())
             }),
@@ -84,6 +96,14 @@ impl Storage {
             .expect("storage metrics register once");
         Ok(Storage { scheduler, gc })
     }
+}
+
+fn configure_pessimistic_locks(kv: &Kv, c: &config::Config) {
+    kv.pessimistic_locks().configure(
+        c.bool("pessimistic-txn.in-memory"),
+        c.size("pessimistic-txn.in-memory-instance-size-limit")
+            .bytes() as usize,
+    );
 }
 
 /// What flow control reads from the engine.
@@ -184,7 +204,19 @@ impl StorageCollector {
             Box::new(c)
         };
         let gc = self.gc.stats();
+        let (pessimistic_locks, pessimistic_bytes) =
+            self.scheduler.kv().pessimistic_locks().stats();
         vec![
+            gauge(
+                "atoll_pessimistic_locks_in_memory",
+                "Pessimistic locks kept in memory (pessimistic-txn.in-memory)",
+                pessimistic_locks as i64,
+            ),
+            gauge(
+                "atoll_pessimistic_locks_in_memory_bytes",
+                "Their size as pessimistic-txn.in-memory-instance-size-limit counts it",
+                pessimistic_bytes as i64,
+            ),
             counter(
                 "atoll_one_pc_commits_total",
                 "Transactions this node committed in one phase (tidb_enable_1pc)",

@@ -114,7 +114,7 @@ mod tests {
         txn.commit_write(b"b", 21, record(WriteType::Delete, 20));
         txn.put_write(b"c", 40, &record(WriteType::Rollback, 40));
         let mut wb = e.write_batch();
-        txn.fill(&mut wb);
+        txn.fill(&mut wb, None);
         e.write(wb, true).unwrap();
         let written = latest_cf(&e);
         assert_eq!(written.len(), 2);

@@ -17,11 +17,15 @@
 //! none. A scan walks the latest CF the same way, one entry per key, so a key updated often
 //! costs it no more than one written once.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use base::ts::LATEST;
 use codec::mvcc::{append_ts, encode_key, split_versioned};
 use engine::{Cf, EngineIterator, IterOptions, Snapshot};
 
 use crate::error::{LockInfo, MvccError, Result};
+use crate::pessimistic_locks::PessimisticLocks;
 use crate::record::{Latest, Lock, LockType, Write, WriteType};
 
 /// What the write records say about one txn on one key.
@@ -58,6 +62,9 @@ pub struct MvccReader<S> {
     /// The lock table, probed before `snap` was taken, holds no lock that can block this
     /// reader's reads: `check_lock` and `check_locks_in` need not look at the lock CF.
     no_blocking_locks: bool,
+    /// The pessimistic locks kept in memory, for readers of locks (`load_lock`,
+    /// `scan_locks`); reads of values need not look, as such locks block no read.
+    pessimistic: Option<Arc<PessimisticLocks>>,
 }
 
 /// Whether `lock` on `key` blocks a read at `ts` (its txn may still commit at or below `ts`).
@@ -99,6 +106,7 @@ impl<S: Snapshot> MvccReader<S> {
         MvccReader {
             snap,
             no_blocking_locks: false,
+            pessimistic: None,
         }
     }
 
@@ -108,10 +116,26 @@ impl<S: Snapshot> MvccReader<S> {
         MvccReader {
             snap,
             no_blocking_locks,
+            pessimistic: None,
         }
     }
 
+    /// Also reads the locks kept in `locks` (see `pessimistic_locks` for where a lock lives).
+    pub fn with_pessimistic_locks(mut self, locks: Arc<PessimisticLocks>) -> MvccReader<S> {
+        self.pessimistic = Some(locks);
+        self
+    }
+
+    /// The key's lock, in memory or in the lock CF.
     pub fn load_lock(&self, key: &[u8]) -> Result<Option<Lock>> {
+        match self.pessimistic.as_ref().and_then(|p| p.get(key)) {
+            Some(lock) => Ok(Some(lock)),
+            None => self.load_stored_lock(key),
+        }
+    }
+
+    /// The key's lock in the lock CF.
+    fn load_stored_lock(&self, key: &[u8]) -> Result<Option<Lock>> {
         match self.snap.get(Cf::Lock, &encode_key(key))? {
             Some(bytes) => Ok(Some(Lock::decode(key, &bytes)?)),
             None => Ok(None),
@@ -200,12 +224,13 @@ impl<S: Snapshot> MvccReader<S> {
             })
     }
 
-    /// Fails with `KeyIsLocked` if the key's lock blocks a read at `ts`.
+    /// Fails with `KeyIsLocked` if the key's lock blocks a read at `ts`. (Only the lock CF:
+    /// the locks kept in memory are pessimistic and block no read.)
     pub fn check_lock(&self, key: &[u8], ts: u64, resolved: &[u64]) -> Result<()> {
         if self.no_blocking_locks {
             return Ok(());
         }
-        if let Some(lock) = self.load_lock(key)?
+        if let Some(lock) = self.load_stored_lock(key)?
             && blocks(key, &lock, ts, resolved)
         {
             return Err(MvccError::KeyIsLocked(LockInfo::new(key, &lock)));
@@ -214,12 +239,13 @@ impl<S: Snapshot> MvccReader<S> {
     }
 
     /// Fails with `KeyIsLocked` for the first lock in `[start, end)` (`end` empty =
-    /// unbounded) that blocks a read at `ts`: one pass over the lock CF, usually empty.
+    /// unbounded) that blocks a read at `ts`: one pass over the lock CF, usually empty (as
+    /// in `check_lock`, memory holds no lock that blocks).
     fn check_locks_in(&self, start: &[u8], end: &[u8], ts: u64, resolved: &[u64]) -> Result<()> {
         if self.no_blocking_locks {
             return Ok(());
         }
-        let locks = self.scan_locks(start, end, ts, usize::MAX)?;
+        let locks = self.scan_stored_locks(start, end, ts, usize::MAX)?;
         match locks
             .into_iter()
             .find(|(key, lock)| blocks(key, lock, ts, resolved))
@@ -341,8 +367,27 @@ impl<S: Snapshot> MvccReader<S> {
         })
     }
 
-    /// Locks in `[start, end)` whose txn started at or before `max_ts`, at most `limit`.
+    /// Locks in `[start, end)` whose txn started at or before `max_ts`, in key order, at
+    /// most `limit`: the lock CF's and those in memory (the lock CF's when a key is in both,
+    /// which a scan without latches may see while a prewrite replaces a pessimistic lock).
     pub fn scan_locks(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        max_ts: u64,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Lock)>> {
+        let stored = self.scan_stored_locks(start, end, max_ts, limit)?;
+        let Some(memory) = &self.pessimistic else {
+            return Ok(stored);
+        };
+        let mut merged: BTreeMap<Vec<u8>, Lock> =
+            memory.scan(start, end, max_ts, limit).into_iter().collect();
+        merged.extend(stored);
+        Ok(merged.into_iter().take(limit).collect())
+    }
+
+    fn scan_stored_locks(
         &self,
         start: &[u8],
         end: &[u8],

@@ -1,15 +1,24 @@
 //! The writes of one MVCC command, collected and then applied as one atomic write batch,
-//! with the changes they make to the [`LockTable`](crate::lock_table::LockTable).
+//! with the changes they make to the [`LockTable`](crate::lock_table::LockTable) and to the
+//! in-memory [`PessimisticLocks`] (where each lock goes: that module's header).
 
 use codec::mvcc::{append_ts, encode_key};
 use engine::{Cf, WriteBatch};
 
 use crate::lock_table::LockChange;
-use crate::record::{Latest, Lock, Write};
+use crate::pessimistic_locks::{PessimisticChange, PessimisticLocks};
+use crate::record::{Latest, Lock, LockType, Write};
 
 enum Modify {
     Put(Cf, Vec<u8>, Vec<u8>),
     Delete(Cf, Vec<u8>),
+    /// A key's lock put (`Some`) or removed (`None`), in the lock CF or in memory: decided
+    /// in [`MvccTxn::fill`]. `new_pessimistic`: the key had no lock.
+    Lock {
+        key: Vec<u8>,
+        lock: Option<Lock>,
+        new_pessimistic: bool,
+    },
 }
 
 #[derive(Default)]
@@ -18,21 +27,43 @@ pub struct MvccTxn {
     lock_changes: Vec<LockChange>,
 }
 
+/// What a txn changes besides its write batch, to apply once the batch is durable.
+pub struct LockChanges {
+    pub lock_table: Vec<LockChange>,
+    pub pessimistic: Vec<PessimisticChange>,
+}
+
 impl MvccTxn {
     pub fn new() -> MvccTxn {
         MvccTxn::default()
     }
 
+    /// Puts or replaces the key's lock where the key's lock is now.
     pub fn put_lock(&mut self, key: &[u8], lock: &Lock) {
-        self.modifies
-            .push(Modify::Put(Cf::Lock, encode_key(key), lock.encode()));
-        self.lock_changes.push(LockChange::put(key, lock));
+        self.push_lock(key, Some(lock), false);
+    }
+
+    /// Puts a pessimistic lock on a key that has no lock (the caller looked): in memory if
+    /// the [`PessimisticLocks`] take it, else in the lock CF.
+    pub fn put_new_pessimistic_lock(&mut self, key: &[u8], lock: &Lock) {
+        debug_assert_eq!(lock.lock_type, LockType::Pessimistic);
+        self.push_lock(key, Some(lock), true);
     }
 
     pub fn unlock(&mut self, key: &[u8]) {
-        self.modifies
-            .push(Modify::Delete(Cf::Lock, encode_key(key)));
-        self.lock_changes.push(LockChange::remove(key));
+        self.push_lock(key, None, false);
+    }
+
+    fn push_lock(&mut self, key: &[u8], lock: Option<&Lock>, new_pessimistic: bool) {
+        self.lock_changes.push(match lock {
+            Some(lock) => LockChange::put(key, lock),
+            None => LockChange::remove(key),
+        });
+        self.modifies.push(Modify::Lock {
+            key: key.to_vec(),
+            lock: lock.cloned(),
+            new_pessimistic,
+        });
     }
 
     /// Puts a write record that changes no value (a `Rollback` record, or a commit record
@@ -105,19 +136,56 @@ impl MvccTxn {
             .map(|m| match m {
                 Modify::Put(_, k, v) => k.len() + v.len(),
                 Modify::Delete(_, k) => k.len(),
+                // Counted by its key alone: it may stay in memory.
+                Modify::Lock { key, .. } => key.len(),
             })
             .sum()
     }
 
-    /// Moves the writes into `batch`, in the order they were made, and returns the lock
-    /// table's changes, to apply once `batch` is durable.
-    pub fn fill<W: WriteBatch>(self, batch: &mut W) -> Vec<LockChange> {
+    /// Moves the writes into `batch`, in the order they were made, deciding for each lock
+    /// whether it lives in the lock CF or in `memory` (none: every lock in the lock CF);
+    /// returns the changes to apply to the lock table and to `memory` once `batch` is
+    /// durable. The caller holds the keys' latches from the command's reads to that apply,
+    /// so `memory` cannot change under it.
+    pub fn fill<W: WriteBatch>(
+        self,
+        batch: &mut W,
+        memory: Option<&PessimisticLocks>,
+    ) -> LockChanges {
+        let mut pessimistic = Vec::new();
         for m in self.modifies {
             match m {
                 Modify::Put(cf, k, v) => batch.put(cf, &k, &v),
                 Modify::Delete(cf, k) => batch.delete(cf, &k),
+                Modify::Lock {
+                    key,
+                    lock,
+                    new_pessimistic,
+                } => {
+                    let in_memory = memory.is_some_and(|m| m.contains(&key));
+                    let takes_new = || memory.is_some_and(PessimisticLocks::takes_new_locks);
+                    match lock {
+                        Some(lock)
+                            if lock.lock_type == LockType::Pessimistic
+                                && (in_memory || new_pessimistic && takes_new()) =>
+                        {
+                            pessimistic.push((key, Some(lock)));
+                        }
+                        Some(lock) => {
+                            batch.put(Cf::Lock, &encode_key(&key), &lock.encode());
+                            if in_memory {
+                                pessimistic.push((key, None));
+                            }
+                        }
+                        None if in_memory => pessimistic.push((key, None)),
+                        None => batch.delete(Cf::Lock, &encode_key(&key)),
+                    }
+                }
             }
         }
-        self.lock_changes
+        LockChanges {
+            lock_table: self.lock_changes,
+            pessimistic,
+        }
     }
 }

@@ -1,27 +1,34 @@
 //! Percolator action sequences on an in-memory engine, each checking what clients would see.
 
+use std::sync::Arc;
+
 use base::ts::compose;
 use engine::memory::{MemoryEngine, MemorySnapshot};
-use engine::{Cf, KvEngine, WriteBatch};
+use engine::{Cf, KvEngine, Peekable, WriteBatch};
 use mvcc::actions::acquire_pessimistic_lock::acquire_pessimistic_lock;
 use mvcc::actions::check_txn_status::{TxnStatus, check_txn_status};
 use mvcc::actions::commit::{commit, commit_one_pc};
 use mvcc::actions::prewrite::{KeyCheck, Mutation, Prewritten, TxnProps, check_prewrite, prewrite};
 use mvcc::actions::rollback::rollback;
 use mvcc::actions::txn_heart_beat::txn_heart_beat;
-use mvcc::{LockTable, MvccError, MvccReader, MvccTxn, Probe, Result, WriteType};
+use mvcc::{LockTable, MvccError, MvccReader, MvccTxn, PessimisticLocks, Probe, Result, WriteType};
 
 /// Timestamps at 1 ms of physical time per unit, so TTLs mean something.
 fn ts(ms: u64) -> u64 {
     compose(1_000_000 + ms, 0)
 }
 
-/// An engine and its lock table, kept as the kv node keeps them.
-struct Store(MemoryEngine, LockTable);
+/// An engine, its lock table and its pessimistic locks in memory, kept as the kv node
+/// keeps them.
+struct Store(MemoryEngine, LockTable, Arc<PessimisticLocks>);
 
 impl Store {
     fn new() -> Store {
-        Store(MemoryEngine::new(), LockTable::default())
+        Store::with_pessimistic_locks(PessimisticLocks::new(true, usize::MAX))
+    }
+
+    fn with_pessimistic_locks(locks: PessimisticLocks) -> Store {
+        Store(MemoryEngine::new(), LockTable::default(), Arc::new(locks))
     }
 
     /// Runs one command: read through a fresh snapshot, then write its batch.
@@ -29,13 +36,14 @@ impl Store {
         &self,
         f: impl FnOnce(&mut MvccTxn, &MvccReader<MemorySnapshot>) -> Result<T>,
     ) -> Result<T> {
-        let reader = MvccReader::new(self.0.snapshot());
+        let reader = MvccReader::new(self.0.snapshot()).with_pessimistic_locks(self.2.clone());
         let mut txn = MvccTxn::new();
         let out = f(&mut txn, &reader)?;
         let mut wb = self.0.write_batch();
-        let lock_changes = txn.fill(&mut wb);
+        let changes = txn.fill(&mut wb, Some(&self.2));
         self.0.write(wb, true).unwrap();
-        self.1.apply(lock_changes);
+        self.1.apply(changes.lock_table);
+        self.2.apply(changes.pessimistic);
         Ok(out)
     }
 
@@ -361,6 +369,97 @@ fn a_pessimistic_lock_sees_commits_after_its_for_update_ts_as_conflicts() {
     assert!(matches!(lock(ts(14)), Err(MvccError::WriteConflict { .. })));
     // ...with a fresh for_update_ts, which succeeds.
     lock(ts(16)).unwrap();
+}
+
+/// The key's lock in the lock CF, as a restarted kv node would find it.
+fn stored_lock(s: &Store, key: &[u8]) -> Option<Vec<u8>> {
+    s.0.snapshot()
+        .get(Cf::Lock, &codec::mvcc::encode_key(key))
+        .unwrap()
+}
+
+#[test]
+fn pessimistic_locks_live_in_memory_until_a_prewrite_replaces_them() {
+    let s = Store::new();
+    let lock = |key: &[u8], start, for_update| {
+        s.run(|txn, r| acquire_pessimistic_lock(txn, r, key, key, start, for_update, 3000))
+    };
+    lock(b"k", ts(10), ts(10)).unwrap();
+    assert_eq!(stored_lock(&s, b"k"), None, "no lock CF write");
+    assert!(matches!(
+        lock(b"k", ts(11), ts(11)),
+        Err(MvccError::KeyIsLocked(_))
+    ));
+    // A later statement of the txn raises the for_update_ts where the lock is.
+    lock(b"k", ts(10), ts(13)).unwrap();
+    assert_eq!(s.2.get(b"k").map(|l| l.for_update_ts), Some(ts(13)));
+    // GC's Resolve Locks sees it, beside the lock CF's locks.
+    s.put(b"a", b"x", b"a", ts(12)).unwrap();
+    let found = MvccReader::new(s.0.snapshot())
+        .with_pessimistic_locks(s.2.clone())
+        .scan_locks(b"", b"", ts(20), 10)
+        .unwrap();
+    let keys: Vec<&[u8]> = found.iter().map(|(k, _)| k.as_slice()).collect();
+    assert_eq!(keys, [&b"a"[..], b"k"]);
+
+    let props = TxnProps {
+        for_update_ts: ts(13),
+        ..Store::props(b"k", ts(10))
+    };
+    let prewrite_k = |s: &Store| {
+        s.run(|txn, r| {
+            prewrite(
+                txn,
+                r,
+                &props,
+                Mutation::Put(b"k".to_vec(), b"v".to_vec()),
+                KeyCheck::PessimisticLock,
+            )
+        })
+    };
+    // A kv node that lost its memory (a restart) lost the lock: the prewrite fails.
+    let restarted = Store(
+        s.0.clone(),
+        LockTable::default(),
+        Arc::new(PessimisticLocks::new(true, usize::MAX)),
+    );
+    assert!(matches!(
+        prewrite_k(&restarted),
+        Err(MvccError::PessimisticLockNotFound { .. })
+    ));
+    prewrite_k(&s).unwrap();
+    assert!(
+        stored_lock(&s, b"k").is_some(),
+        "the prewrite lock is durable"
+    );
+    assert_eq!(s.2.stats().0, 0, "and replaced the one in memory");
+    s.commit(b"k", ts(10), ts(20)).unwrap();
+    assert_eq!(s.get(b"k", ts(25)).unwrap(), v("v"));
+
+    // A rolled-back lock leaves nothing in memory and no lock behind.
+    lock(b"r", ts(30), ts(30)).unwrap();
+    s.rollback(b"r", ts(30)).unwrap();
+    assert_eq!((s.2.stats().0, stored_lock(&s, b"r")), (0, None));
+}
+
+#[test]
+fn a_full_table_sends_new_pessimistic_locks_to_the_lock_cf_where_they_stay() {
+    let s = Store::with_pessimistic_locks(PessimisticLocks::new(true, 0));
+    let lock = |for_update| {
+        s.run(|txn, r| acquire_pessimistic_lock(txn, r, b"k", b"k", ts(10), for_update, 3000))
+    };
+    lock(ts(10)).unwrap();
+    assert!(stored_lock(&s, b"k").is_some());
+    // Room now, yet an update stays in the lock CF: a key's lock lives in one place.
+    s.2.configure(true, usize::MAX);
+    lock(ts(12)).unwrap();
+    assert_eq!(s.2.stats().0, 0);
+    assert!(matches!(
+        s.run(|txn, r| acquire_pessimistic_lock(txn, r, b"k", b"k", ts(11), ts(11), 3000)),
+        Err(MvccError::KeyIsLocked(_))
+    ));
+    s.rollback(b"k", ts(10)).unwrap();
+    assert_eq!(stored_lock(&s, b"k"), None);
 }
 
 #[test]

@@ -37,7 +37,7 @@ fn run<T>(
     let mut txn = MvccTxn::new();
     let out = f(&mut txn, &reader)?;
     let mut wb = e.write_batch();
-    txn.fill(&mut wb);
+    txn.fill(&mut wb, None);
     e.write(wb, true).unwrap();
     Ok(out)
 }

@@ -125,9 +125,9 @@ impl Command {
         )
     }
 
-    /// What the command's write must survive before it is answered. A pessimistic lock lost
-    /// in a machine crash only makes its txn's prewrite fail (`PessimisticLockNotFound`),
-    /// so it is not fsynced (TiKV's in-memory pessimistic locks); everything else is.
+    /// What the command's write must survive before it is answered. A lost pessimistic lock
+    /// only makes its txn's prewrite fail (`PessimisticLockNotFound`), so one that does not
+    /// stay in memory (`mvcc::pessimistic_locks`) is not fsynced; everything else is.
     pub fn durability(&self) -> Durability {
         match self {
             Command::AcquirePessimisticLock { .. } => Durability::Buffered,

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use engine::{KvEngine, Snapshot};
-use mvcc::{LockTable, MvccTxn};
+use engine::{KvEngine, Snapshot, WriteBatch};
+use mvcc::{LockTable, MvccTxn, PessimisticLocks};
 
 /// What a write must survive before [`ReplicatedKv::write`] returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,12 +26,19 @@ pub trait ReplicatedKv: Send + Sync + 'static {
     fn snapshot(&self) -> engine::Result<Self::Snap>;
 
     /// Applies `txn`'s writes atomically, as durably as `durability` asks, then its lock
-    /// changes to [`ReplicatedKv::lock_table`], before returning.
+    /// changes to [`ReplicatedKv::lock_table`] and [`ReplicatedKv::pessimistic_locks`],
+    /// before returning.
     fn write(&self, txn: MvccTxn, durability: Durability) -> engine::Result<()>;
 
     /// The locks that can block reads (see `mvcc::lock_table` for the protocol).
     fn lock_table(&self) -> &LockTable;
+
+    /// The pessimistic locks kept in memory (a leader's, once there is Raft).
+    fn pessimistic_locks(&self) -> &Arc<PessimisticLocks>;
 }
+
+/// `pessimistic-txn.in-memory-instance-size-limit`'s default, TiKV's.
+pub const PESSIMISTIC_LOCKS_LIMIT_BYTES: usize = 100 << 20;
 
 /// A single replica on a local engine: `Synced` writes are fsynced before they are
 /// acknowledged, `Buffered` ones are in RocksDB's WAL file (the OS's page cache).
@@ -39,13 +46,20 @@ pub trait ReplicatedKv: Send + Sync + 'static {
 pub struct LocalKv<E> {
     engine: E,
     locks: Arc<LockTable>,
+    pessimistic: Arc<PessimisticLocks>,
 }
 
 impl<E: KvEngine> LocalKv<E> {
-    /// Serves `engine`, with the lock table loaded from its lock CF.
+    /// Serves `engine`, with the lock table loaded from its lock CF and pessimistic locks
+    /// kept in memory up to the default limit.
     pub fn open(engine: E) -> mvcc::Result<LocalKv<E>> {
         let locks = Arc::new(LockTable::load(engine.snapshot())?);
-        Ok(LocalKv { engine, locks })
+        let pessimistic = Arc::new(PessimisticLocks::new(true, PESSIMISTIC_LOCKS_LIMIT_BYTES));
+        Ok(LocalKv {
+            engine,
+            locks,
+            pessimistic,
+        })
     }
 
     pub fn engine(&self) -> &E {
@@ -65,13 +79,21 @@ impl<E: KvEngine> ReplicatedKv for LocalKv<E> {
             return Ok(());
         }
         let mut batch = self.engine.write_batch();
-        let lock_changes = txn.fill(&mut batch);
-        self.engine.write(batch, durability == Durability::Synced)?;
-        self.locks.apply(lock_changes);
+        let changes = txn.fill(&mut batch, Some(&self.pessimistic));
+        // A txn that only took pessimistic locks in memory writes nothing.
+        if !batch.is_empty() {
+            self.engine.write(batch, durability == Durability::Synced)?;
+        }
+        self.locks.apply(changes.lock_table);
+        self.pessimistic.apply(changes.pessimistic);
         Ok(())
     }
 
     fn lock_table(&self) -> &LockTable {
         &self.locks
+    }
+
+    fn pessimistic_locks(&self) -> &Arc<PessimisticLocks> {
+        &self.pessimistic
     }
 }

@@ -259,7 +259,8 @@ impl<K: ReplicatedKv> Inner<K> {
     /// latches.
     fn process_and_write(&self, command: Command) -> Result<CommandOutput, TxnError> {
         let snapshot = self.kv.snapshot().map_err(MvccError::from)?;
-        let reader = MvccReader::new(snapshot);
+        let reader =
+            MvccReader::new(snapshot).with_pessimistic_locks(self.kv.pessimistic_locks().clone());
         let mut txn = MvccTxn::new();
         let name = command.name();
         let durability = command.durability();

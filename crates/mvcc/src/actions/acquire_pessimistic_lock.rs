@@ -61,7 +61,7 @@ pub fn acquire_pessimistic_lock<S: Snapshot>(
             });
         }
     }
-    txn.put_lock(
+    txn.put_new_pessimistic_lock(
         key,
         &Lock {
             lock_type: LockType::Pessimistic,

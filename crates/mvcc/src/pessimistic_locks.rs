@@ -1,0 +1,192 @@
+//! Pessimistic locks kept in memory, not in the lock CF (TiKV's `pessimistic-txn.in-memory`).
+//!
+//! A pessimistic lock blocks no read and only makes other writers wait; losing one (a
+//! process kill, a crash) makes its txn's prewrite fail with `PessimisticLockNotFound`, so
+//! nothing acknowledged is lost. Writing it to RocksDB cost each locked key a WAL write, a
+//! lock CF put, and at commit a lock CF tombstone that later reads step over; sysbench
+//! oltp_write_only locks four keys per txn.
+//!
+//! Where a lock lives (rules that keep each key's lock in exactly one place):
+//! - A new pessimistic lock (the key had none) goes here while the table is enabled and
+//!   below its byte limit, else to the lock CF ([`MvccTxn::put_new_pessimistic_lock`]).
+//! - An update of a key's lock stays where the lock is: here if the table holds the key,
+//!   else in the lock CF; a prewrite lock replacing one held here goes to the lock CF and
+//!   the entry here goes; removing a lock held here touches no CF.
+//! - Readers of locks ([`MvccReader::load_lock`], [`MvccReader::scan_locks`]) look here
+//!   first. Commands run under the scheduler's latches and apply their changes here after
+//!   their engine write is durable, so a command sees its keys' locks exactly where they
+//!   are. A lock scan without latches (GC's Resolve Locks) may see a key in both places
+//!   between the two steps and then takes the lock CF's, the newer.
+//!
+//! Bound: the table's bytes (keys, primaries, per-entry overhead) stay at most
+//! `pessimistic-txn.in-memory-instance-size-limit` plus the commands in flight: the check
+//! is made when a command decides, the insert when it is durable.
+//!
+//! [`MvccTxn::put_new_pessimistic_lock`]: crate::MvccTxn::put_new_pessimistic_lock
+//! [`MvccReader::load_lock`]: crate::MvccReader::load_lock
+//! [`MvccReader::scan_locks`]: crate::MvccReader::scan_locks
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use crate::record::Lock;
+
+/// What a map entry costs besides its key and primary (the lock's fixed fields and the
+/// tree's node share), for the byte bound.
+const ENTRY_OVERHEAD_BYTES: usize = 96;
+
+/// One change a durable command makes to the table: a lock put (`Some`) or removed (`None`).
+pub type PessimisticChange = (Vec<u8>, Option<Lock>);
+
+#[derive(Default)]
+struct Locks {
+    by_key: BTreeMap<Vec<u8>, Lock>,
+    bytes: usize,
+}
+
+fn entry_bytes(key: &[u8], lock: &Lock) -> usize {
+    key.len() + lock.primary.len() + ENTRY_OVERHEAD_BYTES
+}
+
+pub struct PessimisticLocks {
+    locks: Mutex<Locks>,
+    enabled: AtomicBool,
+    limit_bytes: AtomicUsize,
+}
+
+impl PessimisticLocks {
+    /// A table that takes new locks while `enabled` and under `limit_bytes`.
+    pub fn new(enabled: bool, limit_bytes: usize) -> PessimisticLocks {
+        PessimisticLocks {
+            locks: Mutex::new(Locks::default()),
+            enabled: AtomicBool::new(enabled),
+            limit_bytes: AtomicUsize::new(limit_bytes),
+        }
+    }
+
+    /// `pessimistic-txn.in-memory` and `...in-memory-instance-size-limit`, online: locks
+    /// already here stay until their txn removes them.
+    pub fn configure(&self, enabled: bool, limit_bytes: usize) {
+        self.enabled.store(enabled, Ordering::Relaxed);
+        self.limit_bytes.store(limit_bytes, Ordering::Relaxed);
+    }
+
+    fn locked(&self) -> std::sync::MutexGuard<'_, Locks> {
+        self.locks.lock().expect("pessimistic lock table poisoned")
+    }
+
+    pub fn get(&self, key: &[u8]) -> Option<Lock> {
+        self.locked().by_key.get(key).cloned()
+    }
+
+    pub fn contains(&self, key: &[u8]) -> bool {
+        self.locked().by_key.contains_key(key)
+    }
+
+    /// Whether a new lock may go here now.
+    pub fn takes_new_locks(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+            && self.locked().bytes < self.limit_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Applies a durable command's changes, in order.
+    pub fn apply(&self, changes: Vec<PessimisticChange>) {
+        if changes.is_empty() {
+            return;
+        }
+        let mut locks = self.locked();
+        for (key, lock) in changes {
+            let added = lock.as_ref().map_or(0, |l| entry_bytes(&key, l));
+            let removed = match lock {
+                Some(lock) => locks.by_key.insert(key.clone(), lock),
+                None => locks.by_key.remove(&key),
+            };
+            let removed = removed.map_or(0, |l| entry_bytes(&key, &l));
+            locks.bytes = locks.bytes + added - removed;
+        }
+    }
+
+    /// Locks on keys in `[start, end)` (`end` empty = unbounded) whose txn started at or
+    /// before `max_ts`, in key order, at most `limit`.
+    pub fn scan(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        max_ts: u64,
+        limit: usize,
+    ) -> Vec<(Vec<u8>, Lock)> {
+        let upper = if end.is_empty() {
+            Bound::Unbounded
+        } else {
+            Bound::Excluded(end)
+        };
+        self.locked()
+            .by_key
+            .range::<[u8], _>((Bound::Included(start), upper))
+            .filter(|(_, lock)| lock.start_ts <= max_ts)
+            .take(limit)
+            .map(|(key, lock)| (key.clone(), lock.clone()))
+            .collect()
+    }
+
+    /// Locks held here, and their bytes as the bound counts them (for `/metrics`).
+    pub fn stats(&self) -> (usize, usize) {
+        let locks = self.locked();
+        (locks.by_key.len(), locks.bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::LockType;
+
+    fn lock(start_ts: u64) -> Lock {
+        Lock {
+            lock_type: LockType::Pessimistic,
+            primary: b"p".to_vec(),
+            start_ts,
+            ttl_ms: 3000,
+            for_update_ts: start_ts,
+            min_commit_ts: 0,
+            txn_size: 0,
+            short_value: None,
+        }
+    }
+
+    #[test]
+    fn counts_bytes_and_stops_taking_new_locks_at_the_limit() {
+        let table = PessimisticLocks::new(true, 2 * entry_bytes(b"k1", &lock(1)));
+        table.apply(vec![(b"k1".to_vec(), Some(lock(1)))]);
+        assert!(table.takes_new_locks());
+        table.apply(vec![(b"k2".to_vec(), Some(lock(2)))]);
+        assert!(!table.takes_new_locks(), "at the limit");
+        // An update replaces the entry without counting it twice.
+        table.apply(vec![(b"k2".to_vec(), Some(lock(3)))]);
+        assert_eq!(table.stats(), (2, 2 * entry_bytes(b"k1", &lock(1))));
+        table.apply(vec![(b"k1".to_vec(), None), (b"absent".to_vec(), None)]);
+        assert!(table.takes_new_locks());
+        assert_eq!(table.get(b"k2").map(|l| l.start_ts), Some(3));
+        table.configure(false, usize::MAX);
+        assert!(!table.takes_new_locks(), "disabled");
+    }
+
+    #[test]
+    fn scans_a_range_below_a_ts() {
+        let table = PessimisticLocks::new(true, usize::MAX);
+        table.apply(
+            [(b"a", 5), (b"b", 20), (b"c", 7), (b"d", 1)]
+                .iter()
+                .map(|(k, ts)| (k.to_vec(), Some(lock(*ts))))
+                .collect(),
+        );
+        let keys = |v: Vec<(Vec<u8>, Lock)>| v.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+        assert_eq!(
+            keys(table.scan(b"a", b"d", 10, 10)),
+            [b"a".to_vec(), b"c".to_vec()]
+        );
+        assert_eq!(keys(table.scan(b"b", b"", 10, 1)), [b"c".to_vec()]);
+    }
+}
