@@ -27,8 +27,9 @@ pub const MAX_KEYS_PER_REQUEST: usize = 100_000;
 /// with one durable write.
 const ONE_PC_RECHECK: std::time::Duration = std::time::Duration::from_millis(1);
 
-/// A batch get of at most this many keys may run on the gRPC thread (`KvService::read`'s
-/// `point`): a few gets, never a sweep that would hold up every other request there.
+/// A batch get, or a pessimistic lock request, of at most this many keys may run on the
+/// gRPC thread (`KvService::read`'s `point`, `KvService::run`): a few gets, never a sweep
+/// that would hold up every other request there.
 const RUN_HERE_MAX_KEYS: usize = 16;
 
 #[derive(Clone)]
@@ -265,8 +266,13 @@ impl KvService {
         self.run(command).await
     }
 
-    /// Runs `command` on the scheduler without blocking the gRPC thread.
+    /// Runs `command` on the scheduler without blocking the gRPC thread (a small
+    /// pessimistic lock request whose latches are free runs here: nothing to wait for).
     async fn run(&self, command: Command) -> Outcome<CommandOutput> {
+        let command = match self.scheduler.try_run_here(command, RUN_HERE_MAX_KEYS) {
+            Ok(result) => return Ok(result?),
+            Err(command) => *command,
+        };
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.scheduler.schedule(
             command,

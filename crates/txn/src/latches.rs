@@ -64,6 +64,23 @@ impl Latches {
             slots,
         }
     }
+
+    /// Every slot of `keys` if none is held now; `None` (holding nothing) otherwise.
+    pub fn try_acquire<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) -> Option<Guard<'_>> {
+        let mut guard = Guard {
+            latches: self,
+            slots: Vec::new(),
+        };
+        for s in self.slots_of(keys) {
+            let mut held = self.slots[s].held.lock().expect("latch lock poisoned");
+            if *held {
+                return None; // `guard` releases the slots taken so far.
+            }
+            *held = true;
+            guard.slots.push(s);
+        }
+        Some(guard)
+    }
 }
 
 impl Drop for Guard<'_> {
@@ -106,6 +123,17 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
+    }
+
+    #[test]
+    fn try_acquire_takes_all_slots_or_none() {
+        let l = Latches::new(1024);
+        let held = l.acquire([b"b".as_slice()]);
+        assert!(l.try_acquire([b"a".as_slice(), b"b"]).is_none());
+        // The failed attempt released what it took: "a" is free.
+        let a = l.try_acquire([b"a".as_slice()]).expect("a is free");
+        drop((held, a));
+        assert!(l.try_acquire([b"a".as_slice(), b"b"]).is_some());
     }
 
     #[test]

@@ -286,6 +286,59 @@ fn a_closed_write_gate_refuses_writes_but_not_cleanup() {
 }
 
 #[test]
+fn a_small_pessimistic_lock_runs_on_the_callers_thread_when_nothing_can_block_it() {
+    let s = Scheduler::new(
+        LocalKv::open(MemoryEngine::new()).expect("the lock CF loads"),
+        config(1),
+    );
+    let lock = |key: &[u8], start_ts| Command::AcquirePessimisticLock {
+        keys: vec![key.to_vec()],
+        primary: key.to_vec(),
+        start_ts,
+        for_update_ts: start_ts,
+        ttl_ms: 3000,
+        return_values: false,
+    };
+    let handed_back = |r: Result<_, Box<Command>>| r.is_err();
+    {
+        let latches = s.latches();
+        let _held = latches.acquire([b"k".as_slice()]);
+        assert!(
+            handed_back(s.try_run_here(lock(b"k", 10), 16)),
+            "latch held"
+        );
+    }
+    assert!(
+        handed_back(s.try_run_here(lock(b"k", 10), 0)),
+        "too many keys"
+    );
+    let rollback = Command::Rollback {
+        keys: vec![b"k".to_vec()],
+        start_ts: 10,
+    };
+    assert!(
+        handed_back(s.try_run_here(rollback, 16)),
+        "not a lock request"
+    );
+    s.kv().pessimistic_locks().configure(false, usize::MAX);
+    assert!(
+        handed_back(s.try_run_here(lock(b"k", 10), 16)),
+        "locks go to disk"
+    );
+
+    s.kv().pessimistic_locks().configure(true, usize::MAX);
+    assert!(matches!(
+        s.try_run_here(lock(b"k", 10), 16),
+        Ok(Ok(CommandOutput::Done))
+    ));
+    assert_eq!(s.kv().pessimistic_locks().stats().0, 1);
+    assert!(matches!(
+        s.try_run_here(lock(b"k", 11), 16),
+        Ok(Err(TxnError::Mvcc(MvccError::KeyIsLocked(_))))
+    ));
+}
+
+#[test]
 fn resize_changes_the_worker_count() {
     let s = Scheduler::new(
         LocalKv::open(MemoryEngine::new()).expect("the lock CF loads"),
