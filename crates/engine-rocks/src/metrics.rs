@@ -101,6 +101,16 @@ impl RocksCollector {
                 &[Ticker::BloomFilterUseful, Ticker::BloomFilterPrefixUseful],
             ),
             tickers(
+                "iter_next_total",
+                "Steps iterators took to the next key (a scan's rows, besides its seeks)",
+                &[Ticker::NumberDbNext],
+            ),
+            tickers(
+                "iter_skipped_total",
+                "Entries iterators stepped over on the way: older versions, tombstones",
+                &[Ticker::NumberIterSkip],
+            ),
+            tickers(
                 "bloom_seek_useful_total",
                 "SST files a read of one key's versions skipped because their prefix filter ruled the key out",
                 &[
