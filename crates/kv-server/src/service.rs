@@ -239,8 +239,7 @@ impl KvService {
     {
         let kv = self.scheduler.kv().clone();
         let work = async move {
-            let reader = MvccReader::after_lock_probe(kv.snapshot()?, unlocked)
-                .with_pessimistic_locks(kv.pessimistic_locks().clone());
+            let reader = MvccReader::after_lock_probe(kv.snapshot()?, unlocked);
             read(&reader)
         };
         let options = task_options(ctx);
@@ -683,14 +682,14 @@ impl KvRpc for KvService {
                 } else {
                     r.limit as usize
                 };
-                self.read(ctx, false, false, move |reader| {
-                    Ok(reader
-                        .scan_locks(&start, &end, max_ts, limit)?
-                        .iter()
-                        .map(|(key, lock)| lock_info(&mvcc::LockInfo::new(key, lock)))
-                        .collect())
-                })
-                .await
+                self.scan_locks(ctx, start, end, max_ts, limit)
+                    .await
+                    .map(|locks| {
+                        locks
+                            .iter()
+                            .map(|(key, lock)| lock_info(&mvcc::LockInfo::new(key, lock)))
+                            .collect()
+                    })
             }
             Err(e) => Err(e),
         };
@@ -800,13 +799,35 @@ impl KvService {
         start_ts: u64,
     ) -> Outcome<Vec<Vec<u8>>> {
         let (start, end) = (region.start_key.clone(), region.end_key.clone());
+        let locks = self
+            .scan_locks(ctx, start, end, start_ts, MAX_KEYS_PER_REQUEST)
+            .await?;
+        Ok(locks
+            .into_iter()
+            .filter(|(_, lock)| lock.start_ts == start_ts)
+            .map(|(key, _)| key)
+            .collect())
+    }
+
+    /// Locks on `[start, end)` whose txn started at or before `max_ts`, at most `limit`: in
+    /// memory, scanned before the snapshot is taken, and in the snapshot's lock CF (why in
+    /// that order: `mvcc::pessimistic_locks`).
+    async fn scan_locks(
+        &self,
+        ctx: Option<&Context>,
+        start: Vec<u8>,
+        end: Vec<u8>,
+        max_ts: u64,
+        limit: usize,
+    ) -> Outcome<Vec<(Vec<u8>, mvcc::Lock)>> {
+        let in_memory = self
+            .scheduler
+            .kv()
+            .pessimistic_locks()
+            .scan(&start, &end, max_ts, limit);
         self.read(ctx, false, false, move |reader| {
-            Ok(reader
-                .scan_locks(&start, &end, start_ts, MAX_KEYS_PER_REQUEST)?
-                .into_iter()
-                .filter(|(_, lock)| lock.start_ts == start_ts)
-                .map(|(key, _)| key)
-                .collect())
+            let stored = reader.scan_locks(&start, &end, max_ts, limit)?;
+            Ok(mvcc::pessimistic_locks::merge(in_memory, stored, limit))
         })
         .await
     }

@@ -12,11 +12,14 @@
 //! - An update of a key's lock stays where the lock is: here if the table holds the key,
 //!   else in the lock CF; a prewrite lock replacing one held here goes to the lock CF and
 //!   the entry here goes; removing a lock held here touches no CF.
-//! - Readers of locks ([`MvccReader::load_lock`], [`MvccReader::scan_locks`]) look here
-//!   first. Commands run under the scheduler's latches and apply their changes here after
-//!   their engine write is durable, so a command sees its keys' locks exactly where they
-//!   are. A lock scan without latches (GC's Resolve Locks) may see a key in both places
-//!   between the two steps and then takes the lock CF's, the newer.
+//! - Commands load a key's lock from here first ([`MvccReader::load_lock`]). They run under
+//!   the scheduler's latches and apply their changes here after their engine write is
+//!   durable, so a command sees its keys' locks exactly where they are.
+//! - A lock scan without latches (GC's Resolve Locks, a region's locks of one txn) scans
+//!   here *before* it takes its snapshot, then the snapshot's lock CF ([`merge`]): a lock a
+//!   prewrite moves from here to the lock CF meanwhile is in one of the two views or both,
+//!   never in neither; in both, the lock CF's is the newer. A lock that went meanwhile may
+//!   still be listed; whoever resolves it looks again under latches.
 //!
 //! Bound: the table's bytes (keys, primaries, per-entry overhead) stay at most
 //! `pessimistic-txn.in-memory-instance-size-limit` plus the commands in flight: the check
@@ -24,7 +27,6 @@
 //!
 //! [`MvccTxn::put_new_pessimistic_lock`]: crate::MvccTxn::put_new_pessimistic_lock
 //! [`MvccReader::load_lock`]: crate::MvccReader::load_lock
-//! [`MvccReader::scan_locks`]: crate::MvccReader::scan_locks
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -136,6 +138,18 @@ impl PessimisticLocks {
         let locks = self.locked();
         (locks.by_key.len(), locks.bytes)
     }
+}
+
+/// The locks of a scan of this table (taken first) and of the lock CF in a snapshot taken
+/// after it, in key order, at most `limit`; a key in both gets the lock CF's lock.
+pub fn merge(
+    in_memory: Vec<(Vec<u8>, Lock)>,
+    stored: Vec<(Vec<u8>, Lock)>,
+    limit: usize,
+) -> Vec<(Vec<u8>, Lock)> {
+    let mut merged: BTreeMap<Vec<u8>, Lock> = in_memory.into_iter().collect();
+    merged.extend(stored);
+    merged.into_iter().take(limit).collect()
 }
 
 #[cfg(test)]

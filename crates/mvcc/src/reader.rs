@@ -17,7 +17,6 @@
 //! none. A scan walks the latest CF the same way, one entry per key, so a key updated often
 //! costs it no more than one written once.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use base::ts::LATEST;
@@ -62,8 +61,8 @@ pub struct MvccReader<S> {
     /// The lock table, probed before `snap` was taken, holds no lock that can block this
     /// reader's reads: `check_lock` and `check_locks_in` need not look at the lock CF.
     no_blocking_locks: bool,
-    /// The pessimistic locks kept in memory, for readers of locks (`load_lock`,
-    /// `scan_locks`); reads of values need not look, as such locks block no read.
+    /// The pessimistic locks kept in memory, for commands that load a key's lock under its
+    /// latch (`load_lock`); reads of values need not look, as such locks block no read.
     pessimistic: Option<Arc<PessimisticLocks>>,
 }
 
@@ -245,7 +244,7 @@ impl<S: Snapshot> MvccReader<S> {
         if self.no_blocking_locks {
             return Ok(());
         }
-        let locks = self.scan_stored_locks(start, end, ts, usize::MAX)?;
+        let locks = self.scan_locks(start, end, ts, usize::MAX)?;
         match locks
             .into_iter()
             .find(|(key, lock)| blocks(key, lock, ts, resolved))
@@ -367,27 +366,10 @@ impl<S: Snapshot> MvccReader<S> {
         })
     }
 
-    /// Locks in `[start, end)` whose txn started at or before `max_ts`, in key order, at
-    /// most `limit`: the lock CF's and those in memory (the lock CF's when a key is in both,
-    /// which a scan without latches may see while a prewrite replaces a pessimistic lock).
+    /// Locks in the lock CF on `[start, end)` whose txn started at or before `max_ts`, at
+    /// most `limit`. (Pessimistic locks in memory: [`PessimisticLocks::scan`], taken before
+    /// this reader's snapshot, and [`crate::pessimistic_locks::merge`].)
     pub fn scan_locks(
-        &self,
-        start: &[u8],
-        end: &[u8],
-        max_ts: u64,
-        limit: usize,
-    ) -> Result<Vec<(Vec<u8>, Lock)>> {
-        let stored = self.scan_stored_locks(start, end, max_ts, limit)?;
-        let Some(memory) = &self.pessimistic else {
-            return Ok(stored);
-        };
-        let mut merged: BTreeMap<Vec<u8>, Lock> =
-            memory.scan(start, end, max_ts, limit).into_iter().collect();
-        merged.extend(stored);
-        Ok(merged.into_iter().take(limit).collect())
-    }
-
-    fn scan_stored_locks(
         &self,
         start: &[u8],
         end: &[u8],

@@ -153,6 +153,8 @@ impl MvccTxn {
         memory: Option<&PessimisticLocks>,
     ) -> LockChanges {
         let mut pessimistic = Vec::new();
+        // Decided once, so a key named twice in one command goes to one place.
+        let takes_new = memory.is_some_and(PessimisticLocks::takes_new_locks);
         for m in self.modifies {
             match m {
                 Modify::Put(cf, k, v) => batch.put(cf, &k, &v),
@@ -163,11 +165,10 @@ impl MvccTxn {
                     new_pessimistic,
                 } => {
                     let in_memory = memory.is_some_and(|m| m.contains(&key));
-                    let takes_new = || memory.is_some_and(PessimisticLocks::takes_new_locks);
                     match lock {
                         Some(lock)
                             if lock.lock_type == LockType::Pessimistic
-                                && (in_memory || new_pessimistic && takes_new()) =>
+                                && (in_memory || new_pessimistic && takes_new) =>
                         {
                             pessimistic.push((key, Some(lock)));
                         }

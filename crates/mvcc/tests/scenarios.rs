@@ -395,10 +395,11 @@ fn pessimistic_locks_live_in_memory_until_a_prewrite_replaces_them() {
     assert_eq!(s.2.get(b"k").map(|l| l.for_update_ts), Some(ts(13)));
     // GC's Resolve Locks sees it, beside the lock CF's locks.
     s.put(b"a", b"x", b"a", ts(12)).unwrap();
-    let found = MvccReader::new(s.0.snapshot())
-        .with_pessimistic_locks(s.2.clone())
+    let in_memory = s.2.scan(b"", b"", ts(20), 10);
+    let stored = MvccReader::new(s.0.snapshot())
         .scan_locks(b"", b"", ts(20), 10)
         .unwrap();
+    let found = mvcc::pessimistic_locks::merge(in_memory, stored, 10);
     let keys: Vec<&[u8]> = found.iter().map(|(k, _)| k.as_slice()).collect();
     assert_eq!(keys, [&b"a"[..], b"k"]);
 
