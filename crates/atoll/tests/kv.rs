@@ -592,6 +592,16 @@ async fn raw_kv(
     (kv, ctx)
 }
 
+/// The value of the kv node's metric `name` (one without labels) in its `/metrics`.
+fn metric(cluster: &Cluster, name: &str) -> u64 {
+    let (status, body) = get(&format!("http://{}/metrics", cluster.kv_status));
+    assert_eq!(status, 200);
+    let text = String::from_utf8(body).unwrap();
+    let line = text.lines().find(|l| l.split(' ').next() == Some(name));
+    line.and_then(|l| l.split(' ').nth(1)?.parse().ok())
+        .unwrap_or_else(|| panic!("no metric {name}"))
+}
+
 /// How many locks the kv node holds, read with a raw ScanLock.
 async fn locks(cluster: &Cluster, client: &Client) -> usize {
     use proto::kv::ScanLockRequest;
@@ -713,6 +723,50 @@ fn pessimistic_transfers_wait_for_each_other_instead_of_conflicting() {
         assert_eq!(locks(&cluster, &client).await, 1);
         txn.rollback().await.unwrap();
         assert_eq!(locks(&cluster, &client).await, 0);
+    });
+}
+
+#[test]
+fn a_lock_request_waits_on_the_kv_node_until_the_lock_is_released() {
+    let cluster = Cluster::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let client = cluster.client().await;
+        let waiting = || metric(&cluster, "atoll_lock_wait_requests");
+        // Longer than the default 1 s, so the waiter still waits when the holder commits
+        // however slow the machine; the knob changes online.
+        let (status, body) = post_json(
+            &format!("http://{}/config", cluster.kv_status),
+            r#"{"pessimistic-txn.wait-for-lock-timeout": "10s"}"#,
+        );
+        assert_eq!(status, 200, "{body}");
+        let key = b"hot-row".to_vec();
+        let mut holder = client.begin_pessimistic().await.unwrap();
+        holder.lock_keys(std::slice::from_ref(&key)).await.unwrap();
+        let waiter = tokio::spawn({
+            let (client, key) = (client.clone(), key.clone());
+            async move {
+                let mut txn = client.begin_pessimistic().await.unwrap();
+                let value = txn.get_for_update(&key).await.unwrap();
+                txn.rollback().await.unwrap();
+                value
+            }
+        });
+        // The waiter's request waits on the kv node, not in its client's backoff.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while waiting() != 1 {
+            assert!(
+                Instant::now() < deadline,
+                "no lock request waits on the kv node"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        holder.put(key.clone(), b"the holder's".to_vec());
+        holder.commit().await.unwrap();
+        // The release wakes it; the holder's commit is newer than its for_update_ts, so its
+        // lock retries at a fresh one and reads that commit.
+        assert_eq!(waiter.await.unwrap(), Some(b"the holder's".to_vec()));
+        assert_eq!(waiting(), 0);
     });
 }
 
@@ -916,16 +970,7 @@ fn a_one_phase_commit_lands_above_every_read_and_leaves_no_lock() {
         assert_eq!(locks(&cluster, &client).await, 0);
 
         // The node counts its one-phase commits; a txn that turns it off commits in two.
-        let one_pc_commits = || {
-            let (status, body) = get(&format!("http://{}/metrics", cluster.kv_status));
-            assert_eq!(status, 200);
-            let text = String::from_utf8(body).unwrap();
-            let line = text
-                .lines()
-                .find(|l| l.starts_with("atoll_one_pc_commits_total "));
-            line.and_then(|l| l.split(' ').nth(1)?.parse::<u64>().ok())
-                .unwrap()
-        };
+        let one_pc_commits = || metric(&cluster, "atoll_one_pc_commits_total");
         let before = one_pc_commits();
         assert!(before >= 2, "the accounts and the raw request: {before}");
         let mut two_phase = client.begin().await.unwrap();

@@ -42,3 +42,6 @@ pub const KV_REQUEST_TIMEOUT_MS: u64 = 20_000;
 /// many requests share one batch stream, and the default 64 KiB would make a large answer
 /// hold up the small ones behind it.
 pub const KV_STREAM_WINDOW_BYTES: u32 = 16 << 20;
+/// Slots a kv node's lock waiters share by key hash (`kv_server::lock_waits`): keys in one
+/// slot wake each other's waiters, who then just try again.
+pub const LOCK_WAIT_SLOTS: usize = 1024;

@@ -167,6 +167,18 @@ pub static KNOBS: &[KnobSpec] = &[
         online: true,
     },
     KnobSpec {
+        // TiKV's: how long the kv node holds a pessimistic lock request that finds another
+        // txn's lock, waking it when that lock is released (`kv_server::lock_waits`); 0
+        // answers at once. At most 10 s, below the SQL node's 20 s request timeout.
+        name: "pessimistic-txn.wait-for-lock-timeout",
+        kind: Kind::Duration {
+            min: ReadableDuration::millis(0),
+            max: ReadableDuration::secs(10),
+        },
+        default: |_| dur(ReadableDuration::secs(1)),
+        online: true,
+    },
+    KnobSpec {
         name: "storage.block-cache.capacity",
         kind: Kind::SIZE_ANY,
         // TiKV's 45 % of memory, rounded down to whole MiB so it prints readably.

@@ -93,13 +93,30 @@ impl Backoff {
         self.state.lock().expect("backoff lock poisoned").slept_ms
     }
 
+    /// What is left of the budget.
+    pub fn remaining_ms(&self) -> u64 {
+        self.budget_ms.saturating_sub(self.slept_ms())
+    }
+
     /// Sleeps before the next try, or fails with `last` once the budget is spent.
     pub async fn wait(
         &self,
         kind: BackoffKind,
         last: impl std::fmt::Display,
     ) -> Result<(), KvError> {
-        let sleep = self.next_sleep_ms(kind);
+        self.wait_after(kind, 0, last).await
+    }
+
+    /// [`Backoff::wait`] after the try itself waited `waited_ms` (a kv node held a lock
+    /// request while the lock stayed): that time counts against the budget and is not slept
+    /// again.
+    pub async fn wait_after(
+        &self,
+        kind: BackoffKind,
+        waited_ms: u64,
+        last: impl std::fmt::Display,
+    ) -> Result<(), KvError> {
+        let sleep = self.next_sleep_ms(kind).max(waited_ms);
         let slept_ms = self.slept_ms();
         if slept_ms + sleep > self.budget_ms {
             return Err(KvError::BackoffExhausted {
@@ -114,7 +131,7 @@ impl Backoff {
             sleep_ms = sleep,
             "backing off: {last}"
         );
-        tokio::time::sleep(Duration::from_millis(sleep)).await;
+        tokio::time::sleep(Duration::from_millis(sleep - waited_ms)).await;
         self.state.lock().expect("backoff lock poisoned").slept_ms += sleep;
         Ok(())
     }

@@ -379,7 +379,9 @@ impl Transaction {
                 lock_ttl: PESSIMISTIC_LOCK_TTL_MS + committer::age_ms(self.start_ts()),
                 for_update_ts: self.for_update_ts,
                 return_values,
+                wait_timeout_ms: bo.remaining_ms(),
             };
+            let sent_at = std::time::Instant::now();
             let resp = match send(&self.inner.cache, &self.inner.conns, bo, &route, req).await? {
                 Sent::Reroute => {
                     work.extend(self.inner.cache.group_keys(&keys).await?);
@@ -412,7 +414,8 @@ impl Transaction {
                 .await?
                 .all
             {
-                bo.wait(BackoffKind::LockWait, "key locked by a live txn")
+                let waited_ms = sent_at.elapsed().as_millis() as u64;
+                bo.wait_after(BackoffKind::LockWait, waited_ms, "key locked by a live txn")
                     .await?;
             }
             work.push((route, keys));

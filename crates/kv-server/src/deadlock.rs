@@ -2,9 +2,9 @@
 //! pessimistic lock request that finds another txn's lock records the edge "waiter waits for
 //! holder"; if the holder (through the txns it waits for) already waits for the waiter, the
 //! request fails with `Deadlock` instead and its edge is dropped. A txn waits for one lock at
-//! a time (its client polls while it waits), so each txn has at most one edge; an edge not
-//! renewed within [`EDGE_TTL`] is stale and ignored, and taking the lock, committing or
-//! rolling back removes it.
+//! a time (its request tries again at least every second while it waits: `lock_waits`), so
+//! each txn has at most one edge; an edge not renewed within [`EDGE_TTL`] is stale and
+//! ignored, and taking the lock, committing or rolling back removes it.
 //!
 //! One node sees every lock while each region has one replica here; detection across nodes
 //! comes with replication.
@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// How long an edge stays without the waiter asking again (its client polls far faster).
+/// How long an edge stays without the waiter asking again (it asks every second or sooner).
 pub const EDGE_TTL: Duration = Duration::from_secs(3);
 
 #[derive(Default)]

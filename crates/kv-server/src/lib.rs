@@ -11,6 +11,7 @@ pub mod batch;
 pub mod deadlock;
 pub mod gc_driver;
 pub mod grpc;
+pub mod lock_waits;
 pub mod pd_worker;
 pub mod read_pool;
 pub mod regions;
@@ -47,6 +48,13 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         .register(Box::new(pool::metrics::PoolCollector::new(pool.clone())))
         .expect("read pool metrics register once");
     let config = node.controller.current();
+    let lock_waits = Arc::new(lock_waits::LockWaits::new(
+        config.duration("pessimistic-txn.wait-for-lock-timeout").0,
+    ));
+    lock_waits::follow_config(&lock_waits, &node.controller);
+    node.registry
+        .register(Box::new(lock_waits.waiting.clone()))
+        .expect("lock wait metrics register once");
     let regions = Arc::new(
         regions::Regions::load(engine.clone()).map_err(|e| NodeError::Storage(e.to_string()))?,
     );
@@ -57,6 +65,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             scheduler: storage.scheduler.clone(),
             pool: pool.clone(),
             deadlocks: Arc::new(deadlock::Detector::default()),
+            lock_waits: lock_waits.clone(),
             stopping: Arc::new(tokio::sync::watch::channel(false).0),
         },
     )?;

@@ -17,6 +17,7 @@ use proto::kv::*;
 use tonic::{Request, Response, Status};
 use txn::{Command, CommandOutput, ReplicatedKv, Scheduler, TxnError};
 
+use crate::lock_waits::LockWaits;
 use crate::regions::Regions;
 use crate::storage::Kv;
 
@@ -38,6 +39,7 @@ pub struct KvService {
     pub scheduler: Arc<Scheduler<Kv>>,
     pub pool: Arc<ReadPool>,
     pub deadlocks: Arc<crate::deadlock::Detector>,
+    pub lock_waits: Arc<LockWaits>,
     /// Set when the node begins to stop: batch streams stop taking requests (see `batch`).
     pub stopping: Arc<tokio::sync::watch::Sender<bool>>,
 }
@@ -265,9 +267,25 @@ impl KvService {
         self.run(command).await
     }
 
+    /// Runs `command`; one that may release locks wakes the lock requests waiting for them
+    /// once it is done ([`LockWaits::released`]).
+    async fn run(&self, command: Command) -> Outcome<CommandOutput> {
+        if !command.releases_locks() {
+            return self.run_on_scheduler(command).await;
+        }
+        let slots: Vec<usize> = command
+            .keys()
+            .into_iter()
+            .map(|key| self.lock_waits.slot_of(key))
+            .collect();
+        let outcome = self.run_on_scheduler(command).await;
+        self.lock_waits.released(&slots);
+        outcome
+    }
+
     /// Runs `command` on the scheduler without blocking the gRPC thread (a small
     /// pessimistic lock request whose latches are free runs here: nothing to wait for).
-    async fn run(&self, command: Command) -> Outcome<CommandOutput> {
+    async fn run_on_scheduler(&self, command: Command) -> Outcome<CommandOutput> {
         let command = match self.scheduler.try_run_here(command, RUN_HERE_MAX_KEYS) {
             Ok(result) => return Ok(result?),
             Err(command) => *command,
@@ -284,6 +302,15 @@ impl KvService {
             Err(_) => Err(TxnError::ShuttingDown.into()),
         }
     }
+}
+
+/// Whether `lock`'s TTL has run out by this machine's clock (PD's timestamps follow wall
+/// time): its txn may be dead, and only its client's resolving releases it.
+fn lock_expired(lock: &LockInfo) -> bool {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    now_ms >= base::ts::physical_ms(lock.lock_version).saturating_add(lock.lock_ttl)
 }
 
 fn keys_of(keys: &[Vec<u8>]) -> impl Iterator<Item = &[u8]> {
@@ -469,37 +496,44 @@ impl KvRpc for KvService {
             ttl_ms: r.lock_ttl,
             return_values: r.return_values,
         };
-        let outcome =
-            self.run_routed(r.context.as_ref(), command)
+        let until = tokio::time::Instant::now() + self.lock_waits.timeout(r.wait_timeout_ms);
+        let outcome = loop {
+            let epoch = self.lock_waits.epoch();
+            let outcome = self
+                .run_routed(r.context.as_ref(), command.clone())
                 .await
                 .map(|output| match output {
                     CommandOutput::Values(values) => values,
                     _ => Vec::new(),
                 });
-        // Waiting for another txn's lock: a deadlock if that txn (in)directly waits for us.
-        let outcome = match outcome {
-            Err(Failure::Key(k)) if k.locked.is_some() => {
-                let lock = k.locked.as_ref().expect("checked");
-                if self
-                    .deadlocks
-                    .wait(start_ts, lock.lock_version, std::time::Instant::now())
-                {
-                    Err(Failure::Key(Box::new(KeyError {
-                        deadlock: Some(Deadlock {
-                            lock_ts: lock.lock_version,
-                            lock_key: lock.key.clone(),
-                        }),
-                        ..KeyError::default()
-                    })))
-                } else {
-                    Err(Failure::Key(k))
-                }
+            let Err(Failure::Key(k)) = &outcome else {
+                break outcome;
+            };
+            let Some(lock) = &k.locked else {
+                break outcome;
+            };
+            // Waiting for another txn's lock: a deadlock if that txn (in)directly waits for us.
+            if self
+                .deadlocks
+                .wait(start_ts, lock.lock_version, std::time::Instant::now())
+            {
+                break Err(Failure::Key(Box::new(KeyError {
+                    deadlock: Some(Deadlock {
+                        lock_ts: lock.lock_version,
+                        lock_key: lock.key.clone(),
+                    }),
+                    ..KeyError::default()
+                })));
             }
-            other => {
-                self.deadlocks.clear(start_ts);
-                other
+            // An expired lock is the client's to resolve; waiting would not release it.
+            if tokio::time::Instant::now() >= until || lock_expired(lock) {
+                break outcome;
             }
+            self.lock_waits.wait(&lock.key, epoch, until).await;
         };
+        if !matches!(&outcome, Err(Failure::Key(k)) if k.locked.is_some()) {
+            self.deadlocks.clear(start_ts);
+        }
         let (region_error, error, values) = parts(outcome)?;
         Ok(Response::new(PessimisticLockResponse {
             region_error,

@@ -115,6 +115,20 @@ impl Command {
         )
     }
 
+    /// Whether the command may remove a lock another txn's lock request waits for: a
+    /// commit, a rollback, a resolve, a status check that rolls back an expired txn, a
+    /// one-phase commit. (A two-phase prewrite replaces a pessimistic lock with its own.)
+    pub fn releases_locks(&self) -> bool {
+        match self {
+            Command::Prewrite { try_one_pc, .. } => *try_one_pc,
+            Command::AcquirePessimisticLock { .. } | Command::TxnHeartBeat { .. } => false,
+            Command::Commit { .. }
+            | Command::Rollback { .. }
+            | Command::CheckTxnStatus { .. }
+            | Command::ResolveLock { .. } => true,
+        }
+    }
+
     /// Whether the command may write (flow control holds back only these).
     pub fn writes(&self) -> bool {
         matches!(
