@@ -15,6 +15,7 @@ pub mod lock_waits;
 pub mod pd_worker;
 pub mod read_pool;
 pub mod regions;
+pub mod request_metrics;
 pub mod service;
 pub mod storage;
 
@@ -66,6 +67,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             pool: pool.clone(),
             deadlocks: Arc::new(deadlock::Detector::default()),
             lock_waits: lock_waits.clone(),
+            requests: Arc::new(request_metrics::RequestMetrics::new(&node.registry)),
             stopping: Arc::new(tokio::sync::watch::channel(false).0),
         },
     )?;

@@ -19,6 +19,7 @@ use txn::{Command, CommandOutput, ReplicatedKv, Scheduler, TxnError};
 
 use crate::lock_waits::LockWaits;
 use crate::regions::Regions;
+use crate::request_metrics::{RequestKind, RequestMetrics};
 use crate::storage::Kv;
 
 /// Most keys one request may name or return (TiKV's batch limits are of this order).
@@ -40,6 +41,7 @@ pub struct KvService {
     pub pool: Arc<ReadPool>,
     pub deadlocks: Arc<crate::deadlock::Detector>,
     pub lock_waits: Arc<LockWaits>,
+    pub requests: Arc<RequestMetrics>,
     /// Set when the node begins to stop: batch streams stop taking requests (see `batch`).
     pub stopping: Arc<tokio::sync::watch::Sender<bool>>,
 }
@@ -320,6 +322,7 @@ fn keys_of(keys: &[Vec<u8>]) -> impl Iterator<Item = &[u8]> {
 #[tonic::async_trait]
 impl KvRpc for KvService {
     async fn kv_get(&self, req: Request<GetRequest>) -> Result<Response<GetResponse>, Status> {
+        let _timer = self.requests.start(RequestKind::Get);
         let r = req.into_inner();
         let ctx = r.context.as_ref();
         let outcome = match self.route(ctx, [r.key.as_slice()]) {
@@ -346,6 +349,7 @@ impl KvRpc for KvService {
         &self,
         req: Request<BatchGetRequest>,
     ) -> Result<Response<BatchGetResponse>, Status> {
+        let _timer = self.requests.start(RequestKind::BatchGet);
         let r = req.into_inner();
         check_count(r.keys.len())?;
         let ctx = r.context.as_ref();
@@ -380,6 +384,7 @@ impl KvRpc for KvService {
     }
 
     async fn kv_scan(&self, req: Request<ScanRequest>) -> Result<Response<ScanResponse>, Status> {
+        let _timer = self.requests.start(RequestKind::Scan);
         let r = req.into_inner();
         check_count(r.limit as usize)?;
         let ctx = r.context.as_ref();
@@ -417,6 +422,7 @@ impl KvRpc for KvService {
         &self,
         req: Request<PrewriteRequest>,
     ) -> Result<Response<PrewriteResponse>, Status> {
+        let _timer = self.requests.start(RequestKind::Prewrite);
         let r = req.into_inner();
         check_count(r.mutations.len())?;
         let mutations = r
@@ -461,6 +467,7 @@ impl KvRpc for KvService {
         &self,
         req: Request<CommitRequest>,
     ) -> Result<Response<CommitResponse>, Status> {
+        let _timer = self.requests.start(RequestKind::Commit);
         let r = req.into_inner();
         check_count(r.keys.len())?;
         self.deadlocks.clear(r.start_version);
@@ -484,6 +491,7 @@ impl KvRpc for KvService {
         &self,
         req: Request<PessimisticLockRequest>,
     ) -> Result<Response<PessimisticLockResponse>, Status> {
+        let _timer = self.requests.start(RequestKind::PessimisticLock);
         let r = req.into_inner();
         check_count(r.mutations.len())?;
         let keys: Vec<Vec<u8>> = r.mutations.into_iter().map(|m| m.key).collect();
@@ -547,6 +555,7 @@ impl KvRpc for KvService {
         &self,
         req: Request<BatchRollbackRequest>,
     ) -> Result<Response<BatchRollbackResponse>, Status> {
+        let _timer = self.requests.start(RequestKind::BatchRollback);
         let r = req.into_inner();
         check_count(r.keys.len())?;
         self.deadlocks.clear(r.start_version);
@@ -572,6 +581,7 @@ impl KvRpc for KvService {
         &self,
         req: Request<CleanupRequest>,
     ) -> Result<Response<CleanupResponse>, Status> {
+        let _timer = self.requests.start(RequestKind::Cleanup);
         let r = req.into_inner();
         let outcome = match self.route(r.context.as_ref(), [r.key.as_slice()]) {
             Ok(_) if r.current_ts == 0 => self
@@ -615,6 +625,7 @@ impl KvRpc for KvService {
         &self,
         req: Request<CheckTxnStatusRequest>,
     ) -> Result<Response<CheckTxnStatusResponse>, Status> {
+        let _timer = self.requests.start(RequestKind::CheckTxnStatus);
         let r = req.into_inner();
         let primary = r.primary_key.clone();
         let command = Command::CheckTxnStatus {
@@ -643,6 +654,7 @@ impl KvRpc for KvService {
         &self,
         req: Request<ResolveLockRequest>,
     ) -> Result<Response<ResolveLockResponse>, Status> {
+        let _timer = self.requests.start(RequestKind::ResolveLock);
         let r = req.into_inner();
         check_count(r.keys.len())?;
         let ctx = r.context.as_ref();
@@ -679,6 +691,7 @@ impl KvRpc for KvService {
         &self,
         req: Request<TxnHeartBeatRequest>,
     ) -> Result<Response<TxnHeartBeatResponse>, Status> {
+        let _timer = self.requests.start(RequestKind::TxnHeartBeat);
         let r = req.into_inner();
         let command = Command::TxnHeartBeat {
             primary: r.primary_lock,
@@ -704,6 +717,7 @@ impl KvRpc for KvService {
         &self,
         req: Request<ScanLockRequest>,
     ) -> Result<Response<ScanLockResponse>, Status> {
+        let _timer = self.requests.start(RequestKind::ScanLock);
         let r = req.into_inner();
         check_count(r.limit as usize)?;
         let ctx = r.context.as_ref();
@@ -738,6 +752,7 @@ impl KvRpc for KvService {
         &self,
         req: Request<CoprocessorRequest>,
     ) -> Result<Response<CoprocessorResponse>, Status> {
+        let _timer = self.requests.start(RequestKind::Coprocessor);
         let r = req.into_inner();
         let ctx = r.context.clone();
         let region = match self.route(ctx.as_ref(), r.ranges.iter().map(|k| k.start.as_slice())) {
