@@ -381,7 +381,7 @@ impl Transaction {
                 return_values,
                 wait_timeout_ms: bo.remaining_ms(),
             };
-            let sent_at = std::time::Instant::now();
+            let (sent_at, remaining_at_send) = (std::time::Instant::now(), bo.remaining_ms());
             let resp = match send(&self.inner.cache, &self.inner.conns, bo, &route, req).await? {
                 Sent::Reroute => {
                     work.extend(self.inner.cache.group_keys(&keys).await?);
@@ -414,7 +414,9 @@ impl Transaction {
                 .await?
                 .all
             {
-                let waited_ms = sent_at.elapsed().as_millis() as u64;
+                // The kv node's wait, not the backoff the sending already counted.
+                let slept_ms = remaining_at_send - bo.remaining_ms();
+                let waited_ms = (sent_at.elapsed().as_millis() as u64).saturating_sub(slept_ms);
                 bo.wait_after(BackoffKind::LockWait, waited_ms, "key locked by a live txn")
                     .await?;
             }

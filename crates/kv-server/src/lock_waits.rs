@@ -105,18 +105,36 @@ impl LockWaits {
     /// [`RETRY_EVERY`] from now); `true` when a release woke it.
     pub async fn wait(&self, key: &[u8], epoch: u64, until: Instant) -> bool {
         let slot = &self.slots[self.slot_of(key)];
-        self.waiting.inc();
-        slot.waiters.fetch_add(1, SeqCst);
+        // Counted out on drop, also when the request's future is dropped mid-wait.
+        let _registered = Registered::new(self, slot);
         let notified = slot.notify.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let woken = slot.released_at.load(SeqCst) > epoch
+        slot.released_at.load(SeqCst) > epoch
             || tokio::time::timeout_at(until.min(Instant::now() + RETRY_EVERY), notified)
                 .await
-                .is_ok();
-        slot.waiters.fetch_sub(1, SeqCst);
-        self.waiting.dec();
-        woken
+                .is_ok()
+    }
+}
+
+/// A waiter counted in its slot and in the gauge while it lives.
+struct Registered<'a> {
+    waits: &'a LockWaits,
+    slot: &'a Slot,
+}
+
+impl<'a> Registered<'a> {
+    fn new(waits: &'a LockWaits, slot: &'a Slot) -> Registered<'a> {
+        waits.waiting.inc();
+        slot.waiters.fetch_add(1, SeqCst);
+        Registered { waits, slot }
+    }
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.slot.waiters.fetch_sub(1, SeqCst);
+        self.waits.waiting.dec();
     }
 }
 
