@@ -16,6 +16,15 @@ pub const fn physical_ms(ts: u64) -> u64 {
     ts >> LOGICAL_BITS
 }
 
+/// Milliseconds since `ts` by this machine's clock (PD's timestamps follow wall time), 0 for
+/// a ts in the future: how TTLs are measured on timestamps.
+pub fn age_ms(ts: u64) -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    now.saturating_sub(physical_ms(ts))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -39,14 +39,6 @@ pub fn lock_ttl_ms(bytes: usize) -> u64 {
     (3000 + 6000 * bytes as u64 / (1 << 20)).min(20_000)
 }
 
-/// Milliseconds since `start_ts` by this machine's clock (PD's timestamps follow wall time).
-pub fn age_ms(start_ts: u64) -> u64 {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    now.saturating_sub(base::ts::physical_ms(start_ts))
-}
-
 pub struct TwoPhase {
     pub start_ts: u64,
     pub primary: Vec<u8>,
@@ -94,7 +86,7 @@ impl TwoPhase {
             mutations,
             primary_lock: self.primary.clone(),
             start_version: self.start_ts,
-            lock_ttl: lock_ttl_ms(self.bytes) + age_ms(self.start_ts),
+            lock_ttl: lock_ttl_ms(self.bytes) + base::ts::age_ms(self.start_ts),
             for_update_ts: self.for_update_ts,
             txn_size: self.mutations.len() as u64,
             min_commit_ts: 0,

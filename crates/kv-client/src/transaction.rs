@@ -376,7 +376,7 @@ impl Transaction {
                     .collect(),
                 primary_lock: primary.to_vec(),
                 start_version: self.start_ts(),
-                lock_ttl: PESSIMISTIC_LOCK_TTL_MS + committer::age_ms(self.start_ts()),
+                lock_ttl: PESSIMISTIC_LOCK_TTL_MS + base::ts::age_ms(self.start_ts()),
                 for_update_ts: self.for_update_ts,
                 return_values,
                 wait_timeout_ms: bo.remaining_ms(),
@@ -572,7 +572,7 @@ impl Transaction {
                     context: None,
                     primary_lock: primary.clone(),
                     start_version: start_ts,
-                    advise_lock_ttl: PESSIMISTIC_LOCK_TTL_MS + committer::age_ms(start_ts),
+                    advise_lock_ttl: PESSIMISTIC_LOCK_TTL_MS + base::ts::age_ms(start_ts),
                 };
                 if let Err(e) =
                     crate::rpc::send_on_key(&inner.cache, &inner.conns, &bo, &primary, req).await

@@ -306,13 +306,10 @@ impl KvService {
     }
 }
 
-/// Whether `lock`'s TTL has run out by this machine's clock (PD's timestamps follow wall
-/// time): its txn may be dead, and only its client's resolving releases it.
+/// Whether `lock`'s TTL has run out by this machine's clock: its txn may be dead, and only
+/// its client's resolving releases it.
 fn lock_expired(lock: &LockInfo) -> bool {
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    now_ms >= base::ts::physical_ms(lock.lock_version).saturating_add(lock.lock_ttl)
+    base::ts::age_ms(lock.lock_version) >= lock.lock_ttl
 }
 
 fn keys_of(keys: &[Vec<u8>]) -> impl Iterator<Item = &[u8]> {

@@ -166,8 +166,7 @@ impl<K: ReplicatedKv> Scheduler<K> {
         if let Err(why) = inner.check_gate() {
             return Ok(Err(why));
         }
-        let keys: Vec<Vec<u8>> = command.keys().into_iter().map(<[u8]>::to_vec).collect();
-        let Some(_latches) = inner.latches.try_acquire(keys.iter().map(Vec::as_slice)) else {
+        let Some(_latches) = inner.latches.try_acquire(command.keys()) else {
             return Err(Box::new(command));
         };
         Ok(inner.process_and_write(command))
