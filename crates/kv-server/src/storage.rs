@@ -3,7 +3,10 @@
 //! with their figures in `/metrics` (scheduler workers, pessimistic locks in memory, GC
 //! keys, versions and bytes).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use base::limits::FLOW_CONTROL_SAMPLE_MS;
 
 use config::ConfigController;
 use engine::Cf;
@@ -42,10 +45,10 @@ impl Storage {
             .map_err(|e| node::NodeError::Storage(format!("loading the lock table: {e}")))?;
         configure_pessimistic_locks(&kv, &c);
         let scheduler = Arc::new(Scheduler::new(kv.clone(), scheduler_config(&c)));
-        scheduler.set_write_gate(Arc::new(FlowControl {
-            engine: kv.engine().clone(),
-            controller: controller.clone(),
-        }));
+        scheduler.set_write_gate(Arc::new(FlowControl::new(
+            kv.engine().clone(),
+            controller.clone(),
+        )));
         let gc = Arc::new(GcWorker::new(
             kv,
             scheduler.latches(),
@@ -150,13 +153,26 @@ pub fn stall_reason(c: &config::Config, load: EngineLoad) -> Option<String> {
         })
 }
 
+/// The scheduler's write gate: [`stall_reason`] on the engine's figures, read again at most
+/// every [`FLOW_CONTROL_SAMPLE_MS`].
 struct FlowControl {
     engine: RocksEngine,
     controller: Arc<ConfigController>,
+    /// The last verdict and when it was reached; it stands for [`FLOW_CONTROL_SAMPLE_MS`].
+    sampled: Mutex<Option<(Instant, Result<(), String>)>>,
 }
 
-impl WriteGate for FlowControl {
-    fn check(&self) -> Result<(), String> {
+impl FlowControl {
+    fn new(engine: RocksEngine, controller: Arc<ConfigController>) -> FlowControl {
+        FlowControl {
+            engine,
+            controller,
+            sampled: Mutex::new(None),
+        }
+    }
+
+    /// The verdict on the engine's load now.
+    fn verdict(&self) -> Result<(), String> {
         let figure = |cf: Cf, name: &str| self.engine.property(cf, name).unwrap_or(0);
         let load = Cf::ALL
             .iter()
@@ -172,6 +188,22 @@ impl WriteGate for FlowControl {
         match stall_reason(&self.controller.current(), load) {
             Some(reason) => Err(reason),
             None => Ok(()),
+        }
+    }
+}
+
+impl WriteGate for FlowControl {
+    fn check(&self) -> Result<(), String> {
+        let mut sampled = self.sampled.lock().expect("flow control lock poisoned");
+        match &*sampled {
+            Some((at, verdict)) if at.elapsed() < Duration::from_millis(FLOW_CONTROL_SAMPLE_MS) => {
+                verdict.clone()
+            }
+            _ => {
+                let verdict = self.verdict();
+                *sampled = Some((Instant::now(), verdict.clone()));
+                verdict
+            }
         }
     }
 }
