@@ -269,33 +269,50 @@ impl KvService {
         self.run(command).await
     }
 
-    /// Runs `command`; one that may release locks wakes the lock requests waiting for them
-    /// once it is done ([`LockWaits::released`]).
+    /// Runs `command`; one that released locks wakes the lock requests waiting for them
+    /// ([`LockWaits::released`]) when it is done, also when this future is dropped meanwhile
+    /// (the scheduler finishes the command anyway).
     async fn run(&self, command: Command) -> Outcome<CommandOutput> {
-        if !command.releases_locks() {
-            return self.run_on_scheduler(command).await;
-        }
-        let slots: Vec<usize> = command
-            .keys()
-            .into_iter()
-            .map(|key| self.lock_waits.slot_of(key))
-            .collect();
-        let outcome = self.run_on_scheduler(command).await;
-        self.lock_waits.released(&slots);
-        outcome
+        let wake = command.releases_locks().then(|| {
+            let slots: Vec<usize> = command
+                .keys()
+                .into_iter()
+                .map(|key| self.lock_waits.slot_of(key))
+                .collect();
+            let waits = self.lock_waits.clone();
+            move |result: &Result<CommandOutput, TxnError>| {
+                if released_locks(result) {
+                    waits.released(&slots);
+                }
+            }
+        });
+        self.run_on_scheduler(command, wake).await
     }
 
     /// Runs `command` on the scheduler without blocking the gRPC thread (a small
-    /// pessimistic lock request whose latches are free runs here: nothing to wait for).
-    async fn run_on_scheduler(&self, command: Command) -> Outcome<CommandOutput> {
+    /// pessimistic lock request whose latches are free runs here: nothing to wait for);
+    /// `done` sees the result first, on the thread that ran it.
+    async fn run_on_scheduler(
+        &self,
+        command: Command,
+        done: Option<impl FnOnce(&Result<CommandOutput, TxnError>) + Send + 'static>,
+    ) -> Outcome<CommandOutput> {
         let command = match self.scheduler.try_run_here(command, RUN_HERE_MAX_KEYS) {
-            Ok(result) => return Ok(result?),
+            Ok(result) => {
+                if let Some(done) = done {
+                    done(&result);
+                }
+                return Ok(result?);
+            }
             Err(command) => *command,
         };
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.scheduler.schedule(
             command,
             Box::new(move |r| {
+                if let Some(done) = done {
+                    done(&r);
+                }
                 let _ = tx.send(r);
             }),
         )?;
@@ -304,6 +321,15 @@ impl KvService {
             Err(_) => Err(TxnError::ShuttingDown.into()),
         }
     }
+}
+
+/// Whether a command that may release locks did. A failed command wrote nothing (its
+/// writes are one batch), and a status check that found its txn alive left the lock.
+fn released_locks(result: &Result<CommandOutput, TxnError>) -> bool {
+    !matches!(
+        result,
+        Err(_) | Ok(CommandOutput::TxnStatus(TxnStatus::Locked(_)))
+    )
 }
 
 /// Whether `lock`'s TTL has run out by this machine's clock: its txn may be dead, and only
@@ -914,5 +940,29 @@ mod tests {
         assert_eq!(clip_end(b"c", b"m"), b"c");
         assert_eq!(clip_end(b"c", b""), b"c");
         assert_eq!(clip_end(b"", b""), b"");
+    }
+
+    #[test]
+    fn only_a_command_that_released_a_lock_wakes_the_waiters() {
+        assert!(released_locks(&Ok(CommandOutput::Done)));
+        assert!(released_locks(&Ok(CommandOutput::Committed(7))));
+        assert!(released_locks(&Ok(CommandOutput::TxnStatus(
+            TxnStatus::TtlExpired
+        ))));
+        // A failed command wrote nothing; an alive txn keeps its lock.
+        assert!(!released_locks(&Err(TxnError::ShuttingDown)));
+        let alive = mvcc::Lock {
+            lock_type: LockType::Pessimistic,
+            primary: b"k".to_vec(),
+            start_ts: 5,
+            ttl_ms: 3000,
+            for_update_ts: 5,
+            min_commit_ts: 0,
+            txn_size: 0,
+            short_value: None,
+        };
+        assert!(!released_locks(&Ok(CommandOutput::TxnStatus(
+            TxnStatus::Locked(alive)
+        ))));
     }
 }
