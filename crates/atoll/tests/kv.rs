@@ -771,6 +771,41 @@ fn a_lock_request_waits_on_the_kv_node_until_the_lock_is_released() {
 }
 
 #[test]
+fn a_stopping_kv_node_ends_its_lock_waits_instead_of_waiting_them_out() {
+    let mut cluster = Cluster::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let client = cluster.client().await;
+        let (status, body) = post_json(
+            &format!("http://{}/config", cluster.kv_status),
+            r#"{"pessimistic-txn.wait-for-lock-timeout": "10s"}"#,
+        );
+        assert_eq!(status, 200, "{body}");
+        let key = b"hot-row".to_vec();
+        let mut holder = client.begin_pessimistic().await.unwrap();
+        holder.lock_keys(std::slice::from_ref(&key)).await.unwrap();
+        // The waiter's client keeps retrying once the node is gone; nobody awaits it.
+        tokio::spawn(async move {
+            let mut txn = client.begin_pessimistic().await.unwrap();
+            let _ = txn.get_for_update(&key).await;
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while metric(&cluster, "atoll_lock_wait_requests") != 1 {
+            assert!(Instant::now() < deadline, "no lock request waits");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // A wait would hold the node's shutdown for its 10 s; stopping ends it at once.
+        let stopping = Instant::now();
+        assert!(cluster.kv.take().unwrap().terminate().success());
+        assert!(
+            stopping.elapsed() < Duration::from_secs(5),
+            "the kv node took {:?} to stop",
+            stopping.elapsed()
+        );
+    });
+}
+
+#[test]
 fn clients_on_the_same_machine_use_the_unix_socket_and_tcp_without_it() {
     let mut cluster = Cluster::start();
     let rt = tokio::runtime::Runtime::new().unwrap();

@@ -528,6 +528,7 @@ impl KvRpc for KvService {
             return_values: r.return_values,
         };
         let until = tokio::time::Instant::now() + self.lock_waits.timeout(r.wait_timeout_ms);
+        let mut stopping = self.stopping.subscribe();
         let outcome = loop {
             let epoch = self.lock_waits.epoch();
             let outcome = self
@@ -560,7 +561,11 @@ impl KvRpc for KvService {
             if tokio::time::Instant::now() >= until || lock_expired(lock) {
                 break outcome;
             }
-            self.lock_waits.wait(&lock.key, epoch, until).await;
+            // A stopping node answers `locked` now rather than hold its shutdown.
+            tokio::select! {
+                _ = self.lock_waits.wait(&lock.key, epoch, until) => {}
+                _ = stopping.wait_for(|stopping| *stopping) => break outcome,
+            }
         };
         if !matches!(&outcome, Err(Failure::Key(k)) if k.locked.is_some()) {
             self.deadlocks.clear(start_ts);
