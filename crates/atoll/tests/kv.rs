@@ -602,6 +602,28 @@ fn metric(cluster: &Cluster, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("no metric {name}"))
 }
 
+/// Sets the kv node's lock wait to 10 s, over the default 1 s, so a waiter still waits
+/// however slow the machine is (the knob changes online).
+fn let_lock_requests_wait_10s(cluster: &Cluster) {
+    let (status, body) = post_json(
+        &format!("http://{}/config", cluster.kv_status),
+        r#"{"pessimistic-txn.wait-for-lock-timeout": "10s"}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+}
+
+/// Returns once a lock request waits on the kv node (not in its client's backoff).
+async fn until_a_lock_request_waits(cluster: &Cluster) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while metric(cluster, "atoll_lock_wait_requests") != 1 {
+        assert!(
+            Instant::now() < deadline,
+            "no lock request waits on the kv node"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// How many locks the kv node holds, read with a raw ScanLock.
 async fn locks(cluster: &Cluster, client: &Client) -> usize {
     use proto::kv::ScanLockRequest;
@@ -732,14 +754,7 @@ fn a_lock_request_waits_on_the_kv_node_until_the_lock_is_released() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let client = cluster.client().await;
-        let waiting = || metric(&cluster, "atoll_lock_wait_requests");
-        // Longer than the default 1 s, so the waiter still waits when the holder commits
-        // however slow the machine; the knob changes online.
-        let (status, body) = post_json(
-            &format!("http://{}/config", cluster.kv_status),
-            r#"{"pessimistic-txn.wait-for-lock-timeout": "10s"}"#,
-        );
-        assert_eq!(status, 200, "{body}");
+        let_lock_requests_wait_10s(&cluster);
         let key = b"hot-row".to_vec();
         let mut holder = client.begin_pessimistic().await.unwrap();
         holder.lock_keys(std::slice::from_ref(&key)).await.unwrap();
@@ -752,21 +767,13 @@ fn a_lock_request_waits_on_the_kv_node_until_the_lock_is_released() {
                 value
             }
         });
-        // The waiter's request waits on the kv node, not in its client's backoff.
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while waiting() != 1 {
-            assert!(
-                Instant::now() < deadline,
-                "no lock request waits on the kv node"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        until_a_lock_request_waits(&cluster).await;
         holder.put(key.clone(), b"the holder's".to_vec());
         holder.commit().await.unwrap();
         // The release wakes it; the holder's commit is newer than its for_update_ts, so its
         // lock retries at a fresh one and reads that commit.
         assert_eq!(waiter.await.unwrap(), Some(b"the holder's".to_vec()));
-        assert_eq!(waiting(), 0);
+        assert_eq!(metric(&cluster, "atoll_lock_wait_requests"), 0);
     });
 }
 
@@ -776,11 +783,7 @@ fn a_stopping_kv_node_ends_its_lock_waits_instead_of_waiting_them_out() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let client = cluster.client().await;
-        let (status, body) = post_json(
-            &format!("http://{}/config", cluster.kv_status),
-            r#"{"pessimistic-txn.wait-for-lock-timeout": "10s"}"#,
-        );
-        assert_eq!(status, 200, "{body}");
+        let_lock_requests_wait_10s(&cluster);
         let key = b"hot-row".to_vec();
         let mut holder = client.begin_pessimistic().await.unwrap();
         holder.lock_keys(std::slice::from_ref(&key)).await.unwrap();
@@ -789,11 +792,7 @@ fn a_stopping_kv_node_ends_its_lock_waits_instead_of_waiting_them_out() {
             let mut txn = client.begin_pessimistic().await.unwrap();
             let _ = txn.get_for_update(&key).await;
         });
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while metric(&cluster, "atoll_lock_wait_requests") != 1 {
-            assert!(Instant::now() < deadline, "no lock request waits");
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        until_a_lock_request_waits(&cluster).await;
         // A wait would hold the node's shutdown for its 10 s; stopping ends it at once.
         let stopping = Instant::now();
         assert!(cluster.kv.take().unwrap().terminate().success());
