@@ -90,7 +90,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             error,
         })?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(config.resources().cpu_cores.ceil().max(1.0) as usize)
+        .worker_threads(config::sql::connection_threads(&config))
         .thread_name("sql-conn")
         .enable_all()
         .build()
