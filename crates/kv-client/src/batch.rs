@@ -3,7 +3,9 @@
 //! task per stream takes everything queued (up to [`KV_BATCH_REQUESTS_MAX`] requests and
 //! [`KV_BATCH_BYTES_MAX`] bytes) into one message, and hands each answer to the caller whose
 //! id it carries. Under load this turns a request's HTTP/2 stream, headers and system calls
-//! into a share of one message.
+//! into a share of one message. The task yields once before it takes the queue, so the
+//! connections whose packets arrived with the first caller's queue theirs too (sysbench
+//! oltp_point_select, 8 threads: qps +9 %, kv CPU per query -20 %; bench/ab, 2 rounds).
 //!
 //! A broken stream fails every request in flight with `UNAVAILABLE` (the caller reroutes,
 //! as after a failed unary call) and closes the [`BatchStream`]; the next request opens a new
@@ -89,6 +91,9 @@ async fn run(mut client: KvClient<Channel>, mut queued: mpsc::Receiver<Call>) {
                         let Some(call) = call else {
                             return; // every handle is gone, and nothing waits
                         };
+                        // Callers this thread is about to run queue theirs first and
+                        // share the message (costs nothing when none is ready).
+                        tokio::task::yield_now().await;
                         let message = gather(call, &mut queued, &mut next_id, &mut waiting);
                         if outgoing.send(message).await.is_err() {
                             break Status::unavailable("the batch stream's request body closed");
