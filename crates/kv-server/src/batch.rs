@@ -5,8 +5,9 @@
 //! request's id; a lone answer waits one turn of the thread for others to join its message
 //! (sysbench oltp_point_select, 8 threads: qps +8 %, CPU per query -9 %; oltp_read_write
 //! unchanged; bench/ab, 2 rounds each). A failed handler's status travels as the `failed`
-//! answer instead of ending the stream. When the node stops ([`KvService::stopping`]) a stream reads no more
-//! requests, answers those it took and ends; the client sends the rest elsewhere or later.
+//! answer instead of ending the stream. When the node stops ([`KvService::stopping`]) a
+//! stream reads no more requests, answers those it took and ends; the client sends the rest
+//! elsewhere or later.
 //! A handler that panics still gets an answer (`INTERNAL`), so no caller waits for nothing.
 //!
 //! Bounds: a message carries at most [`KV_BATCH_REQUESTS_MAX`] answers and, unless one
