@@ -92,7 +92,7 @@ async fn run(mut client: KvClient<Channel>, mut queued: mpsc::Receiver<Call>) {
                             return; // every handle is gone, and nothing waits
                         };
                         // Callers this thread is about to run queue theirs first and
-                        // share the message (costs nothing when none is ready).
+                        // share the message (one extra poll of this task when none is).
                         tokio::task::yield_now().await;
                         let message = gather(call, &mut queued, &mut next_id, &mut waiting);
                         if outgoing.send(message).await.is_err() {
