@@ -412,7 +412,7 @@ fn bench_kv_reports_its_throughput_in_one_line() {
 
 #[test]
 fn a_coprocessor_aggregate_equals_the_client_side_computation() {
-    use codec::datum::{Datum, decode_row};
+    use codec::datum::{Datum, decode_rows};
     use codec::table;
     use expr::agg::{AggFunc, AggKind, AggState};
     use expr::{Expr, Func};
@@ -505,7 +505,7 @@ fn a_coprocessor_aggregate_equals_the_client_side_computation() {
         };
         let (start, end) = table::row_range(TABLE);
         let ts = client.current_ts().await.unwrap();
-        let parts = client
+        let chunks = client
             .coprocessor(
                 dag,
                 &[pb::KeyRange {
@@ -519,8 +519,12 @@ fn a_coprocessor_aggregate_equals_the_client_side_computation() {
             .await
             .unwrap();
         let mut pushed: std::collections::BTreeMap<Vec<u8>, Vec<AggState>> = Default::default();
-        for row in parts.into_iter().flatten() {
-            let row = decode_row(&row).unwrap();
+        let answer_width: usize = funcs.iter().map(|f| f.kind.partial_width()).sum::<usize>() + 1;
+        let all: Vec<usize> = (0..answer_width).collect();
+        let rows = chunks
+            .iter()
+            .flat_map(|c| decode_rows(&c.data, c.count, &all, answer_width).unwrap());
+        for row in rows {
             let Datum::Bytes(group) = row[7].clone() else {
                 panic!("{row:?}")
             };

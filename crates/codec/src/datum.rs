@@ -259,14 +259,30 @@ pub fn encode_row(datums: &[Datum]) -> Vec<u8> {
     out
 }
 
-pub fn decode_row(mut input: &[u8]) -> Result<Vec<Datum>, CodecError> {
-    let mut out = Vec::new();
-    while !input.is_empty() {
-        let (d, used) = Datum::decode_value(input)?;
-        out.push(d);
-        input = &input[used..];
+/// Rows written one after another in value form (a coprocessor answer): `count` rows of
+/// `positions.len()` datums each, the i-th datum going to `positions[i]` of a row `width`
+/// wide, NULL elsewhere. Fails unless the input holds exactly that many datums.
+pub fn decode_rows(
+    mut input: &[u8],
+    count: u64,
+    positions: &[usize],
+    width: usize,
+) -> Result<Vec<Vec<Datum>>, CodecError> {
+    debug_assert!(positions.iter().all(|&p| p < width));
+    let mut rows = Vec::with_capacity(count.min(input.len() as u64) as usize);
+    for _ in 0..count {
+        let mut row = vec![Datum::Null; width];
+        for &p in positions {
+            let (d, used) = Datum::decode_value(input)?;
+            row[p] = d;
+            input = &input[used..];
+        }
+        rows.push(row);
     }
-    Ok(out)
+    if !input.is_empty() {
+        return Err(CodecError::Trailing { len: input.len() });
+    }
+    Ok(rows)
 }
 
 #[cfg(test)]
@@ -291,9 +307,32 @@ mod tests {
     }
 
     #[test]
+    fn rows_decode_into_their_positions_and_must_fill_the_chunk_exactly() {
+        let mut chunk = encode_row(&[Datum::Int(1), Datum::Bytes(b"a".to_vec())]);
+        chunk.extend(encode_row(&[Datum::Int(2), Datum::Null]));
+        assert_eq!(
+            decode_rows(&chunk, 2, &[2, 0], 3).unwrap(),
+            [
+                vec![Datum::Bytes(b"a".to_vec()), Datum::Null, Datum::Int(1)],
+                vec![Datum::Null, Datum::Null, Datum::Int(2)],
+            ]
+        );
+        assert!(matches!(
+            decode_rows(&chunk, 3, &[2, 0], 3),
+            Err(CodecError::Truncated { .. })
+        ));
+        assert!(matches!(
+            decode_rows(&chunk, 1, &[2, 0], 3),
+            Err(CodecError::Trailing { len: 10 })
+        ));
+    }
+
+    #[test]
     fn both_forms_round_trip() {
         let row = encode_row(&samples());
-        assert_eq!(decode_row(&row).unwrap(), samples());
+        let width = samples().len();
+        let all: Vec<usize> = (0..width).collect();
+        assert_eq!(decode_rows(&row, 1, &all, width).unwrap(), [samples()]);
         for d in samples() {
             let mut key = Vec::new();
             d.encode_key(&mut key);

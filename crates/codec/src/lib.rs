@@ -29,4 +29,6 @@ pub enum CodecError {
     BadFlag { flag: u8 },
     #[error("not a key of this table or index")]
     NotATableKey,
+    #[error("{len} bytes after the last row")]
+    Trailing { len: usize },
 }

@@ -45,7 +45,15 @@ async fn split(inner: &Inner, ranges: &[KeyRange]) -> Result<Vec<(Route, Vec<Key
     Ok(tasks)
 }
 
-/// Runs one region's part; returns its rows (each in datum value form).
+/// Rows one coprocessor answer carried: `count` rows, one after another, each its datums in
+/// value form.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RowChunk {
+    pub count: u64,
+    pub data: Vec<u8>,
+}
+
+/// Runs one region's part; returns its rows (more than one chunk when the region moved).
 async fn run_task(
     inner: Arc<Inner>,
     dag: Arc<DagRequest>,
@@ -53,11 +61,11 @@ async fn run_task(
     group_id: u64,
     route: Route,
     ranges: Vec<KeyRange>,
-) -> Result<Vec<Vec<u8>>> {
+) -> Result<Vec<RowChunk>> {
     let bo = Backoff::new("coprocessor", READ_BUDGET_MS);
     let mut resolved = Vec::new();
     let mut work = vec![(route, ranges)];
-    let mut rows = Vec::new();
+    let mut chunks = Vec::new();
     // Last in, first out, so pieces are pushed back in reverse to keep key order.
     while let Some((route, ranges)) = work.pop() {
         let req = CoprocessorRequest {
@@ -95,13 +103,16 @@ async fn run_task(
                 message: resp.other_error,
             });
         }
-        rows.extend(resp.rows);
+        chunks.push(RowChunk {
+            count: resp.row_count,
+            data: resp.rows,
+        });
     }
-    Ok(rows)
+    Ok(chunks)
 }
 
-/// Runs `dag` over `ranges` at `ts`, region by region, `concurrency` at a time; returns each
-/// region's rows, in key order. A scan sees one ts, so `LATEST` becomes a ts from PD.
+/// Runs `dag` over `ranges` at `ts`, region by region, `concurrency` at a time; returns the
+/// rows in key order. A scan sees one ts, so `LATEST` becomes a ts from PD.
 pub(crate) async fn fan_out(
     inner: &Arc<Inner>,
     dag: DagRequest,
@@ -109,7 +120,7 @@ pub(crate) async fn fan_out(
     ts: u64,
     group_id: u64,
     concurrency: usize,
-) -> Result<Vec<Vec<Vec<u8>>>> {
+) -> Result<Vec<RowChunk>> {
     let ts = inner.pinned(ts).await?;
     inner.check_visible(ts)?;
     let dag = Arc::new(dag);
@@ -129,5 +140,5 @@ pub(crate) async fn fan_out(
         let (i, rows) = joined.map_err(|e| KvError::Server(format!("coprocessor task: {e}")))?;
         out[i] = rows?;
     }
-    Ok(out)
+    Ok(out.into_iter().flatten().collect())
 }

@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pd_client::PdClient;
 
+pub use coprocessor::RowChunk;
 pub use error::{KvError, Result};
 pub use snapshot::Snapshot;
 pub use transaction::Transaction;
@@ -144,8 +145,7 @@ impl Client {
     }
 
     /// Runs a pushed-down `dag` over `ranges` at `ts` (one task per region, `concurrency` at
-    /// once: `tidb_distsql_scan_concurrency`); returns each region's result rows (datums in
-    /// value form), in key order.
+    /// once: `tidb_distsql_scan_concurrency`); returns the result rows in key order.
     pub async fn coprocessor(
         &self,
         dag: proto::dag::DagRequest,
@@ -153,7 +153,7 @@ impl Client {
         ts: u64,
         group_id: u64,
         concurrency: usize,
-    ) -> Result<Vec<Vec<Vec<u8>>>> {
+    ) -> Result<Vec<RowChunk>> {
         coprocessor::fan_out(&self.inner, dag, ranges, ts, group_id, concurrency).await
     }
 

@@ -837,10 +837,17 @@ impl KvRpc for KvService {
             Err(e) => return Err(Status::unavailable(e.to_string())),
         };
         Ok(Response::new(match result {
-            Ok(rows) => CoprocessorResponse {
-                rows: rows.iter().map(|r| codec::datum::encode_row(r)).collect(),
-                ..CoprocessorResponse::default()
-            },
+            Ok(rows) => {
+                let mut chunk = Vec::new();
+                for row in &rows {
+                    row.iter().for_each(|d| d.encode_value(&mut chunk));
+                }
+                CoprocessorResponse {
+                    rows: chunk,
+                    row_count: rows.len() as u64,
+                    ..CoprocessorResponse::default()
+                }
+            }
             Err(CopError::Locked(info)) => CoprocessorResponse {
                 locked: Some(lock_info(&info)),
                 ..CoprocessorResponse::default()

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use codec::datum::{Datum, decode_row as decode_datums, encode_row};
+use codec::datum::{Datum, decode_rows, encode_row};
 use codec::table;
 use expr::Expr;
 use expr::agg::{AggFunc, AggState};
@@ -880,17 +880,31 @@ fn finish(
     offset: u64,
     names: Vec<String>,
 ) -> Result<ResultSet> {
+    // Output columns that are each a different input column (SELECT c FROM ...) take their
+    // values out of the input row rather than copying them.
+    let moved: Option<Vec<usize>> = exprs
+        .iter()
+        .enumerate()
+        .map(|(at, e)| match e {
+            Expr::Column(i) if !exprs[..at].contains(e) => Some(*i),
+            _ => None,
+        })
+        .collect();
     let mut out = Vec::with_capacity(rows.len());
-    for row in &rows {
-        if !passes(having, row)? {
+    for mut row in rows {
+        if !passes(having, &row)? {
             continue;
         }
-        out.push(
-            exprs
+        out.push(match &moved {
+            Some(columns) if columns.iter().all(|&i| i < row.len()) => columns
                 .iter()
-                .map(|e| e.eval(row))
+                .map(|&i| std::mem::replace(&mut row[i], Datum::Null))
+                .collect(),
+            _ => exprs
+                .iter()
+                .map(|e| e.eval(&row))
                 .collect::<expr::Result<Vec<Datum>>>()?,
-        );
+        });
     }
     if !order.is_empty() {
         out.sort_by(|a, b| {
@@ -1075,7 +1089,7 @@ async fn read_pushed_down(
         });
     }
     let ts = txn.start_ts();
-    let parts = ctx
+    let chunks = ctx
         .client
         .coprocessor(
             pb::DagRequest { executors },
@@ -1085,36 +1099,24 @@ async fn read_pushed_down(
             ctx.scan_concurrency,
         )
         .await?;
-    let decode = |r: &[u8]| {
-        decode_datums(r).map_err(|e| SqlError::unknown(format!("bad coprocessor row: {e}")))
+    let decode = |positions: &[usize], width: usize| -> Result<Vec<Vec<Datum>>> {
+        let mut rows = Vec::new();
+        for chunk in &chunks {
+            rows.extend(
+                decode_rows(&chunk.data, chunk.count, positions, width)
+                    .map_err(|e| SqlError::unknown(format!("bad coprocessor rows: {e}")))?,
+            );
+        }
+        Ok(rows)
     };
     let Some((_, funcs, _, _)) = aggregation else {
-        return parts
-            .iter()
-            .flatten()
-            .map(|r| {
-                let row = decode(r)?;
-                if row.len() != scanned.len() {
-                    return Err(SqlError::unknown("coprocessor row of the wrong width"));
-                }
-                let mut full = vec![Datum::Null; width];
-                for (&i, d) in scanned.iter().zip(row) {
-                    full[i] = d;
-                }
-                Ok(full)
-            })
-            .collect();
+        return decode(&scanned, width);
     };
     // Merge each region's partial results per group: rows are [partials..., group values...].
     let partials: usize = funcs.iter().map(|f| f.kind.partial_width()).sum();
+    let answer_width = partials + group_keys.len();
     let mut groups = Groups::new(funcs);
-    for r in parts.iter().flatten() {
-        let row = decode(r)?;
-        if row.len() != partials + group_keys.len() {
-            return Err(SqlError::unknown(
-                "coprocessor aggregate of the wrong width",
-            ));
-        }
+    for row in decode(&(0..answer_width).collect::<Vec<_>>(), answer_width)? {
         let mut col = 0;
         for (f, s) in funcs.iter().zip(groups.states(row[partials..].to_vec())) {
             s.merge(&row[col..col + f.kind.partial_width()])?;

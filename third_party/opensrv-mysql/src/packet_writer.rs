@@ -66,18 +66,19 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
     pub async fn end_packet(&mut self) -> io::Result<()> {
         let builder = &mut self.packet_builder;
         if !builder.is_empty() {
-            let raw_packet = builder.take_buffer();
-
-            // split the rww buffer at the boundary of size U24_MAX
-            let chunks = raw_packet.chunks(U24_MAX);
+            // split the raw buffer at the boundary of size U24_MAX; the buffer keeps its
+            // capacity for the next packet (a result set's rows are built one by one)
             let mut header = [0; PACKET_HEADER_SIZE];
-            for chunk in chunks {
+            for chunk in builder.buffer.chunks(U24_MAX) {
                 LittleEndian::write_u24(&mut header, chunk.len() as u32);
-                header[3] = builder.seq();
-                builder.increase_seq();
+                header[3] = builder.seq;
+                builder.seq = builder.seq.wrapping_add(1);
                 self.pending.extend_from_slice(&header);
                 self.pending.extend_from_slice(chunk);
             }
+            builder.buffer.clear();
+            // A connection that once built a huge packet does not keep its buffer.
+            builder.buffer.shrink_to(FLUSH_AT);
             if self.pending.len() >= FLUSH_AT {
                 self.write_pending().await?;
             }
@@ -134,19 +135,7 @@ impl PacketBuilder {
         self.buffer.is_empty()
     }
 
-    fn take_buffer(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.buffer)
-    }
-
     fn set_seq(&mut self, seq: u8) {
         self.seq = seq;
-    }
-
-    fn increase_seq(&mut self) {
-        self.seq = self.seq.wrapping_add(1);
-    }
-
-    fn seq(&self) -> u8 {
-        self.seq
     }
 }
