@@ -145,6 +145,14 @@ pub fn describe(
         return Err(SqlError::not_supported(format!("query {}", q.body)));
     };
     let sources = crate::join::sources(&sel.from, schema_table)?;
+    Ok(output_columns(sel, &sources))
+}
+
+/// The names and kinds of the columns `sel` returns, its FROM resolved to `sources`.
+fn output_columns(
+    sel: &ast::Select,
+    sources: &[crate::join::Source],
+) -> (Vec<String>, Vec<ColumnKind>) {
     let tables: Vec<Arc<TableInfo>> = sources.iter().filter_map(|s| s.table().cloned()).collect();
     let mut names = Vec::new();
     let mut kinds = Vec::new();
@@ -160,7 +168,7 @@ pub fn describe(
             }
             _ => {
                 let of = wildcard_table(item);
-                for s in &sources {
+                for s in sources {
                     let name = s
                         .alias
                         .clone()
@@ -195,7 +203,7 @@ pub fn describe(
             }
         }
     }
-    Ok((names, kinds))
+    (names, kinds)
 }
 
 pub fn table_scope(t: &TableInfo, alias: Option<&str>) -> Scope {
@@ -589,11 +597,11 @@ pub fn plan<'q>(
     schema_table: crate::join::SchemaTable<'_>,
     q: &'q ast::Query,
 ) -> Result<SelectPlan<'q>> {
-    let (_, kinds) = describe(q, schema_table)?;
     let SetExpr::Select(sel) = q.body.as_ref() else {
         return Err(SqlError::not_supported(format!("query {}", q.body)));
     };
     let sources = crate::join::sources(&sel.from, schema_table)?;
+    let (_, kinds) = output_columns(sel, &sources);
     let scope = crate::join::scope(&sources);
     let on = crate::join::bind_on(&sources, &scope, ctx.variable)?;
     let mut binder = Binder::new(&scope, ctx.variable);
