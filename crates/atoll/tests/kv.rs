@@ -521,9 +521,10 @@ fn a_coprocessor_aggregate_equals_the_client_side_computation() {
         let mut pushed: std::collections::BTreeMap<Vec<u8>, Vec<AggState>> = Default::default();
         let answer_width: usize = funcs.iter().map(|f| f.kind.partial_width()).sum::<usize>() + 1;
         let all: Vec<usize> = (0..answer_width).collect();
-        let rows = chunks
-            .iter()
-            .flat_map(|c| decode_rows(&c.data, c.count, &all, answer_width).unwrap());
+        let mut rows = Vec::new();
+        for c in &chunks {
+            decode_rows(&c.data, c.count, &all, answer_width, &mut rows).unwrap();
+        }
         for row in rows {
             let Datum::Bytes(group) = row[7].clone() else {
                 panic!("{row:?}")

@@ -259,17 +259,29 @@ pub fn encode_row(datums: &[Datum]) -> Vec<u8> {
     out
 }
 
-/// Rows written one after another in value form (a coprocessor answer): `count` rows of
-/// `positions.len()` datums each, the i-th datum going to `positions[i]` of a row `width`
-/// wide, NULL elsewhere. Fails unless the input holds exactly that many datums.
+/// Rows one after another, each its datums in value form (a coprocessor answer's rows).
+pub fn encode_rows(rows: &[Vec<Datum>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    rows.iter().flatten().for_each(|d| d.encode_value(&mut out));
+    out
+}
+
+/// Appends to `out` the rows [`encode_rows`] wrote: `count` rows of `positions.len()`
+/// datums each, the i-th datum going to `positions[i]` of a row `width` wide, NULL
+/// elsewhere. Fails unless the input holds exactly that many datums.
 pub fn decode_rows(
     mut input: &[u8],
     count: u64,
     positions: &[usize],
     width: usize,
-) -> Result<Vec<Vec<Datum>>, CodecError> {
+    out: &mut Vec<Vec<Datum>>,
+) -> Result<(), CodecError> {
     debug_assert!(positions.iter().all(|&p| p < width));
-    let mut rows = Vec::with_capacity(count.min(input.len() as u64) as usize);
+    if positions.is_empty() && count > 0 {
+        // Nothing in the input would bound the count.
+        return Err(CodecError::NoColumns { count });
+    }
+    out.reserve(count.min(input.len() as u64) as usize);
     for _ in 0..count {
         let mut row = vec![Datum::Null; width];
         for &p in positions {
@@ -277,12 +289,12 @@ pub fn decode_rows(
             row[p] = d;
             input = &input[used..];
         }
-        rows.push(row);
+        out.push(row);
     }
     if !input.is_empty() {
         return Err(CodecError::Trailing { len: input.len() });
     }
-    Ok(rows)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -308,22 +320,26 @@ mod tests {
 
     #[test]
     fn rows_decode_into_their_positions_and_must_fill_the_chunk_exactly() {
-        let mut chunk = encode_row(&[Datum::Int(1), Datum::Bytes(b"a".to_vec())]);
-        chunk.extend(encode_row(&[Datum::Int(2), Datum::Null]));
+        let chunk = encode_rows(&[
+            vec![Datum::Int(1), Datum::Bytes(b"a".to_vec())],
+            vec![Datum::Int(2), Datum::Null],
+        ]);
+        let decode = |count| {
+            let mut rows = Vec::new();
+            decode_rows(&chunk, count, &[2, 0], 3, &mut rows).map(|()| rows)
+        };
         assert_eq!(
-            decode_rows(&chunk, 2, &[2, 0], 3).unwrap(),
+            decode(2).unwrap(),
             [
                 vec![Datum::Bytes(b"a".to_vec()), Datum::Null, Datum::Int(1)],
                 vec![Datum::Null, Datum::Null, Datum::Int(2)],
             ]
         );
+        assert!(matches!(decode(3), Err(CodecError::Truncated { .. })));
+        assert!(matches!(decode(1), Err(CodecError::Trailing { len: 10 })));
         assert!(matches!(
-            decode_rows(&chunk, 3, &[2, 0], 3),
-            Err(CodecError::Truncated { .. })
-        ));
-        assert!(matches!(
-            decode_rows(&chunk, 1, &[2, 0], 3),
-            Err(CodecError::Trailing { len: 10 })
+            decode_rows(&[], u64::MAX, &[], 3, &mut Vec::new()),
+            Err(CodecError::NoColumns { .. })
         ));
     }
 
@@ -332,7 +348,9 @@ mod tests {
         let row = encode_row(&samples());
         let width = samples().len();
         let all: Vec<usize> = (0..width).collect();
-        assert_eq!(decode_rows(&row, 1, &all, width).unwrap(), [samples()]);
+        let mut rows = Vec::new();
+        decode_rows(&row, 1, &all, width, &mut rows).unwrap();
+        assert_eq!(rows, [samples()]);
         for d in samples() {
             let mut key = Vec::new();
             d.encode_key(&mut key);

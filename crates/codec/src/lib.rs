@@ -31,4 +31,6 @@ pub enum CodecError {
     NotATableKey,
     #[error("{len} bytes after the last row")]
     Trailing { len: usize },
+    #[error("{count} rows of no columns")]
+    NoColumns { count: u64 },
 }

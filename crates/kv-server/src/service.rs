@@ -837,17 +837,11 @@ impl KvRpc for KvService {
             Err(e) => return Err(Status::unavailable(e.to_string())),
         };
         Ok(Response::new(match result {
-            Ok(rows) => {
-                let mut chunk = Vec::new();
-                for row in &rows {
-                    row.iter().for_each(|d| d.encode_value(&mut chunk));
-                }
-                CoprocessorResponse {
-                    rows: chunk,
-                    row_count: rows.len() as u64,
-                    ..CoprocessorResponse::default()
-                }
-            }
+            Ok(rows) => CoprocessorResponse {
+                rows: codec::datum::encode_rows(&rows),
+                row_count: rows.len() as u64,
+                ..CoprocessorResponse::default()
+            },
             Err(CopError::Locked(info)) => CoprocessorResponse {
                 locked: Some(lock_info(&info)),
                 ..CoprocessorResponse::default()

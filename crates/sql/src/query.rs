@@ -1108,12 +1108,15 @@ async fn read_pushed_down(
         )
         .await?;
     let decode = |positions: &[usize], width: usize| -> Result<Vec<Vec<Datum>>> {
-        let mut rows = Vec::new();
+        let mut rows = Vec::with_capacity(chunks.iter().map(|c| c.count as usize).sum());
         for chunk in &chunks {
-            rows.extend(
-                decode_rows(&chunk.data, chunk.count, positions, width)
-                    .map_err(|e| SqlError::unknown(format!("bad coprocessor rows: {e}")))?,
-            );
+            decode_rows(&chunk.data, chunk.count, positions, width, &mut rows).map_err(|e| {
+                SqlError::unknown(format!(
+                    "bad coprocessor answer ({} rows of {} values expected): {e}",
+                    chunk.count,
+                    positions.len()
+                ))
+            })?;
         }
         Ok(rows)
     };
@@ -1124,9 +1127,10 @@ async fn read_pushed_down(
     let partials: usize = funcs.iter().map(|f| f.kind.partial_width()).sum();
     let answer_width = partials + group_keys.len();
     let mut groups = Groups::new(funcs);
-    for row in decode(&(0..answer_width).collect::<Vec<_>>(), answer_width)? {
+    for mut row in decode(&(0..answer_width).collect::<Vec<_>>(), answer_width)? {
+        let group = row.split_off(partials);
         let mut col = 0;
-        for (f, s) in funcs.iter().zip(groups.states(row[partials..].to_vec())) {
+        for (f, s) in funcs.iter().zip(groups.states(group)) {
             s.merge(&row[col..col + f.kind.partial_width()])?;
             col += f.kind.partial_width();
         }

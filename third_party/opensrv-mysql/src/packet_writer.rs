@@ -66,10 +66,12 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
     pub async fn end_packet(&mut self) -> io::Result<()> {
         let builder = &mut self.packet_builder;
         if !builder.is_empty() {
-            // split the raw buffer at the boundary of size U24_MAX; the buffer keeps its
-            // capacity for the next packet (a result set's rows are built one by one)
+            // split the raw buffer at the boundary of size U24_MAX; a payload that fills its
+            // last part exactly ends with an empty one, as the protocol wants. The buffer
+            // keeps its capacity for the next packet (a result set's rows are built one by one).
             let mut header = [0; PACKET_HEADER_SIZE];
-            for chunk in builder.buffer.chunks(U24_MAX) {
+            let closing: Option<&[u8]> = (builder.buffer.len() % U24_MAX == 0).then_some(&[]);
+            for chunk in builder.buffer.chunks(U24_MAX).chain(closing) {
                 LittleEndian::write_u24(&mut header, chunk.len() as u32);
                 header[3] = builder.seq;
                 builder.seq = builder.seq.wrapping_add(1);
@@ -77,7 +79,7 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
                 self.pending.extend_from_slice(chunk);
             }
             builder.buffer.clear();
-            // A connection that once built a huge packet does not keep its buffer.
+            // A connection that once built a huge packet does not keep a huge buffer.
             builder.buffer.shrink_to(FLUSH_AT);
             if self.pending.len() >= FLUSH_AT {
                 self.write_pending().await?;
