@@ -47,7 +47,7 @@ async fn split(inner: &Inner, ranges: &[KeyRange]) -> Result<Vec<(Route, Vec<Key
 
 /// Rows one coprocessor answer carried: `count` rows, one after another, each its datums in
 /// value form.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct RowChunk {
     pub count: u64,
     pub data: Vec<u8>,
