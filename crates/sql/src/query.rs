@@ -1108,7 +1108,9 @@ async fn read_pushed_down(
         )
         .await?;
     let decode = |positions: &[usize], width: usize| -> Result<Vec<Vec<Datum>>> {
-        let mut rows = Vec::with_capacity(chunks.iter().map(|c| c.count as usize).sum());
+        // `decode_rows` reserves room per chunk, bounded by the chunk's bytes (the counts
+        // come from the wire).
+        let mut rows = Vec::new();
         for chunk in &chunks {
             decode_rows(&chunk.data, chunk.count, positions, width, &mut rows).map_err(|e| {
                 SqlError::unknown(format!(
