@@ -371,6 +371,54 @@ fn a_pessimistic_lock_sees_commits_after_its_for_update_ts_as_conflicts() {
     lock(ts(16)).unwrap();
 }
 
+#[test]
+fn a_pessimistic_lock_is_refused_to_a_txn_that_already_rolled_back_or_committed() {
+    let s = Store::new();
+    let lock = |key: &[u8], start, for_update| {
+        s.run(|txn, r| acquire_pessimistic_lock(txn, r, key, key, start, for_update, 3000))
+    };
+    // Txn 10 was rolled back on a key that others went on committing.
+    s.rollback(b"k", ts(10)).unwrap();
+    for i in 11..20 {
+        s.write(b"k", b"v", ts(i), ts(i) + 1);
+    }
+    assert!(matches!(
+        lock(b"k", ts(10), ts(30)),
+        Err(MvccError::AlreadyRolledBack { .. })
+    ));
+    // A rollback recorded on another txn's commit at the start ts (the overlapped rollback).
+    s.write(b"j", b"v", ts(19), ts(20));
+    s.rollback(b"j", ts(20)).unwrap();
+    s.write(b"j", b"v", ts(21), ts(22));
+    assert!(matches!(
+        lock(b"j", ts(20), ts(30)),
+        Err(MvccError::AlreadyRolledBack { .. })
+    ));
+    // A late request of a txn that committed: its commit ts is above the statement's ts.
+    lock(b"m", ts(40), ts(40)).unwrap();
+    s.run(|txn, r| {
+        prewrite(
+            txn,
+            r,
+            &TxnProps {
+                for_update_ts: ts(40),
+                ..Store::props(b"m", ts(40))
+            },
+            Mutation::Put(b"m".to_vec(), b"v".to_vec()),
+            KeyCheck::PessimisticLock,
+        )
+    })
+    .unwrap();
+    s.commit(b"m", ts(40), ts(45)).unwrap();
+    assert!(matches!(
+        lock(b"m", ts(40), ts(41)),
+        Err(MvccError::Committed { commit_ts, .. }) if commit_ts == ts(45)
+    ));
+    // Another txn's rollback after the statement's ts is no conflict.
+    s.rollback(b"m", ts(50)).unwrap();
+    lock(b"m", ts(46), ts(47)).unwrap();
+}
+
 /// The key's lock in the lock CF, as a restarted kv node would find it.
 fn stored_lock(s: &Store, key: &[u8]) -> Option<Vec<u8>> {
     s.0.snapshot()

@@ -7,7 +7,7 @@ use engine::Snapshot;
 
 use crate::error::{LockInfo, MvccError, Result};
 use crate::reader::{MvccReader, TxnCommitRecord};
-use crate::record::{Lock, LockType, WriteType};
+use crate::record::{Lock, LockType, Write, WriteType};
 use crate::txn::MvccTxn;
 
 pub fn acquire_pessimistic_lock<S: Snapshot>(
@@ -35,23 +35,13 @@ pub fn acquire_pessimistic_lock<S: Snapshot>(
         // Ours already (pessimistic, or prewritten by a retried request): nothing to do.
         return Ok(());
     }
-    for (commit_ts, write) in reader.writes_since(key, start_ts)? {
-        match TxnCommitRecord::of(start_ts, commit_ts, &write) {
-            Some(TxnCommitRecord::RolledBack) => {
-                return Err(MvccError::AlreadyRolledBack {
-                    key: key.to_vec(),
-                    start_ts,
-                });
-            }
-            Some(_) => {
-                return Err(MvccError::Committed {
-                    key: key.to_vec(),
-                    start_ts,
-                    commit_ts,
-                });
-            }
-            None => {}
-        }
+    // A record newer than `for_update_ts` is a conflict; below it, only this txn's own
+    // rollback matters, and that sits at exactly `start_ts`. A statement retried at a newer
+    // `for_update_ts` so never walks what was committed since the txn began; the first
+    // statement (`for_update_ts` = `start_ts`) walks the same records as before.
+    let walk_from = start_ts.max(for_update_ts.saturating_add(1));
+    for (commit_ts, write) in reader.writes_since(key, walk_from)? {
+        check_own_record(key, start_ts, commit_ts, &write)?;
         if commit_ts > for_update_ts && write.write_type != WriteType::Rollback {
             return Err(MvccError::WriteConflict {
                 key: key.to_vec(),
@@ -60,6 +50,11 @@ pub fn acquire_pessimistic_lock<S: Snapshot>(
                 conflict_commit_ts: commit_ts,
             });
         }
+    }
+    if walk_from > start_ts
+        && let Some(write) = reader.write_at(key, start_ts)?
+    {
+        check_own_record(key, start_ts, start_ts, &write)?;
     }
     txn.put_new_pessimistic_lock(
         key,
@@ -75,4 +70,22 @@ pub fn acquire_pessimistic_lock<S: Snapshot>(
         },
     );
     Ok(())
+}
+
+/// Refuses the lock if `write`, found at `commit_ts`, is this txn's own commit or rollback (a
+/// late or retried request). A commit comes after every statement, so its ts is above any
+/// `for_update_ts` of the txn; a rollback record sits at `start_ts`.
+fn check_own_record(key: &[u8], start_ts: u64, commit_ts: u64, write: &Write) -> Result<()> {
+    match TxnCommitRecord::of(start_ts, commit_ts, write) {
+        Some(TxnCommitRecord::RolledBack) => Err(MvccError::AlreadyRolledBack {
+            key: key.to_vec(),
+            start_ts,
+        }),
+        Some(_) => Err(MvccError::Committed {
+            key: key.to_vec(),
+            start_ts,
+            commit_ts,
+        }),
+        None => Ok(()),
+    }
 }
