@@ -54,7 +54,7 @@ struct Process {
     user: String,
     db: Option<String>,
     /// The statement running, if one is.
-    info: Option<String>,
+    info: Option<StatementText>,
     /// When the connection last started or finished a statement.
     since: std::time::Instant,
     /// The start ts of the transaction the session has open, if any (GC must not pass it).
@@ -135,7 +135,33 @@ pub struct Prepared {
     /// `ast::visit_expressions_mut` meets them, in order.
     slots: Vec<usize>,
     /// The statement as the client wrote it (`?` and all), for the slow log and process list.
-    pub text: String,
+    text: Arc<str>,
+}
+
+/// A statement as the process list and the slow log show it, made into text only when one of
+/// them asks: for a prepared statement that takes formatting every argument, which every
+/// execution would otherwise pay.
+#[derive(Debug, Clone)]
+enum StatementText {
+    Text(Arc<str>),
+    /// As TiDB's slow log shows an execution: the text with `?`, then the arguments.
+    Execution {
+        text: Arc<str>,
+        args: Vec<Datum>,
+    },
+}
+
+impl std::fmt::Display for StatementText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StatementText::Text(text) => f.write_str(text),
+            StatementText::Execution { text, args } if args.is_empty() => f.write_str(text),
+            StatementText::Execution { text, args } => {
+                let args: Vec<String> = args.iter().map(text_of_param).collect();
+                write!(f, "{text} [arguments: {}]", args.join(", "))
+            }
+        }
+    }
 }
 
 pub struct Session {
@@ -372,10 +398,10 @@ impl Session {
         let mut out = Vec::with_capacity(statements.len());
         for s in &statements {
             let text = match statements.len() {
-                1 => sql.to_string(),
-                _ => s.to_string(),
+                1 => sql.into(),
+                _ => s.to_string().into(),
             };
-            out.push(self.run_logged(s, &text).await?);
+            out.push(self.run_logged(s, StatementText::Text(text)).await?);
         }
         Ok(out)
     }
@@ -412,7 +438,7 @@ impl Session {
             Box::new(Prepared {
                 statement,
                 slots,
-                text: sql.trim().to_string(),
+                text: sql.trim().into(),
             }),
         );
         Ok((id, params, columns))
@@ -440,16 +466,13 @@ impl Session {
         }
         substitute_params(&mut p.statement, &p.slots, params);
         self.warnings.clear();
-        // As TiDB's slow log shows it: the text with `?`, then the arguments (formatting the
-        // whole statement again would cost more than a point get's planning).
-        let text = match params {
-            [] => p.text.clone(),
-            _ => {
-                let args: Vec<String> = params.iter().map(text_of_param).collect();
-                format!("{} [arguments: {}]", p.text, args.join(", "))
-            }
+        // The text with `?` and the arguments apart (formatting the whole statement again
+        // would cost more than a point get's planning).
+        let text = StatementText::Execution {
+            text: p.text.clone(),
+            args: params.to_vec(),
         };
-        let out = self.run_logged(&p.statement, &text).await;
+        let out = self.run_logged(&p.statement, text).await;
         self.prepared.insert(id, p);
         out
     }
@@ -537,7 +560,7 @@ impl Session {
 
     /// This connection's row in the process list: running `info`, or idle; and the start
     /// ts of its open transaction.
-    fn show_process(&self, info: Option<&str>) {
+    fn show_process(&self, info: Option<StatementText>) {
         let mut all = self.shared.processes();
         let p = all.entry(self.connection_id).or_insert_with(|| Process {
             user: self.user.clone(),
@@ -552,7 +575,7 @@ impl Session {
         if p.db != self.db {
             p.db.clone_from(&self.db);
         }
-        p.info = info.map(str::to_string);
+        p.info = info;
         p.since = std::time::Instant::now();
         p.txn_start_ts = self.txn.as_ref().map(Transaction::start_ts);
     }
@@ -570,9 +593,9 @@ impl Session {
         let rows = all
             .iter()
             .map(|(id, p)| {
-                let info = p.info.as_deref().map(|i| match full {
+                let info = p.info.as_ref().map(|i| match full {
                     true => i.to_string(),
-                    false => i.chars().take(100).collect(),
+                    false => i.to_string().chars().take(100).collect(),
                 });
                 vec![
                     Datum::UInt(u64::from(*id)),
@@ -645,16 +668,16 @@ impl Session {
     }
 
     /// [`Session::run`], recorded in the slow log when it takes long enough.
-    async fn run_logged(&mut self, s: &Statement, text: &str) -> Result<Output> {
+    async fn run_logged(&mut self, s: &Statement, text: StatementText) -> Result<Output> {
         let started = std::time::Instant::now();
-        self.show_process(Some(text));
+        self.show_process(Some(text.clone()));
         let result = self.run(s).await;
         self.show_process(None);
         self.shared.slow_log.record(&crate::slow_log::Entry {
             conn_id: self.connection_id,
             user: &self.user,
             db: self.db.as_deref(),
-            query: text,
+            query: &text,
             elapsed: started.elapsed(),
             succeeded: result.is_ok(),
         });
@@ -1092,6 +1115,22 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_execution_shows_its_text_then_its_arguments() {
+        let shown = |args| StatementText::Execution {
+            text: "SELECT c FROM t WHERE id = ? AND k = ?".into(),
+            args,
+        };
+        assert_eq!(
+            shown(vec![Datum::Int(7), Datum::Bytes(b"x".to_vec())]).to_string(),
+            "SELECT c FROM t WHERE id = ? AND k = ? [arguments: 7, 'x']"
+        );
+        assert_eq!(
+            shown(Vec::new()).to_string(),
+            "SELECT c FROM t WHERE id = ? AND k = ?"
+        );
+    }
 
     #[test]
     fn each_execution_writes_its_parameters_over_the_last_ones() {

@@ -22,7 +22,8 @@ pub struct Entry<'a> {
     pub conn_id: u32,
     pub user: &'a str,
     pub db: Option<&'a str>,
-    pub query: &'a str,
+    /// Made into text only if the entry is written.
+    pub query: &'a dyn std::fmt::Display,
     pub elapsed: Duration,
     pub succeeded: bool,
 }
@@ -81,7 +82,8 @@ impl SlowLog {
 }
 
 fn format(e: &Entry<'_>, now: String) -> String {
-    let query = e.query.trim().trim_end_matches(';');
+    let query = e.query.to_string();
+    let query = query.trim().trim_end_matches(';');
     format!(
         "# Time: {}Z\n# User@Host: {user}[{user}] @ %\n# Conn_ID: {}\n# Query_time: {:.6}\n# DB: {}\n# Succ: {}\n{query};\n",
         now.replace(' ', "T"),
@@ -102,7 +104,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("atoll-slow-{}", std::process::id()));
         let path = dir.join("tidb-slow.log");
         let log = SlowLog::open(&path, 100).unwrap();
-        let entry = |ms: u64, query: &'static str| Entry {
+        let entry = |ms: u64, query: &'static dyn std::fmt::Display| Entry {
             conn_id: 7,
             user: "root",
             db: Some("test"),
@@ -110,10 +112,10 @@ mod tests {
             elapsed: Duration::from_millis(ms),
             succeeded: true,
         };
-        log.record(&entry(99, "SELECT fast"));
-        log.record(&entry(250, "SELECT slow;"));
+        log.record(&entry(99, &"SELECT fast"));
+        log.record(&entry(250, &"SELECT slow;"));
         log.set_threshold_ms(-1);
-        log.record(&entry(5000, "SELECT off"));
+        log.record(&entry(5000, &"SELECT off"));
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.starts_with("# Time: "), "{text}");
         assert!(
