@@ -365,10 +365,16 @@ fn a_pessimistic_lock_sees_commits_after_its_for_update_ts_as_conflicts() {
     let lock = |for_update| {
         s.run(|txn, r| acquire_pessimistic_lock(txn, r, b"k", b"k", ts(10), for_update, 3000))
     };
-    // Statement ts 14 is older than the commit at 15: the statement must retry...
-    assert!(matches!(lock(ts(14)), Err(MvccError::WriteConflict { .. })));
-    // ...with a fresh for_update_ts, which succeeds.
-    lock(ts(16)).unwrap();
+    // Statement ts 14, or one tick before the commit at 15, did not see it: the statement
+    // must retry...
+    for for_update in [ts(14), ts(15) - 1] {
+        assert!(matches!(
+            lock(for_update),
+            Err(MvccError::WriteConflict { .. })
+        ));
+    }
+    // ...with a fresh for_update_ts, which succeeds from the commit's own ts on.
+    lock(ts(15)).unwrap();
 }
 
 #[test]
@@ -382,13 +388,30 @@ fn a_pessimistic_lock_is_refused_to_a_txn_that_already_rolled_back_or_committed(
     for i in 11..20 {
         s.write(b"k", b"v", ts(i), ts(i) + 1);
     }
+    // Its first statement (for_update_ts = start_ts) sees the newer commits as conflicts; the
+    // statement retried after them learns of the rollback.
+    assert!(matches!(
+        lock(b"k", ts(10), ts(10)),
+        Err(MvccError::WriteConflict { .. })
+    ));
     assert!(matches!(
         lock(b"k", ts(10), ts(30)),
+        Err(MvccError::AlreadyRolledBack { .. })
+    ));
+    s.rollback(b"r", ts(10)).unwrap();
+    assert!(matches!(
+        lock(b"r", ts(10), ts(10)),
         Err(MvccError::AlreadyRolledBack { .. })
     ));
     // A rollback recorded on another txn's commit at the start ts (the overlapped rollback).
     s.write(b"j", b"v", ts(19), ts(20));
     s.rollback(b"j", ts(20)).unwrap();
+    for for_update in [ts(20), ts(30)] {
+        assert!(matches!(
+            lock(b"j", ts(20), for_update),
+            Err(MvccError::AlreadyRolledBack { .. })
+        ));
+    }
     s.write(b"j", b"v", ts(21), ts(22));
     assert!(matches!(
         lock(b"j", ts(20), ts(30)),

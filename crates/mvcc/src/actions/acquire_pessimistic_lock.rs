@@ -36,10 +36,15 @@ pub fn acquire_pessimistic_lock<S: Snapshot>(
         return Ok(());
     }
     // A record newer than `for_update_ts` is a conflict; below it, only this txn's own
-    // rollback matters, and that sits at exactly `start_ts`. A statement retried at a newer
-    // `for_update_ts` so never walks what was committed since the txn began; the first
-    // statement (`for_update_ts` = `start_ts`) walks the same records as before.
-    let walk_from = start_ts.max(for_update_ts.saturating_add(1));
+    // rollback matters, and that sits at exactly `start_ts`. A first statement
+    // (`for_update_ts` = `start_ts`) walks down to `start_ts`; a statement retried at a newer
+    // `for_update_ts` walks only the records above it and looks up `start_ts` alone, never
+    // what was committed since the txn began.
+    let walk_from = if for_update_ts > start_ts {
+        for_update_ts.saturating_add(1)
+    } else {
+        start_ts
+    };
     for (commit_ts, write) in reader.writes_since(key, walk_from)? {
         check_own_record(key, start_ts, commit_ts, &write)?;
         if commit_ts > for_update_ts && write.write_type != WriteType::Rollback {
