@@ -140,14 +140,14 @@ pub struct Prepared {
 
 /// A statement as the process list and the slow log show it, made into text only when one of
 /// them asks: for a prepared statement that takes formatting every argument, which every
-/// execution would otherwise pay.
+/// execution would otherwise pay. Clones share the text and the arguments.
 #[derive(Debug, Clone)]
 enum StatementText {
     Text(Arc<str>),
     /// As TiDB's slow log shows an execution: the text with `?`, then the arguments.
     Execution {
         text: Arc<str>,
-        args: Vec<Datum>,
+        args: Arc<[Datum]>,
     },
 }
 
@@ -155,10 +155,13 @@ impl std::fmt::Display for StatementText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             StatementText::Text(text) => f.write_str(text),
-            StatementText::Execution { text, args } if args.is_empty() => f.write_str(text),
             StatementText::Execution { text, args } => {
-                let args: Vec<String> = args.iter().map(text_of_param).collect();
-                write!(f, "{text} [arguments: {}]", args.join(", "))
+                write!(f, "{text} [arguments: ")?;
+                for (i, arg) in args.iter().enumerate() {
+                    let separator = if i == 0 { "" } else { ", " };
+                    write!(f, "{separator}{}", text_of_param(arg))?;
+                }
+                f.write_str("]")
             }
         }
     }
@@ -468,9 +471,12 @@ impl Session {
         self.warnings.clear();
         // The text with `?` and the arguments apart (formatting the whole statement again
         // would cost more than a point get's planning).
-        let text = StatementText::Execution {
-            text: p.text.clone(),
-            args: params.to_vec(),
+        let text = match params {
+            [] => StatementText::Text(p.text.clone()),
+            _ => StatementText::Execution {
+                text: p.text.clone(),
+                args: params.into(),
+            },
         };
         let out = self.run_logged(&p.statement, text).await;
         self.prepared.insert(id, p);
@@ -1118,17 +1124,13 @@ mod tests {
 
     #[test]
     fn an_execution_shows_its_text_then_its_arguments() {
-        let shown = |args| StatementText::Execution {
+        let shown = StatementText::Execution {
             text: "SELECT c FROM t WHERE id = ? AND k = ?".into(),
-            args,
+            args: [Datum::Int(7), Datum::Bytes(b"x".to_vec())].into(),
         };
         assert_eq!(
-            shown(vec![Datum::Int(7), Datum::Bytes(b"x".to_vec())]).to_string(),
+            shown.to_string(),
             "SELECT c FROM t WHERE id = ? AND k = ? [arguments: 7, 'x']"
-        );
-        assert_eq!(
-            shown(Vec::new()).to_string(),
-            "SELECT c FROM t WHERE id = ? AND k = ?"
         );
     }
 
