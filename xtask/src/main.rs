@@ -24,6 +24,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("engine-rocks", 3),
     ("mvcc", 3),
     ("kv-client", 3),
+    ("raft-log", 3),
     ("raftstore", 4),
     ("txn", 4),
     ("coprocessor", 4),

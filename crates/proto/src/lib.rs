@@ -18,3 +18,9 @@ pub mod dag {
 pub mod kv {
     tonic::include_proto!("atoll.kv");
 }
+
+/// What kv nodes say to each other about Raft and what a region's log carries
+/// (`proto/raft.proto`).
+pub mod raft {
+    tonic::include_proto!("atoll.raft");
+}

@@ -1,0 +1,43 @@
+//! The errors raftstore answers with. Each region error maps to the `RegionError` a client
+//! follows (NotLeader with the leader when known, EpochNotMatch, StaleCommand, ...); the
+//! others are a store's own failures.
+
+use proto::pd::{Peer as PeerMeta, Region};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// This store has no peer of the region (or it was removed).
+    #[error("region {0} not found on this store")]
+    RegionNotFound(u64),
+    /// This peer is not the leader; `leader` is the one it knows of.
+    #[error("peer of region {region_id} is not its leader (leader: {leader:?})")]
+    NotLeader {
+        region_id: u64,
+        leader: Option<PeerMeta>,
+    },
+    /// The caller's epoch is not the region's current one; `current` is what it is now.
+    #[error("epoch of region {} does not match", current.id)]
+    EpochNotMatch { current: Box<Region> },
+    /// The proposal was overwritten by another leader's entry, or its leader lost
+    /// leadership before it applied: it did not take effect and may be retried.
+    #[error("stale command: the proposal was dropped by a leader change")]
+    StaleCommand,
+    /// A proposal above `raftstore.raft-entry-max-size`.
+    #[error("raft entry of {size} bytes is above the {limit} byte limit")]
+    RaftEntryTooLarge { size: u64, limit: u64 },
+    /// The store is stopping or its queues are full.
+    #[error("raftstore is busy: {0}")]
+    Busy(&'static str),
+    /// A message or entry that does not decode, or state on disk that is not what was written.
+    #[error("corrupt raft data: {0}")]
+    Corrupt(String),
+    #[error(transparent)]
+    Log(#[from] raft_log::Error),
+    #[error(transparent)]
+    Engine(#[from] engine::Error),
+    /// raft-rs refused a step or proposal.
+    #[error("raft: {0}")]
+    Raft(#[from] raft::Error),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,25 @@
+//! `raftstore`: multi-raft for a kv node. Each region is a Raft group of peers on different
+//! stores (raft-rs `RawNode`, protobuf codec); its log and hard state live in raft-engine
+//! through `raft-log`; committed entries are applied to the kv engine with the region's
+//! applied index in the same write batch.
+//!
+//! - [`store::Store`]: all peers of one store, driven in rounds with group commit;
+//! - [`peer::Peer`]: one region's replica, the pure core (messages, ticks and proposals in;
+//!   what to persist, send and apply out), its proposals and its leader lease;
+//! - [`apply`]: what a committed entry changes; [`state`]: what a store keeps per region.
+//!
+//! Nothing here owns a thread or a socket: the in-process cluster of `tests/` drives stores
+//! over a transport with filters and a clock it moves itself, the node over gRPC.
+
+pub mod apply;
+pub mod config;
+mod error;
+mod logger;
+pub mod peer;
+pub mod state;
+pub mod store;
+
+pub use config::RaftstoreConfig;
+pub use error::{Error, Result};
+pub use peer::{Peer, Reply};
+pub use store::{Store, Transport};

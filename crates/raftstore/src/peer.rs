@@ -1,0 +1,483 @@
+//! [`Peer`]: one region's replica on this store, the raft-rs node and what it has proposed,
+//! applied and leased. It does no I/O: the store hands it messages, ticks and proposals,
+//! takes from it what to persist, send and apply, does those, and reports back. The order it
+//! keeps is raft-rs's Ready contract:
+//!
+//! 1. [`Peer::collect_ready`]: the leader's messages may leave at once (Raft thesis §10.2.1:
+//!    the leader appends in parallel with replication); entries and hard state go into the
+//!    round's shared [`LogWrite`]; entries committed before this round are handed out to apply.
+//! 2. The store makes that write durable, then [`Peer::on_persisted`]: the storage shows the
+//!    entries as stable, and only now may the persisted messages (a follower's append acks
+//!    and votes) leave.
+//! 3. The store applies what was committed ([`Peer::apply`] into a write batch shared by the
+//!    round), writes the batch, then [`Peer::on_applied`] answers proposals and renews the lease.
+//!
+//! Between 1 and 2 nothing steps, proposes or ticks the node (the store runs a round as one
+//! call). A commit index raised in step 2 reaches the log with the peer's next write; on
+//! restart a commit index below the applied index is raised to it, which is safe because
+//! entries are only ever applied once committed and the log (fsynced before any ack) still
+//! holds them.
+//!
+//! The lease: a leader serves reads locally until `max_leader_lease` after the moment it
+//! proposed an entry that has since been applied (a majority acknowledged a message sent after
+//! that moment, so no other leader can be elected before an election timeout from then; the
+//! lease is shorter by at least a tick). A new leader's first lease starts when it became
+//! leader and holds once an entry of its term applied.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use proto::pd::{Peer as PeerMeta, Region};
+use proto::raft::{AdminRequest, ApplyState, CompactLog, RaftCmd, RaftMessage};
+use protobuf::Message as _;
+use raft::eraftpb::{Entry, Message};
+use raft::{RawNode, Ready, StateRole};
+use raft_log::{GroupStorage, LogBase, LogEngine, LogWrite};
+
+use crate::apply::{self, ApplyOutcome};
+use crate::config::RaftstoreConfig;
+use crate::{Error, Result, state};
+
+/// How a proposal is answered: exactly once, with `Ok` once it applied, or why it did not.
+pub type Reply = Box<dyn FnOnce(Result<()>) + Send>;
+
+struct Proposal {
+    index: u64,
+    term: u64,
+    proposed_at: Instant,
+    reply: Reply,
+}
+
+pub struct Peer {
+    region: Region,
+    peer_id: u64,
+    raw: RawNode<GroupStorage>,
+    apply: ApplyState,
+    /// The term of the last applied entry.
+    applied_term: u64,
+    proposals: Vec<Proposal>,
+    /// When this peer became leader of the current term.
+    leader_since: Option<Instant>,
+    lease_until: Option<Instant>,
+    /// A commit index that advanced after this round's write and is not in the log yet.
+    commit_unsaved: bool,
+    ticks_since_log_gc: usize,
+    cfg: Arc<RaftstoreConfig>,
+}
+
+impl Peer {
+    /// The peer of `region` on `store_id`, from the log and the saved `apply` state.
+    pub fn open(
+        store_id: u64,
+        region: Region,
+        apply: ApplyState,
+        log: &LogEngine,
+        cfg: Arc<RaftstoreConfig>,
+        logger: &slog::Logger,
+    ) -> Result<Peer> {
+        let peer_id = region
+            .peers
+            .iter()
+            .find(|p| p.store_id == store_id)
+            .map(|p| p.id)
+            .ok_or_else(|| {
+                Error::Corrupt(format!(
+                    "region {} has no peer on store {store_id}",
+                    region.id
+                ))
+            })?;
+        let base = LogBase {
+            truncated_index: apply.truncated_index,
+            truncated_term: apply.truncated_term,
+            conf_state: state::conf_state(&region),
+        };
+        let mut storage = GroupStorage::open(log, region.id, base)?;
+        if storage.last_index() < apply.applied_index {
+            return Err(Error::Corrupt(format!(
+                "region {}: applied index {} is past the log's last entry {}",
+                region.id,
+                apply.applied_index,
+                storage.last_index()
+            )));
+        }
+        if storage.hard_state().commit < apply.applied_index {
+            let mut hs = storage.hard_state().clone();
+            hs.commit = apply.applied_index;
+            storage.on_persisted(&[], Some(&hs));
+        }
+        let applied_term = raft::Storage::term(&storage, apply.applied_index)?;
+        let raw = RawNode::new(
+            &cfg.raft_config(peer_id, apply.applied_index),
+            storage,
+            &logger.new(slog::o!("region_id" => region.id)),
+        )?;
+        Ok(Peer {
+            region,
+            peer_id,
+            raw,
+            apply,
+            applied_term,
+            proposals: Vec::new(),
+            leader_since: None,
+            lease_until: None,
+            commit_unsaved: false,
+            ticks_since_log_gc: 0,
+            cfg,
+        })
+    }
+
+    pub fn region(&self) -> &Region {
+        &self.region
+    }
+
+    pub fn peer_id(&self) -> u64 {
+        self.peer_id
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.raw.raft.state == StateRole::Leader
+    }
+
+    pub fn term(&self) -> u64 {
+        self.raw.raft.term
+    }
+
+    pub fn applied_index(&self) -> u64 {
+        self.apply.applied_index
+    }
+
+    pub fn apply_state(&self) -> &ApplyState {
+        &self.apply
+    }
+
+    pub fn first_index(&self) -> u64 {
+        self.raw.store().base().truncated_index + 1
+    }
+
+    /// The leader this peer knows of, if any.
+    pub fn leader(&self) -> Option<PeerMeta> {
+        let id = self.raw.raft.leader_id;
+        self.region.peers.iter().find(|p| p.id == id).cloned()
+    }
+
+    pub fn has_ready(&self) -> bool {
+        self.raw.has_ready()
+    }
+
+    /// Hands a message from another peer to raft-rs.
+    pub fn step(&mut self, msg: &RaftMessage) -> Result<()> {
+        let m = Message::parse_from_bytes(&msg.message).map_err(|e| {
+            Error::Corrupt(format!("raft message for region {}: {e}", msg.region_id))
+        })?;
+        if m.to != self.peer_id {
+            return Err(Error::Corrupt(format!(
+                "message for peer {} reached peer {} of region {}",
+                m.to, self.peer_id, self.region.id
+            )));
+        }
+        self.raw.step(m)?;
+        Ok(())
+    }
+
+    /// One base tick. Every `log_gc_ticks`, a leader proposes to truncate the log.
+    pub fn tick(&mut self, now: Instant) {
+        self.raw.tick();
+        self.ticks_since_log_gc += 1;
+        if self.ticks_since_log_gc >= self.cfg.log_gc_ticks {
+            self.ticks_since_log_gc = 0;
+            self.maybe_compact_log(now);
+        }
+    }
+
+    pub fn campaign(&mut self) -> Result<()> {
+        Ok(self.raw.campaign()?)
+    }
+
+    /// Asks the leader to hand leadership to `peer_id` once it has caught up; the lease ends
+    /// now, since the transferee may be elected before it would have.
+    pub fn transfer_leader(&mut self, peer_id: u64) {
+        self.lease_until = None;
+        self.raw.transfer_leader(peer_id);
+    }
+
+    /// Proposes `cmd`; `reply` hears the outcome once it applied, or at once if it cannot be
+    /// proposed here.
+    pub fn propose(&mut self, mut cmd: RaftCmd, reply: Reply, now: Instant) {
+        if let Err(e) = self.check_proposal(&cmd) {
+            reply(Err(e));
+            return;
+        }
+        cmd.region_id = self.region.id;
+        cmd.peer_id = self.peer_id;
+        let data = prost::Message::encode_to_vec(&cmd);
+        if data.len() as u64 > self.cfg.entry_max_size_bytes {
+            reply(Err(Error::RaftEntryTooLarge {
+                size: data.len() as u64,
+                limit: self.cfg.entry_max_size_bytes,
+            }));
+            return;
+        }
+        let before = self.raw.raft.raft_log.last_index();
+        if let Err(e) = self.raw.propose(vec![], data) {
+            reply(Err(match e {
+                raft::Error::ProposalDropped => Error::StaleCommand,
+                e => e.into(),
+            }));
+            return;
+        }
+        let index = self.raw.raft.raft_log.last_index();
+        debug_assert_eq!(index, before + 1, "one proposal, one entry");
+        self.proposals.push(Proposal {
+            index,
+            term: self.raw.raft.term,
+            proposed_at: now,
+            reply,
+        });
+    }
+
+    fn check_proposal(&self, cmd: &RaftCmd) -> Result<()> {
+        if !self.is_leader() {
+            return Err(self.not_leader());
+        }
+        if let (Some(theirs), Some(ours)) = (&cmd.region_epoch, &self.region.region_epoch)
+            && theirs.version != ours.version
+        {
+            return Err(Error::EpochNotMatch {
+                current: Box::new(self.region.clone()),
+            });
+        }
+        Ok(())
+    }
+
+    fn not_leader(&self) -> Error {
+        Error::NotLeader {
+            region_id: self.region.id,
+            leader: self.leader(),
+        }
+    }
+
+    /// Whether this peer may serve a read from its own applied state at `now`: it leads, its
+    /// lease holds, and it applied an entry of its own term (so it has applied everything
+    /// any earlier leader committed).
+    pub fn check_lease_read(&self, now: Instant) -> Result<()> {
+        let lease_holds = self.lease_until.is_some_and(|until| now < until);
+        if self.is_leader() && lease_holds && self.applied_term == self.raw.raft.term {
+            Ok(())
+        } else {
+            Err(self.not_leader())
+        }
+    }
+
+    /// A leader truncates what every peer has, or (past the count limit) what it applied,
+    /// leaving a lagging peer to a snapshot.
+    fn maybe_compact_log(&mut self, now: Instant) {
+        if !self.is_leader() {
+            return;
+        }
+        let first = self.first_index();
+        let applied = self.apply.applied_index;
+        let replicated = self
+            .raw
+            .raft
+            .prs()
+            .iter()
+            .map(|(_, p)| p.matched)
+            .min()
+            .unwrap_or(0);
+        let compact_index = if applied >= first + self.cfg.log_gc_count_limit {
+            applied
+        } else if replicated >= first + self.cfg.log_gc_threshold {
+            replicated.min(applied)
+        } else {
+            return;
+        };
+        let Ok(compact_term) = self.raw.raft.raft_log.term(compact_index) else {
+            return;
+        };
+        let cmd = RaftCmd {
+            region_epoch: self.region.region_epoch,
+            admin: Some(AdminRequest {
+                compact_log: Some(CompactLog {
+                    compact_index,
+                    compact_term,
+                }),
+            }),
+            ..RaftCmd::default()
+        };
+        let region_id = self.region.id;
+        self.propose(
+            cmd,
+            Box::new(move |r| {
+                if let Err(e) = r {
+                    tracing::debug!(region_id, "log compaction not applied: {e}");
+                }
+            }),
+            now,
+        );
+    }
+
+    /// Step 1 of a round (see the module header). Returns the Ready to finish in step 2.
+    pub fn collect_ready(
+        &mut self,
+        write: &mut LogWrite,
+        send: &mut Vec<RaftMessage>,
+        committed: &mut Vec<Entry>,
+        now: Instant,
+    ) -> Result<Option<Ready>> {
+        if !self.raw.has_ready() {
+            if self.commit_unsaved {
+                self.save_hard_state(write)?;
+            }
+            return Ok(None);
+        }
+        let mut rd = self.raw.ready();
+        if let Some(ss) = rd.ss() {
+            self.on_role(ss.raft_state, now);
+        }
+        self.wrap_all(rd.take_messages(), send);
+        if !rd.snapshot().is_empty() {
+            return Err(Error::Corrupt(format!(
+                "region {}: snapshots are not supported yet",
+                self.region.id
+            )));
+        }
+        committed.extend(rd.take_committed_entries());
+        write.append(self.region.id, rd.entries())?;
+        if let Some(hs) = rd.hs() {
+            write.put_hard_state(self.region.id, hs, rd.must_sync())?;
+            self.commit_unsaved = false;
+        } else if self.commit_unsaved {
+            self.save_hard_state(write)?;
+        }
+        Ok(Some(rd))
+    }
+
+    fn save_hard_state(&mut self, write: &mut LogWrite) -> Result<()> {
+        let hs = self.raw.store().hard_state().clone();
+        write.put_hard_state(self.region.id, &hs, false)?;
+        self.commit_unsaved = false;
+        Ok(())
+    }
+
+    fn on_role(&mut self, role: StateRole, now: Instant) {
+        if role == StateRole::Leader {
+            self.leader_since = Some(now);
+        } else {
+            self.leader_since = None;
+            self.lease_until = None;
+        }
+    }
+
+    /// Step 2: `rd`'s writes are durable.
+    pub fn on_persisted(
+        &mut self,
+        mut rd: Ready,
+        send: &mut Vec<RaftMessage>,
+        committed: &mut Vec<Entry>,
+    ) {
+        self.raw.mut_store().on_persisted(rd.entries(), rd.hs());
+        self.wrap_all(rd.take_persisted_messages(), send);
+        let mut light = self.raw.advance_append(rd);
+        if let Some(commit) = light.commit_index() {
+            let mut hs = self.raw.store().hard_state().clone();
+            hs.commit = commit;
+            self.raw.mut_store().on_persisted(&[], Some(&hs));
+            self.commit_unsaved = true;
+        }
+        self.wrap_all(light.take_messages(), send);
+        committed.extend(light.take_committed_entries());
+    }
+
+    /// Step 3a: applies `entries` into the round's write batch.
+    pub fn apply(
+        &mut self,
+        entries: &[Entry],
+        wb: &mut impl engine::WriteBatch,
+    ) -> Result<ApplyOutcome> {
+        apply::apply_entries(self.region.id, &mut self.apply, entries, wb)
+    }
+
+    /// Step 3b: the batch holding `entries` is written. Answers their proposals, renews the
+    /// lease, and moves the log's start when the entries compacted it.
+    pub fn on_applied(&mut self, entries: &[Entry], outcome: &ApplyOutcome) {
+        let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
+            return;
+        };
+        self.raw.advance_apply_to(last.index);
+        self.applied_term = last.term;
+        if let Some((index, term)) = outcome.compacted_to {
+            self.raw.mut_store().compact_to(index, term);
+        }
+        let current_term = self.raw.raft.term;
+        let leading = self.is_leader();
+        if leading && last.term == current_term {
+            self.renew_lease(self.leader_since);
+        }
+        let mut renew_from = None;
+        let mut i = 0;
+        while i < self.proposals.len() {
+            let p = &self.proposals[i];
+            if p.index > last.index {
+                i += 1;
+                continue;
+            }
+            let p = self.proposals.swap_remove(i);
+            let applied_term =
+                (p.index >= first.index).then(|| entries[(p.index - first.index) as usize].term);
+            if applied_term == Some(p.term) {
+                if leading && p.term == current_term {
+                    renew_from = renew_from.max(Some(p.proposed_at));
+                }
+                (p.reply)(Ok(()));
+            } else {
+                (p.reply)(Err(Error::StaleCommand));
+            }
+        }
+        self.renew_lease(renew_from);
+    }
+
+    fn renew_lease(&mut self, from: Option<Instant>) {
+        if let Some(from) = from {
+            let until = from + self.cfg.max_leader_lease;
+            self.lease_until = self.lease_until.max(Some(until));
+        }
+    }
+
+    /// Fails every pending proposal (the peer is going away).
+    pub fn fail_proposals(&mut self, why: impl Fn() -> Error) {
+        for p in self.proposals.drain(..) {
+            (p.reply)(Err(why()));
+        }
+    }
+
+    fn wrap_all(&self, msgs: Vec<Message>, out: &mut Vec<RaftMessage>) {
+        for m in msgs {
+            let Some(to) = self.region.peers.iter().find(|p| p.id == m.to) else {
+                tracing::warn!(
+                    region_id = self.region.id,
+                    to = m.to,
+                    "dropping a raft message to a peer the region does not have"
+                );
+                continue;
+            };
+            out.push(RaftMessage {
+                region_id: self.region.id,
+                from_peer: Some(PeerMeta {
+                    id: self.peer_id,
+                    store_id: self.store_id_of(self.peer_id),
+                }),
+                to_peer: Some(*to),
+                region_epoch: self.region.region_epoch,
+                message: m.write_to_bytes().expect("encoding a raft message"),
+            });
+        }
+    }
+
+    fn store_id_of(&self, peer_id: u64) -> u64 {
+        self.region
+            .peers
+            .iter()
+            .find(|p| p.id == peer_id)
+            .map_or(0, |p| p.store_id)
+    }
+}

@@ -1,0 +1,91 @@
+//! What a store keeps of each region beside its data, in the kv engine's meta CF: the
+//! region as this store holds it (`raft/region/<id>`, a [`RegionLocalState`]) and how far its
+//! peer applied the log (`raft/apply/<id>`, an [`ApplyState`]). Both are written in the same
+//! write batch as the data an entry changes, so after any crash the data and the applied
+//! index agree, and the log above the applied index replays onto exactly that state.
+
+use engine::{Cf, EngineIterator, IterOptions, KvEngine, Peekable, WriteBatch};
+use prost::Message;
+use proto::pd::Region;
+use proto::raft::{ApplyState, RegionLocalState};
+use raft::eraftpb::ConfState;
+
+use crate::{Error, Result};
+
+const REGION_PREFIX: &[u8] = b"raft/region/";
+const REGION_PREFIX_END: &[u8] = b"raft/region0";
+const APPLY_PREFIX: &[u8] = b"raft/apply/";
+
+/// The log index and term a bootstrapped region's log starts after (TiKV's
+/// `RAFT_INIT_LOG_INDEX`/`TERM`): every initial peer starts from the same state, and a peer
+/// created later by a message (index 0) is told apart from them.
+pub const INIT_LOG_INDEX: u64 = 5;
+pub const INIT_LOG_TERM: u64 = 5;
+
+fn region_key(id: u64) -> Vec<u8> {
+    [REGION_PREFIX, &id.to_be_bytes()].concat()
+}
+
+fn apply_key(id: u64) -> Vec<u8> {
+    [APPLY_PREFIX, &id.to_be_bytes()].concat()
+}
+
+pub fn put_region(wb: &mut impl WriteBatch, region: &Region) {
+    let state = RegionLocalState {
+        region: Some(region.clone()),
+        tombstone: false,
+    };
+    wb.put(Cf::Meta, &region_key(region.id), &state.encode_to_vec());
+}
+
+pub fn put_apply_state(wb: &mut impl WriteBatch, region_id: u64, state: &ApplyState) {
+    wb.put(Cf::Meta, &apply_key(region_id), &state.encode_to_vec());
+}
+
+/// The regions this store holds a live peer of, each with its apply state.
+pub fn load_regions<E: KvEngine>(engine: &E) -> Result<Vec<(Region, ApplyState)>> {
+    let opts = IterOptions {
+        lower: Some(REGION_PREFIX.to_vec()),
+        upper: Some(REGION_PREFIX_END.to_vec()),
+        ..IterOptions::default()
+    };
+    let mut regions = Vec::new();
+    let mut it = engine.iter(Cf::Meta, opts)?;
+    let mut ok = it.seek_to_first()?;
+    while ok {
+        let state = RegionLocalState::decode(it.value())
+            .map_err(|e| Error::Corrupt(format!("region state {}: {e}", engine::hex(it.key()))))?;
+        if let Some(region) = state.region
+            && !state.tombstone
+        {
+            regions.push(region);
+        }
+        ok = it.next()?;
+    }
+    drop(it);
+    let mut out = Vec::with_capacity(regions.len());
+    for region in regions {
+        let apply = load_apply_state(engine, region.id)?
+            .ok_or_else(|| Error::Corrupt(format!("region {} has no apply state", region.id)))?;
+        out.push((region, apply));
+    }
+    Ok(out)
+}
+
+/// The apply state saved for `region_id`, if any.
+pub fn load_apply_state(engine: &impl Peekable, region_id: u64) -> Result<Option<ApplyState>> {
+    let Some(raw) = engine.get(Cf::Meta, &apply_key(region_id))? else {
+        return Ok(None);
+    };
+    let state = ApplyState::decode(raw.as_slice())
+        .map_err(|e| Error::Corrupt(format!("apply state of region {region_id}: {e}")))?;
+    Ok(Some(state))
+}
+
+/// The membership raft-rs starts from: every peer of the region is a voter.
+pub fn conf_state(region: &Region) -> ConfState {
+    ConfState {
+        voters: region.peers.iter().map(|p| p.id).collect(),
+        ..ConfState::default()
+    }
+}

@@ -1,0 +1,243 @@
+//! [`Store`]: every region peer of one kv node, driven in rounds. A round
+//! ([`Store::handle_readies`]) takes the readies of all peers that have one and persists them
+//! with one raft-engine write and at most one fdatasync (group commit across regions), then
+//! applies what every peer committed with one kv engine write. Messages, proposals and ticks
+//! come in between rounds. The store owns no thread: a test calls it step by step with a
+//! clock it moves itself, and the node runs it on its raftstore threads.
+//!
+//! Durability: a follower acknowledges entries (and a voter votes) only after the round's
+//! log write returned. The kv engine's apply batch is not fsynced, except one that truncates
+//! the log: the log is the redo record of everything above the applied index saved with the
+//! data, and raft-engine drops entries only once the state they produced is on disk.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use engine::{KvEngine, WriteBatch};
+use proto::pd::Region;
+use proto::raft::{ApplyState, RaftCmd, RaftMessage};
+use raft::Ready;
+use raft::eraftpb::Entry;
+use raft_log::{LogEngine, LogWrite};
+
+use crate::apply::ApplyOutcome;
+use crate::config::RaftstoreConfig;
+use crate::peer::{Peer, Reply};
+use crate::{Error, Result, state};
+
+/// Where a store's outgoing Raft messages go.
+pub trait Transport {
+    fn send(&mut self, msg: RaftMessage);
+}
+
+pub struct Store<E: KvEngine, T: Transport> {
+    store_id: u64,
+    engine: E,
+    log: LogEngine,
+    transport: T,
+    peers: BTreeMap<u64, Peer>,
+    cfg: Arc<RaftstoreConfig>,
+    logger: slog::Logger,
+}
+
+impl<E: KvEngine, T: Transport> Store<E, T> {
+    /// Opens store `store_id` with the peers it held: each region saved in `engine`'s meta CF,
+    /// its log in `log`.
+    pub fn open(
+        store_id: u64,
+        engine: E,
+        log: LogEngine,
+        transport: T,
+        cfg: RaftstoreConfig,
+    ) -> Result<Store<E, T>> {
+        cfg.validate().map_err(Error::Corrupt)?;
+        let cfg = Arc::new(cfg);
+        let logger = crate::logger::raft_logger().new(slog::o!("store_id" => store_id));
+        let mut peers = BTreeMap::new();
+        for (region, apply) in state::load_regions(&engine)? {
+            let peer = Peer::open(store_id, region, apply, &log, cfg.clone(), &logger)?;
+            peers.insert(peer.region().id, peer);
+        }
+        Ok(Store {
+            store_id,
+            engine,
+            log,
+            transport,
+            peers,
+            cfg,
+            logger,
+        })
+    }
+
+    pub fn store_id(&self) -> u64 {
+        self.store_id
+    }
+
+    pub fn engine(&self) -> &E {
+        &self.engine
+    }
+
+    pub fn peer(&self, region_id: u64) -> Option<&Peer> {
+        self.peers.get(&region_id)
+    }
+
+    pub fn peers(&self) -> impl Iterator<Item = &Peer> {
+        self.peers.values()
+    }
+
+    pub fn transport_mut(&mut self) -> &mut T {
+        &mut self.transport
+    }
+
+    /// Creates this store's peer of a new region whose every initial peer starts from the
+    /// same state: an empty log truncated at [`state::INIT_LOG_INDEX`]. Durable on return.
+    pub fn bootstrap_region(&mut self, region: Region) -> Result<()> {
+        if self.peers.contains_key(&region.id) {
+            return Err(Error::Corrupt(format!(
+                "region {} exists on store {} already",
+                region.id, self.store_id
+            )));
+        }
+        let apply = ApplyState {
+            applied_index: state::INIT_LOG_INDEX,
+            truncated_index: state::INIT_LOG_INDEX,
+            truncated_term: state::INIT_LOG_TERM,
+        };
+        let mut wb = self.engine.write_batch();
+        state::put_region(&mut wb, &region);
+        state::put_apply_state(&mut wb, region.id, &apply);
+        self.engine.write(wb, true)?;
+        let peer = Peer::open(
+            self.store_id,
+            region,
+            apply,
+            &self.log,
+            self.cfg.clone(),
+            &self.logger,
+        )?;
+        self.peers.insert(peer.region().id, peer);
+        Ok(())
+    }
+
+    fn peer_mut(&mut self, region_id: u64) -> Result<&mut Peer> {
+        self.peers
+            .get_mut(&region_id)
+            .ok_or(Error::RegionNotFound(region_id))
+    }
+
+    /// A Raft message from another store.
+    pub fn on_raft_message(&mut self, msg: &RaftMessage) -> Result<()> {
+        let peer = self.peer_mut(msg.region_id)?;
+        if msg.to_peer.map(|p| p.id) != Some(peer.peer_id()) {
+            return Err(Error::Corrupt(format!(
+                "message for peer {:?} of region {} reached peer {}",
+                msg.to_peer.map(|p| p.id),
+                msg.region_id,
+                peer.peer_id()
+            )));
+        }
+        peer.step(msg)
+    }
+
+    /// Proposes `cmd` to `region_id`; `reply` hears once, when it applied or why it did not.
+    pub fn propose(&mut self, region_id: u64, cmd: RaftCmd, reply: Reply, now: Instant) {
+        match self.peers.get_mut(&region_id) {
+            Some(peer) => peer.propose(cmd, reply, now),
+            None => reply(Err(Error::RegionNotFound(region_id))),
+        }
+    }
+
+    /// One base tick for every peer.
+    pub fn tick(&mut self, now: Instant) {
+        for peer in self.peers.values_mut() {
+            peer.tick(now);
+        }
+    }
+
+    pub fn campaign(&mut self, region_id: u64) -> Result<()> {
+        self.peer_mut(region_id)?.campaign()
+    }
+
+    pub fn transfer_leader(&mut self, region_id: u64, to_peer_id: u64) -> Result<()> {
+        self.peer_mut(region_id)?.transfer_leader(to_peer_id);
+        Ok(())
+    }
+
+    pub fn has_ready(&self) -> bool {
+        self.peers.values().any(Peer::has_ready)
+    }
+
+    /// One round for every peer with something to do (see the module header). An error here
+    /// is the store's disk failing: the caller stops the store.
+    pub fn handle_readies(&mut self, now: Instant) -> Result<()> {
+        let mut write = LogWrite::default();
+        let mut send = Vec::new();
+        let mut readies: Vec<(u64, Ready)> = Vec::new();
+        let mut committed: BTreeMap<u64, Vec<Entry>> = BTreeMap::new();
+        for (&id, peer) in self.peers.iter_mut() {
+            let entries = committed.entry(id).or_default();
+            if let Some(rd) = peer.collect_ready(&mut write, &mut send, entries, now)? {
+                readies.push((id, rd));
+            }
+        }
+        self.send_all(&mut send);
+        self.log.write(&mut write)?;
+        for (id, rd) in readies {
+            let peer = self.peers.get_mut(&id).expect("peer of a ready");
+            let entries = committed.entry(id).or_default();
+            peer.on_persisted(rd, &mut send, entries);
+        }
+        self.send_all(&mut send);
+        self.apply(committed)
+    }
+
+    fn apply(&mut self, committed: BTreeMap<u64, Vec<Entry>>) -> Result<()> {
+        let mut wb = self.engine.write_batch();
+        let mut sync = false;
+        let mut outcomes: Vec<(u64, Vec<Entry>, ApplyOutcome)> = Vec::new();
+        for (id, entries) in committed {
+            if entries.is_empty() {
+                continue;
+            }
+            let peer = self.peers.get_mut(&id).expect("peer of committed entries");
+            let outcome = peer.apply(&entries, &mut wb)?;
+            sync |= outcome.sync;
+            outcomes.push((id, entries, outcome));
+        }
+        if outcomes.is_empty() {
+            return Ok(());
+        }
+        if !wb.is_empty() {
+            self.engine.write(wb, sync)?;
+        }
+        for (id, entries, outcome) in outcomes {
+            let peer = self.peers.get_mut(&id).expect("peer of applied entries");
+            peer.on_applied(&entries, &outcome);
+            if let Some((index, _)) = outcome.compacted_to {
+                // The batch that moved the truncated index is fsynced: the log below it goes.
+                self.log.compact_to(id, index + 1);
+            }
+        }
+        Ok(())
+    }
+
+    fn send_all(&mut self, msgs: &mut Vec<RaftMessage>) {
+        for m in msgs.drain(..) {
+            self.transport.send(m);
+        }
+    }
+
+    /// Removes log files that hold only compacted entries.
+    pub fn purge_log(&self) -> Result<()> {
+        self.log.purge()?;
+        Ok(())
+    }
+
+    /// Stops the store: pending proposals hear that it is going away.
+    pub fn shutdown(&mut self) {
+        for peer in self.peers.values_mut() {
+            peer.fail_proposals(|| Error::Busy("store is stopping"));
+        }
+    }
+}

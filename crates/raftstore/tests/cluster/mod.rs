@@ -1,0 +1,351 @@
+//! An in-process cluster of real [`Store`]s for tests: each store has its own raft-engine
+//! directory and kv engine, messages travel through one router that applies the test's
+//! filters (drop, partition, isolate, one message type, a delay), and time moves only when the
+//! test ticks it. A stopped store keeps its disk (raft-engine files and the kv engine's
+//! contents, as a killed process leaves them) and starts again from it.
+//!
+//! In the style of TiKV's `test_raftstore` and raft-rs's `harness::Network`. raft-rs draws
+//! its randomized election timeouts from its own thread-local RNG, so a seeded test replays
+//! this harness's schedule exactly but not necessarily which peer wins an election.
+
+#![allow(dead_code)]
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use engine::memory::MemoryEngine;
+use engine::{Cf, Peekable};
+use proto::pd::{Peer as PeerMeta, Region, RegionEpoch};
+use proto::raft::write_op::Kind;
+use proto::raft::{RaftCmd, RaftMessage, WriteOp};
+use protobuf::Message as _;
+use raft::eraftpb::{Message, MessageType};
+use raft_log::{LogConfig, LogEngine};
+use raftstore::{Error, RaftstoreConfig, Store, Transport};
+
+pub const REGION: u64 = 1;
+
+/// Rounds of delivery before [`Cluster::pump`] gives up on a cluster that never goes quiet.
+const PUMP_ROUNDS_MAX: usize = 1000;
+
+/// Collects what a store sends; the cluster delivers it.
+#[derive(Clone, Default)]
+pub struct Outbox(Rc<RefCell<Vec<RaftMessage>>>);
+
+impl Transport for Outbox {
+    fn send(&mut self, msg: RaftMessage) {
+        self.0.borrow_mut().push(msg);
+    }
+}
+
+/// Decides whether a message between stores is delivered.
+pub trait Filter {
+    fn allow(&mut self, from_store: u64, to_store: u64, msg: &Message) -> bool;
+}
+
+/// Messages between the two sides are lost, both ways.
+pub struct Partition(pub BTreeSet<u64>, pub BTreeSet<u64>);
+
+impl Filter for Partition {
+    fn allow(&mut self, from: u64, to: u64, _: &Message) -> bool {
+        !((self.0.contains(&from) && self.1.contains(&to))
+            || (self.1.contains(&from) && self.0.contains(&to)))
+    }
+}
+
+/// Every message of one type is lost.
+pub struct DropType(pub MessageType);
+
+impl Filter for DropType {
+    fn allow(&mut self, _: u64, _: u64, msg: &Message) -> bool {
+        msg.get_msg_type() != self.0
+    }
+}
+
+/// Each message is lost with probability `percent`, by a seeded generator.
+pub struct DropRate {
+    pub percent: u32,
+    pub rng: rand::rngs::StdRng,
+}
+
+impl Filter for DropRate {
+    fn allow(&mut self, _: u64, _: u64, _: &Message) -> bool {
+        rand::Rng::random_range(&mut self.rng, 0..100) >= self.percent
+    }
+}
+
+pub type Outcome = Arc<Mutex<Option<Result<(), Error>>>>;
+
+pub struct Cluster {
+    pub cfg: RaftstoreConfig,
+    dirs: BTreeMap<u64, tempfile::TempDir>,
+    engines: BTreeMap<u64, MemoryEngine>,
+    pub stores: BTreeMap<u64, Store<MemoryEngine, Outbox>>,
+    outbox: Outbox,
+    filters: Vec<Box<dyn Filter>>,
+    /// Messages a delay filter holds back, released by [`Cluster::release_delayed`].
+    held: Vec<RaftMessage>,
+    pub hold: Option<Box<dyn Filter>>,
+    pub now: Instant,
+}
+
+/// A config for tests: short in ticks, so elections need few ticks.
+pub fn test_config() -> RaftstoreConfig {
+    RaftstoreConfig {
+        base_tick: Duration::from_millis(100),
+        heartbeat_ticks: 1,
+        election_ticks: 5,
+        max_leader_lease: Duration::from_millis(400),
+        log_gc_ticks: 1000,
+        ..RaftstoreConfig::default()
+    }
+}
+
+pub fn peer_id(store: u64) -> u64 {
+    100 + store
+}
+
+impl Cluster {
+    /// `n` stores (ids 1..=n), each holding a peer of region [`REGION`] (peer id 100 + store).
+    pub fn new(n: u64, cfg: RaftstoreConfig) -> Cluster {
+        let mut c = Cluster {
+            cfg,
+            dirs: BTreeMap::new(),
+            engines: BTreeMap::new(),
+            stores: BTreeMap::new(),
+            outbox: Outbox::default(),
+            filters: Vec::new(),
+            held: Vec::new(),
+            hold: None,
+            now: Instant::now(),
+        };
+        let region = Region {
+            id: REGION,
+            start_key: vec![],
+            end_key: vec![],
+            region_epoch: Some(RegionEpoch {
+                conf_ver: 1,
+                version: 1,
+            }),
+            peers: (1..=n)
+                .map(|s| PeerMeta {
+                    id: peer_id(s),
+                    store_id: s,
+                })
+                .collect(),
+        };
+        for s in 1..=n {
+            c.dirs.insert(s, tempfile::tempdir().expect("temp dir"));
+            c.engines.insert(s, MemoryEngine::new());
+            c.start(s);
+            c.stores
+                .get_mut(&s)
+                .unwrap()
+                .bootstrap_region(region.clone())
+                .expect("bootstrap");
+        }
+        c
+    }
+
+    /// Starts store `s` from its disk.
+    pub fn start(&mut self, s: u64) {
+        let log = LogEngine::open(&LogConfig::new(self.dirs[&s].path().to_path_buf()))
+            .expect("open raft-engine");
+        let store = Store::open(
+            s,
+            self.engines[&s].clone(),
+            log,
+            self.outbox.clone(),
+            self.cfg.clone(),
+        )
+        .expect("open store");
+        self.stores.insert(s, store);
+    }
+
+    /// Stops store `s` as a kill would: what it had not written is gone.
+    pub fn stop(&mut self, s: u64) {
+        if let Some(mut store) = self.stores.remove(&s) {
+            store.shutdown();
+        }
+    }
+
+    pub fn add_filter(&mut self, f: impl Filter + 'static) {
+        self.filters.push(Box::new(f));
+    }
+
+    pub fn clear_filters(&mut self) {
+        self.filters.clear();
+        self.hold = None;
+    }
+
+    pub fn isolate(&mut self, s: u64) {
+        let others = self.dirs.keys().copied().filter(|&o| o != s).collect();
+        self.add_filter(Partition([s].into(), others));
+    }
+
+    /// Runs rounds and delivers messages until nothing is left to do.
+    pub fn pump(&mut self) {
+        for _ in 0..PUMP_ROUNDS_MAX {
+            let mut busy = false;
+            for store in self.stores.values_mut() {
+                if store.has_ready() {
+                    store.handle_readies(self.now).expect("round");
+                    busy = true;
+                }
+            }
+            let msgs: Vec<RaftMessage> = self.outbox.0.borrow_mut().drain(..).collect();
+            busy |= !msgs.is_empty();
+            for m in msgs {
+                self.deliver(m);
+            }
+            if !busy {
+                return;
+            }
+        }
+        panic!("the cluster did not go quiet in {PUMP_ROUNDS_MAX} rounds");
+    }
+
+    fn deliver(&mut self, m: RaftMessage) {
+        let from = m.from_peer.map_or(0, |p| p.store_id);
+        let to = m.to_peer.map_or(0, |p| p.store_id);
+        let raw = Message::parse_from_bytes(&m.message).expect("a message the store encoded");
+        if !self.filters.iter_mut().all(|f| f.allow(from, to, &raw)) {
+            return;
+        }
+        if let Some(hold) = self.hold.as_mut()
+            && !hold.allow(from, to, &raw)
+        {
+            self.held.push(m);
+            return;
+        }
+        if let Some(store) = self.stores.get_mut(&to) {
+            store
+                .on_raft_message(&m)
+                .expect("a message for a peer the store has");
+        }
+    }
+
+    /// Delivers what the delay filter held back, in order.
+    pub fn release_delayed(&mut self) {
+        for m in std::mem::take(&mut self.held) {
+            if let Some(store) = self.stores.get_mut(&m.to_peer.map_or(0, |p| p.store_id)) {
+                store
+                    .on_raft_message(&m)
+                    .expect("delivering a held message");
+            }
+        }
+        self.pump();
+    }
+
+    /// Moves time by one base tick, ticks every running store, and pumps.
+    pub fn tick(&mut self) {
+        self.now += self.cfg.base_tick;
+        for store in self.stores.values_mut() {
+            store.tick(self.now);
+        }
+        self.pump();
+    }
+
+    pub fn ticks(&mut self, n: usize) {
+        for _ in 0..n {
+            self.tick();
+        }
+    }
+
+    /// The stores whose peer believes it leads, with its term.
+    pub fn leaders(&self) -> Vec<(u64, u64)> {
+        self.stores
+            .iter()
+            .filter_map(|(&s, st)| {
+                let p = st.peer(REGION)?;
+                p.is_leader().then(|| (s, p.term()))
+            })
+            .collect()
+    }
+
+    /// The leader of the highest term among running stores.
+    pub fn leader(&self) -> Option<u64> {
+        self.leaders()
+            .into_iter()
+            .max_by_key(|&(_, term)| term)
+            .map(|(s, _)| s)
+    }
+
+    /// Makes store `s` campaign and pumps; panics if it did not win.
+    pub fn elect(&mut self, s: u64) {
+        self.stores.get_mut(&s).unwrap().campaign(REGION).unwrap();
+        self.pump();
+        assert_eq!(self.leader(), Some(s), "store {s} won its election");
+    }
+
+    /// Ticks until some store leads a term that a majority follows, at most `ticks_max` ticks.
+    pub fn wait_leader(&mut self, ticks_max: usize) -> u64 {
+        for _ in 0..ticks_max {
+            if let Some(s) = self.leader() {
+                return s;
+            }
+            self.tick();
+        }
+        panic!("no leader after {ticks_max} ticks");
+    }
+
+    /// Proposes `key = value` at store `s` and returns the slot its outcome will land in.
+    pub fn propose_put(&mut self, s: u64, key: &[u8], value: &[u8]) -> Outcome {
+        let outcome: Outcome = Arc::default();
+        let slot = outcome.clone();
+        let cmd = RaftCmd {
+            writes: vec![put(key, value)],
+            ..RaftCmd::default()
+        };
+        let now = self.now;
+        let store = self.stores.get_mut(&s).expect("a running store");
+        store.propose(
+            REGION,
+            cmd,
+            Box::new(move |r| *slot.lock().unwrap() = Some(r)),
+            now,
+        );
+        outcome
+    }
+
+    /// Writes through the current leader and waits (pumping, ticking) until it applied.
+    pub fn must_put(&mut self, key: &[u8], value: &[u8]) {
+        let leader = self.wait_leader(100);
+        let outcome = self.propose_put(leader, key, value);
+        self.pump();
+        for _ in 0..50 {
+            if let Some(r) = outcome.lock().unwrap().take() {
+                r.expect("the put applied");
+                return;
+            }
+            self.tick();
+        }
+        panic!("put of {key:?} was never answered");
+    }
+
+    /// What store `s`'s kv engine holds for `key` in the default CF.
+    pub fn get(&self, s: u64, key: &[u8]) -> Option<Vec<u8>> {
+        self.engines[&s].get(Cf::Default, key).expect("memory get")
+    }
+
+    pub fn applied_index(&self, s: u64) -> u64 {
+        self.stores[&s].peer(REGION).unwrap().applied_index()
+    }
+}
+
+pub fn put(key: &[u8], value: &[u8]) -> WriteOp {
+    WriteOp {
+        kind: Kind::Put as i32,
+        cf: "default".into(),
+        key: key.to_vec(),
+        value: value.to_vec(),
+    }
+}
+
+/// Takes the outcome if it arrived.
+pub fn outcome_of(o: &Outcome) -> Option<Result<(), Error>> {
+    o.lock().unwrap().take()
+}

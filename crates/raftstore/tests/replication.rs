@@ -1,0 +1,277 @@
+//! Scenarios of one region on three stores of the in-process cluster (`cluster/`): election,
+//! replication, a minority that cannot commit beside a majority that can, healing, a
+//! follower catching up from the log, restarts from raft-engine, leader transfer, leases and
+//! log truncation.
+
+mod cluster;
+
+use std::collections::BTreeSet;
+
+use cluster::{Cluster, DropType, Partition, REGION, outcome_of, peer_id, test_config};
+use raft::eraftpb::MessageType;
+use raftstore::Error;
+
+#[test]
+fn a_leader_is_elected_and_a_write_reaches_every_store() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    c.must_put(b"k1", b"v1");
+    // Followers learn the commit with the next heartbeat.
+    c.tick();
+    for s in 1..=3 {
+        assert_eq!(c.get(s, b"k1").as_deref(), Some(&b"v1"[..]), "store {s}");
+    }
+    let applied: BTreeSet<u64> = (1..=3).map(|s| c.applied_index(s)).collect();
+    assert_eq!(applied.len(), 1, "every store applied as far: {applied:?}");
+}
+
+#[test]
+fn a_follower_refuses_a_proposal_and_names_the_leader() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(2);
+    let outcome = c.propose_put(3, b"k", b"v");
+    match outcome_of(&outcome) {
+        Some(Err(Error::NotLeader { region_id, leader })) => {
+            assert_eq!(region_id, REGION);
+            assert_eq!(leader.map(|p| p.id), Some(peer_id(2)));
+        }
+        other => panic!("expected NotLeader, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_isolated_leader_cannot_commit_while_the_majority_elects_and_writes_then_it_heals() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    c.must_put(b"before", b"1");
+    c.isolate(1);
+    let lost = c.propose_put(1, b"lost", b"x");
+    c.pump();
+    c.ticks(3);
+    assert!(outcome_of(&lost).is_none(), "a minority cannot commit");
+    // The majority elects one of its own and writes.
+    let mut new_leader = None;
+    for _ in 0..60 {
+        c.tick();
+        new_leader = c.leaders().into_iter().map(|(s, _)| s).find(|&s| s != 1);
+        if new_leader.is_some() {
+            break;
+        }
+    }
+    let new_leader = new_leader.expect("the majority elected a leader");
+    let now = c.now;
+    assert!(
+        c.stores[&1]
+            .peer(REGION)
+            .unwrap()
+            .check_lease_read(now)
+            .is_err(),
+        "the old leader's lease ran out before another leader was elected"
+    );
+    let won = c.propose_put(new_leader, b"after", b"2");
+    c.pump();
+    c.tick();
+    assert!(matches!(outcome_of(&won), Some(Ok(()))));
+    // The old leader steps down (check-quorum) and never applies its proposal.
+    for _ in 0..20 {
+        if !c.stores[&1].peer(REGION).unwrap().is_leader() {
+            break;
+        }
+        c.tick();
+    }
+    assert!(!c.stores[&1].peer(REGION).unwrap().is_leader());
+    assert_eq!(c.get(1, b"lost"), None);
+    // Healing: it catches up, and its overwritten proposal is answered as stale.
+    c.clear_filters();
+    c.ticks(5);
+    assert!(matches!(outcome_of(&lost), Some(Err(Error::StaleCommand))));
+    for s in 1..=3 {
+        assert_eq!(c.get(s, b"after").as_deref(), Some(&b"2"[..]), "store {s}");
+        assert_eq!(c.get(s, b"lost"), None, "store {s}");
+    }
+}
+
+#[test]
+fn a_stopped_follower_catches_up_from_the_log_after_a_restart() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    c.stop(3);
+    for i in 0..20u32 {
+        c.must_put(format!("k{i}").as_bytes(), &i.to_be_bytes());
+    }
+    assert_eq!(c.get(3, b"k0"), None);
+    c.start(3);
+    c.ticks(3);
+    for i in 0..20u32 {
+        let key = format!("k{i}");
+        assert_eq!(
+            c.get(3, key.as_bytes()),
+            Some(i.to_be_bytes().to_vec()),
+            "{key}"
+        );
+    }
+    assert_eq!(c.applied_index(3), c.applied_index(1));
+}
+
+#[test]
+fn every_store_restarts_at_its_applied_index_and_the_cluster_goes_on() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    for i in 0..5u32 {
+        c.must_put(format!("k{i}").as_bytes(), b"v");
+    }
+    c.tick();
+    let applied: Vec<u64> = (1..=3).map(|s| c.applied_index(s)).collect();
+    for s in 1..=3 {
+        c.stop(s);
+    }
+    for s in 1..=3 {
+        c.start(s);
+    }
+    let reopened: Vec<u64> = (1..=3).map(|s| c.applied_index(s)).collect();
+    assert_eq!(reopened, applied);
+    c.must_put(b"k-after", b"w");
+    c.tick();
+    for s in 1..=3 {
+        assert_eq!(c.get(s, b"k4").as_deref(), Some(&b"v"[..]));
+        assert_eq!(c.get(s, b"k-after").as_deref(), Some(&b"w"[..]));
+    }
+}
+
+#[test]
+fn leadership_moves_on_request_and_the_old_leader_stops_serving_lease_reads() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    c.must_put(b"k", b"v");
+    let now = c.now;
+    assert!(
+        c.stores[&1]
+            .peer(REGION)
+            .unwrap()
+            .check_lease_read(now)
+            .is_ok()
+    );
+    c.stores
+        .get_mut(&1)
+        .unwrap()
+        .transfer_leader(REGION, peer_id(3))
+        .unwrap();
+    assert!(
+        c.stores[&1]
+            .peer(REGION)
+            .unwrap()
+            .check_lease_read(now)
+            .is_err(),
+        "a leader handing over gives up its lease at once"
+    );
+    c.pump();
+    assert_eq!(c.leader(), Some(3));
+    c.must_put(b"k2", b"v2");
+    let now = c.now;
+    assert!(
+        c.stores[&3]
+            .peer(REGION)
+            .unwrap()
+            .check_lease_read(now)
+            .is_ok()
+    );
+}
+
+#[test]
+fn a_lease_runs_out_without_new_writes_and_a_new_leader_waits_for_its_first_entry() {
+    let cfg = test_config();
+    let lease = cfg.max_leader_lease;
+    let mut c = Cluster::new(3, cfg);
+    c.elect(1);
+    let now = c.now;
+    assert!(
+        c.stores[&1]
+            .peer(REGION)
+            .unwrap()
+            .check_lease_read(now)
+            .is_ok(),
+        "the first entry of its term applied, so the term's lease holds"
+    );
+    c.must_put(b"k", b"v");
+    let at = c.now;
+    let peer = c.stores[&1].peer(REGION).unwrap();
+    assert!(peer.check_lease_read(at + lease / 2).is_ok());
+    assert!(peer.check_lease_read(at + lease).is_err());
+    // Followers never serve lease reads.
+    assert!(
+        c.stores[&2]
+            .peer(REGION)
+            .unwrap()
+            .check_lease_read(at)
+            .is_err()
+    );
+}
+
+#[test]
+fn without_append_acks_nothing_commits_and_with_them_back_it_does() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    c.add_filter(DropType(MessageType::MsgAppendResponse));
+    let outcome = c.propose_put(1, b"k", b"v");
+    c.pump();
+    assert!(outcome_of(&outcome).is_none());
+    assert_eq!(c.get(1, b"k"), None, "not applied before a majority has it");
+    c.clear_filters();
+    // The leader probes again on the next heartbeat response.
+    c.ticks(2);
+    assert!(matches!(outcome_of(&outcome), Some(Ok(()))));
+}
+
+#[test]
+fn the_log_is_truncated_through_the_log_and_a_restart_reads_past_the_truncation() {
+    let mut cfg = test_config();
+    cfg.log_gc_ticks = 1;
+    cfg.log_gc_threshold = 5;
+    let mut c = Cluster::new(3, cfg);
+    c.elect(1);
+    for i in 0..30u32 {
+        c.must_put(format!("k{i}").as_bytes(), b"v");
+    }
+    c.ticks(3);
+    let first: Vec<u64> = (1..=3)
+        .map(|s| c.stores[&s].peer(REGION).unwrap().first_index())
+        .collect();
+    assert!(
+        first.iter().all(|&f| f > 20),
+        "every peer truncated its log: first indexes {first:?}"
+    );
+    for s in 1..=3 {
+        c.stop(s);
+        c.start(s);
+    }
+    c.must_put(b"after", b"w");
+    c.tick();
+    for s in 1..=3 {
+        assert_eq!(c.get(s, b"k29").as_deref(), Some(&b"v"[..]));
+        assert_eq!(c.get(s, b"after").as_deref(), Some(&b"w"[..]));
+    }
+}
+
+#[test]
+fn a_two_one_partition_heals_into_one_history() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    c.must_put(b"a", b"1");
+    c.add_filter(Partition([1, 2].into(), [3].into()));
+    c.must_put(b"b", b"2");
+    c.ticks(20);
+    assert_eq!(c.leader(), Some(1), "the majority side keeps its leader");
+    assert_eq!(c.get(3, b"b"), None);
+    c.clear_filters();
+    c.ticks(20);
+    let leader = c.wait_leader(50);
+    c.must_put(b"c", b"3");
+    c.tick();
+    for s in 1..=3 {
+        assert_eq!(c.get(s, b"b").as_deref(), Some(&b"2"[..]), "store {s}");
+        assert_eq!(c.get(s, b"c").as_deref(), Some(&b"3"[..]), "store {s}");
+    }
+    let term = c.stores[&leader].peer(REGION).unwrap().term();
+    let leading = c.leaders().into_iter().filter(|&(_, t)| t == term).count();
+    assert_eq!(leading, 1, "one leader in the newest term");
+}
