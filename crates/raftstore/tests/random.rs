@@ -1,0 +1,215 @@
+//! A randomized history in the spirit of CockroachDB's kvnemesis: writes of unique values
+//! interleaved with partitions, message loss, store restarts and leader transfers, on the
+//! in-process cluster; then the history is checked from what every store holds:
+//! - every acknowledged write is on every store, and no write that failed for sure is;
+//! - nothing is there that nobody wrote;
+//! - every lease read saw every write acknowledged before it began.
+//!
+//! Each run prints its seed; `RAFTSTORE_SEED=N cargo test -p raftstore --test random`
+//! replays this harness's schedule (raft-rs's own election timeouts are drawn from its
+//! thread-local RNG and may differ).
+
+mod cluster;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use cluster::{Cluster, DropRate, Outcome, Partition, REGION, outcome_of, peer_id, test_config};
+use engine::{Cf, EngineIterator, IterOptions, Iterable};
+use raftstore::Error;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+const STORES: u64 = 3;
+const STEPS: usize = 400;
+const RUNS: usize = 4;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Fate {
+    Pending,
+    Acked,
+    /// It cannot have applied (refused before proposing, or overwritten in the log).
+    Failed,
+    /// The answer was lost with its store; it may or may not have applied.
+    Unknown,
+}
+
+struct Write {
+    key: Vec<u8>,
+    outcome: Outcome,
+    fate: Fate,
+}
+
+fn keys_on(c: &Cluster, s: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let engine = c.stores[&s].engine();
+    let mut it = engine.iter(Cf::Default, IterOptions::default()).unwrap();
+    let mut out = BTreeMap::new();
+    let mut ok = it.seek_to_first().unwrap();
+    while ok {
+        out.insert(it.key().to_vec(), it.value().to_vec());
+        ok = it.next().unwrap();
+    }
+    out
+}
+
+fn settle(writes: &mut [Write]) {
+    for w in writes.iter_mut().filter(|w| w.fate == Fate::Pending) {
+        if let Some(r) = outcome_of(&w.outcome) {
+            w.fate = match r {
+                Ok(()) => Fate::Acked,
+                Err(
+                    Error::NotLeader { .. }
+                    | Error::StaleCommand
+                    | Error::RegionNotFound(_)
+                    | Error::EpochNotMatch { .. },
+                ) => Fate::Failed,
+                Err(_) => Fate::Unknown,
+            };
+        }
+    }
+}
+
+fn run(seed: u64) {
+    println!("raftstore random history: RAFTSTORE_SEED={seed}");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut c = Cluster::new(STORES, test_config());
+    c.elect(1);
+    let mut writes: Vec<Write> = Vec::new();
+    let mut stopped: BTreeSet<u64> = BTreeSet::new();
+    let mut lease_reads = 0;
+    for step in 0..STEPS {
+        match rng.random_range(0..100) {
+            0..45 => {
+                let s = rng.random_range(1..=STORES);
+                if stopped.contains(&s) {
+                    continue;
+                }
+                let key = format!("k{seed}-{step}").into_bytes();
+                let outcome = c.propose_put(s, &key, &key);
+                writes.push(Write {
+                    key,
+                    outcome,
+                    fate: Fate::Pending,
+                });
+                c.pump();
+            }
+            45..70 => c.tick(),
+            70..76 => {
+                let a = rng.random_range(1..=STORES);
+                let rest = (1..=STORES).filter(|&s| s != a).collect();
+                c.add_filter(Partition([a].into(), rest));
+            }
+            76..80 => c.add_filter(DropRate {
+                percent: rng.random_range(5..40),
+                rng: StdRng::seed_from_u64(rng.random()),
+            }),
+            80..88 => c.clear_filters(),
+            88..92 if stopped.is_empty() => {
+                let s = rng.random_range(1..=STORES);
+                c.stop(s);
+                // Its pending proposals are answered Busy: unknown outcomes.
+                stopped.insert(s);
+            }
+            92..96 => {
+                if let Some(s) = stopped.pop_first() {
+                    c.start(s);
+                }
+            }
+            _ => {
+                if let Some(leader) = c.leader() {
+                    let to = rng.random_range(1..=STORES);
+                    let _ = c
+                        .stores
+                        .get_mut(&leader)
+                        .unwrap()
+                        .transfer_leader(REGION, peer_id(to));
+                    c.pump();
+                }
+            }
+        }
+        settle(&mut writes);
+        // Every store that may serve a lease read now must see every acknowledged write.
+        let now = c.now;
+        for (&s, store) in &c.stores {
+            if store.peer(REGION).unwrap().check_lease_read(now).is_err() {
+                continue;
+            }
+            lease_reads += 1;
+            let seen = keys_on(&c, s);
+            for w in writes.iter().filter(|w| w.fate == Fate::Acked) {
+                assert!(
+                    seen.contains_key(&w.key),
+                    "seed {seed} step {step}: a lease read on store {s} missed acknowledged {:?}",
+                    String::from_utf8_lossy(&w.key)
+                );
+            }
+        }
+    }
+    // Heal everything and let the cluster converge.
+    c.clear_filters();
+    for s in std::mem::take(&mut stopped) {
+        c.start(s);
+    }
+    for _ in 0..200 {
+        c.tick();
+        let applied: BTreeSet<u64> = (1..=STORES).map(|s| c.applied_index(s)).collect();
+        if c.leader().is_some() && applied.len() == 1 {
+            break;
+        }
+    }
+    settle(&mut writes);
+    let applied: BTreeSet<u64> = (1..=STORES).map(|s| c.applied_index(s)).collect();
+    assert_eq!(
+        applied.len(),
+        1,
+        "seed {seed}: stores converge: {applied:?}"
+    );
+    let first = keys_on(&c, 1);
+    for s in 2..=STORES {
+        assert_eq!(
+            keys_on(&c, s),
+            first,
+            "seed {seed}: store {s} agrees with store 1"
+        );
+    }
+    let written: BTreeMap<&[u8], Fate> = writes.iter().map(|w| (&w.key[..], w.fate)).collect();
+    for (key, value) in &first {
+        assert_eq!(key, value, "seed {seed}: a value that was never written");
+        match written.get(&key[..]) {
+            None => panic!("seed {seed}: key {key:?} was never written"),
+            Some(Fate::Failed) => panic!(
+                "seed {seed}: {:?} failed for sure yet applied",
+                String::from_utf8_lossy(key)
+            ),
+            Some(_) => {}
+        }
+    }
+    let mut acked = 0;
+    for w in writes.iter().filter(|w| w.fate == Fate::Acked) {
+        acked += 1;
+        assert!(
+            first.contains_key(&w.key),
+            "seed {seed}: acknowledged {:?} is lost",
+            String::from_utf8_lossy(&w.key)
+        );
+    }
+    println!(
+        "seed {seed}: {} writes, {acked} acknowledged, {} keys applied, {lease_reads} lease reads checked",
+        writes.len(),
+        first.len()
+    );
+    assert!(acked > 0, "seed {seed}: the history acknowledged nothing");
+}
+
+#[test]
+fn random_histories_lose_no_acknowledged_write_and_invent_none() {
+    let seeds: Vec<u64> = match std::env::var("RAFTSTORE_SEED") {
+        Ok(s) => vec![s.parse().expect("RAFTSTORE_SEED is a number")],
+        Err(_) => {
+            let base: u64 = rand::rng().random();
+            (0..RUNS as u64).map(|i| base.wrapping_add(i)).collect()
+        }
+    };
+    for seed in seeds {
+        run(seed);
+    }
+}
