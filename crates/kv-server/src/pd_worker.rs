@@ -156,6 +156,7 @@ async fn register(
                     peers: vec![wire::Peer {
                         id: ids[1],
                         store_id: id,
+                        ..wire::Peer::default()
                     }],
                 };
                 regions.put(region.clone())?;

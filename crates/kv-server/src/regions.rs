@@ -180,6 +180,7 @@ mod tests {
             peers: vec![Peer {
                 id: 10 + id,
                 store_id: 1,
+                ..Peer::default()
             }],
         }
     }
@@ -235,6 +236,7 @@ mod tests {
         elsewhere.peer = Some(Peer {
             id: 99,
             store_id: 7,
+            ..Peer::default()
         });
         let not_leader = regions.check(Some(&elsewhere), []).unwrap_err();
         assert_eq!(not_leader.not_leader.unwrap().leader.unwrap().store_id, 1);

@@ -48,6 +48,7 @@ fn peer_to(p: &Peer) -> wire::Peer {
     wire::Peer {
         id: p.id,
         store_id: p.store_id,
+        ..wire::Peer::default()
     }
 }
 

@@ -22,6 +22,7 @@ fn region(id: u64, start: &[u8], end: &[u8], version: u64) -> Region {
         peers: vec![Peer {
             id: id + 100,
             store_id: 1,
+            ..Peer::default()
         }],
     }
 }

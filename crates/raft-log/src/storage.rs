@@ -10,7 +10,13 @@
 //!   is a single entry;
 //! - the storage shows only what [`LogEngine::write`] made durable: the owner calls
 //!   [`GroupStorage::on_persisted`] after the write returns, never before.
+//!
+//! Snapshots are the user's state, not the log's: when raft-rs asks for one that is not at
+//! hand, the storage answers "temporarily unavailable" and raises a request
+//! ([`GroupStorage::take_snapshot_request`]); the user builds it and hands it over with
+//! [`GroupStorage::set_snapshot`], and raft-rs takes it on its next try.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 
 use protobuf::Message as _;
@@ -41,6 +47,8 @@ pub struct GroupStorage {
     last_term: u64,
     cache: VecDeque<Entry>,
     cache_bytes: usize,
+    snapshot: Option<Snapshot>,
+    snapshot_wanted: Cell<bool>,
 }
 
 impl GroupStorage {
@@ -56,6 +64,8 @@ impl GroupStorage {
             base,
             cache: VecDeque::new(),
             cache_bytes: 0,
+            snapshot: None,
+            snapshot_wanted: Cell::new(false),
         };
         if let Some(last) = log.last_index(group)
             && last > storage.base.truncated_index
@@ -160,6 +170,16 @@ impl GroupStorage {
         self.cache_bytes = 0;
     }
 
+    /// Whether raft-rs asked for a snapshot it could not have; clears the request.
+    pub fn take_snapshot_request(&self) -> bool {
+        self.snapshot_wanted.replace(false)
+    }
+
+    /// The snapshot raft-rs gets from now on (until a newer one replaces it).
+    pub fn set_snapshot(&mut self, snapshot: Snapshot) {
+        self.snapshot = Some(snapshot);
+    }
+
     fn fetch_one(&self, index: u64) -> Result<Entry> {
         let mut out = Vec::with_capacity(1);
         self.log
@@ -258,11 +278,19 @@ impl raft::Storage for GroupStorage {
         Ok(self.last_index)
     }
 
-    fn snapshot(&self, _request_index: u64, _to: u64) -> raft::Result<Snapshot> {
-        // Snapshots of a region's data are built by raftstore, not from the log.
-        Err(raft::Error::Store(
-            StorageError::SnapshotTemporarilyUnavailable,
-        ))
+    fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
+        match &self.snapshot {
+            // Older than the log's start, a follower could not go on from it by the log.
+            Some(s) if s.get_metadata().index >= request_index.max(self.base.truncated_index) => {
+                Ok(s.clone())
+            }
+            _ => {
+                self.snapshot_wanted.set(true);
+                Err(raft::Error::Store(
+                    StorageError::SnapshotTemporarilyUnavailable,
+                ))
+            }
+        }
     }
 }
 

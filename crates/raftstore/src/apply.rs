@@ -5,12 +5,18 @@
 //! Entries: an empty normal entry (a new leader's first) changes only the applied index; a
 //! [`RaftCmd`] applies its writes, or its admin request: `CompactLog` moves the truncated
 //! index (every peer truncates at the same index, because the leader chose it in the log).
+//! A `ConfChangeV2` entry changes the region's peers and roles as its context's
+//! [`ChangePeers`] says (an empty one, which raft-rs proposes itself, leaves a joint
+//! configuration) and bumps `conf_ver`; the caller hands it to raft-rs once written.
 
 use engine::{Cf, WriteBatch};
 use prost::Message;
+use proto::pd::{Peer as PeerMeta, PeerRole, Region};
+use proto::raft::change_peer::Kind as ChangeKind;
 use proto::raft::write_op::Kind;
-use proto::raft::{ApplyState, RaftCmd, WriteOp};
-use raft::eraftpb::{Entry, EntryType};
+use proto::raft::{ApplyState, ChangePeers, RaftCmd, WriteOp};
+use protobuf::Message as _;
+use raft::eraftpb::{ConfChangeV2, Entry, EntryType};
 
 use crate::{Error, Result, state};
 
@@ -19,9 +25,11 @@ use crate::{Error, Result, state};
 pub struct ApplyOutcome {
     /// The log below this index (of this term) may go once the batch is durable.
     pub compacted_to: Option<(u64, u64)>,
-    /// The batch must be fsynced: it holds a change that must not rely on replaying a log
-    /// that is about to be truncated.
+    /// The batch must be fsynced: it truncates the log below what it applied, or changes
+    /// the region (TiKV syncs every admin command but log compaction).
     pub sync: bool,
+    /// Membership changes to hand to raft-rs, in order, once the batch is written.
+    pub conf_changes: Vec<ConfChangeV2>,
 }
 
 /// Decodes an entry's command.
@@ -52,14 +60,15 @@ fn apply_write(wb: &mut impl WriteBatch, op: &WriteOp) -> Result<()> {
     Ok(())
 }
 
-/// Applies `entries` (consecutive, starting right above `apply.applied_index`) of region
-/// `region_id` into `wb`, and puts the advanced `apply` state there too.
+/// Applies `entries` (consecutive, starting right above `apply.applied_index`) of `region`
+/// into `wb`, and puts the advanced `apply` state (and the region, if it changed) there too.
 pub fn apply_entries(
-    region_id: u64,
+    region: &mut Region,
     apply: &mut ApplyState,
     entries: &[Entry],
     wb: &mut impl WriteBatch,
 ) -> Result<ApplyOutcome> {
+    let region_id = region.id;
     let mut outcome = ApplyOutcome::default();
     for entry in entries {
         if entry.index != apply.applied_index + 1 {
@@ -68,7 +77,20 @@ pub fn apply_entries(
                 entry.index, apply.applied_index
             )));
         }
-        if entry.get_entry_type() == EntryType::EntryNormal && !entry.data.is_empty() {
+        if entry.get_entry_type() == EntryType::EntryConfChangeV2 {
+            let cc = ConfChangeV2::parse_from_bytes(&entry.data).map_err(|e| {
+                Error::Corrupt(format!("conf change at entry {}: {e}", entry.index))
+            })?;
+            change_peers(region, &cc, &entry.context)?;
+            state::put_region(wb, region);
+            outcome.conf_changes.push(cc);
+            outcome.sync = true;
+        } else if entry.get_entry_type() == EntryType::EntryConfChange {
+            return Err(Error::Corrupt(format!(
+                "entry {} is a ConfChange (v1); Atoll proposes only ConfChangeV2",
+                entry.index
+            )));
+        } else if !entry.data.is_empty() {
             let cmd = decode_cmd(entry)?;
             for op in &cmd.writes {
                 apply_write(wb, op)?;
@@ -84,9 +106,72 @@ pub fn apply_entries(
             }
         }
         apply.applied_index = entry.index;
+        apply.applied_term = entry.term;
     }
     state::put_apply_state(wb, region_id, apply);
     Ok(outcome)
+}
+
+/// Changes `region`'s peers as a ConfChangeV2 entry says: `context` holds the proposal's
+/// [`ChangePeers`] (the peers with their stores); an empty change leaves a joint
+/// configuration (incoming voters become voters, demoting voters learners).
+fn change_peers(region: &mut Region, cc: &ConfChangeV2, context: &[u8]) -> Result<()> {
+    let epoch = region.region_epoch.get_or_insert_default();
+    if cc.changes.is_empty() {
+        for p in &mut region.peers {
+            match state::role_of(p) {
+                PeerRole::IncomingVoter => p.role = PeerRole::Voter as i32,
+                PeerRole::DemotingVoter => p.role = PeerRole::Learner as i32,
+                _ => {}
+            }
+        }
+        epoch.conf_ver += 1;
+        return Ok(());
+    }
+    let cmd = RaftCmd::decode(context)
+        .map_err(|e| Error::Corrupt(format!("conf change context: {e}")))?;
+    let changes = cmd
+        .admin
+        .and_then(|a| a.change_peers)
+        .map(|c: ChangePeers| c.changes)
+        .unwrap_or_default();
+    if changes.len() != cc.changes.len() {
+        return Err(Error::Corrupt(format!(
+            "conf change of {} steps carries {} peers",
+            cc.changes.len(),
+            changes.len()
+        )));
+    }
+    let joint = cc.enter_joint().is_some();
+    epoch.conf_ver += changes.len() as u64;
+    for change in changes {
+        let peer = change
+            .peer
+            .ok_or_else(|| Error::Corrupt("conf change without a peer".into()))?;
+        let kind = ChangeKind::try_from(change.kind)
+            .map_err(|_| Error::Corrupt(format!("conf change kind {}", change.kind)))?;
+        let existing = region.peers.iter().position(|p| p.id == peer.id);
+        let role = match (kind, existing.map(|i| state::role_of(&region.peers[i]))) {
+            (ChangeKind::RemoveNode, _) => {
+                region.peers.retain(|p| p.id != peer.id);
+                continue;
+            }
+            (ChangeKind::AddNode, Some(PeerRole::Learner)) if joint => PeerRole::IncomingVoter,
+            (ChangeKind::AddNode, None) if joint => PeerRole::IncomingVoter,
+            (ChangeKind::AddNode, _) => PeerRole::Voter,
+            (ChangeKind::AddLearnerNode, Some(PeerRole::Voter)) if joint => PeerRole::DemotingVoter,
+            (ChangeKind::AddLearnerNode, _) => PeerRole::Learner,
+        };
+        let meta = PeerMeta {
+            role: role as i32,
+            ..peer
+        };
+        match existing {
+            Some(i) => region.peers[i] = meta,
+            None => region.peers.push(meta),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -119,10 +204,15 @@ mod tests {
     fn data_and_applied_index_land_in_one_batch_and_compaction_asks_for_a_sync() {
         let engine = MemoryEngine::new();
         let mut wb = engine.write_batch();
+        let mut region = Region {
+            id: 1,
+            ..Region::default()
+        };
         let mut apply = ApplyState {
             applied_index: 5,
             truncated_index: 5,
             truncated_term: 5,
+            applied_term: 5,
         };
         let writes = RaftCmd {
             region_id: 1,
@@ -136,6 +226,7 @@ mod tests {
                     compact_index: 6,
                     compact_term: 6,
                 }),
+                ..AdminRequest::default()
             }),
             ..RaftCmd::default()
         };
@@ -145,7 +236,7 @@ mod tests {
             ..Entry::default()
         };
         let entries = [noop, entry(7, &writes), entry(8, &compact)];
-        let outcome = apply_entries(1, &mut apply, &entries, &mut wb).unwrap();
+        let outcome = apply_entries(&mut region, &mut apply, &entries, &mut wb).unwrap();
         assert_eq!(outcome.compacted_to, Some((6, 6)));
         assert!(outcome.sync);
         assert_eq!((apply.applied_index, apply.truncated_index), (8, 6));
@@ -162,19 +253,20 @@ mod tests {
     fn a_gap_an_unknown_cf_and_garbage_are_errors_not_writes() {
         let engine = MemoryEngine::new();
         let mut wb = engine.write_batch();
+        let mut region = Region::default();
         let mut apply = ApplyState {
             applied_index: 5,
             ..ApplyState::default()
         };
         let cmd = RaftCmd::default();
-        assert!(apply_entries(1, &mut apply, &[entry(7, &cmd)], &mut wb).is_err());
+        assert!(apply_entries(&mut region, &mut apply, &[entry(7, &cmd)], &mut wb).is_err());
         let mut bad = put(b"k", b"v");
         bad.cf = "nope".into();
         let cmd = RaftCmd {
             writes: vec![bad],
             ..RaftCmd::default()
         };
-        let err = apply_entries(1, &mut apply, &[entry(6, &cmd)], &mut wb).unwrap_err();
+        let err = apply_entries(&mut region, &mut apply, &[entry(6, &cmd)], &mut wb).unwrap_err();
         assert!(err.to_string().contains("unknown column family"), "{err}");
         let garbage = Entry {
             index: 6,
@@ -182,7 +274,7 @@ mod tests {
             ..Entry::default()
         };
         assert!(matches!(
-            apply_entries(1, &mut apply, &[garbage], &mut wb),
+            apply_entries(&mut region, &mut apply, &[garbage], &mut wb),
             Err(Error::Corrupt(_))
         ));
     }

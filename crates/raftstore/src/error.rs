@@ -25,6 +25,9 @@ pub enum Error {
     /// A proposal above `raftstore.raft-entry-max-size`.
     #[error("raft entry of {size} bytes is above the {limit} byte limit")]
     RaftEntryTooLarge { size: u64, limit: u64 },
+    /// A membership change raftstore refuses (removing the leader itself, an unknown peer).
+    #[error("invalid membership change: {0}")]
+    InvalidConfChange(String),
     /// The store is stopping or its queues are full.
     #[error("raftstore is busy: {0}")]
     Busy(&'static str),

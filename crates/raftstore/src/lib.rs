@@ -6,7 +6,8 @@
 //! - [`store::Store`]: all peers of one store, driven in rounds with group commit;
 //! - [`peer::Peer`]: one region's replica, the pure core (messages, ticks and proposals in;
 //!   what to persist, send and apply out), its proposals and its leader lease;
-//! - [`apply`]: what a committed entry changes; [`state`]: what a store keeps per region.
+//! - [`apply`]: what a committed entry changes; [`state`]: what a store keeps per region;
+//!   [`snapshot`]: a region's data for a peer the log cannot catch up.
 //!
 //! Nothing here owns a thread or a socket: the in-process cluster of `tests/` drives stores
 //! over a transport with filters and a clock it moves itself, the node over gRPC.
@@ -16,6 +17,7 @@ pub mod config;
 mod error;
 mod logger;
 pub mod peer;
+pub mod snapshot;
 pub mod state;
 pub mod store;
 

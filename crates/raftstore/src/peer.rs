@@ -18,6 +18,12 @@
 //! entries are only ever applied once committed and the log (fsynced before any ack) still
 //! holds them.
 //!
+//! Membership: [`Peer::propose_conf_change`] proposes a ConfChangeV2 (one change is simple;
+//! several enter a joint configuration that raft-rs leaves by itself); applying it changes
+//! the region's peers, and raft-rs hears of it after the batch is written. A peer created by
+//! a message for a region this store does not hold yet is *uninitialized*: no range, no
+//! members, an empty log, until the leader's snapshot arrives.
+//!
 //! The lease: a leader serves reads locally until `max_leader_lease` after the moment it
 //! proposed an entry that has since been applied (a majority acknowledged a message sent after
 //! that moment, so no other leader can be elected before an election timeout from then; the
@@ -28,10 +34,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use proto::pd::{Peer as PeerMeta, Region};
-use proto::raft::{AdminRequest, ApplyState, CompactLog, RaftCmd, RaftMessage};
+use proto::raft::change_peer::Kind as ChangeKind;
+use proto::raft::{
+    AdminRequest, ApplyState, ChangePeer, ChangePeers, CompactLog, RaftCmd, RaftMessage,
+};
 use protobuf::Message as _;
-use raft::eraftpb::{Entry, Message};
-use raft::{RawNode, Ready, StateRole};
+use raft::eraftpb::{ConfChangeSingle, ConfChangeType, ConfChangeV2, Entry, Message};
+use raft::{ProgressState, RawNode, Ready, SnapshotStatus, StateRole};
 use raft_log::{GroupStorage, LogBase, LogEngine, LogWrite};
 
 use crate::apply::{self, ApplyOutcome};
@@ -62,8 +71,17 @@ pub struct Peer {
     /// A commit index that advanced after this round's write and is not in the log yet.
     commit_unsaved: bool,
     ticks_since_log_gc: usize,
+    /// Peers heard from, by id: how an uninitialized peer (whose region lists only itself)
+    /// addresses the leader, and any peer a sender the region does not list yet.
+    peer_cache: std::collections::BTreeMap<u64, PeerMeta>,
+    /// Ticks each follower has waited in raft-rs's snapshot state, by peer id.
+    snapshot_wait_ticks: std::collections::BTreeMap<u64, usize>,
     cfg: Arc<RaftstoreConfig>,
 }
+
+/// Ticks (in units of the election timeout) a leader waits for a sent snapshot to show up in
+/// a follower's progress before it takes it as lost and sends another.
+const SNAPSHOT_WAIT_ELECTION_TIMEOUTS: usize = 2;
 
 impl Peer {
     /// The peer of `region` on `store_id`, from the log and the saved `apply` state.
@@ -86,10 +104,16 @@ impl Peer {
                     region.id
                 ))
             })?;
+        // An uninitialized peer knows no members until its snapshot says them.
+        let conf_state = if apply.applied_index == 0 {
+            raft::eraftpb::ConfState::default()
+        } else {
+            state::conf_state(&region)
+        };
         let base = LogBase {
             truncated_index: apply.truncated_index,
             truncated_term: apply.truncated_term,
-            conf_state: state::conf_state(&region),
+            conf_state,
         };
         let mut storage = GroupStorage::open(log, region.id, base)?;
         if storage.last_index() < apply.applied_index {
@@ -105,7 +129,7 @@ impl Peer {
             hs.commit = apply.applied_index;
             storage.on_persisted(&[], Some(&hs));
         }
-        let applied_term = raft::Storage::term(&storage, apply.applied_index)?;
+        let applied_term = apply.applied_term;
         let raw = RawNode::new(
             &cfg.raft_config(peer_id, apply.applied_index),
             storage,
@@ -122,6 +146,8 @@ impl Peer {
             lease_until: None,
             commit_unsaved: false,
             ticks_since_log_gc: 0,
+            peer_cache: Default::default(),
+            snapshot_wait_ticks: Default::default(),
             cfg,
         })
     }
@@ -150,6 +176,17 @@ impl Peer {
         &self.apply
     }
 
+    /// Whether this peer holds the region's data (it was bootstrapped, or its snapshot
+    /// arrived).
+    pub fn is_initialized(&self) -> bool {
+        self.apply.applied_index > 0
+    }
+
+    /// Whether the region's current membership still includes this peer.
+    pub fn is_member(&self) -> bool {
+        self.region.peers.iter().any(|p| p.id == self.peer_id)
+    }
+
     pub fn first_index(&self) -> u64 {
         self.raw.store().base().truncated_index + 1
     }
@@ -169,14 +206,21 @@ impl Peer {
         let m = Message::parse_from_bytes(&msg.message).map_err(|e| {
             Error::Corrupt(format!("raft message for region {}: {e}", msg.region_id))
         })?;
+        if let Some(from) = msg.from_peer {
+            self.peer_cache.insert(from.id, from);
+        }
         if m.to != self.peer_id {
             return Err(Error::Corrupt(format!(
                 "message for peer {} reached peer {} of region {}",
                 m.to, self.peer_id, self.region.id
             )));
         }
-        self.raw.step(m)?;
-        Ok(())
+        match self.raw.step(m) {
+            // A response from a peer that left, or a message from before this peer knew
+            // the sender: nothing to do with it.
+            Err(raft::Error::StepPeerNotFound) => Ok(()),
+            r => Ok(r?),
+        }
     }
 
     /// One base tick. Every `log_gc_ticks`, a leader proposes to truncate the log.
@@ -187,6 +231,98 @@ impl Peer {
             self.ticks_since_log_gc = 0;
             self.maybe_compact_log(now);
         }
+        self.check_snapshot_waits();
+    }
+
+    /// A snapshot travels as one message that a network may lose; raft-rs waits for it until
+    /// told it failed. A follower still waiting after a few election timeouts gets another.
+    fn check_snapshot_waits(&mut self) {
+        if !self.is_leader() {
+            self.snapshot_wait_ticks.clear();
+            return;
+        }
+        let waiting: Vec<u64> = self
+            .raw
+            .raft
+            .prs()
+            .iter()
+            .filter(|(_, p)| p.state == ProgressState::Snapshot)
+            .map(|(&id, _)| id)
+            .collect();
+        self.snapshot_wait_ticks
+            .retain(|id, _| waiting.contains(id));
+        let limit = self.cfg.election_ticks * SNAPSHOT_WAIT_ELECTION_TIMEOUTS;
+        for id in waiting {
+            let ticks = self.snapshot_wait_ticks.entry(id).or_default();
+            *ticks += 1;
+            if *ticks >= limit {
+                *ticks = 0;
+                self.raw.report_snapshot(id, SnapshotStatus::Failure);
+            }
+        }
+    }
+
+    /// Proposes a membership change: one change is simple, several enter a joint
+    /// configuration. `reply` hears once it applied.
+    pub fn propose_conf_change(&mut self, changes: Vec<ChangePeer>, reply: Reply, now: Instant) {
+        if !self.is_leader() {
+            reply(Err(self.not_leader()));
+            return;
+        }
+        let mut cc = ConfChangeV2::default();
+        for c in &changes {
+            let (Some(peer), Ok(kind)) = (c.peer, ChangeKind::try_from(c.kind)) else {
+                reply(Err(Error::Corrupt(
+                    "a conf change needs a peer and a kind".into(),
+                )));
+                return;
+            };
+            if peer.id == self.peer_id && kind != ChangeKind::AddNode {
+                reply(Err(Error::InvalidConfChange(
+                    "the leader cannot remove or demote itself; transfer leadership first".into(),
+                )));
+                return;
+            }
+            let change_type = match kind {
+                ChangeKind::AddNode => ConfChangeType::AddNode,
+                ChangeKind::RemoveNode => ConfChangeType::RemoveNode,
+                ChangeKind::AddLearnerNode => ConfChangeType::AddLearnerNode,
+            };
+            cc.changes.push(ConfChangeSingle {
+                change_type,
+                node_id: peer.id,
+                ..ConfChangeSingle::default()
+            });
+        }
+        let context = RaftCmd {
+            region_id: self.region.id,
+            peer_id: self.peer_id,
+            region_epoch: self.region.region_epoch,
+            admin: Some(AdminRequest {
+                change_peers: Some(ChangePeers { changes }),
+                ..AdminRequest::default()
+            }),
+            ..RaftCmd::default()
+        };
+        let before = self.raw.raft.raft_log.last_index();
+        if let Err(e) = self
+            .raw
+            .propose_conf_change(prost::Message::encode_to_vec(&context), cc)
+        {
+            reply(Err(e.into()));
+            return;
+        }
+        let index = self.raw.raft.raft_log.last_index();
+        if index == before {
+            reply(Err(Error::Busy("another membership change is in progress")));
+            return;
+        }
+        self.proposals.push(Proposal {
+            index,
+            term: self.raw.raft.term,
+            proposed_at: now,
+            reply,
+        });
     }
 
     pub fn campaign(&mut self) -> Result<()> {
@@ -301,6 +437,7 @@ impl Peer {
                     compact_index,
                     compact_term,
                 }),
+                ..AdminRequest::default()
             }),
             ..RaftCmd::default()
         };
@@ -336,10 +473,9 @@ impl Peer {
         }
         self.wrap_all(rd.take_messages(), send);
         if !rd.snapshot().is_empty() {
-            return Err(Error::Corrupt(format!(
-                "region {}: snapshots are not supported yet",
-                self.region.id
-            )));
+            // The store wrote the snapshot's data before this; the old log goes first.
+            write.clear(self.region.id);
+            write.put_hard_state(self.region.id, &self.hard_state_after_snapshot(&rd), true)?;
         }
         committed.extend(rd.take_committed_entries());
         write.append(self.region.id, rd.entries())?;
@@ -368,6 +504,24 @@ impl Peer {
         }
     }
 
+    /// A snapshot's hard state: the commit index reaches at least the snapshot.
+    fn hard_state_after_snapshot(&self, rd: &Ready) -> raft::eraftpb::HardState {
+        let mut hs = rd
+            .hs()
+            .cloned()
+            .unwrap_or_else(|| self.raw.store().hard_state().clone());
+        hs.commit = hs.commit.max(rd.snapshot().get_metadata().index);
+        hs
+    }
+
+    /// Between steps 1 and 2, when the round's Ready held a snapshot: the store wrote it to
+    /// the kv engine, and this is the region and apply state it implies.
+    pub fn on_snapshot_applied(&mut self, region: Region, apply: ApplyState) {
+        self.region = region;
+        self.apply = apply;
+        self.applied_term = apply.applied_term;
+    }
+
     /// Step 2: `rd`'s writes are durable.
     pub fn on_persisted(
         &mut self,
@@ -375,6 +529,16 @@ impl Peer {
         send: &mut Vec<RaftMessage>,
         committed: &mut Vec<Entry>,
     ) {
+        if !rd.snapshot().is_empty() {
+            let meta = rd.snapshot().get_metadata();
+            let base = LogBase {
+                truncated_index: meta.index,
+                truncated_term: meta.term,
+                conf_state: meta.get_conf_state().clone(),
+            };
+            let hs = self.hard_state_after_snapshot(&rd);
+            self.raw.mut_store().on_snapshot(base, &hs);
+        }
         self.raw.mut_store().on_persisted(rd.entries(), rd.hs());
         self.wrap_all(rd.take_persisted_messages(), send);
         let mut light = self.raw.advance_append(rd);
@@ -394,15 +558,20 @@ impl Peer {
         entries: &[Entry],
         wb: &mut impl engine::WriteBatch,
     ) -> Result<ApplyOutcome> {
-        apply::apply_entries(self.region.id, &mut self.apply, entries, wb)
+        apply::apply_entries(&mut self.region, &mut self.apply, entries, wb)
     }
 
-    /// Step 3b: the batch holding `entries` is written. Answers their proposals, renews the
-    /// lease, and moves the log's start when the entries compacted it.
-    pub fn on_applied(&mut self, entries: &[Entry], outcome: &ApplyOutcome) {
+    /// Step 3b: the batch holding `entries` is written. Hands membership changes to raft-rs,
+    /// answers the entries' proposals, renews the lease, and moves the log's start when the
+    /// entries compacted it.
+    pub fn on_applied(&mut self, entries: &[Entry], outcome: &ApplyOutcome) -> Result<()> {
         let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
-            return;
+            return Ok(());
         };
+        for cc in &outcome.conf_changes {
+            let cs = self.raw.apply_conf_change(cc)?;
+            self.raw.mut_store().set_conf_state(cs);
+        }
         self.raw.advance_apply_to(last.index);
         self.applied_term = last.term;
         if let Some((index, term)) = outcome.compacted_to {
@@ -434,6 +603,7 @@ impl Peer {
             }
         }
         self.renew_lease(renew_from);
+        Ok(())
     }
 
     fn renew_lease(&mut self, from: Option<Instant>) {
@@ -441,6 +611,18 @@ impl Peer {
             let until = from + self.cfg.max_leader_lease;
             self.lease_until = self.lease_until.max(Some(until));
         }
+    }
+
+    /// Hands the snapshot a follower asked for to raft-rs, if it asked; `build` makes it.
+    pub fn maybe_provide_snapshot(
+        &mut self,
+        build: impl FnOnce(u64) -> Result<raft::eraftpb::Snapshot>,
+    ) -> Result<()> {
+        if self.raw.store().take_snapshot_request() {
+            let snap = build(self.region.id)?;
+            self.raw.mut_store().set_snapshot(snap);
+        }
+        Ok(())
     }
 
     /// Fails every pending proposal (the peer is going away).
@@ -452,7 +634,8 @@ impl Peer {
 
     fn wrap_all(&self, msgs: Vec<Message>, out: &mut Vec<RaftMessage>) {
         for m in msgs {
-            let Some(to) = self.region.peers.iter().find(|p| p.id == m.to) else {
+            let to = self.region.peers.iter().find(|p| p.id == m.to);
+            let Some(to) = to.or_else(|| self.peer_cache.get(&m.to)) else {
                 tracing::warn!(
                     region_id = self.region.id,
                     to = m.to,
@@ -462,22 +645,16 @@ impl Peer {
             };
             out.push(RaftMessage {
                 region_id: self.region.id,
-                from_peer: Some(PeerMeta {
-                    id: self.peer_id,
-                    store_id: self.store_id_of(self.peer_id),
-                }),
+                from_peer: self
+                    .region
+                    .peers
+                    .iter()
+                    .find(|p| p.id == self.peer_id)
+                    .copied(),
                 to_peer: Some(*to),
                 region_epoch: self.region.region_epoch,
                 message: m.write_to_bytes().expect("encoding a raft message"),
             });
         }
-    }
-
-    fn store_id_of(&self, peer_id: u64) -> u64 {
-        self.region
-            .peers
-            .iter()
-            .find(|p| p.id == peer_id)
-            .map_or(0, |p| p.store_id)
     }
 }

@@ -4,9 +4,11 @@
 //! write batch as the data an entry changes, so after any crash the data and the applied
 //! index agree, and the log above the applied index replays onto exactly that state.
 
+use std::collections::BTreeMap;
+
 use engine::{Cf, EngineIterator, IterOptions, KvEngine, Peekable, WriteBatch};
 use prost::Message;
-use proto::pd::Region;
+use proto::pd::{PeerRole, Region};
 use proto::raft::{ApplyState, RegionLocalState};
 use raft::eraftpb::ConfState;
 
@@ -22,7 +24,7 @@ const APPLY_PREFIX: &[u8] = b"raft/apply/";
 pub const INIT_LOG_INDEX: u64 = 5;
 pub const INIT_LOG_TERM: u64 = 5;
 
-fn region_key(id: u64) -> Vec<u8> {
+pub(crate) fn region_key(id: u64) -> Vec<u8> {
     [REGION_PREFIX, &id.to_be_bytes()].concat()
 }
 
@@ -42,23 +44,31 @@ pub fn put_apply_state(wb: &mut impl WriteBatch, region_id: u64, state: &ApplySt
     wb.put(Cf::Meta, &apply_key(region_id), &state.encode_to_vec());
 }
 
-/// The regions this store holds a live peer of, each with its apply state.
-pub fn load_regions<E: KvEngine>(engine: &E) -> Result<Vec<(Region, ApplyState)>> {
+/// A store's regions as saved: those it holds a live peer of, each with its apply state, and
+/// those whose peer it removed, with that peer's id.
+pub type SavedRegions = (Vec<(Region, ApplyState)>, BTreeMap<u64, u64>);
+
+/// The regions saved in `engine` by store `store_id`.
+pub fn load_regions<E: KvEngine>(engine: &E, store_id: u64) -> Result<SavedRegions> {
     let opts = IterOptions {
         lower: Some(REGION_PREFIX.to_vec()),
         upper: Some(REGION_PREFIX_END.to_vec()),
         ..IterOptions::default()
     };
     let mut regions = Vec::new();
+    let mut tombstones = BTreeMap::new();
     let mut it = engine.iter(Cf::Meta, opts)?;
     let mut ok = it.seek_to_first()?;
     while ok {
         let state = RegionLocalState::decode(it.value())
             .map_err(|e| Error::Corrupt(format!("region state {}: {e}", engine::hex(it.key()))))?;
-        if let Some(region) = state.region
-            && !state.tombstone
-        {
-            regions.push(region);
+        match state.region {
+            Some(region) if state.tombstone => {
+                let peer = region.peers.iter().find(|p| p.store_id == store_id);
+                tombstones.insert(region.id, peer.map_or(0, |p| p.id));
+            }
+            Some(region) => regions.push(region),
+            None => {}
         }
         ok = it.next()?;
     }
@@ -69,7 +79,7 @@ pub fn load_regions<E: KvEngine>(engine: &E) -> Result<Vec<(Region, ApplyState)>
             .ok_or_else(|| Error::Corrupt(format!("region {} has no apply state", region.id)))?;
         out.push((region, apply));
     }
-    Ok(out)
+    Ok((out, tombstones))
 }
 
 /// The apply state saved for `region_id`, if any.
@@ -82,10 +92,47 @@ pub fn load_apply_state(engine: &impl Peekable, region_id: u64) -> Result<Option
     Ok(Some(state))
 }
 
-/// The membership raft-rs starts from: every peer of the region is a voter.
+/// The membership raft-rs starts from, as the region's peer roles say; a region between
+/// entering and leaving a joint configuration gives a joint one (left automatically).
 pub fn conf_state(region: &Region) -> ConfState {
+    let ids = |roles: &[PeerRole]| -> Vec<u64> {
+        region
+            .peers
+            .iter()
+            .filter(|p| roles.contains(&role_of(p)))
+            .map(|p| p.id)
+            .collect()
+    };
+    let joint = region.peers.iter().any(|p| {
+        matches!(
+            role_of(p),
+            PeerRole::IncomingVoter | PeerRole::DemotingVoter
+        )
+    });
     ConfState {
-        voters: region.peers.iter().map(|p| p.id).collect(),
+        voters: ids(&[PeerRole::Voter, PeerRole::IncomingVoter]),
+        learners: ids(&[PeerRole::Learner]),
+        voters_outgoing: if joint {
+            ids(&[PeerRole::Voter, PeerRole::DemotingVoter])
+        } else {
+            Vec::new()
+        },
+        learners_next: ids(&[PeerRole::DemotingVoter]),
+        auto_leave: joint,
         ..ConfState::default()
     }
+}
+
+pub fn role_of(peer: &proto::pd::Peer) -> PeerRole {
+    PeerRole::try_from(peer.role).unwrap_or(PeerRole::Voter)
+}
+
+/// Marks this store's peer of `region` removed: its data stays until the range is cleaned,
+/// and it is never loaded again.
+pub fn put_tombstone(wb: &mut impl WriteBatch, region: &Region) {
+    let state = RegionLocalState {
+        region: Some(region.clone()),
+        tombstone: true,
+    };
+    wb.put(Cf::Meta, &region_key(region.id), &state.encode_to_vec());
 }

@@ -5,6 +5,11 @@
 //! come in between rounds. The store owns no thread: a test calls it step by step with a
 //! clock it moves itself, and the node runs it on its raftstore threads.
 //!
+//! Membership: a message for a region this store holds no peer of creates an uninitialized
+//! peer (unless the store removed that peer before: its tombstone stays), which the
+//! leader's snapshot initializes. A peer whose region no longer lists it is destroyed: a
+//! fsynced tombstone in the kv engine, then its log is cleared.
+//!
 //! Durability: a follower acknowledges entries (and a voter votes) only after the round's
 //! log write returned. The kv engine's apply batch is not fsynced, except one that truncates
 //! the log: the log is the redo record of everything above the applied index saved with the
@@ -16,7 +21,7 @@ use std::time::Instant;
 
 use engine::{KvEngine, WriteBatch};
 use proto::pd::Region;
-use proto::raft::{ApplyState, RaftCmd, RaftMessage};
+use proto::raft::{ApplyState, ChangePeer, RaftCmd, RaftMessage};
 use raft::Ready;
 use raft::eraftpb::Entry;
 use raft_log::{LogEngine, LogWrite};
@@ -24,7 +29,7 @@ use raft_log::{LogEngine, LogWrite};
 use crate::apply::ApplyOutcome;
 use crate::config::RaftstoreConfig;
 use crate::peer::{Peer, Reply};
-use crate::{Error, Result, state};
+use crate::{Error, Result, snapshot, state};
 
 /// Where a store's outgoing Raft messages go.
 pub trait Transport {
@@ -37,6 +42,8 @@ pub struct Store<E: KvEngine, T: Transport> {
     log: LogEngine,
     transport: T,
     peers: BTreeMap<u64, Peer>,
+    /// Regions whose peer this store removed, with that peer's id.
+    tombstones: BTreeMap<u64, u64>,
     cfg: Arc<RaftstoreConfig>,
     logger: slog::Logger,
 }
@@ -55,7 +62,8 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         let cfg = Arc::new(cfg);
         let logger = crate::logger::raft_logger().new(slog::o!("store_id" => store_id));
         let mut peers = BTreeMap::new();
-        for (region, apply) in state::load_regions(&engine)? {
+        let (regions, tombstones) = state::load_regions(&engine, store_id)?;
+        for (region, apply) in regions {
             let peer = Peer::open(store_id, region, apply, &log, cfg.clone(), &logger)?;
             peers.insert(peer.region().id, peer);
         }
@@ -65,6 +73,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             log,
             transport,
             peers,
+            tombstones,
             cfg,
             logger,
         })
@@ -103,6 +112,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             applied_index: state::INIT_LOG_INDEX,
             truncated_index: state::INIT_LOG_INDEX,
             truncated_term: state::INIT_LOG_TERM,
+            applied_term: state::INIT_LOG_TERM,
         };
         let mut wb = self.engine.write_batch();
         state::put_region(&mut wb, &region);
@@ -126,8 +136,12 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             .ok_or(Error::RegionNotFound(region_id))
     }
 
-    /// A Raft message from another store.
+    /// A Raft message from another store. One for a region this store has no peer of
+    /// creates an uninitialized peer, unless this store removed that very peer before.
     pub fn on_raft_message(&mut self, msg: &RaftMessage) -> Result<()> {
+        if !self.peers.contains_key(&msg.region_id) {
+            self.maybe_create_peer(msg)?;
+        }
         let peer = self.peer_mut(msg.region_id)?;
         if msg.to_peer.map(|p| p.id) != Some(peer.peer_id()) {
             return Err(Error::Corrupt(format!(
@@ -138,6 +152,56 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             )));
         }
         peer.step(msg)
+    }
+
+    fn maybe_create_peer(&mut self, msg: &RaftMessage) -> Result<()> {
+        let Some(to) = msg.to_peer.filter(|p| p.store_id == self.store_id) else {
+            return Err(Error::RegionNotFound(msg.region_id));
+        };
+        if self
+            .tombstones
+            .get(&msg.region_id)
+            .is_some_and(|&removed| to.id <= removed)
+        {
+            return Err(Error::RegionNotFound(msg.region_id));
+        }
+        let region = Region {
+            id: msg.region_id,
+            region_epoch: msg.region_epoch,
+            peers: vec![to],
+            ..Region::default()
+        };
+        let peer = Peer::open(
+            self.store_id,
+            region,
+            ApplyState::default(),
+            &self.log,
+            self.cfg.clone(),
+            &self.logger,
+        )?;
+        tracing::info!(
+            store_id = self.store_id,
+            region_id = msg.region_id,
+            peer_id = to.id,
+            "created an uninitialized peer for a message from {:?}",
+            msg.from_peer.map(|p| p.id)
+        );
+        self.peers.insert(msg.region_id, peer);
+        Ok(())
+    }
+
+    /// Proposes a membership change to `region_id`.
+    pub fn propose_conf_change(
+        &mut self,
+        region_id: u64,
+        changes: Vec<ChangePeer>,
+        reply: Reply,
+        now: Instant,
+    ) {
+        match self.peers.get_mut(&region_id) {
+            Some(peer) => peer.propose_conf_change(changes, reply, now),
+            None => reply(Err(Error::RegionNotFound(region_id))),
+        }
     }
 
     /// Proposes `cmd` to `region_id`; `reply` hears once, when it applied or why it did not.
@@ -178,6 +242,16 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         for (&id, peer) in self.peers.iter_mut() {
             let entries = committed.entry(id).or_default();
             if let Some(rd) = peer.collect_ready(&mut write, &mut send, entries, now)? {
+                if !rd.snapshot().is_empty() {
+                    let (region, apply) = snapshot::apply(&self.engine, rd.snapshot())?;
+                    tracing::info!(
+                        store_id = self.store_id,
+                        region_id = id,
+                        index = apply.applied_index,
+                        "applied a snapshot"
+                    );
+                    peer.on_snapshot_applied(region, apply);
+                }
                 readies.push((id, rd));
             }
         }
@@ -189,7 +263,19 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             peer.on_persisted(rd, &mut send, entries);
         }
         self.send_all(&mut send);
-        self.apply(committed)
+        self.apply(committed)?;
+        self.provide_snapshots();
+        Ok(())
+    }
+
+    /// Builds the snapshots leaders asked for in this round.
+    fn provide_snapshots(&mut self) {
+        for peer in self.peers.values_mut() {
+            let engine = &self.engine;
+            if let Err(e) = peer.maybe_provide_snapshot(|id| snapshot::generate(engine, id)) {
+                tracing::warn!(region_id = peer.region().id, "cannot build a snapshot: {e}");
+            }
+        }
     }
 
     fn apply(&mut self, committed: BTreeMap<u64, Vec<Entry>>) -> Result<()> {
@@ -213,12 +299,37 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         }
         for (id, entries, outcome) in outcomes {
             let peer = self.peers.get_mut(&id).expect("peer of applied entries");
-            peer.on_applied(&entries, &outcome);
+            peer.on_applied(&entries, &outcome)?;
             if let Some((index, _)) = outcome.compacted_to {
                 // The batch that moved the truncated index is fsynced: the log below it goes.
                 self.log.compact_to(id, index + 1);
             }
+            if !peer.is_member() {
+                self.destroy_peer(id)?;
+            }
         }
+        Ok(())
+    }
+
+    /// Removes this store's peer of `region_id`, which the region no longer lists.
+    fn destroy_peer(&mut self, region_id: u64) -> Result<()> {
+        let Some(mut peer) = self.peers.remove(&region_id) else {
+            return Ok(());
+        };
+        peer.fail_proposals(|| Error::RegionNotFound(region_id));
+        let mut wb = self.engine.write_batch();
+        state::put_tombstone(&mut wb, peer.region());
+        self.engine.write(wb, true)?;
+        let mut write = LogWrite::default();
+        write.clear(region_id);
+        self.log.write(&mut write)?;
+        self.tombstones.insert(region_id, peer.peer_id());
+        tracing::info!(
+            store_id = self.store_id,
+            region_id,
+            peer_id = peer.peer_id(),
+            "removed this store's peer of the region"
+        );
         Ok(())
     }
 

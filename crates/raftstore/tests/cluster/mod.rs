@@ -19,8 +19,9 @@ use std::time::{Duration, Instant};
 use engine::memory::MemoryEngine;
 use engine::{Cf, Peekable};
 use proto::pd::{Peer as PeerMeta, Region, RegionEpoch};
+use proto::raft::change_peer::Kind as ChangeKind;
 use proto::raft::write_op::Kind;
-use proto::raft::{RaftCmd, RaftMessage, WriteOp};
+use proto::raft::{ChangePeer, RaftCmd, RaftMessage, WriteOp};
 use protobuf::Message as _;
 use raft::eraftpb::{Message, MessageType};
 use raft_log::{LogConfig, LogEngine};
@@ -134,6 +135,7 @@ impl Cluster {
                 .map(|s| PeerMeta {
                     id: peer_id(s),
                     store_id: s,
+                    ..PeerMeta::default()
                 })
                 .collect(),
         };
@@ -148,6 +150,13 @@ impl Cluster {
                 .expect("bootstrap");
         }
         c
+    }
+
+    /// Adds store `s` with an empty disk: it holds no peer until a leader adds one.
+    pub fn add_store(&mut self, s: u64) {
+        self.dirs.insert(s, tempfile::tempdir().expect("temp dir"));
+        self.engines.insert(s, MemoryEngine::new());
+        self.start(s);
     }
 
     /// Starts store `s` from its disk.
@@ -222,9 +231,11 @@ impl Cluster {
             return;
         }
         if let Some(store) = self.stores.get_mut(&to) {
-            store
-                .on_raft_message(&m)
-                .expect("a message for a peer the store has");
+            match store.on_raft_message(&m) {
+                // A message for a peer the store removed is dropped, as a node drops it.
+                Ok(()) | Err(Error::RegionNotFound(_)) => {}
+                Err(e) => panic!("store {to} refused a message: {e}"),
+            }
         }
     }
 
@@ -311,6 +322,45 @@ impl Cluster {
         outcome
     }
 
+    /// Proposes a membership change at the current leader and waits until it applied.
+    pub fn must_change_peers(&mut self, changes: Vec<(ChangeKind, u64)>) {
+        let leader = self.wait_leader(100);
+        let changes = changes
+            .into_iter()
+            .map(|(kind, store)| ChangePeer {
+                kind: kind as i32,
+                peer: Some(PeerMeta {
+                    id: peer_id(store),
+                    store_id: store,
+                    ..PeerMeta::default()
+                }),
+            })
+            .collect();
+        let outcome: Outcome = Arc::default();
+        let slot = outcome.clone();
+        let now = self.now;
+        self.stores.get_mut(&leader).unwrap().propose_conf_change(
+            REGION,
+            changes,
+            Box::new(move |r| *slot.lock().unwrap() = Some(r)),
+            now,
+        );
+        self.pump();
+        for _ in 0..50 {
+            if let Some(r) = outcome.lock().unwrap().take() {
+                r.expect("the membership change applied");
+                return;
+            }
+            self.tick();
+        }
+        panic!("membership change was never answered");
+    }
+
+    /// The region as store `s`'s peer holds it.
+    pub fn region(&self, s: u64) -> Option<Region> {
+        self.stores[&s].peer(REGION).map(|p| p.region().clone())
+    }
+
     /// Writes through the current leader and waits (pumping, ticking) until it applied.
     pub fn must_put(&mut self, key: &[u8], value: &[u8]) {
         let leader = self.wait_leader(100);
@@ -332,7 +382,9 @@ impl Cluster {
     }
 
     pub fn applied_index(&self, s: u64) -> u64 {
-        self.stores[&s].peer(REGION).unwrap().applied_index()
+        self.stores[&s]
+            .peer(REGION)
+            .map_or(0, |p| p.applied_index())
     }
 }
 

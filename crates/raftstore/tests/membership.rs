@@ -1,0 +1,148 @@
+//! Membership changes on the in-process cluster: a learner added to a region that holds data
+//! gets it by snapshot and is promoted; a peer is replaced through a joint configuration and
+//! the removed one is destroyed for good; a follower behind the log's truncation catches up by
+//! snapshot.
+
+mod cluster;
+
+use cluster::{Cluster, REGION, peer_id, test_config};
+use proto::pd::PeerRole;
+use proto::raft::change_peer::Kind;
+
+fn roles(c: &Cluster, s: u64) -> Vec<(u64, PeerRole)> {
+    let mut out: Vec<(u64, PeerRole)> = c
+        .region(s)
+        .expect("a peer")
+        .peers
+        .iter()
+        .map(|p| (p.store_id, raftstore::state::role_of(p)))
+        .collect();
+    out.sort_by_key(|&(s, _)| s);
+    out
+}
+
+#[test]
+fn a_learner_gets_the_data_by_snapshot_then_votes_as_part_of_a_majority() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    for i in 0..20u32 {
+        c.must_put(format!("k{i}").as_bytes(), &i.to_be_bytes());
+    }
+    c.add_store(4);
+    c.must_change_peers(vec![(Kind::AddLearnerNode, 4)]);
+    c.ticks(3);
+    for i in 0..20u32 {
+        let key = format!("k{i}");
+        assert_eq!(
+            c.get(4, key.as_bytes()),
+            Some(i.to_be_bytes().to_vec()),
+            "{key}"
+        );
+    }
+    assert_eq!(roles(&c, 4)[3], (4, PeerRole::Learner));
+    c.must_change_peers(vec![(Kind::AddNode, 4)]);
+    c.ticks(2);
+    assert_eq!(roles(&c, 4)[3], (4, PeerRole::Voter));
+    let conf_ver = c.region(1).unwrap().region_epoch.unwrap().conf_ver;
+    assert_eq!(conf_ver, 3, "two changes, one each");
+    // With four voters, stores 1, 2 and 4 are a majority without store 3.
+    c.stop(3);
+    c.must_put(b"after", b"x");
+    c.tick();
+    assert_eq!(c.get(4, b"after").as_deref(), Some(&b"x"[..]));
+}
+
+#[test]
+fn a_joint_change_replaces_a_peer_and_the_removed_peer_stays_gone() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    c.must_put(b"k", b"v");
+    c.add_store(4);
+    c.must_change_peers(vec![(Kind::AddLearnerNode, 4)]);
+    c.ticks(3);
+    // Promote 4 and demote 3 at once: a joint configuration raft-rs leaves by itself.
+    c.must_change_peers(vec![(Kind::AddNode, 4), (Kind::AddLearnerNode, 3)]);
+    c.ticks(3);
+    assert_eq!(
+        roles(&c, 1),
+        vec![
+            (1, PeerRole::Voter),
+            (2, PeerRole::Voter),
+            (3, PeerRole::Learner),
+            (4, PeerRole::Voter)
+        ],
+        "the joint configuration was left"
+    );
+    c.must_change_peers(vec![(Kind::RemoveNode, 3)]);
+    c.ticks(3);
+    assert!(
+        c.stores[&3].peer(REGION).is_none(),
+        "store 3's peer is destroyed"
+    );
+    c.stop(3);
+    c.start(3);
+    c.ticks(3);
+    assert!(
+        c.stores[&3].peer(REGION).is_none(),
+        "a restart does not bring the removed peer back"
+    );
+    c.must_put(b"k2", b"v2");
+    c.tick();
+    for s in [1, 2, 4] {
+        assert_eq!(c.get(s, b"k2").as_deref(), Some(&b"v2"[..]), "store {s}");
+    }
+}
+
+#[test]
+fn the_leader_refuses_to_remove_itself() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    let outcome = cluster::Outcome::default();
+    let slot = outcome.clone();
+    let now = c.now;
+    c.stores.get_mut(&1).unwrap().propose_conf_change(
+        REGION,
+        vec![proto::raft::ChangePeer {
+            kind: Kind::RemoveNode as i32,
+            peer: Some(proto::pd::Peer {
+                id: peer_id(1),
+                store_id: 1,
+                ..Default::default()
+            }),
+        }],
+        Box::new(move |r| *slot.lock().unwrap() = Some(r)),
+        now,
+    );
+    let answer = outcome.lock().unwrap().take();
+    assert!(
+        matches!(answer, Some(Err(raftstore::Error::InvalidConfChange(_)))),
+        "{answer:?}"
+    );
+}
+
+#[test]
+fn a_follower_behind_the_truncated_log_catches_up_by_snapshot() {
+    let mut cfg = test_config();
+    cfg.log_gc_ticks = 1;
+    cfg.log_gc_count_limit = 10;
+    let mut c = Cluster::new(3, cfg);
+    c.elect(1);
+    c.stop(3);
+    for i in 0..40u32 {
+        c.must_put(format!("k{i}").as_bytes(), b"v");
+    }
+    c.ticks(3);
+    let first = c.stores[&1].peer(REGION).unwrap().first_index();
+    assert!(
+        first > 20,
+        "the leader truncated past what store 3 has: {first}"
+    );
+    c.start(3);
+    c.ticks(30);
+    assert_eq!(c.get(3, b"k39").as_deref(), Some(&b"v"[..]));
+    assert_eq!(c.applied_index(3), c.applied_index(1));
+    // And it goes on by the log.
+    c.must_put(b"after", b"w");
+    c.tick();
+    assert_eq!(c.get(3, b"after").as_deref(), Some(&b"w"[..]));
+}
