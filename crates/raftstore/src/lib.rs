@@ -9,11 +9,13 @@
 //! - [`apply`]: what a committed entry changes; [`state`]: what a store keeps per region;
 //!   [`snapshot`]: a region's data for a peer the log cannot catch up.
 //!
-//! Nothing here owns a thread or a socket: the in-process cluster of `tests/` drives stores
-//! over a transport with filters and a clock it moves itself, the node over gRPC.
+//! Only [`driver::RaftDriver`] owns a thread (it runs a store for the node); nothing owns a
+//! socket. The in-process cluster of `tests/` drives stores itself, over a transport with
+//! filters and a clock it moves.
 
 pub mod apply;
 pub mod config;
+pub mod driver;
 mod error;
 mod logger;
 pub mod peer;

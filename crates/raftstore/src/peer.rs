@@ -392,6 +392,25 @@ impl Peer {
         }
     }
 
+    /// Until when this peer may serve reads locally, if it leads and applied an entry of its
+    /// term (see [`Peer::check_lease_read`]).
+    pub fn lease_until(&self) -> Option<Instant> {
+        (self.is_leader() && self.applied_term == self.raw.raft.term)
+            .then_some(self.lease_until)
+            .flatten()
+    }
+
+    /// A region whose only voter is this peer has nobody to wait for: it campaigns at once
+    /// instead of after an election timeout.
+    pub fn campaign_if_alone(&mut self) -> Result<()> {
+        let voters = self.raw.raft.prs().conf().voters().ids();
+        let alone = voters.len() == 1 && voters.contains(self.peer_id);
+        if alone && !self.is_leader() {
+            self.raw.campaign()?;
+        }
+        Ok(())
+    }
+
     /// Whether this peer may serve a read from its own applied state at `now`: it leads, its
     /// lease holds, and it applied an entry of its own term (so it has applied everything
     /// any earlier leader committed).

@@ -67,6 +67,9 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             let peer = Peer::open(store_id, region, apply, &log, cfg.clone(), &logger)?;
             peers.insert(peer.region().id, peer);
         }
+        for peer in peers.values_mut() {
+            peer.campaign_if_alone()?;
+        }
         Ok(Store {
             store_id,
             engine,
@@ -77,6 +80,11 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             cfg,
             logger,
         })
+    }
+
+    /// The length of one tick.
+    pub fn base_tick(&self) -> std::time::Duration {
+        self.cfg.base_tick
     }
 
     pub fn store_id(&self) -> u64 {
@@ -126,6 +134,8 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             self.cfg.clone(),
             &self.logger,
         )?;
+        let mut peer = peer;
+        peer.campaign_if_alone()?;
         self.peers.insert(peer.region().id, peer);
         Ok(())
     }

@@ -1,0 +1,295 @@
+//! [`RaftDriver`]: runs a [`Store`] on a thread of its own. Everything that reaches the store
+//! (Raft messages, proposals, membership changes, leader transfers) comes through a bounded
+//! channel ([`RaftRouter`]); the thread takes what has queued up, ticks when a base tick is
+//! due, and runs one round for all of it, so the writes of many connections and regions
+//! share one raft-engine fdatasync. After each round it publishes what readers need without
+//! asking the thread ([`RegionViews`]): each region's range and epoch, its leader, and until
+//! when this store's leader lease holds.
+//!
+//! Bounds: the channel holds [`ROUTER_QUEUE_MAX`] messages (a full one answers
+//! "raftstore is busy"), and one round takes at most [`ROUND_MESSAGES_MAX`] of them.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, RwLock};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use engine::KvEngine;
+use proto::pd::{Peer as PeerMeta, Region};
+use proto::raft::{ChangePeer, RaftCmd, RaftMessage};
+
+use crate::peer::Reply;
+use crate::store::{Store, Transport};
+use crate::{Error, Result};
+
+/// Messages waiting for the raftstore thread, at most.
+pub const ROUTER_QUEUE_MAX: usize = 40_960;
+/// Messages one round takes before it writes.
+pub const ROUND_MESSAGES_MAX: usize = 4096;
+
+pub enum StoreMsg {
+    Raft(RaftMessage),
+    Propose {
+        region_id: u64,
+        cmd: RaftCmd,
+        reply: Reply,
+    },
+    ChangePeers {
+        region_id: u64,
+        changes: Vec<ChangePeer>,
+        reply: Reply,
+    },
+    TransferLeader {
+        region_id: u64,
+        to_peer_id: u64,
+    },
+    /// Creates this store's peer of a new region (the cluster's first), durably.
+    Bootstrap {
+        region: Region,
+        reply: Reply,
+    },
+    /// Ends the thread: what was queued before it is handled, pending proposals hear `Busy`.
+    Stop,
+}
+
+/// What readers on other threads may know of one region without asking the store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegionView {
+    pub region: Region,
+    pub leader: Option<PeerMeta>,
+    /// This store's peer leads, and may serve reads locally until this moment.
+    pub lease_until: Option<Instant>,
+    pub term: u64,
+    pub applied_index: u64,
+}
+
+impl RegionView {
+    /// Whether this store's peer may serve a read of the region at `now`.
+    pub fn lease_holds(&self, now: Instant) -> bool {
+        self.lease_until.is_some_and(|until| now < until)
+    }
+}
+
+/// The regions of this store as of the last round.
+#[derive(Default)]
+pub struct RegionViews {
+    views: RwLock<BTreeMap<u64, RegionView>>,
+}
+
+impl RegionViews {
+    pub fn get(&self, region_id: u64) -> Option<RegionView> {
+        self.views
+            .read()
+            .expect("region views poisoned")
+            .get(&region_id)
+            .cloned()
+    }
+
+    pub fn all(&self) -> Vec<RegionView> {
+        self.views
+            .read()
+            .expect("region views poisoned")
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    fn publish<E: KvEngine, T: Transport>(&self, store: &Store<E, T>) {
+        let mut fresh = BTreeMap::new();
+        for peer in store.peers().filter(|p| p.is_initialized()) {
+            let view = RegionView {
+                region: peer.region().clone(),
+                leader: peer.leader(),
+                lease_until: peer.lease_until(),
+                term: peer.term(),
+                applied_index: peer.applied_index(),
+            };
+            fresh.insert(view.region.id, view);
+        }
+        let mut views = self.views.write().expect("region views poisoned");
+        if *views != fresh {
+            *views = fresh;
+        }
+    }
+}
+
+/// Sends to the raftstore thread.
+#[derive(Clone)]
+pub struct RaftRouter {
+    tx: SyncSender<StoreMsg>,
+}
+
+impl RaftRouter {
+    /// Queues `msg`; a full queue or a stopped store is `Busy`, and a proposal's reply
+    /// hears it.
+    pub fn send(&self, msg: StoreMsg) -> Result<()> {
+        match self.tx.try_send(msg) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(msg)) => Err(refuse(msg, "raftstore is busy")),
+            Err(TrySendError::Disconnected(msg)) => Err(refuse(msg, "raftstore is stopped")),
+        }
+    }
+
+    /// Proposes `cmd` and waits for the outcome.
+    pub fn propose_and_wait(&self, region_id: u64, cmd: RaftCmd) -> Result<()> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.send(StoreMsg::Propose {
+            region_id,
+            cmd,
+            reply: Box::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        })?;
+        rx.recv()
+            .unwrap_or(Err(Error::Busy("raftstore stopped before answering")))
+    }
+}
+
+fn refuse(msg: StoreMsg, why: &'static str) -> Error {
+    match msg {
+        StoreMsg::Propose { reply, .. }
+        | StoreMsg::ChangePeers { reply, .. }
+        | StoreMsg::Bootstrap { reply, .. } => reply(Err(Error::Busy(why))),
+        _ => {}
+    }
+    Error::Busy(why)
+}
+
+pub struct RaftDriver {
+    thread: Option<JoinHandle<()>>,
+    router: RaftRouter,
+    pub views: Arc<RegionViews>,
+}
+
+impl RaftDriver {
+    /// Starts the raftstore thread on the store `open` makes (on that thread, so the store
+    /// need not be `Send` once built).
+    pub fn start<E, T>(
+        open: impl FnOnce() -> Result<Store<E, T>> + Send + 'static,
+    ) -> Result<RaftDriver>
+    where
+        E: KvEngine,
+        T: Transport + 'static,
+    {
+        let (tx, rx) = std::sync::mpsc::sync_channel(ROUTER_QUEUE_MAX);
+        let views = Arc::new(RegionViews::default());
+        let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
+        let published = views.clone();
+        let thread = std::thread::Builder::new()
+            .name("raftstore-0".into())
+            .spawn(move || {
+                let store = match open() {
+                    Ok(store) => {
+                        let _ = ready_tx.send(Ok(()));
+                        store
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                run(store, rx, &published);
+            })
+            .map_err(|e| Error::Corrupt(format!("cannot start the raftstore thread: {e}")))?;
+        ready_rx
+            .recv()
+            .unwrap_or(Err(Error::Busy("raftstore thread died while opening")))?;
+        Ok(RaftDriver {
+            thread: Some(thread),
+            router: RaftRouter { tx },
+            views,
+        })
+    }
+
+    pub fn router(&self) -> RaftRouter {
+        self.router.clone()
+    }
+
+    /// Stops the thread after what is queued; pending proposals hear `Busy`. Routers still
+    /// held elsewhere answer `Busy` from then on.
+    pub fn stop(mut self) {
+        let _ = self.router.tx.send(StoreMsg::Stop);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn run<E: KvEngine, T: Transport>(
+    mut store: Store<E, T>,
+    rx: Receiver<StoreMsg>,
+    views: &RegionViews,
+) {
+    let tick = store.base_tick();
+    let mut next_tick = Instant::now() + tick;
+    views.publish(&store);
+    loop {
+        let wait = next_tick.saturating_duration_since(Instant::now());
+        let mut stop = false;
+        match rx.recv_timeout(wait) {
+            Ok(msg) => {
+                stop |= handle(&mut store, msg);
+                for msg in rx.try_iter().take(ROUND_MESSAGES_MAX - 1) {
+                    stop |= handle(&mut store, msg);
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => stop = true,
+        }
+        let now = Instant::now();
+        if now >= next_tick {
+            store.tick(now);
+            next_tick = now + tick;
+        }
+        // A round can leave work for another (a commit learnt while persisting).
+        for _ in 0..4 {
+            if !store.has_ready() {
+                break;
+            }
+            if let Err(e) = store.handle_readies(now) {
+                // The disk under the log or the kv engine failed: nothing can be trusted
+                // to be durable any more, so the node must stop, as TiKV panics.
+                tracing::error!("raftstore round failed, stopping the store: {e}");
+                store.shutdown();
+                std::process::abort();
+            }
+        }
+        views.publish(&store);
+        if stop {
+            break;
+        }
+    }
+    store.shutdown();
+}
+
+/// Hands `msg` to the store; true for [`StoreMsg::Stop`].
+fn handle<E: KvEngine, T: Transport>(store: &mut Store<E, T>, msg: StoreMsg) -> bool {
+    let now = Instant::now();
+    match msg {
+        StoreMsg::Raft(m) => {
+            if let Err(e) = store.on_raft_message(&m) {
+                tracing::debug!(region_id = m.region_id, "dropped a raft message: {e}");
+            }
+        }
+        StoreMsg::Propose {
+            region_id,
+            cmd,
+            reply,
+        } => store.propose(region_id, cmd, reply, now),
+        StoreMsg::ChangePeers {
+            region_id,
+            changes,
+            reply,
+        } => store.propose_conf_change(region_id, changes, reply, now),
+        StoreMsg::TransferLeader {
+            region_id,
+            to_peer_id,
+        } => {
+            let _ = store.transfer_leader(region_id, to_peer_id);
+        }
+        StoreMsg::Bootstrap { region, reply } => reply(store.bootstrap_region(region)),
+        StoreMsg::Stop => return true,
+    }
+    false
+}
