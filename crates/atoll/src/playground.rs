@@ -72,17 +72,28 @@ pub fn run(args: PlaygroundArgs) -> anyhow::Result<()> {
         pd_addr.clone(),
         format!("pd at {pd_addr}"),
     )];
+    // More than one kv node: every region is a Raft group that PD grows to three replicas.
+    let replicated = args.kv > 1;
+    let kv_config = args.data_dir.join("kv-replicated.toml");
+    if replicated {
+        std::fs::write(&kv_config, REPLICATED_KV_CONFIG)
+            .with_context(|| format!("cannot write {}", kv_config.display()))?;
+    }
     for i in 0..args.kv {
         let addr = format!("127.0.0.1:{}", port(20160, i)?);
         let status = format!("127.0.0.1:{}", port(20180, i)?);
+        let mut kv_args = vec![
+            "kv".into(),
+            format!("--addr={addr}"),
+            format!("--status-addr={status}"),
+            format!("--pd={pd_addr}"),
+        ];
+        if replicated {
+            kv_args.push(format!("--config={}", kv_config.display()));
+        }
         plan.push((
             format!("kv-{i}"),
-            vec![
-                "kv".into(),
-                format!("--addr={addr}"),
-                format!("--status-addr={status}"),
-                format!("--pd={pd_addr}"),
-            ],
+            kv_args,
             status.clone(),
             format!("kv at {addr} (status {status})"),
         ));
@@ -148,7 +159,7 @@ pub fn run(args: PlaygroundArgs) -> anyhow::Result<()> {
         println!("  {}", m.serves);
     }
     println!("Press Ctrl-C to stop.");
-    let outcome = runtime.block_on(watch(&mut members, signal));
+    let outcome = runtime.block_on(watch(&mut members, signal, replicated));
     stop_all(&mut members);
     outcome
 }
@@ -258,22 +269,38 @@ async fn wait_kv_serving(pd_addr: &str) -> anyhow::Result<()> {
     bail!("the cluster did not serve a read within {PLAYGROUND_READY_WAIT_MS} ms: {last}")
 }
 
-/// Waits for Ctrl-C / SIGTERM, or for a child to die.
-async fn watch(members: &mut [Member], signal: impl Future<Output = ()>) -> anyhow::Result<()> {
+/// Waits for Ctrl-C / SIGTERM, or for a child to die. With replicated regions a kv node that
+/// dies is reported once and the others go on serving; any other death stops the playground.
+async fn watch(
+    members: &mut [Member],
+    signal: impl Future<Output = ()>,
+    replicated: bool,
+) -> anyhow::Result<()> {
     tokio::pin!(signal);
+    let mut reported = std::collections::HashSet::new();
     loop {
         tokio::select! {
             _ = &mut signal => return Ok(()),
             _ = tokio::time::sleep(Duration::from_millis(200)) => {
                 for m in members.iter_mut() {
-                    if m.child.try_wait()?.is_some() {
+                    if m.child.try_wait()?.is_none() {
+                        continue;
+                    }
+                    if !(replicated && m.name.starts_with("kv-")) {
                         bail!("{}", last_words(m));
+                    }
+                    if reported.insert(m.name.clone()) {
+                        eprintln!("{}; the other kv nodes keep serving its regions", last_words(m));
                     }
                 }
             }
         }
     }
 }
+
+/// The kv nodes' config when there is more than one: writes go through Raft.
+const REPLICATED_KV_CONFIG: &str =
+    "# Written by `atoll playground --kv N` (N > 1).\n[raftstore]\nreplication = true\n";
 
 fn stop_all(members: &mut [Member]) {
     // Stop in reverse start order: sql, then kv, then pd.

@@ -21,6 +21,11 @@
 //! - `rocksdb.rate-limiter-auto-tuned` is restart-only (online in TiKV, whose RocksDB fork
 //!   can switch auto-tuning on a live limiter; upstream RocksDB cannot).
 //!
+//! - `raftstore.replication` is Atoll's own and transitional: true runs every write through
+//!   raftstore (Raft-replicated regions; PD adds replicas up to `replication.max-replicas`),
+//!   false keeps the single-replica write path until raftstore is as fast. The playground
+//!   turns it on with more than one kv node.
+//!
 //! Atoll has only the unified read pool and always keeps Raft logs in raft-engine, so
 //! `readpool.*.use-unified-pool = false` and `raft-engine.enable = false` are rejected
 //! with a message that says so, instead of being silently ignored.
@@ -31,6 +36,13 @@ use crate::config::Config;
 use crate::error::ConfigError;
 use crate::spec::*;
 use crate::value::{Kind, Value};
+
+/// raft-engine's recovery modes, by TiKV's names.
+pub const RECOVERY_MODES: &[&str] = &[
+    "absolute-consistency",
+    "tolerate-tail-corruption",
+    "tolerate-any-corruption",
+];
 
 pub const COMPRESSIONS: &[&str] = &["no", "snappy", "zlib", "bzip2", "lz4", "lz4hc", "zstd"];
 const BOTTOMMOST_COMPRESSIONS: &[&str] = &[
@@ -475,6 +487,27 @@ pub static KNOBS: &[KnobSpec] = &[
         online: false,
     },
     KnobSpec {
+        name: "raft-engine.target-file-size",
+        kind: Kind::Size {
+            min: ByteSize::mib(1),
+            max: ByteSize::gib(4),
+        },
+        default: |_| size(ByteSize::mib(128)),
+        online: false,
+    },
+    KnobSpec {
+        name: "raft-engine.batch-compression-threshold",
+        kind: Kind::SIZE_ANY,
+        default: |_| size(ByteSize::kib(8)),
+        online: false,
+    },
+    KnobSpec {
+        name: "raft-engine.recovery-mode",
+        kind: Kind::Enum(RECOVERY_MODES),
+        default: |_| text("tolerate-tail-corruption"),
+        online: false,
+    },
+    KnobSpec {
         name: "coprocessor.region-split-size",
         kind: Kind::Size {
             min: ByteSize::mib(1),
@@ -506,6 +539,112 @@ pub static KNOBS: &[KnobSpec] = &[
         kind: INT_POSITIVE,
         default: |_| int(10),
         online: true,
+    },
+    KnobSpec {
+        name: "raftstore.replication",
+        kind: Kind::Bool,
+        default: |_| Value::Bool(false),
+        online: false,
+    },
+    KnobSpec {
+        name: "raftstore.raft-base-tick-interval",
+        kind: Kind::Duration {
+            min: ReadableDuration::millis(10),
+            max: ReadableDuration::secs(60),
+        },
+        default: |_| dur(ReadableDuration::secs(1)),
+        online: false,
+    },
+    KnobSpec {
+        name: "raftstore.raft-heartbeat-ticks",
+        kind: Kind::Int { min: 1, max: 1000 },
+        default: |_| int(2),
+        online: false,
+    },
+    KnobSpec {
+        name: "raftstore.raft-election-timeout-ticks",
+        kind: Kind::Int {
+            min: 2,
+            max: 10_000,
+        },
+        default: |_| int(10),
+        online: false,
+    },
+    KnobSpec {
+        name: "raftstore.raft-store-max-leader-lease",
+        kind: DURATION_ANY,
+        default: |_| dur(ReadableDuration::secs(9)),
+        online: false,
+    },
+    KnobSpec {
+        name: "raftstore.prevote",
+        kind: Kind::Bool,
+        default: |_| Value::Bool(true),
+        online: false,
+    },
+    KnobSpec {
+        name: "raftstore.raft-max-size-per-msg",
+        kind: Kind::Size {
+            min: ByteSize::kib(1),
+            max: ByteSize::gib(3),
+        },
+        default: |_| size(ByteSize::mib(1)),
+        online: false,
+    },
+    KnobSpec {
+        name: "raftstore.raft-max-inflight-msgs",
+        kind: Kind::Int {
+            min: 1,
+            max: 16_384,
+        },
+        default: |_| int(256),
+        online: false,
+    },
+    KnobSpec {
+        name: "raftstore.raft-entry-max-size",
+        kind: Kind::Size {
+            min: ByteSize::kib(1),
+            max: ByteSize::gib(3),
+        },
+        default: |_| size(ByteSize::mib(8)),
+        online: false,
+    },
+    KnobSpec {
+        name: "raftstore.raft-log-gc-tick-interval",
+        kind: DURATION_ANY,
+        default: |_| dur(ReadableDuration::secs(3)),
+        online: false,
+    },
+    KnobSpec {
+        name: "raftstore.raft-log-gc-threshold",
+        kind: INT_POSITIVE,
+        default: |_| int(50),
+        online: false,
+    },
+    KnobSpec {
+        name: "raftstore.raft-log-gc-count-limit",
+        kind: INT_POSITIVE,
+        // TiKV: three quarters of a split-size region in 1 KiB entries.
+        default: |d| int(((d.size("coprocessor.region-split-size").0 * 3 / 4) >> 10).max(1) as i64),
+        online: false,
+    },
+    KnobSpec {
+        name: "raftstore.raft-engine-purge-interval",
+        kind: DURATION_ANY,
+        default: |_| dur(ReadableDuration::secs(10)),
+        online: false,
+    },
+    KnobSpec {
+        name: "raftstore.pd-heartbeat-tick-interval",
+        kind: DURATION_ANY,
+        default: |_| dur(ReadableDuration::secs(60)),
+        online: false,
+    },
+    KnobSpec {
+        name: "raftstore.pd-store-heartbeat-tick-interval",
+        kind: DURATION_ANY,
+        default: |_| dur(ReadableDuration::secs(10)),
+        online: false,
     },
     KnobSpec {
         name: "raftstore.region-split-check-diff",
@@ -602,6 +741,29 @@ pub fn check(c: &Config) -> Result<(), ConfigError> {
         return Err(ConfigError::bad_value(
             "raft-engine.enable",
             "Atoll always keeps Raft logs in raft-engine; only true is supported",
+        ));
+    }
+    let tick = c.duration("raftstore.raft-base-tick-interval").0;
+    let election_ticks = c.int("raftstore.raft-election-timeout-ticks");
+    let heartbeat_ticks = c.int("raftstore.raft-heartbeat-ticks");
+    if heartbeat_ticks >= election_ticks {
+        return Err(ConfigError::bad_value(
+            "raftstore.raft-heartbeat-ticks",
+            format!(
+                "{heartbeat_ticks} must be below raftstore.raft-election-timeout-ticks ({election_ticks})"
+            ),
+        ));
+    }
+    let lease = c.duration("raftstore.raft-store-max-leader-lease").0;
+    let lease_ceiling = tick * (election_ticks as u32 - 1);
+    if lease > lease_ceiling {
+        return Err(ConfigError::bad_value(
+            "raftstore.raft-store-max-leader-lease",
+            format!(
+                "{} must be at most the election timeout less one tick ({}): a lease must end before another leader can be elected",
+                c.duration("raftstore.raft-store-max-leader-lease"),
+                ReadableDuration(lease_ceiling)
+            ),
         ));
     }
     if c.bool("raft-engine.enable-log-recycle") && c.int("raft-engine.format-version") < 2 {

@@ -67,6 +67,12 @@ pub static KNOBS: &[KnobSpec] = &[
         online: true,
     },
     KnobSpec {
+        name: "replication.max-replicas",
+        kind: Kind::Int { min: 1, max: 9 },
+        default: |_| int(3),
+        online: true,
+    },
+    KnobSpec {
         name: "schedule.max-merge-region-size",
         kind: INT_NON_NEGATIVE,
         default: |_| int(54),

@@ -65,6 +65,10 @@ pub enum Error {
     /// The engine cannot take writes now (write stall, flow control); retry later.
     #[error("storage engine is busy: {0}")]
     Busy(String),
+    /// A replicated engine could not take the write here: this replica does not lead the
+    /// data's region (any more). The write did not happen; retry where the leader is.
+    #[error("not the leader: {0}")]
+    NotLeader(String),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

@@ -209,10 +209,17 @@ pub async fn send<R: KvCall>(
             bo.wait(BackoffKind::ServerBusy, &e.message).await?;
             continue;
         }
-        match &e.epoch_not_match {
-            Some(m) if !m.current_regions.is_empty() => {
+        let hinted_leader = e.not_leader.as_ref().and_then(|n| n.leader);
+        match (&e.epoch_not_match, hinted_leader) {
+            (Some(m), _) if !m.current_regions.is_empty() => {
                 cache.invalidate(route.region.id, None);
                 cache.update(&m.current_regions, &route.leader);
+            }
+            // The node named the leader it knows: try there next instead of asking PD,
+            // whose view lags a leader change by a heartbeat.
+            (_, Some(leader)) if leader.store_id != route.leader.store_id => {
+                cache.invalidate(route.region.id, None);
+                cache.update(std::slice::from_ref(&route.region), &leader);
             }
             _ => cache.invalidate(route.region.id, None),
         }

@@ -11,9 +11,15 @@ use base::limits::KV_STREAM_WINDOW_BYTES;
 
 use node::NodeError;
 use proto::kv::kv_server::KvServer;
+use proto::raft::raft_transport_server::RaftTransportServer;
 use tonic::codec::CompressionEncoding;
 
+use crate::raft_transport::RaftService;
 use crate::service::KvService;
+
+/// The largest batch of Raft messages accepted: an inline snapshot
+/// (`raftstore::snapshot::SNAPSHOT_INLINE_BYTES_MAX`) with room for its framing.
+const RAFT_MESSAGE_BYTES_MAX: usize = raftstore::snapshot::SNAPSHOT_INLINE_BYTES_MAX + (1 << 20);
 
 pub struct GrpcServer {
     stop: tokio::sync::oneshot::Sender<()>,
@@ -30,7 +36,12 @@ fn reply_encoding(name: &str) -> Option<CompressionEncoding> {
 }
 
 impl GrpcServer {
-    pub fn start(config: &config::Config, service: KvService) -> Result<GrpcServer, NodeError> {
+    /// Serves `service`, and `raft` (Raft messages from other kv nodes) on TCP when given.
+    pub fn start(
+        config: &config::Config,
+        service: KvService,
+        raft: Option<RaftService>,
+    ) -> Result<GrpcServer, NodeError> {
         let addr = config.str("server.addr").to_string();
         let bind_error = |error| NodeError::Bind {
             addr: addr.clone(),
@@ -101,8 +112,13 @@ impl GrpcServer {
                             .initial_stream_window_size(KV_STREAM_WINDOW_BYTES)
                             .initial_connection_window_size(KV_STREAM_WINDOW_BYTES)
                     };
+                    let raft = raft.map(|r| {
+                        RaftTransportServer::new(r)
+                            .max_decoding_message_size(RAFT_MESSAGE_BYTES_MAX)
+                    });
                     let tcp = builder()
                         .add_service(server.clone())
+                        .add_optional_service(raft)
                         .serve_with_incoming_shutdown(incoming, shutdown());
                     let unix = async {
                         let Some(local) = local else { return Ok(()) };

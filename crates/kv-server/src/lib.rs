@@ -3,8 +3,13 @@
 //! loads the regions it serves ([`regions`]), registers with PD ([`pd_worker`]) and serves
 //! the `Kv` gRPC service ([`service`] on [`grpc`], many requests per message through
 //! [`batch`]) inside the node shell. Everything follows online config changes (`rocksdb.*`,
-//! `storage.*`, `gc.*`, `readpool.unified.*`) and exports its metrics. Raft replication
-//! joins here later; today each region has one replica.
+//! `storage.*`, `gc.*`, `readpool.unified.*`) and exports its metrics.
+//!
+//! With `raftstore.replication` on, writes go through raftstore ([`raft_kv`]): the store's
+//! regions are Raft groups whose logs live in raft-engine (`raft-engine.dir`, by default
+//! `<data-dir>/raft-engine`), Raft messages travel over the same gRPC port
+//! ([`raft_transport`]), and PD grows each region to its replica count. Off, each region has
+//! the one local replica it always had.
 
 pub mod auto_adjust;
 pub mod batch;
@@ -13,6 +18,9 @@ pub mod gc_driver;
 pub mod grpc;
 pub mod lock_waits;
 pub mod pd_worker;
+pub mod raft_kv;
+pub mod raft_metrics;
+pub mod raft_transport;
 pub mod read_pool;
 pub mod regions;
 pub mod request_metrics;
@@ -42,13 +50,25 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             engine.clone(),
         )))
         .expect("RocksDB metrics register once");
-    let storage = storage::Storage::start(engine.clone(), &node.controller, &node.registry)?;
+    let config = node.controller.current();
+    let replication = if config.bool("raftstore.replication") {
+        Some(start_raftstore(&node, &config, engine.clone())?)
+    } else {
+        None
+    };
+    let kv = match &replication {
+        Some(r) => raft_kv::NodeKv::Raft(r.kv.clone()),
+        None => raft_kv::NodeKv::Local(
+            txn::LocalKv::open(engine.clone())
+                .map_err(|e| NodeError::Storage(format!("loading the lock table: {e}")))?,
+        ),
+    };
+    let storage = storage::Storage::start(kv, &node.controller, &node.registry)?;
     let pool = Arc::new(read_pool::start(&node.controller.current()));
     read_pool::follow_config(&pool, &node.controller);
     node.registry
         .register(Box::new(pool::metrics::PoolCollector::new(pool.clone())))
         .expect("read pool metrics register once");
-    let config = node.controller.current();
     let lock_waits = Arc::new(lock_waits::LockWaits::new(
         config.duration("pessimistic-txn.wait-for-lock-timeout").0,
     ));
@@ -56,9 +76,17 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     node.registry
         .register(Box::new(lock_waits.waiting.clone()))
         .expect("lock wait metrics register once");
-    let regions = Arc::new(
-        regions::Regions::load(engine.clone()).map_err(|e| NodeError::Storage(e.to_string()))?,
-    );
+    let mut regions =
+        regions::Regions::load(engine.clone()).map_err(|e| NodeError::Storage(e.to_string()))?;
+    if let Some(r) = &replication {
+        if !regions.all().is_empty() {
+            return Err(NodeError::Storage(
+                "this data dir holds single-replica regions; it cannot start with raftstore.replication = true".into(),
+            ));
+        }
+        regions = regions.replicated(r.kv.clone());
+    }
+    let regions = Arc::new(regions);
     let grpc = grpc::GrpcServer::start(
         &config,
         service::KvService {
@@ -70,6 +98,9 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             requests: Arc::new(request_metrics::RequestMetrics::new(&node.registry)),
             stopping: Arc::new(tokio::sync::watch::channel(false).0),
         },
+        replication
+            .as_ref()
+            .map(|r| raft_transport::RaftService::new(r.kv.router().clone())),
     )?;
     let (stop_pd, pd_stop) = std::sync::mpsc::channel();
     let pd_thread = pd_worker::spawn(
@@ -78,6 +109,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         pd_worker::StoreInfo {
             address: config.str("server.addr").to_string(),
             status_address: config.str("server.status-addr").to_string(),
+            region_heartbeat_interval: config.duration("raftstore.pd-heartbeat-tick-interval").0,
         },
         regions,
         {
@@ -90,7 +122,14 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     let gc_thread = gc_driver::spawn(storage.gc.clone(), &node.controller.current(), gc_stop);
     let (stop_tuner, stop) = std::sync::mpsc::channel();
     let tuner = auto_adjust::spawn(pool.clone(), node.controller.clone(), stop);
-    let serving = "the Kv gRPC service (reads and coprocessor DAGs on the unified read pool, transactions through the scheduler), GC and the status API; one replica per region (no Raft replication yet)";
+    let serving = match replication {
+        Some(_) => {
+            "the Kv gRPC service (reads and coprocessor DAGs on the unified read pool, transactions through the scheduler and raftstore), Raft between kv nodes, GC and the status API; regions replicated by Raft"
+        }
+        None => {
+            "the Kv gRPC service (reads and coprocessor DAGs on the unified read pool, transactions through the scheduler), GC and the status API; one replica per region (raftstore.replication is off)"
+        }
+    };
     let result = node.run_until_signal(serving);
     grpc.shutdown();
     drop(stop_tuner);
@@ -102,6 +141,110 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     pool.shutdown(ShutdownMode::Cancel);
     storage.scheduler.shutdown();
     drop(storage);
+    if let Some(r) = replication {
+        r.driver.stop();
+        r.client_runtime.shutdown_background();
+    }
     drop(engine);
     result
+}
+
+/// Raftstore and what serves it, while replication is on.
+struct Replication {
+    kv: Arc<raft_kv::RaftKv>,
+    driver: raftstore::driver::RaftDriver,
+    client_runtime: tokio::runtime::Runtime,
+}
+
+/// The `raftstore.*` settings as raftstore takes them.
+pub fn raftstore_config(c: &config::Config) -> raftstore::RaftstoreConfig {
+    let base_tick = c.duration("raftstore.raft-base-tick-interval").0;
+    let gc_tick = c.duration("raftstore.raft-log-gc-tick-interval").0;
+    raftstore::RaftstoreConfig {
+        base_tick,
+        heartbeat_ticks: c.int("raftstore.raft-heartbeat-ticks") as usize,
+        election_ticks: c.int("raftstore.raft-election-timeout-ticks") as usize,
+        max_leader_lease: c.duration("raftstore.raft-store-max-leader-lease").0,
+        prevote: c.bool("raftstore.prevote"),
+        max_size_per_msg_bytes: c.size("raftstore.raft-max-size-per-msg").bytes(),
+        max_inflight_msgs: c.int("raftstore.raft-max-inflight-msgs") as usize,
+        entry_max_size_bytes: c.size("raftstore.raft-entry-max-size").bytes(),
+        log_gc_ticks: (gc_tick.as_millis() / base_tick.as_millis().max(1)).max(1) as usize,
+        log_gc_threshold: c.int("raftstore.raft-log-gc-threshold") as u64,
+        log_gc_count_limit: c.int("raftstore.raft-log-gc-count-limit") as u64,
+    }
+}
+
+/// The `raft-engine.*` settings, with the log under `<data-dir>/raft-engine` unless
+/// `raft-engine.dir` names another place.
+pub fn raft_log_config(c: &config::Config, data_dir: &std::path::Path) -> raft_log::LogConfig {
+    let dir = match c.str("raft-engine.dir") {
+        "" => data_dir.join("raft-engine"),
+        dir => std::path::PathBuf::from(dir),
+    };
+    raft_log::LogConfig {
+        format_version: c.int("raft-engine.format-version") as u64,
+        recovery_mode: match c.str("raft-engine.recovery-mode") {
+            "absolute-consistency" => raft_log::RecoveryMode::AbsoluteConsistency,
+            "tolerate-any-corruption" => raft_log::RecoveryMode::TolerateAnyCorruption,
+            _ => raft_log::RecoveryMode::TolerateTailCorruption,
+        },
+        enable_log_recycle: c.bool("raft-engine.enable-log-recycle"),
+        prefill_for_recycle: c.bool("raft-engine.prefill-for-recycle"),
+        purge_threshold_bytes: c.size("raft-engine.purge-threshold").bytes(),
+        target_file_size_bytes: c.size("raft-engine.target-file-size").bytes(),
+        batch_compression_threshold_bytes: c
+            .size("raft-engine.batch-compression-threshold")
+            .bytes(),
+        memory_limit_bytes: Some(c.size("raft-engine.memory-limit").bytes()),
+        ..raft_log::LogConfig::new(dir)
+    }
+}
+
+/// Opens raft-engine and starts raftstore's thread under this store's id (asked of PD
+/// first on a new data dir).
+fn start_raftstore(
+    node: &Node,
+    config: &config::Config,
+    engine: RocksEngine,
+) -> Result<Replication, NodeError> {
+    let endpoints: Vec<String> = config.list("pd.endpoints").to_vec();
+    let store_id = pd_worker::store_id(&endpoints, node.data_dir.path(), &|| false)
+        .map_err(NodeError::Storage)?
+        .ok_or_else(|| NodeError::Storage("no store id".into()))?;
+    pd_worker::STORE_ID.store(store_id, std::sync::atomic::Ordering::Relaxed);
+    let log_config = raft_log_config(config, node.data_dir.path());
+    std::fs::create_dir_all(&log_config.dir)
+        .map_err(|e| NodeError::Storage(format!("{}: {e}", log_config.dir.display())))?;
+    let log = raft_log::LogEngine::open(&log_config)
+        .map_err(|e| NodeError::Storage(format!("{}: {e}", log_config.dir.display())))?;
+    let client_runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("raft-client")
+        .enable_all()
+        .build()
+        .map_err(NodeError::Runtime)?;
+    let transport = raft_transport::RaftClient::new(client_runtime.handle().clone(), endpoints);
+    let cfg = raftstore_config(config);
+    let store_engine = engine.clone();
+    let driver = raftstore::driver::RaftDriver::start(move || {
+        raftstore::Store::open(store_id, store_engine, log, transport, cfg)
+    })
+    .map_err(|e| NodeError::Storage(format!("starting raftstore: {e}")))?;
+    tracing::info!(store_id, raft_engine_dir = %log_config.dir.display(), "raftstore started");
+    node.registry
+        .register(Box::new(raft_metrics::RaftCollector::new(
+            driver.views.clone(),
+        )))
+        .expect("raftstore metrics register once");
+    let kv = Arc::new(raft_kv::RaftKv::new(
+        engine,
+        driver.router(),
+        driver.views.clone(),
+    ));
+    Ok(Replication {
+        kv,
+        driver,
+        client_runtime,
+    })
 }

@@ -7,6 +7,13 @@
 //! in `<data-dir>/store-ident` (written by fsynced rename before PD hears of it), so a
 //! restarted node is the same store. PD being unreachable is logged and retried every
 //! [`RETRY_INTERVAL`]: the node waits, it never stops or crash-loops for it.
+//!
+//! With replication on, raftstore holds the regions: bootstrap creates the first region's
+//! peer through it (and removes it again when another store bootstrapped first), the
+//! leaders' regions are reported every [`REPLICATED_POLL_INTERVAL`] when their leader or
+//! epoch changed (else every `raftstore.pd-heartbeat-tick-interval`), PD's answer may carry
+//! a membership change for the leader to propose, and a new leader term gets `max_ts` synced
+//! from a fresh timestamp.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,10 +29,13 @@ use proto::pd::{
 use tonic::transport::Channel;
 
 use crate::regions::Regions;
+use raftstore::driver::{RaftRouter, RegionView, StoreMsg};
 
 /// TiKV's store heartbeat interval.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(10);
 pub const RETRY_INTERVAL: Duration = Duration::from_secs(1);
+/// How often, with replication on, the worker looks for leader and epoch changes to report.
+pub const REPLICATED_POLL_INTERVAL: Duration = Duration::from_millis(200);
 
 /// This node's store id once known (for `/metrics`), 0 before.
 pub static STORE_ID: AtomicU64 = AtomicU64::new(0);
@@ -33,6 +43,8 @@ pub static STORE_ID: AtomicU64 = AtomicU64::new(0);
 pub struct StoreInfo {
     pub address: String,
     pub status_address: String,
+    /// `raftstore.pd-heartbeat-tick-interval`: a region unchanged this long is reported anyway.
+    pub region_heartbeat_interval: Duration,
 }
 
 fn ident_path(data_dir: &Path) -> PathBuf {
@@ -100,6 +112,45 @@ async fn pd_ts(client: &mut PdClient<Channel>) -> Result<u64, String> {
     Ok(base::ts::compose(t.physical as u64, t.logical as u64))
 }
 
+/// This store's id: the saved one, or a new one from PD saved before it is returned. Waits
+/// for PD (retrying every [`RETRY_INTERVAL`]) until `stop` says to give up.
+pub fn store_id(
+    endpoints: &[String],
+    data_dir: &Path,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<u64>, String> {
+    if let Some(id) = load_ident(data_dir)? {
+        return Ok(Some(id));
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    while !stop() {
+        let got = runtime.block_on(async {
+            let mut client = connect(endpoints).await?;
+            let r = client
+                .alloc_id(AllocIdRequest {})
+                .await
+                .map_err(|e| e.to_string())?
+                .into_inner();
+            check(r.error).map_err(|e| e.message)?;
+            Ok::<_, String>(r.id)
+        });
+        match got {
+            Ok(id) => {
+                save_ident(data_dir, id)?;
+                return Ok(Some(id));
+            }
+            Err(e) => {
+                tracing::warn!("no store id from pd yet, retrying: {e}");
+                std::thread::sleep(RETRY_INTERVAL);
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// Registers the store (bootstrapping if needed); returns its id.
 async fn register(
     client: &mut PdClient<Channel>,
@@ -132,7 +183,11 @@ async fn register(
         .into_inner()
         .bootstrapped;
     if !bootstrapped {
-        let region = match regions.all().into_iter().next() {
+        let prepared = match regions.raft() {
+            Some(raft) => raft.views().all().into_iter().next().map(|v| v.region),
+            None => regions.all().into_iter().next(),
+        };
+        let region = match prepared {
             Some(prepared) => prepared,
             None => {
                 let mut ids = Vec::new();
@@ -159,7 +214,15 @@ async fn register(
                         ..wire::Peer::default()
                     }],
                 };
-                regions.put(region.clone())?;
+                match regions.raft() {
+                    Some(raft) => {
+                        let region = region.clone();
+                        raft.router()
+                            .call(|reply| StoreMsg::Bootstrap { region, reply })
+                            .map_err(|e| format!("bootstrapping the first region: {e}"))?;
+                    }
+                    None => regions.put(region.clone())?,
+                }
                 region
             }
         };
@@ -181,9 +244,13 @@ async fn register(
                 return Ok(id);
             }
             // Another node bootstrapped first: register as any other store.
-            Err(e) if e.r#type == ErrorType::AlreadyBootstrapped as i32 => {
-                regions.remove(region_id)?;
-            }
+            Err(e) if e.r#type == ErrorType::AlreadyBootstrapped as i32 => match regions.raft() {
+                Some(raft) => raft
+                    .router()
+                    .call(|reply| StoreMsg::Destroy { region_id, reply })
+                    .map_err(|e| format!("removing the unused first region: {e}"))?,
+                None => regions.remove(region_id)?,
+            },
             Err(e) => return Err(e.message),
         }
     }
@@ -194,6 +261,73 @@ async fn register(
         .into_inner();
     check(r.error).map_err(|e| e.message)?;
     Ok(id)
+}
+
+/// Reports the regions this store's peers lead whose view changed since the last report
+/// (all of them when `force`), and hands PD's membership changes to raftstore.
+async fn leader_heartbeats(
+    client: &mut PdClient<Channel>,
+    store_id: u64,
+    router: &RaftRouter,
+    views: Vec<RegionView>,
+    reported: &mut std::collections::HashMap<u64, (Option<wire::RegionEpoch>, u64)>,
+    force: bool,
+) {
+    for view in views {
+        if view.leader.map(|p| p.store_id) != Some(store_id) {
+            continue;
+        }
+        let key = (view.region.region_epoch, view.term);
+        if !force && reported.get(&view.region.id) == Some(&key) {
+            continue;
+        }
+        let beat = client
+            .region_heartbeat(RegionHeartbeatRequest {
+                region: Some(view.region.clone()),
+                leader: view.leader,
+            })
+            .await
+            .map(|r| r.into_inner());
+        let region_id = view.region.id;
+        match beat {
+            Ok(r) if r.error.is_some() => tracing::warn!(
+                region_id,
+                "region heartbeat refused: {}",
+                r.error.map(|e| e.message).unwrap_or_default()
+            ),
+            Ok(r) => {
+                reported.insert(region_id, key);
+                if let Some(step) = r.change_peer {
+                    propose_change(router, region_id, step);
+                }
+            }
+            Err(e) => tracing::warn!(region_id, "region heartbeat failed: {e}"),
+        }
+    }
+}
+
+/// Proposes PD's membership change; the outcome shows in a later heartbeat.
+fn propose_change(router: &RaftRouter, region_id: u64, step: wire::ChangePeer) {
+    use proto::raft::change_peer::Kind;
+    let kind = match wire::ConfChangeType::try_from(step.change_type) {
+        Ok(wire::ConfChangeType::AddNode) => Kind::AddNode,
+        Ok(wire::ConfChangeType::RemoveNode) => Kind::RemoveNode,
+        Ok(wire::ConfChangeType::AddLearnerNode) => Kind::AddLearnerNode,
+        Err(_) => return,
+    };
+    tracing::info!(region_id, ?kind, peer = ?step.peer, "pd asks for a membership change");
+    let _ = router.send(StoreMsg::ChangePeers {
+        region_id,
+        changes: vec![proto::raft::ChangePeer {
+            kind: kind as i32,
+            peer: step.peer,
+        }],
+        reply: Box::new(move |r| {
+            if let Err(e) = r {
+                tracing::info!(region_id, "membership change not applied: {e}");
+            }
+        }),
+    });
 }
 
 /// Tells PD the regions this store serves, with itself as leader.
@@ -244,6 +378,9 @@ pub fn spawn(
                 Err(e) => tracing::warn!("{e}"),
             }
             let mut registered: Option<(PdClient<Channel>, u64)> = None;
+            let mut reported = std::collections::HashMap::new();
+            let mut last_store_beat = std::time::Instant::now();
+            let mut last_full_report = std::time::Instant::now();
             loop {
                 let wait = match registered.as_mut() {
                     None => match runtime.block_on(async {
@@ -252,14 +389,16 @@ pub fn spawn(
                         sync_max_ts(pd_ts(&mut client).await?);
                         let id = register(&mut client, &data_dir, &info, &regions).await?;
                         regions.set_store_id(id);
-                        region_heartbeats(&mut client, id, &regions).await;
+                        if regions.raft().is_none() {
+                            region_heartbeats(&mut client, id, &regions).await;
+                        }
                         Ok::<_, String>((client, id))
                     }) {
                         Ok((client, id)) => {
                             STORE_ID.store(id, Ordering::Relaxed);
                             tracing::info!(store_id = id, "registered with pd");
                             registered = Some((client, id));
-                            HEARTBEAT_INTERVAL
+                            Duration::ZERO
                         }
                         Err(e) => {
                             tracing::warn!("not registered with pd yet, retrying: {e}");
@@ -267,18 +406,63 @@ pub fn spawn(
                         }
                     },
                     Some((client, id)) => {
+                        let store_beat_due = last_store_beat.elapsed() >= HEARTBEAT_INTERVAL;
                         let beat = runtime.block_on(async {
-                            region_heartbeats(client, *id, &regions).await;
-                            client
-                                .store_heartbeat(StoreHeartbeatRequest { store_id: *id })
-                                .await
+                            if let Some(raft) = regions.raft() {
+                                if regions.take_max_ts_wanted() {
+                                    match pd_ts(client).await {
+                                        Ok(ts) => sync_max_ts(ts),
+                                        Err(e) => {
+                                            tracing::warn!("max_ts not synced, retrying: {e}");
+                                            regions.want_max_ts();
+                                        }
+                                    }
+                                }
+                                let force =
+                                    last_full_report.elapsed() >= info.region_heartbeat_interval;
+                                if force {
+                                    last_full_report = std::time::Instant::now();
+                                }
+                                let views = raft.views().all();
+                                let router = raft.router();
+                                leader_heartbeats(client, *id, router, views, &mut reported, force)
+                                    .await;
+                            } else if store_beat_due {
+                                region_heartbeats(client, *id, &regions).await;
+                            }
+                            if !store_beat_due {
+                                return None;
+                            }
+                            Some(
+                                client
+                                    .store_heartbeat(StoreHeartbeatRequest { store_id: *id })
+                                    .await,
+                            )
                         });
-                        match beat.map(|r| r.into_inner().error) {
-                            Ok(None) => {}
-                            Ok(Some(e)) => tracing::warn!("store heartbeat refused: {}", e.message),
-                            Err(e) => tracing::warn!("store heartbeat failed: {e}"),
+                        if let Some(beat) = beat {
+                            last_store_beat = std::time::Instant::now();
+                            match beat.map(|r| r.into_inner()) {
+                                Ok(r) if r.error.is_some() => tracing::warn!(
+                                    "store heartbeat refused: {}",
+                                    r.error.map(|e| e.message).unwrap_or_default()
+                                ),
+                                Ok(r) => {
+                                    for op in r.operators {
+                                        if let (Some(raft), Some(step)) =
+                                            (regions.raft(), op.change_peer)
+                                        {
+                                            propose_change(raft.router(), op.region_id, step);
+                                        }
+                                    }
+                                }
+                                Err(e) => tracing::warn!("store heartbeat failed: {e}"),
+                            }
                         }
-                        HEARTBEAT_INTERVAL
+                        if regions.raft().is_some() {
+                            REPLICATED_POLL_INTERVAL
+                        } else {
+                            HEARTBEAT_INTERVAL
+                        }
                     }
                 };
                 match stop.recv_timeout(wait) {

@@ -4,17 +4,23 @@
 //! (`RegionNotFound`), this store holds its leader (`NotLeader`), the caller's epoch is the
 //! current one (`EpochNotMatch`), and every key lies inside it (`KeyNotInRegion`).
 //!
-//! With one replica per region the only peer is the leader; raftstore will own this table.
+//! With one replica per region the only peer is the leader. With `raftstore.replication` on,
+//! raftstore owns the regions instead and this check reads its published views: this store
+//! leads the region under a lease, and only the epoch's version must match (as TiKV checks
+//! normal requests; a membership change does not make a request wrong).
 
 use std::collections::BTreeMap;
-use std::sync::RwLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
 
 use engine::{Cf, EngineIterator, IterOptions, Iterable, KvEngine, WriteBatch};
 use engine_rocks::RocksEngine;
 use prost::Message;
 use proto::kv::{Context, EpochNotMatch, KeyNotInRegion, NotLeader, RegionError, RegionNotFound};
 use proto::pd::Region;
+
+use crate::raft_kv::RaftKv;
 
 const PREFIX: &[u8] = b"region/";
 
@@ -31,6 +37,10 @@ pub struct Regions {
     engine: RocksEngine,
     by_id: RwLock<BTreeMap<u64, Region>>,
     store_id: AtomicU64,
+    /// Raftstore's regions, when replication is on.
+    raft: Option<Arc<RaftKv>>,
+    /// A new leader term began: `max_ts` must be synced from PD before one-phase commit.
+    max_ts_wanted: AtomicBool,
 }
 
 impl Regions {
@@ -55,7 +65,29 @@ impl Regions {
             engine,
             by_id: RwLock::new(by_id),
             store_id: AtomicU64::new(0),
+            raft: None,
+            max_ts_wanted: AtomicBool::new(false),
         })
+    }
+
+    /// Checks requests against raftstore's regions instead of this table.
+    pub fn replicated(mut self, raft: Arc<RaftKv>) -> Regions {
+        self.raft = Some(raft);
+        self
+    }
+
+    pub fn raft(&self) -> Option<&Arc<RaftKv>> {
+        self.raft.as_ref()
+    }
+
+    /// Asks again for `max_ts` to be synced (the last try failed).
+    pub fn want_max_ts(&self) {
+        self.max_ts_wanted.store(true, Ordering::Release);
+    }
+
+    /// Whether a new leader term asked for `max_ts` to be synced since the last call.
+    pub fn take_max_ts_wanted(&self) -> bool {
+        self.max_ts_wanted.swap(false, Ordering::AcqRel)
     }
 
     pub fn set_store_id(&self, id: u64) {
@@ -106,6 +138,9 @@ impl Regions {
         keys: impl IntoIterator<Item = &'a [u8]>,
     ) -> Result<Region, Box<RegionError>> {
         let ctx = ctx.cloned().unwrap_or_default();
+        if let Some(raft) = &self.raft {
+            return self.check_replicated(raft, &ctx, keys);
+        }
         let region = self
             .by_id
             .read()
@@ -145,22 +180,83 @@ impl Regions {
                 ..RegionError::default()
             }));
         }
-        for key in keys {
-            if !contains(&region, key) {
-                return Err(Box::new(RegionError {
-                    message: format!("key {} is not in region {}", engine::hex(key), region.id),
-                    key_not_in_region: Some(KeyNotInRegion {
-                        key: key.to_vec(),
-                        region_id: region.id,
-                        start_key: region.start_key.clone(),
-                        end_key: region.end_key.clone(),
-                    }),
-                    ..RegionError::default()
-                }));
-            }
-        }
-        Ok(region)
+        check_keys(region, keys)
     }
+
+    fn check_replicated<'a>(
+        &self,
+        raft: &RaftKv,
+        ctx: &Context,
+        keys: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<Region, Box<RegionError>> {
+        let Some(view) = raft.views().get(ctx.region_id) else {
+            return Err(Box::new(RegionError {
+                message: format!("region {} is not on this store", ctx.region_id),
+                region_not_found: Some(RegionNotFound {
+                    region_id: ctx.region_id,
+                }),
+                ..RegionError::default()
+            }));
+        };
+        let store_id = self.store_id();
+        let not_leader = |why: String| {
+            Box::new(RegionError {
+                message: why,
+                not_leader: Some(NotLeader {
+                    region_id: view.region.id,
+                    leader: view.leader,
+                }),
+                ..RegionError::default()
+            })
+        };
+        if !view.lease_holds(Instant::now()) || ctx.peer.is_some_and(|p| p.store_id != store_id) {
+            return Err(not_leader(format!(
+                "store {store_id} does not lead region {} under a lease",
+                view.region.id
+            )));
+        }
+        match raft.on_leader_term(view.region.id, view.term) {
+            Ok(true) => self.max_ts_wanted.store(true, Ordering::Release),
+            Ok(false) => {}
+            Err(e) => return Err(not_leader(format!("cannot take over as leader yet: {e}"))),
+        }
+        let version = |e: &Option<proto::pd::RegionEpoch>| e.map(|e| e.version);
+        if version(&ctx.region_epoch) != version(&view.region.region_epoch) {
+            return Err(Box::new(RegionError {
+                message: format!(
+                    "region {} epoch is {:?}, the request's {:?}",
+                    view.region.id, view.region.region_epoch, ctx.region_epoch
+                ),
+                epoch_not_match: Some(EpochNotMatch {
+                    current_regions: vec![view.region],
+                }),
+                ..RegionError::default()
+            }));
+        }
+        check_keys(view.region, keys)
+    }
+}
+
+/// `region`, if every key lies inside it.
+fn check_keys<'a>(
+    region: Region,
+    keys: impl IntoIterator<Item = &'a [u8]>,
+) -> Result<Region, Box<RegionError>> {
+    for key in keys {
+        if !contains(&region, key) {
+            return Err(Box::new(RegionError {
+                message: format!("key {} is not in region {}", engine::hex(key), region.id),
+                key_not_in_region: Some(KeyNotInRegion {
+                    key: key.to_vec(),
+                    region_id: region.id,
+                    start_key: region.start_key.clone(),
+                    end_key: region.end_key.clone(),
+                }),
+                ..RegionError::default()
+            }));
+        }
+    }
+    Ok(region)
 }
 
 #[cfg(test)]

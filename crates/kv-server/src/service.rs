@@ -151,6 +151,11 @@ impl From<TxnError> for Failure {
         match e {
             TxnError::Mvcc(e) => e.into(),
             TxnError::Busy(why) => busy(why),
+            TxnError::NotLeader(why) => Failure::Region(Box::new(RegionError {
+                message: why,
+                not_leader: Some(NotLeader::default()),
+                ..RegionError::default()
+            })),
             TxnError::ShuttingDown => Failure::Internal(Status::unavailable(e.to_string())),
         }
     }

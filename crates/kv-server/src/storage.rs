@@ -15,9 +15,9 @@ use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{IntCounter, IntGauge, Registry};
 use txn::gc::GcWorker;
-use txn::{LocalKv, ReplicatedKv, Scheduler, SchedulerConfig, WriteGate};
+use txn::{ReplicatedKv, Scheduler, SchedulerConfig, WriteGate};
 
-pub type Kv = LocalKv<RocksEngine>;
+pub type Kv = crate::raft_kv::NodeKv;
 
 /// The scheduler's settings from `storage.scheduler-*`.
 pub fn scheduler_config(c: &config::Config) -> SchedulerConfig {
@@ -35,14 +35,13 @@ pub struct Storage {
 }
 
 impl Storage {
+    /// Starts the scheduler and the GC worker on `kv`.
     pub fn start(
-        engine: RocksEngine,
+        kv: Kv,
         controller: &Arc<ConfigController>,
         registry: &Registry,
     ) -> Result<Storage, node::NodeError> {
         let c = controller.current();
-        let kv = LocalKv::open(engine)
-            .map_err(|e| node::NodeError::Storage(format!("loading the lock table: {e}")))?;
         configure_pessimistic_locks(&kv, &c);
         let scheduler = Arc::new(Scheduler::new(kv.clone(), scheduler_config(&c)));
         scheduler.set_write_gate(Arc::new(FlowControl::new(
@@ -101,7 +100,12 @@ impl Storage {
     }
 }
 
+/// The single local replica keeps pessimistic locks in memory as `pessimistic-txn.*` says;
+/// a replicated one writes them through Raft (see `raft_kv`).
 fn configure_pessimistic_locks(kv: &Kv, c: &config::Config) {
+    if kv.raft().is_some() {
+        return;
+    }
     kv.pessimistic_locks().configure(
         c.bool("pessimistic-txn.in-memory"),
         c.size("pessimistic-txn.in-memory-instance-size-limit")

@@ -129,6 +129,22 @@ impl LockTable {
         Ok(table)
     }
 
+    /// Replaces the table with the locks of `snap`'s lock CF and forgets that `max_ts` was
+    /// synced. For a replica that just became its region's leader: the locks are the ones the
+    /// log applied, and reads the previous leader served are unknown here, so a one-phase
+    /// commit waits until [`LockTable::sync_max_ts`] brings a fresh PD timestamp.
+    pub fn reload<S: Snapshot>(&self, snap: S) -> Result<()> {
+        let fresh = LockTable::load(snap)?;
+        let fresh = fresh
+            .locks
+            .into_inner()
+            .expect("a new table is not poisoned");
+        let mut locks = self.locks.write().expect("lock table poisoned");
+        *locks = fresh;
+        self.max_ts_synced.store(false, Ordering::Release);
+        Ok(())
+    }
+
     /// Applies a durable batch's lock changes, in the order they were made.
     pub fn apply(&self, changes: Vec<LockChange>) {
         if changes.is_empty() {

@@ -24,6 +24,9 @@ pub struct RegionEpoch {
 pub struct Peer {
     pub id: u64,
     pub store_id: u64,
+    /// `pd.proto`'s `PeerRole`: voter (0), learner (1), or a joint role (2, 3).
+    #[serde(default)]
+    pub role: i32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -174,6 +177,11 @@ impl Cluster {
         self.stores.values()
     }
 
+    /// Every region.
+    pub fn regions(&self) -> impl Iterator<Item = &Region> {
+        self.regions.values()
+    }
+
     pub fn store(&self, id: u64) -> Option<&Store> {
         self.stores.get(&id)
     }
@@ -315,6 +323,7 @@ mod tests {
             peers: vec![Peer {
                 id: id + 100,
                 store_id: 1,
+                role: 0,
             }],
             leader: None,
         }

@@ -2,11 +2,16 @@
 //! and one handler per call. Failures are answered in the response's `error` (with a type the
 //! client can act on), not as transport errors.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
 use proto::pd as wire;
 
 use crate::cluster::{ClusterError, Peer, Region, RegionEpoch, Store};
 use crate::metadata::{MetaError, Metadata};
 use crate::oracle::wall_clock_ms;
+use crate::replica_checker::{self, Step};
 
 fn error(e: MetaError) -> wire::Error {
     let kind = match &e {
@@ -41,6 +46,7 @@ fn peer_from(p: &wire::Peer) -> Peer {
     Peer {
         id: p.id,
         store_id: p.store_id,
+        role: p.role,
     }
 }
 
@@ -48,7 +54,7 @@ fn peer_to(p: &Peer) -> wire::Peer {
     wire::Peer {
         id: p.id,
         store_id: p.store_id,
-        ..wire::Peer::default()
+        role: p.role,
     }
 }
 
@@ -162,31 +168,126 @@ pub fn get_all_stores(meta: &Metadata) -> wire::GetAllStoresResponse {
 
 pub fn store_heartbeat(
     meta: &Metadata,
+    operators: &Operators,
+    max_replicas: usize,
     req: wire::StoreHeartbeatRequest,
 ) -> wire::StoreHeartbeatResponse {
     // Heartbeat times are kept in memory only: a restarted PD hears from live stores anew.
+    if let Err(e) = meta.read_mut_in_memory(|c| c.store_heartbeat(req.store_id, wall_clock_ms())) {
+        return wire::StoreHeartbeatResponse {
+            error: Some(error(e)),
+            operators: Vec::new(),
+        };
+    }
+    // The patrol: what the regions this store leads need next.
+    let led: Vec<Region> = meta.read(|c| {
+        c.regions()
+            .filter(|r| {
+                r.leader
+                    .as_ref()
+                    .is_some_and(|l| l.store_id == req.store_id)
+            })
+            .cloned()
+            .collect()
+    });
+    let operators = led
+        .iter()
+        .filter_map(|r| {
+            operators
+                .next(meta, r, max_replicas)
+                .map(|change_peer| wire::RegionOperator {
+                    region_id: r.id,
+                    change_peer: Some(change_peer),
+                })
+        })
+        .collect();
     wire::StoreHeartbeatResponse {
-        error: meta
-            .read_mut_in_memory(|c| c.store_heartbeat(req.store_id, wall_clock_ms()))
-            .err()
-            .map(error),
+        error: None,
+        operators,
     }
 }
 
 pub fn region_heartbeat(
     meta: &Metadata,
+    operators: &Operators,
+    max_replicas: usize,
     req: wire::RegionHeartbeatRequest,
 ) -> wire::RegionHeartbeatResponse {
     let Some(region) = req.region else {
         return wire::RegionHeartbeatResponse {
             error: Some(invalid("region_heartbeat needs a region")),
+            change_peer: None,
         };
     };
+    let region = region_from(region, req.leader);
+    if let Err(e) = meta.update(|c| c.region_heartbeat(region.clone())) {
+        return wire::RegionHeartbeatResponse {
+            error: Some(error(e)),
+            change_peer: None,
+        };
+    }
     wire::RegionHeartbeatResponse {
-        error: meta
-            .update(|c| c.region_heartbeat(region_from(region, req.leader)))
-            .err()
-            .map(error),
+        error: None,
+        change_peer: operators.next(meta, &region, max_replicas),
+    }
+}
+
+/// How long PD waits for a step it gave out to show in heartbeats before it decides anew.
+pub const OPERATOR_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The replica checker's steps given out and not yet seen done, by region (in memory: a
+/// restarted PD decides anew from what the heartbeats show).
+#[derive(Default)]
+pub struct Operators {
+    pending: Mutex<HashMap<u64, (Step, u64, Instant)>>,
+}
+
+impl Operators {
+    /// The step to hand `region`'s leader: the pending one again until it shows or times
+    /// out, else the replica checker's next (with a new peer id for a new learner).
+    fn next(
+        &self,
+        meta: &Metadata,
+        region: &Region,
+        max_replicas: usize,
+    ) -> Option<wire::ChangePeer> {
+        let mut pending = self.pending.lock().expect("operators poisoned");
+        if let Some((step, peer_id, at)) = pending.get(&region.id) {
+            if !replica_checker::is_done(step, *peer_id, region) && at.elapsed() < OPERATOR_TIMEOUT
+            {
+                return Some(change_peer(step, *peer_id));
+            }
+            pending.remove(&region.id);
+        }
+        let step = meta.read(|c| {
+            replica_checker::next_step(region, c.stores(), wall_clock_ms(), max_replicas)
+        })?;
+        let peer_id = match step {
+            Step::AddLearner { .. } => meta.update(|c| Ok(c.alloc_ids(1))).ok()?,
+            Step::Promote(ref p) | Step::Remove(ref p) => p.id,
+        };
+        tracing::info!(region_id = region.id, ?step, peer_id, "replica checker");
+        pending.insert(region.id, (step.clone(), peer_id, Instant::now()));
+        Some(change_peer(&step, peer_id))
+    }
+}
+
+fn change_peer(step: &Step, peer_id: u64) -> wire::ChangePeer {
+    let (kind, peer) = match step {
+        Step::AddLearner { store_id } => (
+            wire::ConfChangeType::AddLearnerNode,
+            wire::Peer {
+                id: peer_id,
+                store_id: *store_id,
+                role: wire::PeerRole::Learner as i32,
+            },
+        ),
+        Step::Promote(p) => (wire::ConfChangeType::AddNode, peer_to(p)),
+        Step::Remove(p) => (wire::ConfChangeType::RemoveNode, peer_to(p)),
+    };
+    wire::ChangePeer {
+        change_type: kind as i32,
+        peer: Some(peer),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod cluster_rpc;
 pub mod gc_safe_point;
 pub mod metadata;
 pub mod oracle;
+pub mod replica_checker;
 pub mod server;
 pub mod service;
 pub mod tso;

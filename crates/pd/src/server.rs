@@ -26,14 +26,24 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     let meta = Arc::new(
         Metadata::open(node.data_dir.path()).map_err(|e| NodeError::Storage(e.to_string()))?,
     );
-    let grpc = tonic::service::Routes::new(PdServer::new(PdService::new(
-        oracle,
-        safe_point,
-        meta,
-        update_interval,
-    )))
-    .into_axum_router();
-    let serving = "the TSO, the GC safe point and cluster metadata (gRPC Pd) and the status API; region balancing and scheduling are not built yet";
+    let service = PdService::new(oracle, safe_point, meta, update_interval);
+    let max_replicas = service.max_replicas.clone();
+    max_replicas.store(
+        config.int("replication.max-replicas") as usize,
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    node.controller.subscribe(
+        "replication.",
+        Box::new(move |c, _| {
+            max_replicas.store(
+                c.int("replication.max-replicas") as usize,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+            Ok(())
+        }),
+    );
+    let grpc = tonic::service::Routes::new(PdServer::new(service)).into_axum_router();
+    let serving = "the TSO, the GC safe point and cluster metadata (gRPC Pd), the replica checker (regions grow to replication.max-replicas) and the status API; balancing and splits are not built yet";
     tracing::warn!("{serving}");
     let result = node.run_with_routes(serving, Some(grpc));
     drop(stop_tick);

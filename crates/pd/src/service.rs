@@ -29,6 +29,9 @@ pub struct PdService {
     meta: Arc<Metadata>,
     /// `tso-update-physical-interval`: how long an overflowed request waits to retry.
     update_interval: Duration,
+    /// `replication.max-replicas`, followed online.
+    pub max_replicas: Arc<std::sync::atomic::AtomicUsize>,
+    operators: Arc<crate::cluster_rpc::Operators>,
 }
 
 impl PdService {
@@ -43,6 +46,8 @@ impl PdService {
             safe_point,
             meta,
             update_interval,
+            max_replicas: Arc::new(std::sync::atomic::AtomicUsize::new(3)),
+            operators: Arc::default(),
         }
     }
 
@@ -200,8 +205,11 @@ impl Pd for PdService {
         &self,
         r: Request<wire::StoreHeartbeatRequest>,
     ) -> Result<Response<wire::StoreHeartbeatResponse>, Status> {
+        let max_replicas = self.max_replicas.load(std::sync::atomic::Ordering::Relaxed);
         Ok(Response::new(rpc::store_heartbeat(
             &self.meta,
+            &self.operators,
+            max_replicas,
             r.into_inner(),
         )))
     }
@@ -210,7 +218,9 @@ impl Pd for PdService {
         &self,
         r: Request<wire::RegionHeartbeatRequest>,
     ) -> Result<Response<wire::RegionHeartbeatResponse>, Status> {
-        self.durably(move |m| rpc::region_heartbeat(m, r.into_inner()))
+        let operators = self.operators.clone();
+        let max_replicas = self.max_replicas.load(std::sync::atomic::Ordering::Relaxed);
+        self.durably(move |m| rpc::region_heartbeat(m, &operators, max_replicas, r.into_inner()))
             .await
     }
 

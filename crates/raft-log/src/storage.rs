@@ -278,12 +278,24 @@ impl raft::Storage for GroupStorage {
         Ok(self.last_index)
     }
 
-    fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
+    fn snapshot(&self, request_index: u64, to: u64) -> raft::Result<Snapshot> {
+        let usable = |s: &Snapshot| {
+            let meta = s.get_metadata();
+            let cs = meta.get_conf_state();
+            // Older than the log's start, a follower could not go on from it by the log; and
+            // a peer the snapshot's membership does not list would refuse it.
+            meta.index >= request_index.max(self.base.truncated_index)
+                && [
+                    &cs.voters,
+                    &cs.learners,
+                    &cs.voters_outgoing,
+                    &cs.learners_next,
+                ]
+                .iter()
+                .any(|ids| ids.contains(&to))
+        };
         match &self.snapshot {
-            // Older than the log's start, a follower could not go on from it by the log.
-            Some(s) if s.get_metadata().index >= request_index.max(self.base.truncated_index) => {
-                Ok(s.clone())
-            }
+            Some(s) if usable(s) => Ok(s.clone()),
             _ => {
                 self.snapshot_wanted.set(true);
                 Err(raft::Error::Store(

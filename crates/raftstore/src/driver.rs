@@ -49,6 +49,12 @@ pub enum StoreMsg {
         region: Region,
         reply: Reply,
     },
+    /// Removes this store's peer of a region that should not exist (a bootstrap PD refused
+    /// because another store bootstrapped first).
+    Destroy {
+        region_id: u64,
+        reply: Reply,
+    },
     /// Ends the thread: what was queued before it is handled, pending proposals hear `Busy`.
     Stop,
 }
@@ -133,14 +139,19 @@ impl RaftRouter {
 
     /// Proposes `cmd` and waits for the outcome.
     pub fn propose_and_wait(&self, region_id: u64, cmd: RaftCmd) -> Result<()> {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        self.send(StoreMsg::Propose {
+        self.call(|reply| StoreMsg::Propose {
             region_id,
             cmd,
-            reply: Box::new(move |r| {
-                let _ = tx.send(r);
-            }),
-        })?;
+            reply,
+        })
+    }
+
+    /// Sends the message `make` builds around a reply, and waits for that reply.
+    pub fn call(&self, make: impl FnOnce(Reply) -> StoreMsg) -> Result<()> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.send(make(Box::new(move |r| {
+            let _ = tx.send(r);
+        })))?;
         rx.recv()
             .unwrap_or(Err(Error::Busy("raftstore stopped before answering")))
     }
@@ -150,7 +161,8 @@ fn refuse(msg: StoreMsg, why: &'static str) -> Error {
     match msg {
         StoreMsg::Propose { reply, .. }
         | StoreMsg::ChangePeers { reply, .. }
-        | StoreMsg::Bootstrap { reply, .. } => reply(Err(Error::Busy(why))),
+        | StoreMsg::Bootstrap { reply, .. }
+        | StoreMsg::Destroy { reply, .. } => reply(Err(Error::Busy(why))),
         _ => {}
     }
     Error::Busy(why)
@@ -289,6 +301,7 @@ fn handle<E: KvEngine, T: Transport>(store: &mut Store<E, T>, msg: StoreMsg) -> 
             let _ = store.transfer_leader(region_id, to_peer_id);
         }
         StoreMsg::Bootstrap { region, reply } => reply(store.bootstrap_region(region)),
+        StoreMsg::Destroy { region_id, reply } => reply(store.destroy_peer(region_id)),
         StoreMsg::Stop => return true,
     }
     false

@@ -28,7 +28,8 @@
 //! proposed an entry that has since been applied (a majority acknowledged a message sent after
 //! that moment, so no other leader can be elected before an election timeout from then; the
 //! lease is shorter by at least a tick). A new leader's first lease starts when it became
-//! leader and holds once an entry of its term applied.
+//! leader and holds once an entry of its term applied. An idle leader renews its lease with an
+//! empty proposal before it runs out.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -232,6 +233,26 @@ impl Peer {
             self.maybe_compact_log(now);
         }
         self.check_snapshot_waits();
+        self.maybe_renew_lease(now);
+    }
+
+    /// An idle leader's lease would run out and leave reads nowhere to go: when a quarter of
+    /// the lease is left (TiKV's `renew-leader-lease-advance-duration`) and nothing is in
+    /// flight, the leader proposes an empty command, whose application renews the lease from
+    /// the moment it was proposed.
+    fn maybe_renew_lease(&mut self, now: Instant) {
+        if !self.is_leader() || !self.proposals.is_empty() {
+            return;
+        }
+        let advance = self.cfg.max_leader_lease / 4;
+        if self.lease_until.is_some_and(|until| until > now + advance) {
+            return;
+        }
+        let cmd = RaftCmd {
+            region_epoch: self.region.region_epoch,
+            ..RaftCmd::default()
+        };
+        self.propose(cmd, Box::new(|_| {}), now);
     }
 
     /// A snapshot travels as one message that a network may lose; raft-rs waits for it until

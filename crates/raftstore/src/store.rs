@@ -321,8 +321,8 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         Ok(())
     }
 
-    /// Removes this store's peer of `region_id`, which the region no longer lists.
-    fn destroy_peer(&mut self, region_id: u64) -> Result<()> {
+    /// Removes this store's peer of `region_id` (the region no longer lists it).
+    pub fn destroy_peer(&mut self, region_id: u64) -> Result<()> {
         let Some(mut peer) = self.peers.remove(&region_id) else {
             return Ok(());
         };

@@ -46,6 +46,9 @@ pub enum TxnError {
     Mvcc(#[from] MvccError),
     #[error("server is busy: {0}")]
     Busy(String),
+    /// The write did not happen: this node's replica does not lead the region.
+    #[error("{0}")]
+    NotLeader(String),
     #[error("scheduler is shutting down")]
     ShuttingDown,
 }
@@ -302,6 +305,7 @@ impl<K: ReplicatedKv> Inner<K> {
         let output = command.process(&reader, &mut txn, self.kv.lock_table())?;
         self.kv.write(txn, durability).map_err(|e| match e {
             engine::Error::Busy(why) => TxnError::Busy(format!("{name}: {why}")),
+            engine::Error::NotLeader(why) => TxnError::NotLeader(format!("{name}: {why}")),
             other => TxnError::Mvcc(other.into()),
         })?;
         Ok(output)

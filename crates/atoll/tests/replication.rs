@@ -1,0 +1,253 @@
+//! Three real kv nodes with `raftstore.replication` on, one pd and one sql node, driven by
+//! the `mysql` client: PD grows the first region to three replicas, a bank of accounts keeps
+//! its total while the kv node leading the region is killed with SIGKILL and restarted, every
+//! acknowledged transfer is there afterwards, and the restarted node caught up (it is part of
+//! the majority that serves once another node is killed).
+
+mod common;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// Short Raft timing, so elections take a second (the lease stays below the election
+/// timeout less one tick).
+const KV_CONFIG: &str = "\
+[raftstore]
+replication = true
+raft-base-tick-interval = \"100ms\"
+raft-heartbeat-ticks = 2
+raft-election-timeout-ticks = 10
+raft-store-max-leader-lease = \"800ms\"
+";
+
+const ACCOUNTS: i64 = 10;
+const BALANCE: i64 = 100;
+
+struct Kv {
+    dir: std::path::PathBuf,
+    addr: String,
+    status: String,
+    process: Option<Running>,
+}
+
+struct Cluster {
+    _dir: tempfile::TempDir,
+    _pd: Running,
+    _sql: Running,
+    pd_port: u16,
+    config: std::path::PathBuf,
+    kvs: Vec<Kv>,
+    port: u16,
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("kv.toml");
+        std::fs::write(&config, KV_CONFIG).unwrap();
+        let pd_port = free_port();
+        let pd = start_pd(&dir.path().join("pd"), pd_port);
+        let kvs = (0..3)
+            .map(|i| Kv {
+                dir: dir.path().join(format!("kv-{i}")),
+                addr: format!("127.0.0.1:{}", free_port()),
+                status: format!("127.0.0.1:{}", free_port()),
+                process: None,
+            })
+            .collect();
+        let (port, status) = (free_port(), free_port());
+        let mut c = Cluster {
+            _pd: pd,
+            _sql: Running(
+                atoll()
+                    .args(["sql", "--host", "127.0.0.1", "-P", &port.to_string()])
+                    .args(["--status", &status.to_string()])
+                    .args(["--path", &format!("127.0.0.1:{pd_port}")])
+                    .arg("--data-dir")
+                    .arg(dir.path().join("sql"))
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            ),
+            _dir: dir,
+            pd_port,
+            config,
+            kvs,
+            port,
+        };
+        for i in 0..3 {
+            c.start_kv(i);
+        }
+        c
+    }
+
+    fn start_kv(&mut self, i: usize) {
+        let config = self.config.display().to_string();
+        let pd = format!("127.0.0.1:{}", self.pd_port);
+        let kv = &mut self.kvs[i];
+        kv.process = Some(start_role(
+            &[
+                "kv",
+                "--pd",
+                &pd,
+                "--addr",
+                &kv.addr,
+                "--status-addr",
+                &kv.status,
+                "--config",
+                &config,
+            ],
+            &kv.dir,
+            &kv.status,
+        ));
+    }
+
+    fn kill_kv(&mut self, i: usize) {
+        let mut p = self.kvs[i].process.take().expect("a running kv node");
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(p.0.id() as i32, libc::SIGKILL) };
+        let _ = p.0.wait();
+    }
+
+    /// `atoll_raftstore_region_count{type}` of kv node `i`.
+    fn region_count(&self, i: usize, kind: &str) -> i64 {
+        let (_, body) = get(&format!("http://{}/metrics", self.kvs[i].status));
+        let text = String::from_utf8(body).unwrap();
+        let prefix = format!("atoll_raftstore_region_count{{type=\"{kind}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .map_or(0, |v| v.trim().parse().unwrap())
+    }
+
+    fn leader(&self) -> Option<usize> {
+        (0..3).find(|&i| self.kvs[i].process.is_some() && self.region_count(i, "leader") == 1)
+    }
+
+    fn mysql(&self, sql: &str) -> Result<String, String> {
+        let out = std::process::Command::new("mysql")
+            .args(["--host", "127.0.0.1", "--port", &self.port.to_string()])
+            .args(["-u", "root", "--batch", "--skip-column-names", "-e", sql])
+            .stdin(Stdio::null())
+            .output()
+            .expect("the mysql client runs");
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+        }
+    }
+
+    /// Runs `sql` until it succeeds, for at most `within`.
+    fn mysql_retrying(&self, sql: &str, within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        loop {
+            match self.mysql(sql) {
+                Ok(out) => return out,
+                Err(e) => assert!(Instant::now() < deadline, "`{sql}` kept failing: {e}"),
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn total(&self) -> i64 {
+        self.mysql_retrying(
+            "SELECT SUM(balance) FROM bank.accounts",
+            Duration::from_secs(60),
+        )
+        .parse()
+        .unwrap()
+    }
+}
+
+fn wait_until(what: &str, within: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// One transfer between two accounts in one transaction; whether it committed.
+fn transfer(c: &Cluster, n: i64) -> bool {
+    let (from, to) = (n % ACCOUNTS, (n * 7 + 3) % ACCOUNTS);
+    c.mysql(&format!(
+        "BEGIN; UPDATE bank.accounts SET balance = balance - 1 WHERE id = {from}; \
+         UPDATE bank.accounts SET balance = balance + 1 WHERE id = {to}; \
+         INSERT INTO bank.log VALUES ({n}); COMMIT;"
+    ))
+    .is_ok()
+}
+
+#[test]
+fn a_killed_leader_costs_seconds_not_data_and_comes_back_as_a_follower() {
+    let mut c = Cluster::start();
+    wait_until(
+        "every kv node holds a replica",
+        Duration::from_secs(90),
+        || (0..3).all(|i| c.region_count(i, "region") == 1),
+    );
+    c.mysql_retrying("CREATE DATABASE bank", Duration::from_secs(60));
+    c.mysql_retrying(
+        "CREATE TABLE bank.accounts (id INT PRIMARY KEY, balance INT); \
+         CREATE TABLE bank.log (n INT PRIMARY KEY)",
+        Duration::from_secs(30),
+    );
+    let values: Vec<String> = (0..ACCOUNTS).map(|i| format!("({i}, {BALANCE})")).collect();
+    c.mysql_retrying(
+        &format!("INSERT INTO bank.accounts VALUES {}", values.join(",")),
+        Duration::from_secs(30),
+    );
+    let mut acked = Vec::new();
+    let mut n = 0;
+    // Commits `count` transfers, through whatever failover is going on.
+    let mut transfers = |c: &Cluster, count: usize, what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut done = 0;
+        while done < count {
+            assert!(Instant::now() < deadline, "{what}: no transfer commits");
+            n += 1;
+            if transfer(c, n) {
+                acked.push(n);
+                done += 1;
+            }
+        }
+        assert_eq!(c.total(), ACCOUNTS * BALANCE, "{what}: the total changed");
+    };
+    for round in 0..2 {
+        wait_until("a kv node leads", Duration::from_secs(30), || {
+            c.leader().is_some()
+        });
+        let leader = c.leader().unwrap();
+        transfers(&c, 3, "before the kill");
+        c.kill_kv(leader);
+        transfers(&c, 5, &format!("round {round}, leader killed"));
+        c.start_kv(leader);
+        // With another node down, every commit needs the restarted node: it caught up.
+        let other = (0..3).find(|&i| i != leader).unwrap();
+        c.kill_kv(other);
+        transfers(
+            &c,
+            5,
+            &format!("round {round}, restarted leader in the majority"),
+        );
+        c.start_kv(other);
+    }
+    let n = n;
+    // Every acknowledged transfer is there, and nothing else.
+    let logged: Vec<i64> = c
+        .mysql_retrying("SELECT n FROM bank.log ORDER BY n", Duration::from_secs(60))
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    for a in &acked {
+        assert!(logged.contains(a), "acknowledged transfer {a} is missing");
+    }
+    assert!(
+        logged.iter().all(|l| *l <= n),
+        "a transfer nobody made: {logged:?}"
+    );
+}

@@ -1,0 +1,239 @@
+//! [`RaftKv`]: `ReplicatedKv` over raftstore. A write becomes a proposal to its region (the
+//! write batch recorded as [`WriteOp`]s) and returns once the region applied it, which means
+//! a majority of its replicas have it in their fsynced logs. Reads take the kv engine's
+//! snapshot: the service's region check has already found this store leading under its lease.
+//!
+//! The leader owns the in-memory lock state. When this store's peer becomes a region's leader
+//! in a new term, [`RaftKv::on_leader_term`] reloads the lock table from the applied lock CF
+//! and marks `max_ts` unsynced, so one-phase commit waits for a fresh PD timestamp
+//! (`sync_max_ts`). Pessimistic locks are written through Raft (not kept in memory), so a
+//! leader change loses none.
+//!
+//! [`NodeKv`] is what the node runs: this, or the single-replica `LocalKv` while
+//! `raftstore.replication` is off.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use engine::{Cf, KvEngine, WriteBatch};
+use engine_rocks::{RocksEngine, RocksSnapshot};
+use mvcc::{LockTable, MvccTxn, PessimisticLocks};
+use proto::raft::write_op::Kind;
+use proto::raft::{RaftCmd, WriteOp};
+use raftstore::driver::{RaftRouter, RegionViews};
+use txn::{Durability, LocalKv, ReplicatedKv};
+
+/// A write batch that records its operations for a Raft command instead of writing them.
+#[derive(Default)]
+pub struct RecordingBatch {
+    ops: Vec<WriteOp>,
+    bytes: usize,
+}
+
+impl RecordingBatch {
+    fn push(&mut self, kind: Kind, cf: Cf, key: &[u8], value: &[u8]) {
+        self.bytes += key.len() + value.len();
+        self.ops.push(WriteOp {
+            kind: kind as i32,
+            cf: cf.name().to_string(),
+            key: key.to_vec(),
+            value: value.to_vec(),
+        });
+    }
+}
+
+impl WriteBatch for RecordingBatch {
+    fn put(&mut self, cf: Cf, key: &[u8], value: &[u8]) {
+        self.push(Kind::Put, cf, key, value);
+    }
+
+    fn delete(&mut self, cf: Cf, key: &[u8]) {
+        self.push(Kind::Delete, cf, key, &[]);
+    }
+
+    fn delete_range(&mut self, cf: Cf, start: &[u8], end: &[u8]) {
+        self.push(Kind::DeleteRange, cf, start, end);
+    }
+
+    fn count(&self) -> usize {
+        self.ops.len()
+    }
+
+    fn data_size(&self) -> usize {
+        self.bytes
+    }
+
+    fn clear(&mut self) {
+        self.ops.clear();
+        self.bytes = 0;
+    }
+}
+
+pub struct RaftKv {
+    engine: RocksEngine,
+    router: RaftRouter,
+    views: Arc<RegionViews>,
+    locks: Arc<LockTable>,
+    pessimistic: Arc<PessimisticLocks>,
+    /// The term of each region whose lock state this node loaded as its leader.
+    loaded_terms: Mutex<BTreeMap<u64, u64>>,
+}
+
+impl RaftKv {
+    pub fn new(engine: RocksEngine, router: RaftRouter, views: Arc<RegionViews>) -> RaftKv {
+        RaftKv {
+            engine,
+            router,
+            views,
+            locks: Arc::new(LockTable::default()),
+            // Disabled: pessimistic locks go through Raft, so a new leader has them.
+            pessimistic: Arc::new(PessimisticLocks::new(false, 0)),
+            loaded_terms: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    pub fn views(&self) -> &Arc<RegionViews> {
+        &self.views
+    }
+
+    pub fn router(&self) -> &RaftRouter {
+        &self.router
+    }
+
+    /// Called before this store serves `region_id` as its leader in `term`: the first time
+    /// in a term, reloads the lock table from what the region applied. Returns whether it
+    /// did, so the caller syncs `max_ts` from PD.
+    pub fn on_leader_term(&self, region_id: u64, term: u64) -> engine::Result<bool> {
+        let mut loaded = self.loaded_terms.lock().expect("loaded terms poisoned");
+        if loaded.get(&region_id) == Some(&term) {
+            return Ok(false);
+        }
+        self.locks
+            .reload(self.engine.snapshot())
+            .map_err(|e| engine::Error::Engine(format!("reloading the lock table: {e}")))?;
+        loaded.insert(region_id, term);
+        tracing::info!(region_id, term, "leading the region: lock table reloaded");
+        Ok(true)
+    }
+
+    /// The region this store leads that holds `key` (raw comparison; regions do not split
+    /// yet, so the one region holds every key).
+    fn region_of(&self, key: &[u8]) -> engine::Result<(u64, RaftCmd)> {
+        let view = self
+            .views
+            .all()
+            .into_iter()
+            .find(|v| {
+                let r = &v.region;
+                key >= r.start_key.as_slice() && (r.end_key.is_empty() || key < &r.end_key[..])
+            })
+            .ok_or_else(|| {
+                engine::Error::NotLeader("no region on this store holds the key".into())
+            })?;
+        Ok((
+            view.region.id,
+            RaftCmd {
+                region_epoch: view.region.region_epoch,
+                ..RaftCmd::default()
+            },
+        ))
+    }
+}
+
+impl ReplicatedKv for RaftKv {
+    type Snap = RocksSnapshot;
+
+    fn snapshot(&self) -> engine::Result<RocksSnapshot> {
+        Ok(self.engine.snapshot())
+    }
+
+    fn write(&self, txn: MvccTxn, _durability: Durability) -> engine::Result<()> {
+        if txn.is_empty() {
+            return Ok(());
+        }
+        let mut batch = RecordingBatch::default();
+        let changes = txn.fill(&mut batch, Some(&self.pessimistic));
+        if let Some(first) = batch.ops.first() {
+            let (region_id, mut cmd) = self.region_of(&first.key)?;
+            cmd.writes = batch.ops;
+            self.router
+                .propose_and_wait(region_id, cmd)
+                .map_err(|e| match e {
+                    raftstore::Error::Busy(why) => engine::Error::Busy(why.to_string()),
+                    raftstore::Error::NotLeader { .. }
+                    | raftstore::Error::StaleCommand
+                    | raftstore::Error::RegionNotFound(_)
+                    | raftstore::Error::EpochNotMatch { .. } => {
+                        engine::Error::NotLeader(e.to_string())
+                    }
+                    other => engine::Error::Engine(other.to_string()),
+                })?;
+        }
+        self.locks.apply(changes.lock_table);
+        self.pessimistic.apply(changes.pessimistic);
+        Ok(())
+    }
+
+    fn lock_table(&self) -> &LockTable {
+        &self.locks
+    }
+
+    fn pessimistic_locks(&self) -> &Arc<PessimisticLocks> {
+        &self.pessimistic
+    }
+}
+
+/// The node's `ReplicatedKv`: Raft-replicated, or the single local replica.
+#[derive(Clone)]
+pub enum NodeKv {
+    Local(LocalKv<RocksEngine>),
+    Raft(Arc<RaftKv>),
+}
+
+impl NodeKv {
+    pub fn engine(&self) -> &RocksEngine {
+        match self {
+            NodeKv::Local(kv) => kv.engine(),
+            NodeKv::Raft(kv) => &kv.engine,
+        }
+    }
+
+    pub fn raft(&self) -> Option<&Arc<RaftKv>> {
+        match self {
+            NodeKv::Raft(kv) => Some(kv),
+            NodeKv::Local(_) => None,
+        }
+    }
+}
+
+impl ReplicatedKv for NodeKv {
+    type Snap = RocksSnapshot;
+
+    fn snapshot(&self) -> engine::Result<RocksSnapshot> {
+        match self {
+            NodeKv::Local(kv) => kv.snapshot(),
+            NodeKv::Raft(kv) => kv.snapshot(),
+        }
+    }
+
+    fn write(&self, txn: MvccTxn, durability: Durability) -> engine::Result<()> {
+        match self {
+            NodeKv::Local(kv) => kv.write(txn, durability),
+            NodeKv::Raft(kv) => kv.write(txn, durability),
+        }
+    }
+
+    fn lock_table(&self) -> &LockTable {
+        match self {
+            NodeKv::Local(kv) => kv.lock_table(),
+            NodeKv::Raft(kv) => kv.lock_table(),
+        }
+    }
+
+    fn pessimistic_locks(&self) -> &Arc<PessimisticLocks> {
+        match self {
+            NodeKv::Local(kv) => kv.pessimistic_locks(),
+            NodeKv::Raft(kv) => kv.pessimistic_locks(),
+        }
+    }
+}

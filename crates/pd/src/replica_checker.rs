@@ -1,0 +1,167 @@
+//! The replica checker: what a region needs next to have `replication.max-replicas` replicas
+//! (capped by the stores that are up), one step at a time as PD's operators go: a missing
+//! replica is added as a learner (it gets a snapshot), a learner is then promoted to voter,
+//! and a region with more voters than wanted loses one that is not its leader. A region in a
+//! joint configuration is left alone: its leader finishes the change by itself. Pure: the
+//! caller passes the time and allocates the ids.
+
+use crate::cluster::{Peer, Region, Store};
+
+/// A store silent this long is not up (PD's "Disconnected", KNOBS.md §3.2).
+pub const STORE_DISCONNECTED_MS: u64 = 20_000;
+
+/// `Peer::role` values, as `pd.proto`'s `PeerRole` numbers them.
+pub const ROLE_VOTER: i32 = 0;
+pub const ROLE_LEARNER: i32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Add a learner on this store (the caller gives it a new peer id).
+    AddLearner { store_id: u64 },
+    /// Make this learner a voter.
+    Promote(Peer),
+    /// Remove this peer.
+    Remove(Peer),
+}
+
+pub fn is_up(store: &Store, now_ms: u64) -> bool {
+    now_ms.saturating_sub(store.last_heartbeat_ms) < STORE_DISCONNECTED_MS
+}
+
+/// The next step `region` needs, if any.
+pub fn next_step<'a>(
+    region: &Region,
+    stores: impl IntoIterator<Item = &'a Store>,
+    now_ms: u64,
+    max_replicas: usize,
+) -> Option<Step> {
+    if region.peers.iter().any(|p| p.role > ROLE_LEARNER) {
+        return None;
+    }
+    if let Some(learner) = region.peers.iter().find(|p| p.role == ROLE_LEARNER) {
+        return Some(Step::Promote(learner.clone()));
+    }
+    let up: Vec<&Store> = stores.into_iter().filter(|s| is_up(s, now_ms)).collect();
+    let wanted = max_replicas.min(up.len().max(1));
+    if region.peers.len() < wanted {
+        let mut candidates: Vec<&&Store> = up
+            .iter()
+            .filter(|s| region.peers.iter().all(|p| p.store_id != s.id))
+            .collect();
+        candidates.sort_by_key(|s| s.id);
+        return candidates
+            .first()
+            .map(|s| Step::AddLearner { store_id: s.id });
+    }
+    if region.peers.len() > max_replicas {
+        let leader = region.leader.as_ref().map(|l| l.id);
+        // A peer on a store that is not up goes first.
+        let mut removable: Vec<&Peer> = region
+            .peers
+            .iter()
+            .filter(|p| Some(p.id) != leader)
+            .collect();
+        removable.sort_by_key(|p| {
+            let up = up.iter().any(|s| s.id == p.store_id);
+            (up, p.id)
+        });
+        return removable.first().map(|p| Step::Remove((*p).clone()));
+    }
+    None
+}
+
+/// Whether `step` shows as done in `region`.
+pub fn is_done(step: &Step, new_peer_id: u64, region: &Region) -> bool {
+    match step {
+        Step::AddLearner { .. } => region.peers.iter().any(|p| p.id == new_peer_id),
+        Step::Promote(peer) => region
+            .peers
+            .iter()
+            .any(|p| p.id == peer.id && p.role == ROLE_VOTER),
+        Step::Remove(peer) => region.peers.iter().all(|p| p.id != peer.id),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::RegionEpoch;
+
+    fn store(id: u64, last_heartbeat_ms: u64) -> Store {
+        Store {
+            id,
+            address: format!("127.0.0.1:{}", 20160 + id),
+            status_address: String::new(),
+            last_heartbeat_ms,
+        }
+    }
+
+    fn peer(id: u64, store_id: u64, role: i32) -> Peer {
+        Peer { id, store_id, role }
+    }
+
+    fn region(peers: Vec<Peer>) -> Region {
+        Region {
+            id: 2,
+            start_key: vec![],
+            end_key: vec![],
+            epoch: RegionEpoch::default(),
+            leader: peers.first().cloned(),
+            peers,
+        }
+    }
+
+    #[test]
+    fn a_region_grows_to_the_stores_that_are_up_one_step_at_a_time() {
+        let now = 100_000;
+        let stores = [store(1, now), store(2, now - 1000), store(3, now - 30_000)];
+        let one = region(vec![peer(10, 1, ROLE_VOTER)]);
+        // Store 3 is silent: two replicas are all there can be.
+        assert_eq!(
+            next_step(&one, &stores, now, 3),
+            Some(Step::AddLearner { store_id: 2 })
+        );
+        let learner = region(vec![peer(10, 1, ROLE_VOTER), peer(11, 2, ROLE_LEARNER)]);
+        assert_eq!(
+            next_step(&learner, &stores, now, 3),
+            Some(Step::Promote(peer(11, 2, ROLE_LEARNER)))
+        );
+        let two = region(vec![peer(10, 1, ROLE_VOTER), peer(11, 2, ROLE_VOTER)]);
+        assert_eq!(next_step(&two, &stores, now, 3), None);
+        assert_eq!(next_step(&one, &stores, now, 1), None, "max-replicas 1");
+    }
+
+    #[test]
+    fn extra_replicas_go_from_down_stores_first_and_never_the_leader() {
+        let now = 100_000;
+        let stores = [store(1, now), store(2, now), store(3, 0)];
+        let three = region(vec![
+            peer(10, 1, ROLE_VOTER),
+            peer(11, 2, ROLE_VOTER),
+            peer(12, 3, ROLE_VOTER),
+        ]);
+        assert_eq!(
+            next_step(&three, &stores, now, 2),
+            Some(Step::Remove(peer(12, 3, ROLE_VOTER)))
+        );
+        let two = region(vec![peer(10, 1, ROLE_VOTER), peer(11, 2, ROLE_VOTER)]);
+        assert_eq!(
+            next_step(&two, &stores, now, 1),
+            Some(Step::Remove(peer(11, 2, ROLE_VOTER)))
+        );
+        let joint = region(vec![peer(10, 1, ROLE_VOTER), peer(11, 2, 2)]);
+        assert_eq!(
+            next_step(&joint, &stores, now, 3),
+            None,
+            "joint: left alone"
+        );
+    }
+
+    #[test]
+    fn a_step_is_done_when_the_region_shows_it() {
+        let r = region(vec![peer(10, 1, ROLE_VOTER), peer(11, 2, ROLE_LEARNER)]);
+        assert!(is_done(&Step::AddLearner { store_id: 2 }, 11, &r));
+        assert!(!is_done(&Step::Promote(peer(11, 2, ROLE_LEARNER)), 0, &r));
+        assert!(is_done(&Step::Remove(peer(12, 3, ROLE_VOTER)), 0, &r));
+    }
+}
