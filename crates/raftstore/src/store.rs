@@ -253,7 +253,9 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             let entries = committed.entry(id).or_default();
             if let Some(rd) = peer.collect_ready(&mut write, &mut send, entries, now)? {
                 if !rd.snapshot().is_empty() {
+                    fail::fail_point!("snapshot_before_apply");
                     let (region, apply) = snapshot::apply(&self.engine, rd.snapshot())?;
+                    fail::fail_point!("snapshot_after_apply");
                     tracing::info!(
                         store_id = self.store_id,
                         region_id = id,
@@ -266,7 +268,9 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             }
         }
         self.send_all(&mut send);
+        fail::fail_point!("raft_before_log_write");
         self.log.write(&mut write)?;
+        fail::fail_point!("raft_after_log_write");
         for (id, rd) in readies {
             let peer = self.peers.get_mut(&id).expect("peer of a ready");
             let entries = committed.entry(id).or_default();
@@ -305,7 +309,9 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             return Ok(());
         }
         if !wb.is_empty() {
+            fail::fail_point!("apply_before_kv_write");
             self.engine.write(wb, sync)?;
+            fail::fail_point!("apply_after_kv_write");
         }
         for (id, entries, outcome) in outcomes {
             let peer = self.peers.get_mut(&id).expect("peer of applied entries");

@@ -91,6 +91,9 @@ pub struct Cluster {
     held: Vec<RaftMessage>,
     pub hold: Option<Box<dyn Filter>>,
     pub now: Instant,
+    /// The store whose round is running, so a test that catches a panic there (a failpoint)
+    /// knows which store "crashed".
+    in_round: Option<u64>,
 }
 
 /// A config for tests: short in ticks, so elections need few ticks.
@@ -122,6 +125,7 @@ impl Cluster {
             held: Vec::new(),
             hold: None,
             now: Instant::now(),
+            in_round: None,
         };
         let region = Region {
             id: REGION,
@@ -174,6 +178,16 @@ impl Cluster {
         self.stores.insert(s, store);
     }
 
+    /// After a panic in a store's round (a failpoint), drops that store as a crash would (its
+    /// pending proposals never hear back) and starts it again from its disk. Returns it.
+    pub fn restart_crashed(&mut self) -> u64 {
+        let s = self.in_round.take().expect("a store was in its round");
+        self.stores.remove(&s);
+        self.outbox.0.borrow_mut().clear();
+        self.start(s);
+        s
+    }
+
     /// Stops store `s` as a kill would: what it had not written is gone.
     pub fn stop(&mut self, s: u64) {
         if let Some(mut store) = self.stores.remove(&s) {
@@ -199,9 +213,11 @@ impl Cluster {
     pub fn pump(&mut self) {
         for _ in 0..PUMP_ROUNDS_MAX {
             let mut busy = false;
-            for store in self.stores.values_mut() {
+            for (&s, store) in self.stores.iter_mut() {
                 if store.has_ready() {
+                    self.in_round = Some(s);
                     store.handle_readies(self.now).expect("round");
+                    self.in_round = None;
                     busy = true;
                 }
             }
@@ -305,10 +321,15 @@ impl Cluster {
 
     /// Proposes `key = value` at store `s` and returns the slot its outcome will land in.
     pub fn propose_put(&mut self, s: u64, key: &[u8], value: &[u8]) -> Outcome {
+        self.propose_writes(s, vec![put(key, value)])
+    }
+
+    /// Proposes one command of `writes` at store `s`; the slot its outcome will land in.
+    pub fn propose_writes(&mut self, s: u64, writes: Vec<WriteOp>) -> Outcome {
         let outcome: Outcome = Arc::default();
         let slot = outcome.clone();
         let cmd = RaftCmd {
-            writes: vec![put(key, value)],
+            writes,
             ..RaftCmd::default()
         };
         let now = self.now;
