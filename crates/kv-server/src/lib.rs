@@ -172,6 +172,7 @@ pub fn raftstore_config(c: &config::Config) -> raftstore::RaftstoreConfig {
         log_gc_ticks: (gc_tick.as_millis() / base_tick.as_millis().max(1)).max(1) as usize,
         log_gc_threshold: c.int("raftstore.raft-log-gc-threshold") as u64,
         log_gc_count_limit: c.int("raftstore.raft-log-gc-count-limit") as u64,
+        purge_interval: c.duration("raftstore.raft-engine-purge-interval").0,
     }
 }
 
@@ -227,10 +228,12 @@ fn start_raftstore(
     let transport = raft_transport::RaftClient::new(client_runtime.handle().clone(), endpoints);
     let cfg = raftstore_config(config);
     let store_engine = engine.clone();
+    let reports_to = transport.clone();
     let driver = raftstore::driver::RaftDriver::start(move || {
         raftstore::Store::open(store_id, store_engine, log, transport, cfg)
     })
     .map_err(|e| NodeError::Storage(format!("starting raftstore: {e}")))?;
+    reports_to.set_router(driver.router());
     tracing::info!(store_id, raft_engine_dir = %log_config.dir.display(), "raftstore started");
     node.registry
         .register(Box::new(raft_metrics::RaftCollector::new(

@@ -30,6 +30,7 @@ use tonic::transport::Channel;
 
 use crate::regions::Regions;
 use raftstore::driver::{RaftRouter, RegionView, StoreMsg};
+use txn::ReplicatedKv;
 
 /// TiKV's store heartbeat interval.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(10);
@@ -270,14 +271,18 @@ async fn leader_heartbeats(
     store_id: u64,
     router: &RaftRouter,
     views: Vec<RegionView>,
-    reported: &mut std::collections::HashMap<u64, (Option<wire::RegionEpoch>, u64)>,
+    reported: &mut std::collections::HashMap<u64, (Option<wire::RegionEpoch>, u64, Vec<u64>)>,
     force: bool,
 ) {
     for view in views {
         if view.leader.map(|p| p.store_id) != Some(store_id) {
             continue;
         }
-        let key = (view.region.region_epoch, view.term);
+        let key = (
+            view.region.region_epoch,
+            view.term,
+            view.pending_peers.clone(),
+        );
         if !force && reported.get(&view.region.id) == Some(&key) {
             continue;
         }
@@ -285,6 +290,13 @@ async fn leader_heartbeats(
             .region_heartbeat(RegionHeartbeatRequest {
                 region: Some(view.region.clone()),
                 leader: view.leader,
+                pending_peers: view
+                    .region
+                    .peers
+                    .iter()
+                    .filter(|p| view.pending_peers.contains(&p.id))
+                    .copied()
+                    .collect(),
             })
             .await
             .map(|r| r.into_inner());
@@ -342,6 +354,7 @@ async fn region_heartbeats(client: &mut PdClient<Channel>, store_id: u64, region
             .region_heartbeat(RegionHeartbeatRequest {
                 region: Some(region.clone()),
                 leader,
+                pending_peers: Vec::new(),
             })
             .await;
         match beat.map(|r| r.into_inner().error) {
@@ -410,8 +423,12 @@ pub fn spawn(
                         let beat = runtime.block_on(async {
                             if let Some(raft) = regions.raft() {
                                 if regions.take_max_ts_wanted() {
+                                    let table = raft.lock_table();
+                                    let generation = table.generation();
                                     match pd_ts(client).await {
-                                        Ok(ts) => sync_max_ts(ts),
+                                        Ok(ts) if table.sync_max_ts_since(ts, generation) => {}
+                                        // Reloaded meanwhile: the next poll takes a newer ts.
+                                        Ok(_) => regions.want_max_ts(),
                                         Err(e) => {
                                             tracing::warn!("max_ts not synced, retrying: {e}");
                                             regions.want_max_ts();

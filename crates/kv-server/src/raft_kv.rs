@@ -105,7 +105,8 @@ impl RaftKv {
     /// did, so the caller syncs `max_ts` from PD.
     pub fn on_leader_term(&self, region_id: u64, term: u64) -> engine::Result<bool> {
         let mut loaded = self.loaded_terms.lock().expect("loaded terms poisoned");
-        if loaded.get(&region_id) == Some(&term) {
+        // A view from an older term than the one loaded is stale: nothing to do.
+        if loaded.get(&region_id).is_some_and(|&t| t >= term) {
             return Ok(false);
         }
         self.locks
@@ -160,6 +161,9 @@ impl ReplicatedKv for RaftKv {
                 .propose_and_wait(region_id, cmd)
                 .map_err(|e| match e {
                     raftstore::Error::Busy(why) => engine::Error::Busy(why.to_string()),
+                    raftstore::Error::OutcomeUnknown(_) => engine::Error::Engine(format!(
+                        "the write's outcome is unknown, it may or may not have happened: {e}"
+                    )),
                     raftstore::Error::NotLeader { .. }
                     | raftstore::Error::StaleCommand
                     | raftstore::Error::RegionNotFound(_)

@@ -8,9 +8,13 @@
 //!   runtime that resolves the store's address through PD, keeps one stream open to it, and
 //!   sends what queued up in batches of at most [`RAFT_MSG_BATCH_MAX`]. A broken stream is
 //!   reopened after [`RECONNECT_WAIT`]; what was in flight is lost, as on any network.
+//! - A store whose address refuses connections (nothing listens: its process is gone) is
+//!   reported to raftstore as gone, so the followers of its leaders need not wait out the
+//!   election timeout (`Peer::on_store_gone` says why that is safe). A timeout or a reset
+//!   is not reported.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use proto::raft::raft_transport_client::RaftTransportClient;
@@ -65,6 +69,8 @@ struct Inner {
     runtime: tokio::runtime::Handle,
     pd_endpoints: Vec<String>,
     queues: Mutex<HashMap<u64, mpsc::Sender<RaftMessage>>>,
+    /// Where a store found gone is reported (set once raftstore runs).
+    router: OnceLock<RaftRouter>,
 }
 
 impl RaftClient {
@@ -75,8 +81,14 @@ impl RaftClient {
                 runtime,
                 pd_endpoints,
                 queues: Mutex::new(HashMap::new()),
+                router: OnceLock::new(),
             }),
         }
+    }
+
+    /// Reports stores found gone to `router` from now on.
+    pub fn set_router(&self, router: RaftRouter) {
+        let _ = self.inner.router.set(router);
     }
 
     fn queue(&self, store_id: u64) -> mpsc::Sender<RaftMessage> {
@@ -89,8 +101,9 @@ impl RaftClient {
             .entry(store_id)
             .or_insert_with(|| {
                 let (tx, rx) = mpsc::channel(RAFT_CLIENT_QUEUE_MAX);
-                let endpoints = self.inner.pd_endpoints.clone();
-                self.inner.runtime.spawn(send_loop(store_id, endpoints, rx));
+                self.inner
+                    .runtime
+                    .spawn(send_loop(store_id, self.inner.clone(), rx));
                 tx
             })
             .clone()
@@ -108,26 +121,66 @@ impl Transport for RaftClient {
     }
 }
 
+/// Why a store could not be reached.
+enum Unreachable {
+    /// Its address refused the connection: nothing listens there.
+    Refused(String),
+    Other(String),
+}
+
+/// Whether `e` (or what caused it) is a refused TCP connection.
+fn is_refused(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
+}
+
 /// Resolves `store_id`'s address through PD and connects to it.
 async fn connect(
     store_id: u64,
     endpoints: &[String],
-) -> Result<RaftTransportClient<tonic::transport::Channel>, String> {
+) -> Result<RaftTransportClient<tonic::transport::Channel>, Unreachable> {
     let pd = pd_client::PdClient::connect(endpoints)
         .await
-        .map_err(|e| e.to_string())?;
-    let store = pd.get_store(store_id).await.map_err(|e| e.to_string())?;
+        .map_err(|e| Unreachable::Other(e.to_string()))?;
+    let store = pd
+        .get_store(store_id)
+        .await
+        .map_err(|e| Unreachable::Other(e.to_string()))?;
     RaftTransportClient::connect(format!("http://{}", store.address))
         .await
-        .map_err(|e| format!("store {store_id} at {}: {e}", store.address))
+        .map_err(|e| {
+            let why = format!("store {store_id} at {}: {e}", store.address);
+            if is_refused(&e) {
+                Unreachable::Refused(why)
+            } else {
+                Unreachable::Other(why)
+            }
+        })
 }
 
 /// Keeps a stream open to `store_id` and sends what its queue holds, in batches.
-async fn send_loop(store_id: u64, endpoints: Vec<String>, mut rx: mpsc::Receiver<RaftMessage>) {
+async fn send_loop(store_id: u64, inner: Arc<Inner>, mut rx: mpsc::Receiver<RaftMessage>) {
     loop {
-        let mut client = match connect(store_id, &endpoints).await {
+        let mut client = match connect(store_id, &inner.pd_endpoints).await {
             Ok(c) => c,
             Err(e) => {
+                let e = match e {
+                    Unreachable::Refused(why) => {
+                        if let Some(router) = inner.router.get() {
+                            let _ = router.send(StoreMsg::StoreGone(store_id));
+                        }
+                        why
+                    }
+                    Unreachable::Other(why) => why,
+                };
                 tracing::debug!(store_id, "cannot reach the store for raft messages: {e}");
                 // Messages queued meanwhile are stale by the time a stream opens.
                 while rx.try_recv().is_ok() {}
@@ -136,14 +189,24 @@ async fn send_loop(store_id: u64, endpoints: Vec<String>, mut rx: mpsc::Receiver
             }
         };
         let (batch_tx, batch_rx) = mpsc::channel::<RaftMessageBatch>(4);
-        let call = tokio::spawn(async move {
+        let mut call = tokio::spawn(async move {
             client
                 .raft(tokio_stream::wrappers::ReceiverStream::new(batch_rx))
                 .await
         });
-        // Forward batches until the stream breaks or the queue closes.
+        // Forward batches until the queue closes or the stream ends, which it does as soon as
+        // the other process goes away, even with nothing to send (then the reconnect finds
+        // out whether anything listens there still).
+        let mut ended = None;
         let closed = loop {
-            let Some(first) = rx.recv().await else {
+            let first = tokio::select! {
+                m = rx.recv() => m,
+                r = &mut call => {
+                    ended = Some(r);
+                    break false;
+                }
+            };
+            let Some(first) = first else {
                 break true;
             };
             let mut msgs = vec![first];
@@ -158,7 +221,11 @@ async fn send_loop(store_id: u64, endpoints: Vec<String>, mut rx: mpsc::Receiver
             }
         };
         drop(batch_tx);
-        if let Ok(Err(status)) = call.await {
+        let ended = match ended {
+            Some(r) => r,
+            None => call.await,
+        };
+        if let Ok(Err(status)) = ended {
             tracing::debug!(store_id, "raft stream ended: {status}");
         }
         if closed {

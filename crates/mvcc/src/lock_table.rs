@@ -111,6 +111,9 @@ pub struct LockTable {
     max_ts: AtomicU64,
     /// Whether `max_ts` covers the reads before this process started.
     max_ts_synced: AtomicBool,
+    /// Bumped by each [`LockTable::reload`]: a timestamp taken before a reload does not
+    /// cover what the previous leader served.
+    generation: AtomicU64,
     /// One-phase commits given a commit ts, since start (for metrics).
     one_pc_commits: AtomicU64,
 }
@@ -142,7 +145,26 @@ impl LockTable {
         let mut locks = self.locks.write().expect("lock table poisoned");
         *locks = fresh;
         self.max_ts_synced.store(false, Ordering::Release);
+        self.generation.fetch_add(1, Ordering::AcqRel);
         Ok(())
+    }
+
+    /// The number of reloads so far; take it before asking PD for a timestamp to hand to
+    /// [`LockTable::sync_max_ts_since`].
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// As [`LockTable::sync_max_ts`], unless the table was reloaded since `generation`
+    /// (then `ts` may not cover the new term's past reads): returns whether it synced.
+    pub fn sync_max_ts_since(&self, ts: u64, generation: u64) -> bool {
+        let _locks = self.locks.write().expect("lock table poisoned");
+        if self.generation.load(Ordering::Acquire) != generation {
+            return false;
+        }
+        self.max_ts.fetch_max(ts, Ordering::AcqRel);
+        self.max_ts_synced.store(true, Ordering::Release);
+        true
     }
 
     /// Applies a durable batch's lock changes, in the order they were made.

@@ -39,6 +39,9 @@ pub struct Region {
     pub epoch: RegionEpoch,
     pub peers: Vec<Peer>,
     pub leader: Option<Peer>,
+    /// Peers its leader can only catch up with a snapshot, by id (as last reported).
+    #[serde(default)]
+    pub pending_peers: Vec<u64>,
 }
 
 impl Region {
@@ -326,6 +329,7 @@ mod tests {
                 role: 0,
             }],
             leader: None,
+            pending_peers: Vec::new(),
         }
     }
 

@@ -70,6 +70,7 @@ fn region_from(r: wire::Region, leader: Option<wire::Peer>) -> Region {
         },
         peers: r.peers.iter().map(peer_from).collect(),
         leader: leader.as_ref().map(peer_from),
+        pending_peers: Vec::new(),
     }
 }
 
@@ -219,7 +220,8 @@ pub fn region_heartbeat(
             change_peer: None,
         };
     };
-    let region = region_from(region, req.leader);
+    let mut region = region_from(region, req.leader);
+    region.pending_peers = req.pending_peers.iter().map(|p| p.id).collect();
     if let Err(e) = meta.update(|c| c.region_heartbeat(region.clone())) {
         return wire::RegionHeartbeatResponse {
             error: Some(error(e)),

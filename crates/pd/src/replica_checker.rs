@@ -1,7 +1,9 @@
 //! The replica checker: what a region needs next to have `replication.max-replicas` replicas
 //! (capped by the stores that are up), one step at a time as PD's operators go: a missing
-//! replica is added as a learner (it gets a snapshot), a learner is then promoted to voter,
-//! and a region with more voters than wanted loses one that is not its leader. A region in a
+//! replica is added as a learner (it gets a snapshot), a learner is promoted to voter once
+//! it caught up (its leader no longer reports it pending) on a store that is up, a learner
+//! on a store that is not up is removed, and a region with more voters than wanted loses
+//! one that is not its leader. A region in a
 //! joint configuration is left alone: its leader finishes the change by itself. Pure: the
 //! caller passes the time and allocates the ids.
 
@@ -38,10 +40,16 @@ pub fn next_step<'a>(
     if region.peers.iter().any(|p| p.role > ROLE_LEARNER) {
         return None;
     }
+    let up: Vec<&Store> = stores.into_iter().filter(|s| is_up(s, now_ms)).collect();
     if let Some(learner) = region.peers.iter().find(|p| p.role == ROLE_LEARNER) {
+        if !up.iter().any(|s| s.id == learner.store_id) {
+            return Some(Step::Remove(learner.clone()));
+        }
+        if region.pending_peers.contains(&learner.id) {
+            return None;
+        }
         return Some(Step::Promote(learner.clone()));
     }
-    let up: Vec<&Store> = stores.into_iter().filter(|s| is_up(s, now_ms)).collect();
     let wanted = max_replicas.min(up.len().max(1));
     if region.peers.len() < wanted {
         let mut candidates: Vec<&&Store> = up
@@ -108,6 +116,7 @@ mod tests {
             epoch: RegionEpoch::default(),
             leader: peers.first().cloned(),
             peers,
+            pending_peers: Vec::new(),
         }
     }
 
@@ -125,6 +134,19 @@ mod tests {
         assert_eq!(
             next_step(&learner, &stores, now, 3),
             Some(Step::Promote(peer(11, 2, ROLE_LEARNER)))
+        );
+        let mut catching_up = learner.clone();
+        catching_up.pending_peers = vec![11];
+        assert_eq!(
+            next_step(&catching_up, &stores, now, 3),
+            None,
+            "waits for its snapshot"
+        );
+        let stranded = region(vec![peer(10, 1, ROLE_VOTER), peer(12, 3, ROLE_LEARNER)]);
+        assert_eq!(
+            next_step(&stranded, &stores, now, 3),
+            Some(Step::Remove(peer(12, 3, ROLE_LEARNER))),
+            "a learner on a silent store goes"
         );
         let two = region(vec![peer(10, 1, ROLE_VOTER), peer(11, 2, ROLE_VOTER)]);
         assert_eq!(next_step(&two, &stores, now, 3), None);

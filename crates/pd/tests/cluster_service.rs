@@ -112,6 +112,7 @@ async fn metadata_is_served_and_survives_a_restart() {
                 .region_heartbeat(RegionHeartbeatRequest {
                     region: Some(r),
                     leader: Some(leader),
+                    ..RegionHeartbeatRequest::default()
                 })
                 .await
                 .unwrap();
@@ -121,6 +122,7 @@ async fn metadata_is_served_and_survives_a_restart() {
             .region_heartbeat(RegionHeartbeatRequest {
                 region: Some(region(2, b"", b"", 1)),
                 leader: None,
+                ..RegionHeartbeatRequest::default()
             })
             .await
             .unwrap()

@@ -67,6 +67,14 @@ impl GroupStorage {
             snapshot: None,
             snapshot_wanted: Cell::new(false),
         };
+        // A log that ends at or below the truncated index is stale (a snapshot replaced it
+        // and a crash came before the log was cleared): appends must follow the snapshot,
+        // and raft-engine refuses a hole, so it goes now.
+        if let Some(last) = log.last_index(group)
+            && last <= storage.base.truncated_index
+        {
+            log.compact_to(group, storage.base.truncated_index + 1);
+        }
         if let Some(last) = log.last_index(group)
             && last > storage.base.truncated_index
         {
@@ -452,5 +460,39 @@ mod tests {
             .err()
             .expect("refused");
         assert!(err.to_string().contains("past the last entry"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod stale_log_tests {
+    use super::*;
+    use crate::{LogConfig, LogWrite};
+
+    #[test]
+    fn a_log_left_below_the_truncated_index_is_dropped_on_open_so_appends_follow_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = LogEngine::open(&LogConfig::new(dir.path().to_path_buf())).unwrap();
+        let entry = |index, term| Entry {
+            index,
+            term,
+            ..Entry::default()
+        };
+        let mut w = LogWrite::default();
+        w.append(4, &[entry(6, 6), entry(7, 6)]).unwrap();
+        log.write(&mut w).unwrap();
+        // A snapshot at 20 reached the kv engine; the crash came before the log was cleared.
+        let base = LogBase {
+            truncated_index: 20,
+            truncated_term: 7,
+            conf_state: ConfState::default(),
+        };
+        let mut s = GroupStorage::open(&log, 4, base).unwrap();
+        assert_eq!(s.last_index(), 20);
+        let next = [entry(21, 7)];
+        let mut w = LogWrite::default();
+        w.append(4, &next).unwrap();
+        log.write(&mut w).unwrap();
+        s.on_persisted(&next, None);
+        assert_eq!(s.last_index(), 21);
     }
 }

@@ -62,7 +62,10 @@ fn apply_write(wb: &mut impl WriteBatch, op: &WriteOp) -> Result<()> {
 
 /// Applies `entries` (consecutive, starting right above `apply.applied_index`) of `region`
 /// into `wb`, and puts the advanced `apply` state (and the region, if it changed) there too.
+/// A change that removes this store's peer (`own_peer_id`) saves the region as a tombstone
+/// in the same batch, so a crash cannot leave a region that lists no peer here.
 pub fn apply_entries(
+    own_peer_id: u64,
     region: &mut Region,
     apply: &mut ApplyState,
     entries: &[Entry],
@@ -82,7 +85,11 @@ pub fn apply_entries(
                 Error::Corrupt(format!("conf change at entry {}: {e}", entry.index))
             })?;
             change_peers(region, &cc, &entry.context)?;
-            state::put_region(wb, region);
+            if region.peers.iter().any(|p| p.id == own_peer_id) {
+                state::put_region(wb, region);
+            } else {
+                state::put_tombstone(wb, region);
+            }
             outcome.conf_changes.push(cc);
             outcome.sync = true;
         } else if entry.get_entry_type() == EntryType::EntryConfChange {
@@ -236,7 +243,7 @@ mod tests {
             ..Entry::default()
         };
         let entries = [noop, entry(7, &writes), entry(8, &compact)];
-        let outcome = apply_entries(&mut region, &mut apply, &entries, &mut wb).unwrap();
+        let outcome = apply_entries(0, &mut region, &mut apply, &entries, &mut wb).unwrap();
         assert_eq!(outcome.compacted_to, Some((6, 6)));
         assert!(outcome.sync);
         assert_eq!((apply.applied_index, apply.truncated_index), (8, 6));
@@ -259,14 +266,15 @@ mod tests {
             ..ApplyState::default()
         };
         let cmd = RaftCmd::default();
-        assert!(apply_entries(&mut region, &mut apply, &[entry(7, &cmd)], &mut wb).is_err());
+        assert!(apply_entries(0, &mut region, &mut apply, &[entry(7, &cmd)], &mut wb).is_err());
         let mut bad = put(b"k", b"v");
         bad.cf = "nope".into();
         let cmd = RaftCmd {
             writes: vec![bad],
             ..RaftCmd::default()
         };
-        let err = apply_entries(&mut region, &mut apply, &[entry(6, &cmd)], &mut wb).unwrap_err();
+        let err =
+            apply_entries(0, &mut region, &mut apply, &[entry(6, &cmd)], &mut wb).unwrap_err();
         assert!(err.to_string().contains("unknown column family"), "{err}");
         let garbage = Entry {
             index: 6,
@@ -274,7 +282,7 @@ mod tests {
             ..Entry::default()
         };
         assert!(matches!(
-            apply_entries(&mut region, &mut apply, &[garbage], &mut wb),
+            apply_entries(0, &mut region, &mut apply, &[garbage], &mut wb),
             Err(Error::Corrupt(_))
         ));
     }

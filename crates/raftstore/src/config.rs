@@ -29,6 +29,9 @@ pub struct RaftstoreConfig {
     /// `raftstore.raft-log-gc-count-limit`: entries above which the leader compacts even
     /// what a lagging peer still needs (it will need a snapshot).
     pub log_gc_count_limit: u64,
+    /// `raftstore.raft-engine-purge-interval`: how often log files that hold only compacted
+    /// entries are removed.
+    pub purge_interval: Duration,
 }
 
 impl Default for RaftstoreConfig {
@@ -46,6 +49,7 @@ impl Default for RaftstoreConfig {
             log_gc_ticks: 3,
             log_gc_threshold: 50,
             log_gc_count_limit: 196_608,
+            purge_interval: Duration::from_secs(10),
         }
     }
 }

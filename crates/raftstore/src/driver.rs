@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use engine::KvEngine;
 use proto::pd::{Peer as PeerMeta, Region};
@@ -27,6 +27,9 @@ use crate::{Error, Result};
 pub const ROUTER_QUEUE_MAX: usize = 40_960;
 /// Messages one round takes before it writes.
 pub const ROUND_MESSAGES_MAX: usize = 4096;
+/// How long [`RaftRouter::call`] waits for an answer before it gives the outcome as unknown
+/// (a proposal of a leader cut off from its followers waits for nothing else).
+pub const CALL_WAIT_MAX: Duration = Duration::from_secs(20);
 
 pub enum StoreMsg {
     Raft(RaftMessage),
@@ -55,6 +58,8 @@ pub enum StoreMsg {
         region_id: u64,
         reply: Reply,
     },
+    /// The transport found nothing listening at this store's address: its process is gone.
+    StoreGone(u64),
     /// Ends the thread: what was queued before it is handled, pending proposals hear `Busy`.
     Stop,
 }
@@ -68,6 +73,8 @@ pub struct RegionView {
     pub lease_until: Option<Instant>,
     pub term: u64,
     pub applied_index: u64,
+    /// As leader: peers that need a snapshot to catch up ([`crate::Peer::pending_peers`]).
+    pub pending_peers: Vec<u64>,
 }
 
 impl RegionView {
@@ -110,6 +117,7 @@ impl RegionViews {
                 lease_until: peer.lease_until(),
                 term: peer.term(),
                 applied_index: peer.applied_index(),
+                pending_peers: peer.pending_peers(),
             };
             fresh.insert(view.region.id, view);
         }
@@ -152,8 +160,15 @@ impl RaftRouter {
         self.send(make(Box::new(move |r| {
             let _ = tx.send(r);
         })))?;
-        rx.recv()
-            .unwrap_or(Err(Error::Busy("raftstore stopped before answering")))
+        match rx.recv_timeout(CALL_WAIT_MAX) {
+            Ok(r) => r,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(Error::OutcomeUnknown(
+                "no answer within the wait: the region may have no leader",
+            )),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                Err(Error::OutcomeUnknown("raftstore stopped before answering"))
+            }
+        }
     }
 }
 
@@ -234,7 +249,9 @@ fn run<E: KvEngine, T: Transport>(
     views: &RegionViews,
 ) {
     let tick = store.base_tick();
+    let purge = store.purge_interval();
     let mut next_tick = Instant::now() + tick;
+    let mut next_purge = Instant::now() + purge;
     views.publish(&store);
     loop {
         let wait = next_tick.saturating_duration_since(Instant::now());
@@ -253,6 +270,12 @@ fn run<E: KvEngine, T: Transport>(
         if now >= next_tick {
             store.tick(now);
             next_tick = now + tick;
+        }
+        if now >= next_purge {
+            next_purge = now + purge;
+            if let Err(e) = store.purge_log() {
+                tracing::warn!("raft-engine purge failed: {e}");
+            }
         }
         // A round can leave work for another (a commit learnt while persisting).
         for _ in 0..4 {
@@ -298,10 +321,11 @@ fn handle<E: KvEngine, T: Transport>(store: &mut Store<E, T>, msg: StoreMsg) -> 
             region_id,
             to_peer_id,
         } => {
-            let _ = store.transfer_leader(region_id, to_peer_id);
+            let _ = store.transfer_leader(region_id, to_peer_id, now);
         }
         StoreMsg::Bootstrap { region, reply } => reply(store.bootstrap_region(region)),
         StoreMsg::Destroy { region_id, reply } => reply(store.destroy_peer(region_id)),
+        StoreMsg::StoreGone(store_id) => store.on_store_gone(store_id),
         StoreMsg::Stop => return true,
     }
     false

@@ -22,6 +22,10 @@ pub enum Error {
     /// leadership before it applied: it did not take effect and may be retried.
     #[error("stale command: the proposal was dropped by a leader change")]
     StaleCommand,
+    /// The proposal may or may not have applied (its leader lost leadership first, a
+    /// snapshot went past it, or the wait for it ran out): the caller must not assume either.
+    #[error("outcome unknown: {0}")]
+    OutcomeUnknown(&'static str),
     /// A proposal above `raftstore.raft-entry-max-size`.
     #[error("raft entry of {size} bytes is above the {limit} byte limit")]
     RaftEntryTooLarge { size: u64, limit: u64 },

@@ -69,12 +69,20 @@ pub struct Peer {
     /// When this peer became leader of the current term.
     leader_since: Option<Instant>,
     lease_until: Option<Instant>,
+    /// Proposals made before this moment renew no lease (a transfer began then: the
+    /// transferee may have been elected since).
+    lease_floor: Option<Instant>,
     /// A commit index that advanced after this round's write and is not in the log yet.
     commit_unsaved: bool,
     ticks_since_log_gc: usize,
     /// Peers heard from, by id: how an uninitialized peer (whose region lists only itself)
     /// addresses the leader, and any peer a sender the region does not list yet.
     peer_cache: std::collections::BTreeMap<u64, PeerMeta>,
+    /// The store whose process this peer found gone while it led the region, until a leader
+    /// is known again (see [`Peer::on_store_gone`]).
+    gone_leader_store: Option<u64>,
+    /// Reports of that store received since.
+    gone_reports: u32,
     /// Ticks each follower has waited in raft-rs's snapshot state, by peer id.
     snapshot_wait_ticks: std::collections::BTreeMap<u64, usize>,
     cfg: Arc<RaftstoreConfig>,
@@ -145,9 +153,12 @@ impl Peer {
             proposals: Vec::new(),
             leader_since: None,
             lease_until: None,
+            lease_floor: None,
             commit_unsaved: false,
             ticks_since_log_gc: 0,
             peer_cache: Default::default(),
+            gone_leader_store: None,
+            gone_reports: 0,
             snapshot_wait_ticks: Default::default(),
             cfg,
         })
@@ -334,7 +345,9 @@ impl Peer {
             return;
         }
         let index = self.raw.raft.raft_log.last_index();
-        if index == before {
+        // raft-rs turns a conf change it will not take (one is pending, or joint state is not
+        // left yet) into an empty entry instead of an error.
+        if index == before || self.raw.raft.pending_conf_index != index {
             reply(Err(Error::Busy("another membership change is in progress")));
             return;
         }
@@ -352,8 +365,10 @@ impl Peer {
 
     /// Asks the leader to hand leadership to `peer_id` once it has caught up; the lease ends
     /// now, since the transferee may be elected before it would have.
-    pub fn transfer_leader(&mut self, peer_id: u64) {
+    pub fn transfer_leader(&mut self, peer_id: u64, now: Instant) {
         self.lease_until = None;
+        self.leader_since = None;
+        self.lease_floor = Some(now);
         self.raw.transfer_leader(peer_id);
     }
 
@@ -416,9 +431,87 @@ impl Peer {
     /// Until when this peer may serve reads locally, if it leads and applied an entry of its
     /// term (see [`Peer::check_lease_read`]).
     pub fn lease_until(&self) -> Option<Instant> {
-        (self.is_leader() && self.applied_term == self.raw.raft.term)
-            .then_some(self.lease_until)
-            .flatten()
+        (self.is_leader()
+            && self.applied_term == self.raw.raft.term
+            && self.raw.raft.lead_transferee.is_none())
+        .then_some(self.lease_until)
+        .flatten()
+    }
+
+    /// This store has positive evidence that `store_id`'s process is gone (nothing listens on
+    /// its port any more): if the region's leader was there, this peer stops honouring that
+    /// leader's lease at once, and the first of the remaining voters (by peer id) campaigns
+    /// instead of waiting out the election timeout; the next one campaigns after two more
+    /// reports if there is still no leader (the first may not have known the leader, e.g.
+    /// just restarted), and so on.
+    ///
+    /// Why a stale lease read cannot follow: raft-rs's voters refuse to vote while they heard
+    /// from a leader within an election timeout (check-quorum). A peer here drops that guard
+    /// only on evidence it holds itself, so an election before the timeout needs a majority
+    /// that each saw the old leader's store refuse connections, i.e. a process that can no
+    /// longer serve anything, lease reads included. A timeout, a reset connection or a
+    /// partition is not such evidence and still waits the timeout out. (A firewall that
+    /// rejects connections looks like a dead process: fault tests drop packets instead.)
+    ///
+    /// Each later report of the same store while no leader is known campaigns again: the
+    /// first pre-vote fails when the other voters have not seen the evidence yet, and
+    /// waiting for the randomized timeout would undo the gain. A pre-vote bumps no term.
+    pub fn on_store_gone(&mut self, store_id: u64) -> Result<()> {
+        let led_from_there = self.leader().is_some_and(|l| l.store_id == store_id);
+        let still_leaderless = self.gone_leader_store == Some(store_id)
+            && self.raw.raft.leader_id == raft::INVALID_ID
+            && self.raw.raft.state != StateRole::Leader;
+        let first_report = led_from_there && self.raw.raft.state == StateRole::Follower;
+        if !(first_report || still_leaderless) {
+            if self.raw.raft.leader_id != raft::INVALID_ID {
+                self.gone_leader_store = None;
+            }
+            return Ok(());
+        }
+        if self.gone_leader_store != Some(store_id) {
+            self.gone_leader_store = Some(store_id);
+            self.gone_reports = 0;
+        }
+        self.gone_reports += 1;
+        let timeout = self.raw.raft.election_timeout();
+        self.raw.raft.election_elapsed = self.raw.raft.election_elapsed.max(timeout);
+        let mut live_voters: Vec<u64> = self
+            .region
+            .peers
+            .iter()
+            .filter(|p| p.store_id != store_id && state::role_of(p) == proto::pd::PeerRole::Voter)
+            .map(|p| p.id)
+            .collect();
+        live_voters.sort_unstable();
+        let Some(rank) = live_voters.iter().position(|&id| id == self.peer_id) else {
+            return Ok(());
+        };
+        if self.gone_reports > 2 * rank as u32 {
+            tracing::info!(
+                region_id = self.region.id,
+                store_id,
+                "the leader's store is gone: campaigning now"
+            );
+            self.raw.campaign()?;
+        }
+        Ok(())
+    }
+
+    /// As leader: the peers that need a snapshot to catch up (they have nothing the log
+    /// still holds), such as a learner just added. PD promotes a learner only once it is
+    /// not pending.
+    pub fn pending_peers(&self) -> Vec<u64> {
+        if !self.is_leader() {
+            return Vec::new();
+        }
+        let truncated = self.raw.store().base().truncated_index;
+        self.raw
+            .raft
+            .prs()
+            .iter()
+            .filter(|(_, p)| p.matched < truncated)
+            .map(|(&id, _)| id)
+            .collect()
     }
 
     /// A region whose only voter is this peer has nobody to wait for: it campaigns at once
@@ -436,8 +529,8 @@ impl Peer {
     /// lease holds, and it applied an entry of its own term (so it has applied everything
     /// any earlier leader committed).
     pub fn check_lease_read(&self, now: Instant) -> Result<()> {
-        let lease_holds = self.lease_until.is_some_and(|until| now < until);
-        if self.is_leader() && lease_holds && self.applied_term == self.raw.raft.term {
+        let lease_holds = self.lease_until().is_some_and(|until| now < until);
+        if lease_holds {
             Ok(())
         } else {
             Err(self.not_leader())
@@ -538,9 +631,12 @@ impl Peer {
     fn on_role(&mut self, role: StateRole, now: Instant) {
         if role == StateRole::Leader {
             self.leader_since = Some(now);
+            self.lease_floor = None;
         } else {
             self.leader_since = None;
             self.lease_until = None;
+            // What this peer proposed may still commit under the next leader, or not.
+            self.fail_proposals(|| Error::OutcomeUnknown("leadership was lost before it applied"));
         }
     }
 
@@ -560,6 +656,14 @@ impl Peer {
         self.region = region;
         self.apply = apply;
         self.applied_term = apply.applied_term;
+        let index = apply.applied_index;
+        for p in std::mem::take(&mut self.proposals) {
+            if p.index <= index {
+                (p.reply)(Err(Error::OutcomeUnknown("a snapshot replaced the log")));
+            } else {
+                self.proposals.push(p);
+            }
+        }
     }
 
     /// Step 2: `rd`'s writes are durable.
@@ -581,7 +685,12 @@ impl Peer {
         }
         self.raw.mut_store().on_persisted(rd.entries(), rd.hs());
         self.wrap_all(rd.take_persisted_messages(), send);
+        let snapshot_index = rd.snapshot().get_metadata().index;
         let mut light = self.raw.advance_append(rd);
+        if snapshot_index > 0 {
+            // The snapshot is applied (the store wrote it before this round's log write).
+            self.raw.advance_apply_to(snapshot_index);
+        }
         if let Some(commit) = light.commit_index() {
             let mut hs = self.raw.store().hard_state().clone();
             hs.commit = commit;
@@ -598,7 +707,7 @@ impl Peer {
         entries: &[Entry],
         wb: &mut impl engine::WriteBatch,
     ) -> Result<ApplyOutcome> {
-        apply::apply_entries(&mut self.region, &mut self.apply, entries, wb)
+        apply::apply_entries(self.peer_id, &mut self.region, &mut self.apply, entries, wb)
     }
 
     /// Step 3b: the batch holding `entries` is written. Hands membership changes to raft-rs,
@@ -633,13 +742,17 @@ impl Peer {
             let p = self.proposals.swap_remove(i);
             let applied_term =
                 (p.index >= first.index).then(|| entries[(p.index - first.index) as usize].term);
-            if applied_term == Some(p.term) {
-                if leading && p.term == current_term {
-                    renew_from = renew_from.max(Some(p.proposed_at));
+            match applied_term {
+                Some(t) if t == p.term => {
+                    if leading && p.term == current_term {
+                        renew_from = renew_from.max(Some(p.proposed_at));
+                    }
+                    (p.reply)(Ok(()));
                 }
-                (p.reply)(Ok(()));
-            } else {
-                (p.reply)(Err(Error::StaleCommand));
+                // Another leader's entry took its index: it did not happen.
+                Some(_) => (p.reply)(Err(Error::StaleCommand)),
+                // Its index went by in a snapshot: it may have.
+                None => (p.reply)(Err(Error::OutcomeUnknown("a snapshot replaced the log"))),
             }
         }
         self.renew_lease(renew_from);
@@ -647,7 +760,10 @@ impl Peer {
     }
 
     fn renew_lease(&mut self, from: Option<Instant>) {
-        if let Some(from) = from {
+        if self.raw.raft.lead_transferee.is_some() {
+            return;
+        }
+        if let Some(from) = from.filter(|&f| self.lease_floor.is_none_or(|floor| f > floor)) {
             let until = from + self.cfg.max_leader_lease;
             self.lease_until = self.lease_until.max(Some(until));
         }

@@ -63,6 +63,13 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         let logger = crate::logger::raft_logger().new(slog::o!("store_id" => store_id));
         let mut peers = BTreeMap::new();
         let (regions, tombstones) = state::load_regions(&engine, store_id)?;
+        // A crash between a peer's tombstone and the clearing of its log leaves the log.
+        let logged = log.groups();
+        let mut write = LogWrite::default();
+        for id in tombstones.keys().filter(|id| logged.contains(id)) {
+            write.clear(*id);
+        }
+        log.write(&mut write)?;
         for (region, apply) in regions {
             let peer = Peer::open(store_id, region, apply, &log, cfg.clone(), &logger)?;
             peers.insert(peer.region().id, peer);
@@ -229,12 +236,22 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         }
     }
 
+    /// This store saw `store_id` refuse connections: its leaders are gone (see
+    /// [`Peer::on_store_gone`]).
+    pub fn on_store_gone(&mut self, store_id: u64) {
+        for peer in self.peers.values_mut() {
+            if let Err(e) = peer.on_store_gone(store_id) {
+                tracing::warn!(region_id = peer.region().id, "early campaign failed: {e}");
+            }
+        }
+    }
+
     pub fn campaign(&mut self, region_id: u64) -> Result<()> {
         self.peer_mut(region_id)?.campaign()
     }
 
-    pub fn transfer_leader(&mut self, region_id: u64, to_peer_id: u64) -> Result<()> {
-        self.peer_mut(region_id)?.transfer_leader(to_peer_id);
+    pub fn transfer_leader(&mut self, region_id: u64, to_peer_id: u64, now: Instant) -> Result<()> {
+        self.peer_mut(region_id)?.transfer_leader(to_peer_id, now);
         Ok(())
     }
 
@@ -355,9 +372,18 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         }
     }
 
-    /// Removes log files that hold only compacted entries.
+    /// How often raft-engine's files are purged.
+    pub fn purge_interval(&self) -> std::time::Duration {
+        self.cfg.purge_interval
+    }
+
+    /// Removes log files that hold only compacted entries. Regions whose old entries hold
+    /// files back are logged; their leaders' next log GC truncates them.
     pub fn purge_log(&self) -> Result<()> {
-        self.log.purge()?;
+        let behind = self.log.purge()?;
+        if !behind.is_empty() {
+            tracing::info!(regions = ?behind, "raft-engine: old entries of these regions hold log files back");
+        }
         Ok(())
     }
 

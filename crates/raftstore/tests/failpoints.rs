@@ -128,6 +128,9 @@ fn a_crash_while_applying_a_snapshot_recovers_to_the_same_data() {
         cfg.log_gc_count_limit = 10;
         let mut c = Cluster::new(3, cfg);
         c.elect(1);
+        // Store 3 holds a log of its own, which the snapshot must replace.
+        c.must_put(b"early", b"1");
+        c.tick();
         c.stop(3);
         let mut pairs = Vec::new();
         for i in 0..30 {

@@ -117,11 +117,12 @@ fn run(seed: u64) {
             _ => {
                 if let Some(leader) = c.leader() {
                     let to = rng.random_range(1..=STORES);
-                    let _ = c
-                        .stores
-                        .get_mut(&leader)
-                        .unwrap()
-                        .transfer_leader(REGION, peer_id(to));
+                    let now = c.now;
+                    let _ = c.stores.get_mut(&leader).unwrap().transfer_leader(
+                        REGION,
+                        peer_id(to),
+                        now,
+                    );
                     c.pump();
                 }
             }

@@ -81,10 +81,14 @@ fn an_isolated_leader_cannot_commit_while_the_majority_elects_and_writes_then_it
     }
     assert!(!c.stores[&1].peer(REGION).unwrap().is_leader());
     assert_eq!(c.get(1, b"lost"), None);
-    // Healing: it catches up, and its overwritten proposal is answered as stale.
+    // It answered its proposal when it stepped down: it cannot know whether the next leader
+    // will commit it. Healing: it catches up, and the proposal never applied.
+    assert!(matches!(
+        outcome_of(&lost),
+        Some(Err(Error::OutcomeUnknown(_)))
+    ));
     c.clear_filters();
     c.ticks(5);
-    assert!(matches!(outcome_of(&lost), Some(Err(Error::StaleCommand))));
     for s in 1..=3 {
         assert_eq!(c.get(s, b"after").as_deref(), Some(&b"2"[..]), "store {s}");
         assert_eq!(c.get(s, b"lost"), None, "store {s}");
@@ -154,7 +158,7 @@ fn leadership_moves_on_request_and_the_old_leader_stops_serving_lease_reads() {
     c.stores
         .get_mut(&1)
         .unwrap()
-        .transfer_leader(REGION, peer_id(3))
+        .transfer_leader(REGION, peer_id(3), now)
         .unwrap();
     assert!(
         c.stores[&1]
@@ -274,4 +278,94 @@ fn a_two_one_partition_heals_into_one_history() {
     let term = c.stores[&leader].peer(REGION).unwrap().term();
     let leading = c.leaders().into_iter().filter(|&(_, t)| t == term).count();
     assert_eq!(leading, 1, "one leader in the newest term");
+}
+
+#[test]
+fn evidence_that_the_leaders_store_is_gone_elects_a_new_leader_without_waiting() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    c.must_put(b"k", b"v");
+    c.stop(1);
+    // Both survivors saw store 1 refuse connections; no tick passes.
+    for s in [2, 3] {
+        c.stores.get_mut(&s).unwrap().on_store_gone(1);
+    }
+    c.pump();
+    let leader = c.leader().expect("a new leader at once");
+    assert_eq!(leader, 2, "the first live voter campaigns");
+    let o = c.propose_put(leader, b"k2", b"v2");
+    c.pump();
+    assert!(matches!(outcome_of(&o), Some(Ok(()))));
+}
+
+#[test]
+fn a_voter_without_evidence_of_its_own_keeps_the_old_leaders_lease() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    c.must_put(b"k", b"v");
+    c.stop(1);
+    // Only the candidate claims store 1 is gone; store 3 heard from store 1 within its
+    // election timeout and has no evidence: it refuses the early vote.
+    c.stores.get_mut(&2).unwrap().on_store_gone(1);
+    c.pump();
+    assert_eq!(c.leader(), None, "no leader before store 3's timeout");
+    // The ordinary election timeout still works.
+    let leader = c.wait_leader(60);
+    assert_ne!(leader, 1);
+}
+
+#[test]
+fn evidence_that_reaches_the_voters_one_after_another_still_elects_without_waiting() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    c.stop(1);
+    c.stores.get_mut(&2).unwrap().on_store_gone(1);
+    c.pump();
+    assert_eq!(c.leader(), None, "store 3 has no evidence yet");
+    // Store 3 sees it too; store 2's next report of the same store campaigns again.
+    c.stores.get_mut(&3).unwrap().on_store_gone(1);
+    c.stores.get_mut(&2).unwrap().on_store_gone(1);
+    c.pump();
+    assert_eq!(c.leader(), Some(2), "elected with no tick");
+}
+
+#[test]
+fn when_the_first_voter_never_knew_the_leader_the_next_one_campaigns_soon_after() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    c.stop(1);
+    // Store 2 restarted meanwhile and never heard of store 1's leadership: it has no report
+    // to act on. Store 3 reports store 1 gone a few times; after two more reports it runs.
+    c.stop(2);
+    c.start(2);
+    for _ in 0..3 {
+        c.stores.get_mut(&3).unwrap().on_store_gone(1);
+        c.pump();
+    }
+    assert_eq!(c.leader(), Some(3), "elected with no tick");
+}
+
+#[test]
+fn a_proposal_applied_during_a_transfer_does_not_bring_the_lease_back() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    c.must_put(b"k", b"v");
+    // The transferee's election message is held back: store 1 still leads while its
+    // transfer is pending, and a proposal from before the transfer applies meanwhile.
+    c.add_filter(DropType(MessageType::MsgTimeoutNow));
+    let now = c.now;
+    let proposed = c.propose_put(1, b"x", b"1");
+    c.stores
+        .get_mut(&1)
+        .unwrap()
+        .transfer_leader(REGION, peer_id(3), now)
+        .unwrap();
+    c.pump();
+    assert!(matches!(outcome_of(&proposed), Some(Ok(()))), "it applied");
+    let peer = c.stores[&1].peer(REGION).unwrap();
+    assert!(peer.is_leader(), "the transfer has not happened");
+    assert!(
+        peer.check_lease_read(now).is_err(),
+        "a proposal from before the transfer renews nothing"
+    );
 }
