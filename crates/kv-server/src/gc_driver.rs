@@ -1,7 +1,9 @@
 //! Drives the GC worker from PD: every [`POLL_INTERVAL`] (and once at start) read the
 //! cluster's GC safe point from PD; when it has moved forward, collect garbage below it on
 //! this node, on this thread (`gc-worker`, the "GC worker CPU" panel). PD being unreachable is
-//! logged and retried at the next poll; the node never stops for it.
+//! logged and retried at the next poll; the node never stops for it. With replication, only
+//! a node that leads its regions collects (`leads`): GC's deletions are proposals, which
+//! only a leader can make, and every replica applies them.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,6 +42,7 @@ async fn fetch(endpoint: &str) -> Result<u64, String> {
 pub fn spawn(
     gc: Arc<GcWorker<Kv>>,
     config: &Config,
+    leads: Box<dyn Fn() -> bool + Send>,
     stop: Receiver<()>,
 ) -> std::thread::JoinHandle<()> {
     let endpoints: Vec<String> = config.list("pd.endpoints").to_vec();
@@ -57,7 +60,7 @@ pub fn spawn(
                     }
                 }
                 match fetched {
-                    Ok(safe_point) if safe_point > last => match gc.gc_range(safe_point, b"", b"") {
+                    Ok(safe_point) if safe_point > last && leads() => match gc.gc_range(safe_point, b"", b"") {
                         Ok(()) => {
                             last = safe_point;
                             SAFE_POINT.store(safe_point, Ordering::Relaxed);

@@ -119,7 +119,22 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         pd_stop,
     );
     let (stop_gc, gc_stop) = std::sync::mpsc::channel();
-    let gc_thread = gc_driver::spawn(storage.gc.clone(), &node.controller.current(), gc_stop);
+    let leads: Box<dyn Fn() -> bool + Send> = match &replication {
+        Some(r) => {
+            let views = r.driver.views.clone();
+            Box::new(move || {
+                let now = std::time::Instant::now();
+                views.all().iter().any(|v| v.lease_holds(now))
+            })
+        }
+        None => Box::new(|| true),
+    };
+    let gc_thread = gc_driver::spawn(
+        storage.gc.clone(),
+        &node.controller.current(),
+        leads,
+        gc_stop,
+    );
     let (stop_tuner, stop) = std::sync::mpsc::channel();
     let tuner = auto_adjust::spawn(pool.clone(), node.controller.clone(), stop);
     let serving = match replication {
