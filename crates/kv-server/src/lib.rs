@@ -253,6 +253,7 @@ fn start_raftstore(
     node.registry
         .register(Box::new(raft_metrics::RaftCollector::new(
             driver.views.clone(),
+            driver.stats.clone(),
         )))
         .expect("raftstore metrics register once");
     let kv = Arc::new(raft_kv::RaftKv::new(

@@ -1,24 +1,38 @@
 //! Raftstore's figures in `/metrics`, in the names of TiKV's panels: the peers and leaders
 //! this store holds (`atoll_raftstore_region_count{type="region"|"leader"}`, TiKV's
-//! `tikv_raftstore_region_count`), read from the views raftstore publishes after each round.
+//! `tikv_raftstore_region_count`), read from the views raftstore publishes after each round;
+//! and its Raft IO: raft-engine writes with their time (append log duration, fsync included)
+//! and fsyncs, kv writes of applied entries with their time, snapshots built and applied.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
+use prometheus::{IntCounter, IntCounterVec};
 use prometheus::{IntGaugeVec, Opts};
 use raftstore::driver::RegionViews;
+use raftstore::stats::StoreStats;
 
 use crate::pd_worker::STORE_ID;
 
 pub struct RaftCollector {
     views: Arc<RegionViews>,
+    stats: Arc<StoreStats>,
     region_count: IntGaugeVec,
+    counters: Vec<(IntCounter, ReadStat)>,
+    snapshots: IntCounterVec,
+}
+
+/// Reads one of the store's counters.
+type ReadStat = fn(&StoreStats) -> u64;
+
+fn counter(name: &str, help: &str) -> IntCounter {
+    IntCounter::new(name, help).expect("valid metric")
 }
 
 impl RaftCollector {
-    pub fn new(views: Arc<RegionViews>) -> RaftCollector {
+    pub fn new(views: Arc<RegionViews>, stats: Arc<StoreStats>) -> RaftCollector {
         let region_count = IntGaugeVec::new(
             Opts::new(
                 "atoll_raftstore_region_count",
@@ -27,16 +41,67 @@ impl RaftCollector {
             &["type"],
         )
         .expect("valid metric");
+        let counters: Vec<(IntCounter, ReadStat)> = vec![
+            (
+                counter(
+                    "atoll_raftstore_append_log_total",
+                    "raft-engine writes of rounds",
+                ),
+                |s| StoreStats::get(&s.log_writes),
+            ),
+            (
+                counter(
+                    "atoll_raftstore_append_log_duration_microseconds_total",
+                    "Time in raft-engine writes, fsync included (append log duration)",
+                ),
+                |s| StoreStats::get(&s.log_write_micros),
+            ),
+            (
+                counter(
+                    "atoll_raftstore_log_fsyncs_total",
+                    "raft-engine writes that fsynced",
+                ),
+                |s| StoreStats::get(&s.log_fsyncs),
+            ),
+            (
+                counter(
+                    "atoll_raftstore_apply_total",
+                    "kv writes of applied entries",
+                ),
+                |s| StoreStats::get(&s.apply_writes),
+            ),
+            (
+                counter(
+                    "atoll_raftstore_apply_duration_microseconds_total",
+                    "Time in kv writes of applied entries (apply duration)",
+                ),
+                |s| StoreStats::get(&s.apply_micros),
+            ),
+        ];
+        let snapshots = IntCounterVec::new(
+            Opts::new(
+                "atoll_raftstore_snapshots_total",
+                "Snapshots built and applied",
+            ),
+            &["type"],
+        )
+        .expect("valid metric");
         RaftCollector {
             views,
+            stats,
             region_count,
+            counters,
+            snapshots,
         }
     }
 }
 
 impl Collector for RaftCollector {
     fn desc(&self) -> Vec<&Desc> {
-        self.region_count.desc()
+        let mut descs = self.region_count.desc();
+        descs.extend(self.counters.iter().flat_map(|(c, _)| c.desc()));
+        descs.extend(self.snapshots.desc());
+        descs
     }
 
     fn collect(&self) -> Vec<MetricFamily> {
@@ -52,6 +117,21 @@ impl Collector for RaftCollector {
         self.region_count
             .with_label_values(&["leader"])
             .set(leaders as i64);
-        self.region_count.collect()
+        let mut families = self.region_count.collect();
+        for (c, read) in &self.counters {
+            c.reset();
+            c.inc_by(read(&self.stats));
+            families.extend(c.collect());
+        }
+        for (kind, n) in [
+            ("built", StoreStats::get(&self.stats.snapshots_built)),
+            ("applied", StoreStats::get(&self.stats.snapshots_applied)),
+        ] {
+            let c = self.snapshots.with_label_values(&[kind]);
+            c.reset();
+            c.inc_by(n);
+        }
+        families.extend(self.snapshots.collect());
+        families
     }
 }

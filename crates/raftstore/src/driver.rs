@@ -20,6 +20,7 @@ use proto::pd::{Peer as PeerMeta, Region};
 use proto::raft::{ChangePeer, RaftCmd, RaftMessage};
 
 use crate::peer::Reply;
+use crate::stats::StoreStats;
 use crate::store::{Store, Transport};
 use crate::{Error, Result};
 
@@ -187,6 +188,7 @@ pub struct RaftDriver {
     thread: Option<JoinHandle<()>>,
     router: RaftRouter,
     pub views: Arc<RegionViews>,
+    pub stats: Arc<StoreStats>,
 }
 
 impl RaftDriver {
@@ -208,7 +210,7 @@ impl RaftDriver {
             .spawn(move || {
                 let store = match open() {
                     Ok(store) => {
-                        let _ = ready_tx.send(Ok(()));
+                        let _ = ready_tx.send(Ok(store.stats().clone()));
                         store
                     }
                     Err(e) => {
@@ -219,13 +221,14 @@ impl RaftDriver {
                 run(store, rx, &published);
             })
             .map_err(|e| Error::Corrupt(format!("cannot start the raftstore thread: {e}")))?;
-        ready_rx
+        let stats = ready_rx
             .recv()
             .unwrap_or(Err(Error::Busy("raftstore thread died while opening")))?;
         Ok(RaftDriver {
             thread: Some(thread),
             router: RaftRouter { tx },
             views,
+            stats,
         })
     }
 

@@ -21,6 +21,7 @@ mod logger;
 pub mod peer;
 pub mod snapshot;
 pub mod state;
+pub mod stats;
 pub mod store;
 
 pub use config::RaftstoreConfig;

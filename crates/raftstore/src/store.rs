@@ -17,6 +17,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use engine::{KvEngine, WriteBatch};
@@ -29,6 +30,7 @@ use raft_log::{LogEngine, LogWrite};
 use crate::apply::ApplyOutcome;
 use crate::config::RaftstoreConfig;
 use crate::peer::{Peer, Reply};
+use crate::stats::StoreStats;
 use crate::{Error, Result, snapshot, state};
 
 /// Where a store's outgoing Raft messages go.
@@ -46,6 +48,7 @@ pub struct Store<E: KvEngine, T: Transport> {
     tombstones: BTreeMap<u64, u64>,
     cfg: Arc<RaftstoreConfig>,
     logger: slog::Logger,
+    stats: Arc<StoreStats>,
 }
 
 impl<E: KvEngine, T: Transport> Store<E, T> {
@@ -86,7 +89,13 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             tombstones,
             cfg,
             logger,
+            stats: Arc::default(),
         })
+    }
+
+    /// What the store counts, for `/metrics`.
+    pub fn stats(&self) -> &Arc<StoreStats> {
+        &self.stats
     }
 
     /// The length of one tick.
@@ -272,6 +281,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
                 if !rd.snapshot().is_empty() {
                     fail::fail_point!("snapshot_before_apply");
                     let (region, apply) = snapshot::apply(&self.engine, rd.snapshot())?;
+                    self.stats.snapshots_applied.fetch_add(1, Ordering::Relaxed);
                     fail::fail_point!("snapshot_after_apply");
                     tracing::info!(
                         store_id = self.store_id,
@@ -286,7 +296,11 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         }
         self.send_all(&mut send);
         fail::fail_point!("raft_before_log_write");
-        self.log.write(&mut write)?;
+        if !write.is_empty() {
+            let (started, synced) = (Instant::now(), write.will_sync());
+            self.log.write(&mut write)?;
+            self.stats.log_write(started.elapsed(), synced);
+        }
         fail::fail_point!("raft_after_log_write");
         for (id, rd) in readies {
             let peer = self.peers.get_mut(&id).expect("peer of a ready");
@@ -303,7 +317,12 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
     fn provide_snapshots(&mut self) {
         for peer in self.peers.values_mut() {
             let engine = &self.engine;
-            if let Err(e) = peer.maybe_provide_snapshot(|id| snapshot::generate(engine, id)) {
+            let stats = &self.stats;
+            let build = |id| {
+                stats.snapshots_built.fetch_add(1, Ordering::Relaxed);
+                snapshot::generate(engine, id)
+            };
+            if let Err(e) = peer.maybe_provide_snapshot(build) {
                 tracing::warn!(region_id = peer.region().id, "cannot build a snapshot: {e}");
             }
         }
@@ -327,7 +346,9 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         }
         if !wb.is_empty() {
             fail::fail_point!("apply_before_kv_write");
+            let started = Instant::now();
             self.engine.write(wb, sync)?;
+            self.stats.apply_write(started.elapsed());
             fail::fail_point!("apply_after_kv_write");
         }
         for (id, entries, outcome) in outcomes {
