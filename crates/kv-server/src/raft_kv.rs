@@ -6,8 +6,10 @@
 //! The leader owns the in-memory lock state. When this store's peer becomes a region's leader
 //! in a new term, [`RaftKv::on_leader_term`] reloads the lock table from the applied lock CF
 //! and marks `max_ts` unsynced, so one-phase commit waits for a fresh PD timestamp
-//! (`sync_max_ts`). Pessimistic locks are written through Raft (not kept in memory), so a
-//! leader change loses none.
+//! (`sync_max_ts`). Pessimistic locks live in the leader's memory (`pessimistic-txn.in-memory`,
+//! as TiKV keeps them): a leader change loses them, and their transactions fail at prewrite
+//! with a retryable error; a new term starts with none, so locks a replica held in an earlier
+//! term of its own cannot come back.
 //!
 //! [`NodeKv`] is what the node runs: this, or the single-replica `LocalKv` while
 //! `raftstore.replication` is off.
@@ -86,8 +88,11 @@ impl RaftKv {
             router,
             views,
             locks: Arc::new(LockTable::default()),
-            // Disabled: pessimistic locks go through Raft, so a new leader has them.
-            pessimistic: Arc::new(PessimisticLocks::new(false, 0)),
+            // Configured from `pessimistic-txn.*` by the storage, as for a local replica.
+            pessimistic: Arc::new(PessimisticLocks::new(
+                true,
+                txn::replicated::PESSIMISTIC_LOCKS_LIMIT_BYTES,
+            )),
             loaded_terms: Mutex::new(BTreeMap::new()),
         }
     }
@@ -112,6 +117,7 @@ impl RaftKv {
         self.locks
             .reload(self.engine.snapshot())
             .map_err(|e| engine::Error::Engine(format!("reloading the lock table: {e}")))?;
+        self.pessimistic.clear();
         loaded.insert(region_id, term);
         tracing::info!(region_id, term, "leading the region: lock table reloaded");
         Ok(true)

@@ -100,12 +100,9 @@ impl Storage {
     }
 }
 
-/// The single local replica keeps pessimistic locks in memory as `pessimistic-txn.*` says;
-/// a replicated one writes them through Raft (see `raft_kv`).
+/// Pessimistic locks stay in memory as `pessimistic-txn.*` says (a replicated node's on its
+/// regions' leader; see `raft_kv`).
 fn configure_pessimistic_locks(kv: &Kv, c: &config::Config) {
-    if kv.raft().is_some() {
-        return;
-    }
     kv.pessimistic_locks().configure(
         c.bool("pessimistic-txn.in-memory"),
         c.size("pessimistic-txn.in-memory-instance-size-limit")

@@ -93,6 +93,14 @@ impl PessimisticLocks {
             && self.locked().bytes < self.limit_bytes.load(Ordering::Relaxed)
     }
 
+    /// Forgets every lock: a replica that just became its region's leader may hold locks
+    /// from an earlier term of its own, which the leaders since may have seen released.
+    pub fn clear(&self) {
+        let mut locks = self.locked();
+        locks.by_key.clear();
+        locks.bytes = 0;
+    }
+
     /// Applies a durable command's changes, in order.
     pub fn apply(&self, changes: Vec<PessimisticChange>) {
         if changes.is_empty() {
