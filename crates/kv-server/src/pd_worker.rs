@@ -113,6 +113,17 @@ async fn pd_ts(client: &mut PdClient<Channel>) -> Result<u64, String> {
     Ok(base::ts::compose(t.physical as u64, t.logical as u64))
 }
 
+/// A new id from PD's allocator.
+async fn alloc_id(client: &mut PdClient<Channel>) -> Result<u64, String> {
+    let r = client
+        .alloc_id(AllocIdRequest {})
+        .await
+        .map_err(|e| e.to_string())?
+        .into_inner();
+    check(r.error).map_err(|e| e.message)?;
+    Ok(r.id)
+}
+
 /// This store's id: the saved one, or a new one from PD saved before it is returned. Waits
 /// for PD (retrying every [`RETRY_INTERVAL`]) until `stop` says to give up.
 pub fn store_id(
@@ -128,16 +139,7 @@ pub fn store_id(
         .build()
         .map_err(|e| e.to_string())?;
     while !stop() {
-        let got = runtime.block_on(async {
-            let mut client = connect(endpoints).await?;
-            let r = client
-                .alloc_id(AllocIdRequest {})
-                .await
-                .map_err(|e| e.to_string())?
-                .into_inner();
-            check(r.error).map_err(|e| e.message)?;
-            Ok::<_, String>(r.id)
-        });
+        let got = runtime.block_on(async { alloc_id(&mut connect(endpoints).await?).await });
         match got {
             Ok(id) => {
                 save_ident(data_dir, id)?;
@@ -162,14 +164,9 @@ async fn register(
     let id = match load_ident(data_dir)? {
         Some(id) => id,
         None => {
-            let r = client
-                .alloc_id(AllocIdRequest {})
-                .await
-                .map_err(|e| e.to_string())?
-                .into_inner();
-            check(r.error).map_err(|e| e.message)?;
-            save_ident(data_dir, r.id)?;
-            r.id
+            let id = alloc_id(client).await?;
+            save_ident(data_dir, id)?;
+            id
         }
     };
     let store = wire::Store {
@@ -191,18 +188,9 @@ async fn register(
         let region = match prepared {
             Some(prepared) => prepared,
             None => {
-                let mut ids = Vec::new();
-                for _ in 0..2 {
-                    let r = client
-                        .alloc_id(AllocIdRequest {})
-                        .await
-                        .map_err(|e| e.to_string())?
-                        .into_inner();
-                    check(r.error).map_err(|e| e.message)?;
-                    ids.push(r.id);
-                }
+                let (region_id, peer_id) = (alloc_id(client).await?, alloc_id(client).await?);
                 let region = wire::Region {
-                    id: ids[0],
+                    id: region_id,
                     start_key: vec![],
                     end_key: vec![],
                     region_epoch: Some(wire::RegionEpoch {
@@ -210,7 +198,7 @@ async fn register(
                         version: 1,
                     }),
                     peers: vec![wire::Peer {
-                        id: ids[1],
+                        id: peer_id,
                         store_id: id,
                         ..wire::Peer::default()
                     }],

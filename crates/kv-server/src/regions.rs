@@ -148,13 +148,7 @@ impl Regions {
             .get(&ctx.region_id)
             .cloned();
         let Some(region) = region else {
-            return Err(Box::new(RegionError {
-                message: format!("region {} is not on this store", ctx.region_id),
-                region_not_found: Some(RegionNotFound {
-                    region_id: ctx.region_id,
-                }),
-                ..RegionError::default()
-            }));
+            return Err(region_not_found(ctx.region_id));
         };
         let store_id = self.store_id();
         let leader = region.peers.iter().find(|p| p.store_id == store_id);
@@ -190,13 +184,7 @@ impl Regions {
         keys: impl IntoIterator<Item = &'a [u8]>,
     ) -> Result<Region, Box<RegionError>> {
         let Some(view) = raft.views().get(ctx.region_id) else {
-            return Err(Box::new(RegionError {
-                message: format!("region {} is not on this store", ctx.region_id),
-                region_not_found: Some(RegionNotFound {
-                    region_id: ctx.region_id,
-                }),
-                ..RegionError::default()
-            }));
+            return Err(region_not_found(ctx.region_id));
         };
         let store_id = self.store_id();
         let not_leader = |why: String| {
@@ -235,6 +223,14 @@ impl Regions {
         }
         check_keys(view.region, keys)
     }
+}
+
+fn region_not_found(region_id: u64) -> Box<RegionError> {
+    Box::new(RegionError {
+        message: format!("region {region_id} is not on this store"),
+        region_not_found: Some(RegionNotFound { region_id }),
+        ..RegionError::default()
+    })
 }
 
 /// `region`, if every key lies inside it.
