@@ -164,7 +164,28 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
 
     /// A Raft message from another store. One for a region this store has no peer of
     /// creates an uninitialized peer, unless this store removed that very peer before.
+    ///
+    /// A message for a newer peer of a region than the one this store holds means this
+    /// store's peer was removed while it did not hear of it (stopped, cut off) and the region
+    /// added this store back: the stale peer is destroyed and the new one created. A message
+    /// for an older peer is stale and dropped.
     pub fn on_raft_message(&mut self, msg: &RaftMessage) -> Result<()> {
+        let to = msg.to_peer.map_or(0, |p| p.id);
+        if let Some(local) = self.peers.get(&msg.region_id).map(Peer::peer_id) {
+            if to < local {
+                return Ok(());
+            }
+            if to > local {
+                tracing::info!(
+                    store_id = self.store_id,
+                    region_id = msg.region_id,
+                    stale = local,
+                    new = to,
+                    "a newer peer of the region is addressed here: the old one was removed"
+                );
+                self.destroy_peer(msg.region_id)?;
+            }
+        }
         if !self.peers.contains_key(&msg.region_id) {
             self.maybe_create_peer(msg)?;
         }

@@ -146,3 +146,31 @@ fn a_follower_behind_the_truncated_log_catches_up_by_snapshot() {
     c.tick();
     assert_eq!(c.get(3, b"after").as_deref(), Some(&b"w"[..]));
 }
+
+#[test]
+fn a_store_removed_while_down_and_added_back_replaces_its_stale_peer() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    c.must_put(b"before", b"1");
+    c.stop(3);
+    c.must_change_peers(vec![(Kind::RemoveNode, 3)]);
+    c.must_put(b"between", b"2");
+    // Store 3 comes back under a new peer id; its old peer never heard it was removed.
+    let leader = c.wait_leader(50);
+    let added = c.propose_change(
+        leader,
+        Kind::AddLearnerNode,
+        proto::pd::Peer {
+            id: 999,
+            store_id: 3,
+            role: PeerRole::Learner as i32,
+        },
+    );
+    c.pump();
+    c.tick();
+    assert!(matches!(cluster::outcome_of(&added), Some(Ok(()))));
+    c.start(3);
+    c.ticks(5);
+    assert_eq!(c.stores[&3].peer(REGION).map(|p| p.peer_id()), Some(999));
+    assert_eq!(c.get(3, b"between").as_deref(), Some(&b"2"[..]));
+}

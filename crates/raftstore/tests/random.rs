@@ -1,6 +1,8 @@
 //! A randomized history in the spirit of CockroachDB's kvnemesis: writes of unique values
-//! interleaved with partitions, message loss, store restarts and leader transfers, on the
-//! in-process cluster; then the history is checked from what every store holds:
+//! interleaved with partitions, message loss, store restarts, leader transfers and
+//! membership changes (a fourth store's peer added as a learner and promoted, a voter
+//! removed), on the in-process cluster; then the history is checked from what every store
+//! that is still a member holds:
 //! - every acknowledged write is on every store, and no write that failed for sure is;
 //! - nothing is there that nobody wrote;
 //! - every lease read saw every write acknowledged before it began.
@@ -15,11 +17,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use cluster::{Cluster, DropRate, Outcome, Partition, REGION, outcome_of, peer_id, test_config};
 use engine::{Cf, EngineIterator, IterOptions, Iterable};
+use proto::pd::{Peer as PeerMeta, PeerRole};
+use proto::raft::change_peer::Kind;
 use raftstore::Error;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-const STORES: u64 = 3;
+/// Stores 1-3 start with the region; store 4 starts empty.
+const STORES: u64 = 4;
 const STEPS: usize = 400;
 const RUNS: usize = 4;
 
@@ -71,8 +76,11 @@ fn settle(writes: &mut [Write]) {
 fn run(seed: u64) {
     println!("raftstore random history: RAFTSTORE_SEED={seed}");
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut c = Cluster::new(STORES, test_config());
+    let mut c = Cluster::new(3, test_config());
+    c.add_store(4);
     c.elect(1);
+    // A peer re-added to a store gets a new id: the store keeps the old one's tombstone.
+    let mut next_peer_id = 1000;
     let mut writes: Vec<Write> = Vec::new();
     let mut stopped: BTreeSet<u64> = BTreeSet::new();
     let mut lease_reads = 0;
@@ -114,6 +122,13 @@ fn run(seed: u64) {
                     c.start(s);
                 }
             }
+            96..98 => {
+                if let Some(leader) = c.leader() {
+                    next_peer_id += 1;
+                    change_membership(&mut c, leader, &mut rng, next_peer_id);
+                    c.pump();
+                }
+            }
             _ => {
                 if let Some(leader) = c.leader() {
                     let to = rng.random_range(1..=STORES);
@@ -131,7 +146,10 @@ fn run(seed: u64) {
         // Every store that may serve a lease read now must see every acknowledged write.
         let now = c.now;
         for (&s, store) in &c.stores {
-            if store.peer(REGION).unwrap().check_lease_read(now).is_err() {
+            if store
+                .peer(REGION)
+                .is_none_or(|p| p.check_lease_read(now).is_err())
+            {
                 continue;
             }
             lease_reads += 1;
@@ -150,26 +168,29 @@ fn run(seed: u64) {
     for s in std::mem::take(&mut stopped) {
         c.start(s);
     }
-    for _ in 0..200 {
+    let mut members = Vec::new();
+    for _ in 0..300 {
         c.tick();
-        let applied: BTreeSet<u64> = (1..=STORES).map(|s| c.applied_index(s)).collect();
+        members = current_members(&c);
+        let applied: BTreeSet<u64> = members.iter().map(|&s| c.applied_index(s)).collect();
         if c.leader().is_some() && applied.len() == 1 {
             break;
         }
     }
     settle(&mut writes);
-    let applied: BTreeSet<u64> = (1..=STORES).map(|s| c.applied_index(s)).collect();
+    let applied: BTreeSet<u64> = members.iter().map(|&s| c.applied_index(s)).collect();
     assert_eq!(
         applied.len(),
         1,
-        "seed {seed}: stores converge: {applied:?}"
+        "seed {seed}: members {members:?} converge: {applied:?}"
     );
-    let first = keys_on(&c, 1);
-    for s in 2..=STORES {
+    let first = keys_on(&c, members[0]);
+    for &s in &members[1..] {
         assert_eq!(
             keys_on(&c, s),
             first,
-            "seed {seed}: store {s} agrees with store 1"
+            "seed {seed}: store {s} agrees with store {}",
+            members[0]
         );
     }
     let written: BTreeMap<&[u8], Fate> = writes.iter().map(|w| (&w.key[..], w.fate)).collect();
@@ -193,12 +214,61 @@ fn run(seed: u64) {
             String::from_utf8_lossy(&w.key)
         );
     }
+    let conf_ver = c
+        .region(members[0])
+        .and_then(|r| r.region_epoch)
+        .map_or(0, |e| e.conf_ver);
     println!(
-        "seed {seed}: {} writes, {acked} acknowledged, {} keys applied, {lease_reads} lease reads checked",
+        "seed {seed}: {} writes, {acked} acknowledged, {} keys applied, {lease_reads} lease reads checked, members {members:?} at conf_ver {conf_ver}",
         writes.len(),
         first.len()
     );
     assert!(acked > 0, "seed {seed}: the history acknowledged nothing");
+}
+
+/// The stores the leader's region lists as members.
+fn current_members(c: &Cluster) -> Vec<u64> {
+    let Some(leader) = c.leader() else {
+        return vec![1];
+    };
+    let region = c.region(leader).expect("the leader has a peer");
+    let mut stores: Vec<u64> = region.peers.iter().map(|p| p.store_id).collect();
+    stores.sort_unstable();
+    stores
+}
+
+/// One step toward a different membership: promote a learner; with three voters, add a
+/// learner on the store that has no peer (`new_peer_id`); with four, remove a voter that
+/// does not lead.
+fn change_membership(c: &mut Cluster, leader: u64, rng: &mut StdRng, new_peer_id: u64) {
+    let region = c.region(leader).expect("the leader has a peer");
+    let role = |p: &PeerMeta| raftstore::state::role_of(p);
+    if let Some(learner) = region.peers.iter().find(|p| role(p) == PeerRole::Learner) {
+        c.propose_change(leader, Kind::AddNode, *learner);
+        return;
+    }
+    if region.peers.len() == 3 {
+        let free = (1..=STORES).find(|s| region.peers.iter().all(|p| p.store_id != *s));
+        if let Some(store_id) = free {
+            let peer = PeerMeta {
+                id: new_peer_id,
+                store_id,
+                role: PeerRole::Learner as i32,
+            };
+            c.propose_change(leader, Kind::AddLearnerNode, peer);
+        }
+        return;
+    }
+    let others: Vec<PeerMeta> = region
+        .peers
+        .iter()
+        .filter(|p| p.store_id != leader)
+        .copied()
+        .collect();
+    if !others.is_empty() {
+        let victim = others[rng.random_range(0..others.len())];
+        c.propose_change(leader, Kind::RemoveNode, victim);
+    }
 }
 
 #[test]

@@ -377,6 +377,27 @@ impl Cluster {
         panic!("membership change was never answered");
     }
 
+    /// Proposes one membership change at store `s` without waiting; the outcome's slot.
+    pub fn propose_change(&mut self, s: u64, kind: ChangeKind, peer: PeerMeta) -> Outcome {
+        let outcome: Outcome = Arc::default();
+        let slot = outcome.clone();
+        let now = self.now;
+        let changes = vec![ChangePeer {
+            kind: kind as i32,
+            peer: Some(peer),
+        }];
+        self.stores
+            .get_mut(&s)
+            .expect("a running store")
+            .propose_conf_change(
+                REGION,
+                changes,
+                Box::new(move |r| *slot.lock().unwrap() = Some(r)),
+                now,
+            );
+        outcome
+    }
+
     /// The region as store `s`'s peer holds it.
     pub fn region(&self, s: u64) -> Option<Region> {
         self.stores[&s].peer(REGION).map(|p| p.region().clone())
