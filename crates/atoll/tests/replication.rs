@@ -44,12 +44,29 @@ struct Cluster {
 
 impl Cluster {
     fn start() -> Cluster {
+        Cluster::start_with(3, "")
+    }
+
+    /// `kv_nodes` kv nodes, and a pd with `pd_config` (TOML).
+    fn start_with(kv_nodes: usize, pd_config: &str) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("kv.toml");
         std::fs::write(&config, KV_CONFIG).unwrap();
+        let pd_config_file = dir.path().join("pd.toml");
+        std::fs::write(&pd_config_file, pd_config).unwrap();
         let pd_port = free_port();
-        let pd = start_pd(&dir.path().join("pd"), pd_port);
-        let kvs = (0..3)
+        let pd = start_role(
+            &[
+                "pd",
+                "--client-urls",
+                &format!("http://127.0.0.1:{pd_port}"),
+                "--config",
+                &pd_config_file.display().to_string(),
+            ],
+            &dir.path().join("pd"),
+            &format!("127.0.0.1:{pd_port}"),
+        );
+        let kvs = (0..kv_nodes)
             .map(|i| Kv {
                 dir: dir.path().join(format!("kv-{i}")),
                 addr: format!("127.0.0.1:{}", free_port()),
@@ -79,10 +96,18 @@ impl Cluster {
             kvs,
             port,
         };
-        for i in 0..3 {
+        for i in 0..kv_nodes {
             c.start_kv(i);
         }
         c
+    }
+
+    /// Replicas held by the running kv nodes.
+    fn replicas(&self) -> i64 {
+        (0..self.kvs.len())
+            .filter(|&i| self.kvs[i].process.is_some())
+            .map(|i| self.region_count(i, "region"))
+            .sum()
     }
 
     fn start_kv(&mut self, i: usize) {
@@ -124,7 +149,8 @@ impl Cluster {
     }
 
     fn leader(&self) -> Option<usize> {
-        (0..3).find(|&i| self.kvs[i].process.is_some() && self.region_count(i, "leader") == 1)
+        (0..self.kvs.len())
+            .find(|&i| self.kvs[i].process.is_some() && self.region_count(i, "leader") == 1)
     }
 
     fn mysql(&self, sql: &str) -> Result<String, String> {
@@ -249,5 +275,33 @@ fn a_killed_leader_costs_seconds_not_data_and_comes_back_as_a_follower() {
     assert!(
         logged.iter().all(|l| *l <= n),
         "a transfer nobody made: {logged:?}"
+    );
+}
+
+#[test]
+fn a_kv_node_down_for_max_store_down_time_has_its_replica_rebuilt_on_another() {
+    let mut c = Cluster::start_with(4, "[schedule]\nmax-store-down-time = \"2s\"\n");
+    wait_until("three replicas", Duration::from_secs(90), || {
+        c.replicas() == 3
+    });
+    c.mysql_retrying(
+        "CREATE DATABASE d; CREATE TABLE d.t (id INT PRIMARY KEY); INSERT INTO d.t VALUES (1)",
+        Duration::from_secs(60),
+    );
+    let holder = (0..4)
+        .find(|&i| c.region_count(i, "region") == 1)
+        .expect("a node holds a replica");
+    c.kill_kv(holder);
+    wait_until(
+        "the region has three live replicas again",
+        Duration::from_secs(90),
+        || c.replicas() == 3,
+    );
+    let spare = (0..4).find(|&i| i != holder && c.region_count(i, "region") == 1);
+    assert!(spare.is_some());
+    c.mysql_retrying("INSERT INTO d.t VALUES (2)", Duration::from_secs(60));
+    assert_eq!(
+        c.mysql_retrying("SELECT COUNT(*) FROM d.t", Duration::from_secs(60)),
+        "2"
     );
 }

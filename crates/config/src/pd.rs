@@ -73,6 +73,12 @@ pub static KNOBS: &[KnobSpec] = &[
         online: true,
     },
     KnobSpec {
+        name: "schedule.max-store-down-time",
+        kind: DURATION_ANY,
+        default: |_| dur(ReadableDuration::minutes(30)),
+        online: true,
+    },
+    KnobSpec {
         name: "schedule.max-merge-region-size",
         kind: INT_NON_NEGATIVE,
         default: |_| int(54),

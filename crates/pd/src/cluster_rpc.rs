@@ -11,7 +11,7 @@ use proto::pd as wire;
 use crate::cluster::{ClusterError, Peer, Region, RegionEpoch, Store};
 use crate::metadata::{MetaError, Metadata};
 use crate::oracle::wall_clock_ms;
-use crate::replica_checker::{self, Step};
+use crate::replica_checker::{self, Limits, Step};
 
 fn error(e: MetaError) -> wire::Error {
     let kind = match &e {
@@ -170,7 +170,7 @@ pub fn get_all_stores(meta: &Metadata) -> wire::GetAllStoresResponse {
 pub fn store_heartbeat(
     meta: &Metadata,
     operators: &Operators,
-    max_replicas: usize,
+    limits: Limits,
     req: wire::StoreHeartbeatRequest,
 ) -> wire::StoreHeartbeatResponse {
     // Heartbeat times are kept in memory only: a restarted PD hears from live stores anew.
@@ -195,7 +195,7 @@ pub fn store_heartbeat(
         .iter()
         .filter_map(|r| {
             operators
-                .next(meta, r, max_replicas)
+                .next(meta, r, limits)
                 .map(|change_peer| wire::RegionOperator {
                     region_id: r.id,
                     change_peer: Some(change_peer),
@@ -211,7 +211,7 @@ pub fn store_heartbeat(
 pub fn region_heartbeat(
     meta: &Metadata,
     operators: &Operators,
-    max_replicas: usize,
+    limits: Limits,
     req: wire::RegionHeartbeatRequest,
 ) -> wire::RegionHeartbeatResponse {
     let Some(region) = req.region else {
@@ -230,7 +230,7 @@ pub fn region_heartbeat(
     }
     wire::RegionHeartbeatResponse {
         error: None,
-        change_peer: operators.next(meta, &region, max_replicas),
+        change_peer: operators.next(meta, &region, limits),
     }
 }
 
@@ -247,12 +247,7 @@ pub struct Operators {
 impl Operators {
     /// The step to hand `region`'s leader: the pending one again until it shows or times
     /// out, else the replica checker's next (with a new peer id for a new learner).
-    fn next(
-        &self,
-        meta: &Metadata,
-        region: &Region,
-        max_replicas: usize,
-    ) -> Option<wire::ChangePeer> {
+    fn next(&self, meta: &Metadata, region: &Region, limits: Limits) -> Option<wire::ChangePeer> {
         let mut pending = self.pending.lock().expect("operators poisoned");
         if let Some((step, peer_id, at)) = pending.get(&region.id) {
             if !replica_checker::is_done(step, *peer_id, region) && at.elapsed() < OPERATOR_TIMEOUT
@@ -261,9 +256,8 @@ impl Operators {
             }
             pending.remove(&region.id);
         }
-        let step = meta.read(|c| {
-            replica_checker::next_step(region, c.stores(), wall_clock_ms(), max_replicas)
-        })?;
+        let step =
+            meta.read(|c| replica_checker::next_step(region, c.stores(), wall_clock_ms(), limits))?;
         let peer_id = match step {
             Step::AddLearner { .. } => meta.update(|c| Ok(c.alloc_ids(1))).ok()?,
             Step::Promote(ref p) | Step::Remove(ref p) => p.id,

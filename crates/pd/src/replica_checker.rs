@@ -3,7 +3,9 @@
 //! replica is added as a learner (it gets a snapshot), a learner is promoted to voter once
 //! it caught up (its leader no longer reports it pending) on a store that is up, a learner
 //! on a store that is not up is removed, and a region with more voters than wanted loses
-//! one that is not its leader. A region in a
+//! one that is not its leader (one on a store that is not up first). A peer on a store
+//! silent for `schedule.max-store-down-time` no longer counts: the region gets a replacement
+//! on another store, and then loses the peer on the down store as the extra one. A region in a
 //! joint configuration is left alone: its leader finishes the change by itself. Pure: the
 //! caller passes the time and allocates the ids.
 
@@ -30,17 +32,38 @@ pub fn is_up(store: &Store, now_ms: u64) -> bool {
     now_ms.saturating_sub(store.last_heartbeat_ms) < STORE_DISCONNECTED_MS
 }
 
+/// The knobs the checker follows.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// `replication.max-replicas`.
+    pub max_replicas: usize,
+    /// `schedule.max-store-down-time`: a store silent this long is down.
+    pub store_down_ms: u64,
+}
+
 /// The next step `region` needs, if any.
 pub fn next_step<'a>(
     region: &Region,
     stores: impl IntoIterator<Item = &'a Store>,
     now_ms: u64,
-    max_replicas: usize,
+    limits: Limits,
 ) -> Option<Step> {
     if region.peers.iter().any(|p| p.role > ROLE_LEARNER) {
         return None;
     }
-    let up: Vec<&Store> = stores.into_iter().filter(|s| is_up(s, now_ms)).collect();
+    let max_replicas = limits.max_replicas;
+    let stores: Vec<&Store> = stores.into_iter().collect();
+    let up: Vec<&Store> = stores
+        .iter()
+        .copied()
+        .filter(|s| is_up(s, now_ms))
+        .collect();
+    let down = |store_id: u64| {
+        stores
+            .iter()
+            .find(|s| s.id == store_id)
+            .is_none_or(|s| now_ms.saturating_sub(s.last_heartbeat_ms) >= limits.store_down_ms)
+    };
     if let Some(learner) = region.peers.iter().find(|p| p.role == ROLE_LEARNER) {
         if !up.iter().any(|s| s.id == learner.store_id) {
             return Some(Step::Remove(learner.clone()));
@@ -51,7 +74,8 @@ pub fn next_step<'a>(
         return Some(Step::Promote(learner.clone()));
     }
     let wanted = max_replicas.min(up.len().max(1));
-    if region.peers.len() < wanted {
+    let healthy = region.peers.iter().filter(|p| !down(p.store_id)).count();
+    if healthy < wanted {
         let mut candidates: Vec<&&Store> = up
             .iter()
             .filter(|s| region.peers.iter().all(|p| p.store_id != s.id))
@@ -104,6 +128,13 @@ mod tests {
         }
     }
 
+    fn limits(max_replicas: usize) -> Limits {
+        Limits {
+            max_replicas,
+            store_down_ms: 60_000,
+        }
+    }
+
     fn peer(id: u64, store_id: u64, role: i32) -> Peer {
         Peer { id, store_id, role }
     }
@@ -127,30 +158,34 @@ mod tests {
         let one = region(vec![peer(10, 1, ROLE_VOTER)]);
         // Store 3 is silent: two replicas are all there can be.
         assert_eq!(
-            next_step(&one, &stores, now, 3),
+            next_step(&one, &stores, now, limits(3)),
             Some(Step::AddLearner { store_id: 2 })
         );
         let learner = region(vec![peer(10, 1, ROLE_VOTER), peer(11, 2, ROLE_LEARNER)]);
         assert_eq!(
-            next_step(&learner, &stores, now, 3),
+            next_step(&learner, &stores, now, limits(3)),
             Some(Step::Promote(peer(11, 2, ROLE_LEARNER)))
         );
         let mut catching_up = learner.clone();
         catching_up.pending_peers = vec![11];
         assert_eq!(
-            next_step(&catching_up, &stores, now, 3),
+            next_step(&catching_up, &stores, now, limits(3)),
             None,
             "waits for its snapshot"
         );
         let stranded = region(vec![peer(10, 1, ROLE_VOTER), peer(12, 3, ROLE_LEARNER)]);
         assert_eq!(
-            next_step(&stranded, &stores, now, 3),
+            next_step(&stranded, &stores, now, limits(3)),
             Some(Step::Remove(peer(12, 3, ROLE_LEARNER))),
             "a learner on a silent store goes"
         );
         let two = region(vec![peer(10, 1, ROLE_VOTER), peer(11, 2, ROLE_VOTER)]);
-        assert_eq!(next_step(&two, &stores, now, 3), None);
-        assert_eq!(next_step(&one, &stores, now, 1), None, "max-replicas 1");
+        assert_eq!(next_step(&two, &stores, now, limits(3)), None);
+        assert_eq!(
+            next_step(&one, &stores, now, limits(1)),
+            None,
+            "max-replicas 1"
+        );
     }
 
     #[test]
@@ -163,19 +198,61 @@ mod tests {
             peer(12, 3, ROLE_VOTER),
         ]);
         assert_eq!(
-            next_step(&three, &stores, now, 2),
+            next_step(&three, &stores, now, limits(2)),
             Some(Step::Remove(peer(12, 3, ROLE_VOTER)))
         );
         let two = region(vec![peer(10, 1, ROLE_VOTER), peer(11, 2, ROLE_VOTER)]);
         assert_eq!(
-            next_step(&two, &stores, now, 1),
+            next_step(&two, &stores, now, limits(1)),
             Some(Step::Remove(peer(11, 2, ROLE_VOTER)))
         );
         let joint = region(vec![peer(10, 1, ROLE_VOTER), peer(11, 2, 2)]);
         assert_eq!(
-            next_step(&joint, &stores, now, 3),
+            next_step(&joint, &stores, now, limits(3)),
             None,
             "joint: left alone"
+        );
+    }
+
+    #[test]
+    fn a_replica_on_a_store_down_long_enough_is_rebuilt_elsewhere_then_removed() {
+        let now = 200_000;
+        // Store 3 has been silent 30 s (not down yet), then 100 s (down).
+        let three = region(vec![
+            peer(10, 1, ROLE_VOTER),
+            peer(11, 2, ROLE_VOTER),
+            peer(12, 3, ROLE_VOTER),
+        ]);
+        let silent = [
+            store(1, now),
+            store(2, now),
+            store(3, now - 30_000),
+            store(4, now),
+        ];
+        assert_eq!(
+            next_step(&three, &silent, now, limits(3)),
+            None,
+            "not down yet"
+        );
+        let down = [
+            store(1, now),
+            store(2, now),
+            store(3, now - 100_000),
+            store(4, now),
+        ];
+        assert_eq!(
+            next_step(&three, &down, now, limits(3)),
+            Some(Step::AddLearner { store_id: 4 })
+        );
+        let four = region(vec![
+            peer(10, 1, ROLE_VOTER),
+            peer(11, 2, ROLE_VOTER),
+            peer(12, 3, ROLE_VOTER),
+            peer(13, 4, ROLE_VOTER),
+        ]);
+        assert_eq!(
+            next_step(&four, &down, now, limits(3)),
+            Some(Step::Remove(peer(12, 3, ROLE_VOTER)))
         );
     }
 

@@ -27,21 +27,25 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         Metadata::open(node.data_dir.path()).map_err(|e| NodeError::Storage(e.to_string()))?,
     );
     let service = PdService::new(oracle, safe_point, meta, update_interval);
-    let max_replicas = service.max_replicas.clone();
-    max_replicas.store(
-        config.int("replication.max-replicas") as usize,
-        std::sync::atomic::Ordering::Relaxed,
-    );
-    node.controller.subscribe(
-        "replication.",
-        Box::new(move |c, _| {
-            max_replicas.store(
-                c.int("replication.max-replicas") as usize,
-                std::sync::atomic::Ordering::Relaxed,
-            );
-            Ok(())
-        }),
-    );
+    let (max_replicas, store_down_ms) =
+        (service.max_replicas.clone(), service.store_down_ms.clone());
+    let follow = move |c: &config::Config| {
+        use std::sync::atomic::Ordering::Relaxed;
+        max_replicas.store(c.int("replication.max-replicas") as usize, Relaxed);
+        let down = c.duration("schedule.max-store-down-time").0;
+        store_down_ms.store(down.as_millis() as u64, Relaxed);
+    };
+    follow(&config);
+    for prefix in ["replication.", "schedule."] {
+        let follow = follow.clone();
+        node.controller.subscribe(
+            prefix,
+            Box::new(move |c, _| {
+                follow(c);
+                Ok(())
+            }),
+        );
+    }
     let grpc = tonic::service::Routes::new(PdServer::new(service)).into_axum_router();
     let serving = "the TSO, the GC safe point and cluster metadata (gRPC Pd), the replica checker (regions grow to replication.max-replicas) and the status API; balancing and splits are not built yet";
     tracing::warn!("{serving}");

@@ -31,6 +31,8 @@ pub struct PdService {
     update_interval: Duration,
     /// `replication.max-replicas`, followed online.
     pub max_replicas: Arc<std::sync::atomic::AtomicUsize>,
+    /// `schedule.max-store-down-time` in milliseconds, followed online.
+    pub store_down_ms: Arc<std::sync::atomic::AtomicU64>,
     operators: Arc<crate::cluster_rpc::Operators>,
 }
 
@@ -47,6 +49,7 @@ impl PdService {
             meta,
             update_interval,
             max_replicas: Arc::new(std::sync::atomic::AtomicUsize::new(3)),
+            store_down_ms: Arc::new(std::sync::atomic::AtomicU64::new(30 * 60 * 1000)),
             operators: Arc::default(),
         }
     }
@@ -90,6 +93,15 @@ type TsoStream = Pin<Box<dyn Stream<Item = Result<TsoResponse, Status>> + Send>>
 
 impl PdService {
     /// Runs a call that saves metadata (an fsync) off the async threads.
+    /// The replica checker's knobs as they are now.
+    fn limits(&self) -> crate::replica_checker::Limits {
+        use std::sync::atomic::Ordering::Relaxed;
+        crate::replica_checker::Limits {
+            max_replicas: self.max_replicas.load(Relaxed),
+            store_down_ms: self.store_down_ms.load(Relaxed),
+        }
+    }
+
     async fn durably<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Metadata) -> T + Send + 'static,
@@ -205,11 +217,11 @@ impl Pd for PdService {
         &self,
         r: Request<wire::StoreHeartbeatRequest>,
     ) -> Result<Response<wire::StoreHeartbeatResponse>, Status> {
-        let max_replicas = self.max_replicas.load(std::sync::atomic::Ordering::Relaxed);
+        let limits = self.limits();
         Ok(Response::new(rpc::store_heartbeat(
             &self.meta,
             &self.operators,
-            max_replicas,
+            limits,
             r.into_inner(),
         )))
     }
@@ -219,8 +231,8 @@ impl Pd for PdService {
         r: Request<wire::RegionHeartbeatRequest>,
     ) -> Result<Response<wire::RegionHeartbeatResponse>, Status> {
         let operators = self.operators.clone();
-        let max_replicas = self.max_replicas.load(std::sync::atomic::Ordering::Relaxed);
-        self.durably(move |m| rpc::region_heartbeat(m, &operators, max_replicas, r.into_inner()))
+        let limits = self.limits();
+        self.durably(move |m| rpc::region_heartbeat(m, &operators, limits, r.into_inner()))
             .await
     }
 
