@@ -184,10 +184,6 @@ impl Peer {
         self.apply.applied_index
     }
 
-    pub fn apply_state(&self) -> &ApplyState {
-        &self.apply
-    }
-
     /// Whether this peer holds the region's data (it was bootstrapped, or its snapshot
     /// arrived).
     pub fn is_initialized(&self) -> bool {

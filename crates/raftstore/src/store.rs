@@ -119,10 +119,6 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         self.peers.values()
     }
 
-    pub fn transport_mut(&mut self) -> &mut T {
-        &mut self.transport
-    }
-
     /// Creates this store's peer of a new region whose every initial peer starts from the
     /// same state: an empty log truncated at [`state::INIT_LOG_INDEX`]. Durable on return.
     pub fn bootstrap_region(&mut self, region: Region) -> Result<()> {
