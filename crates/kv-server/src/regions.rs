@@ -6,8 +6,9 @@
 //!
 //! With one replica per region the only peer is the leader. With `raftstore.replication` on,
 //! raftstore owns the regions instead and this check reads its published views: this store
-//! leads the region under a lease, and only the epoch's version must match (as TiKV checks
-//! normal requests; a membership change does not make a request wrong).
+//! leads the region under a lease (or, without one, confirms its leadership by ReadIndex
+//! first), and only the epoch's version must match (as TiKV checks normal requests; a
+//! membership change does not make a request wrong).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -21,6 +22,11 @@ use proto::kv::{Context, EpochNotMatch, KeyNotInRegion, NotLeader, RegionError, 
 use proto::pd::Region;
 
 use crate::raft_kv::RaftKv;
+use raftstore::driver::StoreMsg;
+
+/// How long a request waits for a ReadIndex when its leader has no lease (it blocks the
+/// request's thread; a leader that cannot reach a quorum answers NotLeader after this).
+pub const READ_INDEX_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 const PREFIX: &[u8] = b"region/";
 
@@ -197,11 +203,22 @@ impl Regions {
                 ..RegionError::default()
             })
         };
-        if !view.lease_holds(Instant::now()) || ctx.peer.is_some_and(|p| p.store_id != store_id) {
+        let leads_here = view.leader.is_some_and(|l| l.store_id == store_id);
+        if !leads_here || ctx.peer.is_some_and(|p| p.store_id != store_id) {
             return Err(not_leader(format!(
-                "store {store_id} does not lead region {} under a lease",
+                "store {store_id} does not lead region {}",
                 view.region.id
             )));
+        }
+        if !view.lease_holds(Instant::now()) {
+            // Without the lease, a quorum confirms the leadership first (ReadIndex).
+            let region_id = view.region.id;
+            raft.router()
+                .call_within(READ_INDEX_WAIT, |reply| StoreMsg::ReadIndex {
+                    region_id,
+                    reply,
+                })
+                .map_err(|e| not_leader(format!("no lease, and ReadIndex failed: {e}")))?;
         }
         match raft.on_leader_term(view.region.id, view.term) {
             Ok(true) => self.max_ts_wanted.store(true, Ordering::Release),

@@ -48,6 +48,11 @@ pub enum StoreMsg {
         region_id: u64,
         to_peer_id: u64,
     },
+    /// A linearizable read without the lease: `reply` hears once it may be served.
+    ReadIndex {
+        region_id: u64,
+        reply: Reply,
+    },
     /// Creates this store's peer of a new region (the cluster's first), durably.
     Bootstrap {
         region: Region,
@@ -155,13 +160,19 @@ impl RaftRouter {
         })
     }
 
-    /// Sends the message `make` builds around a reply, and waits for that reply.
+    /// Sends the message `make` builds around a reply, and waits for that reply (at most
+    /// [`CALL_WAIT_MAX`]).
     pub fn call(&self, make: impl FnOnce(Reply) -> StoreMsg) -> Result<()> {
+        self.call_within(CALL_WAIT_MAX, make)
+    }
+
+    /// As [`RaftRouter::call`], waiting at most `wait`.
+    pub fn call_within(&self, wait: Duration, make: impl FnOnce(Reply) -> StoreMsg) -> Result<()> {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         self.send(make(Box::new(move |r| {
             let _ = tx.send(r);
         })))?;
-        match rx.recv_timeout(CALL_WAIT_MAX) {
+        match rx.recv_timeout(wait) {
             Ok(r) => r,
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(Error::OutcomeUnknown(
                 "no answer within the wait: the region may have no leader",
@@ -177,6 +188,7 @@ fn refuse(msg: StoreMsg, why: &'static str) -> Error {
     match msg {
         StoreMsg::Propose { reply, .. }
         | StoreMsg::ChangePeers { reply, .. }
+        | StoreMsg::ReadIndex { reply, .. }
         | StoreMsg::Bootstrap { reply, .. }
         | StoreMsg::Destroy { reply, .. } => reply(Err(Error::Busy(why))),
         _ => {}
@@ -326,6 +338,7 @@ fn handle<E: KvEngine, T: Transport>(store: &mut Store<E, T>, msg: StoreMsg) -> 
         } => {
             let _ = store.transfer_leader(region_id, to_peer_id, now);
         }
+        StoreMsg::ReadIndex { region_id, reply } => store.read_index(region_id, reply, now),
         StoreMsg::Bootstrap { region, reply } => reply(store.bootstrap_region(region)),
         StoreMsg::Destroy { region_id, reply } => reply(store.destroy_peer(region_id)),
         StoreMsg::StoreGone(store_id) => store.on_store_gone(store_id),

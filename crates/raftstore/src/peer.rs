@@ -58,6 +58,15 @@ struct Proposal {
     reply: Reply,
 }
 
+/// A ReadIndex request: answered once the leader confirmed its leadership with a quorum
+/// (`index` known) and applied up to that index.
+struct PendingRead {
+    id: u64,
+    requested_at: Instant,
+    index: Option<u64>,
+    reply: Reply,
+}
+
 pub struct Peer {
     region: Region,
     peer_id: u64,
@@ -66,6 +75,8 @@ pub struct Peer {
     /// The term of the last applied entry.
     applied_term: u64,
     proposals: Vec<Proposal>,
+    reads: Vec<PendingRead>,
+    next_read_id: u64,
     /// When this peer became leader of the current term.
     leader_since: Option<Instant>,
     lease_until: Option<Instant>,
@@ -151,6 +162,8 @@ impl Peer {
             apply,
             applied_term,
             proposals: Vec::new(),
+            reads: Vec::new(),
+            next_read_id: 0,
             leader_since: None,
             lease_until: None,
             lease_floor: None,
@@ -521,6 +534,63 @@ impl Peer {
         Ok(())
     }
 
+    /// A linearizable read without the lease (raft-rs's ReadIndex, Safe mode): `reply` hears
+    /// `Ok` once a quorum confirmed this peer still leads and it applied everything committed
+    /// before the request, so a read of its state then sees every write acknowledged before.
+    /// That quorum also heard from this leader after `now`, so the lease renews from `now`.
+    pub fn read_index(&mut self, reply: Reply, now: Instant) {
+        if !self.is_leader() {
+            reply(Err(self.not_leader()));
+            return;
+        }
+        // raft-rs drops a ReadIndex request silently until an entry of the term commits.
+        if self.applied_term != self.raw.raft.term {
+            reply(Err(Error::Busy(
+                "the new leader has not applied an entry of its term",
+            )));
+            return;
+        }
+        self.next_read_id += 1;
+        let id = self.next_read_id;
+        self.raw.read_index(id.to_be_bytes().to_vec());
+        self.reads.push(PendingRead {
+            id,
+            requested_at: now,
+            index: None,
+            reply,
+        });
+    }
+
+    /// Takes the read states of a Ready: their reads learn their index.
+    fn on_read_states(&mut self, states: Vec<raft::ReadState>) {
+        for state in states {
+            let Ok(id) = <[u8; 8]>::try_from(state.request_ctx.as_slice()) else {
+                continue;
+            };
+            let id = u64::from_be_bytes(id);
+            let mut confirmed_at = None;
+            if let Some(read) = self.reads.iter_mut().find(|r| r.id == id) {
+                read.index = Some(state.index);
+                confirmed_at = Some(read.requested_at);
+            }
+            self.renew_lease(confirmed_at);
+        }
+        self.answer_reads();
+    }
+
+    /// Answers the reads whose index this peer has applied.
+    fn answer_reads(&mut self) {
+        let applied = self.apply.applied_index;
+        let mut i = 0;
+        while i < self.reads.len() {
+            if self.reads[i].index.is_some_and(|index| index <= applied) {
+                (self.reads.swap_remove(i).reply)(Ok(()));
+            } else {
+                i += 1;
+            }
+        }
+    }
+
     /// Whether this peer may serve a read from its own applied state at `now`: it leads, its
     /// lease holds, and it applied an entry of its own term (so it has applied everything
     /// any earlier leader committed).
@@ -600,6 +670,10 @@ impl Peer {
         if let Some(ss) = rd.ss() {
             self.on_role(ss.raft_state, now);
         }
+        if !rd.read_states().is_empty() {
+            let states = rd.take_read_states();
+            self.on_read_states(states);
+        }
         self.wrap_all(rd.take_messages(), send);
         if !rd.snapshot().is_empty() {
             // The store wrote the snapshot's data before this; the old log goes first.
@@ -633,6 +707,12 @@ impl Peer {
             self.lease_until = None;
             // What this peer proposed may still commit under the next leader, or not.
             self.fail_proposals(|| Error::OutcomeUnknown("leadership was lost before it applied"));
+            for read in self.reads.drain(..) {
+                (read.reply)(Err(Error::NotLeader {
+                    region_id: self.region.id,
+                    leader: None,
+                }));
+            }
         }
     }
 
@@ -752,6 +832,7 @@ impl Peer {
             }
         }
         self.renew_lease(renew_from);
+        self.answer_reads();
         Ok(())
     }
 
@@ -777,10 +858,17 @@ impl Peer {
         Ok(())
     }
 
-    /// Fails every pending proposal (the peer is going away).
+    /// Fails every pending proposal (the peer is going away, or lost leadership).
     pub fn fail_proposals(&mut self, why: impl Fn() -> Error) {
         for p in self.proposals.drain(..) {
             (p.reply)(Err(why()));
+        }
+    }
+
+    /// Fails every pending read (the peer is going away).
+    pub fn fail_reads(&mut self, why: impl Fn() -> Error) {
+        for r in self.reads.drain(..) {
+            (r.reply)(Err(why()));
         }
     }
 

@@ -255,6 +255,14 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         }
     }
 
+    /// A linearizable read of `region_id` through ReadIndex (see [`Peer::read_index`]).
+    pub fn read_index(&mut self, region_id: u64, reply: Reply, now: Instant) {
+        match self.peers.get_mut(&region_id) {
+            Some(peer) => peer.read_index(reply, now),
+            None => reply(Err(Error::RegionNotFound(region_id))),
+        }
+    }
+
     /// One base tick for every peer.
     pub fn tick(&mut self, now: Instant) {
         for peer in self.peers.values_mut() {
@@ -388,6 +396,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             return Ok(());
         };
         peer.fail_proposals(|| Error::RegionNotFound(region_id));
+        peer.fail_reads(|| Error::RegionNotFound(region_id));
         let mut wb = self.engine.write_batch();
         state::put_tombstone(&mut wb, peer.region());
         self.engine.write(wb, true)?;
@@ -429,6 +438,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
     pub fn shutdown(&mut self) {
         for peer in self.peers.values_mut() {
             peer.fail_proposals(|| Error::Busy("store is stopping"));
+            peer.fail_reads(|| Error::Busy("store is stopping"));
         }
     }
 }

@@ -5,7 +5,8 @@
 //! that is still a member holds:
 //! - every acknowledged write is on every store, and no write that failed for sure is;
 //! - nothing is there that nobody wrote;
-//! - every lease read saw every write acknowledged before it began.
+//! - every lease read, and every ReadIndex read once answered, saw every write acknowledged
+//!   before it began.
 //!
 //! Each run prints its seed; `RAFTSTORE_SEED=N cargo test -p raftstore --test random`
 //! replays this harness's schedule (raft-rs's own election timeouts are drawn from its
@@ -84,6 +85,9 @@ fn run(seed: u64) {
     let mut writes: Vec<Write> = Vec::new();
     let mut stopped: BTreeSet<u64> = BTreeSet::new();
     let mut lease_reads = 0;
+    // ReadIndex reads in flight: the store, the answer's slot, the writes acknowledged before.
+    let mut reads: Vec<(u64, Outcome, Vec<Vec<u8>>)> = Vec::new();
+    let mut index_reads = 0;
     for step in 0..STEPS {
         match rng.random_range(0..100) {
             0..45 => {
@@ -117,9 +121,29 @@ fn run(seed: u64) {
                 // Its pending proposals are answered Busy: unknown outcomes.
                 stopped.insert(s);
             }
-            92..96 => {
+            92..94 => {
                 if let Some(s) = stopped.pop_first() {
                     c.start(s);
+                }
+            }
+            94..96 => {
+                let s = rng.random_range(1..=STORES);
+                if c.stores.get(&s).is_some_and(|st| st.peer(REGION).is_some()) {
+                    let acked: Vec<Vec<u8>> = writes
+                        .iter()
+                        .filter(|w| w.fate == Fate::Acked)
+                        .map(|w| w.key.clone())
+                        .collect();
+                    let outcome: Outcome = Default::default();
+                    let slot = outcome.clone();
+                    let now = c.now;
+                    c.stores.get_mut(&s).unwrap().read_index(
+                        REGION,
+                        Box::new(move |r| *slot.lock().unwrap() = Some(r)),
+                        now,
+                    );
+                    reads.push((s, outcome, acked));
+                    c.pump();
                 }
             }
             96..98 => {
@@ -143,6 +167,25 @@ fn run(seed: u64) {
             }
         }
         settle(&mut writes);
+        // A ReadIndex read answered Ok may be served from its store: it sees what was
+        // acknowledged before it began (keys only accumulate, so checking later is as strict).
+        reads.retain(|(s, outcome, acked)| {
+            let Some(answer) = outcome_of(outcome) else {
+                return true;
+            };
+            if answer.is_ok() && c.stores.contains_key(s) {
+                index_reads += 1;
+                let seen = keys_on(&c, *s);
+                for key in acked {
+                    assert!(
+                        seen.contains_key(key),
+                        "seed {seed} step {step}: a ReadIndex read on store {s} missed acknowledged {:?}",
+                        String::from_utf8_lossy(key)
+                    );
+                }
+            }
+            false
+        });
         // Every store that may serve a lease read now must see every acknowledged write.
         let now = c.now;
         for (&s, store) in &c.stores {
@@ -219,7 +262,7 @@ fn run(seed: u64) {
         .and_then(|r| r.region_epoch)
         .map_or(0, |e| e.conf_ver);
     println!(
-        "seed {seed}: {} writes, {acked} acknowledged, {} keys applied, {lease_reads} lease reads checked, members {members:?} at conf_ver {conf_ver}",
+        "seed {seed}: {} writes, {acked} acknowledged, {} keys applied, {lease_reads} lease reads and {index_reads} ReadIndex reads checked, members {members:?} at conf_ver {conf_ver}",
         writes.len(),
         first.len()
     );
