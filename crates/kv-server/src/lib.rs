@@ -146,6 +146,12 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         }
     };
     let result = node.run_until_signal(serving);
+    // Raftstore stops before the port closes: other stores take a refused connection as proof
+    // that this node serves nothing any more, so its leases must be over by then.
+    let client_runtime = replication.map(|r| {
+        r.driver.stop();
+        r.client_runtime
+    });
     grpc.shutdown();
     drop(stop_tuner);
     let _ = tuner.join();
@@ -156,9 +162,8 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     pool.shutdown(ShutdownMode::Cancel);
     storage.scheduler.shutdown();
     drop(storage);
-    if let Some(r) = replication {
-        r.driver.stop();
-        r.client_runtime.shutdown_background();
+    if let Some(runtime) = client_runtime {
+        runtime.shutdown_background();
     }
     drop(engine);
     result

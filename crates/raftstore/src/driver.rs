@@ -114,6 +114,10 @@ impl RegionViews {
             .collect()
     }
 
+    fn clear(&self) {
+        self.views.write().expect("region views poisoned").clear();
+    }
+
     fn publish<E: KvEngine, T: Transport>(&self, store: &Store<E, T>) {
         let mut fresh = BTreeMap::new();
         for peer in store.peers().filter(|p| p.is_initialized()) {
@@ -311,6 +315,9 @@ fn run<E: KvEngine, T: Transport>(
         }
     }
     store.shutdown();
+    // Readers stop finding leases here before the node closes its port (other stores take a
+    // refused connection as proof that nothing here serves reads any more).
+    views.clear();
 }
 
 /// Hands `msg` to the store; true for [`StoreMsg::Stop`].

@@ -702,6 +702,8 @@ impl Peer {
         if role == StateRole::Leader {
             self.leader_since = Some(now);
             self.lease_floor = None;
+            // Reads of an earlier term of this peer's were dropped by raft-rs with it.
+            self.fail_reads(|| Error::Busy("leadership changed while the read waited"));
         } else {
             self.leader_since = None;
             self.lease_until = None;

@@ -214,6 +214,15 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             peers: vec![to],
             ..Region::default()
         };
+        if self.tombstones.remove(&msg.region_id).is_some() {
+            // The region's log will hold this peer's hard state (its votes) from now on: the
+            // tombstone that would clear that log at the next start goes first, replaced by
+            // this uninitialized peer (applied index 0), which a restart opens again.
+            let mut wb = self.engine.write_batch();
+            state::put_region(&mut wb, &region);
+            state::put_apply_state(&mut wb, region.id, &ApplyState::default());
+            self.engine.write(wb, true)?;
+        }
         let peer = Peer::open(
             self.store_id,
             region,

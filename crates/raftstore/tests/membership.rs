@@ -174,3 +174,37 @@ fn a_store_removed_while_down_and_added_back_replaces_its_stale_peer() {
     assert_eq!(c.stores[&3].peer(REGION).map(|p| p.peer_id()), Some(999));
     assert_eq!(c.get(3, b"between").as_deref(), Some(&b"2"[..]));
 }
+
+#[test]
+fn a_peer_created_over_a_tombstone_keeps_its_vote_across_a_restart() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    c.must_change_peers(vec![(Kind::RemoveNode, 3)]);
+    c.ticks(2);
+    assert!(c.stores[&3].peer(REGION).is_none());
+    // Store 3 is addressed as a new peer (added back as a voter): it is created over the
+    // tombstone, uninitialized, and what it persists must survive a restart.
+    let leader = c.wait_leader(50);
+    c.propose_change(
+        leader,
+        Kind::AddLearnerNode,
+        proto::pd::Peer {
+            id: 777,
+            store_id: 3,
+            role: PeerRole::Learner as i32,
+        },
+    );
+    c.pump();
+    assert_eq!(c.stores[&3].peer(REGION).map(|p| p.peer_id()), Some(777));
+    c.stop(3);
+    c.start(3);
+    assert_eq!(
+        c.stores[&3].peer(REGION).map(|p| p.peer_id()),
+        Some(777),
+        "the restart opened the new peer, not the tombstone"
+    );
+    c.ticks(5);
+    c.must_put(b"k", b"v");
+    c.tick();
+    assert_eq!(c.get(3, b"k").as_deref(), Some(&b"v"[..]));
+}
