@@ -128,12 +128,7 @@ impl RaftKv {
     fn region_of(&self, key: &[u8]) -> engine::Result<(u64, RaftCmd)> {
         let view = self
             .views
-            .all()
-            .into_iter()
-            .find(|v| {
-                let r = &v.region;
-                key >= r.start_key.as_slice() && (r.end_key.is_empty() || key < &r.end_key[..])
-            })
+            .find(|v| crate::regions::contains(&v.region, key))
             .ok_or_else(|| {
                 engine::Error::NotLeader("no region on this store holds the key".into())
             })?;

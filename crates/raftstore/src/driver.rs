@@ -78,7 +78,6 @@ pub struct RegionView {
     /// This store's peer leads, and may serve reads locally until this moment.
     pub lease_until: Option<Instant>,
     pub term: u64,
-    pub applied_index: u64,
     /// As leader: peers that need a snapshot to catch up ([`crate::Peer::pending_peers`]).
     pub pending_peers: Vec<u64>,
 }
@@ -105,6 +104,16 @@ impl RegionViews {
             .cloned()
     }
 
+    /// The first region view `pred` accepts (only that one is copied).
+    pub fn find(&self, pred: impl Fn(&RegionView) -> bool) -> Option<RegionView> {
+        self.views
+            .read()
+            .expect("region views poisoned")
+            .values()
+            .find(|v| pred(v))
+            .cloned()
+    }
+
     pub fn all(&self) -> Vec<RegionView> {
         self.views
             .read()
@@ -126,7 +135,6 @@ impl RegionViews {
                 leader: peer.leader(),
                 lease_until: peer.lease_until(),
                 term: peer.term(),
-                applied_index: peer.applied_index(),
                 pending_peers: peer.pending_peers(),
             };
             fresh.insert(view.region.id, view);

@@ -134,14 +134,7 @@ fn run(seed: u64) {
                         .filter(|w| w.fate == Fate::Acked)
                         .map(|w| w.key.clone())
                         .collect();
-                    let outcome: Outcome = Default::default();
-                    let slot = outcome.clone();
-                    let now = c.now;
-                    c.stores.get_mut(&s).unwrap().read_index(
-                        REGION,
-                        Box::new(move |r| *slot.lock().unwrap() = Some(r)),
-                        now,
-                    );
+                    let outcome = c.read_index(s);
                     reads.push((s, outcome, acked));
                     c.pump();
                 }

@@ -392,18 +392,6 @@ fn appends_held_back_arrive_late_and_the_follower_catches_up_in_order() {
     assert_eq!(c.applied_index(3), c.applied_index(1));
 }
 
-fn read_index(c: &mut Cluster, s: u64) -> cluster::Outcome {
-    let outcome = cluster::Outcome::default();
-    let slot = outcome.clone();
-    let now = c.now;
-    c.stores.get_mut(&s).unwrap().read_index(
-        REGION,
-        Box::new(move |r| *slot.lock().unwrap() = Some(r)),
-        now,
-    );
-    outcome
-}
-
 #[test]
 fn a_leader_past_its_lease_reads_through_read_index_and_that_renews_the_lease() {
     let cfg = test_config();
@@ -421,7 +409,7 @@ fn a_leader_past_its_lease_reads_through_read_index_and_that_renews_the_lease() 
             .check_lease_read(now)
             .is_err()
     );
-    let read = read_index(&mut c, 1);
+    let read = c.read_index(1);
     c.pump();
     assert!(
         matches!(outcome_of(&read), Some(Ok(()))),
@@ -442,7 +430,7 @@ fn an_isolated_leader_cannot_confirm_a_read_and_answers_it_when_it_steps_down() 
     let mut c = Cluster::new(3, test_config());
     c.elect(1);
     c.isolate(1);
-    let read = read_index(&mut c, 1);
+    let read = c.read_index(1);
     c.pump();
     assert!(outcome_of(&read).is_none(), "no quorum confirms it");
     for _ in 0..30 {

@@ -398,6 +398,22 @@ impl Cluster {
         outcome
     }
 
+    /// Asks store `s` for a ReadIndex read; the slot its answer will land in.
+    pub fn read_index(&mut self, s: u64) -> Outcome {
+        let outcome: Outcome = Arc::default();
+        let slot = outcome.clone();
+        let now = self.now;
+        self.stores
+            .get_mut(&s)
+            .expect("a running store")
+            .read_index(
+                REGION,
+                Box::new(move |r| *slot.lock().unwrap() = Some(r)),
+                now,
+            );
+        outcome
+    }
+
     /// The region as store `s`'s peer holds it.
     pub fn region(&self, s: u64) -> Option<Region> {
         self.stores[&s].peer(REGION).map(|p| p.region().clone())
