@@ -2,11 +2,15 @@
 //! the `mysql` client: PD grows the first region to three replicas, a bank of accounts keeps
 //! its total while the kv node leading the region is killed with SIGKILL and restarted, every
 //! acknowledged transfer is there afterwards, and the restarted node caught up (it is part of
-//! the majority that serves once another node is killed).
+//! the majority that serves once another node is killed). A rolling restart with SIGTERM
+//! fails no transaction, not even one holding pessimistic locks across the stop.
 
 mod common;
 
+use std::io::{BufRead, Read, Write};
 use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -131,6 +135,17 @@ impl Cluster {
         ));
     }
 
+    /// Stops kv node `i` with SIGTERM, as a rolling restart does.
+    fn stop_kv(&mut self, i: usize) {
+        let p = self.kvs[i].process.take().expect("a running kv node");
+        assert!(p.terminate().success(), "kv node {i} stopped cleanly");
+    }
+
+    /// What kv node `i` logged.
+    fn kv_log(&self, i: usize) -> String {
+        std::fs::read_to_string(self.kvs[i].dir.join("kv.log")).unwrap_or_default()
+    }
+
     fn kill_kv(&mut self, i: usize) {
         let mut p = self.kvs[i].process.take().expect("a running kv node");
         // SAFETY: signalling our own child.
@@ -154,17 +169,7 @@ impl Cluster {
     }
 
     fn mysql(&self, sql: &str) -> Result<String, String> {
-        let out = std::process::Command::new("mysql")
-            .args(["--host", "127.0.0.1", "--port", &self.port.to_string()])
-            .args(["-u", "root", "--batch", "--skip-column-names", "-e", sql])
-            .stdin(Stdio::null())
-            .output()
-            .expect("the mysql client runs");
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-        } else {
-            Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
-        }
+        mysql_at(self.port, sql)
     }
 
     /// Runs `sql` until it succeeds, for at most `within`.
@@ -189,32 +194,33 @@ impl Cluster {
     }
 }
 
-fn wait_until(what: &str, within: Duration, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + within;
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(200));
+/// Runs `sql` with the `mysql` client against the sql node at `port`.
+fn mysql_at(port: u16, sql: &str) -> Result<String, String> {
+    let out = mysql_client(port)
+        .args(["-e", sql])
+        .stdin(Stdio::null())
+        .output()
+        .expect("the mysql client runs");
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
     }
 }
 
-/// One transfer between two accounts in one transaction; whether it committed.
-fn transfer(c: &Cluster, n: i64) -> bool {
-    let (from, to) = (n % ACCOUNTS, (n * 7 + 3) % ACCOUNTS);
-    c.mysql(&format!(
-        "BEGIN; UPDATE bank.accounts SET balance = balance - 1 WHERE id = {from}; \
-         UPDATE bank.accounts SET balance = balance + 1 WHERE id = {to}; \
-         INSERT INTO bank.log VALUES ({n}); COMMIT;"
-    ))
-    .is_ok()
+fn mysql_client(port: u16) -> std::process::Command {
+    let mut cmd = std::process::Command::new("mysql");
+    cmd.args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["-u", "root", "--batch", "--skip-column-names"]);
+    cmd
 }
 
-#[test]
-fn a_killed_leader_costs_seconds_not_data_and_comes_back_as_a_follower() {
-    let mut c = Cluster::start();
+/// Waits until every kv node holds a replica, then creates the bank of accounts.
+fn open_bank(c: &Cluster) {
     wait_until(
         "every kv node holds a replica",
         Duration::from_secs(90),
-        || (0..3).all(|i| c.region_count(i, "region") == 1),
+        || (0..c.kvs.len()).all(|i| c.region_count(i, "region") == 1),
     );
     c.mysql_retrying("CREATE DATABASE bank", Duration::from_secs(60));
     c.mysql_retrying(
@@ -227,6 +233,79 @@ fn a_killed_leader_costs_seconds_not_data_and_comes_back_as_a_follower() {
         &format!("INSERT INTO bank.accounts VALUES {}", values.join(",")),
         Duration::from_secs(30),
     );
+}
+
+/// The total is unchanged, every acknowledged transfer is in the log, and nothing above the
+/// `last` transfer tried.
+fn check_bank(c: &Cluster, acked: &[i64], last: i64) {
+    assert_eq!(c.total(), ACCOUNTS * BALANCE, "the total changed");
+    let logged: Vec<i64> = c
+        .mysql_retrying("SELECT n FROM bank.log ORDER BY n", Duration::from_secs(60))
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    for a in acked {
+        assert!(logged.contains(a), "acknowledged transfer {a} is missing");
+    }
+    assert!(
+        logged.iter().all(|l| *l <= last),
+        "a transfer nobody made: {logged:?}"
+    );
+}
+
+/// A transfer whose transaction stays open for `pause` between its two updates, as an
+/// application's does while it thinks, holding the first account's pessimistic lock.
+fn transfer_with_pause(port: u16, n: i64, pause: Duration) -> Result<(), String> {
+    let (from, to) = (n % ACCOUNTS, (n * 7 + 3) % ACCOUNTS);
+    let mut session = mysql_client(port)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the mysql client runs");
+    let mut stdin = session.stdin.take().unwrap();
+    let first = format!("BEGIN; UPDATE bank.accounts SET balance = balance - 1 WHERE id = {from};");
+    let _ = writeln!(stdin, "{first}");
+    std::thread::sleep(pause);
+    let _ = writeln!(
+        stdin,
+        "UPDATE bank.accounts SET balance = balance + 1 WHERE id = {to}; \
+         INSERT INTO bank.log VALUES ({n}); COMMIT;"
+    );
+    drop(stdin);
+    let out = session.wait_with_output().unwrap();
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+    }
+}
+
+fn wait_until(what: &str, within: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// One transfer between two accounts in one transaction, through the sql node at `port`.
+fn transfer(port: u16, n: i64) -> Result<String, String> {
+    let (from, to) = (n % ACCOUNTS, (n * 7 + 3) % ACCOUNTS);
+    mysql_at(
+        port,
+        &format!(
+            "BEGIN; UPDATE bank.accounts SET balance = balance - 1 WHERE id = {from}; \
+             UPDATE bank.accounts SET balance = balance + 1 WHERE id = {to}; \
+             INSERT INTO bank.log VALUES ({n}); COMMIT;"
+        ),
+    )
+}
+
+#[test]
+fn a_killed_leader_costs_seconds_not_data_and_comes_back_as_a_follower() {
+    let mut c = Cluster::start();
+    open_bank(&c);
     let mut acked = Vec::new();
     let mut n = 0;
     // Commits `count` transfers, through whatever failover is going on.
@@ -236,7 +315,7 @@ fn a_killed_leader_costs_seconds_not_data_and_comes_back_as_a_follower() {
         while done < count {
             assert!(Instant::now() < deadline, "{what}: no transfer commits");
             n += 1;
-            if transfer(c, n) {
+            if transfer(c.port, n).is_ok() {
                 acked.push(n);
                 done += 1;
             }
@@ -262,20 +341,109 @@ fn a_killed_leader_costs_seconds_not_data_and_comes_back_as_a_follower() {
         );
         c.start_kv(other);
     }
-    let n = n;
-    // Every acknowledged transfer is there, and nothing else.
-    let logged: Vec<i64> = c
-        .mysql_retrying("SELECT n FROM bank.log ORDER BY n", Duration::from_secs(60))
-        .lines()
-        .map(|l| l.parse().unwrap())
-        .collect();
-    for a in &acked {
-        assert!(logged.contains(a), "acknowledged transfer {a} is missing");
-    }
+    check_bank(&c, &acked, n);
+}
+
+#[test]
+fn an_open_transaction_keeps_its_locks_when_its_leader_stops_with_sigterm() {
+    let mut c = Cluster::start();
+    open_bank(&c);
+    let leader = c.leader().expect("a kv node leads");
+    let mut session = mysql_client(c.port)
+        .arg("--unbuffered")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the mysql client runs");
+    let mut stdin = session.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(session.stdout.take().unwrap());
+    // The pessimistic lock on account 1 lives in the leader's memory.
+    writeln!(
+        stdin,
+        "BEGIN; UPDATE bank.accounts SET balance = balance - 5 WHERE id = 1; SELECT 'locked';"
+    )
+    .unwrap();
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "locked");
+    c.stop_kv(leader);
+    let log = c.kv_log(leader);
     assert!(
-        logged.iter().all(|l| *l <= n),
-        "a transfer nobody made: {logged:?}"
+        log.contains("locks_moved=1 regions_still_led=0"),
+        "the stopped leader handed its lock and region off: {}",
+        log.lines()
+            .filter(|l| l.contains("handed"))
+            .collect::<Vec<_>>()
+            .join("\n")
     );
+    writeln!(
+        stdin,
+        "UPDATE bank.accounts SET balance = balance + 5 WHERE id = 2; COMMIT; SELECT 'committed';"
+    )
+    .unwrap();
+    drop(stdin);
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    let status = session.wait().unwrap();
+    let mut err = String::new();
+    session
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(
+        status.success() && rest.trim() == "committed",
+        "{rest} {err}"
+    );
+    assert_eq!(
+        c.mysql_retrying(
+            "SELECT balance FROM bank.accounts WHERE id IN (1, 2) ORDER BY id",
+            Duration::from_secs(30)
+        ),
+        "95\n105"
+    );
+    c.start_kv(leader);
+}
+
+#[test]
+fn a_rolling_restart_with_sigterm_fails_no_transaction() {
+    let mut c = Cluster::start();
+    open_bank(&c);
+    let stop = Arc::new(AtomicBool::new(false));
+    let workload = {
+        let (port, stop) = (c.port, stop.clone());
+        std::thread::spawn(move || {
+            let (mut n, mut acked, mut failed) = (0, Vec::new(), Vec::new());
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                match transfer_with_pause(port, n, Duration::from_millis(100)) {
+                    Ok(()) => acked.push(n),
+                    Err(e) => failed.push((n, e)),
+                }
+            }
+            (n, acked, failed)
+        })
+    };
+    for i in 0..c.kvs.len() {
+        wait_until("a kv node leads", Duration::from_secs(30), || {
+            c.leader().is_some()
+        });
+        c.stop_kv(i);
+        std::thread::sleep(Duration::from_secs(1));
+        c.start_kv(i);
+        wait_until(
+            "the restarted node holds its replica",
+            Duration::from_secs(60),
+            || c.region_count(i, "region") == 1,
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    let (last, acked, failed) = workload.join().unwrap();
+    assert!(failed.is_empty(), "failed transfers: {failed:?}");
+    assert!(!acked.is_empty());
+    check_bank(&c, &acked, last);
 }
 
 #[test]

@@ -25,6 +25,12 @@ pub const THREAD_STACKS_MAX: usize = 1024;
 pub const PLAYGROUND_READY_WAIT_MS: u64 = 60_000;
 /// How long the playground waits for children to exit after SIGTERM before it sends SIGKILL.
 pub const PLAYGROUND_STOP_WAIT_MS: u64 = 10_000;
+/// How long a replicated kv node stopping on SIGTERM waits for its regions' leadership to
+/// move to other stores before it stops anyway; well inside [`PLAYGROUND_STOP_WAIT_MS`]. A
+/// transfer to a follower that is up takes one round trip and an election.
+pub const LEADER_HAND_OFF_WAIT_MS: u64 = 5_000;
+/// Pessimistic locks one Raft write moves from memory to the lock CF during a hand-off.
+pub const LOCK_HAND_OFF_BATCH_KEYS: usize = 1024;
 /// Most requests one BatchCommands message to a kv node carries, and most answers one reply
 /// message carries (TiKV's client batches up to 128 too).
 pub const KV_BATCH_REQUESTS_MAX: usize = 128;

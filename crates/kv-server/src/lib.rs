@@ -8,7 +8,8 @@
 //! With `raftstore.replication` on, writes go through raftstore ([`raft_kv`]): the store's
 //! regions are Raft groups whose logs live in raft-engine (`raft-engine.dir`, by default
 //! `<data-dir>/raft-engine`), Raft messages travel over the same gRPC port
-//! ([`raft_transport`]), and PD grows each region to its replica count. Off, each region has
+//! ([`raft_transport`]), and PD grows each region to its replica count; on SIGTERM the node
+//! hands its locks and leaderships to other stores first ([`hand_off`]). Off, each region has
 //! the one local replica it always had.
 
 pub mod auto_adjust;
@@ -16,6 +17,7 @@ pub mod batch;
 pub mod deadlock;
 pub mod gc_driver;
 pub mod grpc;
+pub mod hand_off;
 pub mod lock_waits;
 pub mod pd_worker;
 pub mod raft_kv;
@@ -146,6 +148,15 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         }
     };
     let result = node.run_until_signal(serving);
+    if let Some(r) = &replication {
+        let store_id = pd_worker::STORE_ID.load(std::sync::atomic::Ordering::Relaxed);
+        let done = hand_off::hand_off(&r.kv, &storage.scheduler.latches(), store_id);
+        tracing::info!(
+            locks_moved = done.locks_moved,
+            regions_still_led = done.regions_still_led,
+            "handed regions off before stopping"
+        );
+    }
     // Raftstore stops before the port closes: other stores take a refused connection as proof
     // that this node serves nothing any more, so its leases must be over by then.
     let client_runtime = replication.map(|r| {

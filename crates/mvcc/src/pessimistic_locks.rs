@@ -55,6 +55,8 @@ fn entry_bytes(key: &[u8], lock: &Lock) -> usize {
 pub struct PessimisticLocks {
     locks: Mutex<Locks>,
     enabled: AtomicBool,
+    /// Set for good once the node hands its leadership off ([`Self::stop_taking_new_locks`]).
+    handing_off: AtomicBool,
     limit_bytes: AtomicUsize,
 }
 
@@ -64,6 +66,7 @@ impl PessimisticLocks {
         PessimisticLocks {
             locks: Mutex::new(Locks::default()),
             enabled: AtomicBool::new(enabled),
+            handing_off: AtomicBool::new(false),
             limit_bytes: AtomicUsize::new(limit_bytes),
         }
     }
@@ -90,7 +93,21 @@ impl PessimisticLocks {
     /// Whether a new lock may go here now.
     pub fn takes_new_locks(&self) -> bool {
         self.enabled.load(Ordering::Relaxed)
+            && !self.handing_off.load(Ordering::Acquire)
             && self.locked().bytes < self.limit_bytes.load(Ordering::Relaxed)
+    }
+
+    /// From now on new locks go to the lock CF, whatever the knobs say: the node is about to
+    /// hand its regions' leadership to other stores, which see only what the lock CF holds.
+    /// A command that decided before this call may still add a lock here; the hand-off
+    /// looks again until the table is empty.
+    pub fn stop_taking_new_locks(&self) {
+        self.handing_off.store(true, Ordering::Release);
+    }
+
+    /// The first `limit` keys locked here, in key order.
+    pub fn keys(&self, limit: usize) -> Vec<Vec<u8>> {
+        self.locked().by_key.keys().take(limit).cloned().collect()
     }
 
     /// Forgets every lock: a replica that just became its region's leader may hold locks

@@ -19,6 +19,11 @@ enum Modify {
         lock: Option<Lock>,
         new_pessimistic: bool,
     },
+    /// A pessimistic lock held in memory, moved to the lock CF unchanged.
+    PersistLock {
+        key: Vec<u8>,
+        lock: Lock,
+    },
 }
 
 #[derive(Default)]
@@ -48,6 +53,17 @@ impl MvccTxn {
     pub fn put_new_pessimistic_lock(&mut self, key: &[u8], lock: &Lock) {
         debug_assert_eq!(lock.lock_type, LockType::Pessimistic);
         self.push_lock(key, Some(lock), true);
+    }
+
+    /// Moves `lock`, which the [`PessimisticLocks`] hold for `key`, to the lock CF: the
+    /// lock itself does not change, so the lock table does not either. The caller holds the
+    /// key's latch, so no command moves or removes the lock meanwhile.
+    pub fn persist_pessimistic_lock(&mut self, key: &[u8], lock: &Lock) {
+        debug_assert_eq!(lock.lock_type, LockType::Pessimistic);
+        self.modifies.push(Modify::PersistLock {
+            key: key.to_vec(),
+            lock: lock.clone(),
+        });
     }
 
     pub fn unlock(&mut self, key: &[u8]) {
@@ -136,6 +152,7 @@ impl MvccTxn {
             .map(|m| match m {
                 Modify::Put(_, k, v) => k.len() + v.len(),
                 Modify::Delete(_, k) => k.len(),
+                Modify::PersistLock { key, lock } => key.len() + lock.encode().len(),
                 // Counted by its key alone: it may stay in memory.
                 Modify::Lock { key, .. } => key.len(),
             })
@@ -159,6 +176,10 @@ impl MvccTxn {
             match m {
                 Modify::Put(cf, k, v) => batch.put(cf, &k, &v),
                 Modify::Delete(cf, k) => batch.delete(cf, &k),
+                Modify::PersistLock { key, lock } => {
+                    batch.put(Cf::Lock, &encode_key(&key), &lock.encode());
+                    pessimistic.push((key, None));
+                }
                 Modify::Lock {
                     key,
                     lock,

@@ -535,6 +535,61 @@ fn a_full_table_sends_new_pessimistic_locks_to_the_lock_cf_where_they_stay() {
 }
 
 #[test]
+fn a_hand_off_moves_pessimistic_locks_to_the_lock_cf_where_another_leader_finds_them() {
+    let s = Store::new();
+    let lock = |key: &[u8], start| {
+        s.run(|txn, r| acquire_pessimistic_lock(txn, r, key, key, start, start, 3000))
+    };
+    lock(b"a", ts(10)).unwrap();
+    lock(b"b", ts(11)).unwrap();
+    s.2.stop_taking_new_locks();
+    lock(b"c", ts(12)).unwrap();
+    assert!(
+        stored_lock(&s, b"c").is_some(),
+        "a new lock goes to the lock CF"
+    );
+    let keys = s.2.keys(10);
+    assert_eq!(keys, [b"a".to_vec(), b"b".to_vec()]);
+    s.run(|txn, _| {
+        for key in &keys {
+            txn.persist_pessimistic_lock(key, &s.2.get(key).unwrap());
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(s.2.stats().0, 0, "nothing left in memory");
+
+    // The next leader starts with an empty table and finds every lock in the lock CF.
+    let next = Store(
+        s.0.clone(),
+        LockTable::default(),
+        Arc::new(PessimisticLocks::new(true, usize::MAX)),
+    );
+    for (key, start) in [(b"a", ts(10)), (b"b", ts(11)), (b"c", ts(12))] {
+        assert!(matches!(
+            next.run(|txn, r| acquire_pessimistic_lock(txn, r, key, key, ts(20), ts(20), 3000)),
+            Err(MvccError::KeyIsLocked(_))
+        ));
+        let props = TxnProps {
+            for_update_ts: start,
+            ..Store::props(key, start)
+        };
+        next.run(|txn, r| {
+            prewrite(
+                txn,
+                r,
+                &props,
+                Mutation::Put(key.to_vec(), b"v".to_vec()),
+                KeyCheck::PessimisticLock,
+            )
+        })
+        .unwrap();
+        next.commit(key, start, ts(30)).unwrap();
+        assert_eq!(next.get(key, ts(31)).unwrap(), v("v"));
+    }
+}
+
+#[test]
 fn a_pessimistic_txn_checks_a_key_it_did_not_lock_unless_another_lock_covers_it() {
     let s = Store::new();
     // Committed after the txn's start ts 10, before its for_update_ts 16.

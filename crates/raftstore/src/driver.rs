@@ -48,6 +48,11 @@ pub enum StoreMsg {
         region_id: u64,
         to_peer_id: u64,
     },
+    /// Before a planned stop: leadership of the region goes to its best follower
+    /// ([`crate::Peer::transfer_target`]), if this store leads it.
+    HandOffLeadership {
+        region_id: u64,
+    },
     /// A linearizable read without the lease: `reply` hears once it may be served.
     ReadIndex {
         region_id: u64,
@@ -352,6 +357,11 @@ fn handle<E: KvEngine, T: Transport>(store: &mut Store<E, T>, msg: StoreMsg) -> 
             to_peer_id,
         } => {
             let _ = store.transfer_leader(region_id, to_peer_id, now);
+        }
+        StoreMsg::HandOffLeadership { region_id } => {
+            if let Ok(Some(to)) = store.hand_off_leadership(region_id, now) {
+                tracing::info!(region_id, to_peer = to, "handing leadership off");
+            }
         }
         StoreMsg::ReadIndex { region_id, reply } => store.read_index(region_id, reply, now),
         StoreMsg::Bootstrap { region, reply } => reply(store.bootstrap_region(region)),

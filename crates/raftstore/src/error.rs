@@ -18,12 +18,12 @@ pub enum Error {
     /// The caller's epoch is not the region's current one; `current` is what it is now.
     #[error("epoch of region {} does not match", current.id)]
     EpochNotMatch { current: Box<Region> },
-    /// The proposal was overwritten by another leader's entry, or its leader lost
-    /// leadership before it applied: it did not take effect and may be retried.
+    /// The proposal was overwritten by another leader's entry, or could not be proposed
+    /// (a leader transfer in progress): it did not take effect and may be retried.
     #[error("stale command: the proposal was dropped by a leader change")]
     StaleCommand,
-    /// The proposal may or may not have applied (its leader lost leadership first, a
-    /// snapshot went past it, or the wait for it ran out): the caller must not assume either.
+    /// The proposal may or may not have applied (a snapshot went past it, or the wait for
+    /// it ran out): the caller must not assume either.
     #[error("outcome unknown: {0}")]
     OutcomeUnknown(&'static str),
     /// A proposal above `raftstore.raft-entry-max-size`.

@@ -381,6 +381,24 @@ impl Peer {
         self.raw.transfer_leader(peer_id);
     }
 
+    /// As leader: the follower to hand leadership to before a planned stop, a voter other
+    /// than this peer that needs no snapshot, preferring one that answered within the last
+    /// election timeout, then the one holding most of the log (the transfer waits while
+    /// the leader catches it up, refusing proposals). None if there is no such voter.
+    pub fn transfer_target(&self) -> Option<u64> {
+        if !self.is_leader() {
+            return None;
+        }
+        let prs = self.raw.raft.prs();
+        let voters = prs.conf().voters();
+        prs.iter()
+            .filter(|&(&id, p)| {
+                id != self.peer_id && voters.contains(id) && p.state != ProgressState::Snapshot
+            })
+            .max_by_key(|&(_, p)| (p.recent_active, p.matched))
+            .map(|(&id, _)| id)
+    }
+
     /// Proposes `cmd`; `reply` hears the outcome once it applied, or at once if it cannot be
     /// proposed here.
     pub fn propose(&mut self, mut cmd: RaftCmd, reply: Reply, now: Instant) {
@@ -707,8 +725,11 @@ impl Peer {
         } else {
             self.leader_since = None;
             self.lease_until = None;
-            // What this peer proposed may still commit under the next leader, or not.
-            self.fail_proposals(|| Error::OutcomeUnknown("leadership was lost before it applied"));
+            // What this peer proposed may still commit under the next leader, or not: its
+            // proposals wait until their index applies and the entry there says which
+            // (`on_applied`), as TiKV's do. After a planned transfer that is at once, since
+            // the new leader had the whole log; a deposed leader cut off waits for the call's
+            // time limit, and its caller hears the outcome is unknown.
             for read in self.reads.drain(..) {
                 (read.reply)(Err(Error::NotLeader {
                     region_id: self.region.id,

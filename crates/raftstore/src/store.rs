@@ -298,6 +298,17 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         Ok(())
     }
 
+    /// Hands the region's leadership to [`Peer::transfer_target`]; the peer it went to, if
+    /// this peer leads and has a follower to give it to.
+    pub fn hand_off_leadership(&mut self, region_id: u64, now: Instant) -> Result<Option<u64>> {
+        let peer = self.peer_mut(region_id)?;
+        let target = peer.transfer_target();
+        if let Some(to) = target {
+            peer.transfer_leader(to, now);
+        }
+        Ok(target)
+    }
+
     pub fn has_ready(&self) -> bool {
         self.peers.values().any(Peer::has_ready)
     }

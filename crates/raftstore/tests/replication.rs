@@ -81,14 +81,13 @@ fn an_isolated_leader_cannot_commit_while_the_majority_elects_and_writes_then_it
     }
     assert!(!c.stores[&1].peer(REGION).unwrap().is_leader());
     assert_eq!(c.get(1, b"lost"), None);
-    // It answered its proposal when it stepped down: it cannot know whether the next leader
-    // will commit it. Healing: it catches up, and the proposal never applied.
-    assert!(matches!(
-        outcome_of(&lost),
-        Some(Err(Error::OutcomeUnknown(_)))
-    ));
+    // Stepping down tells it nothing of its proposal's fate: the next leader may commit it.
+    assert!(outcome_of(&lost).is_none());
+    // Healing: it catches up, finds another leader's entry at the proposal's index, and
+    // answers that the proposal did not happen.
     c.clear_filters();
     c.ticks(5);
+    assert!(matches!(outcome_of(&lost), Some(Err(Error::StaleCommand))));
     for s in 1..=3 {
         assert_eq!(c.get(s, b"after").as_deref(), Some(&b"2"[..]), "store {s}");
         assert_eq!(c.get(s, b"lost"), None, "store {s}");
@@ -179,6 +178,35 @@ fn leadership_moves_on_request_and_the_old_leader_stops_serving_lease_reads() {
             .check_lease_read(now)
             .is_ok()
     );
+}
+
+#[test]
+fn a_hand_off_goes_to_the_voter_that_answers_and_holds_the_log() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    c.isolate(2);
+    c.must_put(b"k", b"v");
+    c.ticks(10); // two election timeouts: store 2's silence is noticed
+    let now = c.now;
+    let to = c
+        .stores
+        .get_mut(&1)
+        .unwrap()
+        .hand_off_leadership(REGION, now);
+    assert_eq!(to.unwrap(), Some(peer_id(3)));
+    c.pump();
+    assert_eq!(c.leader(), Some(3));
+    let now = c.now;
+    assert_eq!(
+        c.stores
+            .get_mut(&1)
+            .unwrap()
+            .hand_off_leadership(REGION, now)
+            .unwrap(),
+        None,
+        "a follower has nothing to hand off"
+    );
+    c.must_put(b"k2", b"v2");
 }
 
 #[test]

@@ -1,0 +1,101 @@
+//! A planned stop of a replicated kv node (SIGTERM): before raftstore stops, the node hands
+//! its regions to other stores, so a rolling restart fails no transaction.
+//!
+//! 1. The pessimistic locks it keeps in memory go to the lock CF through Raft, where the next
+//!    leader finds them (a leader keeps them only in memory, which a new leader never sees).
+//!    TiKV proposes its in-memory locks before a leader transfer in the same way. New locks
+//!    go to the lock CF from the start of the hand-off. Each batch of keys is moved under the
+//!    keys' latches, so no command moves or removes one of those locks meanwhile; a command
+//!    that decided before the hand-off began may still add a lock to memory, so the table is
+//!    looked at again until it is empty.
+//! 2. Each region this store leads goes to its best follower
+//!    ([`raftstore::Peer::transfer_target`]); the request is repeated every
+//!    [`HAND_OFF_RETRY`] until no region is led here.
+//!
+//! Both steps together take at most [`LEADER_HAND_OFF_WAIT_MS`]: with no follower up (the
+//! whole cluster stopping) the node stops anyway, and the regions elect a leader after it.
+//! Requests that reach this node meanwhile are answered NotLeader, and clients follow the
+//! new leader.
+
+use std::time::{Duration, Instant};
+
+use base::limits::{LEADER_HAND_OFF_WAIT_MS, LOCK_HAND_OFF_BATCH_KEYS};
+use mvcc::MvccTxn;
+use raftstore::driver::StoreMsg;
+use txn::latches::Latches;
+use txn::{Durability, ReplicatedKv};
+
+use crate::raft_kv::RaftKv;
+
+/// How often the leadership of a region still led here is asked to move again.
+const HAND_OFF_RETRY: Duration = Duration::from_millis(500);
+
+/// What a hand-off did, for the log.
+#[derive(Debug, Default)]
+pub struct HandOff {
+    pub locks_moved: usize,
+    /// Regions this store still led when the wait ended.
+    pub regions_still_led: usize,
+}
+
+/// Hands this store's pessimistic locks and region leadership to other stores (see the
+/// module header), within [`LEADER_HAND_OFF_WAIT_MS`].
+pub fn hand_off(kv: &RaftKv, latches: &Latches, store_id: u64) -> HandOff {
+    let deadline = Instant::now() + Duration::from_millis(LEADER_HAND_OFF_WAIT_MS);
+    let mut done = HandOff::default();
+    match move_pessimistic_locks(kv, latches, deadline) {
+        Ok(moved) => done.locks_moved = moved,
+        Err(e) => tracing::warn!("moving pessimistic locks to the lock CF failed: {e}"),
+    }
+    let led = || {
+        kv.views()
+            .all()
+            .into_iter()
+            .filter(|v| v.leader.as_ref().is_some_and(|l| l.store_id == store_id))
+            .map(|v| v.region.id)
+            .collect::<Vec<_>>()
+    };
+    let mut asked = Instant::now() - HAND_OFF_RETRY;
+    loop {
+        let regions = led();
+        done.regions_still_led = regions.len();
+        if regions.is_empty() || Instant::now() >= deadline {
+            return done;
+        }
+        if asked.elapsed() >= HAND_OFF_RETRY {
+            for region_id in regions {
+                let _ = kv.router().send(StoreMsg::HandOffLeadership { region_id });
+            }
+            asked = Instant::now();
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Step 1: moves every lock in the in-memory table to the lock CF; how many it moved.
+fn move_pessimistic_locks(
+    kv: &RaftKv,
+    latches: &Latches,
+    deadline: Instant,
+) -> engine::Result<usize> {
+    let table = kv.pessimistic_locks();
+    table.stop_taking_new_locks();
+    let mut moved = 0;
+    while Instant::now() < deadline {
+        let keys = table.keys(LOCK_HAND_OFF_BATCH_KEYS);
+        if keys.is_empty() {
+            break;
+        }
+        let _latched = latches.acquire(keys.iter().map(Vec::as_slice));
+        let mut txn = MvccTxn::new();
+        for key in &keys {
+            // Under the latch the lock is where it was unless a command finished with it.
+            if let Some(lock) = table.get(key) {
+                txn.persist_pessimistic_lock(key, &lock);
+                moved += 1;
+            }
+        }
+        kv.write(txn, Durability::Synced)?;
+    }
+    Ok(moved)
+}
