@@ -1,11 +1,15 @@
 //! `atoll bench oltp-report`: reads the logs `bench/oltp` left (sysbench 1.0.20 runs with
 //! `--report-interval=1 --histogram=on`, go-tpc `tpcc run` and `check`) and writes
-//! `results.csv`, `results.md` (the Atoll/MariaDB ratio per row), `qps.png`, `latency.png`
-//! and one per-second QPS chart per workload (`timeline-<workload>-<threads>.png`).
+//! `results.csv` (every run), `results.md` (per workload the median run of each system and
+//! the ratios of [`PAIRS`], each the median of the ratios within a round), `qps.png`,
+//! `latency.png` and one per-second QPS chart per workload (`timeline-<workload>-<threads>.png`),
+//! the charts from each system's median run.
 //!
-//! Log names: `sysbench-<system>-<workload>-<threads>.log`,
-//! `tpcc-<system>-run-<threads>.log`, `tpcc-<system>-check.log`. sysbench reports only one
-//! percentile, so p95 and p99 come from its latency histogram.
+//! Systems: `mariadb` and `atoll` (one node each), `galera` (three MariaDB Galera nodes) and
+//! `atoll3` (three replicated kv nodes). Log names: `sysbench-<system>-<workload>-<threads>`,
+//! `tpcc-<system>-run-<threads>`, each with `-r<round>` at the end when the harness ran
+//! rounds, and `tpcc-<system>-check`. sysbench reports only one percentile, so p95 and p99
+//! come from its latency histogram.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -33,6 +37,8 @@ pub struct OltpReportArgs {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
     pub system: String,
+    /// Which round of the harness (1 when it ran one).
+    pub round: u32,
     pub workload: String,
     pub threads: u32,
     pub tps: f64,
@@ -90,6 +96,7 @@ pub fn parse_sysbench(
     let missing = || format!("{system} {workload} {threads}: no sysbench summary in the log");
     Ok(Run {
         system: system.into(),
+        round: 1,
         workload: workload.into(),
         threads,
         tps: per_sec("transactions:").with_context(missing)?,
@@ -147,6 +154,7 @@ pub fn parse_tpcc(system: &str, threads: u32, log: &str) -> anyhow::Result<(Run,
     Ok((
         Run {
             system: system.into(),
+            round: 1,
             workload: "tpcc".into(),
             threads,
             tps: field(totals, "tpmTotal:")? / 60.0,
@@ -165,9 +173,35 @@ fn read(path: &Path) -> anyhow::Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
 }
 
+/// The comparisons the table makes: (system, baseline, heading). Targets of issue 28:
+/// `atoll3` at least 1.0x `galera` on writes and TPC-C, and at least 0.95x `atoll` on
+/// point_select and read_only.
+const PAIRS: [(&str, &str, &str); 3] = [
+    ("atoll", "mariadb", "Atoll / MariaDB"),
+    ("atoll3", "galera", "Atoll 3 kv / Galera"),
+    ("atoll3", "atoll", "Atoll 3 kv / Atoll"),
+];
+
+/// The systems in the order the tables list them.
+const SYSTEMS: [(&str, &str); 4] = [
+    ("mariadb", "MariaDB"),
+    ("atoll", "Atoll"),
+    ("galera", "Galera x3"),
+    ("atoll3", "Atoll 3 kv"),
+];
+
+/// Splits a trailing `r<round>` off a log name's parts.
+fn round_of<'a>(parts: &'a [&'a str]) -> (&'a [&'a str], u32) {
+    match parts.split_last() {
+        Some((last, rest)) if last.starts_with('r') && last[1..].parse::<u32>().is_ok() => {
+            (rest, last[1..].parse().unwrap_or(1))
+        }
+        _ => (parts, 1),
+    }
+}
+
 pub fn run(args: OltpReportArgs) -> anyhow::Result<()> {
     let mut runs = Vec::new();
-    let mut tpm_c: BTreeMap<String, f64> = BTreeMap::new();
     let mut checks: BTreeMap<String, String> = BTreeMap::new();
     let mut names: Vec<String> = std::fs::read_dir(&args.logs)
         .with_context(|| format!("reading {}", args.logs.display()))?
@@ -179,20 +213,21 @@ pub fn run(args: OltpReportArgs) -> anyhow::Result<()> {
             continue;
         };
         let parts: Vec<&str> = stem.split('-').collect();
+        let (parts, round) = round_of(&parts);
         let path = args.logs.join(name);
-        match parts.as_slice() {
+        match parts {
             ["sysbench", system, workload, threads] if threads.parse::<u32>().is_ok() => {
-                runs.push(parse_sysbench(
-                    system,
-                    workload,
-                    threads.parse()?,
-                    &read(&path)?,
-                )?);
+                let run = parse_sysbench(system, workload, threads.parse()?, &read(&path)?)?;
+                runs.push(Run { round, ..run });
             }
             ["tpcc", system, "run", threads] => {
-                let (run, c) = parse_tpcc(system, threads.parse()?, &read(&path)?)?;
-                tpm_c.insert(system.to_string(), c);
-                runs.push(run);
+                let (run, tpm_c) = parse_tpcc(system, threads.parse()?, &read(&path)?)?;
+                // The TPC-C row compares tpmC, so that is the figure the row carries.
+                runs.push(Run {
+                    round,
+                    qps: Some(tpm_c),
+                    ..run
+                });
             }
             ["tpcc", system, "check"] => {
                 let log = read(&path)?;
@@ -215,92 +250,172 @@ pub fn run(args: OltpReportArgs) -> anyhow::Result<()> {
     std::fs::write(args.out.join("results.csv"), csv(&runs))?;
     std::fs::write(
         args.out.join("results.md"),
-        markdown(&runs, &tpm_c, &checks, &args.title),
+        markdown(&runs, &checks, &args.title),
     )?;
-    plot::oltp_charts(&runs, &args.out)?;
+    plot::oltp_charts(&median_runs(&runs), &args.out)?;
     println!("wrote {}", args.out.display());
     Ok(())
 }
 
 fn csv(runs: &[Run]) -> String {
-    let mut out = String::from("system,workload,threads,tps,qps,avg_ms,p95_ms,p99_ms,errors\n");
+    let mut out =
+        String::from("system,round,workload,threads,tps,qps,avg_ms,p95_ms,p99_ms,errors\n");
     for r in runs {
         let qps = r.qps.map_or(String::new(), |q| format!("{q:.2}"));
         let _ = writeln!(
             out,
-            "{},{},{},{:.2},{},{:.2},{:.2},{:.2},{}",
-            r.system, r.workload, r.threads, r.tps, qps, r.avg_ms, r.p95_ms, r.p99_ms, r.errors
+            "{},{},{},{},{:.2},{},{:.2},{:.2},{:.2},{}",
+            r.system,
+            r.round,
+            r.workload,
+            r.threads,
+            r.tps,
+            qps,
+            r.avg_ms,
+            r.p95_ms,
+            r.p99_ms,
+            r.errors
         );
     }
     out
 }
 
-/// One table row per workload and thread count: each system's figures and Atoll/MariaDB.
-fn markdown(
-    runs: &[Run],
-    tpm_c: &BTreeMap<String, f64>,
-    checks: &BTreeMap<String, String>,
-    title: &str,
-) -> String {
-    let mut out = format!("# Atoll and MariaDB, side by side\n\n{title}\n\n");
-    out.push_str(
-        "| workload | threads | MariaDB tps | Atoll tps | tps ratio | MariaDB qps | Atoll qps | qps ratio | MariaDB p99 ms | Atoll p99 ms | p99 ratio | errors (M/A) |\n",
-    );
-    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
-    let find = |system: &str, w: &str, t: u32| {
+/// The figure a row compares: queries per second, or tpmC for TPC-C.
+fn figure(r: &Run) -> f64 {
+    r.qps.unwrap_or(r.tps)
+}
+
+/// The lower median of `values` (`None` if empty).
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len().saturating_sub(1) / 2).copied()
+}
+
+/// Each system's median run (by [`figure`]) per workload and thread count.
+fn median_runs(runs: &[Run]) -> Vec<Run> {
+    let mut out: Vec<Run> = Vec::new();
+    for r in runs {
+        if out
+            .iter()
+            .any(|o| o.system == r.system && o.workload == r.workload && o.threads == r.threads)
+        {
+            continue;
+        }
+        let mut same: Vec<&Run> = runs
+            .iter()
+            .filter(|o| o.system == r.system && o.workload == r.workload && o.threads == r.threads)
+            .collect();
+        same.sort_by(|a, b| figure(a).total_cmp(&figure(b)));
+        out.push(same[(same.len() - 1) / 2].clone());
+    }
+    out
+}
+
+/// The median over rounds of `system`'s figure over `baseline`'s in the same round.
+fn paired_ratio(runs: &[Run], system: &str, baseline: &str, w: &str, t: u32) -> Option<f64> {
+    let of = |s: &str, round: u32| {
         runs.iter()
-            .find(|r| r.system == system && r.workload == w && r.threads == t)
+            .find(|r| r.system == s && r.workload == w && r.threads == t && r.round == round)
     };
+    let ratios = runs
+        .iter()
+        .filter(|r| r.system == system && r.workload == w && r.threads == t)
+        .filter_map(|r| {
+            let base = figure(of(baseline, r.round)?);
+            (base > 0.0).then(|| figure(r) / base)
+        })
+        .collect();
+    median(ratios)
+}
+
+/// One row per workload and thread count: each system's median qps (tpmC for TPC-C) and
+/// p99, and the ratios of [`PAIRS`].
+fn markdown(runs: &[Run], checks: &BTreeMap<String, String>, title: &str) -> String {
+    let rounds = runs.iter().map(|r| r.round).max().unwrap_or(1);
+    let systems: Vec<(&str, &str)> = SYSTEMS
+        .into_iter()
+        .filter(|(s, _)| runs.iter().any(|r| r.system == *s))
+        .collect();
+    let pairs: Vec<(&str, &str, &str)> = PAIRS
+        .into_iter()
+        .filter(|(a, b, _)| systems.iter().any(|s| s.0 == *a) && systems.iter().any(|s| s.0 == *b))
+        .collect();
+    let mut out = format!("# Atoll beside MariaDB and Galera\n\n{title}\n\n");
+    let _ = writeln!(
+        out,
+        "Figures are each system's median of {rounds} round(s); a ratio is the median of the \
+         ratios within each round (the systems alternate inside a round). qps: queries per \
+         second (TPC-C: tpmC), higher is better; p99 in ms (TPC-C: NEW_ORDER), lower is better.\n"
+    );
+    let mut head = String::from("| workload | threads |");
+    let mut rule = String::from("|---|---:|");
+    for (_, name) in &systems {
+        let _ = write!(head, " {name} qps |");
+        rule.push_str("---:|");
+    }
+    for (_, _, heading) in &pairs {
+        let _ = write!(head, " {heading} |");
+        rule.push_str("---:|");
+    }
+    for (_, name) in &systems {
+        let _ = write!(head, " {name} p99 |");
+        rule.push_str("---:|");
+    }
+    head.push_str(" errors |");
+    rule.push_str("---|");
+    let _ = writeln!(out, "{head}\n{rule}");
+    let medians = median_runs(runs);
     let mut keys: Vec<(&str, u32)> = Vec::new();
     for r in runs {
         if !keys.contains(&(r.workload.as_str(), r.threads)) {
             keys.push((&r.workload, r.threads));
         }
     }
-    let ratio = |a: Option<f64>, m: Option<f64>| match (a, m) {
-        (Some(a), Some(m)) if m > 0.0 => format!("{:.2}x", a / m),
-        _ => "–".into(),
-    };
     let num = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.1}"));
     for (w, t) in keys {
-        let (m, a) = (find("mariadb", w, t), find("atoll", w, t));
-        let get = |r: Option<&Run>, f: fn(&Run) -> Option<f64>| r.and_then(f);
-        let tps = |r: &Run| Some(r.tps);
-        let qps = |r: &Run| r.qps;
-        let p99 = |r: &Run| Some(r.p99_ms);
-        let errors = |r: Option<&Run>| r.map_or("–".into(), |r| r.errors.to_string());
-        let _ = writeln!(
-            out,
-            "| {w} | {t} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {}/{} |",
-            num(get(m, tps)),
-            num(get(a, tps)),
-            ratio(get(a, tps), get(m, tps)),
-            num(get(m, qps)),
-            num(get(a, qps)),
-            ratio(get(a, qps), get(m, qps)),
-            num(get(m, p99)),
-            num(get(a, p99)),
-            ratio(get(a, p99), get(m, p99)),
-            errors(m),
-            errors(a),
-        );
+        let find = |s: &str| {
+            medians
+                .iter()
+                .find(|r| r.system == s && r.workload == w && r.threads == t)
+        };
+        let _ = write!(out, "| {w} | {t} |");
+        for (s, _) in &systems {
+            let _ = write!(out, " {} |", num(find(s).map(figure)));
+        }
+        for (a, b, _) in &pairs {
+            let ratio = paired_ratio(runs, a, b, w, t);
+            let _ = write!(
+                out,
+                " {} |",
+                ratio.map_or("–".into(), |r| format!("{r:.2}x"))
+            );
+        }
+        for (s, _) in &systems {
+            let _ = write!(out, " {} |", num(find(s).map(|r| r.p99_ms)));
+        }
+        let errors: Vec<String> = systems
+            .iter()
+            .map(|(s, _)| {
+                let n: u64 = runs
+                    .iter()
+                    .filter(|r| r.system == *s && r.workload == w && r.threads == t)
+                    .map(|r| r.errors)
+                    .sum();
+                n.to_string()
+            })
+            .collect();
+        let _ = writeln!(out, " {} |", errors.join("/"));
     }
-    if !tpm_c.is_empty() {
-        out.push_str("\n| TPC-C | MariaDB | Atoll | ratio |\n|---|---:|---:|---:|\n");
-        let (m, a) = (tpm_c.get("mariadb").copied(), tpm_c.get("atoll").copied());
-        let _ = writeln!(out, "| tpmC | {} | {} | {} |", num(m), num(a), ratio(a, m));
-        let check = |s: &str| checks.get(s).map_or("–", String::as_str);
-        let _ = writeln!(
-            out,
-            "| check | {} | {} | |",
-            check("mariadb"),
-            check("atoll")
-        );
+    if !checks.is_empty() {
+        out.push_str("\nTPC-C consistency check:");
+        for (s, name) in &systems {
+            if let Some(v) = checks.get(*s) {
+                let _ = write!(out, " {name} {v};");
+            }
+        }
+        out.push('\n');
     }
-    out.push_str(
-        "\ntps and qps: higher is better; p99: lower is better (TPC-C rows: all transactions per \
-         second, NEW_ORDER latency). Charts: qps.png, latency.png, timeline-*.png.\n",
-    );
+    out.push_str("\nCharts (each system's median run): qps.png, latency.png, timeline-*.png.\n");
     out
 }
 
@@ -356,9 +471,10 @@ tpmC: 1593.9, tpmTotal: 3556.1, efficiency: 6197.2%
     }
 
     #[test]
-    fn the_table_gives_atoll_over_mariadb() {
-        let run = |system: &str, tps: f64| Run {
+    fn the_table_gives_the_median_run_and_the_median_ratio_of_rounds() {
+        let run = |system: &str, round: u32, tps: f64| Run {
             system: system.into(),
+            round,
             workload: "oltp_point_select".into(),
             threads: 8,
             tps,
@@ -369,15 +485,21 @@ tpmC: 1593.9, tpmTotal: 3556.1, efficiency: 6197.2%
             errors: 0,
             timeline: Vec::new(),
         };
-        let md = markdown(
-            &[run("mariadb", 10000.0), run("atoll", 5000.0)],
-            &BTreeMap::new(),
-            &BTreeMap::new(),
-            "t",
-        );
+        let runs = [
+            run("mariadb", 1, 10000.0),
+            run("atoll", 1, 5000.0),
+            run("mariadb", 2, 8000.0),
+            run("atoll", 2, 6000.0),
+            run("mariadb", 3, 12000.0),
+            run("atoll", 3, 3000.0),
+        ];
+        let md = markdown(&runs, &BTreeMap::new(), "t");
+        // Medians 10000 and 5000; ratios per round 0.5, 0.75, 0.25: median 0.5.
         assert!(
             md.contains("| oltp_point_select | 8 | 10000.0 | 5000.0 | 0.50x |"),
             "{md}"
         );
+        assert_eq!(round_of(&["sysbench", "atoll", "x", "8", "r3"]).1, 3);
+        assert_eq!(round_of(&["sysbench", "atoll", "x", "8"]).1, 1);
     }
 }

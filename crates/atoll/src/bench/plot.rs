@@ -127,7 +127,7 @@ pub fn oltp_charts(runs: &[super::oltp_report::Run], dir: &Path) -> anyhow::Resu
     };
     grouped_bars_png(
         &dir.join("qps.png"),
-        "queries per second (TPC-C: transactions per second)",
+        "queries per second (TPC-C: tpmC)",
         &labels,
         &series(|r| r.qps.unwrap_or(r.tps)),
         false,
