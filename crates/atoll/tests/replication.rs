@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::*;
+use proto::pd::PeerRole;
 
 /// Short Raft timing, so elections take a second (the lease stays below the election
 /// timeout less one tick).
@@ -24,6 +25,9 @@ raft-base-tick-interval = \"100ms\"
 raft-heartbeat-ticks = 2
 raft-election-timeout-ticks = 10
 raft-store-max-leader-lease = \"800ms\"
+pd-store-heartbeat-tick-interval = \"500ms\"
+[server]
+snap-io-max-bytes-per-sec = \"4MiB\"
 ";
 
 const ACCOUNTS: i64 = 10;
@@ -153,14 +157,50 @@ impl Cluster {
         let _ = p.0.wait();
     }
 
-    /// `atoll_raftstore_region_count{type}` of kv node `i`.
-    fn region_count(&self, i: usize, kind: &str) -> i64 {
+    /// The value of metric `series` (name and labels) on kv node `i`; 0 if absent.
+    fn metric(&self, i: usize, series: &str) -> i64 {
         let (_, body) = get(&format!("http://{}/metrics", self.kvs[i].status));
         let text = String::from_utf8(body).unwrap();
-        let prefix = format!("atoll_raftstore_region_count{{type=\"{kind}\"}} ");
+        let prefix = format!("{series} ");
         text.lines()
             .find_map(|l| l.strip_prefix(&prefix))
             .map_or(0, |v| v.trim().parse().unwrap())
+    }
+
+    /// The first region's peers as PD knows them: the kv node each is on (by index) and its
+    /// role; empty if PD cannot say.
+    fn pd_peers(&self) -> Vec<(Option<usize>, PeerRole)> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let endpoints = [format!("127.0.0.1:{}", self.pd_port)];
+        runtime
+            .block_on(async {
+                let pd = pd_client::PdClient::connect(&endpoints).await.ok()?;
+                let stores = pd.get_all_stores().await.ok()?;
+                let region = pd.get_region(b"").await.ok()?.region;
+                let node = |store_id| {
+                    let store = stores.iter().find(|s| s.id == store_id)?;
+                    self.kvs.iter().position(|k| k.addr == store.address)
+                };
+                Some(
+                    region
+                        .peers
+                        .iter()
+                        .map(|p| (node(p.store_id), PeerRole::try_from(p.role).unwrap()))
+                        .collect(),
+                )
+            })
+            .unwrap_or_default()
+    }
+
+    /// `atoll_raftstore_region_count{type}` of kv node `i`.
+    fn region_count(&self, i: usize, kind: &str) -> i64 {
+        self.metric(
+            i,
+            &format!("atoll_raftstore_region_count{{type=\"{kind}\"}}"),
+        )
     }
 
     fn leader(&self) -> Option<usize> {
@@ -453,11 +493,24 @@ fn a_kv_node_down_for_max_store_down_time_has_its_replica_rebuilt_on_another() {
         c.replicas() == 3
     });
     c.mysql_retrying(
-        "CREATE DATABASE d; CREATE TABLE d.t (id INT PRIMARY KEY); INSERT INTO d.t VALUES (1)",
+        "CREATE DATABASE d; CREATE TABLE d.t (id INT PRIMARY KEY, v TEXT); INSERT INTO d.t VALUES (1, 'a')",
         Duration::from_secs(60),
     );
+    // About 3 MiB, so the new replica's snapshot goes in several chunks, paced to 4 MiB/s.
+    let value = "x".repeat(5000);
+    for batch in 0..30 {
+        // 100 KB a statement: one command-line argument holds at most 128 KiB.
+        let rows: Vec<String> = (0..20)
+            .map(|i| format!("({}, '{value}')", 100 + batch * 20 + i))
+            .collect();
+        c.mysql_retrying(
+            &format!("INSERT INTO d.t VALUES {}", rows.join(",")),
+            Duration::from_secs(60),
+        );
+    }
+    let held: Vec<i64> = (0..4).map(|i| c.region_count(i, "region")).collect();
     let holder = (0..4)
-        .find(|&i| c.region_count(i, "region") == 1)
+        .find(|&i| held[i] == 1)
         .expect("a node holds a replica");
     c.kill_kv(holder);
     wait_until(
@@ -465,11 +518,35 @@ fn a_kv_node_down_for_max_store_down_time_has_its_replica_rebuilt_on_another() {
         Duration::from_secs(90),
         || c.replicas() == 3,
     );
-    let spare = (0..4).find(|&i| i != holder && c.region_count(i, "region") == 1);
-    assert!(spare.is_some());
-    c.mysql_retrying("INSERT INTO d.t VALUES (2)", Duration::from_secs(60));
+    let spare = (0..4)
+        .find(|&i| held[i] == 0)
+        .expect("a node without a replica");
+    assert_eq!(c.region_count(spare, "region"), 1);
+    wait_until(
+        "three voters, the new replica among them and the dead one gone",
+        Duration::from_secs(60),
+        || {
+            let peers = c.pd_peers();
+            peers.len() == 3
+                && peers.iter().all(|&(node, role)| {
+                    role == PeerRole::Voter && node.is_some() && node != Some(holder)
+                })
+                && peers.iter().any(|&(node, _)| node == Some(spare))
+        },
+    );
+    assert!(
+        c.metric(spare, "atoll_raftstore_snapshots_total{type=\"applied\"}") > 0,
+        "the new replica got the region by snapshot"
+    );
+    // With one of the first replicas down too, every commit needs the new one.
+    let other = (0..4).find(|&i| i != holder && i != spare).unwrap();
+    c.kill_kv(other);
+    c.mysql_retrying("INSERT INTO d.t VALUES (2, 'b')", Duration::from_secs(60));
     assert_eq!(
-        c.mysql_retrying("SELECT COUNT(*) FROM d.t", Duration::from_secs(60)),
-        "2"
+        c.mysql_retrying(
+            "SELECT COUNT(*), SUM(LENGTH(v)) FROM d.t",
+            Duration::from_secs(60)
+        ),
+        "602\t3000002"
     );
 }

@@ -132,6 +132,24 @@ pub static KNOBS: &[KnobSpec] = &[
         online: false,
     },
     KnobSpec {
+        name: "server.snap-io-max-bytes-per-sec",
+        kind: Kind::SIZE_ANY,
+        default: |_| size(ByteSize(100 << 20)),
+        online: true,
+    },
+    KnobSpec {
+        name: "server.concurrent-send-snap-limit",
+        kind: Kind::Int { min: 1, max: 1024 },
+        default: |_| int(32),
+        online: true,
+    },
+    KnobSpec {
+        name: "server.concurrent-recv-snap-limit",
+        kind: Kind::Int { min: 1, max: 1024 },
+        default: |_| int(32),
+        online: true,
+    },
+    KnobSpec {
         name: "server.grpc-min-message-size-to-compress",
         kind: Kind::SIZE_ANY,
         default: |_| size(ByteSize(4096)),

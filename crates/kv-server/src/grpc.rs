@@ -17,9 +17,10 @@ use tonic::codec::CompressionEncoding;
 use crate::raft_transport::RaftService;
 use crate::service::KvService;
 
-/// The largest batch of Raft messages accepted: an inline snapshot
-/// (`raftstore::snapshot::SNAPSHOT_INLINE_BYTES_MAX`) with room for its framing.
-const RAFT_MESSAGE_BYTES_MAX: usize = raftstore::snapshot::SNAPSHOT_INLINE_BYTES_MAX + (1 << 20);
+/// The largest gRPC message of Raft traffic accepted: a batch of Raft messages, each holding
+/// at most `raftstore.raft-max-size-per-msg` of entries or one entry of up to
+/// `raft-entry-max-size`. Snapshot files travel beside them in 1 MiB chunks.
+const RAFT_MESSAGE_BYTES_MAX: usize = 64 << 20;
 
 pub struct GrpcServer {
     stop: tokio::sync::oneshot::Sender<()>,

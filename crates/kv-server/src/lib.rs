@@ -100,9 +100,13 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             requests: Arc::new(request_metrics::RequestMetrics::new(&node.registry)),
             stopping: Arc::new(tokio::sync::watch::channel(false).0),
         },
-        replication
-            .as_ref()
-            .map(|r| raft_transport::RaftService::new(r.kv.router().clone())),
+        replication.as_ref().map(|r| {
+            raft_transport::RaftService::new(
+                r.kv.router().clone(),
+                r.snap_dir.clone(),
+                r.snap_limits.clone(),
+            )
+        }),
     )?;
     let (stop_pd, pd_stop) = std::sync::mpsc::channel();
     let pd_thread = pd_worker::spawn(
@@ -112,6 +116,9 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             address: config.str("server.addr").to_string(),
             status_address: config.str("server.status-addr").to_string(),
             region_heartbeat_interval: config.duration("raftstore.pd-heartbeat-tick-interval").0,
+            store_heartbeat_interval: config
+                .duration("raftstore.pd-store-heartbeat-tick-interval")
+                .0,
         },
         regions,
         {
@@ -185,10 +192,16 @@ struct Replication {
     kv: Arc<raft_kv::RaftKv>,
     driver: raftstore::driver::RaftDriver,
     client_runtime: tokio::runtime::Runtime,
+    /// Where snapshot files are built and received (`<data-dir>/snap`).
+    snap_dir: std::path::PathBuf,
+    snap_limits: Arc<raft_transport::SnapLimits>,
 }
 
-/// The `raftstore.*` settings as raftstore takes them.
-pub fn raftstore_config(c: &config::Config) -> raftstore::RaftstoreConfig {
+/// The `raftstore.*` settings as raftstore takes them, with snapshot files in `snap_dir`.
+pub fn raftstore_config(
+    c: &config::Config,
+    snap_dir: std::path::PathBuf,
+) -> raftstore::RaftstoreConfig {
     let base_tick = c.duration("raftstore.raft-base-tick-interval").0;
     let gc_tick = c.duration("raftstore.raft-log-gc-tick-interval").0;
     raftstore::RaftstoreConfig {
@@ -204,6 +217,7 @@ pub fn raftstore_config(c: &config::Config) -> raftstore::RaftstoreConfig {
         log_gc_threshold: c.int("raftstore.raft-log-gc-threshold") as u64,
         log_gc_count_limit: c.int("raftstore.raft-log-gc-count-limit") as u64,
         purge_interval: c.duration("raftstore.raft-engine-purge-interval").0,
+        snap_dir,
     }
 }
 
@@ -256,8 +270,16 @@ fn start_raftstore(
         .enable_all()
         .build()
         .map_err(NodeError::Runtime)?;
-    let transport = raft_transport::RaftClient::new(client_runtime.handle().clone(), endpoints);
-    let cfg = raftstore_config(config);
+    let snap_dir = node.data_dir.path().join("snap");
+    let snap_limits = raft_transport::SnapLimits::new(config);
+    snap_limits.follow_config(&node.controller);
+    let transport = raft_transport::RaftClient::new(
+        client_runtime.handle().clone(),
+        endpoints,
+        snap_dir.clone(),
+        snap_limits.clone(),
+    );
+    let cfg = raftstore_config(config, snap_dir.clone());
     let store_engine = engine.clone();
     let reports_to = transport.clone();
     let driver = raftstore::driver::RaftDriver::start(move || {
@@ -281,5 +303,7 @@ fn start_raftstore(
         kv,
         driver,
         client_runtime,
+        snap_dir,
+        snap_limits,
     })
 }

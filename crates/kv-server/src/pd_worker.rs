@@ -1,7 +1,7 @@
 //! The kv node's side of PD: take one timestamp to sync the lock table's `max_ts` (one-phase
 //! commit waits for it), register this store (bootstrapping the cluster with the first
 //! region if nobody has), then heartbeat the store and each region it serves every
-//! [`HEARTBEAT_INTERVAL`]. Bootstrap saves the first region locally before asking PD (as
+//! `raftstore.pd-store-heartbeat-tick-interval`. Bootstrap saves the first region locally before asking PD (as
 //! TiKV does), so a crash in between leaves a region the next attempt offers again; if
 //! another node bootstrapped first, the local copy is dropped. The store id is kept
 //! in `<data-dir>/store-ident` (written by fsynced rename before PD hears of it), so a
@@ -32,8 +32,6 @@ use crate::regions::Regions;
 use raftstore::driver::{RaftRouter, RegionView, StoreMsg};
 use txn::ReplicatedKv;
 
-/// TiKV's store heartbeat interval.
-pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(10);
 pub const RETRY_INTERVAL: Duration = Duration::from_secs(1);
 /// How often, with replication on, the worker looks for leader and epoch changes to report.
 pub const REPLICATED_POLL_INTERVAL: Duration = Duration::from_millis(200);
@@ -46,6 +44,8 @@ pub struct StoreInfo {
     pub status_address: String,
     /// `raftstore.pd-heartbeat-tick-interval`: a region unchanged this long is reported anyway.
     pub region_heartbeat_interval: Duration,
+    /// `raftstore.pd-store-heartbeat-tick-interval`: how often the store tells PD it is up.
+    pub store_heartbeat_interval: Duration,
 }
 
 fn ident_path(data_dir: &Path) -> PathBuf {
@@ -407,7 +407,8 @@ pub fn spawn(
                         }
                     },
                     Some((client, id)) => {
-                        let store_beat_due = last_store_beat.elapsed() >= HEARTBEAT_INTERVAL;
+                        let store_beat_due =
+                            last_store_beat.elapsed() >= info.store_heartbeat_interval;
                         let beat = runtime.block_on(async {
                             if let Some(raft) = regions.raft() {
                                 if regions.take_max_ts_wanted() {
@@ -466,7 +467,7 @@ pub fn spawn(
                         if regions.raft().is_some() {
                             REPLICATED_POLL_INTERVAL
                         } else {
-                            HEARTBEAT_INTERVAL
+                            info.store_heartbeat_interval
                         }
                     }
                 };

@@ -1,5 +1,5 @@
 //! Raftstore's figures in `/metrics`, in the names of TiKV's panels: the peers and leaders
-//! this store holds (`atoll_raftstore_region_count{type="region"|"leader"}`, TiKV's
+//! this store holds (`atoll_raftstore_region_count{type="region"|"leader"|"learner"}`, TiKV's
 //! `tikv_raftstore_region_count`), read from the views raftstore publishes after each round;
 //! and its Raft IO: raft-engine writes with their time (append log duration, fsync included)
 //! and fsyncs, kv writes of applied entries with their time, snapshots built and applied.
@@ -117,6 +117,18 @@ impl Collector for RaftCollector {
         self.region_count
             .with_label_values(&["leader"])
             .set(leaders as i64);
+        let learners = views
+            .iter()
+            .filter(|v| {
+                v.region.peers.iter().any(|p| {
+                    p.store_id == store_id
+                        && raftstore::state::role_of(p) == proto::pd::PeerRole::Learner
+                })
+            })
+            .count();
+        self.region_count
+            .with_label_values(&["learner"])
+            .set(learners as i64);
         let mut families = self.region_count.collect();
         for (c, read) in &self.counters {
             c.reset();

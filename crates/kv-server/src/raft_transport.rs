@@ -12,16 +12,27 @@
 //!   reported to raftstore as gone, so the followers of its leaders need not wait out the
 //!   election timeout (`Peer::on_store_gone` says why that is safe). A timeout or a reset
 //!   is not reported.
+//! - A snapshot (MsgSnapshot) goes on a `Snapshot` stream of its own: the message, then its
+//!   file (`raftstore::snapshot`) in chunks of [`SNAPSHOT_CHUNK_BYTES`], paced to
+//!   `server.snap-io-max-bytes-per-sec` across all of this node's transfers. At most
+//!   `server.concurrent-send-snap-limit` go out and `concurrent-recv-snap-limit` come in at
+//!   once; one over the limit is refused. The receiver writes the file to its snapshot
+//!   directory and hands the message to raftstore only once the stream ended whole. A send
+//!   that fails is reported to raftstore, whose leader then sends the snapshot again.
 
 use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use proto::raft::raft_transport_client::RaftTransportClient;
 use proto::raft::raft_transport_server::RaftTransport;
-use proto::raft::{RaftDone, RaftMessage, RaftMessageBatch};
+use proto::raft::{RaftDone, RaftMessage, RaftMessageBatch, SnapshotChunk};
 use raftstore::Transport;
 use raftstore::driver::{RaftRouter, StoreMsg};
+use raftstore::snapshot::{SNAPSHOT_BYTES_MAX, SnapKey};
 use tokio::sync::mpsc;
 use tonic::{Request, Response, Status, Streaming};
 
@@ -32,13 +43,162 @@ pub const RAFT_MSG_BATCH_MAX: usize = 256;
 /// How long a sender waits before it reopens a stream that broke or never opened.
 pub const RECONNECT_WAIT: Duration = Duration::from_millis(200);
 
+/// Bytes of a snapshot file in one chunk (TiKV sends 1 MiB chunks too).
+pub const SNAPSHOT_CHUNK_BYTES: usize = 1 << 20;
+
+/// `server.snap-io-max-bytes-per-sec` and the concurrent send and receive limits (online),
+/// with the transfers under way.
+pub struct SnapLimits {
+    bytes_per_sec: AtomicU64,
+    send_limit: AtomicUsize,
+    recv_limit: AtomicUsize,
+    sending: AtomicUsize,
+    receiving: AtomicUsize,
+    /// When the node's byte budget is next free: the rate spans every transfer.
+    next_free: Mutex<Instant>,
+}
+
+/// A transfer's place among the concurrent ones; dropping it frees the place.
+struct SnapSlot(Arc<SnapLimits>, bool);
+
+impl Drop for SnapSlot {
+    fn drop(&mut self) {
+        let counter = if self.1 {
+            &self.0.sending
+        } else {
+            &self.0.receiving
+        };
+        counter.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl SnapLimits {
+    pub fn new(c: &config::Config) -> Arc<SnapLimits> {
+        let limits = Arc::new(SnapLimits {
+            bytes_per_sec: AtomicU64::new(0),
+            send_limit: AtomicUsize::new(0),
+            recv_limit: AtomicUsize::new(0),
+            sending: AtomicUsize::new(0),
+            receiving: AtomicUsize::new(0),
+            next_free: Mutex::new(Instant::now()),
+        });
+        limits.configure(c);
+        limits
+    }
+
+    /// Follows online changes of `server.snap-io-max-bytes-per-sec` and the limits.
+    pub fn follow_config(self: &Arc<Self>, controller: &config::ConfigController) {
+        let limits = Arc::downgrade(self);
+        for knob in [
+            "server.snap-io-max-bytes-per-sec",
+            "server.concurrent-send-snap-limit",
+            "server.concurrent-recv-snap-limit",
+        ] {
+            let limits = limits.clone();
+            controller.subscribe(
+                knob,
+                Box::new(move |c, _| {
+                    if let Some(l) = limits.upgrade() {
+                        l.configure(c);
+                    }
+                    Ok(())
+                }),
+            );
+        }
+    }
+
+    fn configure(&self, c: &config::Config) {
+        let rate = c.size("server.snap-io-max-bytes-per-sec").bytes();
+        self.bytes_per_sec.store(rate.max(1), Ordering::Relaxed);
+        let limit = |knob| c.int(knob) as usize;
+        self.send_limit.store(
+            limit("server.concurrent-send-snap-limit"),
+            Ordering::Relaxed,
+        );
+        self.recv_limit.store(
+            limit("server.concurrent-recv-snap-limit"),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// A place for one more send (`sending`) or receive, if the limit leaves one.
+    fn try_slot(self: &Arc<Self>, sending: bool) -> Option<SnapSlot> {
+        let (counter, limit) = if sending {
+            (&self.sending, &self.send_limit)
+        } else {
+            (&self.receiving, &self.recv_limit)
+        };
+        let taken = counter.fetch_add(1, Ordering::AcqRel);
+        let slot = SnapSlot(self.clone(), sending);
+        (taken < limit.load(Ordering::Relaxed)).then_some(slot)
+    }
+
+    /// Waits until `bytes` more may go at the configured rate.
+    async fn pace(&self, bytes: usize) {
+        let rate = self.bytes_per_sec.load(Ordering::Relaxed) as f64;
+        let start = {
+            let mut next = self.next_free.lock().expect("snapshot pacing poisoned");
+            let start = (*next).max(Instant::now());
+            *next = start + Duration::from_secs_f64(bytes as f64 / rate);
+            start
+        };
+        tokio::time::sleep_until(start.into()).await;
+    }
+}
+
 pub struct RaftService {
     router: RaftRouter,
+    snap_dir: PathBuf,
+    limits: Arc<SnapLimits>,
 }
 
 impl RaftService {
-    pub fn new(router: RaftRouter) -> RaftService {
-        RaftService { router }
+    pub fn new(router: RaftRouter, snap_dir: PathBuf, limits: Arc<SnapLimits>) -> RaftService {
+        RaftService {
+            router,
+            snap_dir,
+            limits,
+        }
+    }
+
+    /// Writes the stream's file where raftstore looks for it; the snapshot's message.
+    async fn receive_snapshot(
+        &self,
+        mut stream: Streaming<SnapshotChunk>,
+    ) -> Result<RaftMessage, Status> {
+        let first = stream
+            .message()
+            .await?
+            .ok_or_else(|| Status::invalid_argument("an empty snapshot stream"))?;
+        let msg = first
+            .message
+            .ok_or_else(|| Status::invalid_argument("the first chunk carries no raft message"))?;
+        let key = SnapKey::of_message(&msg)
+            .ok_or_else(|| Status::invalid_argument("the message is not a snapshot"))?;
+        let path = key.received_path(&self.snap_dir);
+        let failed = |e: std::io::Error| Status::internal(format!("{}: {e}", path.display()));
+        let mut file = std::fs::File::create(&path).map_err(failed)?;
+        let mut bytes = 0;
+        let mut chunk = first.data;
+        loop {
+            bytes += chunk.len();
+            if bytes > SNAPSHOT_BYTES_MAX * 2 {
+                drop(file);
+                let _ = std::fs::remove_file(&path);
+                return Err(Status::invalid_argument(format!(
+                    "a snapshot file above {} bytes",
+                    SNAPSHOT_BYTES_MAX * 2
+                )));
+            }
+            file.write_all(&chunk).map_err(failed)?;
+            match stream.message().await? {
+                Some(next) if next.message.is_none() => chunk = next.data,
+                Some(_) => return Err(Status::invalid_argument("a second raft message")),
+                None => break,
+            }
+        }
+        file.flush().map_err(failed)?;
+        Ok(msg)
     }
 }
 
@@ -57,6 +217,21 @@ impl RaftTransport for RaftService {
         }
         Ok(Response::new(RaftDone {}))
     }
+
+    async fn snapshot(
+        &self,
+        request: Request<Streaming<SnapshotChunk>>,
+    ) -> Result<Response<RaftDone>, Status> {
+        let Some(_slot) = self.limits.try_slot(false) else {
+            return Err(Status::resource_exhausted(
+                "too many snapshots coming in (server.concurrent-recv-snap-limit)",
+            ));
+        };
+        let msg = self.receive_snapshot(request.into_inner()).await?;
+        // raftstore checks the file's size and CRC32 before raft-rs sees the message.
+        let _ = self.router.send(StoreMsg::Raft(msg));
+        Ok(Response::new(RaftDone {}))
+    }
 }
 
 /// Sends Raft messages to other kv nodes.
@@ -68,18 +243,28 @@ pub struct RaftClient {
 struct Inner {
     runtime: tokio::runtime::Handle,
     pd_endpoints: Vec<String>,
+    snap_dir: PathBuf,
+    limits: Arc<SnapLimits>,
     queues: Mutex<HashMap<u64, mpsc::Sender<RaftMessage>>>,
     /// Where a store found gone is reported (set once raftstore runs).
     router: OnceLock<RaftRouter>,
 }
 
 impl RaftClient {
-    /// A client whose connection tasks run on `runtime`.
-    pub fn new(runtime: tokio::runtime::Handle, pd_endpoints: Vec<String>) -> RaftClient {
+    /// A client whose connection tasks run on `runtime`; snapshot files come from
+    /// `snap_dir`.
+    pub fn new(
+        runtime: tokio::runtime::Handle,
+        pd_endpoints: Vec<String>,
+        snap_dir: PathBuf,
+        limits: Arc<SnapLimits>,
+    ) -> RaftClient {
         RaftClient {
             inner: Arc::new(Inner {
                 runtime,
                 pd_endpoints,
+                snap_dir,
+                limits,
                 queues: Mutex::new(HashMap::new()),
                 router: OnceLock::new(),
             }),
@@ -115,6 +300,25 @@ impl Transport for RaftClient {
         let Some(to) = msg.to_peer.map(|p| p.store_id) else {
             return;
         };
+        if let Some(key) = SnapKey::of_message(&msg) {
+            let inner = self.inner.clone();
+            self.inner.runtime.spawn(async move {
+                if let Err(e) = send_snapshot(to, &inner, &msg, key).await {
+                    tracing::warn!(
+                        store_id = to,
+                        region_id = key.region_id,
+                        "sending a snapshot failed: {e}"
+                    );
+                    if let (Some(router), Some(peer)) = (inner.router.get(), msg.to_peer) {
+                        let _ = router.send(StoreMsg::SnapshotFailed {
+                            region_id: key.region_id,
+                            to_peer_id: peer.id,
+                        });
+                    }
+                }
+            });
+            return;
+        }
         if let Err(mpsc::error::TrySendError::Full(_)) = self.queue(to).try_send(msg) {
             tracing::debug!(store_id = to, "raft message queue full: dropped a message");
         }
@@ -164,6 +368,55 @@ async fn connect(
                 Unreachable::Other(why)
             }
         })
+}
+
+/// Sends `msg` (a MsgSnapshot) and the file of snapshot `key` to `store_id` (module header).
+async fn send_snapshot(
+    store_id: u64,
+    inner: &Inner,
+    msg: &RaftMessage,
+    key: SnapKey,
+) -> Result<(), String> {
+    let _slot = inner
+        .limits
+        .try_slot(true)
+        .ok_or("too many snapshots going out (server.concurrent-send-snap-limit)")?;
+    let path = key.generated_path(&inner.snap_dir);
+    let mut file = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut client = match connect(store_id, &inner.pd_endpoints).await {
+        Ok(c) => c,
+        Err(Unreachable::Refused(why) | Unreachable::Other(why)) => return Err(why),
+    };
+    let (tx, rx) = mpsc::channel::<SnapshotChunk>(2);
+    let call = tokio::spawn(async move {
+        client
+            .snapshot(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await
+    });
+    let mut message = Some(msg.clone());
+    let mut buf = vec![0; SNAPSHOT_CHUNK_BYTES];
+    loop {
+        let n = file
+            .read(&mut buf)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if n == 0 && message.is_none() {
+            break;
+        }
+        inner.limits.pace(n).await;
+        let chunk = SnapshotChunk {
+            message: message.take(),
+            data: buf[..n].to_vec(),
+        };
+        if tx.send(chunk).await.is_err() || n == 0 {
+            break;
+        }
+    }
+    drop(tx);
+    match call.await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(status)) => Err(status.to_string()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Keeps a stream open to `store_id` and sends what its queue holds, in batches.

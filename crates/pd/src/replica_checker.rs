@@ -76,18 +76,18 @@ pub fn next_step<'a>(
     let wanted = max_replicas.min(up.len().max(1));
     let healthy = region.peers.iter().filter(|p| !down(p.store_id)).count();
     if healthy < wanted {
-        let mut candidates: Vec<&&Store> = up
+        let candidate = up
             .iter()
             .filter(|s| region.peers.iter().all(|p| p.store_id != s.id))
-            .collect();
-        candidates.sort_by_key(|s| s.id);
-        return candidates
-            .first()
-            .map(|s| Step::AddLearner { store_id: s.id });
+            .min_by_key(|s| s.id);
+        if let Some(s) = candidate {
+            return Some(Step::AddLearner { store_id: s.id });
+        }
+        // No store to add to: the extra peers below may still go.
     }
     if region.peers.len() > max_replicas {
         let leader = region.leader.as_ref().map(|l| l.id);
-        // A peer on a store that is not up goes first.
+        // A peer on a down store goes first, then one on a store that is not up.
         let mut removable: Vec<&Peer> = region
             .peers
             .iter()
@@ -95,7 +95,7 @@ pub fn next_step<'a>(
             .collect();
         removable.sort_by_key(|p| {
             let up = up.iter().any(|s| s.id == p.store_id);
-            (up, p.id)
+            (!down(p.store_id), up, p.id)
         });
         return removable.first().map(|p| Step::Remove((*p).clone()));
     }
@@ -252,6 +252,22 @@ mod tests {
         ]);
         assert_eq!(
             next_step(&four, &down, now, limits(3)),
+            Some(Step::Remove(peer(12, 3, ROLE_VOTER)))
+        );
+        // A down time below the store heartbeat interval: live stores look down between
+        // heartbeats and there is nowhere to add, yet the silent store's peer goes.
+        let between_beats = [
+            store(1, now - 5_000),
+            store(2, now - 5_000),
+            store(3, now - 100_000),
+            store(4, now - 5_000),
+        ];
+        let short = Limits {
+            store_down_ms: 2_000,
+            max_replicas: 3,
+        };
+        assert_eq!(
+            next_step(&four, &between_beats, now, short),
             Some(Step::Remove(peer(12, 3, ROLE_VOTER)))
         );
     }

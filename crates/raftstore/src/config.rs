@@ -32,6 +32,9 @@ pub struct RaftstoreConfig {
     /// `raftstore.raft-engine-purge-interval`: how often log files that hold only compacted
     /// entries are removed.
     pub purge_interval: Duration,
+    /// Where the store keeps snapshot files (`<data-dir>/snap` on a kv node); it clears the
+    /// directory when it opens.
+    pub snap_dir: std::path::PathBuf,
 }
 
 impl Default for RaftstoreConfig {
@@ -50,6 +53,7 @@ impl Default for RaftstoreConfig {
             log_gc_threshold: 50,
             log_gc_count_limit: 196_608,
             purge_interval: Duration::from_secs(10),
+            snap_dir: std::path::PathBuf::new(),
         }
     }
 }
@@ -63,6 +67,9 @@ impl RaftstoreConfig {
                 "raft-election-timeout-ticks ({}) must be above raft-heartbeat-ticks ({}), which must be above 0",
                 self.election_ticks, self.heartbeat_ticks
             ));
+        }
+        if self.snap_dir.as_os_str().is_empty() {
+            return Err("no snapshot directory given".into());
         }
         let bound = self.base_tick * (self.election_ticks as u32 - 1);
         if self.max_leader_lease > bound {

@@ -38,6 +38,15 @@ pub enum Error {
     /// A message or entry that does not decode, or state on disk that is not what was written.
     #[error("corrupt raft data: {0}")]
     Corrupt(String),
+    /// Reading or writing a snapshot file failed.
+    #[error("snapshot file {}: {source}", path.display())]
+    SnapshotIo {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    /// A region's data is above what one snapshot may carry (`snapshot::SNAPSHOT_BYTES_MAX`).
+    #[error("region {region_id} holds more than the {limit} bytes one snapshot may carry")]
+    SnapshotTooLarge { region_id: u64, limit: usize },
     #[error(transparent)]
     Log(#[from] raft_log::Error),
     #[error(transparent)]

@@ -381,6 +381,14 @@ impl Peer {
         self.raw.transfer_leader(peer_id);
     }
 
+    /// The transport could not deliver this peer's snapshot to `peer_id`: raft-rs may send
+    /// another at once instead of waiting for the follower.
+    pub fn report_snapshot_failure(&mut self, peer_id: u64) {
+        if self.is_leader() {
+            self.raw.report_snapshot(peer_id, SnapshotStatus::Failure);
+        }
+    }
+
     /// As leader: the follower to hand leadership to before a planned stop, a voter other
     /// than this peer that needs no snapshot, preferring one that answered within the last
     /// election timeout, then the one holding most of the log (the transfer waits while

@@ -23,6 +23,7 @@ use std::time::Instant;
 use engine::{KvEngine, WriteBatch};
 use proto::pd::Region;
 use proto::raft::{ApplyState, ChangePeer, RaftCmd, RaftMessage};
+use protobuf::Message as _;
 use raft::Ready;
 use raft::eraftpb::Entry;
 use raft_log::{LogEngine, LogWrite};
@@ -62,6 +63,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         cfg: RaftstoreConfig,
     ) -> Result<Store<E, T>> {
         cfg.validate().map_err(Error::Corrupt)?;
+        snapshot::clear_dir(&cfg.snap_dir)?;
         let cfg = Arc::new(cfg);
         let logger = crate::logger::raft_logger().new(slog::o!("store_id" => store_id));
         let mut peers = BTreeMap::new();
@@ -166,6 +168,13 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
     /// added this store back: the stale peer is destroyed and the new one created. A message
     /// for an older peer is stale and dropped.
     pub fn on_raft_message(&mut self, msg: &RaftMessage) -> Result<()> {
+        if snapshot::SnapKey::of_message(msg).is_some() {
+            // A snapshot's file is checked before raft-rs sees it: raft-rs takes a snapshot
+            // it accepts as the peer's state, so a bad one must not get that far.
+            let raw = raft::eraftpb::Message::parse_from_bytes(&msg.message)
+                .map_err(|e| Error::Corrupt(format!("raft message: {e}")))?;
+            snapshot::verify(&self.cfg.snap_dir, &raw)?;
+        }
         let to = msg.to_peer.map_or(0, |p| p.id);
         if let Some(local) = self.peers.get(&msg.region_id).map(Peer::peer_id) {
             if to < local {
@@ -298,6 +307,13 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         Ok(())
     }
 
+    /// See [`Peer::report_snapshot_failure`].
+    pub fn report_snapshot_failure(&mut self, region_id: u64, to_peer_id: u64) -> Result<()> {
+        self.peer_mut(region_id)?
+            .report_snapshot_failure(to_peer_id);
+        Ok(())
+    }
+
     /// Hands the region's leadership to [`Peer::transfer_target`]; the peer it went to, if
     /// this peer leads and has a follower to give it to.
     pub fn hand_off_leadership(&mut self, region_id: u64, now: Instant) -> Result<Option<u64>> {
@@ -325,7 +341,8 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             if let Some(rd) = peer.collect_ready(&mut write, &mut send, entries, now)? {
                 if !rd.snapshot().is_empty() {
                     fail::fail_point!("snapshot_before_apply");
-                    let (region, apply) = snapshot::apply(&self.engine, rd.snapshot())?;
+                    let (region, apply) =
+                        snapshot::apply(&self.engine, &self.cfg.snap_dir, rd.snapshot())?;
                     self.stats.snapshots_applied.fetch_add(1, Ordering::Relaxed);
                     fail::fail_point!("snapshot_after_apply");
                     tracing::info!(
@@ -361,11 +378,10 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
     /// Builds the snapshots leaders asked for in this round.
     fn provide_snapshots(&mut self) {
         for peer in self.peers.values_mut() {
-            let engine = &self.engine;
-            let stats = &self.stats;
+            let (engine, stats, dir) = (&self.engine, &self.stats, &self.cfg.snap_dir);
             let build = |id| {
                 stats.snapshots_built.fetch_add(1, Ordering::Relaxed);
-                snapshot::generate(engine, id)
+                snapshot::generate(engine, dir, id)
             };
             if let Err(e) = peer.maybe_provide_snapshot(build) {
                 tracing::warn!(region_id = peer.region().id, "cannot build a snapshot: {e}");

@@ -75,10 +75,14 @@ fn start(
     routes: Routes,
     bootstrap: Option<Region>,
 ) -> RaftDriver {
-    let log_dir = dir.to_path_buf();
+    let (log_dir, snap_dir) = (dir.join("raft-engine"), dir.join("snap"));
     RaftDriver::start(move || {
         let log = LogEngine::open(&LogConfig::new(log_dir))?;
-        let mut store = Store::open(s, engine, log, routes, config())?;
+        let cfg = RaftstoreConfig {
+            snap_dir,
+            ..config()
+        };
+        let mut store = Store::open(s, engine, log, routes, cfg)?;
         if let Some(region) = bootstrap {
             store.bootstrap_region(region)?;
         }

@@ -1,9 +1,11 @@
 //! Membership changes on the in-process cluster: a learner added to a region that holds data
 //! gets it by snapshot and is promoted; a peer is replaced through a joint configuration and
 //! the removed one is destroyed for good; a follower behind the log's truncation catches up by
-//! snapshot.
+//! snapshot, and refuses one damaged on the way.
 
 mod cluster;
+
+use std::sync::atomic::Ordering;
 
 use cluster::{Cluster, REGION, peer_id, test_config};
 use proto::pd::PeerRole;
@@ -145,6 +147,37 @@ fn a_follower_behind_the_truncated_log_catches_up_by_snapshot() {
     c.must_put(b"after", b"w");
     c.tick();
     assert_eq!(c.get(3, b"after").as_deref(), Some(&b"w"[..]));
+}
+
+#[test]
+fn a_snapshot_damaged_in_transit_is_refused_and_the_next_one_is_applied() {
+    let mut cfg = test_config();
+    cfg.log_gc_ticks = 1;
+    cfg.log_gc_count_limit = 10;
+    let election_ticks = cfg.election_ticks;
+    let mut c = Cluster::new(3, cfg);
+    c.elect(1);
+    c.stop(3);
+    for i in 0..40u32 {
+        c.must_put(format!("k{i}").as_bytes(), b"v");
+    }
+    c.ticks(3);
+    c.damage_snapshots = 1;
+    c.start(3);
+    c.ticks(2);
+    assert_eq!(c.damage_snapshots, 0, "a snapshot was sent");
+    assert_eq!(c.get(3, b"k39"), None, "the damaged snapshot was refused");
+    assert_eq!(
+        c.stores[&3]
+            .stats()
+            .snapshots_applied
+            .load(Ordering::Relaxed),
+        0
+    );
+    // The leader gives up waiting after two election timeouts and sends it again.
+    c.ticks(3 * election_ticks);
+    assert_eq!(c.get(3, b"k39").as_deref(), Some(&b"v"[..]));
+    assert_eq!(c.applied_index(3), c.applied_index(1));
 }
 
 #[test]

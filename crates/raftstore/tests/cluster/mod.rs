@@ -25,6 +25,7 @@ use proto::raft::{ChangePeer, RaftCmd, RaftMessage, WriteOp};
 use protobuf::Message as _;
 use raft::eraftpb::{Message, MessageType};
 use raft_log::{LogConfig, LogEngine};
+use raftstore::snapshot::SnapKey;
 use raftstore::{Error, RaftstoreConfig, Store, Transport};
 
 pub const REGION: u64 = 1;
@@ -90,6 +91,8 @@ pub struct Cluster {
     /// Messages a delay filter holds back, released by [`Cluster::release_delayed`].
     held: Vec<RaftMessage>,
     pub hold: Option<Box<dyn Filter>>,
+    /// Snapshot files still to damage in transit (one byte flipped), one per snapshot sent.
+    pub damage_snapshots: usize,
     pub now: Instant,
     /// The store whose round is running, so a test that catches a panic there (a failpoint)
     /// knows which store "crashed".
@@ -124,6 +127,7 @@ impl Cluster {
             filters: Vec::new(),
             held: Vec::new(),
             hold: None,
+            damage_snapshots: 0,
             now: Instant::now(),
             in_round: None,
         };
@@ -165,17 +169,19 @@ impl Cluster {
 
     /// Starts store `s` from its disk.
     pub fn start(&mut self, s: u64) {
-        let log = LogEngine::open(&LogConfig::new(self.dirs[&s].path().to_path_buf()))
+        let log = LogEngine::open(&LogConfig::new(self.dirs[&s].path().join("raft-engine")))
             .expect("open raft-engine");
-        let store = Store::open(
-            s,
-            self.engines[&s].clone(),
-            log,
-            self.outbox.clone(),
-            self.cfg.clone(),
-        )
-        .expect("open store");
+        let cfg = RaftstoreConfig {
+            snap_dir: self.snap_dir(s),
+            ..self.cfg.clone()
+        };
+        let store = Store::open(s, self.engines[&s].clone(), log, self.outbox.clone(), cfg)
+            .expect("open store");
         self.stores.insert(s, store);
+    }
+
+    fn snap_dir(&self, s: u64) -> std::path::PathBuf {
+        self.dirs[&s].path().join("snap")
     }
 
     /// After a panic in a store's round (a failpoint), drops that store as a crash would (its
@@ -246,10 +252,27 @@ impl Cluster {
             self.held.push(m);
             return;
         }
+        if let Some(key) = SnapKey::of_message(&m)
+            && self.stores.contains_key(&to)
+        {
+            // The file travels beside the message, as the kv node's transport sends it.
+            let received = key.received_path(&self.snap_dir(to));
+            let _ = std::fs::copy(key.generated_path(&self.snap_dir(from)), &received);
+            if self.damage_snapshots > 0
+                && let Ok(mut bytes) = std::fs::read(&received)
+            {
+                self.damage_snapshots -= 1;
+                let middle = bytes.len() / 2;
+                bytes[middle] ^= 0x10;
+                std::fs::write(&received, bytes).expect("damage the snapshot file");
+            }
+        }
         if let Some(store) = self.stores.get_mut(&to) {
             match store.on_raft_message(&m) {
                 // A message for a peer the store removed is dropped, as a node drops it.
                 Ok(()) | Err(Error::RegionNotFound(_)) => {}
+                // So is a snapshot whose file is not whole; the leader sends it again.
+                Err(Error::Corrupt(_)) if SnapKey::of_message(&m).is_some() => {}
                 Err(e) => panic!("store {to} refused a message: {e}"),
             }
         }
