@@ -18,6 +18,8 @@
 //! - `readpool.unified.small-request-share`, `level0-threshold`, `level1-threshold` and
 //!   `time-slice` are Atoll's own (DESIGN.md §5; TiKV hard-codes 5 ms, 100 ms).
 //!
+//! - `raftstore.pd-store-heartbeat-tick-interval` is at most 10 s (TiKV's default): PD takes
+//!   a store silent for 20 s as disconnected.
 //! - `rocksdb.rate-limiter-auto-tuned` is restart-only (online in TiKV, whose RocksDB fork
 //!   can switch auto-tuning on a live limiter; upstream RocksDB cannot).
 //!
@@ -660,7 +662,11 @@ pub static KNOBS: &[KnobSpec] = &[
     },
     KnobSpec {
         name: "raftstore.pd-store-heartbeat-tick-interval",
-        kind: DURATION_ANY,
+        // PD takes a store silent for 20 s as disconnected: beat well inside that.
+        kind: Kind::Duration {
+            min: ReadableDuration::millis(100),
+            max: ReadableDuration::secs(10),
+        },
         default: |_| dur(ReadableDuration::secs(10)),
         online: false,
     },

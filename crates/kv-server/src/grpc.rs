@@ -17,9 +17,9 @@ use tonic::codec::CompressionEncoding;
 use crate::raft_transport::RaftService;
 use crate::service::KvService;
 
-/// The largest gRPC message of Raft traffic accepted: a batch of Raft messages, each holding
-/// at most `raftstore.raft-max-size-per-msg` of entries or one entry of up to
-/// `raft-entry-max-size`. Snapshot files travel beside them in 1 MiB chunks.
+/// The largest gRPC message of Raft traffic accepted: a batch of Raft messages, which the
+/// sender cuts at about 16 MiB (`raft_transport::RAFT_MSG_BATCH_BYTES_MAX`) plus one message.
+/// Snapshot files travel beside them in 1 MiB chunks.
 const RAFT_MESSAGE_BYTES_MAX: usize = 64 << 20;
 
 pub struct GrpcServer {

@@ -4,16 +4,18 @@
 //! 1. The pessimistic locks it keeps in memory go to the lock CF through Raft, where the next
 //!    leader finds them (a leader keeps them only in memory, which a new leader never sees).
 //!    TiKV proposes its in-memory locks before a leader transfer in the same way. New locks
-//!    go to the lock CF from the start of the hand-off. Each batch of keys is moved under the
-//!    keys' latches, so no command moves or removes one of those locks meanwhile; a command
-//!    that decided before the hand-off began may still add a lock to memory, so the table is
-//!    looked at again until it is empty.
+//!    go to the lock CF from the start of the hand-off; a command that decided before that
+//!    (it holds its keys' latches from its decision until its locks are in place) is waited
+//!    for ([`Latches::wait_for_holders`]). Each batch of keys is then moved under the keys'
+//!    latches, so no command moves or removes one of those locks meanwhile; a batch that
+//!    fails is tried again until the time is up.
 //! 2. Each region this store leads goes to its best follower
 //!    ([`raftstore::Peer::transfer_target`]); the request is repeated every
 //!    [`HAND_OFF_RETRY`] until no region is led here.
 //!
-//! Both steps together take at most [`LEADER_HAND_OFF_WAIT_MS`]: with no follower up (the
-//! whole cluster stopping) the node stops anyway, and the regions elect a leader after it.
+//! Both steps together take at most [`LEADER_HAND_OFF_WAIT_MS`] (each lock write waits only
+//! for the time left): with no follower up (the whole cluster stopping) the node stops
+//! anyway, and the regions elect a leader after it.
 //! Requests that reach this node meanwhile are answered NotLeader, and clients follow the
 //! new leader.
 
@@ -22,8 +24,8 @@ use std::time::{Duration, Instant};
 use base::limits::{LEADER_HAND_OFF_WAIT_MS, LOCK_HAND_OFF_BATCH_KEYS};
 use mvcc::MvccTxn;
 use raftstore::driver::StoreMsg;
+use txn::ReplicatedKv;
 use txn::latches::Latches;
-use txn::{Durability, ReplicatedKv};
 
 use crate::raft_kv::RaftKv;
 
@@ -55,18 +57,18 @@ pub fn hand_off(kv: &RaftKv, latches: &Latches, store_id: u64) -> HandOff {
             .map(|v| v.region.id)
             .collect::<Vec<_>>()
     };
-    let mut asked = Instant::now() - HAND_OFF_RETRY;
+    let mut asked: Option<Instant> = None;
     loop {
         let regions = led();
         done.regions_still_led = regions.len();
         if regions.is_empty() || Instant::now() >= deadline {
             return done;
         }
-        if asked.elapsed() >= HAND_OFF_RETRY {
+        if asked.is_none_or(|at| at.elapsed() >= HAND_OFF_RETRY) {
             for region_id in regions {
                 let _ = kv.router().send(StoreMsg::HandOffLeadership { region_id });
             }
-            asked = Instant::now();
+            asked = Some(Instant::now());
         }
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -80,22 +82,35 @@ fn move_pessimistic_locks(
 ) -> engine::Result<usize> {
     let table = kv.pessimistic_locks();
     table.stop_taking_new_locks();
+    latches.wait_for_holders();
     let mut moved = 0;
-    while Instant::now() < deadline {
+    let mut failure = None;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
         let keys = table.keys(LOCK_HAND_OFF_BATCH_KEYS);
-        if keys.is_empty() {
+        if keys.is_empty() || left.is_zero() {
             break;
         }
         let _latched = latches.acquire(keys.iter().map(Vec::as_slice));
         let mut txn = MvccTxn::new();
+        let mut batch = 0;
         for key in &keys {
             // Under the latch the lock is where it was unless a command finished with it.
             if let Some(lock) = table.get(key) {
                 txn.persist_pessimistic_lock(key, &lock);
-                moved += 1;
+                batch += 1;
             }
         }
-        kv.write(txn, Durability::Synced)?;
+        match kv.write_within(txn, left) {
+            Ok(()) => moved += batch,
+            Err(e) => {
+                failure = Some(e);
+                std::thread::sleep(HAND_OFF_RETRY.min(left));
+            }
+        }
     }
-    Ok(moved)
+    match failure {
+        Some(e) if !table.keys(1).is_empty() => Err(e),
+        _ => Ok(moved),
+    }
 }

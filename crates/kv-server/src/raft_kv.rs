@@ -22,7 +22,7 @@ use engine_rocks::{RocksEngine, RocksSnapshot};
 use mvcc::{LockTable, MvccTxn, PessimisticLocks};
 use proto::raft::write_op::Kind;
 use proto::raft::{RaftCmd, WriteOp};
-use raftstore::driver::{RaftRouter, RegionViews};
+use raftstore::driver::{RaftRouter, RegionViews, StoreMsg};
 use txn::{Durability, LocalKv, ReplicatedKv};
 
 /// A write batch that records its operations for a Raft command instead of writing them.
@@ -123,6 +123,42 @@ impl RaftKv {
         Ok(true)
     }
 
+    /// Proposes `txn`'s writes and waits at most `wait` for them to apply (past it, the
+    /// outcome is unknown).
+    pub fn write_within(&self, txn: MvccTxn, wait: std::time::Duration) -> engine::Result<()> {
+        if txn.is_empty() {
+            return Ok(());
+        }
+        let mut batch = RecordingBatch::default();
+        let changes = txn.fill(&mut batch, Some(&self.pessimistic));
+        if let Some(first) = batch.ops.first() {
+            let (region_id, mut cmd) = self.region_of(&first.key)?;
+            cmd.writes = batch.ops;
+            self.router
+                .call_within(wait, |reply| StoreMsg::Propose {
+                    region_id,
+                    cmd,
+                    reply,
+                })
+                .map_err(|e| match e {
+                    raftstore::Error::Busy(why) => engine::Error::Busy(why.to_string()),
+                    raftstore::Error::OutcomeUnknown(_) => engine::Error::Engine(format!(
+                        "the write's outcome is unknown, it may or may not have happened: {e}"
+                    )),
+                    raftstore::Error::NotLeader { .. }
+                    | raftstore::Error::StaleCommand
+                    | raftstore::Error::RegionNotFound(_)
+                    | raftstore::Error::EpochNotMatch { .. } => {
+                        engine::Error::NotLeader(e.to_string())
+                    }
+                    other => engine::Error::Engine(other.to_string()),
+                })?;
+        }
+        self.locks.apply(changes.lock_table);
+        self.pessimistic.apply(changes.pessimistic);
+        Ok(())
+    }
+
     /// The region this store leads that holds `key` (raw comparison; regions do not split
     /// yet, so the one region holds every key).
     fn region_of(&self, key: &[u8]) -> engine::Result<(u64, RaftCmd)> {
@@ -150,33 +186,7 @@ impl ReplicatedKv for RaftKv {
     }
 
     fn write(&self, txn: MvccTxn, _durability: Durability) -> engine::Result<()> {
-        if txn.is_empty() {
-            return Ok(());
-        }
-        let mut batch = RecordingBatch::default();
-        let changes = txn.fill(&mut batch, Some(&self.pessimistic));
-        if let Some(first) = batch.ops.first() {
-            let (region_id, mut cmd) = self.region_of(&first.key)?;
-            cmd.writes = batch.ops;
-            self.router
-                .propose_and_wait(region_id, cmd)
-                .map_err(|e| match e {
-                    raftstore::Error::Busy(why) => engine::Error::Busy(why.to_string()),
-                    raftstore::Error::OutcomeUnknown(_) => engine::Error::Engine(format!(
-                        "the write's outcome is unknown, it may or may not have happened: {e}"
-                    )),
-                    raftstore::Error::NotLeader { .. }
-                    | raftstore::Error::StaleCommand
-                    | raftstore::Error::RegionNotFound(_)
-                    | raftstore::Error::EpochNotMatch { .. } => {
-                        engine::Error::NotLeader(e.to_string())
-                    }
-                    other => engine::Error::Engine(other.to_string()),
-                })?;
-        }
-        self.locks.apply(changes.lock_table);
-        self.pessimistic.apply(changes.pessimistic);
-        Ok(())
+        self.write_within(txn, raftstore::driver::CALL_WAIT_MAX)
     }
 
     fn lock_table(&self) -> &LockTable {

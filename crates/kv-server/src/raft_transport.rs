@@ -6,7 +6,8 @@
 //!   thread without blocking; each destination store has a queue of at most
 //!   [`RAFT_CLIENT_QUEUE_MAX`] messages (more are dropped) and a task on the client's own
 //!   runtime that resolves the store's address through PD, keeps one stream open to it, and
-//!   sends what queued up in batches of at most [`RAFT_MSG_BATCH_MAX`]. A broken stream is
+//!   sends what queued up in batches of at most [`RAFT_MSG_BATCH_MAX`] messages and about
+//!   [`RAFT_MSG_BATCH_BYTES_MAX`] bytes. A broken stream is
 //!   reopened after [`RECONNECT_WAIT`]; what was in flight is lost, as on any network.
 //! - A store whose address refuses connections (nothing listens: its process is gone) is
 //!   reported to raftstore as gone, so the followers of its leaders need not wait out the
@@ -16,12 +17,14 @@
 //!   file (`raftstore::snapshot`) in chunks of [`SNAPSHOT_CHUNK_BYTES`], paced to
 //!   `server.snap-io-max-bytes-per-sec` across all of this node's transfers. At most
 //!   `server.concurrent-send-snap-limit` go out and `concurrent-recv-snap-limit` come in at
-//!   once; one over the limit is refused. The receiver writes the file to its snapshot
-//!   directory and hands the message to raftstore only once the stream ended whole. A send
-//!   that fails is reported to raftstore, whose leader then sends the snapshot again.
+//!   once; one over the limit is refused, and a snapshot already on its way to a store is
+//!   not sent to it twice. The receiver writes the file under a name of its own transfer,
+//!   renames it to the snapshot's once the stream ended whole, and only then hands the
+//!   message to raftstore. Whether a send was delivered is reported to raftstore, whose
+//!   leader sends the snapshot again after a failure. Files are read and written with
+//!   tokio's file API, off the runtimes' worker threads.
 
-use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -33,6 +36,7 @@ use proto::raft::{RaftDone, RaftMessage, RaftMessageBatch, SnapshotChunk};
 use raftstore::Transport;
 use raftstore::driver::{RaftRouter, StoreMsg};
 use raftstore::snapshot::{SNAPSHOT_BYTES_MAX, SnapKey};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tonic::{Request, Response, Status, Streaming};
 
@@ -40,14 +44,18 @@ use tonic::{Request, Response, Status, Streaming};
 pub const RAFT_CLIENT_QUEUE_MAX: usize = 16_384;
 /// Messages in one batch on the wire (TiKV's `raft-msg-max-batch-size`).
 pub const RAFT_MSG_BATCH_MAX: usize = 256;
+/// A batch takes no more messages once it holds this many bytes; with the last message
+/// (at most `raft-max-size-per-msg` of entries, or one entry of up to `raft-entry-max-size`)
+/// it stays far below what the receiver accepts (64 MiB, `grpc.rs`).
+pub const RAFT_MSG_BATCH_BYTES_MAX: usize = 16 << 20;
 /// How long a sender waits before it reopens a stream that broke or never opened.
 pub const RECONNECT_WAIT: Duration = Duration::from_millis(200);
 
 /// Bytes of a snapshot file in one chunk (TiKV sends 1 MiB chunks too).
 pub const SNAPSHOT_CHUNK_BYTES: usize = 1 << 20;
 
-/// `server.snap-io-max-bytes-per-sec` and the concurrent send and receive limits (online),
-/// with the transfers under way.
+/// `server.snap-io-max-bytes-per-sec` (0: no limit) and the concurrent send and receive
+/// limits (online), with the transfers under way.
 pub struct SnapLimits {
     bytes_per_sec: AtomicU64,
     send_limit: AtomicUsize,
@@ -56,6 +64,8 @@ pub struct SnapLimits {
     receiving: AtomicUsize,
     /// When the node's byte budget is next free: the rate spans every transfer.
     next_free: Mutex<Instant>,
+    /// Numbers the receiving transfers' files.
+    transfers: AtomicU64,
 }
 
 /// A transfer's place among the concurrent ones; dropping it frees the place.
@@ -81,6 +91,7 @@ impl SnapLimits {
             sending: AtomicUsize::new(0),
             receiving: AtomicUsize::new(0),
             next_free: Mutex::new(Instant::now()),
+            transfers: AtomicU64::new(0),
         });
         limits.configure(c);
         limits
@@ -109,7 +120,9 @@ impl SnapLimits {
 
     fn configure(&self, c: &config::Config) {
         let rate = c.size("server.snap-io-max-bytes-per-sec").bytes();
-        self.bytes_per_sec.store(rate.max(1), Ordering::Relaxed);
+        self.bytes_per_sec.store(rate, Ordering::Relaxed);
+        // What the old rate booked ahead does not hold the new one back.
+        *self.next_free.lock().expect("snapshot pacing poisoned") = Instant::now();
         let limit = |knob| c.int(knob) as usize;
         self.send_limit.store(
             limit("server.concurrent-send-snap-limit"),
@@ -136,6 +149,9 @@ impl SnapLimits {
     /// Waits until `bytes` more may go at the configured rate.
     async fn pace(&self, bytes: usize) {
         let rate = self.bytes_per_sec.load(Ordering::Relaxed) as f64;
+        if rate == 0.0 {
+            return;
+        }
         let start = {
             let mut next = self.next_free.lock().expect("snapshot pacing poisoned");
             let start = (*next).max(Instant::now());
@@ -175,31 +191,47 @@ impl RaftService {
             .ok_or_else(|| Status::invalid_argument("the first chunk carries no raft message"))?;
         let key = SnapKey::of_message(&msg)
             .ok_or_else(|| Status::invalid_argument("the message is not a snapshot"))?;
-        let path = key.received_path(&self.snap_dir);
-        let failed = |e: std::io::Error| Status::internal(format!("{}: {e}", path.display()));
-        let mut file = std::fs::File::create(&path).map_err(failed)?;
-        let mut bytes = 0;
-        let mut chunk = first.data;
-        loop {
-            bytes += chunk.len();
-            if bytes > SNAPSHOT_BYTES_MAX * 2 {
-                drop(file);
-                let _ = std::fs::remove_file(&path);
-                return Err(Status::invalid_argument(format!(
-                    "a snapshot file above {} bytes",
-                    SNAPSHOT_BYTES_MAX * 2
-                )));
-            }
-            file.write_all(&chunk).map_err(failed)?;
-            match stream.message().await? {
-                Some(next) if next.message.is_none() => chunk = next.data,
-                Some(_) => return Err(Status::invalid_argument("a second raft message")),
-                None => break,
-            }
+        let transfer = self.limits.transfers.fetch_add(1, Ordering::Relaxed);
+        let receiving = key.receiving_path(&self.snap_dir, transfer);
+        let written = match write_chunks(&receiving, first.data, &mut stream).await {
+            Ok(()) => tokio::fs::rename(&receiving, key.received_path(&self.snap_dir))
+                .await
+                .map_err(|e| Status::internal(format!("{}: {e}", receiving.display()))),
+            Err(e) => Err(e),
+        };
+        if written.is_err() {
+            let _ = tokio::fs::remove_file(&receiving).await;
         }
-        file.flush().map_err(failed)?;
-        Ok(msg)
+        written.map(|()| msg)
     }
+}
+
+/// Writes `first` and the stream's further chunks to `path`, at most
+/// [`SNAPSHOT_BYTES_MAX`] bytes.
+async fn write_chunks(
+    path: &std::path::Path,
+    first: Vec<u8>,
+    stream: &mut Streaming<SnapshotChunk>,
+) -> Result<(), Status> {
+    let failed = |e: std::io::Error| Status::internal(format!("{}: {e}", path.display()));
+    let mut file = tokio::fs::File::create(path).await.map_err(failed)?;
+    let mut bytes = 0;
+    let mut chunk = first;
+    loop {
+        bytes += chunk.len();
+        if bytes > SNAPSHOT_BYTES_MAX {
+            return Err(Status::invalid_argument(format!(
+                "a snapshot file above {SNAPSHOT_BYTES_MAX} bytes"
+            )));
+        }
+        file.write_all(&chunk).await.map_err(failed)?;
+        match stream.message().await? {
+            Some(next) if next.message.is_none() => chunk = next.data,
+            Some(_) => return Err(Status::invalid_argument("a second raft message")),
+            None => break,
+        }
+    }
+    file.flush().await.map_err(failed)
 }
 
 #[tonic::async_trait]
@@ -245,6 +277,8 @@ struct Inner {
     pd_endpoints: Vec<String>,
     snap_dir: PathBuf,
     limits: Arc<SnapLimits>,
+    /// Snapshots on their way, with the store each goes to.
+    sending: Mutex<HashSet<(SnapKey, u64)>>,
     queues: Mutex<HashMap<u64, mpsc::Sender<RaftMessage>>>,
     /// Where a store found gone is reported (set once raftstore runs).
     router: OnceLock<RaftRouter>,
@@ -265,6 +299,7 @@ impl RaftClient {
                 pd_endpoints,
                 snap_dir,
                 limits,
+                sending: Mutex::new(HashSet::new()),
                 queues: Mutex::new(HashMap::new()),
                 router: OnceLock::new(),
             }),
@@ -301,20 +336,35 @@ impl Transport for RaftClient {
             return;
         };
         if let Some(key) = SnapKey::of_message(&msg) {
+            let sending = &self.inner.sending;
+            if !sending
+                .lock()
+                .expect("snapshot sends poisoned")
+                .insert((key, to))
+            {
+                return; // A resend while the first is still on its way.
+            }
             let inner = self.inner.clone();
             self.inner.runtime.spawn(async move {
-                if let Err(e) = send_snapshot(to, &inner, &msg, key).await {
+                let sent = send_snapshot(to, &inner, &msg, key).await;
+                let sending = &inner.sending;
+                sending
+                    .lock()
+                    .expect("snapshot sends poisoned")
+                    .remove(&(key, to));
+                if let Err(e) = &sent {
                     tracing::warn!(
                         store_id = to,
                         region_id = key.region_id,
                         "sending a snapshot failed: {e}"
                     );
-                    if let (Some(router), Some(peer)) = (inner.router.get(), msg.to_peer) {
-                        let _ = router.send(StoreMsg::SnapshotFailed {
-                            region_id: key.region_id,
-                            to_peer_id: peer.id,
-                        });
-                    }
+                }
+                if let (Some(router), Some(peer)) = (inner.router.get(), msg.to_peer) {
+                    let _ = router.send(StoreMsg::SnapshotSent {
+                        region_id: key.region_id,
+                        to_peer_id: peer.id,
+                        delivered: sent.is_ok(),
+                    });
                 }
             });
             return;
@@ -382,7 +432,9 @@ async fn send_snapshot(
         .try_slot(true)
         .ok_or("too many snapshots going out (server.concurrent-send-snap-limit)")?;
     let path = key.generated_path(&inner.snap_dir);
-    let mut file = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut file = tokio::fs::File::open(&path)
+        .await
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     let mut client = match connect(store_id, &inner.pd_endpoints).await {
         Ok(c) => c,
         Err(Unreachable::Refused(why) | Unreachable::Other(why)) => return Err(why),
@@ -398,6 +450,7 @@ async fn send_snapshot(
     loop {
         let n = file
             .read(&mut buf)
+            .await
             .map_err(|e| format!("{}: {e}", path.display()))?;
         if n == 0 && message.is_none() {
             break;
@@ -462,10 +515,14 @@ async fn send_loop(store_id: u64, inner: Arc<Inner>, mut rx: mpsc::Receiver<Raft
             let Some(first) = first else {
                 break true;
             };
+            let mut bytes = first.message.len();
             let mut msgs = vec![first];
-            while msgs.len() < RAFT_MSG_BATCH_MAX {
+            while msgs.len() < RAFT_MSG_BATCH_MAX && bytes < RAFT_MSG_BATCH_BYTES_MAX {
                 match rx.try_recv() {
-                    Ok(m) => msgs.push(m),
+                    Ok(m) => {
+                        bytes += m.message.len();
+                        msgs.push(m);
+                    }
                     Err(_) => break,
                 }
             }

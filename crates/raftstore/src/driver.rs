@@ -69,10 +69,11 @@ pub enum StoreMsg {
         region_id: u64,
         reply: Reply,
     },
-    /// The transport could not deliver a snapshot of the region to the peer.
-    SnapshotFailed {
+    /// The transport delivered a snapshot of the region to the peer, or could not.
+    SnapshotSent {
         region_id: u64,
         to_peer_id: u64,
+        delivered: bool,
     },
     /// The transport found nothing listening at this store's address: its process is gone.
     StoreGone(u64),
@@ -372,11 +373,12 @@ fn handle<E: KvEngine, T: Transport>(store: &mut Store<E, T>, msg: StoreMsg) -> 
         StoreMsg::Bootstrap { region, reply } => reply(store.bootstrap_region(region)),
         StoreMsg::Destroy { region_id, reply } => reply(store.destroy_peer(region_id)),
         StoreMsg::StoreGone(store_id) => store.on_store_gone(store_id),
-        StoreMsg::SnapshotFailed {
+        StoreMsg::SnapshotSent {
             region_id,
             to_peer_id,
+            delivered,
         } => {
-            let _ = store.report_snapshot_failure(region_id, to_peer_id);
+            let _ = store.report_snapshot(region_id, to_peer_id, delivered);
         }
         StoreMsg::Stop => return true,
     }

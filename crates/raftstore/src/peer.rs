@@ -38,9 +38,10 @@ use proto::pd::{Peer as PeerMeta, Region};
 use proto::raft::change_peer::Kind as ChangeKind;
 use proto::raft::{
     AdminRequest, ApplyState, ChangePeer, ChangePeers, CompactLog, RaftCmd, RaftMessage,
+    SnapshotRef,
 };
 use protobuf::Message as _;
-use raft::eraftpb::{ConfChangeSingle, ConfChangeType, ConfChangeV2, Entry, Message};
+use raft::eraftpb::{ConfChangeSingle, ConfChangeType, ConfChangeV2, Entry, Message, MessageType};
 use raft::{ProgressState, RawNode, Ready, SnapshotStatus, StateRole};
 use raft_log::{GroupStorage, LogBase, LogEngine, LogWrite};
 
@@ -275,8 +276,10 @@ impl Peer {
         self.propose(cmd, Box::new(|_| {}), now);
     }
 
-    /// A snapshot travels as one message that a network may lose; raft-rs waits for it until
-    /// told it failed. A follower still waiting after a few election timeouts gets another.
+    /// A snapshot's transfer may fail without a word (a lost message, a receiver that
+    /// refused it, a process that died); raft-rs waits for it until told it failed. A
+    /// follower still waiting after a few election timeouts gets another (the transport
+    /// skips one it is still sending).
     fn check_snapshot_waits(&mut self) {
         if !self.is_leader() {
             self.snapshot_wait_ticks.clear();
@@ -381,11 +384,17 @@ impl Peer {
         self.raw.transfer_leader(peer_id);
     }
 
-    /// The transport could not deliver this peer's snapshot to `peer_id`: raft-rs may send
-    /// another at once instead of waiting for the follower.
-    pub fn report_snapshot_failure(&mut self, peer_id: u64) {
+    /// The transport delivered this peer's snapshot to `peer_id` (raft-rs then waits for the
+    /// follower's answer), or could not (raft-rs may send another at once).
+    pub fn report_snapshot(&mut self, peer_id: u64, delivered: bool) {
         if self.is_leader() {
-            self.raw.report_snapshot(peer_id, SnapshotStatus::Failure);
+            self.snapshot_wait_ticks.remove(&peer_id);
+            let status = if delivered {
+                SnapshotStatus::Finish
+            } else {
+                SnapshotStatus::Failure
+            };
+            self.raw.report_snapshot(peer_id, status);
         }
     }
 
@@ -889,7 +898,7 @@ impl Peer {
         Ok(())
     }
 
-    /// Fails every pending proposal (the peer is going away, or lost leadership).
+    /// Fails every pending proposal (the peer is going away).
     pub fn fail_proposals(&mut self, why: impl Fn() -> Error) {
         for p in self.proposals.drain(..) {
             (p.reply)(Err(why()));
@@ -914,8 +923,16 @@ impl Peer {
                 );
                 continue;
             };
+            let snapshot = (m.get_msg_type() == MessageType::MsgSnapshot).then(|| {
+                let meta = m.get_snapshot().get_metadata();
+                SnapshotRef {
+                    term: meta.term,
+                    index: meta.index,
+                }
+            });
             out.push(RaftMessage {
                 region_id: self.region.id,
+                snapshot,
                 from_peer: self
                     .region
                     .peers

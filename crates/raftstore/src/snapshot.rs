@@ -32,8 +32,7 @@ use engine::{Cf, EngineIterator, IterOptions, Iterable, KvEngine, Peekable, Writ
 use prost::Message as _;
 use proto::pd::Region;
 use proto::raft::{ApplyState, RaftMessage, RegionLocalState, SnapshotKv, SnapshotMeta};
-use protobuf::Message as _;
-use raft::eraftpb::{MessageType, Snapshot};
+use raft::eraftpb::Snapshot;
 
 use crate::{Error, Result, state};
 
@@ -45,7 +44,7 @@ pub const DATA_CFS: [Cf; 4] = [Cf::Default, Cf::Lock, Cf::Write, Cf::Latest];
 pub const SNAPSHOT_BYTES_MAX: usize = 1 << 30;
 
 /// Which snapshot a file holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SnapKey {
     pub region_id: u64,
     pub term: u64,
@@ -53,18 +52,23 @@ pub struct SnapKey {
 }
 
 impl SnapKey {
-    /// The snapshot `msg` carries, if it is a MsgSnapshot.
+    /// The snapshot `msg` carries, if it is a MsgSnapshot (the sending peer says so in
+    /// [`RaftMessage::snapshot`], so nothing is decoded).
     pub fn of_message(msg: &RaftMessage) -> Option<SnapKey> {
-        let raw = raft::eraftpb::Message::parse_from_bytes(&msg.message).ok()?;
-        if raw.get_msg_type() != MessageType::MsgSnapshot {
-            return None;
-        }
-        let meta = raw.get_snapshot().get_metadata();
-        Some(SnapKey {
+        msg.snapshot.map(|s| SnapKey {
             region_id: msg.region_id,
-            term: meta.term,
-            index: meta.index,
+            term: s.term,
+            index: s.index,
         })
+    }
+
+    /// The key of the snapshot in a decoded MsgSnapshot of `region_id`.
+    fn of_snapshot(region_id: u64, snapshot: &Snapshot) -> SnapKey {
+        SnapKey {
+            region_id,
+            term: snapshot.get_metadata().term,
+            index: snapshot.get_metadata().index,
+        }
     }
 
     /// Where the store that built the snapshot keeps it.
@@ -81,6 +85,27 @@ impl SnapKey {
             "rcv_{}_{}_{}.snap",
             self.region_id, self.term, self.index
         ))
+    }
+
+    /// Where one transfer of the snapshot writes before it renames the file to
+    /// [`Self::received_path`] (a second transfer of the same snapshot, a resend, writes a
+    /// file of its own).
+    pub fn receiving_path(&self, dir: &Path, transfer: u64) -> PathBuf {
+        dir.join(format!(
+            "tmp_{transfer}_rcv_{}_{}_{}.snap",
+            self.region_id, self.term, self.index
+        ))
+    }
+
+    /// Parses a [`Self::received_path`] file name.
+    fn of_received_name(name: &str) -> Option<SnapKey> {
+        let mut parts = name.strip_prefix("rcv_")?.strip_suffix(".snap")?.split('_');
+        let mut next = || parts.next()?.parse().ok();
+        Some(SnapKey {
+            region_id: next()?,
+            term: next()?,
+            index: next()?,
+        })
     }
 }
 
@@ -183,24 +208,17 @@ pub fn generate<E: KvEngine>(engine: &E, dir: &Path, region_id: u64) -> Result<S
     Ok(out)
 }
 
+/// Writes the region's key-values to `out`, at most [`SNAPSHOT_BYTES_MAX`] of file.
 fn write_kvs(
     snap: &impl Iterable,
     region: &Region,
-    out: &mut impl Write,
+    out: &mut Checksummed<impl Write>,
     path: &Path,
 ) -> Result<()> {
-    let mut bytes = 0;
     for cf in DATA_CFS {
         let mut it = snap.iter(cf, bounds(region))?;
         let mut ok = it.seek_to_first()?;
         while ok {
-            bytes += it.key().len() + it.value().len();
-            if bytes > SNAPSHOT_BYTES_MAX {
-                return Err(Error::SnapshotTooLarge {
-                    region_id: region.id,
-                    limit: SNAPSHOT_BYTES_MAX,
-                });
-            }
             let kv = SnapshotKv {
                 cf: cf.name().to_string(),
                 key: it.key().to_vec(),
@@ -208,6 +226,12 @@ fn write_kvs(
             };
             out.write_all(&kv.encode_length_delimited_to_vec())
                 .map_err(io_error(path))?;
+            if out.bytes > SNAPSHOT_BYTES_MAX as u64 {
+                return Err(Error::SnapshotTooLarge {
+                    region_id: region.id,
+                    limit: SNAPSHOT_BYTES_MAX,
+                });
+            }
             ok = it.next()?;
         }
     }
@@ -237,15 +261,10 @@ fn decode_meta(snapshot: &Snapshot) -> Result<(SnapshotMeta, Region)> {
 /// Reads the received file of `snapshot` whole and checks its size and CRC32.
 fn read_received(dir: &Path, snapshot: &Snapshot) -> Result<(Region, Vec<u8>)> {
     let (meta, region) = decode_meta(snapshot)?;
-    let key = SnapKey {
-        region_id: region.id,
-        term: snapshot.get_metadata().term,
-        index: snapshot.get_metadata().index,
-    };
-    let path = key.received_path(dir);
+    let path = SnapKey::of_snapshot(region.id, snapshot).received_path(dir);
     let mut file = File::open(&path).map_err(io_error(&path))?;
     let size = file.metadata().map_err(io_error(&path))?.len();
-    if size != meta.file_bytes || size > SNAPSHOT_BYTES_MAX as u64 * 2 {
+    if size != meta.file_bytes || size > SNAPSHOT_BYTES_MAX as u64 {
         return Err(Error::Corrupt(format!(
             "{}: {size} bytes, the snapshot says {}",
             path.display(),
@@ -265,33 +284,32 @@ fn read_received(dir: &Path, snapshot: &Snapshot) -> Result<(Region, Vec<u8>)> {
     Ok((region, data))
 }
 
-/// Whether the received file of the snapshot in `msg` (a MsgSnapshot) is whole: its size
-/// and CRC32 are the ones the snapshot names. A refused file is removed.
-pub fn verify(dir: &Path, msg: &raft::eraftpb::Message) -> Result<()> {
+/// Whether the received file of the snapshot in `msg` (a MsgSnapshot of `region_id`) is
+/// whole: its size and CRC32 are the ones the snapshot names. A refused file is removed.
+pub fn verify(dir: &Path, region_id: u64, msg: &raft::eraftpb::Message) -> Result<()> {
     let result = read_received(dir, msg.get_snapshot()).map(drop);
     if result.is_err() {
-        let _ = remove_received(dir, msg.get_snapshot());
+        let path = SnapKey::of_snapshot(region_id, msg.get_snapshot()).received_path(dir);
+        let _ = std::fs::remove_file(path);
     }
     result
 }
 
-fn remove_received(dir: &Path, snapshot: &Snapshot) -> Result<()> {
-    let (_, region) = decode_meta(snapshot)?;
-    let prefix = format!("rcv_{}_", region.id);
-    remove_files(dir, |n| n.starts_with(&prefix))
-}
-
 /// Replaces this store's data of the snapshot's region with the snapshot's file in `dir`,
-/// with the region and apply state it implies, in one fsynced write. Returns them. The
-/// region's received files go afterwards, applied or not.
+/// with the region and apply state it implies, in one fsynced write. Returns them. Then the
+/// region's received files up to this snapshot's index go (a newer one may wait for its
+/// message still).
 pub fn apply<E: KvEngine>(
     engine: &E,
     dir: &Path,
     snapshot: &Snapshot,
 ) -> Result<(Region, ApplyState)> {
-    let applied = apply_file(engine, dir, snapshot);
-    remove_received(dir, snapshot)?;
-    applied
+    let (region, apply) = apply_file(engine, dir, snapshot)?;
+    remove_files(dir, |name| {
+        SnapKey::of_received_name(name)
+            .is_some_and(|k| k.region_id == region.id && k.index <= apply.applied_index)
+    })?;
+    Ok((region, apply))
 }
 
 fn apply_file<E: KvEngine>(
@@ -381,7 +399,7 @@ mod tests {
 
     fn message(snapshot: &Snapshot) -> raft::eraftpb::Message {
         let mut msg = raft::eraftpb::Message::default();
-        msg.set_msg_type(MessageType::MsgSnapshot);
+        msg.set_msg_type(raft::eraftpb::MessageType::MsgSnapshot);
         msg.set_snapshot(snapshot.clone());
         msg
     }
@@ -397,8 +415,12 @@ mod tests {
         );
         assert!(snapshot.data.len() < 100, "the data names the file only");
         send(gen_dir.path(), rcv_dir.path(), &snapshot);
-        verify(rcv_dir.path(), &message(&snapshot)).unwrap();
+        verify(rcv_dir.path(), 1, &message(&snapshot)).unwrap();
 
+        // Another transfer's files: an older snapshot of the region and a newer one whose
+        // message has not come yet.
+        std::fs::write(rcv_dir.path().join("rcv_1_1_3.snap"), b"old").unwrap();
+        std::fs::write(rcv_dir.path().join("rcv_1_2_99.snap"), b"new").unwrap();
         let follower = MemoryEngine::new();
         let mut wb = follower.write_batch();
         wb.put(Cf::Default, b"stale", b"x");
@@ -414,7 +436,11 @@ mod tests {
             Some(b"record".to_vec())
         );
         assert_eq!(follower.get(Cf::Default, b"stale").unwrap(), None);
-        assert_eq!(std::fs::read_dir(rcv_dir.path()).unwrap().count(), 0);
+        let left: Vec<_> = std::fs::read_dir(rcv_dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(left, ["rcv_1_2_99.snap"], "applied and older files go");
         // A newer snapshot of the region replaces the older file.
         let mut wb = leader.write_batch();
         state::put_apply_state(
@@ -441,7 +467,7 @@ mod tests {
         let (gen_dir, rcv_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let snapshot = generate(&leader, gen_dir.path(), 1).unwrap();
         assert!(matches!(
-            verify(rcv_dir.path(), &message(&snapshot)),
+            verify(rcv_dir.path(), 1, &message(&snapshot)),
             Err(Error::SnapshotIo { .. })
         ));
         send(gen_dir.path(), rcv_dir.path(), &snapshot);
@@ -454,12 +480,12 @@ mod tests {
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[20] ^= 0x40;
         std::fs::write(&path, &bytes).unwrap();
-        let err = verify(rcv_dir.path(), &message(&snapshot)).unwrap_err();
+        let err = verify(rcv_dir.path(), 1, &message(&snapshot)).unwrap_err();
         assert!(err.to_string().contains("CRC32"), "{err}");
         assert!(!path.exists(), "a refused file is removed");
         send(gen_dir.path(), rcv_dir.path(), &snapshot);
         std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
-        let err = verify(rcv_dir.path(), &message(&snapshot)).unwrap_err();
+        let err = verify(rcv_dir.path(), 1, &message(&snapshot)).unwrap_err();
         assert!(err.to_string().contains("bytes"), "{err}");
     }
 }

@@ -173,7 +173,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             // it accepts as the peer's state, so a bad one must not get that far.
             let raw = raft::eraftpb::Message::parse_from_bytes(&msg.message)
                 .map_err(|e| Error::Corrupt(format!("raft message: {e}")))?;
-            snapshot::verify(&self.cfg.snap_dir, &raw)?;
+            snapshot::verify(&self.cfg.snap_dir, msg.region_id, &raw)?;
         }
         let to = msg.to_peer.map_or(0, |p| p.id);
         if let Some(local) = self.peers.get(&msg.region_id).map(Peer::peer_id) {
@@ -307,10 +307,15 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         Ok(())
     }
 
-    /// See [`Peer::report_snapshot_failure`].
-    pub fn report_snapshot_failure(&mut self, region_id: u64, to_peer_id: u64) -> Result<()> {
+    /// See [`Peer::report_snapshot`].
+    pub fn report_snapshot(
+        &mut self,
+        region_id: u64,
+        to_peer_id: u64,
+        delivered: bool,
+    ) -> Result<()> {
         self.peer_mut(region_id)?
-            .report_snapshot_failure(to_peer_id);
+            .report_snapshot(to_peer_id, delivered);
         Ok(())
     }
 

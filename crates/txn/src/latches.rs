@@ -65,6 +65,22 @@ impl Latches {
         }
     }
 
+    /// Waits, slot by slot, until each slot has been free once: every command that held
+    /// latches when this began has released them since. Takes no slot, so commands go on.
+    pub fn wait_for_holders(&self) {
+        for slot in self.slots.iter() {
+            let mut held = slot.held.lock().expect("latch lock poisoned");
+            if !*held {
+                continue;
+            }
+            while *held {
+                held = slot.freed.wait(held).expect("latch lock poisoned");
+            }
+            // The release woke one waiter, this one: pass it on to a command that waits.
+            slot.freed.notify_one();
+        }
+    }
+
     /// Every slot of `keys` if none is held now; `None` (holding nothing) otherwise.
     pub fn try_acquire<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) -> Option<Guard<'_>> {
         let mut guard = Guard {
@@ -98,6 +114,30 @@ mod tests {
     use super::*;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn waiting_for_holders_returns_once_every_earlier_holder_released() {
+        let latches = Arc::new(Latches::new(8));
+        let held = latches.acquire([&b"k"[..]]);
+        let released = Arc::new(AtomicUsize::new(0));
+        let waiter = {
+            let (latches, released) = (latches.clone(), released.clone());
+            std::thread::spawn(move || {
+                latches.wait_for_holders();
+                released.load(Ordering::SeqCst)
+            })
+        };
+        // A command that waits for the same slot still gets it after the release.
+        let other = {
+            let latches = latches.clone();
+            std::thread::spawn(move || drop(latches.acquire([&b"k"[..]])))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        released.store(1, Ordering::SeqCst);
+        drop(held);
+        assert_eq!(waiter.join().unwrap(), 1, "it waited for the holder");
+        other.join().unwrap();
+    }
 
     #[test]
     fn commands_on_a_common_key_never_overlap() {

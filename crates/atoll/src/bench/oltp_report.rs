@@ -285,10 +285,15 @@ fn figure(r: &Run) -> f64 {
     r.qps.unwrap_or(r.tps)
 }
 
-/// The lower median of `values` (`None` if empty).
+/// The median of `values`, the mean of the middle two for an even count (`None` if empty).
 fn median(mut values: Vec<f64>) -> Option<f64> {
     values.sort_by(f64::total_cmp);
-    values.get(values.len().saturating_sub(1) / 2).copied()
+    let n = values.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(values[n / 2]),
+        _ => Some((values[n / 2 - 1] + values[n / 2]) / 2.0),
+    }
 }
 
 /// Each system's median run (by [`figure`]) per workload and thread count.
