@@ -538,6 +538,14 @@ fn a_kv_node_down_for_max_store_down_time_has_its_replica_rebuilt_on_another() {
         c.metric(spare, "atoll_raftstore_snapshots_total{type=\"applied\"}") > 0,
         "the new replica got the region by snapshot"
     );
+    let live = || (0..4).filter(|&i| i != holder);
+    let total = |series: &str| live().map(|i| c.metric(i, series)).sum::<i64>();
+    assert!(c.metric(spare, "atoll_raftstore_snapshots_total{type=\"received\"}") > 0);
+    assert!(total("atoll_raftstore_snapshots_total{type=\"sent\"}") > 0);
+    assert!(
+        total("atoll_raftstore_commit_log_total") > 0,
+        "the leader counts its commits"
+    );
     // With one of the first replicas down too, every commit needs the new one.
     let other = (0..4).find(|&i| i != holder && i != spare).unwrap();
     c.kill_kv(other);

@@ -292,6 +292,7 @@ fn start_raftstore(
         .register(Box::new(raft_metrics::RaftCollector::new(
             driver.views.clone(),
             driver.stats.clone(),
+            snap_limits.clone(),
         )))
         .expect("raftstore metrics register once");
     let kv = Arc::new(raft_kv::RaftKv::new(

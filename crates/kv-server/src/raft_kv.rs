@@ -1,6 +1,8 @@
 //! [`RaftKv`]: `ReplicatedKv` over raftstore. A write becomes a proposal to its region (the
-//! write batch recorded as [`WriteOp`]s) and returns once the region applied it, which means
-//! a majority of its replicas have it in their fsynced logs. Reads take the kv engine's
+//! write batch recorded as [`WriteOp`]s) and is answered once the region applied it, which
+//! means a majority of its replicas have it in their fsynced logs: the scheduler's writes on
+//! raftstore's thread (`write_then`), so its workers do not wait for Raft; the others'
+//! (GC, the hand-off) on the caller's, which waits. Reads take the kv engine's
 //! snapshot: the service's region check has already found this store leading under its lease.
 //!
 //! The leader owns the in-memory lock state. When this store's peer becomes a region's leader
@@ -23,7 +25,7 @@ use mvcc::{LockTable, MvccTxn, PessimisticLocks};
 use proto::raft::write_op::Kind;
 use proto::raft::{RaftCmd, WriteOp};
 use raftstore::driver::{RaftRouter, RegionViews, StoreMsg};
-use txn::{Durability, LocalKv, ReplicatedKv};
+use txn::{Durability, LocalKv, ReplicatedKv, WriteDone};
 
 /// A write batch that records its operations for a Raft command instead of writing them.
 #[derive(Default)]
@@ -123,40 +125,57 @@ impl RaftKv {
         Ok(true)
     }
 
-    /// Proposes `txn`'s writes and waits at most `wait` for them to apply (past it, the
-    /// outcome is unknown).
-    pub fn write_within(&self, txn: MvccTxn, wait: std::time::Duration) -> engine::Result<()> {
+    /// Proposes `txn`'s writes and answers `done` once they applied, on raftstore's thread
+    /// (the peer answers a proposal within `raftstore::peer::PROPOSAL_WAIT_MAX`, if only as
+    /// unknown). Lock changes apply before `done` hears.
+    fn propose_then(&self, txn: MvccTxn, done: WriteDone) {
         if txn.is_empty() {
-            return Ok(());
+            return done(Ok(()));
         }
         let mut batch = RecordingBatch::default();
         let changes = txn.fill(&mut batch, Some(&self.pessimistic));
-        if let Some(first) = batch.ops.first() {
-            let (region_id, mut cmd) = self.region_of(&first.key)?;
-            cmd.writes = batch.ops;
-            self.router
-                .call_within(wait, |reply| StoreMsg::Propose {
-                    region_id,
-                    cmd,
-                    reply,
-                })
-                .map_err(|e| match e {
-                    raftstore::Error::Busy(why) => engine::Error::Busy(why.to_string()),
-                    raftstore::Error::OutcomeUnknown(_) => engine::Error::Engine(format!(
-                        "the write's outcome is unknown, it may or may not have happened: {e}"
-                    )),
-                    raftstore::Error::NotLeader { .. }
-                    | raftstore::Error::StaleCommand
-                    | raftstore::Error::RegionNotFound(_)
-                    | raftstore::Error::EpochNotMatch { .. } => {
-                        engine::Error::NotLeader(e.to_string())
-                    }
-                    other => engine::Error::Engine(other.to_string()),
-                })?;
-        }
-        self.locks.apply(changes.lock_table);
-        self.pessimistic.apply(changes.pessimistic);
-        Ok(())
+        let (locks, pessimistic) = (self.locks.clone(), self.pessimistic.clone());
+        let apply_changes = move || {
+            locks.apply(changes.lock_table);
+            pessimistic.apply(changes.pessimistic);
+        };
+        let Some(first) = batch.ops.first() else {
+            // Only in-memory locks changed: nothing to replicate.
+            apply_changes();
+            return done(Ok(()));
+        };
+        let (region_id, mut cmd) = match self.region_of(&first.key) {
+            Ok(found) => found,
+            Err(e) => return done(Err(e)),
+        };
+        cmd.writes = batch.ops;
+        let reply = Box::new(move |r: raftstore::Result<()>| match r {
+            Ok(()) => {
+                apply_changes();
+                done(Ok(()));
+            }
+            Err(e) => done(Err(write_error(e))),
+        });
+        // A refused proposal is answered through `reply` too.
+        let _ = self.router.send(StoreMsg::propose(region_id, cmd, reply));
+    }
+
+    /// Proposes `txn`'s writes and waits at most `wait` for them to apply (past it, the
+    /// outcome is unknown; the lock changes still follow if it applies later).
+    pub fn write_within(&self, txn: MvccTxn, wait: std::time::Duration) -> engine::Result<()> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.propose_then(
+            txn,
+            Box::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        );
+        rx.recv_timeout(wait).unwrap_or_else(|_| {
+            Err(engine::Error::Engine(
+                "the write's outcome is unknown, it may or may not have happened: no answer in time"
+                    .into(),
+            ))
+        })
     }
 
     /// The region this store leads that holds `key` (raw comparison; regions do not split
@@ -189,12 +208,31 @@ impl ReplicatedKv for RaftKv {
         self.write_within(txn, raftstore::driver::CALL_WAIT_MAX)
     }
 
+    fn write_then(&self, txn: MvccTxn, _durability: Durability, done: WriteDone) {
+        self.propose_then(txn, done);
+    }
+
     fn lock_table(&self) -> &LockTable {
         &self.locks
     }
 
     fn pessimistic_locks(&self) -> &Arc<PessimisticLocks> {
         &self.pessimistic
+    }
+}
+
+/// The engine error for a proposal raftstore refused or could not finish.
+fn write_error(e: raftstore::Error) -> engine::Error {
+    match e {
+        raftstore::Error::Busy(why) => engine::Error::Busy(why.to_string()),
+        raftstore::Error::OutcomeUnknown(_) => engine::Error::Engine(format!(
+            "the write's outcome is unknown, it may or may not have happened: {e}"
+        )),
+        raftstore::Error::NotLeader { .. }
+        | raftstore::Error::StaleCommand
+        | raftstore::Error::RegionNotFound(_)
+        | raftstore::Error::EpochNotMatch { .. } => engine::Error::NotLeader(e.to_string()),
+        other => engine::Error::Engine(other.to_string()),
     }
 }
 
@@ -235,6 +273,13 @@ impl ReplicatedKv for NodeKv {
         match self {
             NodeKv::Local(kv) => kv.write(txn, durability),
             NodeKv::Raft(kv) => kv.write(txn, durability),
+        }
+    }
+
+    fn write_then(&self, txn: MvccTxn, durability: Durability, done: WriteDone) {
+        match self {
+            NodeKv::Local(kv) => kv.write_then(txn, durability, done),
+            NodeKv::Raft(kv) => kv.write_then(txn, durability, done),
         }
     }
 

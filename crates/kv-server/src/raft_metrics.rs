@@ -1,8 +1,12 @@
 //! Raftstore's figures in `/metrics`, in the names of TiKV's panels: the peers and leaders
 //! this store holds (`atoll_raftstore_region_count{type="region"|"leader"|"learner"}`, TiKV's
 //! `tikv_raftstore_region_count`), read from the views raftstore publishes after each round;
-//! and its Raft IO: raft-engine writes with their time (append log duration, fsync included)
-//! and fsyncs, kv writes of applied entries with their time, snapshots built and applied.
+//! its proposals (propose wait: queued before raftstore took them; commit log: from proposal
+//! to commit), its Raft IO: raft-engine writes with their time (append log duration, fsync
+//! included) and fsyncs, kv writes of applied entries with their time (apply duration) and
+//! their wait from the round's commit (apply wait); snapshots built, sent (delivered or
+//! failed), received and applied. Times are `_duration_microseconds_total` counters beside
+//! a `_total` count, so a rate of one over the other is the mean.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -15,6 +19,7 @@ use raftstore::driver::RegionViews;
 use raftstore::stats::StoreStats;
 
 use crate::pd_worker::STORE_ID;
+use crate::raft_transport::SnapLimits;
 
 pub struct RaftCollector {
     views: Arc<RegionViews>,
@@ -22,6 +27,7 @@ pub struct RaftCollector {
     region_count: IntGaugeVec,
     counters: Vec<(IntCounter, ReadStat)>,
     snapshots: IntCounterVec,
+    transfers: Arc<SnapLimits>,
 }
 
 /// Reads one of the store's counters.
@@ -32,7 +38,11 @@ fn counter(name: &str, help: &str) -> IntCounter {
 }
 
 impl RaftCollector {
-    pub fn new(views: Arc<RegionViews>, stats: Arc<StoreStats>) -> RaftCollector {
+    pub fn new(
+        views: Arc<RegionViews>,
+        stats: Arc<StoreStats>,
+        transfers: Arc<SnapLimits>,
+    ) -> RaftCollector {
         let region_count = IntGaugeVec::new(
             Opts::new(
                 "atoll_raftstore_region_count",
@@ -42,6 +52,34 @@ impl RaftCollector {
         )
         .expect("valid metric");
         let counters: Vec<(IntCounter, ReadStat)> = vec![
+            (
+                counter(
+                    "atoll_raftstore_propose_total",
+                    "Proposals raftstore took from its queue",
+                ),
+                |s| StoreStats::get(&s.proposals),
+            ),
+            (
+                counter(
+                    "atoll_raftstore_propose_wait_duration_microseconds_total",
+                    "Time proposals waited in raftstore's queue (propose wait)",
+                ),
+                |s| StoreStats::get(&s.propose_wait_micros),
+            ),
+            (
+                counter(
+                    "atoll_raftstore_commit_log_total",
+                    "Proposals that committed and applied",
+                ),
+                |s| StoreStats::get(&s.commits),
+            ),
+            (
+                counter(
+                    "atoll_raftstore_commit_log_duration_microseconds_total",
+                    "Time from proposal to commit (commit log duration)",
+                ),
+                |s| StoreStats::get(&s.commit_log_micros),
+            ),
             (
                 counter(
                     "atoll_raftstore_append_log_total",
@@ -77,11 +115,18 @@ impl RaftCollector {
                 ),
                 |s| StoreStats::get(&s.apply_micros),
             ),
+            (
+                counter(
+                    "atoll_raftstore_apply_wait_duration_microseconds_total",
+                    "Time from a round's commit to its kv write (apply wait)",
+                ),
+                |s| StoreStats::get(&s.apply_wait_micros),
+            ),
         ];
         let snapshots = IntCounterVec::new(
             Opts::new(
                 "atoll_raftstore_snapshots_total",
-                "Snapshots built and applied",
+                "Snapshots built, sent (delivered or failed), received and applied",
             ),
             &["type"],
         )
@@ -92,6 +137,7 @@ impl RaftCollector {
             region_count,
             counters,
             snapshots,
+            transfers,
         }
     }
 }
@@ -135,8 +181,12 @@ impl Collector for RaftCollector {
             c.inc_by(read(&self.stats));
             families.extend(c.collect());
         }
+        let transfers = &self.transfers;
         for (kind, n) in [
             ("built", StoreStats::get(&self.stats.snapshots_built)),
+            ("sent", StoreStats::get(&transfers.sent)),
+            ("send_failed", StoreStats::get(&transfers.send_failures)),
+            ("received", StoreStats::get(&transfers.received)),
             ("applied", StoreStats::get(&self.stats.snapshots_applied)),
         ] {
             let c = self.snapshots.with_label_values(&[kind]);

@@ -66,6 +66,10 @@ pub struct SnapLimits {
     next_free: Mutex<Instant>,
     /// Numbers the receiving transfers' files.
     transfers: AtomicU64,
+    /// Snapshots sent and delivered, sent and failed, received whole (for `/metrics`).
+    pub sent: AtomicU64,
+    pub send_failures: AtomicU64,
+    pub received: AtomicU64,
 }
 
 /// A transfer's place among the concurrent ones; dropping it frees the place.
@@ -92,6 +96,9 @@ impl SnapLimits {
             receiving: AtomicUsize::new(0),
             next_free: Mutex::new(Instant::now()),
             transfers: AtomicU64::new(0),
+            sent: AtomicU64::new(0),
+            send_failures: AtomicU64::new(0),
+            received: AtomicU64::new(0),
         });
         limits.configure(c);
         limits
@@ -260,6 +267,7 @@ impl RaftTransport for RaftService {
             ));
         };
         let msg = self.receive_snapshot(request.into_inner()).await?;
+        self.limits.received.fetch_add(1, Ordering::Relaxed);
         // raftstore checks the file's size and CRC32 before raft-rs sees the message.
         let _ = self.router.send(StoreMsg::Raft(msg));
         Ok(Response::new(RaftDone {}))
@@ -352,6 +360,11 @@ impl Transport for RaftClient {
                     .lock()
                     .expect("snapshot sends poisoned")
                     .remove(&(key, to));
+                let counter = match sent {
+                    Ok(()) => &inner.limits.sent,
+                    Err(_) => &inner.limits.send_failures,
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
                 if let Err(e) = &sent {
                     tracing::warn!(
                         store_id = to,

@@ -38,6 +38,8 @@ pub enum StoreMsg {
         region_id: u64,
         cmd: RaftCmd,
         reply: Reply,
+        /// When it was sent, for the propose wait ([`StoreMsg::propose`] stamps it).
+        sent_at: Instant,
     },
     ChangePeers {
         region_id: u64,
@@ -79,6 +81,18 @@ pub enum StoreMsg {
     StoreGone(u64),
     /// Ends the thread: what was queued before it is handled, pending proposals hear `Busy`.
     Stop,
+}
+
+impl StoreMsg {
+    /// A proposal of `cmd` to `region_id`, sent now.
+    pub fn propose(region_id: u64, cmd: RaftCmd, reply: Reply) -> StoreMsg {
+        StoreMsg::Propose {
+            region_id,
+            cmd,
+            reply,
+            sent_at: Instant::now(),
+        }
+    }
 }
 
 /// What readers on other threads may know of one region without asking the store.
@@ -176,11 +190,7 @@ impl RaftRouter {
 
     /// Proposes `cmd` and waits for the outcome.
     pub fn propose_and_wait(&self, region_id: u64, cmd: RaftCmd) -> Result<()> {
-        self.call(|reply| StoreMsg::Propose {
-            region_id,
-            cmd,
-            reply,
-        })
+        self.call(|reply| StoreMsg::propose(region_id, cmd, reply))
     }
 
     /// Sends the message `make` builds around a reply, and waits for that reply (at most
@@ -352,7 +362,13 @@ fn handle<E: KvEngine, T: Transport>(store: &mut Store<E, T>, msg: StoreMsg) -> 
             region_id,
             cmd,
             reply,
-        } => store.propose(region_id, cmd, reply, now),
+            sent_at,
+        } => {
+            store
+                .stats()
+                .propose_wait(Instant::now().saturating_duration_since(sent_at));
+            store.propose(region_id, cmd, reply, now)
+        }
         StoreMsg::ChangePeers {
             region_id,
             changes,

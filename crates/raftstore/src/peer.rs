@@ -104,6 +104,10 @@ pub struct Peer {
 /// a follower's progress before it takes it as lost and sends another.
 const SNAPSHOT_WAIT_ELECTION_TIMEOUTS: usize = 2;
 
+/// How long a proposal waits for its answer before the peer answers it as unknown (as long
+/// as a caller of `RaftRouter::call` waits).
+pub const PROPOSAL_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(20);
+
 impl Peer {
     /// The peer of `region` on `store_id`, from the log and the saved `apply` state.
     pub fn open(
@@ -254,7 +258,22 @@ impl Peer {
             self.maybe_compact_log(now);
         }
         self.check_snapshot_waits();
+        self.expire_proposals(now);
         self.maybe_renew_lease(now);
+    }
+
+    /// A proposal unanswered for [`PROPOSAL_WAIT_MAX`] (its leader is cut off, or the
+    /// region has none) is answered as unknown: its caller holds latches and a client.
+    fn expire_proposals(&mut self, now: Instant) {
+        let (expired, kept) = std::mem::take(&mut self.proposals)
+            .into_iter()
+            .partition(|p| now.saturating_duration_since(p.proposed_at) >= PROPOSAL_WAIT_MAX);
+        self.proposals = kept;
+        for p in expired {
+            (p.reply)(Err(Error::OutcomeUnknown(
+                "no answer within 20 s: the region may have no leader",
+            )));
+        }
     }
 
     /// An idle leader's lease would run out and leave reads nowhere to go: when a quarter of
@@ -826,12 +845,19 @@ impl Peer {
         apply::apply_entries(self.peer_id, &mut self.region, &mut self.apply, entries, wb)
     }
 
-    /// Step 3b: the batch holding `entries` is written. Hands membership changes to raft-rs,
-    /// answers the entries' proposals, renews the lease, and moves the log's start when the
-    /// entries compacted it.
-    pub fn on_applied(&mut self, entries: &[Entry], outcome: &ApplyOutcome) -> Result<()> {
+    /// Step 3b: the batch holding `entries`, committed at `committed_at`, is written. Hands
+    /// membership changes to raft-rs, answers the entries' proposals, renews the lease, and
+    /// moves the log's start when the entries compacted it. Returns how many proposals
+    /// applied and their summed time from proposal to commit.
+    pub fn on_applied(
+        &mut self,
+        entries: &[Entry],
+        outcome: &ApplyOutcome,
+        committed_at: Instant,
+    ) -> Result<(u64, std::time::Duration)> {
+        let mut commit_log = (0, std::time::Duration::ZERO);
         let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
-            return Ok(());
+            return Ok(commit_log);
         };
         for cc in &outcome.conf_changes {
             let cs = self.raw.apply_conf_change(cc)?;
@@ -863,6 +889,8 @@ impl Peer {
                     if leading && p.term == current_term {
                         renew_from = renew_from.max(Some(p.proposed_at));
                     }
+                    commit_log.0 += 1;
+                    commit_log.1 += committed_at.saturating_duration_since(p.proposed_at);
                     (p.reply)(Ok(()));
                 }
                 // Another leader's entry took its index: it did not happen.
@@ -873,7 +901,7 @@ impl Peer {
         }
         self.renew_lease(renew_from);
         self.answer_reads();
-        Ok(())
+        Ok(commit_log)
     }
 
     fn renew_lease(&mut self, from: Option<Instant>) {

@@ -375,7 +375,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             peer.on_persisted(rd, &mut send, entries);
         }
         self.send_all(&mut send);
-        self.apply(committed)?;
+        self.apply(committed, Instant::now())?;
         self.provide_snapshots();
         Ok(())
     }
@@ -394,7 +394,8 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         }
     }
 
-    fn apply(&mut self, committed: BTreeMap<u64, Vec<Entry>>) -> Result<()> {
+    /// Applies what the peers committed (by `committed_at`) with one kv write.
+    fn apply(&mut self, committed: BTreeMap<u64, Vec<Entry>>, committed_at: Instant) -> Result<()> {
         let mut wb = self.engine.write_batch();
         let mut sync = false;
         let mut outcomes: Vec<(u64, Vec<Entry>, ApplyOutcome)> = Vec::new();
@@ -414,12 +415,16 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             fail::fail_point!("apply_before_kv_write");
             let started = Instant::now();
             self.engine.write(wb, sync)?;
-            self.stats.apply_write(started.elapsed());
+            self.stats.apply_write(
+                started.saturating_duration_since(committed_at),
+                started.elapsed(),
+            );
             fail::fail_point!("apply_after_kv_write");
         }
         for (id, entries, outcome) in outcomes {
             let peer = self.peers.get_mut(&id).expect("peer of applied entries");
-            peer.on_applied(&entries, &outcome)?;
+            let (n, commit_log) = peer.on_applied(&entries, &outcome, committed_at)?;
+            self.stats.commit_log(n, commit_log);
             if let Some((index, _)) = outcome.compacted_to {
                 // The batch that moved the truncated index is fsynced: the log below it goes.
                 self.log.compact_to(id, index + 1);

@@ -95,6 +95,23 @@ fn an_isolated_leader_cannot_commit_while_the_majority_elects_and_writes_then_it
 }
 
 #[test]
+fn a_proposal_nobody_can_commit_is_answered_as_unknown_after_the_wait_limit() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    c.stop(2);
+    c.stop(3);
+    let stuck = c.propose_put(1, b"k", b"v");
+    let ticks = raftstore::peer::PROPOSAL_WAIT_MAX.as_millis() / c.cfg.base_tick.as_millis();
+    c.ticks(ticks as usize - 2);
+    assert!(outcome_of(&stuck).is_none(), "still waiting");
+    c.ticks(3);
+    assert!(matches!(
+        outcome_of(&stuck),
+        Some(Err(Error::OutcomeUnknown(_)))
+    ));
+}
+
+#[test]
 fn a_stopped_follower_catches_up_from_the_log_after_a_restart() {
     let mut c = Cluster::new(3, test_config());
     c.elect(1);

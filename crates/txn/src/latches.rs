@@ -5,7 +5,7 @@
 //! needlessly; the table is large to make that rare.
 
 use std::hash::{Hash, Hasher};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 pub struct Latches {
     slots: Box<[Slot]>,
@@ -19,6 +19,13 @@ struct Slot {
 /// Held latches; dropping releases them.
 pub struct Guard<'a> {
     latches: &'a Latches,
+    slots: Vec<usize>,
+}
+
+/// Held latches that keep their table alive, so another thread may release them later (a
+/// command whose write raftstore answers); dropping releases them.
+pub struct OwnedGuard {
+    latches: Arc<Latches>,
     slots: Vec<usize>,
 }
 
@@ -65,6 +72,27 @@ impl Latches {
         }
     }
 
+    /// As [`Latches::acquire`], holding the slots in a guard that owns a handle of the table.
+    pub fn acquire_owned<'k>(
+        self: &Arc<Self>,
+        keys: impl IntoIterator<Item = &'k [u8]>,
+    ) -> OwnedGuard {
+        let mut guard = self.acquire(keys);
+        let slots = std::mem::take(&mut guard.slots);
+        OwnedGuard {
+            latches: self.clone(),
+            slots,
+        }
+    }
+
+    fn release(&self, slots: &[usize]) {
+        for &s in slots {
+            let slot = &self.slots[s];
+            *slot.held.lock().expect("latch lock poisoned") = false;
+            slot.freed.notify_one();
+        }
+    }
+
     /// Waits, slot by slot, until each slot has been free once: every command that held
     /// latches when this began has released them since. Takes no slot, so commands go on.
     pub fn wait_for_holders(&self) {
@@ -101,18 +129,19 @@ impl Latches {
 
 impl Drop for Guard<'_> {
     fn drop(&mut self) {
-        for &s in &self.slots {
-            let slot = &self.latches.slots[s];
-            *slot.held.lock().expect("latch lock poisoned") = false;
-            slot.freed.notify_one();
-        }
+        self.latches.release(&self.slots);
+    }
+}
+
+impl Drop for OwnedGuard {
+    fn drop(&mut self) {
+        self.latches.release(&self.slots);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]

@@ -18,5 +18,5 @@ pub mod replicated;
 pub mod scheduler;
 
 pub use command::{Command, CommandOutput};
-pub use replicated::{Durability, LocalKv, ReplicatedKv};
+pub use replicated::{Durability, LocalKv, ReplicatedKv, WriteDone};
 pub use scheduler::{Scheduler, SchedulerConfig, TxnError, WriteGate};

@@ -30,12 +30,22 @@ pub trait ReplicatedKv: Send + Sync + 'static {
     /// before returning.
     fn write(&self, txn: MvccTxn, durability: Durability) -> engine::Result<()>;
 
+    /// As [`ReplicatedKv::write`], but answers `done` instead of returning: possibly later,
+    /// on another thread (raftstore's, once a proposal applied), so the caller's thread
+    /// need not wait. `done` must be quick. By default it writes and answers at once.
+    fn write_then(&self, txn: MvccTxn, durability: Durability, done: WriteDone) {
+        done(self.write(txn, durability));
+    }
+
     /// The locks that can block reads (see `mvcc::lock_table` for the protocol).
     fn lock_table(&self) -> &LockTable;
 
     /// The pessimistic locks kept in memory (a leader's, once there is Raft).
     fn pessimistic_locks(&self) -> &Arc<PessimisticLocks>;
 }
+
+/// Called once with a write's outcome ([`ReplicatedKv::write_then`]).
+pub type WriteDone = Box<dyn FnOnce(engine::Result<()>) + Send>;
 
 /// `pessimistic-txn.in-memory-instance-size-limit`'s default, TiKV's.
 pub const PESSIMISTIC_LOCKS_LIMIT_BYTES: usize = 100 << 20;

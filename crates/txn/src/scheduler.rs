@@ -1,7 +1,9 @@
 //! The scheduler: `storage.scheduler-worker-pool-size` threads (`sched-worker-<n>`) that run
 //! commands. A worker takes a command's latches, reads one snapshot, runs the command's MVCC
-//! actions, writes the result through [`ReplicatedKv`] (durable before it returns), releases
-//! the latches and answers. A one-phase commit's entries in the lock table go once its write
+//! actions and hands the result to [`ReplicatedKv::write_then`]; once the write is durable
+//! (on the worker for a local replica, on raftstore's thread once a proposal applied, so the
+//! worker does not wait for Raft and takes the next command meanwhile), the latches go and
+//! the command is answered. A one-phase commit's entries in the lock table go once its write
 //! is durable (or failed), before the latches.
 //!
 //! Admission: commands whose estimated write bytes would push the queued total past
@@ -19,7 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
 use std::sync::{Arc, Condvar, Mutex};
 
-use mvcc::{LockTable, MvccError, MvccReader, MvccTxn};
+use mvcc::{MvccError, MvccReader, MvccTxn};
 
 use crate::command::{Command, CommandOutput};
 use crate::latches::Latches;
@@ -53,7 +55,8 @@ pub enum TxnError {
     ShuttingDown,
 }
 
-/// Called once with the command's result, on the worker thread that ran it.
+/// Called once with the command's result, on the thread that ran it or that answered its
+/// write; it must be quick.
 pub type Reply = Box<dyn FnOnce(Result<CommandOutput, TxnError>) + Send>;
 
 struct Task {
@@ -246,7 +249,7 @@ impl<K: ReplicatedKv> Inner<K> {
         }
     }
 
-    fn work(&self) {
+    fn work(self: &Arc<Self>) {
         loop {
             let task = {
                 let mut queue = self.queue.lock().expect("queue lock poisoned");
@@ -276,50 +279,89 @@ impl<K: ReplicatedKv> Inner<K> {
                     queue = self.ready.wait(queue).expect("queue lock poisoned");
                 }
             };
-            let result = self.execute(task.command);
-            self.pending_bytes.fetch_sub(task.bytes, Ordering::AcqRel);
-            (task.reply)(result);
+            let inner = self.clone();
+            let bytes = task.bytes;
+            self.execute_then(
+                task.command,
+                Box::new(move |result| {
+                    inner.pending_bytes.fetch_sub(bytes, Ordering::AcqRel);
+                    (task.reply)(result);
+                }),
+            );
         }
     }
 
-    fn execute(&self, command: Command) -> Result<CommandOutput, TxnError> {
+    /// Runs `command` under its latches and answers `reply` once its write is durable (or
+    /// at once when it fails before writing).
+    fn execute_then(self: &Arc<Self>, command: Command, reply: Reply) {
         let keys: Vec<Vec<u8>> = command.keys().into_iter().map(<[u8]>::to_vec).collect();
-        let _latches = self.latches.acquire(keys.iter().map(Vec::as_slice));
+        let latches = self.latches.acquire_owned(keys.iter().map(Vec::as_slice));
         // Durable, failed or panicked: either way the committing entries go, before the latches.
-        let _one_pc = command.tries_one_pc().then(|| OnePcEntries {
-            table: self.kv.lock_table(),
-            keys: &keys,
+        let one_pc = command.tries_one_pc().then(|| OnePcEntries {
+            kv: self.clone(),
+            keys,
         });
-        self.process_and_write(command)
+        let name = command.name();
+        let durability = command.durability();
+        match self.process(command) {
+            Err(e) => {
+                drop(one_pc);
+                drop(latches);
+                reply(Err(e));
+            }
+            Ok((txn, output)) => self.kv.write_then(
+                txn,
+                durability,
+                Box::new(move |written| {
+                    drop(one_pc);
+                    drop(latches);
+                    reply(written.map(|()| output).map_err(|e| write_error(name, e)));
+                }),
+            ),
+        }
     }
 
-    /// Runs `command` on a fresh snapshot and writes what it decided; the caller holds the
-    /// latches.
-    fn process_and_write(&self, command: Command) -> Result<CommandOutput, TxnError> {
+    /// Runs `command`'s actions on a fresh snapshot: what it writes, and its answer. The
+    /// caller holds the latches.
+    fn process(&self, command: Command) -> Result<(MvccTxn, CommandOutput), TxnError> {
         let snapshot = self.kv.snapshot().map_err(MvccError::from)?;
         let reader =
             MvccReader::new(snapshot).with_pessimistic_locks(self.kv.pessimistic_locks().clone());
         let mut txn = MvccTxn::new();
-        let name = command.name();
-        let durability = command.durability();
         let output = command.process(&reader, &mut txn, self.kv.lock_table())?;
-        self.kv.write(txn, durability).map_err(|e| match e {
-            engine::Error::Busy(why) => TxnError::Busy(format!("{name}: {why}")),
-            engine::Error::NotLeader(why) => TxnError::NotLeader(format!("{name}: {why}")),
-            other => TxnError::Mvcc(other.into()),
-        })?;
+        Ok((txn, output))
+    }
+
+    /// Runs `command` and writes what it decided, on this thread; the caller holds the
+    /// latches.
+    fn process_and_write(&self, command: Command) -> Result<CommandOutput, TxnError> {
+        let (name, durability) = (command.name(), command.durability());
+        let (txn, output) = self.process(command)?;
+        self.kv
+            .write(txn, durability)
+            .map_err(|e| write_error(name, e))?;
         Ok(output)
     }
 }
 
-/// Ends a one-phase commit's entries in the lock table when dropped.
-struct OnePcEntries<'a> {
-    table: &'a LockTable,
-    keys: &'a [Vec<u8>],
+/// The scheduler's error for a failed write of command `name`.
+fn write_error(name: &str, e: engine::Error) -> TxnError {
+    match e {
+        engine::Error::Busy(why) => TxnError::Busy(format!("{name}: {why}")),
+        engine::Error::NotLeader(why) => TxnError::NotLeader(format!("{name}: {why}")),
+        other => TxnError::Mvcc(other.into()),
+    }
 }
 
-impl Drop for OnePcEntries<'_> {
+/// Ends a one-phase commit's entries in the lock table when dropped.
+struct OnePcEntries<K: ReplicatedKv> {
+    kv: Arc<Inner<K>>,
+    keys: Vec<Vec<u8>>,
+}
+
+impl<K: ReplicatedKv> Drop for OnePcEntries<K> {
     fn drop(&mut self) {
-        self.table.end_one_pc(self.keys.iter().map(Vec::as_slice));
+        let table = self.kv.kv.lock_table();
+        table.end_one_pc(self.keys.iter().map(Vec::as_slice));
     }
 }
