@@ -122,8 +122,9 @@ fn the_leader_refuses_to_remove_itself() {
     );
 }
 
-#[test]
-fn a_follower_behind_the_truncated_log_catches_up_by_snapshot() {
+/// Three stores, store 3 stopped while 40 keys were written and the leader (store 1)
+/// truncated its log past them: store 3 can catch up by snapshot only.
+fn store_3_behind_the_truncated_log() -> Cluster {
     let mut cfg = test_config();
     cfg.log_gc_ticks = 1;
     cfg.log_gc_count_limit = 10;
@@ -134,6 +135,12 @@ fn a_follower_behind_the_truncated_log_catches_up_by_snapshot() {
         c.must_put(format!("k{i}").as_bytes(), b"v");
     }
     c.ticks(3);
+    c
+}
+
+#[test]
+fn a_follower_behind_the_truncated_log_catches_up_by_snapshot() {
+    let mut c = store_3_behind_the_truncated_log();
     let first = c.stores[&1].peer(REGION).unwrap().first_index();
     assert!(
         first > 20,
@@ -151,17 +158,8 @@ fn a_follower_behind_the_truncated_log_catches_up_by_snapshot() {
 
 #[test]
 fn a_snapshot_damaged_in_transit_is_refused_and_the_next_one_is_applied() {
-    let mut cfg = test_config();
-    cfg.log_gc_ticks = 1;
-    cfg.log_gc_count_limit = 10;
-    let election_ticks = cfg.election_ticks;
-    let mut c = Cluster::new(3, cfg);
-    c.elect(1);
-    c.stop(3);
-    for i in 0..40u32 {
-        c.must_put(format!("k{i}").as_bytes(), b"v");
-    }
-    c.ticks(3);
+    let mut c = store_3_behind_the_truncated_log();
+    let election_ticks = c.cfg.election_ticks;
     c.damage_snapshots = 1;
     c.start(3);
     c.ticks(2);
