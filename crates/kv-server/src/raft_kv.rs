@@ -171,10 +171,9 @@ impl RaftKv {
             }),
         );
         rx.recv_timeout(wait).unwrap_or_else(|_| {
-            Err(engine::Error::Engine(
-                "the write's outcome is unknown, it may or may not have happened: no answer in time"
-                    .into(),
-            ))
+            Err(write_error(raftstore::Error::OutcomeUnknown(
+                "no answer in time",
+            )))
         })
     }
 

@@ -33,9 +33,59 @@ pub struct RaftCollector {
 /// Reads one of the store's counters.
 type ReadStat = fn(&StoreStats) -> u64;
 
-fn counter(name: &str, help: &str) -> IntCounter {
-    IntCounter::new(name, help).expect("valid metric")
-}
+/// The store's counters in `/metrics`: name, help, and where the value comes from.
+const COUNTERS: [(&str, &str, ReadStat); 10] = [
+    (
+        "atoll_raftstore_propose_total",
+        "Proposals raftstore took from its queue",
+        |s| StoreStats::get(&s.proposals),
+    ),
+    (
+        "atoll_raftstore_propose_wait_duration_microseconds_total",
+        "Time proposals waited in raftstore's queue (propose wait)",
+        |s| StoreStats::get(&s.propose_wait_micros),
+    ),
+    (
+        "atoll_raftstore_commit_log_total",
+        "Proposals that committed and applied",
+        |s| StoreStats::get(&s.commits),
+    ),
+    (
+        "atoll_raftstore_commit_log_duration_microseconds_total",
+        "Time from proposal to commit (commit log duration)",
+        |s| StoreStats::get(&s.commit_log_micros),
+    ),
+    (
+        "atoll_raftstore_append_log_total",
+        "raft-engine writes of rounds",
+        |s| StoreStats::get(&s.log_writes),
+    ),
+    (
+        "atoll_raftstore_append_log_duration_microseconds_total",
+        "Time in raft-engine writes, fsync included (append log duration)",
+        |s| StoreStats::get(&s.log_write_micros),
+    ),
+    (
+        "atoll_raftstore_log_fsyncs_total",
+        "raft-engine writes that fsynced",
+        |s| StoreStats::get(&s.log_fsyncs),
+    ),
+    (
+        "atoll_raftstore_apply_total",
+        "kv writes of applied entries",
+        |s| StoreStats::get(&s.apply_writes),
+    ),
+    (
+        "atoll_raftstore_apply_duration_microseconds_total",
+        "Time in kv writes of applied entries (apply duration)",
+        |s| StoreStats::get(&s.apply_micros),
+    ),
+    (
+        "atoll_raftstore_apply_wait_duration_microseconds_total",
+        "Time from a round's commit to its kv write (apply wait)",
+        |s| StoreStats::get(&s.apply_wait_micros),
+    ),
+];
 
 impl RaftCollector {
     pub fn new(
@@ -46,83 +96,18 @@ impl RaftCollector {
         let region_count = IntGaugeVec::new(
             Opts::new(
                 "atoll_raftstore_region_count",
-                "Region peers this store holds (type=region) and those that lead (type=leader)",
+                "Region peers this store holds (type=region), those that lead (type=leader) and those that are learners (type=learner)",
             ),
             &["type"],
         )
         .expect("valid metric");
-        let counters: Vec<(IntCounter, ReadStat)> = vec![
-            (
-                counter(
-                    "atoll_raftstore_propose_total",
-                    "Proposals raftstore took from its queue",
-                ),
-                |s| StoreStats::get(&s.proposals),
-            ),
-            (
-                counter(
-                    "atoll_raftstore_propose_wait_duration_microseconds_total",
-                    "Time proposals waited in raftstore's queue (propose wait)",
-                ),
-                |s| StoreStats::get(&s.propose_wait_micros),
-            ),
-            (
-                counter(
-                    "atoll_raftstore_commit_log_total",
-                    "Proposals that committed and applied",
-                ),
-                |s| StoreStats::get(&s.commits),
-            ),
-            (
-                counter(
-                    "atoll_raftstore_commit_log_duration_microseconds_total",
-                    "Time from proposal to commit (commit log duration)",
-                ),
-                |s| StoreStats::get(&s.commit_log_micros),
-            ),
-            (
-                counter(
-                    "atoll_raftstore_append_log_total",
-                    "raft-engine writes of rounds",
-                ),
-                |s| StoreStats::get(&s.log_writes),
-            ),
-            (
-                counter(
-                    "atoll_raftstore_append_log_duration_microseconds_total",
-                    "Time in raft-engine writes, fsync included (append log duration)",
-                ),
-                |s| StoreStats::get(&s.log_write_micros),
-            ),
-            (
-                counter(
-                    "atoll_raftstore_log_fsyncs_total",
-                    "raft-engine writes that fsynced",
-                ),
-                |s| StoreStats::get(&s.log_fsyncs),
-            ),
-            (
-                counter(
-                    "atoll_raftstore_apply_total",
-                    "kv writes of applied entries",
-                ),
-                |s| StoreStats::get(&s.apply_writes),
-            ),
-            (
-                counter(
-                    "atoll_raftstore_apply_duration_microseconds_total",
-                    "Time in kv writes of applied entries (apply duration)",
-                ),
-                |s| StoreStats::get(&s.apply_micros),
-            ),
-            (
-                counter(
-                    "atoll_raftstore_apply_wait_duration_microseconds_total",
-                    "Time from a round's commit to its kv write (apply wait)",
-                ),
-                |s| StoreStats::get(&s.apply_wait_micros),
-            ),
-        ];
+        let counters = COUNTERS
+            .iter()
+            .map(|&(name, help, read)| {
+                let c = IntCounter::new(name, help).expect("valid metric");
+                (c, read)
+            })
+            .collect();
         let snapshots = IntCounterVec::new(
             Opts::new(
                 "atoll_raftstore_snapshots_total",

@@ -360,18 +360,17 @@ impl Transport for RaftClient {
                     .lock()
                     .expect("snapshot sends poisoned")
                     .remove(&(key, to));
-                let counter = match sent {
-                    Ok(()) => &inner.limits.sent,
-                    Err(_) => &inner.limits.send_failures,
+                match &sent {
+                    Ok(()) => inner.limits.sent.fetch_add(1, Ordering::Relaxed),
+                    Err(e) => {
+                        tracing::warn!(
+                            store_id = to,
+                            region_id = key.region_id,
+                            "sending a snapshot failed: {e}"
+                        );
+                        inner.limits.send_failures.fetch_add(1, Ordering::Relaxed)
+                    }
                 };
-                counter.fetch_add(1, Ordering::Relaxed);
-                if let Err(e) = &sent {
-                    tracing::warn!(
-                        store_id = to,
-                        region_id = key.region_id,
-                        "sending a snapshot failed: {e}"
-                    );
-                }
                 if let (Some(router), Some(peer)) = (inner.router.get(), msg.to_peer) {
                     let _ = router.send(StoreMsg::SnapshotSent {
                         region_id: key.region_id,

@@ -28,9 +28,9 @@ use crate::{Error, Result};
 pub const ROUTER_QUEUE_MAX: usize = 40_960;
 /// Messages one round takes before it writes.
 pub const ROUND_MESSAGES_MAX: usize = 4096;
-/// How long [`RaftRouter::call`] waits for an answer before it gives the outcome as unknown
-/// (a proposal of a leader cut off from its followers waits for nothing else).
-pub const CALL_WAIT_MAX: Duration = Duration::from_secs(20);
+/// How long [`RaftRouter::call`] waits for an answer before it gives the outcome as unknown:
+/// as long as a peer lets a proposal wait (`crate::peer::PROPOSAL_WAIT_MAX`).
+pub const CALL_WAIT_MAX: Duration = crate::peer::PROPOSAL_WAIT_MAX;
 
 pub enum StoreMsg {
     Raft(RaftMessage),

@@ -265,10 +265,12 @@ impl Peer {
     /// A proposal unanswered for [`PROPOSAL_WAIT_MAX`] (its leader is cut off, or the
     /// region has none) is answered as unknown: its caller holds latches and a client.
     fn expire_proposals(&mut self, now: Instant) {
-        let (expired, kept) = std::mem::take(&mut self.proposals)
-            .into_iter()
-            .partition(|p| now.saturating_duration_since(p.proposed_at) >= PROPOSAL_WAIT_MAX);
-        self.proposals = kept;
+        let expired = self
+            .proposals
+            .extract_if(.., |p| {
+                now.saturating_duration_since(p.proposed_at) >= PROPOSAL_WAIT_MAX
+            })
+            .collect::<Vec<_>>();
         for p in expired {
             (p.reply)(Err(Error::OutcomeUnknown(
                 "no answer within 20 s: the region may have no leader",
@@ -764,8 +766,8 @@ impl Peer {
             // What this peer proposed may still commit under the next leader, or not: its
             // proposals wait until their index applies and the entry there says which
             // (`on_applied`), as TiKV's do. After a planned transfer that is at once, since
-            // the new leader had the whole log; a deposed leader cut off waits for the call's
-            // time limit, and its caller hears the outcome is unknown.
+            // the new leader had the whole log; a deposed leader cut off answers them as
+            // unknown after `PROPOSAL_WAIT_MAX` (`expire_proposals`).
             for read in self.reads.drain(..) {
                 (read.reply)(Err(Error::NotLeader {
                     region_id: self.region.id,
