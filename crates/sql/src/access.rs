@@ -5,7 +5,8 @@
 //! - A secondary or unique index whose first column the WHERE pins: `k = c`, `k IN (...)`,
 //!   comparisons, BETWEEN, and ORs of those on the same column become index key ranges;
 //!   the handles found there are then read as point gets (an index lookup). A unique index
-//!   fully pinned by equalities is a point lookup.
+//!   whose every column equalities pin is read by point gets of its entries, not by scans
+//!   (TiDB's Point_Get and Batch_Point_Get on an index): one key per value tuple.
 //! - Otherwise the table's whole range.
 //!
 //! The WHERE is evaluated again on the rows read, so a path only has to cover every row
@@ -29,6 +30,11 @@ pub enum Access {
     IndexRanges {
         index: usize,
         ranges: Vec<(Vec<u8>, Vec<u8>)>,
+    },
+    /// Entry keys of unique index `index`, in key order: each holds at most one row's handle.
+    IndexPoints {
+        index: usize,
+        keys: Vec<Vec<u8>>,
     },
     Full,
 }
@@ -424,6 +430,39 @@ fn point_tuples(t: &TableInfo, columns: &[usize], e: &Expr) -> Option<Vec<Vec<Da
     }
 }
 
+/// The entry keys (sorted) of unique index `index` that hold every match when its leading
+/// columns equal `pinned` and the next one lies within `next`: when equalities pin every
+/// column (the last one possibly to several values, as `k IN (...)` does).
+fn unique_points(
+    t: &TableInfo,
+    index: usize,
+    pinned: &[Datum],
+    next: Option<&[Bound]>,
+) -> Option<Vec<Vec<u8>>> {
+    let idx = &t.indexes[index];
+    if !idx.unique {
+        return None;
+    }
+    let key = |last: Option<&Datum>| {
+        let values: Vec<Datum> = pinned.iter().chain(last).cloned().collect();
+        table::index_key(t.id, idx.id, &values, None)
+    };
+    let mut keys = match next {
+        None if pinned.len() == idx.columns.len() => vec![key(None)],
+        Some(bounds) if pinned.len() + 1 == idx.columns.len() => bounds
+            .iter()
+            .map(|b| match b {
+                Bound::Eq(v) => Some(key(Some(v))),
+                Bound::Range { .. } => None,
+            })
+            .collect::<Option<Vec<_>>>()?,
+        _ => return None,
+    };
+    keys.sort();
+    keys.dedup();
+    Some(keys)
+}
+
 /// The best index access for `filter`: most leading columns pinned, a unique index fully
 /// pinned above all.
 fn index_access(filter: &Expr, t: &TableInfo) -> Option<Access> {
@@ -436,6 +475,15 @@ fn index_access(filter: &Expr, t: &TableInfo) -> Option<Access> {
             && tuples.len() > 1
             && tuples.iter().all(|tu| tu.len() > 1)
         {
+            if idx.unique && tuples.iter().all(|tu| tu.len() == idx.columns.len()) {
+                let mut keys: Vec<Vec<u8>> = tuples
+                    .iter()
+                    .map(|tuple| table::index_key(t.id, idx.id, tuple, None))
+                    .collect();
+                keys.sort();
+                keys.dedup();
+                return Some(Access::IndexPoints { index: i, keys });
+            }
             let mut ranges: Vec<(Vec<u8>, Vec<u8>)> = tuples
                 .iter()
                 .flat_map(|tuple| index_key_ranges(t, idx.id, tuple, None))
@@ -458,7 +506,7 @@ fn index_access(filter: &Expr, t: &TableInfo) -> Option<Access> {
         if pinned.is_empty() && next.is_none() {
             continue;
         }
-        let point = idx.unique && pinned.len() == idx.columns.len();
+        let point = unique_points(t, i, &pinned, next.as_deref()).is_some();
         let has_range = next
             .as_ref()
             .is_some_and(|b| b.iter().any(|x| matches!(x, Bound::Range { .. })));
@@ -474,6 +522,9 @@ fn index_access(filter: &Expr, t: &TableInfo) -> Option<Access> {
         }
     }
     let (_, i, pinned, next) = best?;
+    if let Some(keys) = unique_points(t, i, &pinned, next.as_deref()) {
+        return Some(Access::IndexPoints { index: i, keys });
+    }
     let ranges = index_key_ranges(t, t.indexes[i].id, &pinned, next.as_deref());
     Some(Access::IndexRanges { index: i, ranges })
 }
@@ -500,7 +551,7 @@ pub fn reads_in_order(
     };
     let wanted: Vec<usize> = columns.iter().copied().filter(|&c| !pinned(c)).collect();
     let order: Vec<usize> = match access {
-        Access::IndexRanges { index, .. } => t.indexes[*index]
+        Access::IndexRanges { index, .. } | Access::IndexPoints { index, .. } => t.indexes[*index]
             .columns
             .iter()
             .copied()
@@ -665,24 +716,37 @@ mod tests {
         assert!(!reads_in_order(&t, &a, Some(&f), &[0]));
         assert!(reads_in_order(&t, &Access::Full, None, &[0]));
         assert!(!reads_in_order(&t, &Access::Full, None, &[2]));
-        // (k, u) IN ((1, 2), (3, 4)): two point lookups, nothing between them.
+        // (k, u) IN ((1, 2), (3, 4)) on the unique (k, u): two point gets of exactly those
+        // entries; k = 1 AND u IN (4, 2) the same, sorted.
         let pair = |k, u| Expr::call(Func::And, vec![on(1, Func::Eq, k), on(2, Func::Eq, u)]);
         let tuples = Expr::call(Func::Or, vec![pair(1, 2), pair(3, 4)]);
+        assert_eq!(
+            choose_access(Some(&tuples), &t),
+            Access::IndexPoints {
+                index: 0,
+                keys: vec![entry(1, 2), entry(3, 4)]
+            }
+        );
+        let in_list = Expr::call(
+            Func::And,
+            vec![
+                on(1, Func::Eq, 1),
+                Expr::call(Func::In, vec![Expr::col(2), Expr::int(4), Expr::int(2)]),
+            ],
+        );
+        assert_eq!(
+            choose_access(Some(&in_list), &t),
+            Access::IndexPoints {
+                index: 0,
+                keys: vec![entry(1, 2), entry(1, 4)]
+            }
+        );
+        // Not unique: the same tuples are ranges (each entry's key ends with its handle).
+        t.indexes[0].unique = false;
         let Access::IndexRanges { ranges, .. } = choose_access(Some(&tuples), &t) else {
             panic!()
         };
         assert_eq!(ranges.len(), 2);
-        let inside = |key: &[u8]| {
-            ranges
-                .iter()
-                .any(|(s, e)| key >= s.as_slice() && key < e.as_slice())
-        };
-        assert!(
-            inside(&entry(1, 2))
-                && inside(&entry(3, 4))
-                && !inside(&entry(1, 4))
-                && !inside(&entry(2, 0))
-        );
     }
 
     #[test]
@@ -716,12 +780,16 @@ mod tests {
         ] {
             assert_eq!(covers(&a, &entry(k, 123)), inside, "k = {k}");
         }
-        // The unique index wins over the other when both are pinned by equalities.
+        // The unique index wins over the other when both are pinned by equalities: a point
+        // get of its one entry.
         let both = Expr::call(Func::And, vec![on(1, Func::Eq, 3), on(2, Func::Eq, 4)]);
-        assert!(matches!(
+        assert_eq!(
             choose_access(Some(&both), &t),
-            Access::IndexRanges { index: 1, .. }
-        ));
+            Access::IndexPoints {
+                index: 1,
+                keys: vec![table::index_key(7, 9, &[Datum::Int(4)], None)]
+            }
+        );
         // The handle still wins over any index; a string constant converts to the column type.
         let handle = Expr::call(Func::And, vec![on(0, Func::Eq, 1), on(1, Func::Eq, 3)]);
         assert_eq!(choose_access(Some(&handle), &t), Access::Handles(vec![1]));

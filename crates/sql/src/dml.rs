@@ -14,7 +14,7 @@ use crate::bind::{Binder, Lookup, Scope};
 use crate::catalog::{Catalog, TableInfo};
 use crate::error::{Result, SqlError};
 use crate::query::{INDEX_LOOKUP_CONCURRENCY, fetch_rows, table_scope};
-use crate::rows::{decode_row, default_value, delete_row, handle_of, put_row};
+use crate::rows::{decode_row, default_value, delete_row, handle_of, put_row, update_row};
 use crate::types::text;
 
 pub struct DmlContext<'a> {
@@ -129,7 +129,10 @@ async fn rewrite(
     new: &[Datum],
 ) -> Result<()> {
     let new_handle = handle_of(t, new).unwrap_or(old_handle);
-    if new_handle != old_handle && existing_row(txn, t, new_handle).await?.is_some() {
+    if new_handle == old_handle {
+        return update_row(txn, t, old_handle, old, new).await;
+    }
+    if existing_row(txn, t, new_handle).await?.is_some() {
         return Err(SqlError::duplicate_entry(
             &new_handle.to_string(),
             &format!("{}.PRIMARY", t.name),

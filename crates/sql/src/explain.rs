@@ -58,6 +58,17 @@ fn show(e: &Expr, names: &[String]) -> String {
 /// How `t` is read for `filter` (over its own columns, named by `names`), as the executor
 /// reads it: `pushdown` sends the filter (and `cop_extra`, the operators above it) to the
 /// coprocessor.
+/// An index as TiDB's plans name it: `name(col, ...)`.
+fn index_shown(t: &TableInfo, index: usize) -> String {
+    let idx = &t.indexes[index];
+    let cols: Vec<&str> = idx
+        .columns
+        .iter()
+        .map(|&c| t.columns[c].name.as_str())
+        .collect();
+    format!("{}({})", idx.name, cols.join(", "))
+}
+
 fn table_read(
     t: &TableInfo,
     access: &Access,
@@ -103,27 +114,30 @@ fn table_read(
             info: format!("handle:{hs:?}"),
             children: vec![],
         },
-        Access::IndexRanges { index, ranges } => {
-            let idx = &t.indexes[*index];
-            let cols: Vec<&str> = idx
-                .columns
-                .iter()
-                .map(|&c| t.columns[c].name.as_str())
-                .collect();
-            Node::root(
-                "IndexLookUp",
-                String::new(),
-                vec![
-                    cop(
-                        "IndexRangeScan",
-                        format!("{table}, index:{}({})", idx.name, cols.join(", ")),
-                        format!("ranges:{}", ranges.len()),
-                        vec![],
-                    ),
-                    cop("TableRowIDScan", table, String::new(), vec![]),
-                ],
-            )
-        }
+        Access::IndexPoints { index, keys } => Node {
+            name: if keys.len() == 1 {
+                "Point_Get"
+            } else {
+                "Batch_Point_Get"
+            },
+            task: "root",
+            object: format!("{table}, index:{}", index_shown(t, *index)),
+            info: String::new(),
+            children: vec![],
+        },
+        Access::IndexRanges { index, ranges } => Node::root(
+            "IndexLookUp",
+            String::new(),
+            vec![
+                cop(
+                    "IndexRangeScan",
+                    format!("{table}, index:{}", index_shown(t, *index)),
+                    format!("ranges:{}", ranges.len()),
+                    vec![],
+                ),
+                cop("TableRowIDScan", table, String::new(), vec![]),
+            ],
+        ),
         _ if pushdown => {
             let mut top = scan;
             if let Some(f) = crate::access::pushed_filter(access, filter, t) {
@@ -169,6 +183,10 @@ fn source_node(
                     Access::Handles(_) => {
                         read.name = "Batch_Point_Get";
                         read.info = "handle: the join keys".into();
+                    }
+                    Access::IndexPoints { .. } => {
+                        read.name = "Batch_Point_Get";
+                        read.info = "index entries: the join keys".into();
                     }
                     _ => {
                         for c in &mut read.children {

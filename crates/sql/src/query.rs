@@ -274,10 +274,28 @@ pub async fn fetch_rows(
             }
             Some(hs)
         }
+        Access::IndexPoints { index, keys } => {
+            // A current read locks the entries too, as InnoDB and TiDB lock a unique index
+            // record they read for update, and gets their latest values with the locks.
+            let entries = if current {
+                txn.batch_get_for_update(keys).await?
+            } else {
+                txn.batch_get(keys).await?
+            };
+            let hs = entries
+                .iter()
+                .map(|(k, v)| index_entry_handle(t, *index, true, k, v))
+                .collect::<Result<_>>()?;
+            Some(hs)
+        }
         _ => None,
     };
     let handles = handles.map(|mut hs| {
-        if limit.is_some() && matches!(access, Access::IndexRanges { .. }) {
+        let index_order = matches!(
+            access,
+            Access::IndexRanges { .. } | Access::IndexPoints { .. }
+        );
+        if limit.is_some() && index_order {
             let mut seen = std::collections::HashSet::new();
             hs.retain(|h| seen.insert(*h));
         } else {

@@ -89,31 +89,69 @@ pub async fn put_row(
     check_unique: bool,
 ) -> Result<()> {
     for idx in &t.indexes {
-        let (key, unique) = index_key(t, idx, row, handle);
-        if unique && check_unique {
-            let existing = if txn.is_pessimistic() {
-                txn.get_for_update(&key).await?
-            } else {
-                txn.get(&key).await?
-            };
-            if let Some(v) = existing
-                && table::decode_unique_index_value(&v).ok() != Some(handle)
-            {
-                let shown: Vec<String> = index_values(idx, row).iter().map(text).collect();
-                return Err(SqlError::duplicate_entry(
-                    &shown.join("-"),
-                    &format!("{}.{}", t.name, idx.name),
-                ));
-            }
-        }
-        if unique {
-            txn.put(key, table::unique_index_value(handle));
-        } else {
-            // Holds the handle: only a writer of this row, which locks the row, writes it.
-            txn.put_covered(key, table::NON_UNIQUE_INDEX_VALUE.to_vec());
-        }
+        put_index_entry(txn, t, idx, row, handle, check_unique).await?;
     }
     txn.put(table::row_key(t.id, handle), encode_row(t, row));
+    Ok(())
+}
+
+/// Rewrites row `handle` from `old` to `new`: only the index entries whose key changes are
+/// deleted and written (a new unique one checked first), so an UPDATE of columns no index
+/// holds writes, and locks, the row alone, as TiDB's does.
+pub async fn update_row(
+    txn: &mut Transaction,
+    t: &TableInfo,
+    handle: i64,
+    old: &[Datum],
+    new: &[Datum],
+) -> Result<()> {
+    for idx in &t.indexes {
+        let (old_key, old_unique) = index_key(t, idx, old, handle);
+        if index_key(t, idx, new, handle).0 == old_key {
+            continue;
+        }
+        match old_unique {
+            true => txn.delete(old_key),
+            false => txn.delete_covered(old_key),
+        }
+        put_index_entry(txn, t, idx, new, handle, true).await?;
+    }
+    txn.put(table::row_key(t.id, handle), encode_row(t, new));
+    Ok(())
+}
+
+/// Writes `row`'s entry in `idx`; `check_unique` as in [`put_row`].
+async fn put_index_entry(
+    txn: &mut Transaction,
+    t: &TableInfo,
+    idx: &IndexInfo,
+    row: &[Datum],
+    handle: i64,
+    check_unique: bool,
+) -> Result<()> {
+    let (key, unique) = index_key(t, idx, row, handle);
+    if !unique {
+        // Holds the handle: only a writer of this row, which locks the row, writes it.
+        txn.put_covered(key, table::NON_UNIQUE_INDEX_VALUE.to_vec());
+        return Ok(());
+    }
+    if check_unique {
+        let existing = if txn.is_pessimistic() {
+            txn.get_for_update(&key).await?
+        } else {
+            txn.get(&key).await?
+        };
+        if let Some(v) = existing
+            && table::decode_unique_index_value(&v).ok() != Some(handle)
+        {
+            let shown: Vec<String> = index_values(idx, row).iter().map(text).collect();
+            return Err(SqlError::duplicate_entry(
+                &shown.join("-"),
+                &format!("{}.{}", t.name, idx.name),
+            ));
+        }
+    }
+    txn.put(key, table::unique_index_value(handle));
     Ok(())
 }
 
