@@ -702,11 +702,27 @@ fn pessimistic_transfers_wait_for_each_other_instead_of_conflicting() {
             vec![(account(1), committed.clone().unwrap())]
         );
         assert_eq!(txn.get_for_update(&account(1)).await.unwrap(), committed);
+        let before_put = txn.savepoint();
         txn.put(account(1), b"mine".to_vec());
         assert_eq!(
             txn.get_for_update(&account(1)).await.unwrap(),
             Some(b"mine".to_vec())
         );
+        // Undoing the write shows the committed value again; a key locked without reading it
+        // is read under its lock.
+        txn.rollback_to(before_put);
+        assert_eq!(txn.get_for_update(&account(1)).await.unwrap(), committed);
+        assert_eq!(txn.get_for_update(b"missing").await.unwrap(), None);
+        txn.lock_keys(&[account(3)]).await.unwrap();
+        let third = client
+            .begin()
+            .await
+            .unwrap()
+            .get(&account(3))
+            .await
+            .unwrap();
+        assert_eq!(txn.get_for_update(&account(3)).await.unwrap(), third);
+        assert_eq!(txn.get_for_update(&account(3)).await.unwrap(), third);
         txn.rollback().await.unwrap();
         // A commit after the txn began (so after its for_update_ts) makes the lock retry at a
         // fresh ts: the read for update sees that commit, and the txn's own snapshot does not.

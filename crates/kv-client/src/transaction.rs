@@ -61,6 +61,11 @@ pub struct Transaction {
     /// Keys whose pessimistic locks this txn holds.
     locked: Vec<Vec<u8>>,
     locked_set: BTreeSet<Vec<u8>>,
+    /// The latest committed values (`None`: none) of locked keys, read with their locks or
+    /// under them: nobody else can commit such a key while the lock is held, so a later
+    /// current read of it needs no request (TiDB keeps the values its locks return the same
+    /// way).
+    locked_values: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     /// The pessimistic txn's primary, once its first lock is taken.
     primary: Option<Vec<u8>>,
     /// Commit in one phase when the keys allow (`tidb_enable_1pc`).
@@ -87,6 +92,7 @@ impl Transaction {
             for_update_ts: start_ts,
             locked: Vec::new(),
             locked_set: BTreeSet::new(),
+            locked_values: BTreeMap::new(),
             primary: None,
             one_pc: true,
             _heartbeat: None,
@@ -403,9 +409,11 @@ impl Transaction {
                 if return_values {
                     check_values_answer(&resp.values, &resp.not_founds, keys.len())?;
                     for ((k, v), absent) in keys.into_iter().zip(resp.values).zip(resp.not_founds) {
-                        if !absent {
-                            values.insert(k, v);
+                        let v = (!absent).then_some(v);
+                        if let Some(v) = &v {
+                            values.insert(k.clone(), v.clone());
                         }
+                        self.locked_values.insert(k, v);
                     }
                 }
                 continue;
@@ -460,8 +468,8 @@ impl Transaction {
     }
 
     /// [`Transaction::get_for_update`] of many keys: one lock request per region that also
-    /// reads the values (TiKV's `return_values`); keys this txn locked before are read at
-    /// the current `for_update_ts`.
+    /// reads the values (TiKV's `return_values`); keys this txn locked before answer from
+    /// the values their locks returned, else are read at the current `for_update_ts`.
     pub async fn batch_get_for_update(
         &mut self,
         keys: &[Vec<u8>],
@@ -480,9 +488,27 @@ impl Transaction {
             .cloned()
             .collect();
         let mut out = self.lock_pessimistic(keys, true).await?;
-        if !held_before.is_empty() {
+        let mut unknown = Vec::new();
+        for k in held_before {
+            match self.locked_values.get(&k) {
+                Some(Some(v)) => {
+                    out.insert(k, v.clone());
+                }
+                Some(None) => {}
+                None => unknown.push(k),
+            }
+        }
+        if !unknown.is_empty() {
             let latest = Snapshot::new(self.inner.clone(), self.for_update_ts, self.start_ts());
-            out.extend(latest.batch_get(&held_before).await?);
+            let found: BTreeMap<Vec<u8>, Vec<u8>> =
+                latest.batch_get(&unknown).await?.into_iter().collect();
+            for k in unknown {
+                let v = found.get(&k).cloned();
+                if let Some(v) = &v {
+                    out.insert(k.clone(), v.clone());
+                }
+                self.locked_values.insert(k, v);
+            }
         }
         // Through this txn's own writes.
         for k in keys {

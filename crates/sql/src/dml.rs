@@ -199,44 +199,24 @@ pub async fn insert(
     let dup_sets = on_duplicate
         .map(|s| assignments(t, &scope, s, ctx))
         .transpose()?;
+    // Each row's values and handle, up to the first row that fails (its error comes when
+    // the rows before it are written, as MySQL reports the first bad row).
+    let mut prepared: Vec<Result<(Vec<Datum>, i64)>> = Vec::with_capacity(evaluated.len());
     for (r, mut row) in evaluated.into_iter().enumerate() {
         let row_no = r + 1;
-        // Auto-increment: NULL or 0 takes the next value; an explicit one moves it on.
-        if let Some(ai) = t.auto_increment_column() {
-            let explicit = match &row[ai] {
-                Datum::Null => None,
-                Datum::Int(0) | Datum::UInt(0) => None,
-                Datum::Int(v) => Some(*v),
-                Datum::UInt(v) => Some(*v as i64),
-                other => Some(
-                    t.columns[ai]
-                        .ty
-                        .convert(other.clone(), &t.columns[ai].name, row_no)
-                        .ok()
-                        .and_then(|d| match d {
-                            Datum::Int(v) => Some(v),
-                            Datum::UInt(v) => Some(v as i64),
-                            _ => None,
-                        })
-                        .unwrap_or(0),
-                ),
-            };
-            match explicit {
-                Some(v) => ctx.catalog.note_explicit_id(t.id, v).await?,
-                None => {
-                    let id = ctx.catalog.next_auto_id(t.id, 1).await?;
-                    row[ai] = Datum::Int(id);
-                    if affected.last_insert_id == 0 {
-                        affected.last_insert_id = id as u64;
-                    }
-                }
-            }
+        let done = prepare_row(ctx, t, &mut row, row_no, &mut affected)
+            .await
+            .map(|handle| (row, handle));
+        let failed = done.is_err();
+        prepared.push(done);
+        if failed {
+            break;
         }
-        let row = convert_row(t, row, row_no)?;
-        let handle = match handle_of(t, &row) {
-            Some(h) => h,
-            None => ctx.catalog.next_auto_id(t.id, 1).await?,
-        };
+    }
+    lock_keys_of_new_rows(txn, t, &prepared).await?;
+    for (r, done) in prepared.into_iter().enumerate() {
+        let row_no = r + 1;
+        let (row, handle) = done?;
         // An existing row under the same primary key, or holding a unique value.
         let clash = if t.handle_column.is_some() && existing_row(txn, t, handle).await?.is_some() {
             Some(handle)
@@ -309,6 +289,81 @@ pub async fn insert(
         }
     }
     Ok(affected)
+}
+
+/// Fills in an INSERT row's auto-increment value and converts it to the column types;
+/// returns its handle (a new one from the table's id allocator when the primary key is not
+/// the handle).
+async fn prepare_row(
+    ctx: &DmlContext<'_>,
+    t: &TableInfo,
+    row: &mut Vec<Datum>,
+    row_no: usize,
+    affected: &mut Affected,
+) -> Result<i64> {
+    // Auto-increment: NULL or 0 takes the next value; an explicit one moves it on.
+    if let Some(ai) = t.auto_increment_column() {
+        let explicit = match &row[ai] {
+            Datum::Null => None,
+            Datum::Int(0) | Datum::UInt(0) => None,
+            Datum::Int(v) => Some(*v),
+            Datum::UInt(v) => Some(*v as i64),
+            other => Some(
+                t.columns[ai]
+                    .ty
+                    .convert(other.clone(), &t.columns[ai].name, row_no)
+                    .ok()
+                    .and_then(|d| match d {
+                        Datum::Int(v) => Some(v),
+                        Datum::UInt(v) => Some(v as i64),
+                        _ => None,
+                    })
+                    .unwrap_or(0),
+            ),
+        };
+        match explicit {
+            Some(v) => ctx.catalog.note_explicit_id(t.id, v).await?,
+            None => {
+                let id = ctx.catalog.next_auto_id(t.id, 1).await?;
+                row[ai] = Datum::Int(id);
+                if affected.last_insert_id == 0 {
+                    affected.last_insert_id = id as u64;
+                }
+            }
+        }
+    }
+    *row = convert_row(t, std::mem::take(row), row_no)?;
+    match handle_of(t, row) {
+        Some(h) => Ok(h),
+        None => ctx.catalog.next_auto_id(t.id, 1).await,
+    }
+}
+
+/// Pessimistic txns: locks, in one request, the new rows' keys and unique index entries
+/// with their values, so that checking each row for a duplicate, and locking what the
+/// statement wrote, ask the kv nodes nothing more; TiDB locks an INSERT's keys together too.
+async fn lock_keys_of_new_rows(
+    txn: &mut Transaction,
+    t: &TableInfo,
+    rows: &[Result<(Vec<Datum>, i64)>],
+) -> Result<()> {
+    if !txn.is_pessimistic() {
+        return Ok(());
+    }
+    let mut keys = Vec::new();
+    for (row, handle) in rows.iter().flatten() {
+        keys.push(table::row_key(t.id, *handle));
+        for idx in t.indexes.iter().filter(|i| i.unique) {
+            let (key, unique) = crate::rows::index_key(t, idx, row, *handle);
+            if unique {
+                keys.push(key);
+            }
+        }
+    }
+    keys.sort();
+    keys.dedup();
+    txn.batch_get_for_update(&keys).await?;
+    Ok(())
 }
 
 /// The rows an UPDATE or DELETE [WHERE ...] [ORDER BY ...] [LIMIT n] changes, locked
