@@ -411,18 +411,25 @@ fn index_fit(t: &TableInfo, columns: &[usize], parts: &[Expr]) -> (Vec<Datum>, O
 }
 
 /// An OR of ANDs (as `(a, b) IN ((x, y), ...)` binds) that pins the same leading columns of
-/// `columns` by equality in each disjunct: the value tuples (prefixes of the index).
-fn point_tuples(t: &TableInfo, columns: &[usize], e: &Expr) -> Option<Vec<Vec<Datum>>> {
+/// `columns` by equality in each disjunct, together with the conditions `outer` ANDed to the
+/// OR (TPC-C's `(d, o) IN (...) AND w = ?` on an index of (w, d, o)): the value tuples
+/// (prefixes of the index).
+fn point_tuples(
+    t: &TableInfo,
+    columns: &[usize],
+    e: &Expr,
+    outer: &[Expr],
+) -> Option<Vec<Vec<Datum>>> {
     match e {
         Expr::Call(Func::Or, args) => {
             let mut out = Vec::new();
             for a in args {
-                out.extend(point_tuples(t, columns, a)?);
+                out.extend(point_tuples(t, columns, a, outer)?);
             }
             Some(out)
         }
         other => {
-            let mut parts = Vec::new();
+            let mut parts = outer.to_vec();
             conjuncts(other, &mut parts);
             let (pinned, _) = index_fit(t, columns, &parts);
             (!pinned.is_empty()).then(|| vec![pinned])
@@ -471,7 +478,15 @@ fn index_access(filter: &Expr, t: &TableInfo) -> Option<Access> {
     // An index pinned tuple by tuple in an OR: one range per tuple (a point lookup when a
     // unique index's every column is pinned).
     for (i, idx) in t.indexes.iter().enumerate() {
-        if let Some(tuples) = parts.iter().find_map(|p| point_tuples(t, &idx.columns, p))
+        let tuples = parts.iter().enumerate().find_map(|(at, p)| {
+            let Expr::Call(Func::Or, _) = p else {
+                return None;
+            };
+            let mut outer = parts.clone();
+            outer.remove(at);
+            point_tuples(t, &idx.columns, p, &outer)
+        });
+        if let Some(tuples) = tuples
             && tuples.len() > 1
             && tuples.iter().all(|tu| tu.len() > 1)
         {
@@ -747,6 +762,40 @@ mod tests {
             panic!()
         };
         assert_eq!(ranges.len(), 2);
+    }
+
+    #[test]
+    fn an_equality_beside_an_or_of_tuples_pins_each_tuple() {
+        // TPC-C's `(d, o) IN ((1, 2), (3, 4)) AND w = 5` on the primary key (w, d, o).
+        let mut t = table();
+        let mut x = t.columns[2].clone();
+        (x.id, x.name) = (4, "x".into());
+        t.columns.push(x);
+        t.indexes = vec![IndexInfo {
+            id: 8,
+            name: "PRIMARY".into(),
+            columns: vec![1, 2, 3],
+            unique: true,
+            primary: true,
+        }];
+        let pair = |u, x| Expr::call(Func::And, vec![on(2, Func::Eq, u), on(3, Func::Eq, x)]);
+        let f = Expr::call(
+            Func::And,
+            vec![
+                Expr::call(Func::Or, vec![pair(1, 2), pair(3, 4)]),
+                on(1, Func::Eq, 5),
+            ],
+        );
+        let entry = |k: i64, u: i64, x: i64| {
+            table::index_key(7, 8, &[Datum::Int(k), Datum::Int(u), Datum::Int(x)], None)
+        };
+        assert_eq!(
+            choose_access(Some(&f), &t),
+            Access::IndexPoints {
+                index: 0,
+                keys: vec![entry(5, 1, 2), entry(5, 3, 4)]
+            }
+        );
     }
 
     #[test]
