@@ -250,12 +250,20 @@ impl Transaction {
 
     pub fn put(&mut self, key: Vec<u8>, value: Vec<u8>) {
         self.covered.remove(&key);
-        self.buffer.insert(key, Buffered::Put(value));
+        self.write(key, Buffered::Put(value));
     }
 
     pub fn delete(&mut self, key: Vec<u8>) {
         self.covered.remove(&key);
-        self.buffer.insert(key, Buffered::Delete);
+        self.write(key, Buffered::Delete);
+    }
+
+    /// Buffers a write of `key`. Its locked value is forgotten: reads see the write now, and
+    /// one after a [`Transaction::rollback_to`] reads the key again under its lock, so a txn
+    /// that rewrites many rows holds each one once, not twice.
+    fn write(&mut self, key: Vec<u8>, b: Buffered) {
+        self.locked_values.remove(&key);
+        self.buffer.insert(key, b);
     }
 
     /// Writes `key` that no other txn can write without first locking a key this txn has
@@ -263,14 +271,14 @@ impl Transaction {
     /// every writer of the row locks the row). A pessimistic txn takes no lock on it, and
     /// its prewrite skips the conflict check.
     pub fn put_covered(&mut self, key: Vec<u8>, value: Vec<u8>) {
-        self.buffer.insert(key.clone(), Buffered::Put(value));
-        self.covered.insert(key);
+        self.covered.insert(key.clone());
+        self.write(key, Buffered::Put(value));
     }
 
     /// Deletes `key` under the terms of [`Transaction::put_covered`].
     pub fn delete_covered(&mut self, key: Vec<u8>) {
-        self.buffer.insert(key.clone(), Buffered::Delete);
-        self.covered.insert(key);
+        self.covered.insert(key.clone());
+        self.write(key, Buffered::Delete);
     }
 
     /// Locks `keys` for update (SELECT ... FOR UPDATE). Pessimistic txns take the locks now,

@@ -18,7 +18,7 @@ use codec::datum::Datum;
 use codec::table;
 use expr::{Expr, Func};
 
-use crate::catalog::TableInfo;
+use crate::catalog::{IndexInfo, TableInfo};
 
 /// How to read a table's candidate rows.
 #[derive(Debug, Clone, PartialEq)]
@@ -450,24 +450,30 @@ fn unique_points(
     if !idx.unique {
         return None;
     }
-    let key = |last: Option<&Datum>| {
-        let values: Vec<Datum> = pinned.iter().chain(last).cloned().collect();
-        table::index_key(t.id, idx.id, &values, None)
-    };
-    let mut keys = match next {
-        None if pinned.len() == idx.columns.len() => vec![key(None)],
+    let tuple = |last: Option<&Datum>| pinned.iter().chain(last).cloned().collect();
+    let tuples: Vec<Vec<Datum>> = match next {
+        None if pinned.len() == idx.columns.len() => vec![tuple(None)],
         Some(bounds) if pinned.len() + 1 == idx.columns.len() => bounds
             .iter()
             .map(|b| match b {
-                Bound::Eq(v) => Some(key(Some(v))),
+                Bound::Eq(v) => Some(tuple(Some(v))),
                 Bound::Range { .. } => None,
             })
-            .collect::<Option<Vec<_>>>()?,
+            .collect::<Option<_>>()?,
         _ => return None,
     };
+    Some(unique_keys(t, idx, tuples))
+}
+
+/// The entry keys, sorted and distinct, of unique index `idx` holding the value `tuples`.
+fn unique_keys(t: &TableInfo, idx: &IndexInfo, tuples: Vec<Vec<Datum>>) -> Vec<Vec<u8>> {
+    let mut keys: Vec<Vec<u8>> = tuples
+        .iter()
+        .map(|tuple| table::index_key(t.id, idx.id, tuple, None))
+        .collect();
     keys.sort();
     keys.dedup();
-    Some(keys)
+    keys
 }
 
 /// The best index access for `filter`: most leading columns pinned, a unique index fully
@@ -484,19 +490,17 @@ fn index_access(filter: &Expr, t: &TableInfo) -> Option<Access> {
             };
             let mut outer = parts.clone();
             outer.remove(at);
+            // Each disjunct must pin more than the conditions beside the OR do alone, else
+            // the OR does not narrow this index and the ranked choice below decides.
+            let beside = index_fit(t, &idx.columns, &outer).0.len().max(1);
             point_tuples(t, &idx.columns, p, &outer)
+                .filter(|tuples| tuples.iter().all(|tu| tu.len() > beside))
         });
         if let Some(tuples) = tuples
             && tuples.len() > 1
-            && tuples.iter().all(|tu| tu.len() > 1)
         {
             if idx.unique && tuples.iter().all(|tu| tu.len() == idx.columns.len()) {
-                let mut keys: Vec<Vec<u8>> = tuples
-                    .iter()
-                    .map(|tuple| table::index_key(t.id, idx.id, tuple, None))
-                    .collect();
-                keys.sort();
-                keys.dedup();
+                let keys = unique_keys(t, idx, tuples);
                 return Some(Access::IndexPoints { index: i, keys });
             }
             let mut ranges: Vec<(Vec<u8>, Vec<u8>)> = tuples
@@ -794,6 +798,39 @@ mod tests {
             Access::IndexPoints {
                 index: 0,
                 keys: vec![entry(5, 1, 2), entry(5, 3, 4)]
+            }
+        );
+        // An OR that pins nothing of an index leaves the choice to the ranking: here the
+        // unique index on x, whose one column an equality beside the OR pins.
+        t.indexes = vec![
+            IndexInfo {
+                id: 8,
+                name: "ku".into(),
+                columns: vec![1, 2],
+                unique: false,
+                primary: false,
+            },
+            IndexInfo {
+                id: 9,
+                name: "x".into(),
+                columns: vec![3],
+                unique: true,
+                primary: false,
+            },
+        ];
+        let f = Expr::call(
+            Func::And,
+            vec![
+                Expr::call(Func::Or, vec![on(0, Func::Eq, 1), on(0, Func::Eq, 2)]),
+                Expr::call(Func::And, vec![on(1, Func::Eq, 5), on(2, Func::Eq, 6)]),
+                on(3, Func::Eq, 7),
+            ],
+        );
+        assert_eq!(
+            choose_access(Some(&f), &t),
+            Access::IndexPoints {
+                index: 1,
+                keys: vec![table::index_key(7, 9, &[Datum::Int(7)], None)]
             }
         );
     }

@@ -342,6 +342,9 @@ async fn prepare_row(
 /// Pessimistic txns: locks, in one request, the new rows' keys and unique index entries
 /// with their values, so that checking each row for a duplicate, and locking what the
 /// statement wrote, ask the kv nodes nothing more; TiDB locks an INSERT's keys together too.
+/// Unlike InnoDB, which stops at the first duplicate row, such an INSERT waits for a lock on
+/// any of its rows before it reports a duplicate, and keeps all those locks until the txn
+/// ends even when it fails.
 async fn lock_keys_of_new_rows(
     txn: &mut Transaction,
     t: &TableInfo,

@@ -55,9 +55,6 @@ fn show(e: &Expr, names: &[String]) -> String {
     }
 }
 
-/// How `t` is read for `filter` (over its own columns, named by `names`), as the executor
-/// reads it: `pushdown` sends the filter (and `cop_extra`, the operators above it) to the
-/// coprocessor.
 /// An index as TiDB's plans name it: `name(col, ...)`.
 fn index_shown(t: &TableInfo, index: usize) -> String {
     let idx = &t.indexes[index];
@@ -69,6 +66,9 @@ fn index_shown(t: &TableInfo, index: usize) -> String {
     format!("{}({})", idx.name, cols.join(", "))
 }
 
+/// How `t` is read for `filter` (over its own columns, named by `names`), as the executor
+/// reads it: `pushdown` sends the filter (and `cop_extra`, the operators above it) to the
+/// coprocessor.
 fn table_read(
     t: &TableInfo,
     access: &Access,

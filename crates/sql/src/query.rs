@@ -361,21 +361,31 @@ pub async fn fetch_rows(
         if limit.is_some_and(|l| out.len() >= l) {
             break;
         }
-        let value = if current {
-            // Lock, then read the latest committed version, and check the filter again on it.
-            match txn.get_for_update(&table::row_key(t.id, h)).await? {
-                Some(v) => v,
-                None => continue,
-            }
-        } else {
-            v
-        };
-        let row = decode_row(t, h, &value)?;
-        if passes(filter, &row)? {
+        if let Some(row) = checked_row(txn, t, h, filter, current, Some(v)).await? {
             out.push((h, row));
         }
     }
     Ok(out)
+}
+
+/// Row `h` when it exists and passes `filter`. A current read locks it, then reads its
+/// latest committed version; any other read decodes `read`, its value read before.
+async fn checked_row(
+    txn: &mut Transaction,
+    t: &TableInfo,
+    h: i64,
+    filter: Option<&Expr>,
+    current: bool,
+    read: Option<Vec<u8>>,
+) -> Result<Option<Vec<Datum>>> {
+    let value = if current {
+        txn.get_for_update(&table::row_key(t.id, h)).await?
+    } else {
+        read
+    };
+    let Some(value) = value else { return Ok(None) };
+    let row = decode_row(t, h, &value)?;
+    Ok(passes(filter, &row)?.then_some(row))
 }
 
 /// [`fetch_rows`] with `limit` on an index path: the entries of `ranges` a page at a time, in
@@ -428,15 +438,8 @@ async fn fetch_index_rows_by_page(
                 if out.len() >= limit {
                     return Ok(out);
                 }
-                let value = if current {
-                    // Lock, then read the latest committed version, and check the filter again.
-                    txn.get_for_update(&key).await?
-                } else {
-                    found.remove(&key)
-                };
-                let Some(value) = value else { continue };
-                let row = decode_row(t, h, &value)?;
-                if passes(filter, &row)? {
+                let read = found.remove(&key);
+                if let Some(row) = checked_row(txn, t, h, filter, current, read).await? {
                     out.push((h, row));
                 }
             }

@@ -89,7 +89,8 @@ pub async fn put_row(
     check_unique: bool,
 ) -> Result<()> {
     for idx in &t.indexes {
-        put_index_entry(txn, t, idx, row, handle, check_unique).await?;
+        let entry = index_key(t, idx, row, handle);
+        put_index_entry(txn, t, idx, row, handle, entry, check_unique).await?;
     }
     txn.put(table::row_key(t.id, handle), encode_row(t, row));
     Ok(())
@@ -106,30 +107,31 @@ pub async fn update_row(
     new: &[Datum],
 ) -> Result<()> {
     for idx in &t.indexes {
-        let (old_key, old_unique) = index_key(t, idx, old, handle);
-        if index_key(t, idx, new, handle).0 == old_key {
+        let (old_entry, entry) = (
+            index_key(t, idx, old, handle),
+            index_key(t, idx, new, handle),
+        );
+        if entry.0 == old_entry.0 {
             continue;
         }
-        match old_unique {
-            true => txn.delete(old_key),
-            false => txn.delete_covered(old_key),
-        }
-        put_index_entry(txn, t, idx, new, handle, true).await?;
+        delete_index_entry(txn, old_entry);
+        put_index_entry(txn, t, idx, new, handle, entry, true).await?;
     }
     txn.put(table::row_key(t.id, handle), encode_row(t, new));
     Ok(())
 }
 
-/// Writes `row`'s entry in `idx`; `check_unique` as in [`put_row`].
+/// Writes `row`'s entry in `idx`, `(key, unique)` as [`index_key`] gives it; `check_unique`
+/// as in [`put_row`].
 async fn put_index_entry(
     txn: &mut Transaction,
     t: &TableInfo,
     idx: &IndexInfo,
     row: &[Datum],
     handle: i64,
+    (key, unique): (Vec<u8>, bool),
     check_unique: bool,
 ) -> Result<()> {
-    let (key, unique) = index_key(t, idx, row, handle);
     if !unique {
         // Holds the handle: only a writer of this row, which locks the row, writes it.
         txn.put_covered(key, table::NON_UNIQUE_INDEX_VALUE.to_vec());
@@ -158,10 +160,15 @@ async fn put_index_entry(
 /// Deletes `row` and its index entries.
 pub fn delete_row(txn: &mut Transaction, t: &TableInfo, handle: i64, row: &[Datum]) {
     for idx in &t.indexes {
-        match index_key(t, idx, row, handle) {
-            (key, true) => txn.delete(key),
-            (key, false) => txn.delete_covered(key),
-        }
+        delete_index_entry(txn, index_key(t, idx, row, handle));
     }
     txn.delete(table::row_key(t.id, handle));
+}
+
+/// Deletes an index entry, `(key, unique)` as [`index_key`] gives it.
+fn delete_index_entry(txn: &mut Transaction, (key, unique): (Vec<u8>, bool)) {
+    match unique {
+        true => txn.delete(key),
+        false => txn.delete_covered(key),
+    }
 }
