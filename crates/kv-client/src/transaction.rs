@@ -295,21 +295,15 @@ impl Transaction {
             }
             return Ok(());
         }
-        self.lock_pessimistic(keys, false).await.map(drop)
+        self.lock_pessimistic(keys, false).await
     }
 
     /// Takes the pessimistic locks of `keys` this txn does not hold yet (see
     /// [`Transaction::lock_keys`]). With `return_values`, the lock requests also read the
-    /// keys' latest committed values, and the values of the keys locked now that exist are
-    /// returned.
-    async fn lock_pessimistic(
-        &mut self,
-        keys: &[Vec<u8>],
-        return_values: bool,
-    ) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
+    /// keys' latest committed values into `locked_values`.
+    async fn lock_pessimistic(&mut self, keys: &[Vec<u8>], return_values: bool) -> Result<()> {
         let bo = Backoff::new("pessimistic_lock", LOCK_WAIT_BUDGET_MS);
         let mut retries = 0;
-        let mut values = BTreeMap::new();
         loop {
             if retries > 0 {
                 self.for_update_ts = self.inner.pd.get_ts().await?;
@@ -320,11 +314,11 @@ impl Transaction {
                 .cloned()
                 .collect();
             if new.is_empty() {
-                return Ok(values);
+                return Ok(());
             }
             let locked = match self.primary.clone() {
                 Some(primary) => {
-                    self.lock_at_for_update_ts(&bo, new, &primary, return_values, &mut values)
+                    self.lock_at_for_update_ts(&bo, new, &primary, return_values)
                         .await
                 }
                 None => {
@@ -332,7 +326,7 @@ impl Transaction {
                     let primary = new[0].clone();
                     let first = vec![primary.clone()];
                     match self
-                        .lock_at_for_update_ts(&bo, first, &primary, return_values, &mut values)
+                        .lock_at_for_update_ts(&bo, first, &primary, return_values)
                         .await
                     {
                         Ok(()) => {
@@ -342,14 +336,8 @@ impl Transaction {
                             if rest.is_empty() {
                                 Ok(())
                             } else {
-                                self.lock_at_for_update_ts(
-                                    &bo,
-                                    rest,
-                                    &primary,
-                                    return_values,
-                                    &mut values,
-                                )
-                                .await
+                                self.lock_at_for_update_ts(&bo, rest, &primary, return_values)
+                                    .await
                             }
                         }
                         Err(e) => Err(e),
@@ -360,21 +348,20 @@ impl Transaction {
                 Err(KvError::WriteConflict { .. }) if retries < MAX_FOR_UPDATE_RETRIES => {
                     retries += 1
                 }
-                other => return other.map(|()| values),
+                other => return other,
             }
         }
     }
 
     /// Takes pessimistic locks on `keys` at the current `for_update_ts`; keys locked before
-    /// a failure stay recorded, so rollback releases them. With `return_values`, the values
-    /// of the keys that exist go into `values`.
+    /// a failure stay recorded, so rollback releases them. With `return_values`, their values
+    /// go into `locked_values`.
     async fn lock_at_for_update_ts(
         &mut self,
         bo: &Backoff,
         keys: Vec<Vec<u8>>,
         primary: &[u8],
         return_values: bool,
-        values: &mut BTreeMap<Vec<u8>, Vec<u8>>,
     ) -> Result<()> {
         let mut work = self.inner.cache.group_keys(&keys).await?;
         while let Some((route, keys)) = work.pop() {
@@ -417,11 +404,7 @@ impl Transaction {
                 if return_values {
                     check_values_answer(&resp.values, &resp.not_founds, keys.len())?;
                     for ((k, v), absent) in keys.into_iter().zip(resp.values).zip(resp.not_founds) {
-                        let v = (!absent).then_some(v);
-                        if let Some(v) = &v {
-                            values.insert(k.clone(), v.clone());
-                        }
-                        self.locked_values.insert(k, v);
+                        self.locked_values.insert(k, (!absent).then_some(v));
                     }
                 }
                 continue;
@@ -487,23 +470,25 @@ impl Transaction {
             return self.batch_get(keys).await;
         }
         refuse_writes_at(self.start_ts())?;
-        let held_before: Vec<Vec<u8>> = keys
-            .iter()
-            .filter(|k| {
-                self.locked_set.contains(*k)
-                    && matches!(self.buffer.get(*k), Some(Buffered::Lock) | None)
-            })
-            .cloned()
-            .collect();
-        let mut out = self.lock_pessimistic(keys, true).await?;
+        self.lock_pessimistic(keys, true).await?;
+        // Every key is locked now: it answers from the txn's own write, else from the value
+        // its lock returned, else (locked without one) from a read under the lock.
+        let mut out = BTreeMap::new();
         let mut unknown = Vec::new();
-        for k in held_before {
-            match self.locked_values.get(&k) {
-                Some(Some(v)) => {
-                    out.insert(k, v.clone());
-                }
-                Some(None) => {}
-                None => unknown.push(k),
+        for k in keys {
+            let value = match self.buffer.get(k) {
+                Some(Buffered::Put(v)) => Some(v),
+                Some(Buffered::Delete) => None,
+                Some(Buffered::Lock) | None => match self.locked_values.get(k) {
+                    Some(v) => v.as_ref(),
+                    None => {
+                        unknown.push(k.clone());
+                        None
+                    }
+                },
+            };
+            if let Some(v) = value {
+                out.insert(k.clone(), v.clone());
             }
         }
         if !unknown.is_empty() {
@@ -516,18 +501,6 @@ impl Transaction {
                     out.insert(k.clone(), v.clone());
                 }
                 self.locked_values.insert(k, v);
-            }
-        }
-        // Through this txn's own writes.
-        for k in keys {
-            match self.buffer.get(k) {
-                Some(Buffered::Put(v)) => {
-                    out.insert(k.clone(), v.clone());
-                }
-                Some(Buffered::Delete) => {
-                    out.remove(k);
-                }
-                Some(Buffered::Lock) | None => {}
             }
         }
         Ok(out)

@@ -42,11 +42,9 @@ impl StoreStats {
     }
 
     pub(crate) fn log_write(&self, took: Duration, synced: bool) {
-        self.log_writes.fetch_add(1, Ordering::Relaxed);
-        self.log_fsyncs
-            .fetch_add(u64::from(synced), Ordering::Relaxed);
-        self.log_write_micros
-            .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+        add(&self.log_writes, 1);
+        add(&self.log_fsyncs, u64::from(synced));
+        add(&self.log_write_micros, took.as_micros() as u64);
     }
 
     pub(crate) fn apply_write(&self, waited: Duration, took: Duration) {
