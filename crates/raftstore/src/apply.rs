@@ -88,7 +88,7 @@ pub fn apply_entries(
             if region.peers.iter().any(|p| p.id == own_peer_id) {
                 state::put_region(wb, region);
             } else {
-                state::put_tombstone(wb, region);
+                state::put_tombstone(wb, region, own_peer_id);
             }
             outcome.conf_changes.push(cc);
             outcome.sync = true;

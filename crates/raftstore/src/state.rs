@@ -36,6 +36,7 @@ pub fn put_region(wb: &mut impl WriteBatch, region: &Region) {
     let state = RegionLocalState {
         region: Some(region.clone()),
         tombstone: false,
+        removed_peer_id: 0,
     };
     wb.put(Cf::Meta, &region_key(region.id), &state.encode_to_vec());
 }
@@ -64,8 +65,14 @@ pub fn load_regions<E: KvEngine>(engine: &E, store_id: u64) -> Result<SavedRegio
             .map_err(|e| Error::Corrupt(format!("region state {}: {e}", engine::hex(it.key()))))?;
         match state.region {
             Some(region) if state.tombstone => {
-                let peer = region.peers.iter().find(|p| p.store_id == store_id);
-                tombstones.insert(region.id, peer.map_or(0, |p| p.id));
+                // A tombstone written before `removed_peer_id` existed names the peer only
+                // when the region still listed it.
+                let listed = region.peers.iter().find(|p| p.store_id == store_id);
+                let removed = match state.removed_peer_id {
+                    0 => listed.map_or(0, |p| p.id),
+                    id => id,
+                };
+                tombstones.insert(region.id, removed);
             }
             Some(region) => regions.push(region),
             None => {}
@@ -127,12 +134,13 @@ pub fn role_of(peer: &proto::pd::Peer) -> PeerRole {
     PeerRole::try_from(peer.role).unwrap_or(PeerRole::Voter)
 }
 
-/// Marks this store's peer of `region` removed: its data stays until the range is cleaned,
+/// Marks this store's peer `removed_peer_id` of `region` removed: its data stays until the range is cleaned,
 /// and it is never loaded again.
-pub fn put_tombstone(wb: &mut impl WriteBatch, region: &Region) {
+pub fn put_tombstone(wb: &mut impl WriteBatch, region: &Region, removed_peer_id: u64) {
     let state = RegionLocalState {
         region: Some(region.clone()),
         tombstone: true,
+        removed_peer_id,
     };
     wb.put(Cf::Meta, &region_key(region.id), &state.encode_to_vec());
 }

@@ -444,7 +444,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         peer.fail_proposals(|| Error::RegionNotFound(region_id));
         peer.fail_reads(|| Error::RegionNotFound(region_id));
         let mut wb = self.engine.write_batch();
-        state::put_tombstone(&mut wb, peer.region());
+        state::put_tombstone(&mut wb, peer.region(), peer.peer_id());
         self.engine.write(wb, true)?;
         let mut write = LogWrite::default();
         write.clear(region_id);

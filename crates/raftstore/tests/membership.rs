@@ -8,8 +8,10 @@ mod cluster;
 use std::sync::atomic::Ordering;
 
 use cluster::{Cluster, REGION, peer_id, test_config};
-use proto::pd::PeerRole;
+use proto::pd::{Peer as PeerMeta, PeerRole};
+use proto::raft::RaftMessage;
 use proto::raft::change_peer::Kind;
+use raftstore::Error;
 
 fn roles(c: &Cluster, s: u64) -> Vec<(u64, PeerRole)> {
     let mut out: Vec<(u64, PeerRole)> = c
@@ -238,4 +240,51 @@ fn a_peer_created_over_a_tombstone_keeps_its_vote_across_a_restart() {
     c.must_put(b"k", b"v");
     c.tick();
     assert_eq!(c.get(3, b"k").as_deref(), Some(&b"v"[..]));
+}
+
+#[test]
+fn a_removed_peer_stays_removed_across_a_restart_whatever_stale_peers_send_it() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    c.must_put(b"k", b"v");
+    let old_epoch = c.region(3).and_then(|r| r.region_epoch);
+    c.must_change_peers(vec![(Kind::RemoveNode, 3)]);
+    c.ticks(3);
+    assert!(
+        c.stores[&3].peer(REGION).is_none(),
+        "store 3's peer is destroyed"
+    );
+    c.stop(3);
+    c.start(3);
+    // A peer that missed the removal asks the removed one for its vote (found by the
+    // randomized history: the removed peer came back uninitialized and voted a stale leader in).
+    let vote = raft::eraftpb::Message {
+        msg_type: raft::eraftpb::MessageType::MsgRequestVote,
+        from: peer_id(1),
+        to: peer_id(3),
+        term: 100,
+        ..Default::default()
+    };
+    let stale = RaftMessage {
+        region_id: REGION,
+        from_peer: Some(PeerMeta {
+            id: peer_id(1),
+            store_id: 1,
+            ..PeerMeta::default()
+        }),
+        to_peer: Some(PeerMeta {
+            id: peer_id(3),
+            store_id: 3,
+            ..PeerMeta::default()
+        }),
+        region_epoch: old_epoch,
+        message: protobuf::Message::write_to_bytes(&vote).unwrap(),
+        snapshot: None,
+    };
+    let store = c.stores.get_mut(&3).unwrap();
+    assert!(
+        matches!(store.on_raft_message(&stale), Err(Error::RegionNotFound(_))),
+        "the message is refused"
+    );
+    assert!(store.peer(REGION).is_none(), "no peer came back");
 }
