@@ -603,6 +603,13 @@ pub static KNOBS: &[KnobSpec] = &[
         online: false,
     },
     KnobSpec {
+        name: "raftstore.store-io-pool-size",
+        // TiKV's default since v8.0; 0 writes the Raft log in the raftstore thread.
+        kind: Kind::Int { min: 0, max: 64 },
+        default: |_| int(1),
+        online: false,
+    },
+    KnobSpec {
         name: "raftstore.raft-max-size-per-msg",
         kind: Kind::Size {
             min: ByteSize::kib(1),

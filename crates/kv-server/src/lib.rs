@@ -217,6 +217,7 @@ pub fn raftstore_config(
         log_gc_threshold: c.int("raftstore.raft-log-gc-threshold") as u64,
         log_gc_count_limit: c.int("raftstore.raft-log-gc-count-limit") as u64,
         purge_interval: c.duration("raftstore.raft-engine-purge-interval").0,
+        store_io_threads: c.int("raftstore.store-io-pool-size") as usize,
         snap_dir,
     }
 }

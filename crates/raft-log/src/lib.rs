@@ -5,8 +5,10 @@
 //! - what a round of readies must persist goes into one [`LogWrite`], for all groups at
 //!   once, and [`LogEngine::write`] makes it durable with one raft-engine write and (when any
 //!   part needs it) one fdatasync: group commit across groups;
-//! - only after that write returns may a follower's messages leave and may
-//!   [`GroupStorage::on_persisted`] show the entries to raft-rs as stable;
+//! - the write may run on another thread (raftstore's store-io threads) while raft-rs goes on:
+//!   [`GroupStorage::append`] shows its entries at once, and only after the write returns may
+//!   a follower's messages leave and [`GroupStorage::persisted_to`] mark them durable;
+//! - writes of one group reach raft-engine in the order they were made;
 //! - raft-engine's own `sync()` writes an empty batch and returns early without an fsync, so
 //!   durability always rides on the write that carries the data (`sync = true`).
 //!
@@ -212,6 +214,14 @@ impl LogWrite {
 
     pub fn is_empty(&self) -> bool {
         self.batch.is_empty()
+    }
+
+    /// Moves everything `other` holds behind what this write holds (so many rounds' writes
+    /// share one raft-engine write and fsync), leaving `other` empty.
+    pub fn merge(&mut self, other: &mut LogWrite) -> Result<()> {
+        self.batch.merge(&mut other.batch)?;
+        self.sync |= std::mem::take(&mut other.sync);
+        Ok(())
     }
 
     /// Whether the write will be fsynced.

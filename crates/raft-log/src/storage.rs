@@ -8,8 +8,10 @@
 //! - `last_index() >= truncated_index`; the cache holds a contiguous run of entries ending at
 //!   `last_index()` (or nothing), never more than [`ENTRY_CACHE_BYTES_MAX`] unless that run
 //!   is a single entry;
-//! - the storage shows only what [`LogEngine::write`] made durable: the owner calls
-//!   [`GroupStorage::on_persisted`] after the write returns, never before.
+//! - entries the owner appended ([`GroupStorage::append`]) are visible at once, as raft-rs
+//!   needs before `advance_append_async`, while the write that carries them may still be on
+//!   its way to disk: every entry above the persisted index ([`GroupStorage::persisted_to`])
+//!   stays in the cache, whatever its size, because raft-engine may not have it yet.
 //!
 //! Snapshots are the user's state, not the log's: when raft-rs asks for one that is not at
 //! hand, the storage answers "temporarily unavailable" and raises a request
@@ -45,6 +47,8 @@ pub struct GroupStorage {
     base: LogBase,
     last_index: u64,
     last_term: u64,
+    /// Entries up to here are durable in raft-engine.
+    persisted: u64,
     cache: VecDeque<Entry>,
     cache_bytes: usize,
     snapshot: Option<Snapshot>,
@@ -61,6 +65,7 @@ impl GroupStorage {
             hard_state,
             last_index: base.truncated_index,
             last_term: base.truncated_term,
+            persisted: 0,
             base,
             cache: VecDeque::new(),
             cache_bytes: 0,
@@ -82,6 +87,7 @@ impl GroupStorage {
             storage.last_index = last;
             storage.last_term = entry.term;
         }
+        storage.persisted = storage.last_index;
         if storage.hard_state.commit > storage.last_index {
             return Err(Error::Corrupt {
                 group,
@@ -110,11 +116,10 @@ impl GroupStorage {
         self.last_index
     }
 
-    /// Records that `entries` and `hard_state` are durable in the log.
-    pub fn on_persisted(&mut self, entries: &[Entry], hard_state: Option<&HardState>) {
-        if let Some(hs) = hard_state {
-            self.hard_state = hs.clone();
-        }
+    /// Shows `entries` to raft-rs as the log's tail: they replace the log from their first
+    /// index on (a follower overwriting a deposed leader's tail). The owner's write carrying
+    /// them may not be durable yet; they stay cached until [`GroupStorage::persisted_to`].
+    pub fn append(&mut self, entries: &[Entry]) {
         let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
             return;
         };
@@ -136,12 +141,35 @@ impl GroupStorage {
             self.cache_bytes += e.compute_size() as usize;
             self.cache.push_back(e.clone());
         }
-        while self.cache_bytes > ENTRY_CACHE_BYTES_MAX && self.cache.len() > 1 {
-            let e = self.cache.pop_front().expect("len > 1");
-            self.cache_bytes -= e.compute_size() as usize;
-        }
+        self.persisted = self.persisted.min(first.index - 1);
         self.last_index = last.index;
         self.last_term = last.term;
+        self.trim_cache();
+    }
+
+    /// The hard state the owner's latest write carries.
+    pub fn set_hard_state(&mut self, hard_state: &HardState) {
+        self.hard_state = hard_state.clone();
+    }
+
+    /// The log is durable through `index`: the entries up to it may leave the cache.
+    pub fn persisted_to(&mut self, index: u64) {
+        self.persisted = self.persisted.max(index.min(self.last_index));
+        self.trim_cache();
+    }
+
+    /// Keeps the cache within [`ENTRY_CACHE_BYTES_MAX`] by dropping its oldest durable entries.
+    fn trim_cache(&mut self) {
+        while self.cache_bytes > ENTRY_CACHE_BYTES_MAX
+            && self.cache.len() > 1
+            && self
+                .cache
+                .front()
+                .is_some_and(|e| e.index <= self.persisted)
+        {
+            let e = self.cache.pop_front().expect("checked");
+            self.cache_bytes -= e.compute_size() as usize;
+        }
     }
 
     /// The log now begins after `index` (of `term`): a replicated compaction was applied.
@@ -167,11 +195,12 @@ impl GroupStorage {
         self.base.conf_state = cs;
     }
 
-    /// The log was replaced by a snapshot at `base` (the caller cleared it in the same write
-    /// that saved `hard_state`).
+    /// The log was replaced by a snapshot at `base` (the caller clears it in the same write
+    /// that saves `hard_state`).
     pub fn on_snapshot(&mut self, base: LogBase, hard_state: &HardState) {
         self.last_index = base.truncated_index;
         self.last_term = base.truncated_term;
+        self.persisted = base.truncated_index;
         self.base = base;
         self.hard_state = hard_state.clone();
         self.cache.clear();
@@ -337,8 +366,10 @@ mod tests {
         hs.commit = commit;
         hs.term = entries.last().map_or(hs.term, |e| e.term);
         w.put_hard_state(s.group(), &hs, true).unwrap();
+        s.append(entries);
+        s.set_hard_state(&hs);
         log.write(&mut w).unwrap();
-        s.on_persisted(entries, Some(&hs));
+        s.persisted_to(s.last_index());
     }
 
     fn base(index: u64, term: u64) -> LogBase {
@@ -406,6 +437,30 @@ mod tests {
         assert_eq!(limited.len(), 2);
         let one = s.entries(3, 5, Some(1), ctx()).unwrap();
         assert_eq!(one.len(), 1, "at least one entry whatever the limit");
+    }
+
+    #[test]
+    fn entries_not_yet_durable_stay_cached_past_the_limit_until_their_write_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = LogEngine::open(&LogConfig::new(dir.path().to_path_buf())).unwrap();
+        let mut s = GroupStorage::open(&log, 1, base(0, 0)).unwrap();
+        let big: Vec<_> = (1..=4).map(|i| entry(i, 1, 400 << 10)).collect();
+        let mut w = LogWrite::default();
+        w.append(1, &big).unwrap();
+        s.append(&big);
+        // The write is still on its way: raft-rs must find every entry, in the cache.
+        assert!((1..=4).all(|i| s.cached(i).is_some()));
+        let ctx = || GetEntriesContext::empty(false);
+        assert_eq!(s.entries(1, 5, None, ctx()).unwrap(), big);
+        log.write(&mut w).unwrap();
+        s.persisted_to(4);
+        assert!(s.cached(1).is_none(), "durable entries leave the cache");
+        assert_eq!(s.entries(1, 5, None, ctx()).unwrap(), big);
+        // A new leader's tail replaces entry 4: its entries are not durable, whatever was.
+        let tail: Vec<_> = (4..=6).map(|i| entry(i, 2, 400 << 10)).collect();
+        s.append(&tail);
+        assert!(s.cached(3).is_none(), "entry 3 is durable and leaves");
+        assert!((4..=6).all(|i| s.cached(i).is_some_and(|e| e.term == 2)));
     }
 
     #[test]
@@ -491,8 +546,9 @@ mod stale_log_tests {
         let next = [entry(21, 7)];
         let mut w = LogWrite::default();
         w.append(4, &next).unwrap();
+        s.append(&next);
         log.write(&mut w).unwrap();
-        s.on_persisted(&next, None);
+        s.persisted_to(21);
         assert_eq!(s.last_index(), 21);
     }
 }

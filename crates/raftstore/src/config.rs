@@ -32,6 +32,9 @@ pub struct RaftstoreConfig {
     /// `raftstore.raft-engine-purge-interval`: how often log files that hold only compacted
     /// entries are removed.
     pub purge_interval: Duration,
+    /// `raftstore.store-io-pool-size`: threads that write raft-engine, each merging the
+    /// writes queued for it into one write and one fdatasync; 0 writes in the round itself.
+    pub store_io_threads: usize,
     /// Where the store keeps snapshot files (`<data-dir>/snap` on a kv node); it clears the
     /// directory when it opens.
     pub snap_dir: std::path::PathBuf,
@@ -53,6 +56,7 @@ impl Default for RaftstoreConfig {
             log_gc_threshold: 50,
             log_gc_count_limit: 196_608,
             purge_interval: Duration::from_secs(10),
+            store_io_threads: 1,
             snap_dir: std::path::PathBuf::new(),
         }
     }

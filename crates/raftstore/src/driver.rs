@@ -1,16 +1,22 @@
-//! [`RaftDriver`]: runs a [`Store`] on a thread of its own. Everything that reaches the store
-//! (Raft messages, proposals, membership changes, leader transfers) comes through a bounded
-//! channel ([`RaftRouter`]); the thread takes what has queued up, ticks when a base tick is
-//! due, and runs one round for all of it, so the writes of many connections and regions
-//! share one raft-engine fdatasync. After each round it publishes what readers need without
-//! asking the thread ([`RegionViews`]): each region's range and epoch, its leader, and until
-//! when this store's leader lease holds.
+//! [`RaftDriver`]: runs a [`Store`] on a thread of its own (`raftstore-0`) and its raft-engine
+//! writes on `raftstore.store-io-pool-size` more (`store-io-<n>`). Everything that reaches the
+//! store (Raft messages, proposals, membership changes, leader transfers, a store-io thread's
+//! "written") comes through a bounded channel ([`RaftRouter`]); the thread takes what has
+//! queued up, ticks when a base tick is due, and runs one round for all of it, so the writes
+//! of many connections and regions share one raft-engine write. A store-io thread takes every
+//! log task queued for it, makes them one write and one fdatasync, and reports back; while
+//! it waits on the disk the store thread goes on with the next round. After each round the
+//! store thread publishes what readers need without asking it ([`RegionViews`]): each
+//! region's range and epoch, its leader, and until when this store's leader lease holds.
 //!
 //! Bounds: the channel holds [`ROUTER_QUEUE_MAX`] messages (a full one answers
-//! "raftstore is busy"), and one round takes at most [`ROUND_MESSAGES_MAX`] of them.
+//! "raftstore is busy"), one round takes at most [`ROUND_MESSAGES_MAX`] of them, and a
+//! store-io thread merges at most [`IO_BATCH_TASKS_MAX`] log tasks into one write. A
+//! store-io thread reports back with a blocking send: the store thread never waits on it, so
+//! the two cannot wait on each other.
 
 use std::collections::BTreeMap;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender, TrySendError};
 use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -21,13 +27,15 @@ use proto::raft::{ChangePeer, RaftCmd, RaftMessage};
 
 use crate::peer::Reply;
 use crate::stats::StoreStats;
-use crate::store::{Store, Transport};
+use crate::store::{LogTask, Store, Transport, write_log};
 use crate::{Error, Result};
 
 /// Messages waiting for the raftstore thread, at most.
 pub const ROUTER_QUEUE_MAX: usize = 40_960;
 /// Messages one round takes before it writes.
 pub const ROUND_MESSAGES_MAX: usize = 4096;
+/// Log tasks a store-io thread merges into one raft-engine write.
+pub const IO_BATCH_TASKS_MAX: usize = 256;
 /// How long [`RaftRouter::call`] waits for an answer before it gives the outcome as unknown:
 /// as long as a peer lets a proposal wait (`crate::peer::PROPOSAL_WAIT_MAX`).
 pub const CALL_WAIT_MAX: Duration = crate::peer::PROPOSAL_WAIT_MAX;
@@ -79,6 +87,8 @@ pub enum StoreMsg {
     },
     /// The transport found nothing listening at this store's address: its process is gone.
     StoreGone(u64),
+    /// A store-io thread made these log tasks durable.
+    LogWritten(Vec<u64>),
     /// Ends the thread: what was queued before it is handled, pending proposals hear `Busy`.
     Stop,
 }
@@ -250,20 +260,26 @@ impl RaftDriver {
         let views = Arc::new(RegionViews::default());
         let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
         let published = views.clone();
+        let written_tx = tx.clone();
         let thread = std::thread::Builder::new()
             .name("raftstore-0".into())
             .spawn(move || {
-                let store = match open() {
-                    Ok(store) => {
+                let store = open().and_then(|store| {
+                    let io = IoThreads::start(&store, written_tx)?;
+                    Ok((store, io))
+                });
+                let (store, io) = match store {
+                    Ok((store, io)) => {
                         let _ = ready_tx.send(Ok(store.stats().clone()));
-                        store
+                        (store, io)
                     }
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
                         return;
                     }
                 };
-                run(store, rx, &published);
+                run(store, rx, &io, &published);
+                io.stop();
             })
             .map_err(|e| Error::Corrupt(format!("cannot start the raftstore thread: {e}")))?;
         let stats = ready_rx
@@ -291,9 +307,85 @@ impl RaftDriver {
     }
 }
 
+/// The store-io threads of one store; none when `store_io_threads` is 0.
+struct IoThreads {
+    queues: Vec<Sender<LogTask>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl IoThreads {
+    fn start<E: KvEngine, T: Transport>(
+        store: &Store<E, T>,
+        written: SyncSender<StoreMsg>,
+    ) -> Result<IoThreads> {
+        let mut io = IoThreads {
+            queues: Vec::new(),
+            threads: Vec::new(),
+        };
+        for i in 0..store.io_threads() {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (log, stats, written) =
+                (store.log().clone(), store.stats().clone(), written.clone());
+            let thread = std::thread::Builder::new()
+                .name(format!("store-io-{i}"))
+                .spawn(move || run_io(rx, &log, &stats, &written))
+                .map_err(|e| Error::Corrupt(format!("cannot start a store-io thread: {e}")))?;
+            io.queues.push(tx);
+            io.threads.push(thread);
+        }
+        Ok(io)
+    }
+
+    fn submit(&self, tasks: Vec<LogTask>) {
+        for task in tasks {
+            // A thread that is gone aborted the process already.
+            let _ = self.queues[task.io_thread].send(task);
+        }
+    }
+
+    /// Lets each thread finish what is queued, and waits for it.
+    fn stop(self) {
+        drop(self.queues);
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A store-io thread: each write merges every task queued by then, and one message tells the
+/// store thread which tasks are durable.
+fn run_io(
+    rx: Receiver<LogTask>,
+    log: &raft_log::LogEngine,
+    stats: &StoreStats,
+    written: &SyncSender<StoreMsg>,
+) {
+    while let Ok(first) = rx.recv() {
+        let mut write = first.write;
+        let mut seqs = vec![first.seq];
+        let mut result = Ok(());
+        for mut task in rx.try_iter().take(IO_BATCH_TASKS_MAX - 1) {
+            seqs.push(task.seq);
+            if result.is_ok() {
+                result = write.merge(&mut task.write).map_err(Error::from);
+            }
+        }
+        if let Err(e) = result.and_then(|()| write_log(log, stats, &mut write)) {
+            // As in the store thread: a log that cannot be written cannot be trusted.
+            tracing::error!("raft-engine write failed, stopping the store: {e}");
+            std::process::abort();
+        }
+        // The store thread is gone when this fails: nothing waits for the answer.
+        if written.send(StoreMsg::LogWritten(seqs)).is_err() {
+            break;
+        }
+    }
+}
+
 fn run<E: KvEngine, T: Transport>(
     mut store: Store<E, T>,
     rx: Receiver<StoreMsg>,
+    io: &IoThreads,
     views: &RegionViews,
 ) {
     let tick = store.base_tick();
@@ -338,6 +430,7 @@ fn run<E: KvEngine, T: Transport>(
                 std::process::abort();
             }
         }
+        io.submit(store.take_log_tasks());
         views.publish(&store);
         if stop {
             break;
@@ -395,6 +488,11 @@ fn handle<E: KvEngine, T: Transport>(store: &mut Store<E, T>, msg: StoreMsg) -> 
             delivered,
         } => {
             let _ = store.report_snapshot(region_id, to_peer_id, delivered);
+        }
+        StoreMsg::LogWritten(seqs) => {
+            for seq in seqs {
+                store.on_log_written(seq);
+            }
         }
         StoreMsg::Stop => return true,
     }

@@ -5,15 +5,19 @@
 //!
 //! 1. [`Peer::collect_ready`]: the leader's messages may leave at once (Raft thesis §10.2.1:
 //!    the leader appends in parallel with replication); entries and hard state go into the
-//!    round's shared [`LogWrite`]; entries committed before this round are handed out to apply.
-//! 2. The store makes that write durable, then [`Peer::on_persisted`]: the storage shows the
-//!    entries as stable, and only now may the persisted messages (a follower's append acks
-//!    and votes) leave.
+//!    round's shared [`LogWrite`] and the storage shows the entries at once; committed entries
+//!    that are durable here are handed out to apply. The Ready is then advanced without
+//!    waiting for the write (raft-rs's `advance_append_async`): the node goes on stepping,
+//!    proposing and making more Readies while the write is on its way.
+//! 2. Once that write is durable (on a store-io thread, or in the round itself),
+//!    [`Peer::on_persisted`]: raft-rs hears it, and only now may the persisted messages (a
+//!    follower's append acks and votes) leave. Entries that became applicable come with a
+//!    later Ready.
 //! 3. The store applies what was committed ([`Peer::apply`] into a write batch shared by the
 //!    round), writes the batch, then [`Peer::on_applied`] answers proposals and renews the lease.
 //!
-//! Between 1 and 2 nothing steps, proposes or ticks the node (the store runs a round as one
-//! call). A commit index raised in step 2 reaches the log with the peer's next write; on
+//! raft-rs hands out for applying only entries both committed and durable on this peer, and
+//! the commit index in a hard state never passes the entries written with or before it. On
 //! restart a commit index below the applied index is raised to it, which is safe because
 //! entries are only ever applied once committed and the log (fsynced before any ack) still
 //! holds them.
@@ -52,6 +56,15 @@ use crate::{Error, Result, state};
 /// How a proposal is answered: exactly once, with `Ok` once it applied, or why it did not.
 pub type Reply = Box<dyn FnOnce(Result<()>) + Send>;
 
+/// What is left of a Ready once its writes are made: it waits for them to be durable.
+pub struct Unpersisted {
+    number: u64,
+    /// A follower's messages (append acks, votes): they leave only once the write is durable.
+    messages: Vec<Message>,
+    /// The index of the snapshot the Ready installed, 0 if none.
+    snapshot_index: u64,
+}
+
 struct Proposal {
     index: u64,
     term: u64,
@@ -84,9 +97,9 @@ pub struct Peer {
     /// Proposals made before this moment renew no lease (a transfer began then: the
     /// transferee may have been elected since).
     lease_floor: Option<Instant>,
-    /// A commit index that advanced after this round's write and is not in the log yet.
-    commit_unsaved: bool,
     ticks_since_log_gc: usize,
+    /// Readies collected whose log write is not durable yet.
+    unpersisted_readies: usize,
     /// Peers heard from, by id: how an uninitialized peer (whose region lists only itself)
     /// addresses the leader, and any peer a sender the region does not list yet.
     peer_cache: std::collections::BTreeMap<u64, PeerMeta>,
@@ -152,7 +165,7 @@ impl Peer {
         if storage.hard_state().commit < apply.applied_index {
             let mut hs = storage.hard_state().clone();
             hs.commit = apply.applied_index;
-            storage.on_persisted(&[], Some(&hs));
+            storage.set_hard_state(&hs);
         }
         let applied_term = apply.applied_term;
         let raw = RawNode::new(
@@ -172,8 +185,8 @@ impl Peer {
             leader_since: None,
             lease_until: None,
             lease_floor: None,
-            commit_unsaved: false,
             ticks_since_log_gc: 0,
+            unpersisted_readies: 0,
             peer_cache: Default::default(),
             gone_leader_store: None,
             gone_reports: 0,
@@ -223,8 +236,19 @@ impl Peer {
         self.region.peers.iter().find(|p| p.id == id).cloned()
     }
 
+    /// Whether the peer has a Ready to collect now. One that installs a snapshot waits
+    /// until every earlier write of the peer's is durable (the store then writes it in the
+    /// round itself: see [`Peer::installs_snapshot`]).
     pub fn has_ready(&self) -> bool {
-        self.raw.has_ready()
+        self.raw.has_ready() && !(self.installs_snapshot() && self.unpersisted_readies > 0)
+    }
+
+    /// Whether the next Ready installs a snapshot. The store makes such a Ready durable
+    /// before the round goes on, so raft-rs counts the snapshot applied at once: until then
+    /// its applied index lies below the log's start, and an election or a transfer to this
+    /// peer would look for the entries in between.
+    pub fn installs_snapshot(&self) -> bool {
+        self.raw.snap().is_some_and(|s| !s.is_empty())
     }
 
     /// Hands a message from another peer to raft-rs.
@@ -708,18 +732,18 @@ impl Peer {
         );
     }
 
-    /// Step 1 of a round (see the module header). Returns the Ready to finish in step 2.
+    /// Step 1 of a round (see the module header). A Ready holding a snapshot is installed by
+    /// `install` (which writes the snapshot's data to the kv engine and returns the region
+    /// and apply state it implies) before the log is cleared in `write`.
     pub fn collect_ready(
         &mut self,
         write: &mut LogWrite,
         send: &mut Vec<RaftMessage>,
         committed: &mut Vec<Entry>,
         now: Instant,
-    ) -> Result<Option<Ready>> {
-        if !self.raw.has_ready() {
-            if self.commit_unsaved {
-                self.save_hard_state(write)?;
-            }
+        install: impl FnOnce(&raft::eraftpb::Snapshot) -> Result<(Region, ApplyState)>,
+    ) -> Result<Option<Unpersisted>> {
+        if !self.has_ready() {
             return Ok(None);
         }
         let mut rd = self.raw.ready();
@@ -731,27 +755,36 @@ impl Peer {
             self.on_read_states(states);
         }
         self.wrap_all(rd.take_messages(), send);
-        if !rd.snapshot().is_empty() {
-            // The store wrote the snapshot's data before this; the old log goes first.
+        let snapshot_index = rd.snapshot().get_metadata().index;
+        if snapshot_index > 0 {
+            let (region, apply) = install(rd.snapshot())?;
+            self.on_snapshot_installed(region, apply);
+            let meta = rd.snapshot().get_metadata();
+            let base = LogBase {
+                truncated_index: meta.index,
+                truncated_term: meta.term,
+                conf_state: meta.get_conf_state().clone(),
+            };
+            let hs = self.hard_state_after_snapshot(&rd);
+            // The old log goes in the same write that saves the hard state.
             write.clear(self.region.id);
-            write.put_hard_state(self.region.id, &self.hard_state_after_snapshot(&rd), true)?;
+            write.put_hard_state(self.region.id, &hs, true)?;
+            self.raw.mut_store().on_snapshot(base, &hs);
+        } else if let Some(hs) = rd.hs() {
+            write.put_hard_state(self.region.id, hs, rd.must_sync())?;
+            self.raw.mut_store().set_hard_state(hs);
         }
         committed.extend(rd.take_committed_entries());
         write.append(self.region.id, rd.entries())?;
-        if let Some(hs) = rd.hs() {
-            write.put_hard_state(self.region.id, hs, rd.must_sync())?;
-            self.commit_unsaved = false;
-        } else if self.commit_unsaved {
-            self.save_hard_state(write)?;
-        }
-        Ok(Some(rd))
-    }
-
-    fn save_hard_state(&mut self, write: &mut LogWrite) -> Result<()> {
-        let hs = self.raw.store().hard_state().clone();
-        write.put_hard_state(self.region.id, &hs, false)?;
-        self.commit_unsaved = false;
-        Ok(())
+        self.raw.mut_store().append(rd.entries());
+        let unpersisted = Unpersisted {
+            number: rd.number(),
+            messages: rd.take_persisted_messages(),
+            snapshot_index,
+        };
+        self.raw.advance_append_async(rd);
+        self.unpersisted_readies += 1;
+        Ok(Some(unpersisted))
     }
 
     fn on_role(&mut self, role: StateRole, now: Instant) {
@@ -787,9 +820,9 @@ impl Peer {
         hs
     }
 
-    /// Between steps 1 and 2, when the round's Ready held a snapshot: the store wrote it to
-    /// the kv engine, and this is the region and apply state it implies.
-    pub fn on_snapshot_applied(&mut self, region: Region, apply: ApplyState) {
+    /// In step 1, when the Ready held a snapshot: the store wrote it to the kv engine, and
+    /// this is the region and apply state it implies.
+    fn on_snapshot_installed(&mut self, region: Region, apply: ApplyState) {
         self.region = region;
         self.apply = apply;
         self.applied_term = apply.applied_term;
@@ -803,39 +836,25 @@ impl Peer {
         }
     }
 
-    /// Step 2: `rd`'s writes are durable.
-    pub fn on_persisted(
-        &mut self,
-        mut rd: Ready,
-        send: &mut Vec<RaftMessage>,
-        committed: &mut Vec<Entry>,
-    ) {
-        if !rd.snapshot().is_empty() {
-            let meta = rd.snapshot().get_metadata();
-            let base = LogBase {
-                truncated_index: meta.index,
-                truncated_term: meta.term,
-                conf_state: meta.get_conf_state().clone(),
-            };
-            let hs = self.hard_state_after_snapshot(&rd);
-            self.raw.mut_store().on_snapshot(base, &hs);
+    /// Step 2: the writes of `unpersisted`'s Ready (and of every Ready before it) are durable.
+    ///
+    /// raft-rs takes the Ready's last entry as durable when the log still holds an entry of
+    /// that index and term, although a later Ready on its way may replace it (raft-rs's own
+    /// guard, `first_update_index`, no longer sees entries `advance_append_async` handed out).
+    /// That cannot mislead it here: the log could hold that entry again only after a leader
+    /// sent it anew in answer to this peer's rejection, and this peer's messages leave only
+    /// once every write before them landed.
+    pub fn on_persisted(&mut self, unpersisted: Unpersisted, send: &mut Vec<RaftMessage>) {
+        self.raw.on_persist_ready(unpersisted.number);
+        self.unpersisted_readies -= 1;
+        // raft-rs's figure: it does not count a tail a newer Ready replaced.
+        let persisted = self.raw.raft.raft_log.persisted;
+        self.raw.mut_store().persisted_to(persisted);
+        if unpersisted.snapshot_index > 0 {
+            // Its data went to the kv engine before its log write.
+            self.raw.advance_apply_to(unpersisted.snapshot_index);
         }
-        self.raw.mut_store().on_persisted(rd.entries(), rd.hs());
-        self.wrap_all(rd.take_persisted_messages(), send);
-        let snapshot_index = rd.snapshot().get_metadata().index;
-        let mut light = self.raw.advance_append(rd);
-        if snapshot_index > 0 {
-            // The snapshot is applied (the store wrote it before this round's log write).
-            self.raw.advance_apply_to(snapshot_index);
-        }
-        if let Some(commit) = light.commit_index() {
-            let mut hs = self.raw.store().hard_state().clone();
-            hs.commit = commit;
-            self.raw.mut_store().on_persisted(&[], Some(&hs));
-            self.commit_unsaved = true;
-        }
-        self.wrap_all(light.take_messages(), send);
-        committed.extend(light.take_committed_entries());
+        self.wrap_all(unpersisted.messages, send);
     }
 
     /// Step 3a: applies `entries` into the round's write batch.

@@ -1,17 +1,25 @@
 //! [`Store`]: every region peer of one kv node, driven in rounds. A round
-//! ([`Store::handle_readies`]) takes the readies of all peers that have one and persists them
-//! with one raft-engine write and at most one fdatasync (group commit across regions), then
-//! applies what every peer committed with one kv engine write. Messages, proposals and ticks
-//! come in between rounds. The store owns no thread: a test calls it step by step with a
-//! clock it moves itself, and the node runs it on its raftstore threads.
+//! ([`Store::handle_readies`]) takes the readies of all peers that have one into one
+//! raft-engine write per store-io thread ([`LogTask`]), then applies what every peer
+//! committed with one kv engine write. Messages, proposals and ticks come in between rounds.
+//!
+//! With `store_io_threads` 0 the round makes its write itself (one fdatasync for all regions).
+//! Otherwise the round hands its writes out ([`Store::take_log_tasks`]) and goes on; a
+//! store-io thread makes them durable, merging what queued up into one write and one
+//! fdatasync, and the store hears of it ([`Store::on_log_written`]) between rounds. A region's
+//! writes always go to the same thread, so they land in the order they were made.
+//!
+//! The store owns no thread: a test calls it step by step with a clock it moves itself and
+//! makes the log tasks' writes when it chooses, and the node runs it on its raftstore and
+//! store-io threads.
 //!
 //! Membership: a message for a region this store holds no peer of creates an uninitialized
 //! peer (unless the store removed that peer before: its tombstone stays), which the
 //! leader's snapshot initializes. A peer whose region no longer lists it is destroyed: a
 //! fsynced tombstone in the kv engine, then its log is cleared.
 //!
-//! Durability: a follower acknowledges entries (and a voter votes) only after the round's
-//! log write returned. The kv engine's apply batch is not fsynced, except one that truncates
+//! Durability: a follower acknowledges entries (and a voter votes) only after the log write
+//! that carries them returned. The kv engine's apply batch is not fsynced, except one that truncates
 //! the log: the log is the redo record of everything above the applied index saved with the
 //! data, and raft-engine drops entries only once the state they produced is on disk.
 
@@ -24,19 +32,40 @@ use engine::{KvEngine, WriteBatch};
 use proto::pd::Region;
 use proto::raft::{ApplyState, ChangePeer, RaftCmd, RaftMessage};
 use protobuf::Message as _;
-use raft::Ready;
 use raft::eraftpb::Entry;
 use raft_log::{LogEngine, LogWrite};
 
 use crate::apply::ApplyOutcome;
 use crate::config::RaftstoreConfig;
-use crate::peer::{Peer, Reply};
+use crate::peer::{Peer, Reply, Unpersisted};
 use crate::stats::StoreStats;
 use crate::{Error, Result, snapshot, state};
 
 /// Where a store's outgoing Raft messages go.
 pub trait Transport {
     fn send(&mut self, msg: RaftMessage);
+}
+
+/// A round's raft-engine write for one store-io thread; [`Store::on_log_written`] hears
+/// `seq` once it is durable.
+pub struct LogTask {
+    pub seq: u64,
+    /// Which store-io thread writes it (a region always has the same one).
+    pub io_thread: usize,
+    pub write: LogWrite,
+}
+
+/// Makes `write` durable: the one place a store's log writes happen, inline or on a
+/// store-io thread. An error is the disk failing.
+pub fn write_log(log: &LogEngine, stats: &StoreStats, write: &mut LogWrite) -> Result<()> {
+    fail::fail_point!("raft_before_log_write");
+    if !write.is_empty() {
+        let (started, synced) = (Instant::now(), write.will_sync());
+        log.write(write)?;
+        stats.log_write(started.elapsed(), synced);
+    }
+    fail::fail_point!("raft_after_log_write");
+    Ok(())
 }
 
 pub struct Store<E: KvEngine, T: Transport> {
@@ -47,6 +76,14 @@ pub struct Store<E: KvEngine, T: Transport> {
     peers: BTreeMap<u64, Peer>,
     /// Regions whose peer this store removed, with that peer's id.
     tombstones: BTreeMap<u64, u64>,
+    /// Log tasks made and not yet durable, by seq: what each peer's Ready waits for.
+    unpersisted: BTreeMap<u64, Vec<(u64, Unpersisted)>>,
+    /// Log tasks made and not yet taken by a store-io thread.
+    log_tasks: Vec<LogTask>,
+    next_seq: u64,
+    /// Regions whose removed peer's log is being cleared, with the seq of that write: no new
+    /// peer of them is created before it lands.
+    clearing: BTreeMap<u64, u64>,
     cfg: Arc<RaftstoreConfig>,
     logger: slog::Logger,
     stats: Arc<StoreStats>,
@@ -89,6 +126,10 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             transport,
             peers,
             tombstones,
+            unpersisted: BTreeMap::new(),
+            log_tasks: Vec::new(),
+            next_seq: 0,
+            clearing: BTreeMap::new(),
             cfg,
             logger,
             stats: Arc::default(),
@@ -111,6 +152,16 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
 
     pub fn engine(&self) -> &E {
         &self.engine
+    }
+
+    /// How many store-io threads write this store's log (0: its rounds do).
+    pub fn io_threads(&self) -> usize {
+        self.cfg.store_io_threads
+    }
+
+    /// The raft-engine the store writes, for its store-io threads.
+    pub fn log(&self) -> &LogEngine {
+        &self.log
     }
 
     pub fn peer(&self, region_id: u64) -> Option<&Peer> {
@@ -214,7 +265,10 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             .tombstones
             .get(&msg.region_id)
             .is_some_and(|&removed| to.id <= removed)
+            || self.clearing.contains_key(&msg.region_id)
         {
+            // The message is dropped; once the old peer's log is cleared a retry creates the
+            // new peer.
             return Err(Error::RegionNotFound(msg.region_id));
         }
         let region = Region {
@@ -337,47 +391,93 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
     /// One round for every peer with something to do (see the module header). An error here
     /// is the store's disk failing: the caller stops the store.
     pub fn handle_readies(&mut self, now: Instant) -> Result<()> {
-        let mut write = LogWrite::default();
+        let io_threads = self.cfg.store_io_threads.max(1);
+        let mut writes: Vec<(LogWrite, Vec<(u64, Unpersisted)>)> = Vec::new();
+        writes.resize_with(io_threads, Default::default);
         let mut send = Vec::new();
-        let mut readies: Vec<(u64, Ready)> = Vec::new();
         let mut committed: BTreeMap<u64, Vec<Entry>> = BTreeMap::new();
         for (&id, peer) in self.peers.iter_mut() {
+            let (write, waiting) = &mut writes[io_thread_of(id, io_threads)];
             let entries = committed.entry(id).or_default();
-            if let Some(rd) = peer.collect_ready(&mut write, &mut send, entries, now)? {
-                if !rd.snapshot().is_empty() {
-                    fail::fail_point!("snapshot_before_apply");
-                    let (region, apply) =
-                        snapshot::apply(&self.engine, &self.cfg.snap_dir, rd.snapshot())?;
-                    self.stats.snapshots_applied.fetch_add(1, Ordering::Relaxed);
-                    fail::fail_point!("snapshot_after_apply");
-                    tracing::info!(
-                        store_id = self.store_id,
-                        region_id = id,
-                        index = apply.applied_index,
-                        "applied a snapshot"
-                    );
-                    peer.on_snapshot_applied(region, apply);
+            let (engine, stats, dir) = (&self.engine, &self.stats, &self.cfg.snap_dir);
+            let install = |snap: &raft::eraftpb::Snapshot| {
+                fail::fail_point!("snapshot_before_apply");
+                let installed = snapshot::apply(engine, dir, snap)?;
+                stats.snapshots_applied.fetch_add(1, Ordering::Relaxed);
+                fail::fail_point!("snapshot_after_apply");
+                tracing::info!(
+                    store_id = self.store_id,
+                    region_id = id,
+                    index = installed.1.applied_index,
+                    "applied a snapshot"
+                );
+                Ok(installed)
+            };
+            if peer.installs_snapshot() {
+                // Written here and now (see `Peer::installs_snapshot`); nothing else of the
+                // peer's is in flight.
+                let mut own = LogWrite::default();
+                if let Some(u) = peer.collect_ready(&mut own, &mut send, entries, now, install)? {
+                    write_log(&self.log, &self.stats, &mut own)?;
+                    peer.on_persisted(u, &mut send);
                 }
-                readies.push((id, rd));
+            } else if let Some(u) = peer.collect_ready(write, &mut send, entries, now, install)? {
+                waiting.push((id, u));
             }
         }
         self.send_all(&mut send);
-        fail::fail_point!("raft_before_log_write");
-        if !write.is_empty() {
-            let (started, synced) = (Instant::now(), write.will_sync());
-            self.log.write(&mut write)?;
-            self.stats.log_write(started.elapsed(), synced);
+        for (io_thread, (write, waiting)) in writes.into_iter().enumerate() {
+            if !write.is_empty() || !waiting.is_empty() {
+                self.submit(io_thread, write, waiting)?;
+            }
         }
-        fail::fail_point!("raft_after_log_write");
-        for (id, rd) in readies {
-            let peer = self.peers.get_mut(&id).expect("peer of a ready");
-            let entries = committed.entry(id).or_default();
-            peer.on_persisted(rd, &mut send, entries);
-        }
-        self.send_all(&mut send);
         self.apply(committed, Instant::now())?;
         self.provide_snapshots();
         Ok(())
+    }
+
+    /// Makes `write` durable now (no store-io threads) or queues it for its thread.
+    fn submit(
+        &mut self,
+        io_thread: usize,
+        mut write: LogWrite,
+        waiting: Vec<(u64, Unpersisted)>,
+    ) -> Result<()> {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.unpersisted.insert(seq, waiting);
+        if self.cfg.store_io_threads == 0 {
+            write_log(&self.log, &self.stats, &mut write)?;
+            self.on_log_written(seq);
+        } else {
+            self.log_tasks.push(LogTask {
+                seq,
+                io_thread,
+                write,
+            });
+        }
+        Ok(())
+    }
+
+    /// The log writes made since the last call, for the store-io threads.
+    pub fn take_log_tasks(&mut self) -> Vec<LogTask> {
+        std::mem::take(&mut self.log_tasks)
+    }
+
+    /// The log task `seq` is durable: its peers' Readies finish (step 2 of
+    /// [`crate::peer`]), and a follower's acks and votes leave.
+    pub fn on_log_written(&mut self, seq: u64) {
+        let Some(waiting) = self.unpersisted.remove(&seq) else {
+            return;
+        };
+        self.clearing.retain(|_, s| *s != seq);
+        let mut send = Vec::new();
+        for (id, u) in waiting {
+            if let Some(peer) = self.peers.get_mut(&id) {
+                peer.on_persisted(u, &mut send);
+            }
+        }
+        self.send_all(&mut send);
     }
 
     /// Builds the snapshots leaders asked for in this round.
@@ -441,14 +541,24 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         let Some(mut peer) = self.peers.remove(&region_id) else {
             return Ok(());
         };
-        peer.fail_proposals(|| Error::RegionNotFound(region_id));
+        // Its proposals may still commit under another leader (an entry replicated before
+        // this peer learnt of its removal), so their outcome is not known.
+        peer.fail_proposals(|| {
+            Error::OutcomeUnknown("this store's peer of the region was removed")
+        });
         peer.fail_reads(|| Error::RegionNotFound(region_id));
         let mut wb = self.engine.write_batch();
         state::put_tombstone(&mut wb, peer.region(), peer.peer_id());
         self.engine.write(wb, true)?;
+        // The clearing follows the peer's own writes on its store-io thread.
+        for waiting in self.unpersisted.values_mut() {
+            waiting.retain(|(id, _)| *id != region_id);
+        }
         let mut write = LogWrite::default();
         write.clear(region_id);
-        self.log.write(&mut write)?;
+        self.clearing.insert(region_id, self.next_seq);
+        let io_thread = io_thread_of(region_id, self.cfg.store_io_threads.max(1));
+        self.submit(io_thread, write, Vec::new())?;
         self.tombstones.insert(region_id, peer.peer_id());
         tracing::info!(
             store_id = self.store_id,
@@ -487,4 +597,9 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             peer.fail_reads(|| Error::Busy("store is stopping"));
         }
     }
+}
+
+/// The store-io thread that writes `region_id`'s log, of `threads`.
+fn io_thread_of(region_id: u64, threads: usize) -> usize {
+    (region_id % threads as u64) as usize
 }

@@ -74,12 +74,14 @@ fn start(
     engine: MemoryEngine,
     routes: Routes,
     bootstrap: Option<Region>,
+    store_io_threads: usize,
 ) -> RaftDriver {
     let (log_dir, snap_dir) = (dir.join("raft-engine"), dir.join("snap"));
     RaftDriver::start(move || {
         let log = LogEngine::open(&LogConfig::new(log_dir))?;
         let cfg = RaftstoreConfig {
             snap_dir,
+            store_io_threads,
             ..config()
         };
         let mut store = Store::open(s, engine, log, routes, cfg)?;
@@ -109,6 +111,7 @@ fn a_store_alone_leads_at_once_and_answers_a_proposal_once_applied() {
         engine.clone(),
         Routes::default(),
         Some(region(&[1])),
+        1,
     );
     let router = driver.router();
     wait_until("the lone peer leads", || {
@@ -128,6 +131,7 @@ fn a_store_alone_leads_at_once_and_answers_a_proposal_once_applied() {
 
 #[test]
 fn three_store_threads_elect_replicate_and_publish_one_leader() {
+    // The stores write their logs in the round, on one store-io thread, and on two.
     let routes = Routes::default();
     let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let engines: Vec<MemoryEngine> = (0..3).map(|_| MemoryEngine::new()).collect();
@@ -140,6 +144,7 @@ fn three_store_threads_elect_replicate_and_publish_one_leader() {
                 engines[i].clone(),
                 routes.clone(),
                 Some(region(&[1, 2, 3])),
+                i,
             );
             routes.0.write().unwrap().insert(s, d.router());
             d
@@ -159,15 +164,27 @@ fn three_store_threads_elect_replicate_and_publish_one_leader() {
         }
     });
     let router = drivers[leader].router();
-    for i in 0..50u32 {
-        router
-            .propose_and_wait(1, put(format!("k{i}").as_bytes()))
-            .expect("applied");
-    }
-    wait_until("every store applied the last write", || {
-        engines
-            .iter()
-            .all(|e| e.get(Cf::Default, b"k49").unwrap().is_some())
+    // Four writers at once: their proposals share rounds and log writes.
+    std::thread::scope(|scope| {
+        for w in 0..4u32 {
+            let router = router.clone();
+            scope.spawn(move || {
+                for i in (w..50).step_by(4) {
+                    router
+                        .propose_and_wait(1, put(format!("k{i}").as_bytes()))
+                        .expect("applied");
+                }
+            });
+        }
+    });
+    wait_until("every store applied every write", || {
+        engines.iter().all(|e| {
+            (0..50).all(|i| {
+                e.get(Cf::Default, format!("k{i}").as_bytes())
+                    .unwrap()
+                    .is_some()
+            })
+        })
     });
     for (i, d) in drivers.iter().enumerate() {
         let view = d.views.get(1).expect("a view of region 1");

@@ -7,10 +7,11 @@ mod cluster;
 
 use std::sync::atomic::Ordering;
 
-use cluster::{Cluster, REGION, peer_id, test_config};
+use cluster::{Cluster, DropType, REGION, outcome_of, peer_id, test_config};
 use proto::pd::{Peer as PeerMeta, PeerRole};
 use proto::raft::RaftMessage;
 use proto::raft::change_peer::Kind;
+use raft::eraftpb::MessageType;
 use raftstore::Error;
 
 fn roles(c: &Cluster, s: u64) -> Vec<(u64, PeerRole)> {
@@ -287,4 +288,22 @@ fn a_removed_peer_stays_removed_across_a_restart_whatever_stale_peers_send_it() 
         "the message is refused"
     );
     assert!(store.peer(REGION).is_none(), "no peer came back");
+}
+
+#[test]
+fn proposals_pending_on_a_removed_peer_are_answered_as_unknown_not_failed() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    // The leader's proposal reaches the followers, whose acks are lost: a later leader may
+    // still commit it (the randomized history saw one applied after its peer was removed
+    // had answered "region not found").
+    c.add_filter(DropType(MessageType::MsgAppendResponse));
+    let o = c.propose_put(1, b"k", b"v");
+    c.pump();
+    c.stores.get_mut(&1).unwrap().destroy_peer(REGION).unwrap();
+    let answer = outcome_of(&o);
+    assert!(
+        matches!(answer, Some(Err(Error::OutcomeUnknown(_)))),
+        "{answer:?}"
+    );
 }

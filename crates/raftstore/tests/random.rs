@@ -1,6 +1,6 @@
 //! A randomized history in the spirit of CockroachDB's kvnemesis: writes of unique values
-//! interleaved with partitions, message loss, store restarts, leader transfers and
-//! membership changes (a fourth store's peer added as a learner and promoted, a voter
+//! interleaved with partitions, message loss, stalled disks (a store's log writes held back,
+//! and lost if it stops meanwhile), store restarts, leader transfers and membership changes (a fourth store's peer added as a learner and promoted, a voter
 //! removed), on the in-process cluster; then the history is checked from what every store
 //! that is still a member holds:
 //! - every acknowledged write is on every store, and no write that failed for sure is;
@@ -43,6 +43,8 @@ struct Write {
     key: Vec<u8>,
     outcome: Outcome,
     fate: Fate,
+    /// What it was answered, for the report.
+    answer: String,
 }
 
 fn keys_on(c: &Cluster, s: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
@@ -60,6 +62,7 @@ fn keys_on(c: &Cluster, s: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
 fn settle(writes: &mut [Write]) {
     for w in writes.iter_mut().filter(|w| w.fate == Fate::Pending) {
         if let Some(r) = outcome_of(&w.outcome) {
+            w.answer = format!("{r:?}");
             w.fate = match r {
                 Ok(()) => Fate::Acked,
                 Err(
@@ -101,6 +104,7 @@ fn run(seed: u64) {
                     key,
                     outcome,
                     fate: Fate::Pending,
+                    answer: String::new(),
                 });
                 c.pump();
             }
@@ -114,7 +118,13 @@ fn run(seed: u64) {
                 percent: rng.random_range(5..40),
                 rng: StdRng::seed_from_u64(rng.random()),
             }),
-            80..88 => c.clear_filters(),
+            80..85 => {
+                c.clear_filters();
+                for s in 1..=STORES {
+                    c.release_log_writes(s);
+                }
+            }
+            85..88 => c.hold_log_writes(rng.random_range(1..=STORES)),
             88..92 if stopped.is_empty() => {
                 let s = rng.random_range(1..=STORES);
                 c.stop(s);
@@ -201,6 +211,9 @@ fn run(seed: u64) {
     }
     // Heal everything and let the cluster converge.
     c.clear_filters();
+    for s in 1..=STORES {
+        c.release_log_writes(s);
+    }
     for s in std::mem::take(&mut stopped) {
         c.start(s);
     }
@@ -221,22 +234,32 @@ fn run(seed: u64) {
         "seed {seed}: members {members:?} converge: {applied:?}"
     );
     let first = keys_on(&c, members[0]);
+    let only = |a: &BTreeMap<Vec<u8>, Vec<u8>>, b: &BTreeMap<Vec<u8>, Vec<u8>>| {
+        a.keys()
+            .filter(|k| !b.contains_key(*k))
+            .map(|k| String::from_utf8_lossy(k).into_owned())
+            .collect::<Vec<_>>()
+    };
     for &s in &members[1..] {
-        assert_eq!(
-            keys_on(&c, s),
-            first,
-            "seed {seed}: store {s} agrees with store {}",
-            members[0]
+        let theirs = keys_on(&c, s);
+        assert!(
+            theirs == first,
+            "seed {seed}: store {s} disagrees with store {}: only on {s}: {:?}, only on {}: {:?}",
+            members[0],
+            only(&theirs, &first),
+            members[0],
+            only(&first, &theirs),
         );
     }
-    let written: BTreeMap<&[u8], Fate> = writes.iter().map(|w| (&w.key[..], w.fate)).collect();
+    let written: BTreeMap<&[u8], &Write> = writes.iter().map(|w| (&w.key[..], w)).collect();
     for (key, value) in &first {
         assert_eq!(key, value, "seed {seed}: a value that was never written");
         match written.get(&key[..]) {
             None => panic!("seed {seed}: key {key:?} was never written"),
-            Some(Fate::Failed) => panic!(
-                "seed {seed}: {:?} failed for sure yet applied",
-                String::from_utf8_lossy(key)
+            Some(w) if w.fate == Fate::Failed => panic!(
+                "seed {seed}: {:?} failed for sure ({}) yet applied",
+                String::from_utf8_lossy(key),
+                w.answer
             ),
             Some(_) => {}
         }

@@ -1,7 +1,7 @@
 //! Scenarios of one region on three stores of the in-process cluster (`cluster/`): election,
 //! replication, a minority that cannot commit beside a majority that can, healing, a
-//! follower catching up from the log, restarts from raft-engine, leader transfer, leases and
-//! log truncation.
+//! follower catching up from the log, restarts from raft-engine, leader transfer, leases,
+//! log truncation, and stalled disks (a store's log writes held back or lost in flight).
 
 mod cluster;
 
@@ -488,4 +488,73 @@ fn an_isolated_leader_cannot_confirm_a_read_and_answers_it_when_it_steps_down() 
         outcome_of(&read),
         Some(Err(Error::NotLeader { .. }))
     ));
+}
+
+#[test]
+fn a_leader_whose_disk_stalls_commits_through_its_followers_and_answers_once_its_write_lands() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    c.hold_log_writes(1);
+    let o = c.propose_put(1, b"k", b"v");
+    c.pump();
+    assert!(c.unwritten_log_tasks(1) > 0, "the leader's write waits");
+    assert!(
+        outcome_of(&o).is_none(),
+        "answered before the entry is durable on the leader"
+    );
+    assert_eq!(
+        c.get(1, b"k"),
+        None,
+        "applied before it is durable on the leader"
+    );
+    c.release_log_writes(1);
+    let answer = outcome_of(&o);
+    assert!(matches!(answer, Some(Ok(()))), "{answer:?}");
+    c.tick();
+    for s in 1..=3 {
+        assert_eq!(c.get(s, b"k").as_deref(), Some(&b"v"[..]), "store {s}");
+    }
+}
+
+#[test]
+fn an_entry_the_followers_made_durable_survives_the_leader_losing_its_write_in_flight() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    c.hold_log_writes(1);
+    let o = c.propose_put(1, b"k", b"v");
+    c.pump();
+    // Killed with its write in flight: the leader never had the entry on disk.
+    c.stop(1);
+    let answer = outcome_of(&o);
+    assert!(answer.is_some_and(|r| r.is_err()), "the stop answers it");
+    let leader = c.wait_leader(100);
+    assert_ne!(leader, 1);
+    c.must_put(b"after", b"1");
+    assert_eq!(c.get(leader, b"k").as_deref(), Some(&b"v"[..]));
+    c.start(1);
+    c.ticks(5);
+    assert_eq!(
+        c.get(1, b"k").as_deref(),
+        Some(&b"v"[..]),
+        "the old leader caught up"
+    );
+}
+
+#[test]
+fn a_follower_whose_disk_stalls_acknowledges_nothing_until_its_write_lands() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    c.hold_log_writes(2);
+    c.hold_log_writes(3);
+    let o = c.propose_put(1, b"k", b"v");
+    c.pump();
+    c.ticks(2);
+    assert!(
+        outcome_of(&o).is_none(),
+        "committed without a durable majority"
+    );
+    c.release_log_writes(2);
+    let answer = outcome_of(&o);
+    assert!(matches!(answer, Some(Ok(()))), "{answer:?}");
+    c.release_log_writes(3);
 }

@@ -4,6 +4,12 @@
 //! test ticks it. A stopped store keeps its disk (raft-engine files and the kv engine's
 //! contents, as a killed process leaves them) and starts again from it.
 //!
+//! Stores run with a store-io thread's asynchronous log writes (unless the config says 0):
+//! the cluster makes a store's log writes after it delivered the messages of that round, so
+//! followers get a leader's appends before the leader's own write lands, as on real threads.
+//! A test can hold a store's log writes back ([`Cluster::hold_log_writes`]); a store stopped
+//! or crashed meanwhile loses them, as a killed process loses a write in flight.
+//!
 //! In the style of TiKV's `test_raftstore` and raft-rs's `harness::Network`. raft-rs draws
 //! its randomized election timeouts from its own thread-local RNG, so a seeded test replays
 //! this harness's schedule exactly but not necessarily which peer wins an election.
@@ -26,6 +32,7 @@ use protobuf::Message as _;
 use raft::eraftpb::{Message, MessageType};
 use raft_log::{LogConfig, LogEngine};
 use raftstore::snapshot::SnapKey;
+use raftstore::store::{LogTask, write_log};
 use raftstore::{Error, RaftstoreConfig, Store, Transport};
 
 pub const REGION: u64 = 1;
@@ -97,6 +104,34 @@ pub struct Cluster {
     /// The store whose round is running, so a test that catches a panic there (a failpoint)
     /// knows which store "crashed".
     in_round: Option<u64>,
+    /// Log tasks each store made that are not written yet.
+    unwritten: BTreeMap<u64, Vec<LogTask>>,
+    /// Stores whose log writes wait until [`Cluster::release_log_writes`].
+    log_writes_held: BTreeSet<u64>,
+}
+
+/// The raft-log group the harness pads each store's log with.
+const PAD_GROUP: u64 = u64::MAX;
+
+/// raft-engine caches the last block it read in a thread-local keyed by file number, offset
+/// and length, which one process's single engine keeps unique. The stores of this harness
+/// (and of the clusters a test runs one after another) share a thread, and replicas write
+/// alike: the same entries in batches of the same size at the same offsets of files
+/// numbered alike, so a store could read another store's block. A pad of a size no other
+/// start in this process uses, first in each start, puts every store's writes at offsets of
+/// their own.
+fn pad_log(log: &LogEngine) {
+    static STARTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let start = STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let pad = raft::eraftpb::Entry {
+        index: 1,
+        data: vec![0; 1 + 7 * start].into(),
+        ..Default::default()
+    };
+    let mut write = raft_log::LogWrite::default();
+    write.clear(PAD_GROUP);
+    write.append(PAD_GROUP, &[pad]).expect("pad entry");
+    log.write(&mut write).expect("pad write");
 }
 
 /// A config for tests: short in ticks, so elections need few ticks.
@@ -130,6 +165,8 @@ impl Cluster {
             damage_snapshots: 0,
             now: Instant::now(),
             in_round: None,
+            unwritten: BTreeMap::new(),
+            log_writes_held: BTreeSet::new(),
         };
         let region = Region {
             id: REGION,
@@ -171,6 +208,7 @@ impl Cluster {
     pub fn start(&mut self, s: u64) {
         let log = LogEngine::open(&LogConfig::new(self.dirs[&s].path().join("raft-engine")))
             .expect("open raft-engine");
+        pad_log(&log);
         let cfg = RaftstoreConfig {
             snap_dir: self.snap_dir(s),
             ..self.cfg.clone()
@@ -189,6 +227,8 @@ impl Cluster {
     pub fn restart_crashed(&mut self) -> u64 {
         let s = self.in_round.take().expect("a store was in its round");
         self.stores.remove(&s);
+        self.unwritten.remove(&s);
+        self.log_writes_held.remove(&s);
         self.outbox.0.borrow_mut().clear();
         self.start(s);
         s
@@ -199,6 +239,45 @@ impl Cluster {
         if let Some(mut store) = self.stores.remove(&s) {
             store.shutdown();
         }
+        // Its writes in flight are lost; it starts again with a disk that keeps up.
+        self.unwritten.remove(&s);
+        self.log_writes_held.remove(&s);
+    }
+
+    /// Store `s`'s log writes wait from now on (its disk stalls).
+    pub fn hold_log_writes(&mut self, s: u64) {
+        self.log_writes_held.insert(s);
+    }
+
+    /// Store `s`'s held log writes land, and the cluster goes on.
+    pub fn release_log_writes(&mut self, s: u64) {
+        self.log_writes_held.remove(&s);
+        self.pump();
+    }
+
+    /// Log tasks store `s` made and has not seen written.
+    pub fn unwritten_log_tasks(&self, s: u64) -> usize {
+        self.unwritten.get(&s).map_or(0, Vec::len)
+    }
+
+    /// Makes the log writes of every store whose writes are not held; whether there were any.
+    fn write_logs(&mut self) -> bool {
+        let mut wrote = false;
+        for (&s, store) in self.stores.iter_mut() {
+            let unwritten = self.unwritten.entry(s).or_default();
+            unwritten.extend(store.take_log_tasks());
+            if self.log_writes_held.contains(&s) || unwritten.is_empty() {
+                continue;
+            }
+            self.in_round = Some(s);
+            for mut task in unwritten.drain(..) {
+                write_log(store.log(), store.stats(), &mut task.write).expect("log write");
+                store.on_log_written(task.seq);
+                wrote = true;
+            }
+            self.in_round = None;
+        }
+        wrote
     }
 
     pub fn add_filter(&mut self, f: impl Filter + 'static) {
@@ -232,6 +311,7 @@ impl Cluster {
             for m in msgs {
                 self.deliver(m);
             }
+            busy |= self.write_logs();
             if !busy {
                 return;
             }
