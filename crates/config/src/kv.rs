@@ -18,6 +18,12 @@
 //! - `readpool.unified.small-request-share`, `level0-threshold`, `level1-threshold` and
 //!   `time-slice` are Atoll's own (DESIGN.md §5; TiKV hard-codes 5 ms, 100 ms).
 //!
+//! - `raftstore.store-io-pool-size`: TiKV's 1 (since v8.0) from 4 cores on, 0 below. A
+//!   store-io thread lets the raftstore thread go on while the log is fsynced, but on a small
+//!   node handing every write to another thread and back costs more CPU than the overlap
+//!   saves: replicated sysbench oltp_write_only at 32 threads on a 2-core playground did
+//!   9.6 % fewer qps at 9.4 % more CPU per txn with 1 than with 0 (median of 3 alternating
+//!   rounds, bench/ab).
 //! - `raftstore.pd-store-heartbeat-tick-interval` is at most 10 s (TiKV's default): PD takes
 //!   a store silent for 20 s as disconnected.
 //! - `rocksdb.rate-limiter-auto-tuned` is restart-only (online in TiKV, whose RocksDB fork
@@ -83,6 +89,12 @@ pub fn grpc_base(cpu: f64) -> i64 {
 /// their own fsync, see the module header).
 pub fn scheduler_worker_pool_size(cpu: f64) -> i64 {
     if cpu >= 16.0 { 8 } else { 4 }
+}
+
+/// Store-io threads: TiKV's 1 from 4 cores on, else 0 (the raftstore thread writes the log
+/// itself; see the module header).
+pub fn store_io_pool_size(cpu: f64) -> i64 {
+    if cpu >= 4.0 { 1 } else { 0 }
 }
 
 /// TiKV's `max(2, min(9, CPU-1))` flush + compaction threads.
@@ -604,9 +616,8 @@ pub static KNOBS: &[KnobSpec] = &[
     },
     KnobSpec {
         name: "raftstore.store-io-pool-size",
-        // TiKV's default since v8.0; 0 writes the Raft log in the raftstore thread.
         kind: Kind::Int { min: 0, max: 64 },
-        default: |_| int(1),
+        default: |d| int(store_io_pool_size(d.cpu())),
         online: false,
     },
     KnobSpec {
@@ -825,19 +836,20 @@ mod tests {
         // workers mostly wait for their fsync, so small machines get 4 too, and the read
         // pool has 2 threads at least.
         let table = [
-            (0.5, 2, 1, 4, 2),
-            (1.0, 2, 1, 4, 2),
-            (2.0, 2, 1, 4, 2),
-            (4.0, 4, 1, 4, 3),
-            (8.0, 6, 2, 4, 7),
-            (16.0, 12, 8, 8, 9),
-            (32.0, 25, 14, 8, 9),
+            (0.5, 2, 1, 4, 2, 0),
+            (1.0, 2, 1, 4, 2, 0),
+            (2.0, 2, 1, 4, 2, 0),
+            (4.0, 4, 1, 4, 3, 1),
+            (8.0, 6, 2, 4, 7, 1),
+            (16.0, 12, 8, 8, 9, 1),
+            (32.0, 25, 14, 8, 9, 1),
         ];
-        for (cpu, read, grpc, sched, jobs) in table {
+        for (cpu, read, grpc, sched, jobs, store_io) in table {
             assert_eq!(unified_read_pool_threads(cpu), read, "read pool at {cpu}");
             assert_eq!(grpc_concurrency(cpu), grpc, "grpc at {cpu}");
             assert_eq!(scheduler_worker_pool_size(cpu), sched, "scheduler at {cpu}");
             assert_eq!(max_background_jobs(cpu), jobs, "jobs at {cpu}");
+            assert_eq!(store_io_pool_size(cpu), store_io, "store-io at {cpu}");
         }
     }
 }

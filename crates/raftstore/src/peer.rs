@@ -735,9 +735,15 @@ impl Peer {
     /// Step 1 of a round (see the module header). A Ready holding a snapshot is installed by
     /// `install` (which writes the snapshot's data to the kv engine and returns the region
     /// and apply state it implies) before the log is cleared in `write`.
+    ///
+    /// A Ready in which only the commit index moved, while nothing else of this peer's is on
+    /// its way to disk, needs nothing durable: it finishes at once (returns `None`) and its
+    /// hard state goes into `later`, which rides with the store's next write (a commit index
+    /// lost in a crash is raised to the applied index on restart).
     pub fn collect_ready(
         &mut self,
         write: &mut LogWrite,
+        later: &mut LogWrite,
         send: &mut Vec<RaftMessage>,
         committed: &mut Vec<Entry>,
         now: Instant,
@@ -756,6 +762,10 @@ impl Peer {
         }
         self.wrap_all(rd.take_messages(), send);
         let snapshot_index = rd.snapshot().get_metadata().index;
+        let finishes_now = snapshot_index == 0
+            && rd.entries().is_empty()
+            && !rd.must_sync()
+            && self.unpersisted_readies == 0;
         if snapshot_index > 0 {
             let (region, apply) = install(rd.snapshot())?;
             self.on_snapshot_installed(region, apply);
@@ -771,10 +781,22 @@ impl Peer {
             write.put_hard_state(self.region.id, &hs, true)?;
             self.raw.mut_store().on_snapshot(base, &hs);
         } else if let Some(hs) = rd.hs() {
-            write.put_hard_state(self.region.id, hs, rd.must_sync())?;
+            let to = if finishes_now {
+                &mut *later
+            } else {
+                &mut *write
+            };
+            to.put_hard_state(self.region.id, hs, rd.must_sync())?;
             self.raw.mut_store().set_hard_state(hs);
         }
         committed.extend(rd.take_committed_entries());
+        if finishes_now {
+            let (number, messages) = (rd.number(), rd.take_persisted_messages());
+            self.raw.advance_append_async(rd);
+            self.raw.on_persist_ready(number);
+            self.wrap_all(messages, send);
+            return Ok(None);
+        }
         write.append(self.region.id, rd.entries())?;
         self.raw.mut_store().append(rd.entries());
         let unpersisted = Unpersisted {

@@ -80,6 +80,9 @@ pub struct Store<E: KvEngine, T: Transport> {
     unpersisted: BTreeMap<u64, Vec<(u64, Unpersisted)>>,
     /// Log tasks made and not yet taken by a store-io thread.
     log_tasks: Vec<LogTask>,
+    /// Per store-io thread, what rides with its next write (hard states in which only the
+    /// commit index moved: see [`Peer::collect_ready`]).
+    deferred: Vec<LogWrite>,
     next_seq: u64,
     /// Regions whose removed peer's log is being cleared, with the seq of that write: no new
     /// peer of them is created before it lands.
@@ -128,6 +131,9 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             tombstones,
             unpersisted: BTreeMap::new(),
             log_tasks: Vec::new(),
+            deferred: std::iter::repeat_with(LogWrite::default)
+                .take(cfg.store_io_threads.max(1))
+                .collect(),
             next_seq: 0,
             clearing: BTreeMap::new(),
             cfg,
@@ -397,7 +403,9 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         let mut send = Vec::new();
         let mut committed: BTreeMap<u64, Vec<Entry>> = BTreeMap::new();
         for (&id, peer) in self.peers.iter_mut() {
-            let (write, waiting) = &mut writes[io_thread_of(id, io_threads)];
+            let io_thread = io_thread_of(id, io_threads);
+            let (write, waiting) = &mut writes[io_thread];
+            let later = &mut self.deferred[io_thread];
             let entries = committed.entry(id).or_default();
             let (engine, stats, dir) = (&self.engine, &self.stats, &self.cfg.snap_dir);
             let install = |snap: &raft::eraftpb::Snapshot| {
@@ -417,11 +425,15 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
                 // Written here and now (see `Peer::installs_snapshot`); nothing else of the
                 // peer's is in flight.
                 let mut own = LogWrite::default();
-                if let Some(u) = peer.collect_ready(&mut own, &mut send, entries, now, install)? {
+                if let Some(u) =
+                    peer.collect_ready(&mut own, later, &mut send, entries, now, install)?
+                {
                     write_log(&self.log, &self.stats, &mut own)?;
                     peer.on_persisted(u, &mut send);
                 }
-            } else if let Some(u) = peer.collect_ready(write, &mut send, entries, now, install)? {
+            } else if let Some(u) =
+                peer.collect_ready(write, later, &mut send, entries, now, install)?
+            {
                 waiting.push((id, u));
             }
         }
@@ -436,24 +448,27 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         Ok(())
     }
 
-    /// Makes `write` durable now (no store-io threads) or queues it for its thread.
+    /// Makes `write` (behind what was deferred for its thread) durable now (no store-io
+    /// threads) or queues it for its thread.
     fn submit(
         &mut self,
         io_thread: usize,
         mut write: LogWrite,
         waiting: Vec<(u64, Unpersisted)>,
     ) -> Result<()> {
+        let mut all = std::mem::take(&mut self.deferred[io_thread]);
+        all.merge(&mut write)?;
         let seq = self.next_seq;
         self.next_seq += 1;
         self.unpersisted.insert(seq, waiting);
         if self.cfg.store_io_threads == 0 {
-            write_log(&self.log, &self.stats, &mut write)?;
+            write_log(&self.log, &self.stats, &mut all)?;
             self.on_log_written(seq);
         } else {
             self.log_tasks.push(LogTask {
                 seq,
                 io_thread,
-                write,
+                write: all,
             });
         }
         Ok(())

@@ -282,7 +282,9 @@ fn run(seed: u64) {
         writes.len(),
         first.len()
     );
-    assert!(acked > 0, "seed {seed}: the history acknowledged nothing");
+    // Healed, the cluster takes writes again (a history with stalled disks may have
+    // acknowledged few, or none).
+    c.must_put(b"after-healing", b"after-healing");
 }
 
 /// The stores the leader's region lists as members.
