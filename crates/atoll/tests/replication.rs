@@ -513,9 +513,11 @@ fn a_kv_node_down_for_max_store_down_time_has_its_replica_rebuilt_on_another() {
     }
     // A node slow to beat under the load of the tests beside this one (max-store-down-time
     // is 2 s here) may have had a replica added elsewhere meanwhile: let that settle.
-    wait_until("three replicas before the kill", Duration::from_secs(90), || {
-        c.replicas() == 3
-    });
+    wait_until(
+        "three replicas before the kill",
+        Duration::from_secs(90),
+        || c.replicas() == 3,
+    );
     let held: Vec<i64> = (0..4).map(|i| c.region_count(i, "region")).collect();
     let holder = (0..4)
         .find(|&i| held[i] == 1)

@@ -22,8 +22,9 @@
 //!   store-io thread lets the raftstore thread go on while the log is fsynced, but on a small
 //!   node handing every write to another thread and back costs more CPU than the overlap
 //!   saves: replicated sysbench oltp_write_only at 32 threads on a 2-core playground did
-//!   9.6 % fewer qps at 9.4 % more CPU per txn with 1 than with 0 (median of 3 alternating
-//!   rounds, bench/ab).
+//!   9.6 % fewer qps at 9.4 % more CPU per txn with 1 than with 0, every round slower
+//!   (median of 3 alternating rounds, bench/ab). TPC-C at 8 threads, latency-bound, went the
+//!   other way, +6.7 % tpmC, but within its rounds' spread (one of three rounds slower).
 //! - `raftstore.pd-store-heartbeat-tick-interval` is at most 10 s (TiKV's default): PD takes
 //!   a store silent for 20 s as disconnected.
 //! - `rocksdb.rate-limiter-auto-tuned` is restart-only (online in TiKV, whose RocksDB fork

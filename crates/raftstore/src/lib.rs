@@ -9,8 +9,8 @@
 //! - [`apply`]: what a committed entry changes; [`state`]: what a store keeps per region;
 //!   [`snapshot`]: a region's data for a peer the log cannot catch up.
 //!
-//! Only [`driver::RaftDriver`] owns a thread (it runs a store for the node); nothing owns a
-//! socket. The in-process cluster of `tests/` drives stores itself, over a transport with
+//! Only [`driver::RaftDriver`] owns threads (a store's raftstore thread and its store-io
+//! threads, for the node); nothing owns a socket. The in-process cluster of `tests/` drives stores itself, over a transport with
 //! filters and a clock it moves.
 
 pub mod apply;

@@ -275,7 +275,10 @@ impl Peer {
 
     /// One base tick. Every `log_gc_ticks`, a leader proposes to truncate the log.
     pub fn tick(&mut self, now: Instant) {
-        self.raw.tick();
+        // raft-rs lets a lone voter win at once, and then asserts its whole log is durable.
+        if !(self.is_alone() && self.unpersisted_readies > 0) {
+            self.raw.tick();
+        }
         self.ticks_since_log_gc += 1;
         if self.ticks_since_log_gc >= self.cfg.log_gc_ticks {
             self.ticks_since_log_gc = 0;
@@ -417,7 +420,17 @@ impl Peer {
     }
 
     pub fn campaign(&mut self) -> Result<()> {
+        if self.is_alone() && self.unpersisted_readies > 0 {
+            // It would win before its log is durable (see `tick`); a later tick campaigns.
+            return Ok(());
+        }
         Ok(self.raw.campaign()?)
+    }
+
+    /// Whether this peer is the region's only voter.
+    fn is_alone(&self) -> bool {
+        let voters = self.raw.raft.prs().conf().voters().ids();
+        voters.len() == 1 && voters.contains(self.peer_id)
     }
 
     /// Asks the leader to hand leadership to `peer_id` once it has caught up; the lease ends
@@ -606,10 +619,8 @@ impl Peer {
     /// A region whose only voter is this peer has nobody to wait for: it campaigns at once
     /// instead of after an election timeout.
     pub fn campaign_if_alone(&mut self) -> Result<()> {
-        let voters = self.raw.raft.prs().conf().voters().ids();
-        let alone = voters.len() == 1 && voters.contains(self.peer_id);
-        if alone && !self.is_leader() {
-            self.raw.campaign()?;
+        if self.is_alone() && !self.is_leader() {
+            self.campaign()?;
         }
         Ok(())
     }

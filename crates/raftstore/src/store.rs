@@ -76,8 +76,9 @@ pub struct Store<E: KvEngine, T: Transport> {
     peers: BTreeMap<u64, Peer>,
     /// Regions whose peer this store removed, with that peer's id.
     tombstones: BTreeMap<u64, u64>,
-    /// Log tasks made and not yet durable, by seq: what each peer's Ready waits for.
-    unpersisted: BTreeMap<u64, Vec<(u64, Unpersisted)>>,
+    /// Log tasks made and not yet durable, by seq: their store-io thread, and what each
+    /// peer's Ready waits for.
+    unpersisted: BTreeMap<u64, (usize, Vec<(u64, Unpersisted)>)>,
     /// Log tasks made and not yet taken by a store-io thread.
     log_tasks: Vec<LogTask>,
     /// Per store-io thread, what rides with its next write (hard states in which only the
@@ -391,7 +392,17 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
     }
 
     pub fn has_ready(&self) -> bool {
-        self.peers.values().any(Peer::has_ready)
+        self.peers
+            .iter()
+            .any(|(&id, p)| p.has_ready() && !self.snapshot_waits(id, p))
+    }
+
+    /// Whether `peer`'s snapshot Ready must wait: it is written in the round itself (see
+    /// [`Peer::installs_snapshot`]), so nothing of its region may be on its way to disk, and
+    /// the writes of its store-io thread may carry the region's deferred hard state.
+    fn snapshot_waits(&self, region_id: u64, peer: &Peer) -> bool {
+        let io_thread = io_thread_of(region_id, self.cfg.store_io_threads.max(1));
+        peer.installs_snapshot() && self.unpersisted.values().any(|(t, _)| *t == io_thread)
     }
 
     /// One round for every peer with something to do (see the module header). An error here
@@ -402,7 +413,14 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         writes.resize_with(io_threads, Default::default);
         let mut send = Vec::new();
         let mut committed: BTreeMap<u64, Vec<Entry>> = BTreeMap::new();
+        let waiting_snapshots: Vec<u64> = (self.peers.iter())
+            .filter(|&(&id, p)| self.snapshot_waits(id, p))
+            .map(|(&id, _)| id)
+            .collect();
         for (&id, peer) in self.peers.iter_mut() {
+            if waiting_snapshots.contains(&id) {
+                continue;
+            }
             let io_thread = io_thread_of(id, io_threads);
             let (write, waiting) = &mut writes[io_thread];
             let later = &mut self.deferred[io_thread];
@@ -422,14 +440,15 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
                 Ok(installed)
             };
             if peer.installs_snapshot() {
-                // Written here and now (see `Peer::installs_snapshot`); nothing else of the
-                // peer's is in flight.
-                let mut own = LogWrite::default();
-                if let Some(u) =
-                    peer.collect_ready(&mut own, later, &mut send, entries, now, install)?
-                {
-                    write_log(&self.log, &self.stats, &mut own)?;
-                    peer.on_persisted(u, &mut send);
+                // Written here and now (see `Peer::installs_snapshot`), behind what was
+                // deferred for its thread; nothing of that thread's is in flight.
+                let mut own = std::mem::take(later);
+                match peer.collect_ready(&mut own, later, &mut send, entries, now, install)? {
+                    Some(u) => {
+                        write_log(&self.log, &self.stats, &mut own)?;
+                        peer.on_persisted(u, &mut send);
+                    }
+                    None => *later = own,
                 }
             } else if let Some(u) =
                 peer.collect_ready(write, later, &mut send, entries, now, install)?
@@ -460,7 +479,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         all.merge(&mut write)?;
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.unpersisted.insert(seq, waiting);
+        self.unpersisted.insert(seq, (io_thread, waiting));
         if self.cfg.store_io_threads == 0 {
             write_log(&self.log, &self.stats, &mut all)?;
             self.on_log_written(seq);
@@ -482,7 +501,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
     /// The log task `seq` is durable: its peers' Readies finish (step 2 of
     /// [`crate::peer`]), and a follower's acks and votes leave.
     pub fn on_log_written(&mut self, seq: u64) {
-        let Some(waiting) = self.unpersisted.remove(&seq) else {
+        let Some((_, waiting)) = self.unpersisted.remove(&seq) else {
             return;
         };
         self.clearing.retain(|_, s| *s != seq);
@@ -566,7 +585,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         state::put_tombstone(&mut wb, peer.region(), peer.peer_id());
         self.engine.write(wb, true)?;
         // The clearing follows the peer's own writes on its store-io thread.
-        for waiting in self.unpersisted.values_mut() {
+        for (_, waiting) in self.unpersisted.values_mut() {
             waiting.retain(|(id, _)| *id != region_id);
         }
         let mut write = LogWrite::default();
