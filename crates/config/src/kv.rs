@@ -668,6 +668,13 @@ pub static KNOBS: &[KnobSpec] = &[
         online: false,
     },
     KnobSpec {
+        name: "raftstore.raft-log-gc-size-limit",
+        kind: Kind::SIZE_ANY,
+        // TiKV: three quarters of a split-size region.
+        default: |d| size(ByteSize(d.size("coprocessor.region-split-size").0 * 3 / 4)),
+        online: false,
+    },
+    KnobSpec {
         name: "raftstore.raft-engine-purge-interval",
         kind: DURATION_ANY,
         default: |_| dur(ReadableDuration::secs(10)),

@@ -216,6 +216,7 @@ pub fn raftstore_config(
         log_gc_ticks: (gc_tick.as_millis() / base_tick.as_millis().max(1)).max(1) as usize,
         log_gc_threshold: c.int("raftstore.raft-log-gc-threshold") as u64,
         log_gc_count_limit: c.int("raftstore.raft-log-gc-count-limit") as u64,
+        log_gc_size_limit_bytes: c.size("raftstore.raft-log-gc-size-limit").bytes(),
         purge_interval: c.duration("raftstore.raft-engine-purge-interval").0,
         store_io_threads: c.int("raftstore.store-io-pool-size") as usize,
         snap_dir,

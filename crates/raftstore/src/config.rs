@@ -29,6 +29,9 @@ pub struct RaftstoreConfig {
     /// `raftstore.raft-log-gc-count-limit`: entries above which the leader compacts even
     /// what a lagging peer still needs (it will need a snapshot).
     pub log_gc_count_limit: u64,
+    /// `raftstore.raft-log-gc-size-limit`: bytes of log above which the leader compacts even
+    /// what a lagging peer still needs, as with the count limit.
+    pub log_gc_size_limit_bytes: u64,
     /// `raftstore.raft-engine-purge-interval`: how often log files that hold only compacted
     /// entries are removed.
     pub purge_interval: Duration,
@@ -55,6 +58,7 @@ impl Default for RaftstoreConfig {
             log_gc_ticks: 3,
             log_gc_threshold: 50,
             log_gc_count_limit: 196_608,
+            log_gc_size_limit_bytes: 192 << 20,
             purge_interval: Duration::from_secs(10),
             store_io_threads: 1,
             snap_dir: std::path::PathBuf::new(),

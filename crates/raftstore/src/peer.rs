@@ -98,6 +98,9 @@ pub struct Peer {
     /// transferee may have been elected since).
     lease_floor: Option<Instant>,
     ticks_since_log_gc: usize,
+    /// About how many bytes the log holds from its first index on: the entries appended,
+    /// scaled down by the share a compaction removed (TiKV's `raft_log_size_hint`).
+    log_bytes: u64,
     /// Readies collected whose log write is not durable yet.
     unpersisted_readies: usize,
     /// Peers heard from, by id: how an uninitialized peer (whose region lists only itself)
@@ -186,6 +189,7 @@ impl Peer {
             lease_until: None,
             lease_floor: None,
             ticks_since_log_gc: 0,
+            log_bytes: 0,
             unpersisted_readies: 0,
             peer_cache: Default::default(),
             gone_leader_store: None,
@@ -710,7 +714,9 @@ impl Peer {
             .map(|(_, p)| p.matched)
             .min()
             .unwrap_or(0);
-        let compact_index = if applied >= first + self.cfg.log_gc_count_limit {
+        let compact_index = if applied >= first + self.cfg.log_gc_count_limit
+            || (self.log_bytes >= self.cfg.log_gc_size_limit_bytes && applied >= first)
+        {
             applied
         } else if replicated >= first + self.cfg.log_gc_threshold {
             replicated.min(applied)
@@ -809,6 +815,11 @@ impl Peer {
             return Ok(None);
         }
         write.append(self.region.id, rd.entries())?;
+        self.log_bytes += rd
+            .entries()
+            .iter()
+            .map(|e| e.compute_size() as u64)
+            .sum::<u64>();
         self.raw.mut_store().append(rd.entries());
         let unpersisted = Unpersisted {
             number: rd.number(),
@@ -856,6 +867,7 @@ impl Peer {
     /// In step 1, when the Ready held a snapshot: the store wrote it to the kv engine, and
     /// this is the region and apply state it implies.
     fn on_snapshot_installed(&mut self, region: Region, apply: ApplyState) {
+        self.log_bytes = 0;
         self.region = region;
         self.apply = apply;
         self.applied_term = apply.applied_term;
@@ -920,6 +932,12 @@ impl Peer {
         self.raw.advance_apply_to(last.index);
         self.applied_term = last.term;
         if let Some((index, term)) = outcome.compacted_to {
+            let (first, last) = (self.first_index(), self.raw.store().last_index());
+            if index >= first && last >= first {
+                let total = last - first + 1;
+                let kept = last.saturating_sub(index);
+                self.log_bytes = (self.log_bytes as u128 * kept as u128 / total as u128) as u64;
+            }
             self.raw.mut_store().compact_to(index, term);
         }
         let current_term = self.raw.raft.term;

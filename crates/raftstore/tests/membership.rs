@@ -142,6 +142,41 @@ fn store_3_behind_the_truncated_log() -> Cluster {
 }
 
 #[test]
+fn past_the_size_limit_the_leader_truncates_what_a_stopped_follower_still_needs() {
+    let mut cfg = test_config();
+    cfg.log_gc_ticks = 1;
+    cfg.log_gc_size_limit_bytes = 16 << 10;
+    let mut c = Cluster::new(3, cfg);
+    c.elect(1);
+    c.stop(3);
+    let start = c.stores[&1].peer(REGION).unwrap().first_index();
+    // 8 KiB: under the size limit, and far under the count limit.
+    let value = vec![b'v'; 1 << 10];
+    for i in 0..8u32 {
+        c.must_put(format!("a{i}").as_bytes(), &value);
+    }
+    c.ticks(2);
+    let first = c.stores[&1].peer(REGION).unwrap().first_index();
+    assert_eq!(first, start, "under the limit the log waits for store 3");
+    for i in 0..16u32 {
+        c.must_put(format!("b{i}").as_bytes(), &value);
+    }
+    c.ticks(2);
+    let first = c.stores[&1].peer(REGION).unwrap().first_index();
+    assert!(
+        first > start + 20,
+        "past the limit the leader truncated: {first}"
+    );
+    c.start(3);
+    c.ticks(30);
+    assert_eq!(
+        c.get(3, b"b15").as_deref(),
+        Some(&value[..]),
+        "store 3 caught up by snapshot"
+    );
+}
+
+#[test]
 fn a_follower_behind_the_truncated_log_catches_up_by_snapshot() {
     let mut c = store_3_behind_the_truncated_log();
     let first = c.stores[&1].peer(REGION).unwrap().first_index();
