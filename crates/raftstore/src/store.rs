@@ -401,7 +401,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
     /// [`Peer::installs_snapshot`]), so nothing of its region may be on its way to disk, and
     /// the writes of its store-io thread may carry the region's deferred hard state.
     fn snapshot_waits(&self, region_id: u64, peer: &Peer) -> bool {
-        let io_thread = io_thread_of(region_id, self.cfg.store_io_threads.max(1));
+        let io_thread = io_thread_of(region_id, self.cfg.store_io_threads);
         peer.installs_snapshot() && self.unpersisted.values().any(|(t, _)| *t == io_thread)
     }
 
@@ -421,7 +421,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             if waiting_snapshots.contains(&id) {
                 continue;
             }
-            let io_thread = io_thread_of(id, io_threads);
+            let io_thread = io_thread_of(id, self.cfg.store_io_threads);
             let (write, waiting) = &mut writes[io_thread];
             let later = &mut self.deferred[io_thread];
             let entries = committed.entry(id).or_default();
@@ -591,7 +591,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         let mut write = LogWrite::default();
         write.clear(region_id);
         self.clearing.insert(region_id, self.next_seq);
-        let io_thread = io_thread_of(region_id, self.cfg.store_io_threads.max(1));
+        let io_thread = io_thread_of(region_id, self.cfg.store_io_threads);
         self.submit(io_thread, write, Vec::new())?;
         self.tombstones.insert(region_id, peer.peer_id());
         tracing::info!(
@@ -633,7 +633,8 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
     }
 }
 
-/// The store-io thread that writes `region_id`'s log, of `threads`.
-fn io_thread_of(region_id: u64, threads: usize) -> usize {
-    (region_id % threads as u64) as usize
+/// The store-io thread that writes `region_id`'s log, of `store_io_threads` (0 counts as
+/// one: the round's own write).
+fn io_thread_of(region_id: u64, store_io_threads: usize) -> usize {
+    (region_id % store_io_threads.max(1) as u64) as usize
 }

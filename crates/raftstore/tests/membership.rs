@@ -57,6 +57,19 @@ fn a_learner_gets_the_data_by_snapshot_then_votes_as_part_of_a_majority() {
     assert_eq!(c.get(4, b"after").as_deref(), Some(&b"x"[..]));
 }
 
+/// Removes store 3's peer from the region, checks that the store destroyed it, and restarts
+/// the store.
+fn remove_store_3_and_restart_it(c: &mut Cluster) {
+    c.must_change_peers(vec![(Kind::RemoveNode, 3)]);
+    c.ticks(3);
+    assert!(
+        c.stores[&3].peer(REGION).is_none(),
+        "store 3's peer is destroyed"
+    );
+    c.stop(3);
+    c.start(3);
+}
+
 #[test]
 fn a_joint_change_replaces_a_peer_and_the_removed_peer_stays_gone() {
     let mut c = Cluster::new(3, test_config());
@@ -78,14 +91,7 @@ fn a_joint_change_replaces_a_peer_and_the_removed_peer_stays_gone() {
         ],
         "the joint configuration was left"
     );
-    c.must_change_peers(vec![(Kind::RemoveNode, 3)]);
-    c.ticks(3);
-    assert!(
-        c.stores[&3].peer(REGION).is_none(),
-        "store 3's peer is destroyed"
-    );
-    c.stop(3);
-    c.start(3);
+    remove_store_3_and_restart_it(&mut c);
     c.ticks(3);
     assert!(
         c.stores[&3].peer(REGION).is_none(),
@@ -284,14 +290,7 @@ fn a_removed_peer_stays_removed_across_a_restart_whatever_stale_peers_send_it() 
     c.elect(1);
     c.must_put(b"k", b"v");
     let old_epoch = c.region(3).and_then(|r| r.region_epoch);
-    c.must_change_peers(vec![(Kind::RemoveNode, 3)]);
-    c.ticks(3);
-    assert!(
-        c.stores[&3].peer(REGION).is_none(),
-        "store 3's peer is destroyed"
-    );
-    c.stop(3);
-    c.start(3);
+    remove_store_3_and_restart_it(&mut c);
     // A peer that missed the removal asks the removed one for its vote (found by the
     // randomized history: the removed peer came back uninitialized and voted a stale leader in).
     let vote = raft::eraftpb::Message {

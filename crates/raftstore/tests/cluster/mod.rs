@@ -226,9 +226,7 @@ impl Cluster {
     /// pending proposals never hear back) and starts it again from its disk. Returns it.
     pub fn restart_crashed(&mut self) -> u64 {
         let s = self.in_round.take().expect("a store was in its round");
-        self.stores.remove(&s);
-        self.unwritten.remove(&s);
-        self.log_writes_held.remove(&s);
+        self.kill(s);
         self.outbox.0.borrow_mut().clear();
         self.start(s);
         s
@@ -236,12 +234,17 @@ impl Cluster {
 
     /// Stops store `s` as a kill would: what it had not written is gone.
     pub fn stop(&mut self, s: u64) {
-        if let Some(mut store) = self.stores.remove(&s) {
+        if let Some(mut store) = self.kill(s) {
             store.shutdown();
         }
-        // Its writes in flight are lost; it starts again with a disk that keeps up.
+    }
+
+    /// Takes store `s` out of the cluster: its writes in flight are lost, and it starts
+    /// again with a disk that keeps up.
+    fn kill(&mut self, s: u64) -> Option<Store<MemoryEngine, Outbox>> {
         self.unwritten.remove(&s);
         self.log_writes_held.remove(&s);
+        self.stores.remove(&s)
     }
 
     /// Store `s`'s log writes wait from now on (its disk stalls).
