@@ -6,11 +6,12 @@ use std::sync::Arc;
 use codec::datum::Datum;
 use opensrv_mysql::{
     AsyncMysqlIntermediary, AsyncMysqlShim, AuthStep, Column, ColumnFlags, ColumnType, InitWriter,
-    OkResponse, ParamParser, QueryResultWriter, StatementMetaWriter, ValueInner,
+    OkResponse, ParamParser, QueryResultWriter, RowWriter, StatementMetaWriter, StatusFlags,
+    ToMysqlValue, ValueInner,
 };
 use sql::SqlError;
 use sql::caching_sha2;
-use sql::query::ColumnKind;
+use sql::field_type::{FieldType, Type};
 use sql::session::{Output, Session, Shared};
 use sql::users::{Account, Plugin};
 use tokio::io::AsyncWrite;
@@ -147,26 +148,157 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream) -> io::Result<()> {
     AsyncMysqlIntermediary::run_on(conn, r, w).await
 }
 
-fn column(name: &str, kind: ColumnKind) -> Column {
-    let (coltype, colflags) = match kind {
-        ColumnKind::Int => (ColumnType::MYSQL_TYPE_LONGLONG, ColumnFlags::empty()),
-        ColumnKind::UInt => (ColumnType::MYSQL_TYPE_LONGLONG, ColumnFlags::UNSIGNED_FLAG),
-        ColumnKind::Double => (ColumnType::MYSQL_TYPE_DOUBLE, ColumnFlags::empty()),
-        ColumnKind::Text => (ColumnType::MYSQL_TYPE_VAR_STRING, ColumnFlags::empty()),
+/// A result column's definition as the protocol sends it.
+fn column(name: &str, t: &FieldType) -> Column {
+    let coltype = match t.tp {
+        Type::Tiny => ColumnType::MYSQL_TYPE_TINY,
+        Type::Short => ColumnType::MYSQL_TYPE_SHORT,
+        Type::Int24 => ColumnType::MYSQL_TYPE_INT24,
+        Type::Long => ColumnType::MYSQL_TYPE_LONG,
+        Type::LongLong => ColumnType::MYSQL_TYPE_LONGLONG,
+        Type::Double => ColumnType::MYSQL_TYPE_DOUBLE,
+        Type::NewDecimal => ColumnType::MYSQL_TYPE_NEWDECIMAL,
+        Type::Date => ColumnType::MYSQL_TYPE_DATE,
+        Type::DateTime => ColumnType::MYSQL_TYPE_DATETIME,
+        Type::Null => ColumnType::MYSQL_TYPE_NULL,
+        Type::VarString => ColumnType::MYSQL_TYPE_VAR_STRING,
+        Type::Blob => ColumnType::MYSQL_TYPE_BLOB,
     };
+    let origin = t.origin.as_deref().cloned().unwrap_or_default();
     Column {
-        table: String::new(),
+        schema: String::new(),
+        table: origin.table,
+        org_table: origin.org_table,
         column: name.to_string(),
+        org_column: origin.org_column,
         coltype,
-        colflags,
+        colflags: ColumnFlags::from_bits_truncate(t.flags),
+        charset: t.charset,
+        column_length: t.length,
+        decimals: t.decimals,
     }
 }
 
+/// A DATE or DATETIME value in the binary protocol, from its text (`YYYY-MM-DD[ hh:mm:ss[.ffffff]]`,
+/// zero dates included, which chrono's types cannot hold).
+struct Temporal<'a>(&'a [u8]);
+
+impl ToMysqlValue for Temporal<'_> {
+    fn to_mysql_text<W: io::Write>(&self, w: &mut W) -> io::Result<()> {
+        self.0.to_mysql_text(w)
+    }
+
+    fn to_mysql_bin<W: io::Write>(&self, w: &mut W, _: &Column) -> io::Result<()> {
+        let text = std::str::from_utf8(self.0).unwrap_or("");
+        let numbers: Vec<u32> = text
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|p| !p.is_empty())
+            .map(|p| p.parse().unwrap_or(0))
+            .collect();
+        let at = |i: usize| numbers.get(i).copied().unwrap_or(0);
+        // Microseconds from the fraction's digits, however many were written.
+        let micros = text.split_once('.').map_or(0, |(_, f)| {
+            let digits: String = f.chars().take_while(char::is_ascii_digit).take(6).collect();
+            format!("{digits:0<6}").parse().unwrap_or(0)
+        });
+        let len: u8 = if micros != 0 {
+            11
+        } else if numbers.len() > 3 {
+            7
+        } else {
+            4
+        };
+        let mut out = vec![len];
+        out.extend_from_slice(&(at(0) as u16).to_le_bytes());
+        out.extend([at(1) as u8, at(2) as u8]);
+        if len >= 7 {
+            out.extend([at(3) as u8, at(4) as u8, at(5) as u8]);
+        }
+        if len == 11 {
+            out.extend_from_slice(&u32::to_le_bytes(micros));
+        }
+        w.write_all(&out)
+    }
+}
+
+/// An integer in the binary protocol, in its column's width (1, 2, 4 or 8 bytes, the low bytes
+/// of its two's complement: a value of the column's range, signed or not, reads back whole).
+struct Integer(i128);
+
+impl ToMysqlValue for Integer {
+    fn to_mysql_text<W: io::Write>(&self, w: &mut W) -> io::Result<()> {
+        self.0.to_string().as_bytes().to_mysql_text(w)
+    }
+
+    fn to_mysql_bin<W: io::Write>(&self, w: &mut W, c: &Column) -> io::Result<()> {
+        let width = match c.coltype {
+            ColumnType::MYSQL_TYPE_TINY => 1,
+            ColumnType::MYSQL_TYPE_SHORT | ColumnType::MYSQL_TYPE_YEAR => 2,
+            ColumnType::MYSQL_TYPE_LONG | ColumnType::MYSQL_TYPE_INT24 => 4,
+            _ => 8,
+        };
+        w.write_all(&self.0.to_le_bytes()[..width])
+    }
+}
+
+/// Writes one row's values, each as its column declares it. In the text protocol every value
+/// is its text; in the binary protocol numbers and dates are sent in binary and a value of
+/// another kind is converted (an integer column's decimal rounds, unparsable text is 0).
+fn write_row<W: AsyncWrite + Send + Unpin>(
+    w: &mut RowWriter<'_, W>,
+    row: Vec<Datum>,
+    types: &[FieldType],
+    binary: bool,
+) -> io::Result<()> {
+    for (d, t) in row.into_iter().zip(types) {
+        match (d, t.tp) {
+            (Datum::Null, _) => w.write_col(None::<i64>)?,
+            (Datum::Float(v), _) if !binary => w.write_col(v)?,
+            (d, _) if !binary => write_text(w, d)?,
+            (d, Type::Tiny | Type::Short | Type::Int24 | Type::Long | Type::LongLong) => w
+                .write_col(Integer(match d {
+                    Datum::Int(v) => i128::from(v),
+                    Datum::UInt(v) => i128::from(v),
+                    other => other.as_f64().map_or(0, |f| f.round() as i128),
+                }))?,
+            (d, Type::Double) => w.write_col(d.as_f64().unwrap_or(0.0))?,
+            (Datum::Bytes(b), Type::Date | Type::DateTime) => w.write_col(Temporal(&b))?,
+            (d, Type::Date | Type::DateTime) => {
+                w.write_col(Temporal(sql::types::text(&d).as_bytes()))?
+            }
+            (d, Type::NewDecimal | Type::Null | Type::VarString | Type::Blob) => write_text(w, d)?,
+        }
+    }
+    Ok(())
+}
+
+fn write_text<W: AsyncWrite + Send + Unpin>(w: &mut RowWriter<'_, W>, d: Datum) -> io::Result<()> {
+    match d {
+        Datum::Bytes(b) => w.write_col(b.as_slice()),
+        other => w.write_col(sql::types::text(&other).as_bytes()),
+    }
+}
+
+/// The session's status as the OK and EOF packets carry it.
+fn status(session: &Session) -> StatusFlags {
+    let mut s = StatusFlags::empty();
+    s.set(StatusFlags::SERVER_STATUS_AUTOCOMMIT, session.autocommit());
+    s.set(
+        StatusFlags::SERVER_STATUS_IN_TRANS,
+        session.in_transaction(),
+    );
+    s
+}
+
+/// Sends a statement's outcome: OK, a result set, or its error.
 async fn write_output<W: AsyncWrite + Send + Unpin>(
     out: sql::Result<Output>,
-    warnings: u16,
-    results: QueryResultWriter<'_, W>,
+    session: &Session,
+    mut results: QueryResultWriter<'_, W>,
+    binary: bool,
 ) -> io::Result<()> {
+    results.set_status(status(session));
+    let warnings = session.warning_count();
     match out {
         Ok(Output::Done {
             affected,
@@ -185,33 +317,12 @@ async fn write_output<W: AsyncWrite + Send + Unpin>(
             let columns: Vec<Column> = rs
                 .columns
                 .iter()
-                .zip(&rs.kinds)
-                .map(|(name, kind)| column(name, *kind))
+                .zip(&rs.types)
+                .map(|(name, t)| column(name, t))
                 .collect();
             let mut w = results.start(&columns).await?;
             for row in rs.rows {
-                for (d, kind) in row.into_iter().zip(&rs.kinds) {
-                    // Each value as its column declares it; a value of another kind goes
-                    // out as the number or text it converts to.
-                    match (kind, d) {
-                        (_, Datum::Null) => w.write_col(None::<i64>)?,
-                        (ColumnKind::Int, Datum::Int(v)) => w.write_col(v)?,
-                        (ColumnKind::Int, other) => {
-                            w.write_col(other.as_f64().unwrap_or(0.0) as i64)?
-                        }
-                        (ColumnKind::UInt, Datum::UInt(v)) => w.write_col(v)?,
-                        (ColumnKind::UInt, other) => {
-                            w.write_col(other.as_f64().unwrap_or(0.0) as u64)?
-                        }
-                        (ColumnKind::Double, other) => {
-                            w.write_col(other.as_f64().unwrap_or(0.0))?
-                        }
-                        (ColumnKind::Text, Datum::Bytes(b)) => w.write_col(b.as_slice())?,
-                        (ColumnKind::Text, other) => {
-                            w.write_col(sql::types::text(&other).as_bytes())?
-                        }
-                    }
-                }
+                write_row(&mut w, row, &rs.types, binary)?;
                 w.end_row().await?;
             }
             w.finish().await
@@ -295,6 +406,14 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
             .name()
     }
 
+    fn server_status(&self) -> StatusFlags {
+        status(&self.session)
+    }
+
+    fn decode_query(&self, query: &[u8]) -> Option<String> {
+        sql::words::binary_literals_as_hex(query)
+    }
+
     async fn on_reset(&mut self) {
         self.session.reset().await;
     }
@@ -340,13 +459,13 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         match self.session().prepare(query).await {
             Ok((id, params, result)) => {
                 let result_columns: Vec<Column> =
-                    result.iter().map(|(n, k)| column(n, *k)).collect();
+                    result.iter().map(|(n, t)| column(n, t)).collect();
                 let param_columns: Vec<Column> = (0..params)
-                    .map(|i| Column {
-                        table: String::new(),
-                        column: format!("?{i}"),
+                    .map(|_| Column {
+                        column: "?".into(),
                         coltype: ColumnType::MYSQL_TYPE_VAR_STRING,
-                        colflags: ColumnFlags::empty(),
+                        charset: sql::field_type::CHARSET_BINARY,
+                        ..Column::default()
                     })
                     .collect();
                 info.reply(id, &param_columns, &result_columns).await
@@ -369,7 +488,7 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
             .map(|p| param_datum(p.value.into_inner()))
             .collect();
         let out = self.session().execute_prepared(id, &values).await;
-        write_output(out, self.session.warning_count(), results).await
+        write_output(out, &self.session, results, true).await
     }
 
     async fn on_close<'a>(&'a mut self, id: u32)
@@ -391,7 +510,7 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
                 last_insert_id: 0,
             })
         });
-        write_output(out, self.session.warning_count(), results).await
+        write_output(out, &self.session, results, false).await
     }
 
     async fn on_init<'a>(&'a mut self, db: &'a str, writer: InitWriter<'a, W>) -> io::Result<()> {

@@ -73,6 +73,9 @@ pub enum Lookup<'n> {
     Function(&'n str),
 }
 
+/// How a statement reads the session's variables and session functions.
+pub type Variables<'a> = dyn Fn(Lookup<'_>) -> Result<Datum> + Sync + 'a;
+
 /// What an aggregating query binds against.
 pub struct Aggregation<'a> {
     pub group_by: &'a [ast::Expr],
@@ -83,7 +86,7 @@ pub struct Aggregation<'a> {
 
 pub struct Binder<'a> {
     pub scope: &'a Scope,
-    pub variable: &'a (dyn Fn(Lookup<'_>) -> Result<Datum> + Sync),
+    pub variable: &'a Variables<'a>,
     pub aggregation: Option<Aggregation<'a>>,
 }
 
@@ -170,10 +173,7 @@ fn function_args(f: &ast::Function) -> Result<(Vec<&ast::Expr>, bool, bool)> {
 }
 
 impl<'a> Binder<'a> {
-    pub fn new(
-        scope: &'a Scope,
-        variable: &'a (dyn Fn(Lookup<'_>) -> Result<Datum> + Sync),
-    ) -> Binder<'a> {
+    pub fn new(scope: &'a Scope, variable: &'a Variables<'a>) -> Binder<'a> {
         Binder {
             scope,
             variable,
@@ -489,6 +489,13 @@ impl<'a> Binder<'a> {
                     out = Expr::call(Func::If, vec![cond, result, out]);
                 }
                 Ok(out)
+            }
+            // A character set introducer (`_binary'...'`, `_utf8mb4'...'`): values are bytes
+            // here whatever their character set.
+            E::Prefixed { prefix, value }
+                if prefix.value.starts_with('_') && matches!(value.as_ref(), E::Value(_)) =>
+            {
+                self.bind(value)
             }
             E::Function(f) => self.function(f),
             E::Substring {

@@ -10,7 +10,7 @@ use expr::Expr;
 use kv_client::Transaction;
 use sqlparser::ast::{self, Assignment, AssignmentTarget, SetExpr};
 
-use crate::bind::{Binder, Lookup, Scope};
+use crate::bind::{Binder, Scope, Variables};
 use crate::catalog::{Catalog, TableInfo};
 use crate::error::{Result, SqlError};
 use crate::query::{INDEX_LOOKUP_CONCURRENCY, fetch_rows, table_scope};
@@ -19,7 +19,7 @@ use crate::types::text;
 
 pub struct DmlContext<'a> {
     pub catalog: &'a Catalog,
-    pub variable: &'a (dyn Fn(Lookup<'_>) -> Result<Datum> + Sync),
+    pub variable: &'a Variables<'a>,
 }
 
 /// What a DML statement reports: rows affected and the first auto-increment id it used.

@@ -17,7 +17,7 @@ use kv_client::Transaction;
 use sqlparser::ast::{self, JoinConstraint, JoinOperator, TableFactor};
 
 use crate::access::{Access, choose_access, conjuncts};
-use crate::bind::{Binder, Lookup, Scope};
+use crate::bind::{Binder, Scope, Variables};
 use crate::catalog::TableInfo;
 use crate::error::{Result, SqlError};
 use crate::query::{fetch_rows, table_scope};
@@ -37,6 +37,7 @@ pub enum Relation {
     Derived {
         query: Box<ast::Query>,
         columns: Vec<String>,
+        types: Vec<crate::field_type::FieldType>,
         rows: Vec<Vec<Datum>>,
     },
     Memory {
@@ -106,11 +107,12 @@ fn read_relation(
                     message: "Every derived table must have its own alias".into(),
                 });
             };
-            let (columns, _) = crate::query::describe(subquery, schema_table)?;
+            let (columns, types) = crate::query::describe(subquery, schema_table, None)?;
             Ok((
                 Relation::Derived {
                     query: subquery.clone(),
                     columns,
+                    types,
                     rows: Vec::new(),
                 },
                 Some(alias.name.value.clone()),
@@ -598,7 +600,7 @@ pub async fn rows(
 pub fn bind_on(
     sources: &[Source],
     scope: &Scope,
-    variable: &(dyn Fn(Lookup<'_>) -> Result<Datum> + Sync),
+    variable: &Variables<'_>,
 ) -> Result<Vec<Option<Expr>>> {
     let mut upto = 0;
     sources

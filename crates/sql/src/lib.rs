@@ -8,6 +8,7 @@
 //! - [`access`]: access paths: point gets, handle ranges, index ranges, full scans.
 //! - [`query`]: SELECT: coprocessor pushdown, the rest on the node.
 //! - [`explain`]: EXPLAIN: the plan of a SELECT as a tree of operators.
+//! - [`field_type`]: how a result column is declared to the client, typed as MySQL types it.
 //! - [`info_schema`]: information_schema's SCHEMATA, TABLES and COLUMNS.
 //! - [`join`]: joins of several tables (hash join on equalities, LEFT JOIN).
 //! - [`subquery`]: subqueries in expressions: run once, or decorrelated into joins.
@@ -31,6 +32,7 @@ pub mod ddl;
 pub mod dml;
 pub mod error;
 pub mod explain;
+pub mod field_type;
 pub mod gc;
 pub mod info_schema;
 pub mod join;

@@ -23,9 +23,10 @@ use proto::dag as pb;
 use sqlparser::ast::{self, GroupByExpr, LimitClause, OrderByKind, SelectItem, SetExpr};
 
 use crate::access::{Access, choose_access, key_range, pushed_filter};
-use crate::bind::{Aggregation, Binder, Key, Lookup, Scope};
+use crate::bind::{Aggregation, Binder, Key, Scope, Variables};
 use crate::catalog::TableInfo;
 use crate::error::{Result, SqlError};
+use crate::field_type::{FieldType, TypeScope};
 use crate::rows::{decode_row, missing_value};
 
 /// Coprocessor tasks one query runs at once (`tidb_distsql_scan_concurrency`'s default).
@@ -44,8 +45,8 @@ pub const INDEX_PAGE_MAX: usize = 1024;
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResultSet {
     pub columns: Vec<String>,
-    /// What each column's values are, as the protocol declares them.
-    pub kinds: Vec<ColumnKind>,
+    /// How each column is declared to the client.
+    pub types: Vec<FieldType>,
     pub rows: Vec<Vec<Datum>>,
 }
 
@@ -53,36 +54,10 @@ impl ResultSet {
     /// A result whose columns are all text (SHOW statements).
     pub fn text(columns: Vec<String>, rows: Vec<Vec<Datum>>) -> ResultSet {
         ResultSet {
-            kinds: vec![ColumnKind::Text; columns.len()],
+            types: vec![FieldType::text(255); columns.len()],
             columns,
             rows,
         }
-    }
-}
-
-/// A result column's declared kind. A prepared SELECT declares its columns before it runs,
-/// so the kind comes from the query's text and the schema, never from the values: an
-/// integer or float column of the table, COUNT(...) and integer literals are numbers;
-/// everything else is sent as text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ColumnKind {
-    Int,
-    UInt,
-    Double,
-    Text,
-}
-
-fn column_kind(t: &crate::types::SqlType) -> ColumnKind {
-    match t {
-        crate::types::SqlType::Int {
-            unsigned: false, ..
-        } => ColumnKind::Int,
-        crate::types::SqlType::Int { unsigned: true, .. } => ColumnKind::UInt,
-        crate::types::SqlType::Double => ColumnKind::Double,
-        // Sent as text, exactly as MySQL prints them.
-        crate::types::SqlType::Decimal { .. } => ColumnKind::Text,
-        crate::types::SqlType::Date | crate::types::SqlType::DateTime { .. } => ColumnKind::Text,
-        crate::types::SqlType::String { .. } => ColumnKind::Text,
     }
 }
 
@@ -110,67 +85,49 @@ fn item_name(e: &ast::Expr) -> String {
     }
 }
 
-fn item_kind(e: &ast::Expr, tables: &[Arc<TableInfo>]) -> ColumnKind {
-    let column = |name: &str| {
-        tables
-            .iter()
-            .find_map(|t| t.column(name).map(|i| column_kind(&t.columns[i].ty)))
-            .unwrap_or(ColumnKind::Text)
-    };
-    match e {
-        ast::Expr::Identifier(id) => column(&id.value),
-        ast::Expr::CompoundIdentifier(p) => p.last().map_or(ColumnKind::Text, |i| column(&i.value)),
-        ast::Expr::Nested(inner) => item_kind(inner, tables),
-        ast::Expr::Function(f)
-            if [
-                "count",
-                "length",
-                "octet_length",
-                "char_length",
-                "character_length",
-            ]
-            .iter()
-            .any(|n| f.name.to_string().eq_ignore_ascii_case(n)) =>
-        {
-            ColumnKind::Int
-        }
-        ast::Expr::Value(v) => match &v.value {
-            ast::Value::Number(n, _) if n.parse::<i64>().is_ok() => ColumnKind::Int,
-            _ => ColumnKind::Text,
-        },
-        _ => ColumnKind::Text,
-    }
-}
-
 /// The columns a SELECT returns, without running it (for COM_STMT_PREPARE).
 pub fn describe(
     q: &ast::Query,
     schema_table: crate::join::SchemaTable<'_>,
-) -> Result<(Vec<String>, Vec<ColumnKind>)> {
+    variable: Option<&Variables<'_>>,
+) -> Result<(Vec<String>, Vec<FieldType>)> {
     let SetExpr::Select(sel) = q.body.as_ref() else {
         return Err(SqlError::not_supported(format!("query {}", q.body)));
     };
     let sources = crate::join::sources(&sel.from, schema_table)?;
-    Ok(output_columns(sel, &sources))
+    Ok(output_columns(sel, &sources, variable))
 }
 
-/// The names and kinds of the columns `sel` returns, its FROM resolved to `sources`.
+/// The names and types of the columns `sel` returns, its FROM resolved to `sources`.
 fn output_columns(
     sel: &ast::Select,
     sources: &[crate::join::Source],
-) -> (Vec<String>, Vec<ColumnKind>) {
-    let tables: Vec<Arc<TableInfo>> = sources.iter().filter_map(|s| s.table().cloned()).collect();
+    variable: Option<&Variables<'_>>,
+) -> (Vec<String>, Vec<FieldType>) {
+    let scope = TypeScope {
+        tables: sources
+            .iter()
+            .filter_map(|s| {
+                let t = s.table()?;
+                Some((
+                    t.as_ref(),
+                    s.alias.clone().unwrap_or_else(|| t.name.clone()),
+                ))
+            })
+            .collect(),
+        variable,
+    };
     let mut names = Vec::new();
-    let mut kinds = Vec::new();
+    let mut types = Vec::new();
     for item in &sel.projection {
         match item {
             SelectItem::UnnamedExpr(e) => {
                 names.push(item_name(e));
-                kinds.push(item_kind(e, &tables));
+                types.push(scope.infer(e));
             }
             SelectItem::ExprWithAlias { expr, alias } => {
                 names.push(alias.value.clone());
-                kinds.push(item_kind(expr, &tables));
+                types.push(scope.infer(expr));
             }
             _ => {
                 let of = wildcard_table(item);
@@ -194,22 +151,30 @@ fn output_columns(
                     }
                     match &s.relation {
                         crate::join::Relation::Table(t) => {
-                            for c in &t.columns {
+                            let alias = name.as_deref().unwrap_or(&t.name);
+                            for (i, c) in t.columns.iter().enumerate() {
                                 names.push(c.name.clone());
-                                kinds.push(column_kind(&c.ty));
+                                types.push(FieldType::of_column(t, i, alias));
                             }
                         }
-                        crate::join::Relation::Derived { columns, .. }
-                        | crate::join::Relation::Memory { columns, .. } => {
+                        crate::join::Relation::Derived {
+                            columns,
+                            types: derived,
+                            ..
+                        } => {
                             names.extend(columns.iter().cloned());
-                            kinds.extend(std::iter::repeat_n(ColumnKind::Text, columns.len()));
+                            types.extend(derived.iter().cloned());
+                        }
+                        crate::join::Relation::Memory { columns, .. } => {
+                            names.extend(columns.iter().cloned());
+                            types.extend(std::iter::repeat_n(FieldType::text(255), columns.len()));
                         }
                     }
                 }
             }
         }
     }
-    (names, kinds)
+    (names, types)
 }
 
 pub fn table_scope(t: &TableInfo, alias: Option<&str>) -> Scope {
@@ -491,7 +456,7 @@ fn index_entry_handle(
 /// What a SELECT needs from the session.
 pub struct QueryContext<'a> {
     pub client: &'a Client,
-    pub variable: &'a (dyn Fn(Lookup<'_>) -> Result<Datum> + Sync),
+    pub variable: &'a Variables<'a>,
     pub scan_concurrency: usize,
     /// Index ranges an index lookup reads at once.
     pub lookup_concurrency: usize,
@@ -594,7 +559,7 @@ pub struct SelectPlan<'q> {
     pub exprs: Vec<Expr>,
     pub visible: usize,
     pub names: Vec<String>,
-    pub kinds: Vec<ColumnKind>,
+    pub types: Vec<FieldType>,
     pub having: Option<Expr>,
     /// (offset into `exprs`, descending).
     pub order: Vec<(usize, bool)>,
@@ -697,7 +662,7 @@ pub fn plan<'q>(
         return Err(SqlError::not_supported(format!("query {}", q.body)));
     };
     let sources = crate::join::sources(&sel.from, schema_table)?;
-    let (_, kinds) = output_columns(sel, &sources);
+    let (_, types) = output_columns(sel, &sources, Some(ctx.variable));
     let scope = crate::join::scope(&sources);
     let on = crate::join::bind_on(&sources, &scope, ctx.variable)?;
     let mut binder = Binder::new(&scope, ctx.variable);
@@ -846,7 +811,7 @@ pub fn plan<'q>(
         exprs,
         visible,
         names,
-        kinds,
+        types,
         having,
         order,
         limit,
@@ -875,7 +840,7 @@ async fn run(
         exprs,
         visible,
         names,
-        kinds,
+        types,
         having,
         order,
         limit,
@@ -968,7 +933,7 @@ async fn run(
         offset,
         names,
     )?;
-    rs.kinds = kinds;
+    rs.types = types;
     Ok(rs)
 }
 
@@ -1040,7 +1005,7 @@ fn finish(
         .take(limit.map_or(usize::MAX, |l| l as usize))
         .collect();
     Ok(ResultSet {
-        kinds: Vec::new(),
+        types: Vec::new(),
         columns: names,
         rows,
     })

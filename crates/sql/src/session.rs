@@ -18,11 +18,12 @@ use sqlparser::ast::{self, ObjectType, Statement};
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
 
-use crate::bind::Lookup;
+use crate::bind::{Lookup, Variables};
 use crate::catalog::{Catalog, Schema, TableInfo};
 use crate::ddl::{self, split_name};
 use crate::dml::{self, DmlContext};
 use crate::error::{Result, SqlError};
+use crate::field_type::FieldType;
 use crate::query::{self, QueryContext, ResultSet};
 use crate::types::text;
 use config::sysvars::Scope;
@@ -305,8 +306,14 @@ impl Session {
         session
     }
 
-    fn autocommit(&self) -> bool {
+    /// Whether statements commit by themselves (`@@autocommit`).
+    pub fn autocommit(&self) -> bool {
         !matches!(self.vars.get("autocommit"), Some(Datum::Int(0)))
+    }
+
+    /// Whether a transaction is open (the protocol's SERVER_STATUS_IN_TRANS).
+    pub fn in_transaction(&self) -> bool {
+        self.txn.is_some()
     }
 
     fn pessimistic(&self) -> bool {
@@ -411,10 +418,7 @@ impl Session {
 
     /// Prepares one statement: its id, its number of parameters and (for a query) the
     /// columns it returns.
-    pub async fn prepare(
-        &mut self,
-        sql: &str,
-    ) -> Result<(u32, usize, Vec<(String, query::ColumnKind)>)> {
+    pub async fn prepare(&mut self, sql: &str) -> Result<(u32, usize, Vec<(String, FieldType)>)> {
         let mut statements = parse(sql)?;
         if statements.len() != 1 {
             return Err(SqlError::syntax(
@@ -429,8 +433,10 @@ impl Session {
                 let client = &self.shared.client;
                 let snapshot = client.snapshot(client.current_ts().await?, 0);
                 let schema = self.shared.catalog.schema(&snapshot).await?;
-                let (names, kinds) = query::describe(q, &|n| self.resolve(&schema, n))?;
-                names.into_iter().zip(kinds).collect()
+                let variable = |l: Lookup<'_>| self.lookup(l);
+                let (names, types) =
+                    query::describe(q, &|n| self.resolve(&schema, n), Some(&variable))?;
+                names.into_iter().zip(types).collect()
             }
             _ => Vec::new(),
         };
@@ -656,7 +662,7 @@ impl Session {
     fn query_context<'a>(
         &self,
         client: &'a Client,
-        variable: &'a (dyn Fn(Lookup<'_>) -> Result<Datum> + Sync),
+        variable: &'a Variables<'a>,
         took_start_ts: &'a (dyn Fn(u64) + Sync),
     ) -> QueryContext<'a> {
         QueryContext {

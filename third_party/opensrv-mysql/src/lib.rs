@@ -27,7 +27,6 @@ extern crate mysql_common as myc;
 use std::collections::HashMap;
 use std::io;
 use std::io::Write;
-use std::iter;
 
 use async_trait::async_trait;
 use tokio::io::AsyncRead;
@@ -60,10 +59,14 @@ pub const U24_MAX: usize = 16_777_215;
 /// or an output column.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Column {
+    /// The database of the column's table (empty for an expression).
+    pub schema: String,
     /// This column's associated table.
     ///
     /// Note that this is *technically* the table's alias.
     pub table: String,
+    /// The table's own name (empty for an expression).
+    pub org_table: String,
     /// This column's name.
     ///
     /// Note that this is *technically* the column's alias.
@@ -74,6 +77,33 @@ pub struct Column {
     ///
     /// Of particular interest are `ColumnFlags::UNSIGNED_FLAG` and `ColumnFlags::NOT_NULL_FLAG`.
     pub colflags: ColumnFlags,
+    /// The column's own name (empty for an expression).
+    pub org_column: String,
+    /// The character set and collation id of its values (63 for binary data and numbers;
+    /// 0 sends utf8_general_ci, as 0.7.0 always did).
+    pub charset: u16,
+    /// The display length, in bytes (0 sends 0.7.0's 1024).
+    pub column_length: u32,
+    /// Digits after the point (31 for "not fixed").
+    pub decimals: u8,
+}
+
+/// An empty VAR_STRING column, to fill in.
+impl Default for Column {
+    fn default() -> Self {
+        Column {
+            schema: String::new(),
+            table: String::new(),
+            org_table: String::new(),
+            column: String::new(),
+            coltype: ColumnType::MYSQL_TYPE_VAR_STRING,
+            colflags: ColumnFlags::empty(),
+            org_column: String::new(),
+            charset: 0,
+            column_length: 0,
+            decimals: 0,
+        }
+    }
 }
 
 /// QueryStatusInfo represents the status of a query.
@@ -207,6 +237,19 @@ pub trait AsyncMysqlShim<W: Send> {
     /// Atoll: COM_RESET_CONNECTION: forget the session's state (its transaction, variables
     /// and prepared statements) as a new connection would have it.
     async fn on_reset(&mut self) {}
+
+    /// Atoll: the session's status flags as they stand between commands (autocommit, in a
+    /// transaction); every OK and EOF packet carries them. A reply whose statement changes
+    /// them says so with `QueryResultWriter::set_status`.
+    fn server_status(&self) -> StatusFlags {
+        StatusFlags::SERVER_STATUS_AUTOCOMMIT
+    }
+
+    /// Atoll: a COM_QUERY that is not UTF-8, as text the server can run (binary data in its
+    /// string literals written another way); `None` refuses it with 1300.
+    fn decode_query(&self, _query: &[u8]) -> Option<String> {
+        None
+    }
 
     /// Called when the client issues a request to prepare `query` for later execution.
     ///
@@ -606,7 +649,9 @@ where
                     return Err(io::Error::new(io::ErrorKind::PermissionDenied, err_msg).into());
                 }
 
-                if let Some(Ok(db)) = handshake.db.as_ref().map(|x| std::str::from_utf8(x)) {
+                // An empty database name is no database (mysql-connector-python sends one).
+                let db = handshake.db.as_ref().filter(|x| !x.is_empty());
+                if let Some(Ok(db)) = db.map(|x| std::str::from_utf8(x)) {
                     let w = InitWriter {
                         client_capabilities: self.client_capabilities,
                         writer: &mut self.writer,
@@ -662,7 +707,19 @@ where
             let res = commands::parse(&packet);
             match res {
                 Ok(cmd) => {
-                    match cmd.1 {
+                    self.writer.status = self.shim.server_status();
+                    let decoded;
+                    let cmd = match cmd.1 {
+                        Command::Query(q) if std::str::from_utf8(q).is_err() => {
+                            decoded = self.shim.decode_query(q);
+                            match &decoded {
+                                Some(text) => Command::Query(text.as_bytes()),
+                                None => Command::Query(q),
+                            }
+                        }
+                        other => other,
+                    };
+                    match cmd {
                         Command::Query(q) if std::str::from_utf8(q).is_err() => {
                             not_utf8(&mut self.writer).await?;
                         }
@@ -670,40 +727,9 @@ where
                             not_utf8(&mut self.writer).await?;
                         }
                         Command::Query(q) => {
-                            if q.starts_with(b"SELECT @@") || q.starts_with(b"select @@") {
-                                let w = QueryResultWriter::new(
-                                    &mut self.writer,
-                                    false,
-                                    self.client_capabilities,
-                                );
-
-                                let var = &q[b"SELECT @@".len()..];
-                                let var_with_at = &q[b"SELECT ".len()..];
-                                let cols = &[Column {
-                                    table: String::new(),
-                                    column: String::from_utf8_lossy(var_with_at).to_string(),
-                                    coltype: myc::constants::ColumnType::MYSQL_TYPE_LONG,
-                                    colflags: myc::constants::ColumnFlags::UNSIGNED_FLAG,
-                                }];
-
-                                match var {
-                                    b"max_allowed_packet" => {
-                                        let mut w = w.start(cols).await?;
-                                        w.write_row(iter::once(67108864u32)).await?;
-                                        w.finish().await?;
-                                    }
-                                    _ => {
-                                        self.shim
-                                            .on_query(
-                                                ::std::str::from_utf8(q).map_err(|e| {
-                                                    io::Error::new(io::ErrorKind::InvalidData, e)
-                                                })?,
-                                                w,
-                                            )
-                                            .await?;
-                                    }
-                                }
-                            } else if !self.process_use_statement_on_query
+                            // Atoll: `SELECT @@max_allowed_packet` goes to the server like any
+                            // query (0.7.0 answered it itself, as an unsigned LONG).
+                            if !self.process_use_statement_on_query
                                 && (q.starts_with(b"USE ") || q.starts_with(b"use "))
                             {
                                 let w = InitWriter {

@@ -29,6 +29,9 @@ pub struct PacketWriter<W> {
     packet_builder: PacketBuilder,
     pending: Vec<u8>,
     output_stream: W,
+    /// Atoll: the session's status (autocommit, in a transaction) every OK and EOF packet
+    /// carries, besides its own flags.
+    pub(crate) status: crate::StatusFlags,
 }
 
 /// Finished packets written out even before `flush_all` once this many bytes wait, so a large
@@ -52,6 +55,7 @@ impl<W> PacketWriter<W> {
             packet_builder: PacketBuilder::new(),
             pending: Vec::new(),
             output_stream,
+            status: crate::StatusFlags::SERVER_STATUS_AUTOCOMMIT,
         }
     }
     pub fn set_seq(&mut self, seq: u8) {

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use byteorder::WriteBytesExt;
-use mysql_common::constants::{CapabilityFlags, ColumnFlags, StatusFlags};
+use mysql_common::constants::{CapabilityFlags, StatusFlags};
 use tokio::io::AsyncWrite;
 
 use crate::packet_writer::PacketWriter;
@@ -166,6 +166,12 @@ impl<'a, W: AsyncWrite + Unpin> QueryResultWriter<'a, W> {
             }
             Some(Finalizer::Eof) => writers::write_eof_packet(self.writer, status).await,
         }
+    }
+
+    /// Atoll: the session's status after the statement (autocommit, in a transaction), which
+    /// the OK and EOF packets of this reply carry.
+    pub fn set_status(&mut self, status: StatusFlags) {
+        self.writer.status = status;
     }
 
     /// Start a resultset response to the client that conforms to the given `columns`.
@@ -321,17 +327,12 @@ where
                 )
             })?;
             if v.is_null() {
-                if c.colflags.contains(ColumnFlags::NOT_NULL_FLAG) {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        "given NULL value for NOT NULL column",
-                    ));
-                } else {
-                    // https://web.archive.org/web/20170404144156/https://dev.mysql.com/doc/internals/en/null-bitmap.html
-                    // NULL-bitmap-byte = ((field-pos + offset) / 8)
-                    // NULL-bitmap-bit  = ((field-pos + offset) % 8)
-                    self.data[(self.col + 2) / 8] |= 1u8 << ((self.col + 2) % 8);
-                }
+                // Atoll: a NULL is sent even in a column declared NOT NULL (0.7.0 ended the
+                // connection): the declaration is the server's guess, the value is the answer.
+                // https://web.archive.org/web/20170404144156/https://dev.mysql.com/doc/internals/en/null-bitmap.html
+                // NULL-bitmap-byte = ((field-pos + offset) / 8)
+                // NULL-bitmap-bit  = ((field-pos + offset) % 8)
+                self.data[(self.col + 2) / 8] |= 1u8 << ((self.col + 2) % 8);
             } else {
                 v.to_mysql_bin(&mut self.data, c)?;
             }

@@ -26,6 +26,7 @@ pub(crate) async fn write_eof_packet<W: AsyncWrite + Unpin>(
     w: &mut PacketWriter<W>,
     s: StatusFlags,
 ) -> io::Result<()> {
+    let s = s | w.status;
     w.write_all(&[0xFE, 0x00, 0x00])?;
     w.write_u16::<LittleEndian>(s.bits())?;
     w.end_packet().await
@@ -36,14 +37,16 @@ pub(crate) async fn write_ok_packet<W: AsyncWrite + Unpin>(
     client_capabilities: CapabilityFlags,
     ok_packet: OkResponse,
 ) -> io::Result<()> {
+    let status = ok_packet.status_flags | w.status;
     w.write_u8(ok_packet.header)?; // OK packet type
     w.write_lenenc_int(ok_packet.affected_rows)?;
     w.write_lenenc_int(ok_packet.last_insert_id)?;
     if client_capabilities.contains(CapabilityFlags::CLIENT_PROTOCOL_41) {
-        w.write_u16::<LittleEndian>(ok_packet.status_flags.bits())?;
-        w.write_all(&[0x00, 0x00])?; // no warnings
+        w.write_u16::<LittleEndian>(status.bits())?;
+        // Atoll: the statement's warning count (0.7.0 always sent 0).
+        w.write_u16::<LittleEndian>(ok_packet.warnings)?;
     } else if client_capabilities.contains(CapabilityFlags::CLIENT_TRANSACTIONS) {
-        w.write_u16::<LittleEndian>(ok_packet.status_flags.bits())?;
+        w.write_u16::<LittleEndian>(status.bits())?;
     }
 
     if client_capabilities.contains(CapabilityFlags::CLIENT_SESSION_TRACK) {
@@ -136,17 +139,23 @@ where
     for c in i {
         use crate::myc::constants::UTF8_GENERAL_CI;
         w.write_lenenc_str(b"def")?;
-        w.write_lenenc_str(b"")?;
+        w.write_lenenc_str(c.schema.as_bytes())?;
         w.write_lenenc_str(c.table.as_bytes())?;
-        w.write_lenenc_str(b"")?;
+        w.write_lenenc_str(c.org_table.as_bytes())?;
         w.write_lenenc_str(c.column.as_bytes())?;
-        w.write_lenenc_str(b"")?;
+        w.write_lenenc_str(c.org_column.as_bytes())?;
         w.write_lenenc_int(0xC)?;
-        w.write_u16::<LittleEndian>(UTF8_GENERAL_CI)?;
-        w.write_u32::<LittleEndian>(1024)?;
+        w.write_u16::<LittleEndian>(match c.charset {
+            0 => UTF8_GENERAL_CI,
+            id => id,
+        })?;
+        w.write_u32::<LittleEndian>(match c.column_length {
+            0 => 1024,
+            n => n,
+        })?;
         w.write_u8(c.coltype as u8)?;
         w.write_u16::<LittleEndian>(c.colflags.bits())?;
-        w.write_all(&[0x00])?; // decimals
+        w.write_all(&[c.decimals])?;
         w.write_all(&[0x00, 0x00])?; // unused
 
         if is_com_field_list {

@@ -32,6 +32,7 @@ macro_rules! rt {
                 column: String::new(),
                 coltype: $ct,
                 colflags: ColumnFlags::empty(),
+                ..Column::default()
             };
 
             if !$sig {

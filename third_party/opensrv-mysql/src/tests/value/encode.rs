@@ -107,6 +107,7 @@ mod roundtrip_bin {
                     column: String::new(),
                     coltype: $ct,
                     colflags: ColumnFlags::empty(),
+                    ..Column::default()
                 };
 
                 if !$sig {

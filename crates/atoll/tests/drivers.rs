@@ -1,0 +1,28 @@
+//! Real drivers nobody here wrote, against a real pd, kv and sql node: the Python suite in
+//! tests/drivers/python (PyMySQL, and mysql-connector-python through the text and the binary
+//! protocol), run with pytest from the venv scripts/install-deps makes.
+
+mod common;
+
+use common::SqlCluster as Cluster;
+
+#[test]
+fn the_python_drivers_pass_their_suite() {
+    let c = Cluster::start();
+    let home = std::env::var("HOME").expect("HOME is set");
+    let python = format!("{home}/.cache/atoll/drivers-venv/bin/python");
+    let suite = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/drivers/python");
+    let out = std::process::Command::new(&python)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", suite])
+        .env("ATOLL_PORT", c.port.to_string())
+        .output()
+        .unwrap_or_else(|e| panic!("{python} runs (scripts/install-deps makes it): {e}"));
+    let report = String::from_utf8_lossy(&out.stdout);
+    // pytest's closing line ("69 passed in 70s"), for the run's log.
+    eprintln!("{}", report.lines().last().unwrap_or(""));
+    assert!(
+        out.status.success(),
+        "the driver suite failed:\n{report}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,0 +1,259 @@
+"""The Python drivers most TiDB users have, against a running sql node, as an application uses
+them: connect and log in, every column type read back exact through the text protocol and (for
+mysql-connector-python) the binary one, expressions typed as MySQL types them, prepared
+statements re-executed, transactions, errors with their codes, large values, streaming, reset
+and close.
+
+Run by crates/atoll/tests/drivers.rs, which starts the cluster and sets ATOLL_PORT; each driver
+and mode is one parameter of the `conn` fixture, so pytest's summary counts cases per driver.
+"""
+
+import datetime
+import decimal
+import os
+
+import mysql.connector
+import pymysql
+import pymysql.cursors
+import pytest
+
+PORT = int(os.environ["ATOLL_PORT"])
+HOST = "127.0.0.1"
+
+# Driver modes: (name, connect(**kwargs), whether its cursors use the binary protocol).
+MODES = {
+    "pymysql": (lambda **kw: pymysql.connect(host=HOST, port=PORT, user="root", **kw), False),
+    "connector-text": (
+        lambda **kw: mysql.connector.connect(host=HOST, port=PORT, user="root", use_pure=True, **kw),
+        False,
+    ),
+    "connector-prepared": (
+        lambda **kw: mysql.connector.connect(host=HOST, port=PORT, user="root", use_pure=True, **kw),
+        True,
+    ),
+}
+
+
+class Conn:
+    """One driver's connection with the calls the cases need, whichever driver it is."""
+
+    def __init__(self, mode, **kw):
+        self.mode = mode
+        connect, self.prepared = MODES[mode]
+        self.raw = connect(**kw)
+
+    def cursor(self):
+        if self.prepared:
+            return self.raw.cursor(prepared=True)
+        return self.raw.cursor()
+
+    def query(self, sql, params=()):
+        """The rows of `sql` (with `%s` placeholders) and its columns' type codes."""
+        cur = self.cursor()
+        if self.prepared:
+            sql = sql.replace("%s", "?")
+        cur.execute(sql, params)
+        rows = [tuple(r) for r in cur.fetchall()] if cur.description else []
+        types = [d[1] for d in cur.description] if cur.description else []
+        cur.close()
+        return rows, types
+
+    def run(self, sql, params=()):
+        cur = self.cursor()
+        if self.prepared:
+            sql = sql.replace("%s", "?")
+        cur.execute(sql, params)
+        n = cur.rowcount
+        cur.close()
+        return n
+
+    def error_code(self, sql, params=()):
+        try:
+            self.run(sql, params)
+        except (pymysql.MySQLError, mysql.connector.Error) as e:
+            return e.args[0] if isinstance(e, pymysql.MySQLError) else e.errno
+        return None
+
+    def set_autocommit(self, on):
+        if self.mode == "pymysql":
+            self.raw.autocommit(on)
+        else:
+            self.raw.autocommit = on
+
+    def close(self):
+        if self.raw is not None:
+            self.raw.close()
+            self.raw = None
+
+
+# The databases made so far in this run: one per driver mode, made fresh on its first use.
+MADE = set()
+
+
+@pytest.fixture(params=list(MODES))
+def conn(request):
+    c = Conn(request.param)
+    db = "drv_" + request.param.replace("-", "_")
+    if db not in MADE:
+        c.run(f"DROP DATABASE IF EXISTS {db}")
+        c.run(f"CREATE DATABASE {db}")
+        MADE.add(db)
+    c.run(f"USE {db}")
+    c.set_autocommit(True)
+    yield c
+    c.close()
+
+
+# MySQL's type codes (enum_field_types).
+LONG, DOUBLE, NULL, LONGLONG, DATE, DATETIME = 3, 5, 6, 8, 10, 12
+NEWDECIMAL, BLOB, VAR_STRING, TINY, SHORT, INT24 = 246, 252, 253, 1, 2, 9
+
+
+def test_connects_without_a_database(conn):
+    c = Conn(conn.mode)
+    assert c.query("SELECT DATABASE()")[0] == [(None,)]
+    c.close()
+
+
+def test_connects_with_a_database(conn):
+    db = "drv_" + conn.mode.replace("-", "_")
+    c = Conn(conn.mode, database=db)
+    assert c.query("SELECT DATABASE()")[0] == [(db,)]
+    c.close()
+
+
+def test_every_column_type_reads_back_exact(conn):
+    conn.run(
+        "CREATE TABLE t (id INT PRIMARY KEY, ti TINYINT, si SMALLINT, mi MEDIUMINT, bi BIGINT,"
+        " ub BIGINT UNSIGNED, d DECIMAL(12,4), f DOUBLE, dt DATETIME, dt6 DATETIME(6), dd DATE,"
+        " s VARCHAR(20), tx TEXT, b BLOB, vb VARBINARY(8))"
+    )
+    row = (
+        1, -128, -32768, -8388608, -9223372036854775808, 18446744073709551615,
+        decimal.Decimal("-12345678.1234"), 2.5, datetime.datetime(2024, 2, 29, 13, 5, 9),
+        datetime.datetime(2024, 2, 29, 13, 5, 9, 500001), datetime.date(1999, 12, 31),
+        "héllo ☃", "x" * 300, b"\x00\xff\x80binary", b"\xfe\x00",
+    )
+    conn.run("INSERT INTO t VALUES (" + ", ".join(["%s"] * len(row)) + ")", row)
+    rows, types = conn.query("SELECT * FROM t")
+    assert rows == [row]
+    assert types == [LONG, TINY, SHORT, INT24, LONGLONG, LONGLONG, NEWDECIMAL, DOUBLE, DATETIME,
+                     DATETIME, DATE, VAR_STRING, BLOB, BLOB, VAR_STRING]
+    nulls = (2,) + (None,) * (len(row) - 1)
+    conn.run("INSERT INTO t VALUES (" + ", ".join(["%s"] * len(row)) + ")", nulls)
+    assert conn.query("SELECT * FROM t WHERE id = %s", (2,))[0] == [nulls]
+
+
+@pytest.mark.parametrize(
+    "expr,value,type_code",
+    [
+        ("1", 1, LONGLONG),
+        ("2.5", decimal.Decimal("2.5"), NEWDECIMAL),
+        ("1e3", 1000.0, DOUBLE),
+        ("'é'", "é", VAR_STRING),
+        ("NULL", None, NULL),
+        ("1 + 2", 3, LONGLONG),
+        ("7 / 2", decimal.Decimal("3.5000"), NEWDECIMAL),
+        ("7 DIV 2", 3, LONGLONG),
+        ("2 > 1", 1, LONGLONG),
+        ("@@autocommit", 1, LONGLONG),
+        ("@@max_allowed_packet", 67108864, LONGLONG),
+        ("CONCAT('a', 1)", "a1", VAR_STRING),
+        ("IFNULL(NULL, 5)", 5, LONGLONG),
+    ],
+)
+def test_expressions_are_typed_as_mysql_types_them(conn, expr, value, type_code):
+    rows, types = conn.query(f"SELECT {expr}")
+    assert rows == [(value,)]
+    assert types == [type_code]
+
+
+def test_aggregates_functions_and_variables_have_mysql_types(conn):
+    conn.run("CREATE TABLE n (id INT PRIMARY KEY, v INT, d DECIMAL(6,2))")
+    conn.run("INSERT INTO n VALUES (1, 10, 1.25), (2, 20, 2.50)")
+    rows, types = conn.query("SELECT COUNT(*), SUM(v), SUM(d), MAX(v), AVG(v) FROM n")
+    assert rows == [(2, decimal.Decimal(30), decimal.Decimal("3.75"), 20, decimal.Decimal("15.0000"))]
+    assert types == [LONGLONG, NEWDECIMAL, NEWDECIMAL, LONG, NEWDECIMAL]
+    rows, types = conn.query("SELECT NOW(), CURDATE(), CONNECTION_ID(), LAST_INSERT_ID()")
+    assert isinstance(rows[0][0], datetime.datetime)
+    assert isinstance(rows[0][1], datetime.date)
+    assert isinstance(rows[0][2], int) and isinstance(rows[0][3], int)
+    conn.run("SET @i = 42, @s = 'text'")
+    assert conn.query("SELECT @i, @s, @unset") == ([(42, "text", None)], [LONGLONG, VAR_STRING, NULL])
+
+
+def test_prepared_statements_run_again_with_new_values(conn):
+    conn.run("CREATE TABLE p (id INT PRIMARY KEY, name VARCHAR(10))")
+    for i in range(5):
+        conn.run("INSERT INTO p VALUES (%s, %s)", (i, f"n{i}"))
+    cur = conn.cursor()
+    sql = "SELECT name FROM p WHERE id = %s"
+    if conn.prepared:
+        sql = sql.replace("%s", "?")
+    for i in [3, 1, 4, 1]:
+        cur.execute(sql, (i,))
+        assert list(cur.fetchall()) == [(f"n{i}",)]
+    cur.close()
+
+
+def test_transactions_commit_and_roll_back(conn):
+    conn.run("CREATE TABLE acct (id INT PRIMARY KEY, bal INT)")
+    conn.run("INSERT INTO acct VALUES (1, 100)")
+    conn.set_autocommit(False)
+    conn.run("UPDATE acct SET bal = bal - 10 WHERE id = 1")
+    conn.raw.rollback()
+    assert conn.query("SELECT bal FROM acct")[0] == [(100,)]
+    conn.run("UPDATE acct SET bal = bal - 10 WHERE id = 1")
+    conn.raw.commit()
+    conn.set_autocommit(True)
+    other = Conn(conn.mode, database="drv_" + conn.mode.replace("-", "_"))
+    assert other.query("SELECT bal FROM acct")[0] == [(90,)]
+    other.close()
+
+
+def test_errors_carry_mysql_codes(conn):
+    conn.run("CREATE TABLE e (id INT PRIMARY KEY)")
+    conn.run("INSERT INTO e VALUES (1)")
+    assert conn.error_code("INSERT INTO e VALUES (%s)", (1,)) == 1062
+    assert conn.error_code("SELECT * FROM missing") == 1146
+    assert conn.error_code("SELECT nope FROM e") == 1054
+    # The connection is still usable after each error.
+    assert conn.query("SELECT COUNT(*) FROM e")[0] == [(1,)]
+
+
+def test_large_values_round_trip(conn):
+    conn.run("CREATE TABLE big (id INT PRIMARY KEY, b LONGBLOB, t LONGTEXT)")
+    blob = bytes(range(256)) * 4096  # 1 MiB
+    text = "ü" * 300_000
+    conn.run("INSERT INTO big VALUES (1, %s, %s)", (blob, text))
+    assert conn.query("SELECT b, t FROM big")[0] == [(blob, text)]
+
+
+def test_many_rows_stream(conn):
+    conn.run("CREATE TABLE s (id INT PRIMARY KEY, v VARCHAR(10))")
+    values = ", ".join(f"({i}, 'v{i}')" for i in range(5000))
+    conn.run(f"INSERT INTO s VALUES {values}")
+    if conn.mode == "pymysql":
+        cur = conn.raw.cursor(pymysql.cursors.SSCursor)
+    else:
+        cur = conn.raw.cursor(buffered=False)
+    cur.execute("SELECT id, v FROM s ORDER BY id")
+    n = 0
+    for row in cur:
+        assert row == (n, f"v{n}")
+        n += 1
+    assert n == 5000
+    cur.close()
+
+
+def test_reset_and_close(conn):
+    conn.run("SET @kept = 1")
+    if conn.mode == "pymysql":
+        conn.raw.ping(reconnect=False)
+    else:
+        conn.raw.cmd_reset_connection()
+        assert conn.query("SELECT @kept")[0] == [(None,)]
+    conn.close()
+    again = Conn(conn.mode)
+    assert again.query("SELECT 1")[0] == [(1,)]
+    again.close()
