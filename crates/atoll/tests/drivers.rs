@@ -1,6 +1,7 @@
 //! Real drivers nobody here wrote, against a real pd, kv and sql node: the Python suite in
 //! tests/drivers/python (PyMySQL, and mysql-connector-python through the text and the binary
-//! protocol), run with pytest from the venv scripts/install-deps makes.
+//! protocol), run with pytest from the venv scripts/install-deps makes; the Go suite in
+//! tests/drivers/go (go-sql-driver/mysql, parameters interpolated and server-prepared).
 
 mod common;
 
@@ -23,6 +24,24 @@ fn the_python_drivers_pass_their_suite() {
     assert!(
         out.status.success(),
         "the driver suite failed:\n{report}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_go_driver_passes_its_suite() {
+    let c = Cluster::start();
+    let suite = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/drivers/go");
+    let out = std::process::Command::new("go")
+        .args(["test", "-count=1", "./..."])
+        .current_dir(suite)
+        .env("ATOLL_PORT", c.port.to_string())
+        .output()
+        .unwrap_or_else(|e| panic!("go runs (scripts/install-deps installs it): {e}"));
+    assert!(
+        out.status.success(),
+        "the Go driver suite failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
 }

@@ -866,12 +866,18 @@ async fn run(
                 base
             }
         }
+        // No FROM: one empty row, if the WHERE lets it through.
         (None, _) | (_, None) => {
             let row = vec![];
-            if passes(filter.as_ref(), &row)? {
+            let base = if passes(filter.as_ref(), &row)? {
                 vec![row]
             } else {
                 vec![]
+            };
+            if aggregating {
+                aggregate_locally(ctx, &scope, group_by, &funcs, &base)?
+            } else {
+                base
             }
         }
         (Some(t), Some(read)) => {
