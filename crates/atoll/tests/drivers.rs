@@ -1,7 +1,9 @@
 //! Real drivers nobody here wrote, against a real pd, kv and sql node: the Python suite in
 //! tests/drivers/python (PyMySQL, and mysql-connector-python through the text and the binary
 //! protocol), run with pytest from the venv scripts/install-deps makes; the Go suite in
-//! tests/drivers/go (go-sql-driver/mysql, parameters interpolated and server-prepared).
+//! tests/drivers/go (go-sql-driver/mysql, parameters interpolated and server-prepared); the
+//! Java suite in tests/drivers/java (MySQL Connector/J, client- and server-prepared, with the
+//! jar scripts/install-deps downloads).
 
 mod common;
 
@@ -42,6 +44,29 @@ fn the_go_driver_passes_its_suite() {
         out.status.success(),
         "the Go driver suite failed:\n{}\n{}",
         String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn connector_j_passes_its_suite() {
+    let c = Cluster::start();
+    let home = std::env::var("HOME").expect("HOME is set");
+    let jar = format!("{home}/.cache/atoll/drivers-java/mysql-connector-j-26.10.0.jar");
+    let suite = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/drivers/java/DriverSuite.java"
+    );
+    let out = std::process::Command::new("java")
+        .args(["-cp", &jar, suite])
+        .env("ATOLL_PORT", c.port.to_string())
+        .output()
+        .unwrap_or_else(|e| panic!("java runs (scripts/install-deps installs it): {e}"));
+    let report = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{}", report.lines().last().unwrap_or(""));
+    assert!(
+        out.status.success(),
+        "the Connector/J suite failed:\n{report}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
 }

@@ -683,7 +683,10 @@ fn malformed_packets_get_mysql_errors_and_the_connection_or_server_survives() {
     let mut raw = RawClient::connect(c.port);
     // Not UTF-8; a command byte nobody knows; a truncated COM_STMT_EXECUTE; an unknown
     // statement id: errors for that command, as MySQL answers them.
-    assert_eq!(raw.error(b"\x03SELECT '\xff\xfe'"), 1300);
+    assert_eq!(raw.error(b"\x03SELECT \xff\xfe"), 1300);
+    // Binary data in a string literal, as drivers that interpolate parameters send it.
+    let answer = raw.command(0, b"\x03SELECT _binary'\xff\\'\xfe' = X'FF27FE'");
+    assert_eq!(answer[3], b"\x011", "{answer:?}");
     raw.still_works();
     assert_eq!(raw.error(b"\x7f"), 1047);
     assert_eq!(raw.error(b"\x17\x01"), 1835);

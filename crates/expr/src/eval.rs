@@ -371,7 +371,8 @@ impl Expr {
             | Func::Length
             | Func::CharLength
             | Func::Upper
-            | Func::Lower => {
+            | Func::Lower
+            | Func::Locate => {
                 let values = args
                     .iter()
                     .map(|a| a.eval(row))
@@ -390,6 +391,11 @@ impl Expr {
                     Func::Length => Datum::Int(s.len() as i64),
                     Func::CharLength => crate::strings::char_length(&s),
                     Func::Upper => crate::strings::change_case(&s, true),
+                    Func::Locate => crate::strings::locate(
+                        &s,
+                        &text(&values[1]),
+                        values.get(2).map_or(1, as_int),
+                    ),
                     _ => crate::strings::change_case(&s, false),
                 }
             }

@@ -64,6 +64,9 @@ pub enum Func {
     Upper,
     Lower,
     Abs,
+    /// `LOCATE(substr, s[, pos])`: the character position of `substr` in `s` from `pos`,
+    /// 1-based; 0 when it is not there.
+    Locate,
 }
 
 impl Func {
@@ -73,7 +76,7 @@ impl Func {
             Func::Not | Func::Neg | Func::IsNull => (1, false),
             Func::Length | Func::CharLength | Func::Upper | Func::Lower | Func::Abs => (1, false),
             Func::If => (3, false),
-            Func::In | Func::Substring => (2, true),
+            Func::In | Func::Substring | Func::Locate => (2, true),
             Func::Concat => (1, true),
             _ => (2, false),
         }

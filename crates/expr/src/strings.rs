@@ -15,6 +15,20 @@ fn chars(b: &[u8]) -> Vec<&[u8]> {
     }
 }
 
+/// LOCATE(needle, s, from): the 1-based character position of the first `needle` in `s` at
+/// or after character `from`; 0 when there is none or `from` is out of range (as MySQL: an
+/// empty needle is found at `from`, if `from` is within `s` or just past it).
+pub fn locate(needle: &[u8], s: &[u8], from: i64) -> Datum {
+    let (hay, want) = (chars(s), chars(needle));
+    let start = from - 1;
+    if start < 0 || start > hay.len() as i64 {
+        return Datum::Int(0);
+    }
+    let found = (start as usize..=hay.len().saturating_sub(want.len()))
+        .find(|&i| hay.get(i..i + want.len()) == Some(&want[..]));
+    Datum::Int(found.map_or(0, |i| i as i64 + 1))
+}
+
 /// CONCAT(a, b, ...).
 pub fn concat(args: &[Vec<u8>]) -> Datum {
     Datum::Bytes(args.concat())

@@ -39,7 +39,7 @@ pub fn datum_from_pb(d: &pb::Datum) -> Datum {
     }
 }
 
-const FUNCS: [(Func, pb::Func); 28] = [
+const FUNCS: [(Func, pb::Func); 29] = [
     (Func::Eq, pb::Func::Eq),
     (Func::Ne, pb::Func::Ne),
     (Func::Lt, pb::Func::Lt),
@@ -68,6 +68,7 @@ const FUNCS: [(Func, pb::Func); 28] = [
     (Func::Upper, pb::Func::Upper),
     (Func::Lower, pb::Func::Lower),
     (Func::Abs, pb::Func::Abs),
+    (Func::Locate, pb::Func::Locate),
 ];
 
 impl Expr {

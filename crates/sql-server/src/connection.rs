@@ -290,48 +290,62 @@ fn status(session: &Session) -> StatusFlags {
     s
 }
 
-/// Sends a statement's outcome: OK, a result set, or its error.
-async fn write_output<W: AsyncWrite + Send + Unpin>(
-    out: sql::Result<Output>,
+/// Sends the outcome of each statement of a query, in order: an OK, a result set, or the error
+/// that stopped them; every one but the last says more results follow.
+async fn write_outputs<W: AsyncWrite + Send + Unpin>(
+    outs: Vec<sql::Result<Output>>,
     session: &Session,
-    mut results: QueryResultWriter<'_, W>,
+    results: QueryResultWriter<'_, W>,
     binary: bool,
 ) -> io::Result<()> {
-    results.set_status(status(session));
-    let warnings = session.warning_count();
-    match out {
-        Ok(Output::Done {
-            affected,
-            last_insert_id,
-        }) => {
-            results
-                .completed(OkResponse {
-                    affected_rows: affected,
-                    last_insert_id,
-                    warnings,
-                    ..OkResponse::default()
-                })
-                .await
-        }
-        Ok(Output::Rows(rs)) => {
-            let columns: Vec<Column> = rs
+    // Every result's column definitions, made first: the writer borrows them until it ends.
+    let columns: Vec<Vec<Column>> = outs
+        .iter()
+        .map(|out| match out {
+            Ok(Output::Rows(rs)) => rs
                 .columns
                 .iter()
                 .zip(&rs.types)
                 .map(|(name, t)| column(name, t))
-                .collect();
-            let mut w = results.start(&columns).await?;
-            for row in rs.rows {
-                write_row(&mut w, row, &rs.types, binary)?;
-                w.end_row().await?;
+                .collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    let mut results = results;
+    results.set_status(status(session));
+    let warnings = session.warning_count();
+    let count = outs.len();
+    for (i, (out, columns)) in outs.into_iter().zip(&columns).enumerate() {
+        let last = i + 1 == count;
+        results = match out {
+            Ok(Output::Done {
+                affected,
+                last_insert_id,
+            }) => {
+                let ok = OkResponse {
+                    affected_rows: affected,
+                    last_insert_id,
+                    // The count is the last statement's: each statement clears the list.
+                    warnings: if last { warnings } else { 0 },
+                    ..OkResponse::default()
+                };
+                results.complete_one(ok).await?
             }
-            w.finish().await
-        }
-        Err(e) => {
-            let (code, state, message) = error_packet(&e);
-            results.error_code(code, &state, message).await
-        }
+            Ok(Output::Rows(rs)) => {
+                let mut w = results.start(columns).await?;
+                for row in rs.rows {
+                    write_row(&mut w, row, &rs.types, binary)?;
+                    w.end_row().await?;
+                }
+                w.finish_one().await?
+            }
+            Err(e) => {
+                let (code, state, message) = error_packet(&e);
+                return results.error_code(code, &state, message).await;
+            }
+        };
     }
+    results.no_more_results().await
 }
 
 /// A binary-protocol DATE/DATETIME (length 0, 4, 7 or 11: y m d [h mi s [µs]]) as text.
@@ -488,7 +502,7 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
             .map(|p| param_datum(p.value.into_inner()))
             .collect();
         let out = self.session().execute_prepared(id, &values).await;
-        write_output(out, &self.session, results, true).await
+        write_outputs(vec![out], &self.session, results, true).await
     }
 
     async fn on_close<'a>(&'a mut self, id: u32)
@@ -503,21 +517,18 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         query: &'a str,
         results: QueryResultWriter<'a, W>,
     ) -> io::Result<()> {
-        // Several statements in one query answer with the last one's result.
-        let out = self.session().execute(query).await.map(|mut outs| {
-            outs.pop().unwrap_or(Output::Done {
-                affected: 0,
-                last_insert_id: 0,
-            })
-        });
-        write_output(out, &self.session, results, false).await
+        let outs = self.session().execute(query).await;
+        write_outputs(outs, &self.session, results, false).await
     }
 
     async fn on_init<'a>(&'a mut self, db: &'a str, writer: InitWriter<'a, W>) -> io::Result<()> {
+        let use_db = format!("USE `{}`", db.replace('`', "``"));
         match self
             .session()
-            .execute(&format!("USE `{}`", db.replace('`', "``")))
+            .execute(&use_db)
             .await
+            .pop()
+            .expect("one outcome")
         {
             Ok(_) => writer.ok().await,
             Err(e) => {

@@ -498,6 +498,9 @@ impl<'a> Binder<'a> {
                 self.bind(value)
             }
             E::Function(f) => self.function(f),
+            E::Position { expr, r#in } => self.call(Func::Locate, &[expr, r#in]),
+            // Every collation Atoll has orders bytes (utf8mb4_bin and the other _bin ones).
+            E::Collate { expr, .. } => self.bind(expr),
             E::Substring {
                 expr,
                 substring_from,
@@ -559,10 +562,12 @@ impl<'a> Binder<'a> {
             ("upper" | "ucase", 1) => self.call(Func::Upper, &args),
             ("lower" | "lcase", 1) => self.call(Func::Lower, &args),
             ("abs", 1) => self.call(Func::Abs, &args),
+            ("locate", 2 | 3) => self.call(Func::Locate, &args),
+            ("instr", 2) => self.call(Func::Locate, &[args[1], args[0]]),
             (
                 "if" | "ifnull" | "coalesce" | "isnull" | "power" | "pow" | "concat" | "substring"
                 | "substr" | "mid" | "length" | "octet_length" | "char_length" | "character_length"
-                | "upper" | "ucase" | "lower" | "lcase" | "abs",
+                | "upper" | "ucase" | "lower" | "lcase" | "abs" | "locate" | "instr",
                 _,
             ) => Err(SqlError {
                 code: 1582,

@@ -241,6 +241,24 @@ impl FieldType {
         }
     }
 
+    /// The type of a system table's column (information_schema's), which has values but no
+    /// declared type: integers if every value that is not NULL is one, else text.
+    pub fn of_values<'d>(values: impl Iterator<Item = &'d Datum>) -> FieldType {
+        let mut integers = false;
+        for v in values {
+            match v {
+                Datum::Null => {}
+                Datum::Int(_) | Datum::UInt(_) => integers = true,
+                _ => return FieldType::text(255),
+            }
+        }
+        if integers {
+            FieldType::longlong(false)
+        } else {
+            FieldType::text(255)
+        }
+    }
+
     fn is_integer(&self) -> bool {
         matches!(
             self.tp,
@@ -283,20 +301,30 @@ enum NumClass {
     Double,
 }
 
-/// What typing an expression needs besides the expression: the tables in scope and, when
+/// A column a query reads from: the name of its table (or derived table) in the query, its
+/// own name, its type.
+pub struct SourceColumn {
+    pub qualifier: String,
+    pub name: String,
+    pub ty: FieldType,
+}
+
+/// What typing an expression needs besides the expression: the columns in scope and, when
 /// there is a session, its variables.
 pub struct TypeScope<'a> {
-    /// Each table with the name the query gives it.
-    pub tables: Vec<(&'a TableInfo, String)>,
+    pub columns: Vec<SourceColumn>,
     pub variable: Option<&'a Variables<'a>>,
 }
 
 impl TypeScope<'_> {
     fn column(&self, qualifier: Option<&str>, name: &str) -> Option<FieldType> {
-        self.tables
+        self.columns
             .iter()
-            .filter(|(_, alias)| qualifier.is_none_or(|q| q.eq_ignore_ascii_case(alias)))
-            .find_map(|(t, alias)| t.column(name).map(|i| FieldType::of_column(t, i, alias)))
+            .find(|c| {
+                c.name.eq_ignore_ascii_case(name)
+                    && qualifier.is_none_or(|q| q.eq_ignore_ascii_case(&c.qualifier))
+            })
+            .map(|c| c.ty.clone())
     }
 
     fn variable(&self, l: Lookup<'_>) -> Option<Datum> {
@@ -326,7 +354,8 @@ impl TypeScope<'_> {
                 self.column(qualifier, &parts[n - 1].value)
                     .unwrap_or_else(|| FieldType::text(255))
             }
-            E::Nested(inner) => self.infer(inner),
+            E::Nested(inner) | E::Collate { expr: inner, .. } => self.infer(inner),
+            E::Position { .. } => FieldType::longlong(false),
             E::Value(v) => literal(&v.value),
             E::UnaryOp { op, expr } => match op {
                 ast::UnaryOperator::Not => boolean(),
@@ -434,9 +463,8 @@ impl TypeScope<'_> {
         };
         let first = || args.first().map_or_else(FieldType::null, |a| self.infer(a));
         match name.as_str() {
-            "count" | "length" | "octet_length" | "char_length" | "character_length" => {
-                FieldType::longlong(false)
-            }
+            "count" | "length" | "octet_length" | "char_length" | "character_length" | "locate"
+            | "instr" => FieldType::longlong(false),
             "connection_id" | "last_insert_id" => FieldType::longlong(true),
             "now" | "current_timestamp" | "sysdate" | "localtime" | "localtimestamp"
             | "utc_timestamp" => FieldType::datetime(0),
@@ -604,7 +632,7 @@ mod tests {
             unreachable!()
         };
         TypeScope {
-            tables: Vec::new(),
+            columns: Vec::new(),
             variable: None,
         }
         .infer(e)

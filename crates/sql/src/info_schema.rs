@@ -1,13 +1,50 @@
-//! information_schema: SCHEMATA, TABLES and COLUMNS, built from the schema version the
-//! statement reads, as memory tables (for drivers, ORMs and tools that look there). Names
-//! match case-insensitively; a name not listed is 1146, as MySQL answers.
+//! information_schema: the tables drivers, ORMs and tools read, built from the schema version
+//! the statement reads, as memory tables with MySQL 8.0's columns. Names match
+//! case-insensitively; a name not listed is 1146, as MySQL answers.
+//!
+//! - From the schema: SCHEMATA, TABLES, COLUMNS, STATISTICS, KEY_COLUMN_USAGE,
+//!   TABLE_CONSTRAINTS; REFERENTIAL_CONSTRAINTS, VIEWS, ROUTINES, TRIGGERS and PARTITIONS are
+//!   empty (Atoll has no foreign keys, views, routines, triggers or partitions yet).
+//! - Fixed: CHARACTER_SETS, COLLATIONS (TiDB's, all binary-ordered: Atoll compares bytes) and
+//!   ENGINES.
+//! - From the session ([`SessionTables`]): PROCESSLIST, SESSION_VARIABLES,
+//!   GLOBAL_VARIABLES, SESSION_STATUS, GLOBAL_STATUS.
 
 use codec::datum::Datum;
 
 use crate::catalog::{Schema, TableInfo};
 use crate::error::{Result, SqlError};
+use crate::types::SqlType;
 
 pub const DB: &str = "information_schema";
+
+/// The character sets TiDB supports: (name, default collation, description, bytes per char).
+pub const CHARACTER_SETS: [(&str, &str, &str, i64); 5] = [
+    ("ascii", "ascii_bin", "US ASCII", 1),
+    ("binary", "binary", "binary", 1),
+    ("latin1", "latin1_bin", "Latin1", 1),
+    ("utf8", "utf8_bin", "UTF-8 Unicode", 3),
+    ("utf8mb4", "utf8mb4_bin", "UTF-8 Unicode", 4),
+];
+
+/// TiDB's collations without its new collation framework: (name, character set, id).
+pub const COLLATIONS: [(&str, &str, i64); 5] = [
+    ("ascii_bin", "ascii", 65),
+    ("binary", "binary", 63),
+    ("latin1_bin", "latin1", 47),
+    ("utf8_bin", "utf8", 83),
+    ("utf8mb4_bin", "utf8mb4", 46),
+];
+
+/// What the tables that belong to a session show, the rows of each.
+#[derive(Default)]
+pub struct SessionTables {
+    /// ID, USER, HOST, DB, COMMAND, TIME, STATE, INFO.
+    pub processes: Vec<Vec<Datum>>,
+    pub session_variables: Vec<(String, String)>,
+    pub global_variables: Vec<(String, String)>,
+    pub status: Vec<(String, String)>,
+}
 
 /// `PRI`, `UNI`, `MUL` or `` for column `i` of `t`, as SHOW COLUMNS and COLUMNS say it.
 pub fn column_key(t: &TableInfo, i: usize) -> &'static str {
@@ -30,17 +67,101 @@ fn text(v: &str) -> Datum {
     Datum::Bytes(v.as_bytes().to_vec())
 }
 
+fn int(v: i64) -> Datum {
+    Datum::Int(v)
+}
+
 fn names(list: &[&str]) -> Vec<String> {
     list.iter().map(|n| n.to_string()).collect()
 }
 
-/// Table `name` of information_schema: its columns and rows.
-pub fn table(schema: &Schema, name: &str) -> Result<(Vec<String>, Vec<Vec<Datum>>)> {
+/// A table's keys as (name, unique, columns): the handle as `PRIMARY`, then its indexes.
+fn keys(t: &TableInfo) -> Vec<(&str, bool, Vec<usize>)> {
+    let handle = t.handle_column.map(|h| ("PRIMARY", true, vec![h]));
+    handle
+        .into_iter()
+        .chain(t.indexes.iter().map(|x| {
+            let name = if x.primary {
+                "PRIMARY"
+            } else {
+                x.name.as_str()
+            };
+            (name, x.unique, x.columns.clone())
+        }))
+        .collect()
+}
+
+/// COLUMNS' type facts of a column type: (CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH,
+/// NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, CHARACTER_SET_NAME, COLLATION_NAME).
+fn type_facts(ty: &SqlType) -> [Datum; 7] {
+    let null = || Datum::Null;
+    match *ty {
+        SqlType::Int { bytes, unsigned } => {
+            let digits = match (bytes, unsigned) {
+                (1, _) => 3,
+                (2, _) => 5,
+                (3, _) => 7,
+                (4, _) => 10,
+                (_, false) => 19,
+                (_, true) => 20,
+            };
+            [null(), null(), int(digits), int(0), null(), null(), null()]
+        }
+        SqlType::Double => [null(), null(), int(22), null(), null(), null(), null()],
+        SqlType::Decimal { precision, scale } => [
+            null(),
+            null(),
+            int(i64::from(precision)),
+            int(i64::from(scale)),
+            null(),
+            null(),
+            null(),
+        ],
+        SqlType::Date => [null(), null(), null(), null(), null(), null(), null()],
+        SqlType::DateTime { fsp } => [
+            null(),
+            null(),
+            null(),
+            null(),
+            int(i64::from(fsp)),
+            null(),
+            null(),
+        ],
+        SqlType::String { max_chars, binary } => {
+            let chars = i64::from(max_chars);
+            let (octets, charset, collation) = if binary {
+                (chars, null(), null())
+            } else {
+                (chars * 4, text("utf8mb4"), text("utf8mb4_bin"))
+            };
+            [
+                int(chars),
+                int(octets),
+                null(),
+                null(),
+                null(),
+                charset,
+                collation,
+            ]
+        }
+    }
+}
+
+/// Table `name` of information_schema: its columns and rows. `session` fills the tables that
+/// belong to the session asking.
+pub fn table(
+    schema: &Schema,
+    name: &str,
+    session: &SessionTables,
+) -> Result<(Vec<String>, Vec<Vec<Datum>>)> {
     let tables = || {
         schema
             .dbs
             .values()
-            .flat_map(|(db, tables)| tables.values().map(move |t| (db.name.as_str(), t)))
+            .flat_map(|(db, tables)| tables.values().map(move |t| (db.name.as_str(), t.as_ref())))
+    };
+    let pairs = |list: &[(String, String)]| -> Vec<Vec<Datum>> {
+        list.iter().map(|(k, v)| vec![text(k), text(v)]).collect()
     };
     Ok(match name.to_ascii_lowercase().as_str() {
         "schemata" => (
@@ -50,6 +171,7 @@ pub fn table(schema: &Schema, name: &str) -> Result<(Vec<String>, Vec<Vec<Datum>
                 "DEFAULT_CHARACTER_SET_NAME",
                 "DEFAULT_COLLATION_NAME",
                 "SQL_PATH",
+                "DEFAULT_ENCRYPTION",
             ]),
             std::iter::once(DB)
                 .chain(schema.dbs.values().map(|(db, _)| db.name.as_str()))
@@ -60,6 +182,7 @@ pub fn table(schema: &Schema, name: &str) -> Result<(Vec<String>, Vec<Vec<Datum>
                         text("utf8mb4"),
                         text("utf8mb4_bin"),
                         Datum::Null,
+                        text("NO"),
                     ]
                 })
                 .collect(),
@@ -71,23 +194,38 @@ pub fn table(schema: &Schema, name: &str) -> Result<(Vec<String>, Vec<Vec<Datum>
                 "TABLE_NAME",
                 "TABLE_TYPE",
                 "ENGINE",
+                "VERSION",
+                "ROW_FORMAT",
                 "TABLE_ROWS",
+                "AVG_ROW_LENGTH",
+                "DATA_LENGTH",
+                "MAX_DATA_LENGTH",
+                "INDEX_LENGTH",
+                "DATA_FREE",
+                "AUTO_INCREMENT",
+                "CREATE_TIME",
+                "UPDATE_TIME",
+                "CHECK_TIME",
                 "TABLE_COLLATION",
+                "CHECKSUM",
+                "CREATE_OPTIONS",
                 "TABLE_COMMENT",
             ]),
             tables()
                 .map(|(db, t)| {
-                    vec![
+                    let mut row = vec![
                         text("def"),
                         text(db),
                         text(&t.name),
                         text("BASE TABLE"),
                         text("InnoDB"),
-                        // No statistics yet.
-                        Datum::Null,
-                        text("utf8mb4_bin"),
-                        text(""),
-                    ]
+                        int(10),
+                        text("Dynamic"),
+                    ];
+                    // No statistics or times are kept yet.
+                    row.extend(std::iter::repeat_n(Datum::Null, 10));
+                    row.extend([text("utf8mb4_bin"), Datum::Null, text(""), text("")]);
+                    row
                 })
                 .collect(),
         ),
@@ -101,9 +239,20 @@ pub fn table(schema: &Schema, name: &str) -> Result<(Vec<String>, Vec<Vec<Datum>
                 "COLUMN_DEFAULT",
                 "IS_NULLABLE",
                 "DATA_TYPE",
+                "CHARACTER_MAXIMUM_LENGTH",
+                "CHARACTER_OCTET_LENGTH",
+                "NUMERIC_PRECISION",
+                "NUMERIC_SCALE",
+                "DATETIME_PRECISION",
+                "CHARACTER_SET_NAME",
+                "COLLATION_NAME",
                 "COLUMN_TYPE",
                 "COLUMN_KEY",
                 "EXTRA",
+                "PRIVILEGES",
+                "COLUMN_COMMENT",
+                "GENERATION_EXPRESSION",
+                "SRS_ID",
             ]),
             tables()
                 .flat_map(|(db, t)| {
@@ -116,15 +265,18 @@ pub fn table(schema: &Schema, name: &str) -> Result<(Vec<String>, Vec<Vec<Datum>
                                 text(&crate::types::text(&crate::rows::default_value(Some(d))))
                             }
                         };
-                        vec![
+                        let mut row = vec![
                             text("def"),
                             text(db),
                             text(&t.name),
                             text(&c.name),
-                            Datum::Int(i as i64 + 1),
+                            int(i as i64 + 1),
                             default,
                             text(if c.nullable { "YES" } else { "NO" }),
                             text(&data_type),
+                        ];
+                        row.extend(type_facts(&c.ty));
+                        row.extend([
                             text(&ty),
                             text(column_key(t, i)),
                             text(if c.auto_increment {
@@ -132,10 +284,295 @@ pub fn table(schema: &Schema, name: &str) -> Result<(Vec<String>, Vec<Vec<Datum>
                             } else {
                                 ""
                             }),
-                        ]
+                            text("select,insert,update,references"),
+                            text(""),
+                            text(""),
+                            Datum::Null,
+                        ]);
+                        row
                     })
                 })
                 .collect(),
+        ),
+        "statistics" => (
+            names(&[
+                "TABLE_CATALOG",
+                "TABLE_SCHEMA",
+                "TABLE_NAME",
+                "NON_UNIQUE",
+                "INDEX_SCHEMA",
+                "INDEX_NAME",
+                "SEQ_IN_INDEX",
+                "COLUMN_NAME",
+                "COLLATION",
+                "CARDINALITY",
+                "SUB_PART",
+                "PACKED",
+                "NULLABLE",
+                "INDEX_TYPE",
+                "COMMENT",
+                "INDEX_COMMENT",
+                "IS_VISIBLE",
+                "EXPRESSION",
+            ]),
+            tables()
+                .flat_map(|(db, t)| {
+                    keys(t)
+                        .into_iter()
+                        .flat_map(move |(name, unique, columns)| {
+                            columns.into_iter().enumerate().map(move |(seq, c)| {
+                                vec![
+                                    text("def"),
+                                    text(db),
+                                    text(&t.name),
+                                    int(i64::from(!unique)),
+                                    text(db),
+                                    text(name),
+                                    int(seq as i64 + 1),
+                                    text(&t.columns[c].name),
+                                    text("A"),
+                                    int(0),
+                                    Datum::Null,
+                                    Datum::Null,
+                                    text(if t.columns[c].nullable { "YES" } else { "" }),
+                                    text("BTREE"),
+                                    text(""),
+                                    text(""),
+                                    text("YES"),
+                                    Datum::Null,
+                                ]
+                            })
+                        })
+                })
+                .collect(),
+        ),
+        "key_column_usage" => (
+            names(&[
+                "CONSTRAINT_CATALOG",
+                "CONSTRAINT_SCHEMA",
+                "CONSTRAINT_NAME",
+                "TABLE_CATALOG",
+                "TABLE_SCHEMA",
+                "TABLE_NAME",
+                "COLUMN_NAME",
+                "ORDINAL_POSITION",
+                "POSITION_IN_UNIQUE_CONSTRAINT",
+                "REFERENCED_TABLE_SCHEMA",
+                "REFERENCED_TABLE_NAME",
+                "REFERENCED_COLUMN_NAME",
+            ]),
+            tables()
+                .flat_map(|(db, t)| {
+                    keys(t)
+                        .into_iter()
+                        .filter(|(_, unique, _)| *unique)
+                        .flat_map(move |(name, _, columns)| {
+                            columns.into_iter().enumerate().map(move |(seq, c)| {
+                                let mut row = vec![
+                                    text("def"),
+                                    text(db),
+                                    text(name),
+                                    text("def"),
+                                    text(db),
+                                    text(&t.name),
+                                    text(&t.columns[c].name),
+                                    int(seq as i64 + 1),
+                                ];
+                                row.extend(std::iter::repeat_n(Datum::Null, 4));
+                                row
+                            })
+                        })
+                })
+                .collect(),
+        ),
+        "table_constraints" => (
+            names(&[
+                "CONSTRAINT_CATALOG",
+                "CONSTRAINT_SCHEMA",
+                "CONSTRAINT_NAME",
+                "TABLE_SCHEMA",
+                "TABLE_NAME",
+                "CONSTRAINT_TYPE",
+                "ENFORCED",
+            ]),
+            tables()
+                .flat_map(|(db, t)| {
+                    keys(t)
+                        .into_iter()
+                        .filter(|(_, unique, _)| *unique)
+                        .map(move |(name, _, _)| {
+                            vec![
+                                text("def"),
+                                text(db),
+                                text(name),
+                                text(db),
+                                text(&t.name),
+                                text(if name == "PRIMARY" {
+                                    "PRIMARY KEY"
+                                } else {
+                                    "UNIQUE"
+                                }),
+                                text("YES"),
+                            ]
+                        })
+                })
+                .collect(),
+        ),
+        "referential_constraints" => (
+            names(&[
+                "CONSTRAINT_CATALOG",
+                "CONSTRAINT_SCHEMA",
+                "CONSTRAINT_NAME",
+                "UNIQUE_CONSTRAINT_CATALOG",
+                "UNIQUE_CONSTRAINT_SCHEMA",
+                "UNIQUE_CONSTRAINT_NAME",
+                "MATCH_OPTION",
+                "UPDATE_RULE",
+                "DELETE_RULE",
+                "TABLE_NAME",
+                "REFERENCED_TABLE_NAME",
+            ]),
+            Vec::new(),
+        ),
+        "views" => (
+            names(&[
+                "TABLE_CATALOG",
+                "TABLE_SCHEMA",
+                "TABLE_NAME",
+                "VIEW_DEFINITION",
+                "CHECK_OPTION",
+                "IS_UPDATABLE",
+                "DEFINER",
+                "SECURITY_TYPE",
+                "CHARACTER_SET_CLIENT",
+                "COLLATION_CONNECTION",
+            ]),
+            Vec::new(),
+        ),
+        "routines" => (
+            names(&[
+                "SPECIFIC_NAME",
+                "ROUTINE_CATALOG",
+                "ROUTINE_SCHEMA",
+                "ROUTINE_NAME",
+                "ROUTINE_TYPE",
+                "DATA_TYPE",
+                "ROUTINE_BODY",
+                "ROUTINE_DEFINITION",
+                "IS_DETERMINISTIC",
+                "SQL_DATA_ACCESS",
+                "SECURITY_TYPE",
+                "CREATED",
+                "LAST_ALTERED",
+                "SQL_MODE",
+                "ROUTINE_COMMENT",
+                "DEFINER",
+            ]),
+            Vec::new(),
+        ),
+        "triggers" => (
+            names(&[
+                "TRIGGER_CATALOG",
+                "TRIGGER_SCHEMA",
+                "TRIGGER_NAME",
+                "EVENT_MANIPULATION",
+                "EVENT_OBJECT_SCHEMA",
+                "EVENT_OBJECT_TABLE",
+                "ACTION_STATEMENT",
+                "ACTION_TIMING",
+            ]),
+            Vec::new(),
+        ),
+        "partitions" => (
+            names(&[
+                "TABLE_CATALOG",
+                "TABLE_SCHEMA",
+                "TABLE_NAME",
+                "PARTITION_NAME",
+                "PARTITION_METHOD",
+                "PARTITION_EXPRESSION",
+                "TABLE_ROWS",
+            ]),
+            Vec::new(),
+        ),
+        "character_sets" => (
+            names(&[
+                "CHARACTER_SET_NAME",
+                "DEFAULT_COLLATE_NAME",
+                "DESCRIPTION",
+                "MAXLEN",
+            ]),
+            CHARACTER_SETS
+                .iter()
+                .map(|(name, collation, description, maxlen)| {
+                    vec![text(name), text(collation), text(description), int(*maxlen)]
+                })
+                .collect(),
+        ),
+        "collations" => (
+            names(&[
+                "COLLATION_NAME",
+                "CHARACTER_SET_NAME",
+                "ID",
+                "IS_DEFAULT",
+                "IS_COMPILED",
+                "SORTLEN",
+                "PAD_ATTRIBUTE",
+            ]),
+            COLLATIONS
+                .iter()
+                .map(|(name, charset, id)| {
+                    vec![
+                        text(name),
+                        text(charset),
+                        int(*id),
+                        text("Yes"),
+                        text("Yes"),
+                        int(1),
+                        text(if *name == "binary" {
+                            "NO PAD"
+                        } else {
+                            "PAD SPACE"
+                        }),
+                    ]
+                })
+                .collect(),
+        ),
+        "engines" => (
+            names(&[
+                "ENGINE",
+                "SUPPORT",
+                "COMMENT",
+                "TRANSACTIONS",
+                "XA",
+                "SAVEPOINTS",
+            ]),
+            vec![vec![
+                text("InnoDB"),
+                text("DEFAULT"),
+                text("Supports transactions, row-level locking, and foreign keys"),
+                text("YES"),
+                text("YES"),
+                text("YES"),
+            ]],
+        ),
+        "processlist" => (
+            names(&[
+                "ID", "USER", "HOST", "DB", "COMMAND", "TIME", "STATE", "INFO",
+            ]),
+            session.processes.clone(),
+        ),
+        "session_variables" => (
+            names(&["VARIABLE_NAME", "VARIABLE_VALUE"]),
+            pairs(&session.session_variables),
+        ),
+        "global_variables" => (
+            names(&["VARIABLE_NAME", "VARIABLE_VALUE"]),
+            pairs(&session.global_variables),
+        ),
+        "session_status" | "global_status" => (
+            names(&["VARIABLE_NAME", "VARIABLE_VALUE"]),
+            pairs(&session.status),
         ),
         _ => return Err(SqlError::no_table(DB, name)),
     })

@@ -15,6 +15,7 @@
 //! - [`ddl`], [`dml`]: schema changes; INSERT/REPLACE/UPDATE/DELETE.
 //! - [`session`]: a connection's state and statement loop: transactions, variables,
 //!   prepared statements.
+//! - [`show`]: SHOW statements as SELECTs over information_schema, with LIKE and WHERE.
 //! - [`set_config`]: `SET CONFIG kv ...`, forwarded to every kv node's `/config`.
 //! - [`users`]: accounts (CREATE/ALTER/DROP USER) and the login password check;
 //!   [`caching_sha2`]: the `caching_sha2_password` exchange (fast auth, RSA).
@@ -40,6 +41,7 @@ pub mod query;
 pub mod rows;
 pub mod session;
 pub mod set_config;
+pub mod show;
 pub mod slow_log;
 pub mod subquery;
 pub mod time;

@@ -26,7 +26,7 @@ use crate::access::{Access, choose_access, key_range, pushed_filter};
 use crate::bind::{Aggregation, Binder, Key, Scope, Variables};
 use crate::catalog::TableInfo;
 use crate::error::{Result, SqlError};
-use crate::field_type::{FieldType, TypeScope};
+use crate::field_type::{FieldType, SourceColumn, TypeScope};
 use crate::rows::{decode_row, missing_value};
 
 /// Coprocessor tasks one query runs at once (`tidb_distsql_scan_concurrency`'s default).
@@ -98,6 +98,42 @@ pub fn describe(
     Ok(output_columns(sel, &sources, variable))
 }
 
+/// The columns of one source of a FROM clause, typed.
+fn source_columns(s: &crate::join::Source) -> Vec<SourceColumn> {
+    let column = |qualifier: &str, name: &str, ty: FieldType| SourceColumn {
+        qualifier: qualifier.to_string(),
+        name: name.to_string(),
+        ty,
+    };
+    match &s.relation {
+        crate::join::Relation::Table(t) => {
+            let alias = s.alias.as_deref().unwrap_or(&t.name);
+            (0..t.columns.len())
+                .map(|i| column(alias, &t.columns[i].name, FieldType::of_column(t, i, alias)))
+                .collect()
+        }
+        crate::join::Relation::Derived { columns, types, .. } => {
+            let alias = s.alias.as_deref().unwrap_or_default();
+            columns
+                .iter()
+                .zip(types)
+                .map(|(name, ty)| column(alias, name, ty.clone()))
+                .collect()
+        }
+        crate::join::Relation::Memory { columns, rows } => {
+            let alias = s.alias.as_deref().unwrap_or_default();
+            columns
+                .iter()
+                .enumerate()
+                .map(|(i, name)| {
+                    let ty = FieldType::of_values(rows.iter().filter_map(|r| r.get(i)));
+                    column(alias, name, ty)
+                })
+                .collect()
+        }
+    }
+}
+
 /// The names and types of the columns `sel` returns, its FROM resolved to `sources`.
 fn output_columns(
     sel: &ast::Select,
@@ -105,16 +141,7 @@ fn output_columns(
     variable: Option<&Variables<'_>>,
 ) -> (Vec<String>, Vec<FieldType>) {
     let scope = TypeScope {
-        tables: sources
-            .iter()
-            .filter_map(|s| {
-                let t = s.table()?;
-                Some((
-                    t.as_ref(),
-                    s.alias.clone().unwrap_or_else(|| t.name.clone()),
-                ))
-            })
-            .collect(),
+        columns: sources.iter().flat_map(source_columns).collect(),
         variable,
     };
     let mut names = Vec::new();
@@ -149,26 +176,9 @@ fn output_columns(
                     if !wanted {
                         continue;
                     }
-                    match &s.relation {
-                        crate::join::Relation::Table(t) => {
-                            let alias = name.as_deref().unwrap_or(&t.name);
-                            for (i, c) in t.columns.iter().enumerate() {
-                                names.push(c.name.clone());
-                                types.push(FieldType::of_column(t, i, alias));
-                            }
-                        }
-                        crate::join::Relation::Derived {
-                            columns,
-                            types: derived,
-                            ..
-                        } => {
-                            names.extend(columns.iter().cloned());
-                            types.extend(derived.iter().cloned());
-                        }
-                        crate::join::Relation::Memory { columns, .. } => {
-                            names.extend(columns.iter().cloned());
-                            types.extend(std::iter::repeat_n(FieldType::text(255), columns.len()));
-                        }
+                    for c in source_columns(s) {
+                        names.push(c.name);
+                        types.push(c.ty);
                     }
                 }
             }

@@ -47,6 +47,8 @@ pub struct Shared {
     /// This process among the SQL nodes (its GC report's key).
     pub node_id: String,
     next_connection: AtomicU32,
+    /// When this node started (`Uptime`).
+    started: std::time::Instant,
 }
 
 /// A connection as SHOW PROCESSLIST shows it.
@@ -72,6 +74,7 @@ impl Shared {
             sha2_logins: crate::caching_sha2::Logins::default(),
             processes: std::sync::Mutex::new(BTreeMap::new()),
             next_connection: AtomicU32::new(1),
+            started: std::time::Instant::now(),
             node_id: {
                 let started = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
@@ -358,8 +361,20 @@ impl Session {
         }
     }
 
-    /// Runs every statement in `sql`; stops at the first error.
-    pub async fn execute(&mut self, sql: &str) -> Result<Vec<Output>> {
+    /// Runs every statement in `sql`, in order, up to the first error: each one's outcome
+    /// (the last is the error, if one stopped them), as MySQL answers a multi-statement query.
+    pub async fn execute(&mut self, sql: &str) -> Vec<Result<Output>> {
+        let mut done = Vec::new();
+        let stopped = self.execute_into(sql, &mut done).await;
+        let mut out: Vec<Result<Output>> = done.into_iter().map(Ok).collect();
+        if let Err(e) = stopped {
+            out.push(Err(e));
+        }
+        out
+    }
+
+    /// Runs the statements in `sql`, pushing each one's output to `out`, up to the first error.
+    async fn execute_into(&mut self, sql: &str, out: &mut Vec<Output>) -> Result<()> {
         // SHOW WARNINGS / SHOW ERRORS (the parser does not know them): statements here end
         // with an error or without warnings, so the list is always empty.
         let words: Vec<String> = sql
@@ -385,10 +400,11 @@ impl Session {
                     vec![text(level), Datum::Int(i64::from(*code)), text(message)]
                 })
                 .collect();
-            return Ok(vec![Output::Rows(ResultSet::text(
+            out.push(Output::Rows(ResultSet::text(
                 vec!["Level".into(), "Code".into(), "Message".into()],
                 rows,
-            ))]);
+            )));
+            return Ok(());
         }
         self.warnings.clear();
         if let Some(account) = crate::users::parse(sql) {
@@ -396,16 +412,24 @@ impl Session {
             // As DDL: the open transaction commits first.
             self.commit_open().await?;
             crate::users::execute(&self.shared.client, &account).await?;
-            return Ok(vec![Output::done(0)]);
+            out.push(Output::done(0));
+            return Ok(());
         }
         if let Some(change) = crate::set_config::parse(sql) {
             let warnings = crate::set_config::apply(&self.shared.client, &change?).await?;
             self.warnings
                 .extend(warnings.into_iter().map(|w| ("Warning", 1105, w)));
-            return Ok(vec![Output::done(0)]);
+            out.push(Output::done(0));
+            return Ok(());
+        }
+        if let Some(statement) = self.rewrite(sql).await? {
+            out.push(
+                self.run_logged(&statement, StatementText::Text(sql.into()))
+                    .await?,
+            );
+            return Ok(());
         }
         let statements = parse(sql)?;
-        let mut out = Vec::with_capacity(statements.len());
         for s in &statements {
             let text = match statements.len() {
                 1 => sql.into(),
@@ -413,19 +437,60 @@ impl Session {
             };
             out.push(self.run_logged(s, StatementText::Text(text)).await?);
         }
-        Ok(out)
+        Ok(())
+    }
+
+    /// The statement that answers `sql`, for the statements sqlparser does not read as MySQL
+    /// does (SHOW, SET TRANSACTION); a SHOW of a database or table that does not exist is
+    /// refused here.
+    async fn rewrite(&self, sql: &str) -> Result<Option<Statement>> {
+        let text = if let Some(set) = crate::variables::set_transaction(sql) {
+            set?
+        } else if let Some(show) = crate::show::rewrite(sql, self.db.as_deref()) {
+            let show = show?;
+            if let Some(target) = &show.target {
+                self.check_exists(target).await?;
+            }
+            show.select
+        } else {
+            return Ok(None);
+        };
+        let mut statements = parse(&text)?;
+        match statements.len() {
+            1 => Ok(statements.pop()),
+            _ => Err(SqlError::unknown(format!("{sql} became {text}"))),
+        }
+    }
+
+    /// Refuses a SHOW of a database (1049) or table (1146) that does not exist.
+    async fn check_exists(&self, target: &crate::show::Target) -> Result<()> {
+        let client = &self.shared.client;
+        let snapshot = client.snapshot(client.current_ts().await?, 0);
+        let schema = self.shared.catalog.schema(&snapshot).await?;
+        match target {
+            crate::show::Target::Db(db) if db.eq_ignore_ascii_case(crate::info_schema::DB) => {
+                Ok(())
+            }
+            crate::show::Target::Db(db) => schema.db(db).map(|_| ()),
+            crate::show::Target::Table { db, table } => schema.table(db, table).map(|_| ()),
+        }
     }
 
     /// Prepares one statement: its id, its number of parameters and (for a query) the
     /// columns it returns.
     pub async fn prepare(&mut self, sql: &str) -> Result<(u32, usize, Vec<(String, FieldType)>)> {
-        let mut statements = parse(sql)?;
-        if statements.len() != 1 {
-            return Err(SqlError::syntax(
-                "a prepared statement must be exactly one statement",
-            ));
-        }
-        let mut statement = statements.pop().expect("one statement");
+        let mut statement = match self.rewrite(sql).await? {
+            Some(statement) => statement,
+            None => {
+                let mut statements = parse(sql)?;
+                if statements.len() != 1 {
+                    return Err(SqlError::syntax(
+                        "a prepared statement must be exactly one statement",
+                    ));
+                }
+                statements.pop().expect("one statement")
+            }
+        };
         let slots = param_slots(&mut statement);
         let params = slots.len();
         let columns = match &statement {
@@ -524,7 +589,7 @@ impl Session {
     fn resolve(&self, schema: &Schema, name: &ast::ObjectName) -> Result<crate::join::Resolved> {
         let (db, t) = self.qualified(name)?;
         if db.eq_ignore_ascii_case(crate::info_schema::DB) {
-            let (columns, rows) = crate::info_schema::table(schema, &t)?;
+            let (columns, rows) = crate::info_schema::table(schema, &t, &self.session_tables(&t))?;
             return Ok(crate::join::Resolved::Memory { columns, rows });
         }
         schema.table(&db, &t).map(crate::join::Resolved::Table)
@@ -597,6 +662,39 @@ impl Session {
         if let Some(p) = self.shared.processes().get_mut(&self.connection_id) {
             p.txn_start_ts = Some(start_ts);
         }
+    }
+
+    /// The rows of information_schema table `name` that come from this session or node
+    /// (none for the others).
+    fn session_tables(&self, name: &str) -> crate::info_schema::SessionTables {
+        let mut out = crate::info_schema::SessionTables::default();
+        let variables = |global| {
+            self.vars
+                .keys()
+                .filter_map(|k| Some((k.clone(), text(&self.variable(k, global)?))))
+                .collect()
+        };
+        match name.to_ascii_lowercase().as_str() {
+            "processlist" => out.processes = self.process_list(true).rows,
+            "session_variables" => out.session_variables = variables(false),
+            "global_variables" => out.global_variables = variables(true),
+            "session_status" | "global_status" => {
+                let connected = self.shared.processes().len();
+                let connections = self.shared.next_connection.load(Ordering::Relaxed) - 1;
+                out.status = [
+                    ("Connections", connections.to_string()),
+                    ("Threads_connected", connected.to_string()),
+                    (
+                        "Uptime",
+                        self.shared.started.elapsed().as_secs().to_string(),
+                    ),
+                ]
+                .map(|(k, v)| (k.to_string(), v))
+                .to_vec();
+            }
+            _ => {}
+        }
+        out
     }
 
     fn process_list(&self, full: bool) -> ResultSet {
@@ -814,6 +912,43 @@ impl Session {
             return Err(crate::variables::wrong_scope(name, "read only"));
         }
         let (value, typed) = crate::variables::check(name, v)?;
+        let unsupported_level =
+            matches!(&value, Datum::Bytes(l) if l == b"SERIALIZABLE" || l == b"READ-UNCOMMITTED");
+        if matches!(name, "transaction_isolation" | "tx_isolation")
+            && unsupported_level
+            && !matches!(
+                self.variable("tidb_skip_isolation_level_check", global),
+                Some(Datum::Int(1))
+            )
+        {
+            return Err(SqlError {
+                code: 8048,
+                state: "HY000",
+                message: format!(
+                    "The isolation level '{}' is not supported. Set tidb_skip_isolation_level_check=1 to skip this error",
+                    text(&value)
+                ),
+            });
+        }
+        // Both names of a variable that has two move together.
+        for alias in crate::variables::aliases(name)
+            .iter()
+            .filter(|a| **a != name)
+        {
+            self.set_one(alias, global, value.clone()).await?;
+        }
+        self.set_one(name, global, value).await?;
+        if let Some(typed) = typed {
+            self.shared.apply_node_variable(name, &typed);
+            if name == "tidb_replica_read" {
+                self.warn_replica_read(&typed);
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores a checked value of variable `name` where it lives.
+    async fn set_one(&mut self, name: &str, global: bool, value: Datum) -> Result<()> {
         match crate::variables::scope(name) {
             Scope::Instance => {}
             Scope::Global if !global => return Err(crate::variables::global_only(name)),
@@ -823,12 +958,6 @@ impl Session {
             }
             _ => {
                 self.vars.insert(name.to_string(), value);
-            }
-        }
-        if let Some(typed) = typed {
-            self.shared.apply_node_variable(name, &typed);
-            if name == "tidb_replica_read" {
-                self.warn_replica_read(&typed);
             }
         }
         Ok(())
@@ -1017,68 +1146,6 @@ impl Session {
                 Ok(Output::done(dml::delete(&ctx, txn, &t, d).await?.rows))
             }
             Statement::ShowProcessList { full } => Ok(Output::Rows(self.process_list(*full))),
-            Statement::ShowDatabases { .. } => Ok(Output::Rows(ResultSet::text(
-                vec!["Database".into()],
-                std::iter::once(crate::info_schema::DB)
-                    .chain(schema.dbs.values().map(|(d, _)| d.name.as_str()))
-                    .map(|d| vec![Datum::Bytes(d.as_bytes().to_vec())])
-                    .collect(),
-            ))),
-            Statement::ShowTables { .. } => {
-                let db = self.current_db()?.to_string();
-                let (_, tables) = schema
-                    .dbs
-                    .get(&db.to_lowercase())
-                    .ok_or_else(|| SqlError::unknown_database(&db))?;
-                Ok(Output::Rows(ResultSet::text(
-                    vec![format!("Tables_in_{db}")],
-                    tables
-                        .values()
-                        .map(|t| vec![Datum::Bytes(t.name.clone().into_bytes())])
-                        .collect(),
-                )))
-            }
-            Statement::ShowColumns { show_options, .. } => {
-                let name = show_options
-                    .show_in
-                    .as_ref()
-                    .and_then(|i| i.parent_name.as_ref())
-                    .ok_or_else(|| SqlError::syntax("SHOW COLUMNS needs FROM table"))?;
-                let t = self.resolve_table(&schema, name)?;
-                let text = |v: &str| Datum::Bytes(v.as_bytes().to_vec());
-                let rows = t
-                    .columns
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| {
-                        let key = crate::info_schema::column_key(&t, i);
-                        let default = match &c.default {
-                            None | Some(crate::catalog::Default::Null) => Datum::Null,
-                            Some(d) => {
-                                text(&crate::types::text(&crate::rows::default_value(Some(d))))
-                            }
-                        };
-                        vec![
-                            text(&c.name),
-                            text(&c.ty.name()),
-                            text(if c.nullable { "YES" } else { "NO" }),
-                            text(key),
-                            default,
-                            text(if c.auto_increment {
-                                "auto_increment"
-                            } else {
-                                ""
-                            }),
-                        ]
-                    })
-                    .collect();
-                Ok(Output::Rows(ResultSet::text(
-                    ["Field", "Type", "Null", "Key", "Default", "Extra"]
-                        .map(String::from)
-                        .to_vec(),
-                    rows,
-                )))
-            }
             Statement::ShowCreate {
                 obj_type: ast::ShowCreateObject::Table,
                 obj_name,
@@ -1090,31 +1157,6 @@ impl Session {
                         Datum::Bytes(t.name.clone().into_bytes()),
                         Datum::Bytes(ddl::show_create(&t).into_bytes()),
                     ]],
-                )))
-            }
-            Statement::ShowVariables { filter, global, .. } => {
-                let pattern = match filter {
-                    Some(ast::ShowStatementFilter::Like(p)) => Some(p.to_ascii_lowercase()),
-                    None => None,
-                    Some(other) => return Err(SqlError::not_supported(other.to_string())),
-                };
-                Ok(Output::Rows(ResultSet::text(
-                    vec!["Variable_name".into(), "Value".into()],
-                    self.vars
-                        .keys()
-                        .filter(|k| {
-                            pattern
-                                .as_ref()
-                                .is_none_or(|p| expr::eval::like(k.as_bytes(), p.as_bytes()))
-                        })
-                        .filter_map(|k| Some((k, self.variable(k, *global)?)))
-                        .map(|(k, v)| {
-                            vec![
-                                Datum::Bytes(k.clone().into_bytes()),
-                                Datum::Bytes(text(&v).into_bytes()),
-                            ]
-                        })
-                        .collect(),
                 )))
             }
             other => Err(SqlError::not_supported(

@@ -64,6 +64,17 @@ pub static DEFAULTS: LazyLock<BTreeMap<String, Datum>> = LazyLock::new(|| {
         ("sql_select_limit", Datum::UInt(u64::MAX)),
         ("sql_auto_is_null", Datum::Int(0)),
         ("tidb_txn_mode", s("pessimistic")),
+        ("tidb_skip_isolation_level_check", Datum::Int(0)),
+        ("socket", s("")),
+        ("port", Datum::Int(4000)),
+        ("hostname", s("localhost")),
+        ("default_storage_engine", s("InnoDB")),
+        ("default_authentication_plugin", s("mysql_native_password")),
+        ("character_set_filesystem", s("binary")),
+        ("div_precision_increment", Datum::Int(4)),
+        ("explicit_defaults_for_timestamp", Datum::Int(1)),
+        ("sql_require_primary_key", Datum::Int(0)),
+        ("tidb_allow_batch_cop", Datum::Int(1)),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -120,6 +131,14 @@ pub fn check(name: &str, v: Datum) -> Result<(Datum, Option<Value>)> {
             "0" | "off" | "false" => 0,
             _ => return Err(SqlError::wrong_variable_value(name, &shown)),
         }),
+        // MySQL's names, with a space or a dash between the words.
+        "transaction_isolation" | "tx_isolation" => {
+            match shown.to_ascii_uppercase().replace(' ', "-").as_str() {
+                level @ ("REPEATABLE-READ" | "READ-COMMITTED" | "SERIALIZABLE"
+                | "READ-UNCOMMITTED") => Datum::Bytes(level.as_bytes().to_vec()),
+                _ => return Err(SqlError::wrong_variable_value(name, &shown)),
+            }
+        }
         "tidb_txn_mode" => match shown.to_ascii_lowercase().as_str() {
             "" | "pessimistic" => Datum::Bytes(b"pessimistic".to_vec()),
             "optimistic" => Datum::Bytes(b"optimistic".to_vec()),
@@ -137,6 +156,77 @@ pub fn check(name: &str, v: Datum) -> Result<(Datum, Option<Value>)> {
         },
     };
     Ok((value, None))
+}
+
+/// `SET [GLOBAL | SESSION] TRANSACTION mode [, mode]` (JDBC's `setTransactionIsolation` and
+/// `setReadOnly` send it; sqlparser drops its GLOBAL) as the `SET` of the variables it sets:
+/// `transaction_isolation`, `transaction_read_only`. `None` for any other statement, and for
+/// one of several (sqlparser reads those, and Atoll refuses them).
+///
+/// Atoll applies it to the session, not to the next transaction only as MySQL does without a
+/// scope word.
+pub fn set_transaction(sql: &str) -> Option<Result<String>> {
+    let sql = sql.trim().trim_end_matches(';');
+    if sql.contains(';') {
+        return None;
+    }
+    let words: Vec<String> = sql
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_uppercase)
+        .collect();
+    let (scope, rest) = match words.as_slice() {
+        [set, scope, txn, rest @ ..] if set == "SET" && txn == "TRANSACTION" => {
+            match scope.as_str() {
+                "GLOBAL" => ("global", rest),
+                "SESSION" | "LOCAL" => ("session", rest),
+                _ => return None,
+            }
+        }
+        [set, txn, rest @ ..] if set == "SET" && txn == "TRANSACTION" => ("session", rest),
+        _ => return None,
+    };
+    let mut out = Vec::new();
+    let mut at = 0;
+    let word = |i: usize| rest.get(i).map(String::as_str);
+    while at < rest.len() {
+        match (word(at), word(at + 1), word(at + 2), word(at + 3)) {
+            (Some("ISOLATION"), Some("LEVEL"), Some(a), b) => {
+                let (level, used) = match (a, b) {
+                    ("READ", Some("COMMITTED")) => ("READ-COMMITTED", 4),
+                    ("READ", Some("UNCOMMITTED")) => ("READ-UNCOMMITTED", 4),
+                    ("REPEATABLE", Some("READ")) => ("REPEATABLE-READ", 4),
+                    ("SERIALIZABLE", _) => ("SERIALIZABLE", 3),
+                    _ => return Some(Err(SqlError::syntax(format!("near '{a}'")))),
+                };
+                out.push(format!("@@{scope}.transaction_isolation = '{level}'"));
+                at += used;
+            }
+            (Some("READ"), Some(mode @ ("ONLY" | "WRITE")), _, _) => {
+                out.push(format!(
+                    "@@{scope}.transaction_read_only = {}",
+                    i64::from(mode == "ONLY")
+                ));
+                at += 2;
+            }
+            (w, _, _, _) => {
+                return Some(Err(SqlError::syntax(format!("near '{}'", w.unwrap_or("")))));
+            }
+        }
+    }
+    if out.is_empty() {
+        return Some(Err(SqlError::syntax("SET TRANSACTION needs a mode")));
+    }
+    Some(Ok(format!("SET {}", out.join(", "))))
+}
+
+/// The names a variable is also known by (MySQL 5.7's `tx_` names for the `transaction_` ones).
+pub fn aliases(name: &str) -> &'static [&'static str] {
+    match name {
+        "transaction_isolation" | "tx_isolation" => &["transaction_isolation", "tx_isolation"],
+        "transaction_read_only" | "tx_read_only" => &["transaction_read_only", "tx_read_only"],
+        _ => &[],
+    }
 }
 
 /// Variables a client may read and never set (MySQL's 1238).

@@ -141,10 +141,11 @@ impl Cursor {
 }
 
 /// A statement that is not UTF-8 because its string literals hold binary data (a driver that
-/// interpolates parameters on the client, such as go-sql-driver with `interpolateParams` or
-/// mysql-connector-python, sends `_binary'...'` with the raw bytes, backslash-escaped), as
-/// UTF-8 text: each such literal, with its introducer, becomes the hex literal of the same
-/// bytes. `None` when bytes outside string literals are not UTF-8 (MySQL's 1300).
+/// interpolates parameters on the client sends the raw bytes, backslash-escaped: go-sql-driver
+/// with `interpolateParams` and PyMySQL as `_binary'...'`, mysql-connector-python as `'...'`),
+/// as UTF-8 text: each such literal, with its introducer, becomes the hex literal of the same
+/// bytes, which is what MySQL stores from either into a binary column. `None` when bytes
+/// outside string literals are not UTF-8 (MySQL's 1300).
 pub fn binary_literals_as_hex(sql: &[u8]) -> Option<String> {
     let mut out = Vec::with_capacity(sql.len() * 2);
     let mut i = 0;
@@ -248,7 +249,11 @@ mod binary_literal_tests {
             Some("INSERT INTO t VALUES (1, X'00FF27612762', 'x\\'y')")
         );
         assert_eq!(
-            binary_literals_as_hex(b"SELECT \"\xfe\"").as_deref(),
+            binary_literals_as_hex(b"SELECT _BINARY \"\xfe\"").as_deref(),
+            Some("SELECT X'FE'")
+        );
+        assert_eq!(
+            binary_literals_as_hex(b"SELECT '\xfe'").as_deref(),
             Some("SELECT X'FE'")
         );
         assert_eq!(binary_literals_as_hex(b"SELECT \xff"), None);

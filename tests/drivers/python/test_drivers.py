@@ -52,7 +52,7 @@ class Conn:
         cur = self.cursor()
         if self.prepared:
             sql = sql.replace("%s", "?")
-        cur.execute(sql, params)
+        cur.execute(sql, params or None)
         rows = [tuple(r) for r in cur.fetchall()] if cur.description else []
         types = [d[1] for d in cur.description] if cur.description else []
         cur.close()
@@ -62,7 +62,7 @@ class Conn:
         cur = self.cursor()
         if self.prepared:
             sql = sql.replace("%s", "?")
-        cur.execute(sql, params)
+        cur.execute(sql, params or None)
         n = cur.rowcount
         cur.close()
         return n
@@ -257,3 +257,60 @@ def test_reset_and_close(conn):
     again = Conn(conn.mode)
     assert again.query("SELECT 1")[0] == [(1,)]
     again.close()
+
+
+def test_several_statements_in_one_query_answer_each():
+    from pymysql.constants import CLIENT
+
+    c = pymysql.connect(host=HOST, port=PORT, user="root", client_flag=CLIENT.MULTI_STATEMENTS)
+    cur = c.cursor()
+    cur.execute("SELECT 1; SET @m = 5; SELECT @m, 'x'")
+    results = [list(cur.fetchall())]
+    while cur.nextset():
+        results.append(list(cur.fetchall()))
+    assert results == [[(1,)], [], [(5, "x")]]
+    # An error stops the statements after it, and the connection goes on.
+    with pytest.raises(pymysql.MySQLError) as e:
+        cur.execute("SELECT 1; SELECT * FROM no_such_db.t; SELECT 3")
+        while cur.nextset():
+            pass
+    assert e.value.args[0] == 1049 or e.value.args[0] == 1146
+    cur.execute("SELECT 9")
+    assert cur.fetchall() == ((9,),)
+    c.close()
+
+
+def test_metadata_statements_tools_send(conn):
+    conn.run("CREATE TABLE m (id INT PRIMARY KEY, name VARCHAR(20) NOT NULL, price INT,"
+             " UNIQUE KEY name_u (name), KEY price_i (price))")
+    rows, _ = conn.query("SHOW INDEX FROM m")
+    assert [(r[2], r[3], r[4], r[1]) for r in rows] == [
+        ("PRIMARY", 1, "id", 0), ("name_u", 1, "name", 0), ("price_i", 1, "price", 1)]
+    rows, _ = conn.query("SHOW KEYS FROM m WHERE Key_name = 'price_i'")
+    assert [r[4] for r in rows] == ["price"]
+    rows, _ = conn.query("SHOW FULL COLUMNS FROM m LIKE 'na%'")
+    assert [(r[0], r[1], r[3]) for r in rows] == [("name", "varchar(20)", "NO")]
+    db = conn.query("SELECT DATABASE()")[0][0][0]
+    rows, _ = conn.query("SHOW CREATE DATABASE " + db)
+    assert rows[0][1].startswith(f"CREATE DATABASE `{db}`")
+    rows, _ = conn.query(
+        "SELECT INDEX_NAME, COLUMN_NAME, NON_UNIQUE FROM information_schema.STATISTICS"
+        " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = 'm' ORDER BY INDEX_NAME", (db,))
+    # In utf8mb4_bin's order, TiDB's default collation: upper case first.
+    assert rows == [("PRIMARY", "id", 0), ("name_u", "name", 0), ("price_i", "price", 1)]
+    rows, _ = conn.query(
+        "SELECT CONSTRAINT_NAME, CONSTRAINT_TYPE FROM information_schema.TABLE_CONSTRAINTS"
+        " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = 'm'", (db,))
+    assert sorted(rows) == [("PRIMARY", "PRIMARY KEY"), ("name_u", "UNIQUE")]
+    rows, _ = conn.query("SHOW VARIABLES WHERE Variable_name = 'autocommit'")
+    assert rows == [("autocommit", "1")]
+    assert conn.query("SHOW ENGINES")[0][0][0] == "InnoDB"
+    assert ("utf8mb4", "UTF-8 Unicode", "utf8mb4_bin", 4) in conn.query("SHOW CHARSET")[0]
+
+
+def test_isolation_levels_as_tidb_takes_them(conn):
+    conn.run("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+    assert conn.query("SELECT @@transaction_isolation, @@tx_isolation")[0] == [
+        ("READ-COMMITTED", "READ-COMMITTED")]
+    assert conn.error_code("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE") == 8048
+    assert conn.error_code("SET transaction_isolation = 'BOGUS'") == 1231

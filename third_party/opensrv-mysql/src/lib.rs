@@ -399,7 +399,15 @@ where
         // connection_id (4 bytes)
         writer.write_all(&shim.connect_id().to_le_bytes())?;
 
+        // Atoll: also LONG_FLAG (without it Connector/J reads a column's flags as one byte and
+        // its decimals from the second), TRANSACTIONS, and MULTI_STATEMENTS with its results.
         let server_capabilities = CapabilityFlags::CLIENT_PROTOCOL_41
+            | CapabilityFlags::CLIENT_LONG_PASSWORD
+            | CapabilityFlags::CLIENT_LONG_FLAG
+            | CapabilityFlags::CLIENT_TRANSACTIONS
+            | CapabilityFlags::CLIENT_MULTI_STATEMENTS
+            | CapabilityFlags::CLIENT_MULTI_RESULTS
+            | CapabilityFlags::CLIENT_PS_MULTI_RESULTS
             | CapabilityFlags::CLIENT_SECURE_CONNECTION
             | CapabilityFlags::CLIENT_PLUGIN_AUTH
             | CapabilityFlags::CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA

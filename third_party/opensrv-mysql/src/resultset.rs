@@ -161,7 +161,10 @@ impl<'a, W: AsyncWrite + Unpin> QueryResultWriter<'a, W> {
         }
         match self.last_end.take() {
             None => Ok(()),
-            Some(Finalizer::Ok(ok_packet)) => {
+            Some(Finalizer::Ok(mut ok_packet)) => {
+                // Atoll: an OK that ends one of several results says more follow (0.7.0 said it
+                // only on EOF packets).
+                ok_packet.status_flags |= status;
                 writers::write_ok_packet(self.writer, self.client_capabilities, ok_packet).await
             }
             Some(Finalizer::Eof) => writers::write_eof_packet(self.writer, status).await,
