@@ -209,6 +209,10 @@ fn column_from_ast(id: i64, c: &ast::ColumnDef) -> Result<(ColumnInfo, ColumnKey
 }
 
 pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
+    let names = ct.name.0.iter().filter_map(|p| p.as_ident());
+    for id in names.chain(ct.columns.iter().map(|c| &c.name)) {
+        crate::words::refuse_reserved(id)?;
+    }
     let (_, name) = split_name(&ct.name);
     let mut t = TableInfo {
         id: 0,

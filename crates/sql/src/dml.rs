@@ -106,18 +106,109 @@ fn assignments(
         .collect()
 }
 
-/// Applies `sets` to `row` (all evaluated on the old row, as MySQL does per assignment in order).
+/// Applies `sets` to `row` in order, each seeing the assignments before it, as MySQL does;
+/// `inserted` is the row an INSERT wanted to write, for ON DUPLICATE KEY UPDATE (see
+/// [`on_duplicate_scope`]), empty for UPDATE.
 fn apply(
     t: &TableInfo,
     row: &[Datum],
     sets: &[(usize, Expr)],
     row_no: usize,
+    inserted: &[Datum],
 ) -> Result<Vec<Datum>> {
     let mut new = row.to_vec();
+    new.extend_from_slice(inserted);
     for (col, e) in sets {
         new[*col] = e.eval(&new)?;
     }
+    new.truncate(t.columns.len());
     convert_row(t, new, row_no)
+}
+
+/// The name prefix of the inserted row's columns in ON DUPLICATE KEY UPDATE's scope: no name
+/// a statement writes begins with it, so a column named alone is the existing row's, as in
+/// MySQL.
+const INSERTED: &str = "\u{0}inserted.";
+
+/// What ON DUPLICATE KEY UPDATE binds against: the existing row's columns, then the row the
+/// INSERT wanted to write (`VALUES(c)`, or `alias.c` after `AS alias`).
+fn on_duplicate_scope(t: &TableInfo) -> Scope {
+    let mut scope = table_scope(t, None);
+    scope.columns.extend(
+        t.columns
+            .iter()
+            .map(|c| (None, format!("{INSERTED}{}", c.name))),
+    );
+    scope
+}
+
+/// ON DUPLICATE KEY UPDATE's assignments with their references to the inserted row,
+/// `VALUES(c)` and `alias.c` (or `alias.x`, or `x` alone, for the x of `AS alias(x, ...)`),
+/// renamed to the inserted row's columns in [`on_duplicate_scope`].
+fn refer_to_inserted(
+    t: &TableInfo,
+    sets: &[Assignment],
+    alias: Option<&ast::InsertAliases>,
+) -> Vec<Assignment> {
+    let inserted = |name: &str| ast::Expr::Identifier(ast::Ident::new(format!("{INSERTED}{name}")));
+    let column_of_alias = |name: &str| -> Option<String> {
+        // sqlparser gives `AS alias` an empty list of column aliases.
+        match alias
+            .and_then(|a| a.col_aliases.as_ref())
+            .filter(|n| !n.is_empty())
+        {
+            Some(names) => names
+                .iter()
+                .position(|n| n.value.eq_ignore_ascii_case(name))
+                .and_then(|i| t.columns.get(i))
+                .map(|c| c.name.clone()),
+            None => Some(name.to_string()),
+        }
+    };
+    let row_alias = alias.map(|a| crate::ddl::split_name(&a.row_alias).1);
+    let mut sets = sets.to_vec();
+    for a in &mut sets {
+        let _ = ast::visit_expressions_mut(&mut a.value, |e| {
+            let renamed = match e {
+                ast::Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("values") => {
+                    match &f.args {
+                        ast::FunctionArguments::List(list) => match list.args.as_slice() {
+                            [
+                                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(
+                                    ast::Expr::Identifier(c),
+                                )),
+                            ] => Some(inserted(&c.value)),
+                            _ => None,
+                        },
+                        _ => None,
+                    }
+                }
+                ast::Expr::CompoundIdentifier(parts)
+                    if parts.len() == 2
+                        && row_alias
+                            .as_deref()
+                            .is_some_and(|r| parts[0].value.eq_ignore_ascii_case(r)) =>
+                {
+                    column_of_alias(&parts[1].value).map(|c| inserted(&c))
+                }
+                // A column alias named alone, as MySQL allows where no column has its name.
+                ast::Expr::Identifier(id)
+                    if t.column(&id.value).is_none()
+                        && alias.and_then(|a| a.col_aliases.as_ref()).is_some_and(|n| {
+                            n.iter().any(|n| n.value.eq_ignore_ascii_case(&id.value))
+                        }) =>
+                {
+                    column_of_alias(&id.value).map(|c| inserted(&c))
+                }
+                _ => None,
+            };
+            if let Some(r) = renamed {
+                *e = r;
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+    }
+    sets
 }
 
 /// Writes `new` in place of `old` (same or changed handle), keeping indexes in step.
@@ -168,7 +259,6 @@ pub async fn insert(
     let SetExpr::Values(values) = source.body.as_ref() else {
         return Err(SqlError::not_supported("INSERT ... SELECT"));
     };
-    let scope = table_scope(t, None);
     let mut affected = Affected::default();
     let on_duplicate = match &ins.on {
         Some(ast::OnInsert::DuplicateKeyUpdate(sets)) => Some(sets),
@@ -196,8 +286,12 @@ pub async fn insert(
         }
         evaluated.push(row);
     }
+    let dup_scope = on_duplicate_scope(t);
     let dup_sets = on_duplicate
-        .map(|s| assignments(t, &scope, s, ctx))
+        .map(|s| {
+            let sets = refer_to_inserted(t, s, ins.insert_alias.as_ref());
+            assignments(t, &dup_scope, &sets, ctx)
+        })
         .transpose()?;
     // Each row's values and handle, up to the first row that fails (its error comes when
     // the rows before it are written, as MySQL reports the first bad row).
@@ -250,7 +344,7 @@ pub async fn insert(
                     let old = existing_row(txn, t, other)
                         .await?
                         .ok_or_else(|| SqlError::unknown("a duplicate row vanished"))?;
-                    let new = apply(t, &old, sets, row_no)?;
+                    let new = apply(t, &old, sets, row_no, &row)?;
                     if new != old {
                         rewrite(txn, t, other, &old, &new).await?;
                         affected.rows += 2;
@@ -464,7 +558,7 @@ pub async fn update(
     .await?;
     let mut affected = Affected::default();
     for (n, (h, old)) in rows.into_iter().enumerate() {
-        let new = apply(t, &old, &sets, n + 1)?;
+        let new = apply(t, &old, &sets, n + 1, &[])?;
         if new != old {
             rewrite(txn, t, h, &old, &new).await?;
             affected.rows += 1;

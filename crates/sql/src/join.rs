@@ -87,6 +87,11 @@ fn read_relation(
 ) -> Result<(Relation, Option<String>)> {
     match f {
         TableFactor::Table { name, alias, .. } => {
+            for part in &name.0 {
+                if let Some(id) = part.as_ident() {
+                    crate::words::refuse_reserved(id)?;
+                }
+            }
             let alias = alias.as_ref().map(|a| a.name.value.clone());
             Ok(match schema_table(name)? {
                 Resolved::Table(t) => (Relation::Table(t), alias),

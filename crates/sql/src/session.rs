@@ -189,6 +189,9 @@ pub struct Session {
     /// a parsed statement through the map's nodes was 3 % of the SQL node's CPU in read_write.
     prepared: BTreeMap<u32, Box<Prepared>>,
     next_statement: u32,
+    /// Statements prepared with SQL's `PREPARE name FROM ...`: their ids in `prepared`, by
+    /// lowercased name.
+    named: BTreeMap<String, u32>,
 }
 
 /// A bound parameter as the slow log lists it.
@@ -230,6 +233,41 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
             sql.chars().take(80).collect::<String>()
         ))
     })
+}
+
+/// Where `PREPARE name FROM ...` takes its statement from.
+enum PrepareSource {
+    Text(String),
+    /// A user variable's name, without the `@`.
+    Variable(String),
+}
+
+/// `PREPARE name FROM 'text' | @variable` (sqlparser knows only PostgreSQL's PREPARE ... AS):
+/// the name, lowercased, and the source; `None` for any other statement.
+fn parse_prepare(sql: &str) -> Option<Result<(String, PrepareSource)>> {
+    use crate::words::Token;
+    let first = sql.split_whitespace().next()?;
+    if !first.eq_ignore_ascii_case("PREPARE") {
+        return None;
+    }
+    let toks = match crate::words::tokens(sql.trim().trim_end_matches(';')) {
+        Ok(t) => t,
+        Err(e) => return Some(Err(e)),
+    };
+    let word = |t: Option<&Token>| match t {
+        Some(Token::Word(w) | Token::Quoted(w)) => Some(w.clone()),
+        _ => None,
+    };
+    let is_from = matches!(toks.get(2), Some(Token::Word(w)) if w.eq_ignore_ascii_case("FROM"));
+    let source = match &toks.get(3..).unwrap_or_default() {
+        [Token::Quoted(text)] => PrepareSource::Text(text.clone()),
+        [Token::Symbol('@'), Token::Word(var)] => PrepareSource::Variable(var.to_ascii_lowercase()),
+        _ => return Some(Err(SqlError::syntax(format!("near '{sql}'")))),
+    };
+    match word(toks.get(1)) {
+        Some(name) if is_from => Some(Ok((name.to_ascii_lowercase(), source))),
+        _ => Some(Err(SqlError::syntax(format!("near '{sql}'")))),
+    }
 }
 
 /// The `ON table` of a DROP INDEX.
@@ -304,6 +342,7 @@ impl Session {
             last_insert_id: 0,
             prepared: BTreeMap::new(),
             next_statement: 1,
+            named: BTreeMap::new(),
         };
         session.show_process(None);
         session
@@ -422,6 +461,22 @@ impl Session {
             out.push(Output::done(0));
             return Ok(());
         }
+        if let Some(prepare) = parse_prepare(sql) {
+            let (name, source) = prepare?;
+            let text = match source {
+                PrepareSource::Text(text) => text,
+                PrepareSource::Variable(var) => match self.lookup(Lookup::User(&var))? {
+                    Datum::Null => return Err(SqlError::syntax("near 'NULL'")),
+                    d => text(&d),
+                },
+            };
+            let (id, _, _) = self.prepare(&text).await?;
+            if let Some(old) = self.named.insert(name, id) {
+                self.close_prepared(old);
+            }
+            out.push(Output::done(0));
+            return Ok(());
+        }
         if let Some(statement) = self.rewrite(sql).await? {
             out.push(
                 self.run_logged(&statement, StatementText::Text(sql.into()))
@@ -435,7 +490,28 @@ impl Session {
                 1 => sql.into(),
                 _ => s.to_string().into(),
             };
-            out.push(self.run_logged(s, StatementText::Text(text)).await?);
+            out.push(match s {
+                Statement::Execute {
+                    name: Some(name),
+                    using,
+                    parameters,
+                    ..
+                } => {
+                    let args: Vec<&ast::Expr> = using
+                        .iter()
+                        .map(|a| &a.expr)
+                        .chain(parameters.iter())
+                        .collect();
+                    self.execute_named(&name.to_string(), &args).await?
+                }
+                Statement::Deallocate { name, .. } => {
+                    let id = self.named_statement(&name.value, "DEALLOCATE PREPARE")?;
+                    self.named.remove(&name.value.to_ascii_lowercase());
+                    self.close_prepared(id);
+                    Output::done(0)
+                }
+                _ => self.run_logged(s, StatementText::Text(text)).await?,
+            });
         }
         Ok(())
     }
@@ -479,6 +555,18 @@ impl Session {
     /// Prepares one statement: its id, its number of parameters and (for a query) the
     /// columns it returns.
     pub async fn prepare(&mut self, sql: &str) -> Result<(u32, usize, Vec<(String, FieldType)>)> {
+        let first = sql.split_whitespace().next().unwrap_or_default();
+        if ["PREPARE", "EXECUTE", "DEALLOCATE"]
+            .iter()
+            .any(|w| first.eq_ignore_ascii_case(w))
+        {
+            return Err(SqlError {
+                code: 1295,
+                state: "HY000",
+                message: "This command is not supported in the prepared statement protocol yet"
+                    .into(),
+            });
+        }
         let mut statement = match self.rewrite(sql).await? {
             Some(statement) => statement,
             None => {
@@ -554,6 +642,44 @@ impl Session {
         out
     }
 
+    /// The id of the statement SQL's PREPARE named `name` (1243 if there is none, as MySQL
+    /// answers `what`).
+    fn named_statement(&self, name: &str, what: &str) -> Result<u32> {
+        self.named
+            .get(&name.to_ascii_lowercase())
+            .copied()
+            .ok_or_else(|| SqlError {
+                code: 1243,
+                state: "HY000",
+                message: format!("Unknown prepared statement handler ({name}) given to {what}"),
+            })
+    }
+
+    /// `EXECUTE name [USING @a, ...]`: the statement SQL's PREPARE named, with the values of
+    /// `args` for its `?`s.
+    async fn execute_named(&mut self, name: &str, args: &[&ast::Expr]) -> Result<Output> {
+        let id = self.named_statement(name, "EXECUTE")?;
+        let scope = crate::bind::Scope::default();
+        let values = {
+            let this = &*self;
+            let lookup = |l: Lookup<'_>| this.lookup(l);
+            let mut binder = crate::bind::Binder::new(&scope, &lookup);
+            args.iter()
+                .map(|a| Ok(binder.bind(a)?.eval(&[])?))
+                .collect::<Result<Vec<Datum>>>()?
+        };
+        self.execute_prepared(id, &values)
+            .await
+            .map_err(|e| match e.code {
+                // MySQL's message for EXECUTE names the statement, not the protocol command.
+                1210 => SqlError {
+                    message: "Incorrect arguments to EXECUTE".into(),
+                    ..e
+                },
+                _ => e,
+            })
+    }
+
     pub fn close_prepared(&mut self, id: u32) {
         self.prepared.remove(&id);
     }
@@ -568,6 +694,7 @@ impl Session {
         self.vars = self.shared.globals.all();
         self.user_vars.clear();
         self.prepared.clear();
+        self.named.clear();
         self.warnings.clear();
         self.last_insert_id = 0;
         self.show_process(None);

@@ -314,3 +314,21 @@ def test_isolation_levels_as_tidb_takes_them(conn):
         ("READ-COMMITTED", "READ-COMMITTED")]
     assert conn.error_code("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE") == 8048
     assert conn.error_code("SET transaction_isolation = 'BOGUS'") == 1231
+
+
+def test_sql_prepare_execute_and_deallocate(conn):
+    if conn.prepared:
+        # As MySQL: SQL's PREPARE is not itself a statement to prepare.
+        assert conn.error_code("PREPARE q FROM 'SELECT 1'") == 1295
+        return
+    conn.run("CREATE TABLE sp (id INT PRIMARY KEY, v VARCHAR(10))")
+    conn.run("INSERT INTO sp VALUES (1, 'one'), (2, 'two')")
+    conn.run("PREPARE q FROM 'SELECT v FROM sp WHERE id = ?'")
+    conn.run("SET @id = 2")
+    assert conn.query("EXECUTE q USING @id")[0] == [("two",)]
+    conn.run("SET @text = 'SELECT COUNT(*) FROM sp'")
+    conn.run("PREPARE q FROM @text")
+    assert conn.query("EXECUTE q")[0] == [(2,)]
+    assert conn.error_code("EXECUTE q USING @id") == 1210
+    conn.run("DEALLOCATE PREPARE q")
+    assert conn.error_code("EXECUTE q") == 1243
