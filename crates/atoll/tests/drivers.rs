@@ -3,7 +3,8 @@
 //! protocol), run with pytest from the venv scripts/install-deps makes; the Go suite in
 //! tests/drivers/go (go-sql-driver/mysql, parameters interpolated and server-prepared); the
 //! Java suite in tests/drivers/java (MySQL Connector/J, client- and server-prepared, with the
-//! jar scripts/install-deps downloads).
+//! jar scripts/install-deps downloads); and two ORMs, SQLAlchemy (in the Python suite) and
+//! GORM (tests/drivers/gorm).
 
 mod common;
 
@@ -30,10 +31,9 @@ fn the_python_drivers_pass_their_suite() {
     );
 }
 
-#[test]
-fn the_go_driver_passes_its_suite() {
-    let c = Cluster::start();
-    let suite = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/drivers/go");
+/// Runs `go test` in `dir` (under tests/drivers) against `c`.
+fn go_test(c: &Cluster, dir: &str) {
+    let suite = format!("{}/../../tests/drivers/{dir}", env!("CARGO_MANIFEST_DIR"));
     let out = std::process::Command::new("go")
         .args(["test", "-count=1", "./..."])
         .current_dir(suite)
@@ -42,10 +42,17 @@ fn the_go_driver_passes_its_suite() {
         .unwrap_or_else(|e| panic!("go runs (scripts/install-deps installs it): {e}"));
     assert!(
         out.status.success(),
-        "the Go driver suite failed:\n{}\n{}",
+        "the Go suite in tests/drivers/{dir} failed:\n{}\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn the_go_driver_and_gorm_pass_their_suites() {
+    let c = Cluster::start();
+    go_test(&c, "go");
+    go_test(&c, "gorm");
 }
 
 #[test]

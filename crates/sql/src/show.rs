@@ -8,8 +8,8 @@
 //! `SHOW [FULL] {COLUMNS | FIELDS} FROM t [FROM db]`, `SHOW {INDEX | INDEXES | KEYS} FROM t
 //! [FROM db]`, `SHOW TABLE STATUS [FROM db]`, `SHOW [GLOBAL | SESSION] {VARIABLES | STATUS}`,
 //! `SHOW ENGINES`, `SHOW {CHARSET | CHARACTER SET}`, `SHOW COLLATION`, each with `LIKE
-//! 'pattern'` (on the first column) or `WHERE expr`; and `SHOW CREATE {DATABASE | SCHEMA}
-//! [IF NOT EXISTS] db`.
+//! 'pattern'` (on the first column) or `WHERE expr`; `SHOW CREATE {DATABASE | SCHEMA}
+//! [IF NOT EXISTS] db`; and `{DESCRIBE | DESC} t [column]`, which is SHOW COLUMNS.
 
 use crate::error::{Result, SqlError};
 use crate::words::{Token, tokens};
@@ -34,6 +34,9 @@ pub struct Show {
 pub fn rewrite(sql: &str, db: Option<&str>) -> Option<Result<Show>> {
     let text = sql.trim().trim_end_matches(';').trim_end();
     let first = text.split_whitespace().next()?;
+    if first.eq_ignore_ascii_case("DESCRIBE") || first.eq_ignore_ascii_case("DESC") {
+        return Some(describe(text, db));
+    }
     if !first.eq_ignore_ascii_case("SHOW") {
         return None;
     }
@@ -459,6 +462,38 @@ fn build(
     })
 }
 
+/// `{DESCRIBE | DESC} t [column | 'pattern']`: SHOW COLUMNS FROM t [LIKE ...].
+fn describe(text: &str, db: Option<&str>) -> Result<Show> {
+    let toks = tokens(text)?;
+    // `db.t` is one word; `` `db`.`t` `` is a name, a dot and a name.
+    let (table, rest) = match &toks[1..] {
+        [db, Token::Word(dot), t, rest @ ..] if dot == "." => {
+            let db = name(Some(db)).ok_or_else(|| syntax(text))?;
+            let t = name(Some(t)).ok_or_else(|| syntax(text))?;
+            (format!("{db}.{t}"), rest)
+        }
+        [t, rest @ ..] => (name(Some(t)).ok_or_else(|| syntax(text))?, rest),
+        [] => return Err(syntax(text)),
+    };
+    let like = match rest {
+        [] => None,
+        [Token::Word(c) | Token::Quoted(c)] => Some(c.clone()),
+        _ => return Err(syntax(text)),
+    };
+    let mut from = vec![Token::Word("FROM".into()), Token::Quoted(table)];
+    if let Some(pattern) = like {
+        from.extend([Token::Word("LIKE".into()), Token::Quoted(pattern)]);
+    }
+    let words: Vec<String> = from
+        .iter()
+        .map(|t| match t {
+            Token::Word(w) => w.clone(),
+            _ => String::new(),
+        })
+        .collect();
+    build(What::Columns { full: false }, &from, &words, None, db)
+}
+
 /// `SHOW CREATE DATABASE [IF NOT EXISTS] db`.
 fn create_database(toks: &[Token], words: &[String]) -> Result<Show> {
     let skip = if words.starts_with(&["IF".into(), "NOT".into(), "EXISTS".into()]) {
@@ -540,6 +575,15 @@ mod tests {
                 .contains("`Auto_increment`")
         );
         assert!(show("SHOW CHARACTER SET").select.contains("CHARACTER_SETS"));
+        let s = show("DESCRIBE `o`.`items`");
+        assert_eq!(
+            s.target,
+            Some(Target::Table {
+                db: "o".into(),
+                table: "items".into()
+            })
+        );
+        assert!(show("DESC items id").select.contains("`Field` LIKE 'id'"));
     }
 
     #[test]
