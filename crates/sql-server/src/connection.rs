@@ -424,6 +424,14 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         status(&self.session)
     }
 
+    fn local_infile(&mut self, query: &str) -> Option<String> {
+        self.session().local_infile(query)
+    }
+
+    async fn on_infile_data(&mut self, data: &[u8]) {
+        self.session.load_data(data).await;
+    }
+
     fn decode_query(&self, query: &[u8]) -> Option<String> {
         sql::words::binary_literals_as_hex(query)
     }
@@ -517,7 +525,11 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         query: &'a str,
         results: QueryResultWriter<'a, W>,
     ) -> io::Result<()> {
-        let outs = self.session().execute(query).await;
+        let outs = if self.session.loading() {
+            vec![self.session.load_finish().await]
+        } else {
+            self.session().execute(query).await
+        };
         write_outputs(outs, &self.session, results, false).await
     }
 

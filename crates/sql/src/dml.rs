@@ -259,7 +259,6 @@ pub async fn insert(
     let SetExpr::Values(values) = source.body.as_ref() else {
         return Err(SqlError::not_supported("INSERT ... SELECT"));
     };
-    let mut affected = Affected::default();
     let on_duplicate = match &ins.on {
         Some(ast::OnInsert::DuplicateKeyUpdate(sets)) => Some(sets),
         None => None,
@@ -293,6 +292,40 @@ pub async fn insert(
             assignments(t, &dup_scope, &sets, ctx)
         })
         .transpose()?;
+    let on_duplicate = match &dup_sets {
+        Some(sets) => OnDuplicate::Update(sets),
+        None if replace => OnDuplicate::Replace,
+        None if ins.ignore => OnDuplicate::Ignore,
+        None => OnDuplicate::Error,
+    };
+    insert_rows(ctx, txn, t, evaluated, on_duplicate).await
+}
+
+/// What an INSERT does with a row whose primary key or unique value another row holds.
+pub enum OnDuplicate<'a> {
+    /// MySQL's 1062.
+    Error,
+    /// INSERT IGNORE (and LOAD DATA LOCAL): the row is skipped.
+    Ignore,
+    /// REPLACE: every row it clashes with goes.
+    Replace,
+    /// ON DUPLICATE KEY UPDATE: these assignments on the existing row (see
+    /// [`on_duplicate_scope`]).
+    Update(&'a [(usize, Expr)]),
+}
+
+/// Inserts `rows` (every column of `t`, defaults filled in) into `t`: auto-increment values,
+/// conversion to the column types, then each row written or, where its key is taken, handled
+/// as `on_duplicate` says. `affected.rows` counts as MySQL does (2 for a row updated or
+/// replaced).
+pub async fn insert_rows(
+    ctx: &DmlContext<'_>,
+    txn: &mut Transaction,
+    t: &TableInfo,
+    evaluated: Vec<Vec<Datum>>,
+    on_duplicate: OnDuplicate<'_>,
+) -> Result<Affected> {
+    let mut affected = Affected::default();
     // Each row's values and handle, up to the first row that fails (its error comes when
     // the rows before it are written, as MySQL reports the first bad row).
     let mut prepared: Vec<Result<(Vec<Datum>, i64)>> = Vec::with_capacity(evaluated.len());
@@ -322,7 +355,7 @@ pub async fn insert(
                 put_row(txn, t, handle, &row, false).await?;
                 affected.rows += 1;
             }
-            Some(_) if replace => {
+            Some(_) if matches!(on_duplicate, OnDuplicate::Replace) => {
                 // Every row the new one clashes with goes: the one under its key, then each
                 // one holding any of its unique values.
                 if let Some(old) = existing_row(txn, t, handle).await? {
@@ -339,8 +372,8 @@ pub async fn insert(
                 put_row(txn, t, handle, &row, true).await?;
                 affected.rows += 1;
             }
-            Some(other) => match &dup_sets {
-                Some(sets) => {
+            Some(other) => match &on_duplicate {
+                OnDuplicate::Update(sets) => {
                     let old = existing_row(txn, t, other)
                         .await?
                         .ok_or_else(|| SqlError::unknown("a duplicate row vanished"))?;
@@ -350,8 +383,8 @@ pub async fn insert(
                         affected.rows += 2;
                     }
                 }
-                None if ins.ignore => {}
-                None => {
+                OnDuplicate::Ignore | OnDuplicate::Replace => {}
+                OnDuplicate::Error => {
                     let (shown, key) = match t.handle_column {
                         Some(h)
                             if other == handle && existing_row(txn, t, handle).await?.is_some() =>

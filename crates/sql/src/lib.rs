@@ -12,7 +12,8 @@
 //! - [`info_schema`]: information_schema's SCHEMATA, TABLES and COLUMNS.
 //! - [`join`]: joins of several tables (hash join on equalities, LEFT JOIN).
 //! - [`subquery`]: subqueries in expressions: run once, or decorrelated into joins.
-//! - [`ddl`], [`dml`]: schema changes; INSERT/REPLACE/UPDATE/DELETE.
+//! - [`ddl`], [`dml`]: schema changes; INSERT/REPLACE/UPDATE/DELETE; [`load_data`]: LOAD
+//!   DATA LOCAL INFILE's statement, records and lenient values.
 //! - [`session`]: a connection's state and statement loop: transactions, variables,
 //!   prepared statements.
 //! - [`show`]: SHOW statements as SELECTs over information_schema, with LIKE and WHERE.
@@ -37,6 +38,7 @@ pub mod field_type;
 pub mod gc;
 pub mod info_schema;
 pub mod join;
+pub mod load_data;
 pub mod query;
 pub mod rows;
 pub mod session;

@@ -192,6 +192,8 @@ pub struct Session {
     /// Statements prepared with SQL's `PREPARE name FROM ...`: their ids in `prepared`, by
     /// lowercased name.
     named: BTreeMap<String, u32>,
+    /// The LOAD DATA LOCAL whose file is arriving, if one is.
+    load: Option<Box<Load>>,
 }
 
 /// A bound parameter as the slow log lists it.
@@ -233,6 +235,22 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
             sql.chars().take(80).collect::<String>()
         ))
     })
+}
+
+/// Warnings a session keeps for SHOW WARNINGS (MySQL's `max_error_count` default).
+const MAX_WARNINGS: usize = 64;
+
+/// A LOAD DATA LOCAL in progress (see [`crate::load_data`]).
+struct Load {
+    spec: crate::load_data::LoadSpec,
+    splitter: crate::load_data::Splitter,
+    /// Records read and not yet inserted.
+    pending: Vec<crate::load_data::Record>,
+    /// Records read so far (for warnings' row numbers and the skipped count).
+    records: u64,
+    affected: u64,
+    /// The error that stopped it; the rest of the file is read and dropped.
+    error: Option<SqlError>,
 }
 
 /// Where `PREPARE name FROM ...` takes its statement from.
@@ -343,6 +361,7 @@ impl Session {
             prepared: BTreeMap::new(),
             next_statement: 1,
             named: BTreeMap::new(),
+            load: None,
         };
         session.show_process(None);
         session
@@ -439,10 +458,10 @@ impl Session {
                     vec![text(level), Datum::Int(i64::from(*code)), text(message)]
                 })
                 .collect();
-            out.push(Output::Rows(ResultSet::text(
-                vec!["Level".into(), "Code".into(), "Message".into()],
-                rows,
-            )));
+            let mut rs =
+                ResultSet::text(vec!["Level".into(), "Code".into(), "Message".into()], rows);
+            rs.types[1] = crate::field_type::FieldType::longlong(true);
+            out.push(Output::Rows(rs));
             return Ok(());
         }
         self.warnings.clear();
@@ -460,6 +479,17 @@ impl Session {
                 .extend(warnings.into_iter().map(|w| ("Warning", 1105, w)));
             out.push(Output::done(0));
             return Ok(());
+        }
+        if let Some(load) = crate::load_data::parse(sql) {
+            // A LOCAL load the client sent a file for went through `local_infile`.
+            return Err(match load?.local {
+                true => SqlError {
+                    code: 3948,
+                    state: "42000",
+                    message: "Loading local data is disabled; this must be enabled on both the client and server sides".into(),
+                },
+                false => SqlError::not_supported("LOAD DATA INFILE from the sql node's own files; use LOAD DATA LOCAL INFILE"),
+            });
         }
         if let Some(prepare) = parse_prepare(sql) {
             let (name, source) = prepare?;
@@ -640,6 +670,174 @@ impl Session {
         let out = self.run_logged(&p.statement, text).await;
         self.prepared.insert(id, p);
         out
+    }
+
+    /// For a `LOAD DATA LOCAL INFILE` statement: the file to ask the client for; its bytes
+    /// then come to [`Session::load_data`] and [`Session::load_finish`] ends it. `None` for
+    /// any other statement, or one that does not parse (`execute` then reports it).
+    pub fn local_infile(&mut self, sql: &str) -> Option<String> {
+        let spec = crate::load_data::parse(sql)?.ok().filter(|s| s.local)?;
+        let file = spec.file.clone();
+        self.warnings.clear();
+        self.load = Some(Box::new(Load {
+            splitter: crate::load_data::Splitter::new(&spec),
+            spec,
+            pending: Vec::new(),
+            records: 0,
+            affected: 0,
+            error: None,
+        }));
+        Some(file)
+    }
+
+    /// Whether a LOAD DATA LOCAL's file is arriving.
+    pub fn loading(&self) -> bool {
+        self.load.is_some()
+    }
+
+    /// The next bytes of the LOAD DATA LOCAL's file: records are inserted as batches fill.
+    pub async fn load_data(&mut self, data: &[u8]) {
+        let Some(mut load) = self.load.take() else {
+            return;
+        };
+        if load.error.is_none() {
+            let records = load.splitter.feed(data);
+            load.pending.extend(records);
+            if load.pending.len() >= crate::load_data::BATCH_ROWS
+                && let Err(e) = self.load_batch(&mut load).await
+            {
+                load.error = Some(e);
+            }
+        }
+        self.load = Some(load);
+    }
+
+    /// Ends the LOAD DATA LOCAL: the last records are inserted; its affected rows, or the
+    /// error that stopped it.
+    pub async fn load_finish(&mut self) -> Result<Output> {
+        let mut load = self
+            .load
+            .take()
+            .ok_or_else(|| SqlError::unknown("no LOAD DATA is in progress"))?;
+        if let Some(e) = load.error.take() {
+            return Err(e);
+        }
+        let records = load.splitter.finish();
+        load.pending.extend(records);
+        self.load_batch(&mut load).await?;
+        Ok(Output::done(load.affected))
+    }
+
+    /// Inserts the pending records of `load`, in the open transaction or one of their own.
+    async fn load_batch(&mut self, load: &mut Load) -> Result<()> {
+        let records = std::mem::take(&mut load.pending);
+        if records.is_empty() {
+            return Ok(());
+        }
+        let own = self.txn.is_none() && !self.explicit && self.autocommit();
+        let mut txn = match self.txn.take() {
+            Some(t) => t,
+            None => self.begin().await?,
+        };
+        let savepoint = txn.savepoint();
+        let mut result = self.load_rows(&mut txn, load, records).await;
+        if result.is_ok()
+            && let Err(e) = txn.lock_written().await
+        {
+            result = Err(e.into());
+        }
+        if result.is_err() {
+            txn.rollback_to(savepoint);
+        }
+        if own {
+            match &result {
+                Ok(_) => {
+                    txn.commit().await?;
+                }
+                Err(_) => {
+                    let _ = txn.rollback().await;
+                }
+            }
+        } else {
+            self.txn = Some(txn);
+        }
+        result
+    }
+
+    /// `records` as rows of the table `load` fills, written through `txn`.
+    async fn load_rows(
+        &mut self,
+        txn: &mut Transaction,
+        load: &mut Load,
+        records: Vec<crate::load_data::Record>,
+    ) -> Result<()> {
+        let schema = self.shared.catalog.schema(txn.snapshot()).await?;
+        let db = match &load.spec.db {
+            Some(db) => db.clone(),
+            None => self.current_db()?.to_string(),
+        };
+        let t = schema.table(&db, &load.spec.table)?;
+        let columns: Vec<usize> = if load.spec.columns.is_empty() {
+            (0..t.columns.len()).collect()
+        } else {
+            load.spec
+                .columns
+                .iter()
+                .map(|c| {
+                    t.column(c)
+                        .ok_or_else(|| SqlError::unknown_column(c, "field list"))
+                })
+                .collect::<Result<_>>()?
+        };
+        let mut rows = Vec::with_capacity(records.len());
+        let mut warnings = Vec::new();
+        for record in records {
+            load.records += 1;
+            let row_no = load.records as usize;
+            let mut row: Vec<Datum> = t
+                .columns
+                .iter()
+                .map(|c| crate::rows::default_value(c.default.as_ref()))
+                .collect();
+            if record.len() < columns.len() {
+                warnings.push((
+                    1261,
+                    format!("Row {row_no} doesn't contain data for all columns"),
+                ));
+            } else if record.len() > columns.len() {
+                warnings.push((
+                    1262,
+                    format!("Row {row_no} was truncated; it contained more data than there were input columns"),
+                ));
+            }
+            for (field, &c) in record.into_iter().zip(&columns) {
+                let col = &t.columns[c];
+                let (value, warning) =
+                    crate::load_data::lenient(&col.ty, col.nullable, &col.name, field, row_no);
+                row[c] = value;
+                warnings.extend(warning);
+            }
+            rows.push(row);
+        }
+        let this = &*self;
+        let lookup = |l: Lookup<'_>| this.lookup(l);
+        let ctx = DmlContext {
+            catalog: &this.shared.catalog,
+            variable: &lookup,
+        };
+        let on_duplicate = if load.spec.replace {
+            dml::OnDuplicate::Replace
+        } else {
+            dml::OnDuplicate::Ignore
+        };
+        let affected = dml::insert_rows(&ctx, txn, &t, rows, on_duplicate).await?;
+        load.affected += affected.rows;
+        for (code, message) in warnings {
+            if self.warnings.len() < MAX_WARNINGS {
+                self.warnings.push(("Warning", code, message));
+            }
+        }
+        Ok(())
     }
 
     /// The id of the statement SQL's PREPARE named `name` (1243 if there is none, as MySQL

@@ -152,7 +152,8 @@ impl SqlType {
         }
     }
 
-    fn int_range(bytes: u8, unsigned: bool) -> (i128, i128) {
+    /// The smallest and largest value of an integer type.
+    pub fn int_range(bytes: u8, unsigned: bool) -> (i128, i128) {
         let bits = u32::from(bytes) * 8;
         if unsigned {
             (0, (1i128 << bits) - 1)

@@ -25,9 +25,16 @@ pub fn tokens(sql: &str) -> Result<Vec<Token>> {
             loop {
                 match chars.next() {
                     None => return Err(SqlError::syntax("unterminated quoted string")),
-                    Some('\\') if c != '`' => {
-                        s.extend(chars.next());
-                    }
+                    // MySQL's escapes in a string (a quoted identifier has none).
+                    Some('\\') if c != '`' => s.extend(chars.next().map(|e| match e {
+                        'n' => '\n',
+                        'r' => '\r',
+                        't' => '\t',
+                        '0' => '\0',
+                        'b' => '\u{8}',
+                        'Z' => '\u{1a}',
+                        other => other,
+                    })),
                     Some(x) if x == c => {
                         if chars.peek() == Some(&c) {
                             s.push(c);

@@ -332,3 +332,40 @@ def test_sql_prepare_execute_and_deallocate(conn):
     assert conn.error_code("EXECUTE q USING @id") == 1210
     conn.run("DEALLOCATE PREPARE q")
     assert conn.error_code("EXECUTE q") == 1243
+
+
+def test_load_data_local_infile(conn, tmp_path):
+    if conn.mode != "pymysql":
+        return  # one driver is enough for the protocol exchange; the SQL is the same
+    c = pymysql.connect(host=HOST, port=PORT, user="root", local_infile=True,
+                        database="drv_pymysql", autocommit=True)
+    cur = c.cursor()
+    cur.execute("CREATE TABLE ld (id INT PRIMARY KEY, name VARCHAR(4), v DOUBLE, note VARCHAR(40))")
+    csv = tmp_path / "rows.csv"
+    csv.write_bytes(
+        b'id,name,v,note\r\n'
+        b'1,one,1.5,"plain"\r\n'
+        b'2,two,\\N,"with, comma and ""quotes"""\r\n'
+        b'3,three,abc,x\r\n'   # too long and not a number: warnings, kept as MySQL keeps them
+        b'1,dup,9,y\r\n'       # a taken key: skipped
+        b'4\r\n'               # too few fields: defaults
+        b'5,five,2,z,extra\r\n'  # too many: the extra one is dropped
+    )
+    cur.execute(
+        f"LOAD DATA LOCAL INFILE '{csv}' INTO TABLE ld FIELDS TERMINATED BY ',' "
+        "OPTIONALLY ENCLOSED BY '\"' LINES TERMINATED BY '\\r\\n' IGNORE 1 LINES")
+    assert cur.rowcount == 5
+    cur.execute("SHOW WARNINGS")
+    assert [w[1] for w in cur.fetchall()] == [1265, 1366, 1261, 1262]
+    cur.execute("SELECT * FROM ld ORDER BY id")
+    assert cur.fetchall() == (
+        (1, "one", 1.5, "plain"), (2, "two", None, 'with, comma and "quotes"'),
+        (3, "thre", 0.0, "x"), (4, None, None, None), (5, "five", 2.0, "z"))
+    # Many rows: several batches, one transaction each.
+    big = tmp_path / "big.tsv"
+    big.write_text("".join(f"{i}\tn\t{i}\t\\N\n" for i in range(10, 50_010)))
+    cur.execute(f"LOAD DATA LOCAL INFILE '{big}' INTO TABLE ld")
+    assert cur.rowcount == 50_000
+    cur.execute("SELECT COUNT(*), SUM(v) FROM ld WHERE id >= 10")
+    assert cur.fetchall() == ((50_000, float(sum(range(10, 50_010)))),)
+    c.close()

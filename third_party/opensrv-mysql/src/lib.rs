@@ -130,6 +130,7 @@ pub use crate::errorcodes::ErrorKind;
 /// Atoll: command bytes `commands::parse` reads (a parse failure of one is a malformed
 /// packet), and two it does not that still succeed.
 const PARSED_COMMANDS: [u8; 9] = [0x01, 0x02, 0x03, 0x04, 0x0e, 0x16, 0x17, 0x18, 0x19];
+const COM_QUERY: u8 = 0x03;
 const COM_STMT_SEND_LONG_DATA: u8 = 0x18;
 const COM_STMT_CLOSE: u8 = 0x19;
 const COM_STMT_RESET: u8 = 0x1a;
@@ -244,6 +245,17 @@ pub trait AsyncMysqlShim<W: Send> {
     fn server_status(&self) -> StatusFlags {
         StatusFlags::SERVER_STATUS_AUTOCOMMIT
     }
+
+    /// Atoll: for a COM_QUERY that is a `LOAD DATA LOCAL INFILE` the server will run, the file
+    /// name to ask the client for (only asked when the client allows local files). Its bytes
+    /// then arrive through `on_infile_data`, and `on_query` is called with the same query to
+    /// finish it.
+    fn local_infile(&mut self, _query: &str) -> Option<String> {
+        None
+    }
+
+    /// Atoll: the next bytes of the file `local_infile` asked for.
+    async fn on_infile_data(&mut self, _data: &[u8]) {}
 
     /// Atoll: a COM_QUERY that is not UTF-8, as text the server can run (binary data in its
     /// string literals written another way); `None` refuses it with 1300.
@@ -408,6 +420,7 @@ where
             | CapabilityFlags::CLIENT_MULTI_STATEMENTS
             | CapabilityFlags::CLIENT_MULTI_RESULTS
             | CapabilityFlags::CLIENT_PS_MULTI_RESULTS
+            | CapabilityFlags::CLIENT_LOCAL_FILES
             | CapabilityFlags::CLIENT_SECURE_CONNECTION
             | CapabilityFlags::CLIENT_PLUGIN_AUTH
             | CapabilityFlags::CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA
@@ -712,6 +725,40 @@ where
                 Err(e) => return Err(e.into()),
             };
             self.writer.set_seq(seq.wrapping_add(1));
+            // Atoll: LOAD DATA LOCAL INFILE asks for the file, reads it packet by packet up to
+            // the empty one, then answers the query.
+            let local_files = self
+                .client_capabilities
+                .contains(CapabilityFlags::CLIENT_LOCAL_FILES);
+            let load = match (packet.first(), local_files) {
+                (Some(&COM_QUERY), true) => std::str::from_utf8(&packet[1..])
+                    .ok()
+                    .and_then(|q| Some((self.shim.local_infile(q)?, q.to_string()))),
+                _ => None,
+            };
+            if let Some((file, query)) = load {
+                self.writer.status = self.shim.server_status();
+                self.writer.write_all(&[0xFB])?;
+                self.writer.write_all(file.as_bytes())?;
+                self.writer.end_packet().await?;
+                self.writer.flush_all().await?;
+                loop {
+                    let (seq, data) = self.reader.next_async().await?.ok_or_else(|| {
+                        io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "the connection ended during LOAD DATA LOCAL",
+                        )
+                    })?;
+                    if data.is_empty() {
+                        self.writer.set_seq(seq.wrapping_add(1));
+                        break;
+                    }
+                    self.shim.on_infile_data(&data).await;
+                }
+                let w = QueryResultWriter::new(&mut self.writer, false, self.client_capabilities);
+                self.shim.on_query(&query, w).await?;
+                continue;
+            }
             let res = commands::parse(&packet);
             match res {
                 Ok(cmd) => {

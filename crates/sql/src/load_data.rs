@@ -1,0 +1,593 @@
+//! `LOAD DATA LOCAL INFILE`: the statement with MySQL's field and line options ([`parse`]),
+//! the file's bytes split into records as they arrive ([`Splitter`]), and each field made a
+//! value of its column the way MySQL's LOCAL load does it ([`lenient`]): a value that does not
+//! fit becomes the nearest one that does, with a warning, never an error.
+//!
+//! The session ([`crate::session`]) inserts the records in batches of [`BATCH_ROWS`], each in a
+//! transaction of its own under autocommit (TiDB's LOAD DATA is not one transaction either);
+//! rows whose key is taken are skipped (LOCAL implies IGNORE) or replace the old ones (REPLACE).
+//! Not built: the server-side form (without LOCAL), `@variables` in the column list, and `SET`.
+
+use codec::datum::Datum;
+
+use crate::error::{Result, SqlError};
+use crate::types::SqlType;
+use crate::words::{Token, tokens};
+
+/// Records inserted per transaction (TiDB's `tidb_dml_batch_size` for LOAD DATA).
+pub const BATCH_ROWS: usize = 20_000;
+
+/// A LOAD DATA statement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadSpec {
+    pub local: bool,
+    pub file: String,
+    /// `[db.]table`.
+    pub db: Option<String>,
+    pub table: String,
+    pub replace: bool,
+    pub fields_terminated: Vec<u8>,
+    pub enclosed: Option<u8>,
+    pub escaped: Option<u8>,
+    pub lines_starting: Vec<u8>,
+    pub lines_terminated: Vec<u8>,
+    /// Records skipped at the start (`IGNORE n LINES`).
+    pub ignore_lines: u64,
+    /// The columns the fields go to, in order (all of the table's when empty).
+    pub columns: Vec<String>,
+}
+
+/// A record's fields: `None` is `\N` (NULL).
+pub type Record = Vec<Option<Vec<u8>>>;
+
+fn syntax(near: &str) -> SqlError {
+    SqlError::syntax(format!("near '{near}'"))
+}
+
+/// `sql` as a LOAD DATA statement (`None` for any other).
+pub fn parse(sql: &str) -> Option<Result<LoadSpec>> {
+    let mut words = sql.split_whitespace();
+    let (first, second) = (words.next()?, words.next().unwrap_or_default());
+    if !first.eq_ignore_ascii_case("LOAD") || !second.eq_ignore_ascii_case("DATA") {
+        return None;
+    }
+    Some(parse_tokens(
+        &match tokens(sql.trim().trim_end_matches(';')) {
+            Ok(t) => t,
+            Err(e) => return Some(Err(e)),
+        },
+    ))
+}
+
+fn parse_tokens(toks: &[Token]) -> Result<LoadSpec> {
+    let mut at = 2;
+    let word = |i: usize| match toks.get(i) {
+        Some(Token::Word(w)) => w.to_ascii_uppercase(),
+        _ => String::new(),
+    };
+    let string = |i: usize| match toks.get(i) {
+        Some(Token::Quoted(s)) => Ok(s.clone()),
+        other => Err(syntax(&format!("{other:?}"))),
+    };
+    let byte = |i: usize| -> Result<Option<u8>> {
+        let s = string(i)?;
+        match s.as_bytes() {
+            [] => Ok(None),
+            [b] => Ok(Some(*b)),
+            _ => Err(SqlError {
+                code: 1083,
+                state: "42000",
+                message: "Field separator argument is not what is expected; check the manual"
+                    .into(),
+            }),
+        }
+    };
+    while matches!(word(at).as_str(), "LOW_PRIORITY" | "CONCURRENT") {
+        at += 1;
+    }
+    let local = word(at) == "LOCAL";
+    if local {
+        at += 1;
+    }
+    if word(at) != "INFILE" {
+        return Err(syntax(&word(at)));
+    }
+    let file = string(at + 1)?;
+    at += 2;
+    let mut replace = false;
+    match word(at).as_str() {
+        "REPLACE" => {
+            replace = true;
+            at += 1;
+        }
+        "IGNORE" => at += 1,
+        _ => {}
+    }
+    if word(at) != "INTO" || word(at + 1) != "TABLE" {
+        return Err(syntax(&word(at)));
+    }
+    let name = match toks.get(at + 2) {
+        Some(Token::Word(w) | Token::Quoted(w)) => w.clone(),
+        other => return Err(syntax(&format!("{other:?}"))),
+    };
+    at += 3;
+    let (db, table) = match name.split_once('.') {
+        Some((d, t)) => (Some(d.to_string()), t.to_string()),
+        None => (None, name),
+    };
+    let mut spec = LoadSpec {
+        local,
+        file,
+        db,
+        table,
+        replace,
+        fields_terminated: b"\t".to_vec(),
+        enclosed: None,
+        escaped: Some(b'\\'),
+        lines_starting: Vec::new(),
+        lines_terminated: b"\n".to_vec(),
+        ignore_lines: 0,
+        columns: Vec::new(),
+    };
+    if word(at) == "CHARACTER" && word(at + 1) == "SET" {
+        // Values are bytes here whatever their character set.
+        at += 3;
+    }
+    if matches!(word(at).as_str(), "FIELDS" | "COLUMNS") {
+        at += 1;
+        loop {
+            match (word(at).as_str(), word(at + 1).as_str()) {
+                ("TERMINATED", "BY") => {
+                    spec.fields_terminated = string(at + 2)?.into_bytes();
+                    at += 3;
+                }
+                ("OPTIONALLY", "ENCLOSED") => {
+                    spec.enclosed = byte(at + 3)?;
+                    at += 4;
+                }
+                ("ENCLOSED", "BY") => {
+                    spec.enclosed = byte(at + 2)?;
+                    at += 3;
+                }
+                ("ESCAPED", "BY") => {
+                    spec.escaped = byte(at + 2)?;
+                    at += 3;
+                }
+                _ => break,
+            }
+        }
+    }
+    if word(at) == "LINES" {
+        at += 1;
+        loop {
+            match (word(at).as_str(), word(at + 1).as_str()) {
+                ("STARTING", "BY") => {
+                    spec.lines_starting = string(at + 2)?.into_bytes();
+                    at += 3;
+                }
+                ("TERMINATED", "BY") => {
+                    spec.lines_terminated = string(at + 2)?.into_bytes();
+                    at += 3;
+                }
+                _ => break,
+            }
+        }
+    }
+    if word(at) == "IGNORE" && matches!(word(at + 2).as_str(), "LINES" | "ROWS") {
+        spec.ignore_lines = word(at + 1).parse().map_err(|_| syntax(&word(at + 1)))?;
+        at += 3;
+    }
+    if matches!(toks.get(at), Some(Token::Symbol('('))) {
+        at += 1;
+        loop {
+            match toks.get(at) {
+                Some(Token::Word(w) | Token::Quoted(w)) => spec.columns.push(w.clone()),
+                Some(Token::Symbol('@')) => {
+                    return Err(SqlError::not_supported("LOAD DATA into @variables"));
+                }
+                other => return Err(syntax(&format!("{other:?}"))),
+            }
+            match toks.get(at + 1) {
+                Some(Token::Symbol(',')) => at += 2,
+                Some(Token::Symbol(')')) => {
+                    at += 2;
+                    break;
+                }
+                other => return Err(syntax(&format!("{other:?}"))),
+            }
+        }
+    }
+    if word(at) == "SET" {
+        return Err(SqlError::not_supported("LOAD DATA ... SET"));
+    }
+    if at != toks.len() {
+        return Err(syntax(&format!("{:?}", toks[at])));
+    }
+    if spec.fields_terminated.is_empty() || spec.lines_terminated.is_empty() {
+        return Err(SqlError::not_supported(
+            "LOAD DATA with empty terminators (fixed-width rows)",
+        ));
+    }
+    Ok(spec)
+}
+
+/// Whether `pat` is at `pos` of `buf`: yes, no, or not known until more bytes arrive.
+#[derive(Debug, PartialEq, Eq)]
+enum At {
+    Yes,
+    No,
+    NeedMore,
+}
+
+fn at(buf: &[u8], pos: usize, pat: &[u8], end: bool) -> At {
+    let rest = &buf[pos.min(buf.len())..];
+    if rest.starts_with(pat) {
+        At::Yes
+    } else if !end && pat.starts_with(rest) {
+        At::NeedMore
+    } else {
+        At::No
+    }
+}
+
+/// Splits a file into records as its bytes arrive, by a [`LoadSpec`]'s options.
+pub struct Splitter {
+    spec: LoadSpec,
+    buf: Vec<u8>,
+    /// Records still to skip (`IGNORE n LINES`).
+    skip: u64,
+}
+
+impl Splitter {
+    pub fn new(spec: &LoadSpec) -> Splitter {
+        Splitter {
+            spec: spec.clone(),
+            buf: Vec::new(),
+            skip: spec.ignore_lines,
+        }
+    }
+
+    /// The records `data` completes (what is left of a record waits for the next bytes).
+    pub fn feed(&mut self, data: &[u8]) -> Vec<Record> {
+        self.buf.extend_from_slice(data);
+        self.take(false)
+    }
+
+    /// The records left at the end of the file (the last one needs no line terminator).
+    pub fn finish(&mut self) -> Vec<Record> {
+        self.take(true)
+    }
+
+    fn take(&mut self, end: bool) -> Vec<Record> {
+        let mut out = Vec::new();
+        let mut pos = 0;
+        while pos < self.buf.len() {
+            let Some((record, next)) = self.record(pos, end) else {
+                break;
+            };
+            pos = next;
+            match record {
+                Some(_) if self.skip > 0 => self.skip -= 1,
+                Some(r) => out.push(r),
+                None => {}
+            }
+        }
+        self.buf.drain(..pos);
+        out
+    }
+
+    /// The record starting at `pos` and the offset after it; `Some((None, next))` for a line
+    /// without the `LINES STARTING BY` prefix (skipped, as MySQL does); `None` if the bytes
+    /// end before the record does.
+    #[allow(clippy::type_complexity)]
+    fn record(&self, mut pos: usize, end: bool) -> Option<(Option<Record>, usize)> {
+        let s = &self.spec;
+        let buf = &self.buf;
+        let (lt, ft) = (&s.lines_terminated, &s.fields_terminated);
+        if !s.lines_starting.is_empty() {
+            // Up to the prefix; a line without it is skipped.
+            let prefix = buf[pos..]
+                .windows(s.lines_starting.len())
+                .position(|w| w == s.lines_starting.as_slice());
+            let line_end = buf[pos..]
+                .windows(lt.len())
+                .position(|w| w == lt.as_slice());
+            match (prefix, line_end) {
+                (Some(p), l) if l.is_none_or(|l| p < l) => pos += p + s.lines_starting.len(),
+                (_, Some(l)) => return Some((None, pos + l + lt.len())),
+                (None, None) if end => return Some((None, buf.len())),
+                (_, None) => return None,
+            }
+        }
+        let mut record = Vec::new();
+        loop {
+            let start = pos;
+            let mut value = Vec::new();
+            let enclosed = s.enclosed.is_some_and(|q| buf.get(pos) == Some(&q));
+            if enclosed {
+                let q = s.enclosed.expect("enclosed");
+                pos += 1;
+                loop {
+                    let Some(&b) = buf.get(pos) else {
+                        if end {
+                            break;
+                        }
+                        return None;
+                    };
+                    let next = buf.get(pos + 1).copied();
+                    if next.is_none() && !end && (Some(b) == s.escaped || b == q) {
+                        return None;
+                    }
+                    if let Some(n) = next.filter(|_| Some(b) == s.escaped) {
+                        value.push(unescape(n));
+                        pos += 2;
+                    } else if b == q && next == Some(q) {
+                        value.push(q);
+                        pos += 2;
+                    } else if b == q {
+                        pos += 1;
+                        break;
+                    } else {
+                        value.push(b);
+                        pos += 1;
+                    }
+                }
+            }
+            // The (rest of the) field, up to a field or line terminator.
+            loop {
+                match (at(buf, pos, ft, end), at(buf, pos, lt, end)) {
+                    (At::Yes, _) | (_, At::Yes) => break,
+                    (At::NeedMore, _) | (_, At::NeedMore) => return None,
+                    _ if pos >= buf.len() => {
+                        if end {
+                            break;
+                        }
+                        return None;
+                    }
+                    _ => {}
+                }
+                let b = buf[pos];
+                if Some(b) == s.escaped && !enclosed {
+                    match buf.get(pos + 1) {
+                        Some(&next) => {
+                            value.push(unescape(next));
+                            pos += 2;
+                        }
+                        None if end => {
+                            value.push(b);
+                            pos += 1;
+                        }
+                        None => return None,
+                    }
+                } else {
+                    if !enclosed {
+                        value.push(b);
+                    }
+                    pos += 1;
+                }
+            }
+            let null = !enclosed
+                && s.escaped
+                    .is_some_and(|e| buf[start..pos.min(buf.len())] == [e, b'N']);
+            record.push((!null).then_some(value));
+            if at(buf, pos, ft, end) == At::Yes {
+                pos += ft.len();
+                continue;
+            }
+            if at(buf, pos, lt, end) == At::Yes {
+                pos += lt.len();
+            }
+            return Some((Some(record), pos));
+        }
+    }
+}
+
+/// The byte an escape sequence `\b` stands for.
+fn unescape(b: u8) -> u8 {
+    match b {
+        b'0' => 0,
+        b'b' => 0x08,
+        b'n' => b'\n',
+        b'r' => b'\r',
+        b't' => b'\t',
+        b'Z' => 0x1a,
+        other => other,
+    }
+}
+
+/// `field` as a value of column `name` (type `ty`, `nullable` or not), record `row`, as a
+/// LOCAL load makes it: a NULL for a NOT NULL column, a value out of range, too long or not
+/// a number become the type's zero value, its nearest value or a prefix, with MySQL's warning.
+pub fn lenient(
+    ty: &SqlType,
+    nullable: bool,
+    name: &str,
+    field: Option<Vec<u8>>,
+    row: usize,
+) -> (Datum, Option<(u16, String)>) {
+    let Some(bytes) = field else {
+        if nullable {
+            return (Datum::Null, None);
+        }
+        return (
+            zero(ty),
+            Some((
+                1263,
+                format!(
+                    "Column set to default value; NULL supplied to NOT NULL column '{name}' at row {row}"
+                ),
+            )),
+        );
+    };
+    let raw = Datum::Bytes(bytes);
+    match ty.convert(raw.clone(), name, row) {
+        Ok(d) => (d, None),
+        Err(e) => {
+            let fixed = match (e.code, ty) {
+                (1264, SqlType::Int { bytes, unsigned }) => {
+                    let (lo, hi) = SqlType::int_range(*bytes, *unsigned);
+                    let v = crate::types::text(&raw)
+                        .trim()
+                        .parse::<f64>()
+                        .unwrap_or(0.0);
+                    let clipped = if v < 0.0 { lo } else { hi };
+                    ty.convert(Datum::Bytes(clipped.to_string().into_bytes()), name, row)
+                        .ok()
+                }
+                (1406, SqlType::String { max_chars, .. }) => {
+                    let Datum::Bytes(b) = &raw else {
+                        unreachable!("made as bytes")
+                    };
+                    let cut = match std::str::from_utf8(b) {
+                        Ok(s) => s
+                            .char_indices()
+                            .nth(*max_chars as usize)
+                            .map_or(b.len(), |(i, _)| i),
+                        Err(_) => (*max_chars as usize).min(b.len()),
+                    };
+                    Some(Datum::Bytes(b[..cut].to_vec()))
+                }
+                _ => None,
+            };
+            let code = match e.code {
+                1406 => 1265,
+                code => code,
+            };
+            let message = match code {
+                1265 => format!("Data truncated for column '{name}' at row {row}"),
+                _ => e.message,
+            };
+            (fixed.unwrap_or_else(|| zero(ty)), Some((code, message)))
+        }
+    }
+}
+
+/// The value MySQL puts where a LOCAL load's field is not a value of the type.
+fn zero(ty: &SqlType) -> Datum {
+    match ty {
+        SqlType::Int { unsigned: true, .. } => Datum::UInt(0),
+        SqlType::Int { .. } => Datum::Int(0),
+        SqlType::Double => Datum::Float(0.0),
+        SqlType::Decimal { .. } => ty.convert(Datum::Int(0), "", 0).unwrap_or(Datum::Int(0)),
+        SqlType::Date => Datum::Bytes(b"0000-00-00".to_vec()),
+        SqlType::DateTime { .. } => Datum::Bytes(b"0000-00-00 00:00:00".to_vec()),
+        SqlType::String { .. } => Datum::Bytes(Vec::new()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(sql: &str) -> LoadSpec {
+        parse(sql).expect("LOAD DATA").expect("valid")
+    }
+
+    fn split(spec: &LoadSpec, chunks: &[&[u8]]) -> Vec<Record> {
+        let mut s = Splitter::new(spec);
+        let mut out = Vec::new();
+        for c in chunks {
+            out.extend(s.feed(c));
+        }
+        out.extend(s.finish());
+        out
+    }
+
+    fn f(v: &str) -> Option<Vec<u8>> {
+        Some(v.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn statements_with_mysqls_options_parse() {
+        let s = spec(
+            "LOAD DATA LOCAL INFILE '/tmp/x.csv' REPLACE INTO TABLE d.t CHARACTER SET utf8mb4 \
+             FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' ESCAPED BY '\\\\' \
+             LINES STARTING BY '>' TERMINATED BY '\\r\\n' IGNORE 1 LINES (a, `b`)",
+        );
+        assert!(s.local && s.replace);
+        assert_eq!((s.db.as_deref(), s.table.as_str()), (Some("d"), "t"));
+        assert_eq!(s.fields_terminated, b",");
+        assert_eq!((s.enclosed, s.escaped), (Some(b'"'), Some(b'\\')));
+        assert_eq!(
+            (s.lines_starting.as_slice(), s.lines_terminated.as_slice()),
+            (&b">"[..], &b"\r\n"[..])
+        );
+        assert_eq!(
+            (s.ignore_lines, s.columns.clone()),
+            (1, vec!["a".to_string(), "b".to_string()])
+        );
+        assert!(parse("SELECT 1").is_none());
+        assert_eq!(
+            parse("LOAD DATA LOCAL INFILE 'x' INTO TABLE t (@a)")
+                .unwrap()
+                .unwrap_err()
+                .code,
+            1235
+        );
+        assert_eq!(
+            parse("LOAD DATA LOCAL INFILE 'x' INTO t")
+                .unwrap()
+                .unwrap_err()
+                .code,
+            1064
+        );
+    }
+
+    #[test]
+    fn records_split_across_chunks_as_mysql_reads_them() {
+        let tsv = spec("LOAD DATA LOCAL INFILE 'x' INTO TABLE t");
+        let want = vec![vec![f("1"), f("a\tb"), None], vec![f("2"), f(""), f("N")]];
+        let data = b"1\ta\\tb\t\\N\n2\t\tN\n";
+        assert_eq!(split(&tsv, &[data]), want);
+        // Any split into chunks gives the same records.
+        for cut in 0..data.len() {
+            assert_eq!(
+                split(&tsv, &[&data[..cut], &data[cut..]]),
+                want,
+                "cut at {cut}"
+            );
+        }
+        let csv = spec(
+            "LOAD DATA LOCAL INFILE 'x' INTO TABLE t FIELDS TERMINATED BY ',' ENCLOSED BY '\"' \
+             LINES TERMINATED BY '\\r\\n' IGNORE 1 LINES",
+        );
+        let data = b"id,name\r\n1,\"x, \"\"y\"\"\r\nz\"\r\n2,plain";
+        let want = vec![vec![f("1"), f("x, \"y\"\r\nz")], vec![f("2"), f("plain")]];
+        for cut in 0..data.len() {
+            assert_eq!(
+                split(&csv, &[&data[..cut], &data[cut..]]),
+                want,
+                "cut at {cut}"
+            );
+        }
+        let prefixed = spec("LOAD DATA LOCAL INFILE 'x' INTO TABLE t LINES STARTING BY 'xxx'");
+        assert_eq!(
+            split(&prefixed, &[b"xxx1\ta\nno prefix\nyy xxx2\tb\n"]),
+            vec![vec![f("1"), f("a")], vec![f("2"), f("b")]]
+        );
+    }
+
+    #[test]
+    fn fields_that_do_not_fit_become_the_nearest_value_with_a_warning() {
+        let int = SqlType::Int {
+            bytes: 1,
+            unsigned: false,
+        };
+        assert_eq!(lenient(&int, true, "c", f("7"), 1), (Datum::Int(7), None));
+        let (v, w) = lenient(&int, true, "c", f("300"), 2);
+        assert_eq!((v, w.map(|w| w.0)), (Datum::Int(127), Some(1264)));
+        let (v, w) = lenient(&int, true, "c", f("abc"), 3);
+        assert_eq!((v, w.map(|w| w.0)), (Datum::Int(0), Some(1366)));
+        let (v, w) = lenient(&int, false, "c", None, 4);
+        assert_eq!((v, w.map(|w| w.0)), (Datum::Int(0), Some(1263)));
+        let short = SqlType::String {
+            max_chars: 2,
+            binary: false,
+        };
+        let (v, w) = lenient(&short, true, "s", f("héllo"), 5);
+        assert_eq!(
+            (v, w.map(|w| w.0)),
+            (Datum::Bytes("hé".as_bytes().to_vec()), Some(1265))
+        );
+    }
+}
