@@ -66,6 +66,9 @@ pub struct Transaction {
     /// current read of it needs no request (TiDB keeps the values its locks return the same
     /// way).
     locked_values: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Values read ahead from the snapshot (`None`: none) by [`Transaction::prefetch`], which
+    /// `get` answers from (TiDB's snapshot cache).
+    prefetched: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     /// The pessimistic txn's primary, once its first lock is taken.
     primary: Option<Vec<u8>>,
     /// Commit in one phase when the keys allow (`tidb_enable_1pc`).
@@ -93,6 +96,7 @@ impl Transaction {
             locked: Vec::new(),
             locked_set: BTreeSet::new(),
             locked_values: BTreeMap::new(),
+            prefetched: BTreeMap::new(),
             primary: None,
             one_pc: true,
             _heartbeat: None,
@@ -118,6 +122,7 @@ impl Transaction {
         let ts = self.inner.pd.get_ts().await?;
         self.snapshot.ts = ts;
         self.for_update_ts = ts;
+        self.prefetched.clear();
         Ok(Some(ts))
     }
 
@@ -129,8 +134,36 @@ impl Transaction {
         match self.buffer.get(key) {
             Some(Buffered::Put(v)) => Ok(Some(v.clone())),
             Some(Buffered::Delete) => Ok(None),
-            Some(Buffered::Lock) | None => self.snapshot.get(key).await,
+            Some(Buffered::Lock) | None => match self.prefetched.get(key) {
+                Some(v) => Ok(v.clone()),
+                None => self.snapshot.get(key).await,
+            },
         }
+    }
+
+    /// Reads `keys` from the snapshot in one batch request per region and keeps their values,
+    /// so that `get` answers them without a request: for a statement about to check many
+    /// keys one by one (a multi-row INSERT's duplicate checks).
+    pub async fn prefetch(&mut self, keys: &[Vec<u8>]) -> Result<()> {
+        let remote: Vec<Vec<u8>> = keys
+            .iter()
+            .filter(|k| !self.buffer.contains_key(*k) && !self.prefetched.contains_key(*k))
+            .cloned()
+            .collect();
+        if remote.is_empty() {
+            return Ok(());
+        }
+        let found: BTreeMap<Vec<u8>, Vec<u8>> = self
+            .snapshot
+            .batch_get(&remote)
+            .await?
+            .into_iter()
+            .collect();
+        for k in remote {
+            let v = found.get(&k).cloned();
+            self.prefetched.insert(k, v);
+        }
+        Ok(())
     }
 
     /// The values of `keys` that exist, through this txn's own writes.

@@ -298,7 +298,7 @@ pub async fn insert(
         None if ins.ignore => OnDuplicate::Ignore,
         None => OnDuplicate::Error,
     };
-    insert_rows(ctx, txn, t, evaluated, on_duplicate).await
+    insert_rows(ctx, txn, t, evaluated, on_duplicate, false).await
 }
 
 /// What an INSERT does with a row whose primary key or unique value another row holds.
@@ -315,15 +315,17 @@ pub enum OnDuplicate<'a> {
 }
 
 /// Inserts `rows` (every column of `t`, defaults filled in) into `t`: auto-increment values,
-/// conversion to the column types, then each row written or, where its key is taken, handled
-/// as `on_duplicate` says. `affected.rows` counts as MySQL does (2 for a row updated or
-/// replaced).
+/// conversion to the column types (unless `converted`: LOAD DATA made each value one of its
+/// column's type already, zero dates included), then each row written or, where its key is
+/// taken, handled as `on_duplicate` says. `affected.rows` counts as MySQL does (2 for a row
+/// updated or replaced).
 pub async fn insert_rows(
     ctx: &DmlContext<'_>,
     txn: &mut Transaction,
     t: &TableInfo,
     evaluated: Vec<Vec<Datum>>,
     on_duplicate: OnDuplicate<'_>,
+    converted: bool,
 ) -> Result<Affected> {
     let mut affected = Affected::default();
     // Each row's values and handle, up to the first row that fails (its error comes when
@@ -331,7 +333,7 @@ pub async fn insert_rows(
     let mut prepared: Vec<Result<(Vec<Datum>, i64)>> = Vec::with_capacity(evaluated.len());
     for (r, mut row) in evaluated.into_iter().enumerate() {
         let row_no = r + 1;
-        let done = prepare_row(ctx, t, &mut row, row_no, &mut affected)
+        let done = prepare_row(ctx, t, &mut row, row_no, &mut affected, converted)
             .await
             .map(|handle| (row, handle));
         let failed = done.is_err();
@@ -383,7 +385,8 @@ pub async fn insert_rows(
                         affected.rows += 2;
                     }
                 }
-                OnDuplicate::Ignore | OnDuplicate::Replace => {}
+                OnDuplicate::Ignore => {}
+                OnDuplicate::Replace => unreachable!("REPLACE is handled by the arm above"),
                 OnDuplicate::Error => {
                     let (shown, key) = match t.handle_column {
                         Some(h)
@@ -427,6 +430,7 @@ async fn prepare_row(
     row: &mut Vec<Datum>,
     row_no: usize,
     affected: &mut Affected,
+    converted: bool,
 ) -> Result<i64> {
     // Auto-increment: NULL or 0 takes the next value; an explicit one moves it on.
     if let Some(ai) = t.auto_increment_column() {
@@ -459,7 +463,9 @@ async fn prepare_row(
             }
         }
     }
-    *row = convert_row(t, std::mem::take(row), row_no)?;
+    if !converted {
+        *row = convert_row(t, std::mem::take(row), row_no)?;
+    }
     match handle_of(t, row) {
         Some(h) => Ok(h),
         None => ctx.catalog.next_auto_id(t.id, 1).await,
@@ -471,15 +477,12 @@ async fn prepare_row(
 /// statement wrote, ask the kv nodes nothing more; TiDB locks an INSERT's keys together too.
 /// Unlike InnoDB, which stops at the first duplicate row, such an INSERT waits for a lock on
 /// any of its rows before it reports a duplicate, and keeps all those locks until the txn
-/// ends even when it fails.
+/// ends even when it fails. Optimistic txns read the same keys ahead in one request.
 async fn lock_keys_of_new_rows(
     txn: &mut Transaction,
     t: &TableInfo,
     rows: &[Result<(Vec<Datum>, i64)>],
 ) -> Result<()> {
-    if !txn.is_pessimistic() {
-        return Ok(());
-    }
     let mut keys = Vec::new();
     for (row, handle) in rows.iter().flatten() {
         keys.push(table::row_key(t.id, *handle));
@@ -492,7 +495,12 @@ async fn lock_keys_of_new_rows(
     }
     keys.sort();
     keys.dedup();
-    txn.batch_get_for_update(&keys).await?;
+    if txn.is_pessimistic() {
+        txn.batch_get_for_update(&keys).await?;
+    } else {
+        // The duplicate checks that follow read these keys one by one: one request now.
+        txn.prefetch(&keys).await?;
+    }
     Ok(())
 }
 

@@ -338,6 +338,11 @@ impl TypeScope<'_> {
             E::Identifier(id) if id.value.starts_with("@@") => {
                 self.system_variable(id.value.trim_start_matches('@'))
             }
+            // Without the session (a derived table's columns) a user variable's type is not
+            // known: text, which any value can be sent as.
+            E::Identifier(id) if id.value.starts_with('@') && self.variable.is_none() => {
+                FieldType::text(255)
+            }
             E::Identifier(id) if id.value.starts_with('@') => self
                 .variable(Lookup::User(id.value.trim_start_matches('@')))
                 .map_or_else(FieldType::null, |d| FieldType::of_datum(&d)),
@@ -359,6 +364,10 @@ impl TypeScope<'_> {
             E::Value(v) => literal(&v.value),
             E::UnaryOp { op, expr } => match op {
                 ast::UnaryOperator::Not => boolean(),
+                // A negated integer is a signed BIGINT whatever it was.
+                ast::UnaryOperator::Minus if self.infer(expr).is_integer() => {
+                    FieldType::longlong(false)
+                }
                 _ => self.infer(expr).derived(),
             },
             E::BinaryOp { left, op, right } => self.binary(left, op, right),
@@ -482,6 +491,7 @@ impl TypeScope<'_> {
                 }
                 NumClass::Double | NumClass::Null => FieldType::double(),
             },
+            "abs" if first().is_integer() => FieldType::longlong(first().unsigned()),
             "min" | "max" | "abs" => first().derived(),
             "power" | "pow" => FieldType::double(),
             "if" => args
@@ -582,7 +592,8 @@ fn merge(a: FieldType, b: FieldType) -> FieldType {
     if a.tp == Type::Null {
         return b;
     }
-    if b.tp == Type::Null || (a.tp == b.tp && a.charset == b.charset) {
+    let same = a.tp == b.tp && a.charset == b.charset && a.unsigned() == b.unsigned();
+    if b.tp == Type::Null || same {
         let mut m = a;
         m.length = m.length.max(b.length);
         m.decimals = m.decimals.max(b.decimals);
@@ -682,6 +693,7 @@ mod tests {
         assert_eq!(infer("CONCAT('a', 1)").charset, CHARSET_UTF8MB4_BIN);
         assert_eq!(infer("_binary'a'").charset, CHARSET_BINARY);
         assert_eq!(infer("X'FF'").charset, CHARSET_BINARY);
+        assert_eq!(infer("-(1)").flags & flag::UNSIGNED, 0);
     }
 
     #[test]

@@ -248,6 +248,13 @@ struct Load {
     pending: Vec<crate::load_data::Record>,
     /// Records read so far (for warnings' row numbers and the skipped count).
     records: u64,
+    /// Records per batch ([`crate::load_data::batch_rows`], once the table is known).
+    batch_rows: usize,
+    /// The table, resolved for the first batch.
+    table: Option<Arc<TableInfo>>,
+    /// In a transaction of the session's: its writes before the load, to go back to if the
+    /// load fails.
+    statement_savepoint: Option<kv_client::transaction::Savepoint>,
     affected: u64,
     /// The error that stopped it; the rest of the file is read and dropped.
     error: Option<SqlError>,
@@ -428,11 +435,25 @@ impl Session {
         if let Err(e) = stopped {
             out.push(Err(e));
         }
+        if out.is_empty() {
+            out.push(Err(SqlError {
+                code: 1065,
+                state: "42000",
+                message: "Query was empty".into(),
+            }));
+        }
         out
     }
 
     /// Runs the statements in `sql`, pushing each one's output to `out`, up to the first error.
     async fn execute_into(&mut self, sql: &str, out: &mut Vec<Output>) -> Result<()> {
+        let statements = crate::words::split_statements(sql);
+        if statements.len() > 1 {
+            for one in statements {
+                Box::pin(self.execute_into(one, out)).await?;
+            }
+            return Ok(());
+        }
         // SHOW WARNINGS / SHOW ERRORS (the parser does not know them): statements here end
         // with an error or without warnings, so the list is always empty.
         let words: Vec<String> = sql
@@ -532,7 +553,7 @@ impl Session {
                         .map(|a| &a.expr)
                         .chain(parameters.iter())
                         .collect();
-                    self.execute_named(&name.to_string(), &args).await?
+                    self.execute_named(&split_name(name).1, &args).await?
                 }
                 Statement::Deallocate { name, .. } => {
                     let id = self.named_statement(&name.value, "DEALLOCATE PREPARE")?;
@@ -684,6 +705,9 @@ impl Session {
             spec,
             pending: Vec::new(),
             records: 0,
+            batch_rows: 1,
+            table: None,
+            statement_savepoint: None,
             affected: 0,
             error: None,
         }));
@@ -703,10 +727,11 @@ impl Session {
         if load.error.is_none() {
             let records = load.splitter.feed(data);
             load.pending.extend(records);
-            if load.pending.len() >= crate::load_data::BATCH_ROWS
-                && let Err(e) = self.load_batch(&mut load).await
-            {
-                load.error = Some(e);
+            while load.error.is_none() && load.pending.len() >= load.batch_rows {
+                let batch: Vec<_> = load.pending.drain(..load.batch_rows).collect();
+                if let Err(e) = self.load_batch(&mut load, batch).await {
+                    load.error = Some(e);
+                }
             }
         }
         self.load = Some(load);
@@ -724,59 +749,112 @@ impl Session {
         }
         let records = load.splitter.finish();
         load.pending.extend(records);
-        self.load_batch(&mut load).await?;
+        // An empty file still names a table that must exist.
+        self.load_table(&mut load).await?;
+        while !load.pending.is_empty() {
+            let n = load.batch_rows.min(load.pending.len());
+            let batch: Vec<_> = load.pending.drain(..n).collect();
+            self.load_batch(&mut load, batch).await?;
+        }
         Ok(Output::done(load.affected))
     }
 
-    /// Inserts the pending records of `load`, in the open transaction or one of their own.
-    async fn load_batch(&mut self, load: &mut Load) -> Result<()> {
-        let records = std::mem::take(&mut load.pending);
-        if records.is_empty() {
-            return Ok(());
-        }
+    /// Inserts `records` of `load`, in the open transaction or one of their own.
+    async fn load_batch(
+        &mut self,
+        load: &mut Load,
+        records: Vec<crate::load_data::Record>,
+    ) -> Result<()> {
+        let t = self.load_table(load).await?;
+        let (rows, warnings) = self.load_rows(&t, load, records)?;
         let own = self.txn.is_none() && !self.explicit && self.autocommit();
         let mut txn = match self.txn.take() {
             Some(t) => t,
+            // A batch of its own is optimistic: its keys are read ahead in one request and
+            // written in one phase when they fit one request, with no pessimistic lock round
+            // before (TiDB's LOAD DATA writes its batches the same way). A key another txn
+            // takes first fails the load (9007).
+            None if own => self.shared.client.begin().await?,
             None => self.begin().await?,
         };
+        // In a transaction of the session's, a failed load leaves none of its batches.
+        if !own && load.statement_savepoint.is_none() {
+            load.statement_savepoint = Some(txn.savepoint());
+        }
         let savepoint = txn.savepoint();
-        let mut result = self.load_rows(&mut txn, load, records).await;
+        let this = &*self;
+        let lookup = |l: Lookup<'_>| this.lookup(l);
+        let ctx = DmlContext {
+            catalog: &this.shared.catalog,
+            variable: &lookup,
+        };
+        let on_duplicate = if load.spec.replace {
+            dml::OnDuplicate::Replace
+        } else {
+            dml::OnDuplicate::Ignore
+        };
+        let mut result = dml::insert_rows(&ctx, &mut txn, &t, rows, on_duplicate, true).await;
         if result.is_ok()
             && let Err(e) = txn.lock_written().await
         {
             result = Err(e.into());
         }
-        if result.is_err() {
-            txn.rollback_to(savepoint);
-        }
-        if own {
-            match &result {
-                Ok(_) => {
+        match result {
+            Ok(affected) => {
+                load.affected += affected.rows;
+                for (code, message) in warnings {
+                    if self.warnings.len() < MAX_WARNINGS {
+                        self.warnings.push(("Warning", code, message));
+                    }
+                }
+                // Committing while the next batch is converted (a commit task in flight) was
+                // slower on 2 cores: the batches' work competes for the same CPU.
+                if own {
                     txn.commit().await?;
+                } else {
+                    self.txn = Some(txn);
                 }
-                Err(_) => {
-                    let _ = txn.rollback().await;
-                }
+                Ok(())
             }
-        } else {
-            self.txn = Some(txn);
+            Err(e) => {
+                txn.rollback_to(load.statement_savepoint.take().unwrap_or(savepoint));
+                if own {
+                    let _ = txn.rollback().await;
+                } else {
+                    self.txn = Some(txn);
+                }
+                Err(e)
+            }
         }
-        result
     }
 
-    /// `records` as rows of the table `load` fills, written through `txn`.
-    async fn load_rows(
-        &mut self,
-        txn: &mut Transaction,
-        load: &mut Load,
-        records: Vec<crate::load_data::Record>,
-    ) -> Result<()> {
-        let schema = self.shared.catalog.schema(txn.snapshot()).await?;
+    /// The table `load` fills, resolved the first time.
+    async fn load_table(&self, load: &mut Load) -> Result<Arc<TableInfo>> {
+        if let Some(t) = &load.table {
+            return Ok(t.clone());
+        }
+        let client = &self.shared.client;
+        let snapshot = client.snapshot(client.current_ts().await?, 0);
+        let schema = self.shared.catalog.schema(&snapshot).await?;
         let db = match &load.spec.db {
             Some(db) => db.clone(),
             None => self.current_db()?.to_string(),
         };
         let t = schema.table(&db, &load.spec.table)?;
+        load.batch_rows = crate::load_data::batch_rows(&t);
+        load.table = Some(t.clone());
+        Ok(t)
+    }
+
+    /// `records` as full rows of `t` (defaults where a record has no field) with the warnings
+    /// their conversion gives.
+    #[allow(clippy::type_complexity)]
+    fn load_rows(
+        &self,
+        t: &TableInfo,
+        load: &mut Load,
+        records: Vec<crate::load_data::Record>,
+    ) -> Result<(Vec<Vec<Datum>>, Vec<(u16, String)>)> {
         let columns: Vec<usize> = if load.spec.columns.is_empty() {
             (0..t.columns.len()).collect()
         } else {
@@ -794,10 +872,15 @@ impl Session {
         for record in records {
             load.records += 1;
             let row_no = load.records as usize;
+            // A column the record gives no value: its default, or for a NOT NULL one without
+            // a default the type's zero value, as MySQL's LOCAL load fills it in.
             let mut row: Vec<Datum> = t
                 .columns
                 .iter()
-                .map(|c| crate::rows::default_value(c.default.as_ref()))
+                .map(|c| match &c.default {
+                    None if !c.nullable && !c.auto_increment => crate::load_data::zero(&c.ty),
+                    d => crate::rows::default_value(d.as_ref()),
+                })
                 .collect();
             if record.len() < columns.len() {
                 warnings.push((
@@ -819,25 +902,7 @@ impl Session {
             }
             rows.push(row);
         }
-        let this = &*self;
-        let lookup = |l: Lookup<'_>| this.lookup(l);
-        let ctx = DmlContext {
-            catalog: &this.shared.catalog,
-            variable: &lookup,
-        };
-        let on_duplicate = if load.spec.replace {
-            dml::OnDuplicate::Replace
-        } else {
-            dml::OnDuplicate::Ignore
-        };
-        let affected = dml::insert_rows(&ctx, txn, &t, rows, on_duplicate).await?;
-        load.affected += affected.rows;
-        for (code, message) in warnings {
-            if self.warnings.len() < MAX_WARNINGS {
-                self.warnings.push(("Warning", code, message));
-            }
-        }
-        Ok(())
+        Ok((rows, warnings))
     }
 
     /// The id of the statement SQL's PREPARE named `name` (1243 if there is none, as MySQL

@@ -432,7 +432,8 @@ fn build(
         .collect();
     let mut filters = Vec::new();
     if let Some(p) = pattern {
-        filters.push(format!("{} LIKE {}", visible[0], quote(&p)));
+        // As MySQL's (its information_schema compares names without case).
+        filters.push(format!("LOWER({}) LIKE LOWER({})", visible[0], quote(&p)));
     }
     if let Some(w) = where_clause {
         filters.push(format!("({w})"));
@@ -557,7 +558,10 @@ mod tests {
             s.select
                 .starts_with("SELECT `Tables_in_other`, `Table_type` FROM")
         );
-        assert!(s.select.contains("WHERE `Tables_in_other` LIKE 'it%'"));
+        assert!(
+            s.select
+                .contains("WHERE LOWER(`Tables_in_other`) LIKE LOWER('it%')")
+        );
         let s = show("SHOW GLOBAL VARIABLES LIKE 'auto%'");
         assert!(s.select.contains("information_schema.GLOBAL_VARIABLES"));
         let s = show("SHOW COLUMNS FROM items");
@@ -583,7 +587,11 @@ mod tests {
                 table: "items".into()
             })
         );
-        assert!(show("DESC items id").select.contains("`Field` LIKE 'id'"));
+        assert!(
+            show("DESC items id")
+                .select
+                .contains("LOWER(`Field`) LIKE LOWER('id')")
+        );
     }
 
     #[test]

@@ -166,6 +166,10 @@ pub fn check(name: &str, v: Datum) -> Result<(Datum, Option<Value>)> {
 /// Atoll applies it to the session, not to the next transaction only as MySQL does without a
 /// scope word.
 pub fn set_transaction(sql: &str) -> Option<Result<String>> {
+    let first = sql.split_whitespace().next()?;
+    if !first.eq_ignore_ascii_case("SET") {
+        return None;
+    }
     let sql = sql.trim().trim_end_matches(';');
     if sql.contains(';') {
         return None;

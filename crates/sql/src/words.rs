@@ -25,16 +25,23 @@ pub fn tokens(sql: &str) -> Result<Vec<Token>> {
             loop {
                 match chars.next() {
                     None => return Err(SqlError::syntax("unterminated quoted string")),
-                    // MySQL's escapes in a string (a quoted identifier has none).
-                    Some('\\') if c != '`' => s.extend(chars.next().map(|e| match e {
-                        'n' => '\n',
-                        'r' => '\r',
-                        't' => '\t',
-                        '0' => '\0',
-                        'b' => '\u{8}',
-                        'Z' => '\u{1a}',
-                        other => other,
-                    })),
+                    // MySQL's escapes in a string (a quoted identifier has none); `\%` and
+                    // `\_` keep their backslash, for LIKE patterns.
+                    Some('\\') if c != '`' => match chars.next() {
+                        Some(e @ ('%' | '_')) => {
+                            s.push('\\');
+                            s.push(e);
+                        }
+                        e => s.extend(e.map(|e| match e {
+                            'n' => '\n',
+                            'r' => '\r',
+                            't' => '\t',
+                            '0' => '\0',
+                            'b' => '\u{8}',
+                            'Z' => '\u{1a}',
+                            other => other,
+                        })),
+                    },
                     Some(x) if x == c => {
                         if chars.peek() == Some(&c) {
                             s.push(c);
@@ -146,6 +153,50 @@ impl Cursor {
             Some(t) => Err(SqlError::syntax(format!("unexpected {t:?} in {statement}"))),
         }
     }
+}
+
+/// `sql` split into its statements at the semicolons outside quotes and comments (the last
+/// may lack one); empty statements are left out.
+pub fn split_statements(sql: &str) -> Vec<&str> {
+    let bytes = sql.as_bytes();
+    let mut out = Vec::new();
+    let (mut start, mut i) = (0, 0);
+    while i < bytes.len() {
+        match bytes[i] {
+            q @ (b'\'' | b'"' | b'`') => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != q {
+                    i += if bytes[i] == b'\\' && q != b'`' { 2 } else { 1 };
+                }
+            }
+            b'-' if bytes.get(i + 1) == Some(&b'-') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'#' => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < bytes.len() && !(bytes[i] == b'*' && bytes[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b';' => {
+                out.push(&sql[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out.push(&sql[start.min(sql.len())..]);
+    out.retain(|s| !s.trim().is_empty());
+    out
 }
 
 /// MySQL 8.0's reserved words (its manual's keyword list, the entries marked R): a name
@@ -521,6 +572,21 @@ fn introducer_len(before: &[u8]) -> usize {
 #[cfg(test)]
 mod binary_literal_tests {
     use super::{RESERVED, binary_literals_as_hex, refuse_reserved};
+
+    #[test]
+    fn statements_split_at_semicolons_outside_quotes_and_comments() {
+        use super::split_statements;
+        assert_eq!(
+            split_statements("SELECT 'a;b'; SHOW TABLES -- c;d\n; /* e;f */ SELECT \"g;\\\"\";"),
+            vec![
+                "SELECT 'a;b'",
+                " SHOW TABLES -- c;d\n",
+                " /* e;f */ SELECT \"g;\\\"\""
+            ]
+        );
+        assert_eq!(split_statements("SELECT 1"), vec!["SELECT 1"]);
+        assert!(split_statements(" ; ").is_empty());
+    }
 
     #[test]
     fn reserved_words_are_refused_unless_quoted() {
