@@ -568,12 +568,14 @@ impl Session {
     }
 
     /// The statement that answers `sql`, for the statements sqlparser does not read as MySQL
-    /// does (SHOW, SET TRANSACTION); a SHOW of a database or table that does not exist is
+    /// does (SHOW, SET TRANSACTION, SET CHARACTER SET); a SHOW of a database or table that does not exist is
     /// refused here.
     async fn rewrite(&self, sql: &str) -> Result<Option<Statement>> {
         let text = if let Some(set) = crate::variables::set_transaction(sql) {
             set?
-        } else if let Some(show) = crate::show::rewrite(sql, self.db.as_deref()) {
+        } else if let Some(set) = crate::variables::set_charset(sql) {
+            set?
+        } else if let Some(show) = crate::show::rewrite(sql, self.db.as_deref(), &self.user) {
             let show = show?;
             if let Some(target) = &show.target {
                 self.check_exists(target).await?;

@@ -9,7 +9,9 @@
 //! [FROM db]`, `SHOW TABLE STATUS [FROM db]`, `SHOW [GLOBAL | SESSION] {VARIABLES | STATUS}`,
 //! `SHOW ENGINES`, `SHOW {CHARSET | CHARACTER SET}`, `SHOW COLLATION`, each with `LIKE
 //! 'pattern'` (on the first column) or `WHERE expr`; `SHOW CREATE {DATABASE | SCHEMA}
-//! [IF NOT EXISTS] db`; and `{DESCRIBE | DESC} t [column]`, which is SHOW COLUMNS.
+//! [IF NOT EXISTS] db`; `{DESCRIBE | DESC} t [column]`, which is SHOW COLUMNS; and `SHOW
+//! GRANTS [FOR CURRENT_USER[()] | user]`: every account may do everything until privileges
+//! are built, and says so.
 
 use crate::error::{Result, SqlError};
 use crate::words::{Token, tokens};
@@ -30,8 +32,8 @@ pub struct Show {
 
 /// `sql` as a SHOW this module answers (`None` for any other statement, and for the SHOW
 /// forms the session answers itself: PROCESSLIST, CREATE TABLE, WARNINGS...). `db` is the
-/// session's database, for the forms that default to it.
-pub fn rewrite(sql: &str, db: Option<&str>) -> Option<Result<Show>> {
+/// session's database, for the forms that default to it; `user` its account.
+pub fn rewrite(sql: &str, db: Option<&str>, user: &str) -> Option<Result<Show>> {
     let text = sql.trim().trim_end_matches(';').trim_end();
     let first = text.split_whitespace().next()?;
     if first.eq_ignore_ascii_case("DESCRIBE") || first.eq_ignore_ascii_case("DESC") {
@@ -86,6 +88,7 @@ pub fn rewrite(sql: &str, db: Option<&str>) -> Option<Result<Show>> {
             What::Charset
         }
         Some("COLLATION") => What::Collation,
+        Some("GRANTS") => return Some(grants(&toks[at + 1..], &words[at + 1..], user)),
         Some("CREATE")
             if matches!(
                 words.get(at + 1).map(String::as_str),
@@ -463,6 +466,30 @@ fn build(
     })
 }
 
+/// `SHOW GRANTS [FOR user]`: ALL PRIVILEGES WITH GRANT OPTION, which is what every account
+/// has until privileges are built (issue 35).
+fn grants(toks: &[Token], words: &[String], user: &str) -> Result<Show> {
+    let user = match (words.first().map(String::as_str), toks.get(1)) {
+        (None, _) => user.to_string(),
+        (Some("FOR"), Some(Token::Word(w) | Token::Quoted(w)))
+            if !w.eq_ignore_ascii_case("CURRENT_USER") =>
+        {
+            w.clone()
+        }
+        (Some("FOR"), Some(_)) => user.to_string(),
+        _ => return Err(syntax("SHOW GRANTS")),
+    };
+    let grant = format!("GRANT ALL PRIVILEGES ON *.* TO `{user}`@`%` WITH GRANT OPTION");
+    Ok(Show {
+        select: format!(
+            "SELECT {} AS {}",
+            quote(&grant),
+            ident(&format!("Grants for {user}@%"))
+        ),
+        target: None,
+    })
+}
+
 /// `{DESCRIBE | DESC} t [column | 'pattern']`: SHOW COLUMNS FROM t [LIKE ...].
 fn describe(text: &str, db: Option<&str>) -> Result<Show> {
     let toks = tokens(text)?;
@@ -530,7 +557,9 @@ mod tests {
     use super::*;
 
     fn show(sql: &str) -> Show {
-        rewrite(sql, Some("shop")).expect("a SHOW").expect("valid")
+        rewrite(sql, Some("shop"), "root")
+            .expect("a SHOW")
+            .expect("valid")
     }
 
     #[test]
@@ -579,6 +608,12 @@ mod tests {
                 .contains("`Auto_increment`")
         );
         assert!(show("SHOW CHARACTER SET").select.contains("CHARACTER_SETS"));
+        assert!(
+            show("SHOW GRANTS FOR app")
+                .select
+                .contains("TO `app`@`%` WITH GRANT OPTION")
+        );
+        assert!(show("SHOW GRANTS").select.contains("`Grants for root@%`"));
         let s = show("DESCRIBE `o`.`items`");
         assert_eq!(
             s.target,
@@ -596,13 +631,13 @@ mod tests {
 
     #[test]
     fn other_statements_and_other_shows_are_left_alone() {
-        assert_eq!(rewrite("SELECT 1", None), None);
-        assert_eq!(rewrite("SHOW PROCESSLIST", None), None);
-        assert_eq!(rewrite("SHOW CREATE TABLE t", None), None);
-        assert_eq!(rewrite("SHOW WARNINGS", None), None);
-        assert!(matches!(rewrite("SHOW TABLES", None), Some(Err(e)) if e.code == 1046));
+        assert_eq!(rewrite("SELECT 1", None, "root"), None);
+        assert_eq!(rewrite("SHOW PROCESSLIST", None, "root"), None);
+        assert_eq!(rewrite("SHOW CREATE TABLE t", None, "root"), None);
+        assert_eq!(rewrite("SHOW WARNINGS", None, "root"), None);
+        assert!(matches!(rewrite("SHOW TABLES", None, "root"), Some(Err(e)) if e.code == 1046));
         assert!(
-            matches!(rewrite("SHOW INDEX FROM t LIKE", Some("d")), Some(Err(e)) if e.code == 1064)
+            matches!(rewrite("SHOW INDEX FROM t LIKE", Some("d"), "root"), Some(Err(e)) if e.code == 1064)
         );
     }
 }

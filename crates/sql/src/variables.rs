@@ -224,6 +224,51 @@ pub fn set_transaction(sql: &str) -> Option<Result<String>> {
     Some(Ok(format!("SET {}", out.join(", "))))
 }
 
+/// `SET {CHARACTER SET | CHARSET} name` (sqlparser does not read it) as the `SET` of the
+/// variables it sets: the client's and the results' character set; `None` for any other
+/// statement. A name TiDB does not know is 1115.
+pub fn set_charset(sql: &str) -> Option<Result<String>> {
+    let words: Vec<&str> = sql
+        .trim()
+        .trim_end_matches(';')
+        .split_whitespace()
+        .collect();
+    let name = match words.as_slice() {
+        [set, character, set2, name]
+            if set.eq_ignore_ascii_case("SET")
+                && character.eq_ignore_ascii_case("CHARACTER")
+                && set2.eq_ignore_ascii_case("SET") =>
+        {
+            name
+        }
+        [set, charset, name]
+            if set.eq_ignore_ascii_case("SET") && charset.eq_ignore_ascii_case("CHARSET") =>
+        {
+            name
+        }
+        _ => return None,
+    };
+    let name = name.trim_matches(['\'', '"', '`']).to_ascii_lowercase();
+    let name = if name == "default" {
+        "utf8mb4".to_string()
+    } else {
+        name
+    };
+    if !crate::info_schema::CHARACTER_SETS
+        .iter()
+        .any(|(known, ..)| *known == name)
+    {
+        return Some(Err(SqlError {
+            code: 1115,
+            state: "42000",
+            message: format!("Unknown character set: '{name}'"),
+        }));
+    }
+    Some(Ok(format!(
+        "SET character_set_client = '{name}', character_set_results = '{name}'"
+    )))
+}
+
 /// The names a variable is also known by (MySQL 5.7's `tx_` names for the `transaction_` ones).
 pub fn aliases(name: &str) -> &'static [&'static str] {
     match name {
