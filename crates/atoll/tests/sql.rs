@@ -77,10 +77,19 @@ fn tables_rows_and_queries_through_the_mysql_client() {
     );
     // An index added to a table with rows is filled in, and a unique one refuses duplicates.
     c.run("shop", "CREATE UNIQUE INDEX stock_u ON items (stock)");
+    // The message names the index that clashed, not the table's first unique one (name_u).
     c.fails(
         "shop",
         "INSERT INTO items (name, stock) VALUES ('kiwi', 11)",
-        "1062 (23000)",
+        "1062 (23000) at line 1: Duplicate entry '11' for key 'items.stock_u'",
+    );
+    // INSERT IGNORE skips the row with the same error as a warning.
+    assert_eq!(
+        c.run(
+            "shop",
+            "INSERT IGNORE INTO items (name, stock) VALUES ('kiwi', 11); SHOW WARNINGS"
+        ),
+        "Level\tCode\tMessage\nWarning\t1062\tDuplicate entry '11' for key 'items.stock_u'\n"
     );
     c.run("shop", "DROP INDEX stock_u ON items");
     c.run(

@@ -11,7 +11,7 @@ use kv_client::Transaction;
 use sqlparser::ast::{self, Assignment, AssignmentTarget, SetExpr};
 
 use crate::bind::{Binder, Scope, Variables};
-use crate::catalog::{Catalog, TableInfo};
+use crate::catalog::{Catalog, IndexInfo, TableInfo};
 use crate::error::{Result, SqlError};
 use crate::query::{INDEX_LOOKUP_CONCURRENCY, fetch_rows, table_scope};
 use crate::rows::{decode_row, default_value, delete_row, handle_of, put_row, update_row};
@@ -23,10 +23,12 @@ pub struct DmlContext<'a> {
 }
 
 /// What a DML statement reports: rows affected and the first auto-increment id it used.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Affected {
     pub rows: u64,
     pub last_insert_id: u64,
+    /// Rows skipped as INSERT IGNORE skips them: each one's 1062, as a warning.
+    pub warnings: Vec<(u16, String)>,
 }
 
 async fn existing_row(
@@ -44,12 +46,12 @@ async fn existing_row(
 }
 
 /// The handle of the row holding one of `row`'s unique index values, if another does.
-async fn unique_conflict(
+async fn unique_conflict<'t>(
     txn: &mut Transaction,
-    t: &TableInfo,
+    t: &'t TableInfo,
     row: &[Datum],
     handle: i64,
-) -> Result<Option<i64>> {
+) -> Result<Option<(i64, &'t IndexInfo)>> {
     for idx in t.indexes.iter().filter(|i| i.unique) {
         let (key, unique) = crate::rows::index_key(t, idx, row, handle);
         if !unique {
@@ -64,7 +66,7 @@ async fn unique_conflict(
             let other = table::decode_unique_index_value(&v)
                 .map_err(|e| SqlError::unknown(format!("corrupt index entry: {e}")))?;
             if other != handle {
-                return Ok(Some(other));
+                return Ok(Some((other, idx)));
             }
         }
     }
@@ -346,11 +348,22 @@ pub async fn insert_rows(
     for (r, done) in prepared.into_iter().enumerate() {
         let row_no = r + 1;
         let (row, handle) = done?;
-        // An existing row under the same primary key, or holding a unique value.
+        // An existing row under the same primary key, or holding a unique value: its handle
+        // and MySQL's 1062 naming the key.
         let clash = if t.handle_column.is_some() && existing_row(txn, t, handle).await?.is_some() {
-            Some(handle)
+            let shown = t.handle_column.map(|h| text(&row[h])).unwrap_or_default();
+            Some((
+                handle,
+                SqlError::duplicate_entry(&shown, &format!("{}.PRIMARY", t.name)),
+            ))
         } else {
-            unique_conflict(txn, t, &row, handle).await?
+            unique_conflict(txn, t, &row, handle)
+                .await?
+                .map(|(other, idx)| {
+                    let shown: Vec<String> = idx.columns.iter().map(|&c| text(&row[c])).collect();
+                    let key = format!("{}.{}", t.name, idx.name);
+                    (other, SqlError::duplicate_entry(&shown.join("-"), &key))
+                })
         };
         match clash {
             None => {
@@ -364,7 +377,7 @@ pub async fn insert_rows(
                     delete_row(txn, t, handle, &old);
                     affected.rows += 1;
                 }
-                while let Some(other) = unique_conflict(txn, t, &row, handle).await? {
+                while let Some((other, _)) = unique_conflict(txn, t, &row, handle).await? {
                     let old = existing_row(txn, t, other)
                         .await?
                         .ok_or_else(|| SqlError::unknown("a unique index entry without its row"))?;
@@ -374,7 +387,7 @@ pub async fn insert_rows(
                 put_row(txn, t, handle, &row, true).await?;
                 affected.rows += 1;
             }
-            Some(other) => match &on_duplicate {
+            Some((other, duplicate)) => match &on_duplicate {
                 OnDuplicate::Update(sets) => {
                     let old = existing_row(txn, t, other)
                         .await?
@@ -385,36 +398,10 @@ pub async fn insert_rows(
                         affected.rows += 2;
                     }
                 }
-                OnDuplicate::Ignore => {}
+                // As MySQL's INSERT IGNORE: the row is skipped with the error as a warning.
+                OnDuplicate::Ignore => affected.warnings.push((duplicate.code, duplicate.message)),
                 OnDuplicate::Replace => unreachable!("REPLACE is handled by the arm above"),
-                OnDuplicate::Error => {
-                    let (shown, key) = match t.handle_column {
-                        Some(h)
-                            if other == handle && existing_row(txn, t, handle).await?.is_some() =>
-                        {
-                            (text(&row[h]), "PRIMARY".to_string())
-                        }
-                        _ => {
-                            let idx = t
-                                .indexes
-                                .iter()
-                                .find(|i| i.unique)
-                                .expect("a unique clash names a unique index");
-                            (
-                                idx.columns
-                                    .iter()
-                                    .map(|&c| text(&row[c]))
-                                    .collect::<Vec<_>>()
-                                    .join("-"),
-                                idx.name.clone(),
-                            )
-                        }
-                    };
-                    return Err(SqlError::duplicate_entry(
-                        &shown,
-                        &format!("{}.{key}", t.name),
-                    ));
-                }
+                OnDuplicate::Error => return Err(duplicate),
             },
         }
     }
@@ -630,6 +617,6 @@ pub async fn delete(
     }
     Ok(Affected {
         rows: rows.len() as u64,
-        last_insert_id: 0,
+        ..Affected::default()
     })
 }

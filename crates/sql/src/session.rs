@@ -804,7 +804,7 @@ impl Session {
         match result {
             Ok(affected) => {
                 load.affected += affected.rows;
-                for (code, message) in warnings {
+                for (code, message) in warnings.into_iter().chain(affected.warnings) {
                     if self.warnings.len() < MAX_WARNINGS {
                         self.warnings.push(("Warning", code, message));
                     }
@@ -1504,6 +1504,11 @@ impl Session {
                     variable: &lookup,
                 };
                 let a = dml::insert(&ctx, txn, &t, ins).await?;
+                for (code, message) in a.warnings {
+                    if self.warnings.len() < MAX_WARNINGS {
+                        self.warnings.push(("Warning", code, message));
+                    }
+                }
                 Ok(Output::Done {
                     affected: a.rows,
                     last_insert_id: a.last_insert_id,
