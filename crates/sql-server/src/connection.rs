@@ -145,7 +145,12 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream) -> io::Result<()> {
         sha2_round: std::sync::atomic::AtomicU8::new(0),
         salt,
     };
-    AsyncMysqlIntermediary::run_on(conn, r, w).await
+    // KILL [CONNECTION] of this connection closes it, wherever it is.
+    let killed = conn.session.kill_signal();
+    tokio::select! {
+        served = AsyncMysqlIntermediary::run_on(conn, r, w) => served,
+        () = killed.notified() => Ok(()),
+    }
 }
 
 /// A result column's definition as the protocol sends it.

@@ -62,6 +62,8 @@ struct Process {
     since: std::time::Instant,
     /// The start ts of the transaction the session has open, if any (GC must not pass it).
     txn_start_ts: Option<u64>,
+    /// Notified by `KILL [CONNECTION]` of this connection (sql-server closes it).
+    kill: Arc<tokio::sync::Notify>,
 }
 
 impl Shared {
@@ -555,6 +557,7 @@ impl Session {
                         .collect();
                     self.execute_named(&split_name(name).1, &args).await?
                 }
+                Statement::Kill { modifier, id } => self.kill(*modifier, *id)?,
                 Statement::Deallocate { name, .. } => {
                     let id = self.named_statement(&name.value, "DEALLOCATE PREPARE")?;
                     self.named.remove(&name.value.to_ascii_lowercase());
@@ -714,6 +717,38 @@ impl Session {
             error: None,
         }));
         Some(file)
+    }
+
+    /// What `KILL [CONNECTION]` of this connection notifies: the connection then closes, as
+    /// when its client goes (its open transaction is dropped).
+    pub fn kill_signal(&self) -> Arc<tokio::sync::Notify> {
+        self.show_process(None);
+        self.shared
+            .processes()
+            .get(&self.connection_id)
+            .map(|p| p.kill.clone())
+            .expect("show_process made this connection's row")
+    }
+
+    /// `KILL [CONNECTION] id`: ends connection `id` (1094 if there is none). `KILL QUERY`
+    /// is refused: stopping a statement and keeping its transaction is not built yet.
+    fn kill(&self, modifier: Option<ast::KillType>, id: u64) -> Result<Output> {
+        if matches!(modifier, Some(ast::KillType::Query)) {
+            return Err(SqlError::not_supported(
+                "KILL QUERY (KILL CONNECTION ends the connection)",
+            ));
+        }
+        let all = self.shared.processes();
+        let process = u32::try_from(id)
+            .ok()
+            .and_then(|id| all.get(&id))
+            .ok_or_else(|| SqlError {
+                code: 1094,
+                state: "HY000",
+                message: format!("Unknown thread id: {id}"),
+            })?;
+        process.kill.notify_one();
+        Ok(Output::done(0))
     }
 
     /// Whether a LOAD DATA LOCAL's file is arriving.
@@ -1037,6 +1072,7 @@ impl Session {
             info: None,
             since: std::time::Instant::now(),
             txn_start_ts: None,
+            kill: Arc::new(tokio::sync::Notify::new()),
         });
         if p.user != self.user {
             p.user.clone_from(&self.user);
@@ -1114,7 +1150,11 @@ impl Session {
         let names = [
             "Id", "User", "Host", "db", "Command", "Time", "State", "Info",
         ];
-        ResultSet::text(names.iter().map(|n| n.to_string()).collect(), rows)
+        let mut rs = ResultSet::text(names.iter().map(|n| n.to_string()).collect(), rows);
+        // Id and Time are numbers, as MySQL sends them.
+        rs.types[0] = crate::field_type::FieldType::longlong(true);
+        rs.types[5] = crate::field_type::FieldType::longlong(true);
+        rs
     }
 
     /// How many warnings the last statement left (the OK packet's count).

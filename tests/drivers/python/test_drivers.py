@@ -369,3 +369,27 @@ def test_load_data_local_infile(conn, tmp_path):
     cur.execute("SELECT COUNT(*), SUM(v) FROM ld WHERE id >= 10")
     assert cur.fetchall() == ((50_000, float(sum(range(10, 50_010)))),)
     c.close()
+
+
+def test_kill_ends_a_connection_and_its_transaction(conn):
+    if conn.mode != "pymysql":
+        return
+    victim = Conn("pymysql", database="drv_pymysql")
+    conn.run("CREATE TABLE killed (id INT PRIMARY KEY)")
+    victim.set_autocommit(False)
+    victim.run("INSERT INTO killed VALUES (1)")
+    victim_id = victim.query("SELECT CONNECTION_ID()")[0][0][0]
+    assert victim_id in [r[0] for r in conn.query("SHOW PROCESSLIST")[0]]
+    conn.run(f"KILL {victim_id}")
+    with pytest.raises(pymysql.err.OperationalError):
+        victim.query("SELECT 1")
+    assert conn.query("SELECT COUNT(*) FROM killed")[0] == [(0,)]
+    assert conn.error_code("KILL 4000000000") == 1094
+
+
+def test_a_connection_opened_without_autocommit_does_not_commit_by_itself(conn):
+    # PyMySQL and mysql-connector-python open with autocommit off (PEP 249); they turn the
+    # server's off only if its greeting says it is on.
+    fresh = Conn(conn.mode, database="drv_" + conn.mode.replace("-", "_"))
+    assert fresh.query("SELECT @@autocommit")[0] == [(0,)]
+    fresh.close()
