@@ -153,8 +153,8 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream) -> io::Result<()> {
     }
 }
 
-/// A result column's definition as the protocol sends it.
-fn column(name: &str, t: &FieldType) -> Column {
+/// A result column's definition as the protocol sends it (the column's origin moves into it).
+fn column(name: &str, t: &mut FieldType) -> Column {
     let coltype = match t.tp {
         Type::Tiny => ColumnType::MYSQL_TYPE_TINY,
         Type::Short => ColumnType::MYSQL_TYPE_SHORT,
@@ -169,7 +169,7 @@ fn column(name: &str, t: &FieldType) -> Column {
         Type::VarString => ColumnType::MYSQL_TYPE_VAR_STRING,
         Type::Blob => ColumnType::MYSQL_TYPE_BLOB,
     };
-    let origin = t.origin.as_deref().cloned().unwrap_or_default();
+    let origin = t.origin.take().map(|o| *o).unwrap_or_default();
     Column {
         schema: String::new(),
         table: origin.table,
@@ -298,19 +298,19 @@ fn status(session: &Session) -> StatusFlags {
 /// Sends the outcome of each statement of a query, in order: an OK, a result set, or the error
 /// that stopped them; every one but the last says more results follow.
 async fn write_outputs<W: AsyncWrite + Send + Unpin>(
-    outs: Vec<sql::Result<Output>>,
+    mut outs: Vec<sql::Result<Output>>,
     session: &Session,
     results: QueryResultWriter<'_, W>,
     binary: bool,
 ) -> io::Result<()> {
     // Every result's column definitions, made first: the writer borrows them until it ends.
     let columns: Vec<Vec<Column>> = outs
-        .iter()
+        .iter_mut()
         .map(|out| match out {
             Ok(Output::Rows(rs)) => rs
                 .columns
                 .iter()
-                .zip(&rs.types)
+                .zip(&mut rs.types)
                 .map(|(name, t)| column(name, t))
                 .collect(),
             _ => Vec::new(),
@@ -485,8 +485,10 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
     ) -> io::Result<()> {
         match self.session().prepare(query).await {
             Ok((id, params, result)) => {
-                let result_columns: Vec<Column> =
-                    result.iter().map(|(n, t)| column(n, t)).collect();
+                let result_columns: Vec<Column> = result
+                    .into_iter()
+                    .map(|(n, mut t)| column(&n, &mut t))
+                    .collect();
                 let param_columns: Vec<Column> = (0..params)
                     .map(|_| Column {
                         column: "?".into(),

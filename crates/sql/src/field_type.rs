@@ -301,30 +301,19 @@ enum NumClass {
     Double,
 }
 
-/// A column a query reads from: the name of its table (or derived table) in the query, its
-/// own name, its type.
-pub struct SourceColumn {
-    pub qualifier: String,
-    pub name: String,
-    pub ty: FieldType,
-}
-
-/// What typing an expression needs besides the expression: the columns in scope and, when
-/// there is a session, its variables.
+/// What typing an expression needs besides the expression: the FROM clause's sources (a
+/// column's type is worked out only when an expression names it) and, when there is a
+/// session, its variables.
 pub struct TypeScope<'a> {
-    pub columns: Vec<SourceColumn>,
+    pub sources: &'a [crate::join::Source],
     pub variable: Option<&'a Variables<'a>>,
 }
 
 impl TypeScope<'_> {
     fn column(&self, qualifier: Option<&str>, name: &str) -> Option<FieldType> {
-        self.columns
+        self.sources
             .iter()
-            .find(|c| {
-                c.name.eq_ignore_ascii_case(name)
-                    && qualifier.is_none_or(|q| q.eq_ignore_ascii_case(&c.qualifier))
-            })
-            .map(|c| c.ty.clone())
+            .find_map(|s| crate::query::column_type(s, qualifier, name))
     }
 
     fn variable(&self, l: Lookup<'_>) -> Option<Datum> {
@@ -643,7 +632,7 @@ mod tests {
             unreachable!()
         };
         TypeScope {
-            columns: Vec::new(),
+            sources: &[],
             variable: None,
         }
         .infer(e)

@@ -26,7 +26,7 @@ use crate::access::{Access, choose_access, key_range, pushed_filter};
 use crate::bind::{Aggregation, Binder, Key, Scope, Variables};
 use crate::catalog::TableInfo;
 use crate::error::{Result, SqlError};
-use crate::field_type::{FieldType, SourceColumn, TypeScope};
+use crate::field_type::{FieldType, TypeScope};
 use crate::rows::{decode_row, missing_value};
 
 /// Coprocessor tasks one query runs at once (`tidb_distsql_scan_concurrency`'s default).
@@ -98,39 +98,58 @@ pub fn describe(
     Ok(output_columns(sel, &sources, variable))
 }
 
-/// The columns of one source of a FROM clause, typed.
-fn source_columns(s: &crate::join::Source) -> Vec<SourceColumn> {
-    let column = |qualifier: &str, name: &str, ty: FieldType| SourceColumn {
-        qualifier: qualifier.to_string(),
-        name: name.to_string(),
-        ty,
-    };
+/// The name a source goes by in the query: its alias, else a table's own name.
+fn source_name(s: &crate::join::Source) -> &str {
+    match (&s.alias, &s.relation) {
+        (Some(alias), _) => alias,
+        (None, crate::join::Relation::Table(t)) => &t.name,
+        (None, _) => "",
+    }
+}
+
+/// The type of column `name` of source `s`, if `s` has it (and goes by `qualifier`, when
+/// one is given).
+pub fn column_type(
+    s: &crate::join::Source,
+    qualifier: Option<&str>,
+    name: &str,
+) -> Option<FieldType> {
+    let alias = source_name(s);
+    if qualifier.is_some_and(|q| !q.eq_ignore_ascii_case(alias)) {
+        return None;
+    }
+    let find = |columns: &[String]| columns.iter().position(|c| c.eq_ignore_ascii_case(name));
     match &s.relation {
         crate::join::Relation::Table(t) => {
-            let alias = s.alias.as_deref().unwrap_or(&t.name);
-            (0..t.columns.len())
-                .map(|i| column(alias, &t.columns[i].name, FieldType::of_column(t, i, alias)))
-                .collect()
+            t.column(name).map(|i| FieldType::of_column(t, i, alias))
         }
         crate::join::Relation::Derived { columns, types, .. } => {
-            let alias = s.alias.as_deref().unwrap_or_default();
-            columns
-                .iter()
-                .zip(types)
-                .map(|(name, ty)| column(alias, name, ty.clone()))
-                .collect()
+            find(columns).map(|i| types[i].clone())
         }
         crate::join::Relation::Memory { columns, rows } => {
-            let alias = s.alias.as_deref().unwrap_or_default();
-            columns
-                .iter()
-                .enumerate()
-                .map(|(i, name)| {
-                    let ty = FieldType::of_values(rows.iter().filter_map(|r| r.get(i)));
-                    column(alias, name, ty)
-                })
-                .collect()
+            find(columns).map(|i| FieldType::of_values(rows.iter().filter_map(|r| r.get(i))))
         }
+    }
+}
+
+/// Every column of one source of a FROM clause, typed (for `*`).
+fn source_columns(s: &crate::join::Source) -> Vec<(String, FieldType)> {
+    let alias = source_name(s);
+    match &s.relation {
+        crate::join::Relation::Table(t) => (0..t.columns.len())
+            .map(|i| (t.columns[i].name.clone(), FieldType::of_column(t, i, alias)))
+            .collect(),
+        crate::join::Relation::Derived { columns, types, .. } => {
+            columns.iter().cloned().zip(types.iter().cloned()).collect()
+        }
+        crate::join::Relation::Memory { columns, rows } => columns
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let ty = FieldType::of_values(rows.iter().filter_map(|r| r.get(i)));
+                (name.clone(), ty)
+            })
+            .collect(),
     }
 }
 
@@ -140,10 +159,7 @@ fn output_columns(
     sources: &[crate::join::Source],
     variable: Option<&Variables<'_>>,
 ) -> (Vec<String>, Vec<FieldType>) {
-    let scope = TypeScope {
-        columns: sources.iter().flat_map(source_columns).collect(),
-        variable,
-    };
+    let scope = TypeScope { sources, variable };
     let mut names = Vec::new();
     let mut types = Vec::new();
     for item in &sel.projection {
@@ -176,9 +192,9 @@ fn output_columns(
                     if !wanted {
                         continue;
                     }
-                    for c in source_columns(s) {
-                        names.push(c.name);
-                        types.push(c.ty);
+                    for (name, ty) in source_columns(s) {
+                        names.push(name);
+                        types.push(ty);
                     }
                 }
             }
