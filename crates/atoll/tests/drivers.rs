@@ -10,70 +10,59 @@ mod common;
 
 use common::SqlCluster as Cluster;
 
-#[test]
-fn the_python_drivers_pass_their_suite() {
-    let c = Cluster::start();
-    let home = std::env::var("HOME").expect("HOME is set");
-    let python = format!("{home}/.cache/atoll/drivers-venv/bin/python");
-    let suite = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/drivers/python");
-    let out = std::process::Command::new(&python)
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", suite])
+/// Where the suites are.
+const SUITES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/drivers");
+
+/// Runs one suite's `command` (`what` runs it) against `c`; its report's last line goes to
+/// the test's log, and the whole report into the failure.
+fn run_suite(c: &Cluster, what: &str, mut command: std::process::Command) {
+    let out = command
         .env("ATOLL_PORT", c.port.to_string())
         .output()
-        .unwrap_or_else(|e| panic!("{python} runs (scripts/install-deps makes it): {e}"));
+        .unwrap_or_else(|e| panic!("{what} runs (scripts/install-deps installs it): {e}"));
     let report = String::from_utf8_lossy(&out.stdout);
-    // pytest's closing line ("69 passed in 70s"), for the run's log.
-    eprintln!("{}", report.lines().last().unwrap_or(""));
+    eprintln!("{what}: {}", report.lines().last().unwrap_or(""));
     assert!(
         out.status.success(),
-        "the driver suite failed:\n{report}\n{}",
+        "the {what} suite failed:\n{report}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
 }
 
-/// Runs `go test` in `dir` (under tests/drivers) against `c`.
-fn go_test(c: &Cluster, dir: &str) {
-    let suite = format!("{}/../../tests/drivers/{dir}", env!("CARGO_MANIFEST_DIR"));
-    let out = std::process::Command::new("go")
-        .args(["test", "-count=1", "./..."])
-        .current_dir(suite)
-        .env("ATOLL_PORT", c.port.to_string())
-        .output()
-        .unwrap_or_else(|e| panic!("go runs (scripts/install-deps installs it): {e}"));
-    assert!(
-        out.status.success(),
-        "the Go suite in tests/drivers/{dir} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+fn home() -> String {
+    std::env::var("HOME").expect("HOME is set")
+}
+
+#[test]
+fn the_python_drivers_pass_their_suite() {
+    let c = Cluster::start();
+    let mut pytest =
+        std::process::Command::new(format!("{}/.cache/atoll/drivers-venv/bin/python", home()));
+    pytest.args(["-m", "pytest", "-q", "-p", "no:cacheprovider"]);
+    pytest.arg(format!("{SUITES}/python"));
+    run_suite(&c, "pytest", pytest);
 }
 
 #[test]
 fn the_go_driver_and_gorm_pass_their_suites() {
     let c = Cluster::start();
-    go_test(&c, "go");
-    go_test(&c, "gorm");
+    for dir in ["go", "gorm"] {
+        let mut go = std::process::Command::new("go");
+        go.args(["test", "-count=1", "./..."]);
+        go.current_dir(format!("{SUITES}/{dir}"));
+        run_suite(&c, &format!("go test ({dir})"), go);
+    }
 }
 
 #[test]
 fn connector_j_passes_its_suite() {
     let c = Cluster::start();
-    let home = std::env::var("HOME").expect("HOME is set");
-    let jar = format!("{home}/.cache/atoll/drivers-java/mysql-connector-j-26.10.0.jar");
-    let suite = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/drivers/java/DriverSuite.java"
-    );
-    let out = std::process::Command::new("java")
-        .args(["-cp", &jar, suite])
-        .env("ATOLL_PORT", c.port.to_string())
-        .output()
-        .unwrap_or_else(|e| panic!("java runs (scripts/install-deps installs it): {e}"));
-    let report = String::from_utf8_lossy(&out.stdout);
-    eprintln!("{}", report.lines().last().unwrap_or(""));
-    assert!(
-        out.status.success(),
-        "the Connector/J suite failed:\n{report}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut java = std::process::Command::new("java");
+    java.arg("-cp");
+    java.arg(format!(
+        "{}/.cache/atoll/drivers-java/mysql-connector-j-26.10.0.jar",
+        home()
+    ));
+    java.arg(format!("{SUITES}/java/DriverSuite.java"));
+    run_suite(&c, "java (Connector/J)", java);
 }

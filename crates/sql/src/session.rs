@@ -594,11 +594,16 @@ impl Session {
         }
     }
 
-    /// Refuses a SHOW of a database (1049) or table (1146) that does not exist.
-    async fn check_exists(&self, target: &crate::show::Target) -> Result<()> {
+    /// The schema as of now, outside any transaction.
+    async fn current_schema(&self) -> Result<Arc<Schema>> {
         let client = &self.shared.client;
         let snapshot = client.snapshot(client.current_ts().await?, 0);
-        let schema = self.shared.catalog.schema(&snapshot).await?;
+        self.shared.catalog.schema(&snapshot).await
+    }
+
+    /// Refuses a SHOW of a database (1049) or table (1146) that does not exist.
+    async fn check_exists(&self, target: &crate::show::Target) -> Result<()> {
+        let schema = self.current_schema().await?;
         match target {
             crate::show::Target::Db(db) if db.eq_ignore_ascii_case(crate::info_schema::DB) => {
                 Ok(())
@@ -639,9 +644,7 @@ impl Session {
         let params = slots.len();
         let columns = match &statement {
             Statement::Query(q) => {
-                let client = &self.shared.client;
-                let snapshot = client.snapshot(client.current_ts().await?, 0);
-                let schema = self.shared.catalog.schema(&snapshot).await?;
+                let schema = self.current_schema().await?;
                 let variable = |l: Lookup<'_>| self.lookup(l);
                 let (names, types) =
                     query::describe(q, &|n| self.resolve(&schema, n), Some(&variable))?;
@@ -818,7 +821,6 @@ impl Session {
         if !own && load.statement_savepoint.is_none() {
             load.statement_savepoint = Some(txn.savepoint());
         }
-        let savepoint = txn.savepoint();
         let this = &*self;
         let lookup = |l: Lookup<'_>| this.lookup(l);
         let ctx = DmlContext {
@@ -830,39 +832,36 @@ impl Session {
         } else {
             dml::OnDuplicate::Ignore
         };
-        let mut result = dml::insert_rows(&ctx, &mut txn, &t, rows, on_duplicate, true).await;
-        if result.is_ok()
-            && let Err(e) = txn.lock_written().await
-        {
-            result = Err(e.into());
-        }
-        match result {
+        let result = dml::insert_rows(&ctx, &mut txn, &t, rows, on_duplicate, true).await;
+        // An own batch that fails is rolled back whole; in the session's transaction, the
+        // whole load goes back to the statement savepoint below. (Committing while the next
+        // batch is converted was slower on 2 cores: the batches compete for the same CPU.)
+        match self.end_statement(own, txn, None, result).await {
             Ok(affected) => {
                 load.affected += affected.rows;
-                for (code, message) in warnings.into_iter().chain(affected.warnings) {
-                    if self.warnings.len() < MAX_WARNINGS {
-                        self.warnings.push(("Warning", code, message));
-                    }
-                }
-                // Committing while the next batch is converted (a commit task in flight) was
-                // slower on 2 cores: the batches' work competes for the same CPU.
-                if own {
-                    txn.commit().await?;
-                } else {
-                    self.txn = Some(txn);
-                }
+                self.warn(warnings.into_iter().chain(affected.warnings));
                 Ok(())
             }
             Err(e) => {
-                txn.rollback_to(load.statement_savepoint.take().unwrap_or(savepoint));
-                if own {
-                    let _ = txn.rollback().await;
-                } else {
-                    self.txn = Some(txn);
+                if let (Some(savepoint), Some(txn)) =
+                    (load.statement_savepoint.take(), self.txn.as_mut())
+                {
+                    txn.rollback_to(savepoint);
                 }
                 Err(e)
             }
         }
+    }
+
+    /// Adds `warnings` to the statement's, up to [`MAX_WARNINGS`].
+    fn warn(&mut self, warnings: impl IntoIterator<Item = (u16, String)>) {
+        let room = MAX_WARNINGS.saturating_sub(self.warnings.len());
+        self.warnings.extend(
+            warnings
+                .into_iter()
+                .take(room)
+                .map(|(code, message)| ("Warning", code, message)),
+        );
     }
 
     /// The table `load` fills, resolved the first time.
@@ -870,9 +869,7 @@ impl Session {
         if let Some(t) = &load.table {
             return Ok(t.clone());
         }
-        let client = &self.shared.client;
-        let snapshot = client.snapshot(client.current_ts().await?, 0);
-        let schema = self.shared.catalog.schema(&snapshot).await?;
+        let schema = self.current_schema().await?;
         let db = match &load.spec.db {
             Some(db) => db.clone(),
             None => self.current_db()?.to_string(),
@@ -1478,13 +1475,36 @@ impl Session {
         };
         // A failed statement leaves nothing behind in the txn (MySQL's statement rollback).
         let savepoint = txn.savepoint();
-        let mut result = self.statement(&mut txn, s).await;
+        let result = self.statement(&mut txn, s).await;
+        let out = self
+            .end_statement(own, txn, Some(savepoint), result)
+            .await?;
+        if let Output::Done { last_insert_id, .. } = out
+            && last_insert_id > 0
+        {
+            self.last_insert_id = last_insert_id;
+        }
+        Ok(out)
+    }
+
+    /// Ends a statement that ran in `txn`: its written keys locked; on failure its writes
+    /// rolled back to `savepoint` (if given); then `txn` committed (or rolled back) when it
+    /// is the statement's `own`, else kept as the session's.
+    async fn end_statement<T>(
+        &mut self,
+        own: bool,
+        mut txn: Transaction,
+        savepoint: Option<kv_client::transaction::Savepoint>,
+        mut result: Result<T>,
+    ) -> Result<T> {
         if result.is_ok()
             && let Err(e) = txn.lock_written().await
         {
             result = Err(e.into());
         }
-        if result.is_err() {
+        if result.is_err()
+            && let Some(savepoint) = savepoint
+        {
             txn.rollback_to(savepoint);
         }
         if own {
@@ -1499,13 +1519,7 @@ impl Session {
         } else {
             self.txn = Some(txn);
         }
-        let out = result?;
-        if let Output::Done { last_insert_id, .. } = out
-            && last_insert_id > 0
-        {
-            self.last_insert_id = last_insert_id;
-        }
-        Ok(out)
+        result
     }
 
     async fn statement(&mut self, txn: &mut Transaction, s: &Statement) -> Result<Output> {
@@ -1544,11 +1558,7 @@ impl Session {
                     variable: &lookup,
                 };
                 let a = dml::insert(&ctx, txn, &t, ins).await?;
-                for (code, message) in a.warnings {
-                    if self.warnings.len() < MAX_WARNINGS {
-                        self.warnings.push(("Warning", code, message));
-                    }
-                }
+                self.warn(a.warnings);
                 Ok(Output::Done {
                     affected: a.rows,
                     last_insert_id: a.last_insert_id,

@@ -199,12 +199,13 @@ fn from_and_like(
     Ok((names.next(), names.next(), pattern))
 }
 
-/// `db.table` or `table` (in `db`, or the session's database).
+/// `db.table` or `table` (in `db`, or the session's database): the table, and the condition
+/// that picks its rows out of an information_schema table.
 fn table_target(
     name: Option<String>,
     db: Option<String>,
     session_db: Option<&str>,
-) -> Result<Target> {
+) -> Result<(Target, String)> {
     let name = name.ok_or_else(|| syntax("FROM"))?;
     let (db, table) = match (db, name.split_once('.')) {
         (Some(db), _) => (db, name),
@@ -214,7 +215,12 @@ fn table_target(
             name,
         ),
     };
-    Ok(Target::Table { db, table })
+    let condition = format!(
+        "TABLE_SCHEMA = {} AND TABLE_NAME = {}",
+        quote(&db),
+        quote(&table)
+    );
+    Ok((Target::Table { db, table }, condition))
 }
 
 fn build(
@@ -264,10 +270,7 @@ fn build(
             )
         }
         What::Columns { full } => {
-            let target = table_target(name.clone(), in_db.clone(), session_db)?;
-            let Target::Table { db, table } = &target else {
-                unreachable!("a table target")
-            };
+            let (target, condition) = table_target(name.clone(), in_db.clone(), session_db)?;
             let mut c = vec![
                 "COLUMN_NAME AS `Field`".to_string(),
                 "COLUMN_TYPE AS `Type`".into(),
@@ -286,18 +289,10 @@ fn build(
                 c.push("COLUMN_COMMENT AS `Comment`".into());
             }
             c.push("ORDINAL_POSITION AS `_order`".into());
-            let condition = format!(
-                "TABLE_SCHEMA = {} AND TABLE_NAME = {}",
-                quote(db),
-                quote(table)
-            );
             (c, "COLUMNS", condition, "`_order`", Some(target))
         }
         What::Index => {
-            let target = table_target(name.clone(), in_db.clone(), session_db)?;
-            let Target::Table { db, table } = &target else {
-                unreachable!("a table target")
-            };
+            let (target, condition) = table_target(name.clone(), in_db.clone(), session_db)?;
             let c = [
                 "TABLE_NAME AS `Table`",
                 "NON_UNIQUE AS `Non_unique`",
@@ -317,12 +312,6 @@ fn build(
             ]
             .map(String::from)
             .to_vec();
-            let condition = format!(
-                "TABLE_SCHEMA = {} AND TABLE_NAME = {}",
-                quote(db),
-                quote(table)
-            );
-            // Where they differ from the table's index order, the PRIMARY key first.
             // In the table's key order: PRIMARY, then the indexes as they were created.
             (c, "STATISTICS", condition, "", Some(target))
         }
