@@ -442,7 +442,40 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
     }
 
     async fn on_reset(&mut self) {
-        self.session.reset().await;
+        self.session().reset().await;
+    }
+
+    /// A new login on this connection: the last one's account and exchange are forgotten,
+    /// and so is its database (COM_CHANGE_USER names the new one).
+    async fn on_change_user(&mut self) {
+        self.account = tokio::sync::OnceCell::new();
+        *self.sha2_round.get_mut() = 0;
+        self.session.db = None;
+    }
+
+    fn on_fetch(&mut self) {
+        self.session.count_fetch();
+    }
+
+    fn statistics(&mut self) -> String {
+        self.session.statistics()
+    }
+
+    async fn on_field_list(
+        &mut self,
+        table: &str,
+        wildcard: &str,
+    ) -> Result<Vec<Column>, (u16, [u8; 5], String)> {
+        match self.session.field_list(table, wildcard).await {
+            Ok(columns) => Ok(columns
+                .into_iter()
+                .map(|(name, mut t)| column(&name, &mut t))
+                .collect()),
+            Err(e) => {
+                let (code, state, message) = error_packet(&e);
+                Err((code, state, String::from_utf8_lossy(message).into_owned()))
+            }
+        }
     }
 
     /// Never used: every login goes through `authenticate_step` (opensrv's default would

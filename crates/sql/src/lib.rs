@@ -23,6 +23,7 @@
 //! - [`variables`]: system variables: defaults, checks, global values stored in KV.
 //! - [`gc`]: the GC leader: moves the cluster's GC safe point in PD.
 //! - [`slow_log`]: statements slower than `tidb_slow_log_threshold`, in TiDB's format.
+//! - [`status`]: MySQL's status counters (SHOW STATUS): statements by kind.
 //! - [`words`]: a tokenizer for the statements sqlparser does not know.
 //! - [`error`]: MySQL error codes and SQLSTATEs.
 
@@ -45,6 +46,7 @@ pub mod session;
 pub mod set_config;
 pub mod show;
 pub mod slow_log;
+pub mod status;
 pub mod subquery;
 pub mod time;
 pub mod types;

@@ -25,6 +25,7 @@ use crate::dml::{self, DmlContext};
 use crate::error::{Result, SqlError};
 use crate::field_type::FieldType;
 use crate::query::{self, QueryContext, ResultSet};
+use crate::status::Counter;
 use crate::types::text;
 use config::sysvars::Scope;
 
@@ -49,6 +50,8 @@ pub struct Shared {
     next_connection: AtomicU32,
     /// When this node started (`Uptime`).
     started: std::time::Instant,
+    /// The node's status counters (SHOW GLOBAL STATUS).
+    counts: crate::status::NodeCounts,
 }
 
 /// A connection as SHOW PROCESSLIST shows it.
@@ -64,6 +67,8 @@ struct Process {
     txn_start_ts: Option<u64>,
     /// Notified by `KILL [CONNECTION]` of this connection (sql-server closes it).
     kill: Arc<tokio::sync::Notify>,
+    /// Notified (its waiters only) by `KILL QUERY`: the running statement stops.
+    interrupt: Arc<tokio::sync::Notify>,
 }
 
 impl Shared {
@@ -77,6 +82,7 @@ impl Shared {
             processes: std::sync::Mutex::new(BTreeMap::new()),
             next_connection: AtomicU32::new(1),
             started: std::time::Instant::now(),
+            counts: crate::status::NodeCounts::default(),
             node_id: {
                 let started = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
@@ -142,6 +148,8 @@ pub struct Prepared {
     slots: Vec<usize>,
     /// The statement as the client wrote it (`?` and all), for the slow log and process list.
     text: Arc<str>,
+    /// The `Com_*` counter an execution adds to (none for a SHOW made a SELECT).
+    command: Option<Counter>,
 }
 
 /// A statement as the process list and the slow log show it, made into text only when one of
@@ -196,6 +204,12 @@ pub struct Session {
     named: BTreeMap<String, u32>,
     /// The LOAD DATA LOCAL whose file is arriving, if one is.
     load: Option<Box<Load>>,
+    /// `KILL [CONNECTION]` and `KILL QUERY` of this connection (its process list row holds
+    /// the same).
+    kill: Arc<tokio::sync::Notify>,
+    interrupt: Arc<tokio::sync::Notify>,
+    /// This session's status counters (SHOW STATUS).
+    counts: crate::status::SessionCounts,
 }
 
 /// A bound parameter as the slow log lists it.
@@ -371,6 +385,9 @@ impl Session {
             next_statement: 1,
             named: BTreeMap::new(),
             load: None,
+            kill: Arc::new(tokio::sync::Notify::new()),
+            interrupt: Arc::new(tokio::sync::Notify::new()),
+            counts: Default::default(),
         };
         session.show_process(None);
         session
@@ -431,8 +448,9 @@ impl Session {
     /// Runs every statement in `sql`, in order, up to the first error: each one's outcome
     /// (the last is the error, if one stopped them), as MySQL answers a multi-statement query.
     pub async fn execute(&mut self, sql: &str) -> Vec<Result<Output>> {
+        let sql = crate::words::executable_comments(sql);
         let mut done = Vec::new();
-        let stopped = self.execute_into(sql, &mut done).await;
+        let stopped = self.execute_into(&sql, &mut done).await;
         let mut out: Vec<Result<Output>> = done.into_iter().map(Ok).collect();
         if let Err(e) = stopped {
             out.push(Err(e));
@@ -456,6 +474,7 @@ impl Session {
             }
             return Ok(());
         }
+        self.count(Counter::Questions);
         // SHOW WARNINGS / SHOW ERRORS (the parser does not know them): statements here end
         // with an error or without warnings, so the list is always empty.
         let words: Vec<String> = sql
@@ -564,7 +583,12 @@ impl Session {
                     self.close_prepared(id);
                     Output::done(0)
                 }
-                _ => self.run_logged(s, StatementText::Text(text)).await?,
+                _ => {
+                    if let Some(command) = crate::status::command(s) {
+                        self.count(command);
+                    }
+                    self.run_logged(s, StatementText::Text(text)).await?
+                }
             });
         }
         Ok(())
@@ -616,6 +640,7 @@ impl Session {
     /// Prepares one statement: its id, its number of parameters and (for a query) the
     /// columns it returns.
     pub async fn prepare(&mut self, sql: &str) -> Result<(u32, usize, Vec<(String, FieldType)>)> {
+        let sql = &*crate::words::executable_comments(sql);
         let first = sql.split_whitespace().next().unwrap_or_default();
         if ["PREPARE", "EXECUTE", "DEALLOCATE"]
             .iter()
@@ -628,8 +653,8 @@ impl Session {
                     .into(),
             });
         }
-        let mut statement = match self.rewrite(sql).await? {
-            Some(statement) => statement,
+        let (mut statement, command) = match self.rewrite(sql).await? {
+            Some(statement) => (statement, None),
             None => {
                 let mut statements = parse(sql)?;
                 if statements.len() != 1 {
@@ -637,9 +662,12 @@ impl Session {
                         "a prepared statement must be exactly one statement",
                     ));
                 }
-                statements.pop().expect("one statement")
+                let statement = statements.pop().expect("one statement");
+                let command = crate::status::command(&statement);
+                (statement, command)
             }
         };
+        self.count(Counter::StmtPrepare);
         let slots = param_slots(&mut statement);
         let params = slots.len();
         let columns = match &statement {
@@ -660,9 +688,37 @@ impl Session {
                 statement,
                 slots,
                 text: sql.trim().into(),
+                command,
             }),
         );
         Ok((id, params, columns))
+    }
+
+    /// COM_FIELD_LIST: the columns of `table` in the current database whose names match
+    /// the LIKE pattern `wildcard` (every column when it is empty), typed as a SELECT of
+    /// them declares them.
+    pub async fn field_list(
+        &self,
+        table: &str,
+        wildcard: &str,
+    ) -> Result<Vec<(String, FieldType)>> {
+        let query = format!("SELECT * FROM `{}`", table.replace('`', "``"));
+        let Some(Statement::Query(q)) = parse(&query)?.pop() else {
+            return Err(SqlError::unknown(format!("{query} is not a query")));
+        };
+        let schema = self.current_schema().await?;
+        let (names, types) = query::describe(&q, &|n| self.resolve(&schema, n), None)?;
+        Ok(names
+            .into_iter()
+            .zip(types)
+            .filter(|(name, _)| {
+                wildcard.is_empty()
+                    || expr::eval::like(
+                        &name.to_lowercase().into_bytes(),
+                        &wildcard.to_lowercase().into_bytes(),
+                    )
+            })
+            .collect())
     }
 
     pub async fn execute_prepared(&mut self, id: u32, params: &[Datum]) -> Result<Output> {
@@ -687,6 +743,8 @@ impl Session {
         }
         substitute_params(&mut p.statement, &p.slots, params);
         self.warnings.clear();
+        self.count(Counter::Questions);
+        self.count(Counter::StmtExecute);
         // The text with `?` and the arguments apart (formatting the whole statement again
         // would cost more than a point get's planning).
         let text = match params {
@@ -696,6 +754,9 @@ impl Session {
                 args: params.into(),
             },
         };
+        if let Some(command) = p.command {
+            self.count(command);
+        }
         let out = self.run_logged(&p.statement, text).await;
         self.prepared.insert(id, p);
         out
@@ -725,22 +786,15 @@ impl Session {
     /// What `KILL [CONNECTION]` of this connection notifies: the connection then closes, as
     /// when its client goes (its open transaction is dropped).
     pub fn kill_signal(&self) -> Arc<tokio::sync::Notify> {
-        self.show_process(None);
-        self.shared
-            .processes()
-            .get(&self.connection_id)
-            .map(|p| p.kill.clone())
-            .expect("show_process made this connection's row")
+        self.kill.clone()
     }
 
-    /// `KILL [CONNECTION] id`: ends connection `id` (1094 if there is none). `KILL QUERY`
-    /// is refused: stopping a statement and keeping its transaction is not built yet.
+    /// `KILL [CONNECTION | QUERY] id`: ends connection `id`, or stops the statement it runs
+    /// (which fails with 1317 and is rolled back; its transaction stays). 1094 if there is no
+    /// such connection; 1095 for another account's unless this is root (the one account with
+    /// MySQL's CONNECTION_ADMIN until there are privileges). A QUERY of an idle connection
+    /// does nothing, as in MySQL.
     fn kill(&self, modifier: Option<ast::KillType>, id: u64) -> Result<Output> {
-        if matches!(modifier, Some(ast::KillType::Query)) {
-            return Err(SqlError::not_supported(
-                "KILL QUERY (KILL CONNECTION ends the connection)",
-            ));
-        }
         let all = self.shared.processes();
         let process = u32::try_from(id)
             .ok()
@@ -750,7 +804,17 @@ impl Session {
                 state: "HY000",
                 message: format!("Unknown thread id: {id}"),
             })?;
-        process.kill.notify_one();
+        if process.user != self.user && self.user != "root" {
+            return Err(SqlError {
+                code: 1095,
+                state: "HY000",
+                message: format!("You are not owner of thread {id}"),
+            });
+        }
+        match modifier {
+            Some(ast::KillType::Query) => process.interrupt.notify_waiters(),
+            _ => process.kill.notify_one(),
+        }
         Ok(Output::done(0))
     }
 
@@ -1069,7 +1133,8 @@ impl Session {
             info: None,
             since: std::time::Instant::now(),
             txn_start_ts: None,
-            kill: Arc::new(tokio::sync::Notify::new()),
+            kill: self.kill.clone(),
+            interrupt: self.interrupt.clone(),
         });
         if p.user != self.user {
             p.user.clone_from(&self.user);
@@ -1103,19 +1168,29 @@ impl Session {
             "processlist" => out.processes = self.process_list(true).rows,
             "session_variables" => out.session_variables = variables(false),
             "global_variables" => out.global_variables = variables(true),
-            "session_status" | "global_status" => {
-                let connected = self.shared.processes().len();
+            which @ ("session_status" | "global_status") => {
+                let (connected, running) = {
+                    let all = self.shared.processes();
+                    let running = all.values().filter(|p| p.info.is_some()).count();
+                    (all.len(), running)
+                };
                 let connections = self.shared.next_connection.load(Ordering::Relaxed) - 1;
+                let counts: Vec<(&str, u64)> = match which {
+                    "session_status" => self.counts.named().collect(),
+                    _ => self.shared.counts.named().collect(),
+                };
+                let uptime = self.shared.started.elapsed().as_secs();
                 out.status = [
-                    ("Connections", connections.to_string()),
-                    ("Threads_connected", connected.to_string()),
-                    (
-                        "Uptime",
-                        self.shared.started.elapsed().as_secs().to_string(),
-                    ),
+                    ("Connections", connections as u64),
+                    ("Threads_connected", connected as u64),
+                    ("Threads_running", running as u64),
+                    ("Uptime", uptime),
                 ]
-                .map(|(k, v)| (k.to_string(), v))
-                .to_vec();
+                .into_iter()
+                .chain(counts)
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+                out.status.sort();
             }
             _ => {}
         }
@@ -1212,7 +1287,7 @@ impl Session {
         self.show_process(Some(text.clone()));
         let result = self.run(s).await;
         self.show_process(None);
-        self.shared.slow_log.record(&crate::slow_log::Entry {
+        let slow = self.shared.slow_log.record(&crate::slow_log::Entry {
             conn_id: self.connection_id,
             user: &self.user,
             db: self.db.as_deref(),
@@ -1220,7 +1295,31 @@ impl Session {
             elapsed: started.elapsed(),
             succeeded: result.is_ok(),
         });
+        if slow {
+            self.count(Counter::SlowQueries);
+        }
         result
+    }
+
+    fn count(&mut self, counter: Counter) {
+        self.counts.add(&self.shared.counts, counter);
+    }
+
+    /// Counts a COM_STMT_FETCH (the protocol layer serves the cursor's rows).
+    pub fn count_fetch(&mut self) {
+        self.count(Counter::StmtFetch);
+    }
+
+    /// COM_STATISTICS's line, as MySQL writes it.
+    pub fn statistics(&self) -> String {
+        let uptime = self.shared.started.elapsed().as_secs();
+        let questions = self.shared.counts.get(Counter::Questions);
+        let per_second = questions as f64 / uptime.max(1) as f64;
+        format!(
+            "Uptime: {uptime}  Threads: {}  Questions: {questions}  Slow queries: {}  Opens: 0  Flush tables: 0  Open tables: 0  Queries per second avg: {per_second:.3}",
+            self.shared.processes().len(),
+            self.shared.counts.get(Counter::SlowQueries),
+        )
     }
 
     async fn run(&mut self, s: &Statement) -> Result<Output> {
@@ -1475,7 +1574,18 @@ impl Session {
         };
         // A failed statement leaves nothing behind in the txn (MySQL's statement rollback).
         let savepoint = txn.savepoint();
-        let result = self.statement(&mut txn, s).await;
+        // KILL QUERY drops the statement wherever it waits (a lock, a scan); it then ends
+        // as any failed one. A lock it was granted in flight stays until its TTL.
+        let interrupt = self.interrupt.clone();
+        let result = tokio::select! {
+            biased;
+            result = self.statement(&mut txn, s) => result,
+            () = interrupt.notified() => Err(SqlError {
+                code: 1317,
+                state: "70100",
+                message: "Query execution was interrupted".into(),
+            }),
+        };
         let out = self
             .end_statement(own, txn, Some(savepoint), result)
             .await?;

@@ -67,17 +67,19 @@ impl SlowLog {
     }
 
     /// Appends `e` if it ran longer than the threshold.
-    pub fn record(&self, e: &Entry<'_>) {
+    /// Writes `e` if it is slow; returns whether it was (the `Slow_queries` status counter).
+    pub fn record(&self, e: &Entry<'_>) -> bool {
         let threshold = self.threshold_ms();
         if threshold < 0 || e.elapsed < Duration::from_millis(threshold as u64) {
-            return;
+            return false;
         }
-        let Some(file) = &self.file else { return };
+        let Some(file) = &self.file else { return true };
         let text = format(e, crate::time::DateTime::now().datetime_text(6));
         let mut f = file.lock().unwrap_or_else(|p| p.into_inner());
         if let Err(err) = f.write_all(text.as_bytes()) {
             tracing::warn!("slow log entry lost: {err}");
         }
+        true
     }
 }
 

@@ -199,6 +199,67 @@ pub fn split_statements(sql: &str) -> Vec<&str> {
     out
 }
 
+/// The version an executable comment's number is compared with: MySQL 8.0.11's, as
+/// `SERVER_VERSION` claims.
+const EXECUTABLE_COMMENT_VERSION: u32 = 80011;
+
+/// `sql` with MySQL's executable comments opened: `/*! text */` and `/*!NNNNN text */` with
+/// NNNNN up to our version become ` text `; one of a later version stays a comment, as do
+/// MariaDB's `/*M!` and TiDB's `/*T!` (features of theirs). mysqldump and mysqladmin write
+/// them (`SHOW /*!50002 GLOBAL */ STATUS`).
+pub fn executable_comments(sql: &str) -> std::borrow::Cow<'_, str> {
+    if !sql.contains("/*!") {
+        return sql.into();
+    }
+    let bytes = sql.as_bytes();
+    let mut out = String::with_capacity(sql.len());
+    let (mut copied, mut i) = (0, 0);
+    while i < bytes.len() {
+        match bytes[i] {
+            q @ (b'\'' | b'"' | b'`') => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != q {
+                    i += if bytes[i] == b'\\' && q != b'`' { 2 } else { 1 };
+                }
+            }
+            b'-' if bytes.get(i + 1) == Some(&b'-') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'#' => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                let start = i;
+                let Some(len) = sql[i + 2..].find("*/") else {
+                    break;
+                };
+                let end = i + 2 + len;
+                if bytes.get(i + 2) == Some(&b'!') {
+                    let body = &sql[i + 3..end];
+                    let digits = body.bytes().take_while(u8::is_ascii_digit).count();
+                    let version = body[..digits].parse::<u32>().ok();
+                    out.push_str(&sql[copied..start]);
+                    out.push(' ');
+                    if version.is_none_or(|v| v <= EXECUTABLE_COMMENT_VERSION) {
+                        out.push_str(&body[digits..]);
+                        out.push(' ');
+                    }
+                    copied = end + 2;
+                }
+                i = end + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out.push_str(&sql[copied.min(sql.len())..]);
+    out.into()
+}
+
 /// MySQL 8.0's reserved words (its manual's keyword list, the entries marked R): a name
 /// spelled as one must be quoted.
 const RESERVED: &[&str] = &[
@@ -570,8 +631,8 @@ fn introducer_len(before: &[u8]) -> usize {
 }
 
 #[cfg(test)]
-mod binary_literal_tests {
-    use super::{RESERVED, binary_literals_as_hex, refuse_reserved};
+mod tests {
+    use super::{RESERVED, binary_literals_as_hex, executable_comments, refuse_reserved};
 
     #[test]
     fn statements_split_at_semicolons_outside_quotes_and_comments() {
@@ -624,5 +685,27 @@ mod binary_literal_tests {
         );
         assert_eq!(binary_literals_as_hex(b"SELECT \xff"), None);
         assert_eq!(binary_literals_as_hex(b"SELECT '\xff"), None);
+    }
+
+    #[test]
+    fn executable_comments_open_up_to_our_version() {
+        assert_eq!(
+            executable_comments("SHOW /*!50002 GLOBAL */ STATUS"),
+            "SHOW   GLOBAL   STATUS"
+        );
+        assert_eq!(executable_comments("SELECT /*! 1 */"), "SELECT   1  ");
+        // A later version's, MariaDB's and TiDB's stay comments; quoted text is left alone.
+        assert_eq!(
+            executable_comments("SELECT 1 /*!90000 + 1 */"),
+            "SELECT 1  "
+        );
+        assert_eq!(
+            executable_comments("SELECT '/*!1 x */' /*M!100316 y */"),
+            "SELECT '/*!1 x */' /*M!100316 y */"
+        );
+        assert_eq!(
+            executable_comments("SELECT 1 /*!40101"),
+            "SELECT 1 /*!40101"
+        );
     }
 }

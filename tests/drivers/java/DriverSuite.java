@@ -199,6 +199,39 @@ public class DriverSuite {
                 }
             }
         });
+        cases.put("cursor fetch reads a result in pieces; changeUser logs another account in", (c, mode) -> {
+            exec(c, "CREATE TABLE cur (id INT PRIMARY KEY)");
+            StringBuilder values = new StringBuilder("INSERT INTO cur VALUES (0)");
+            for (int i = 1; i < 100; i++) values.append(", (").append(i).append(")");
+            exec(c, values.toString());
+            // useCursorFetch: COM_STMT_EXECUTE opens a cursor, COM_STMT_FETCH reads 7 rows at a time.
+            String url = "jdbc:mysql://127.0.0.1:" + PORT + "/" + c.getCatalog()
+                    + "?useCursorFetch=true&sslMode=DISABLED&allowPublicKeyRetrieval=true";
+            try (Connection cc = DriverManager.getConnection(url, "root", "");
+                 PreparedStatement p = cc.prepareStatement("SELECT id FROM cur WHERE id >= ? ORDER BY id")) {
+                p.setFetchSize(7);
+                for (int from : new int[] {10, 95}) {
+                    p.setInt(1, from);
+                    try (ResultSet r = p.executeQuery()) {
+                        int n = from;
+                        while (r.next()) eq(r.getInt(1), n++, "row");
+                        eq(n, 100, "rows from " + from);
+                    }
+                }
+                try (Statement s = cc.createStatement();
+                     ResultSet r = s.executeQuery("SHOW SESSION STATUS LIKE 'Com_stmt_fetch'")) {
+                    check(r.next(), "the counter");
+                    check(r.getInt(2) >= 14, "fetched 7 rows at a time, " + r.getInt(2) + " fetches");
+                }
+            }
+            exec(c, "DROP USER IF EXISTS jchanged");
+            exec(c, "CREATE USER jchanged IDENTIFIED BY 'pw'");
+            c.unwrap(com.mysql.cj.jdbc.JdbcConnection.class).changeUser("jchanged", "pw");
+            try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SELECT CURRENT_USER()")) {
+                check(r.next(), "a row");
+                eq(r.getString(1), "jchanged@%", "user after changeUser");
+            }
+        });
         cases.put("DatabaseMetaData describes tables, columns and keys", (c, mode) -> {
             exec(c, "CREATE TABLE meta (id BIGINT PRIMARY KEY AUTO_INCREMENT, name VARCHAR(30) NOT NULL, price DECIMAL(8,2), UNIQUE KEY name_u (name), KEY price_i (price))");
             DatabaseMetaData md = c.getMetaData();

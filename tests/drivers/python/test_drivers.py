@@ -393,3 +393,120 @@ def test_a_connection_opened_without_autocommit_does_not_commit_by_itself(conn):
     fresh = Conn(conn.mode, database="drv_" + conn.mode.replace("-", "_"))
     assert fresh.query("SELECT @@autocommit")[0] == [(0,)]
     fresh.close()
+
+
+def test_kill_query_stops_a_waiting_statement_and_keeps_its_transaction(conn):
+    if conn.mode != "pymysql":
+        return
+    import threading
+
+    conn.run("CREATE TABLE waited (id INT PRIMARY KEY, v INT)")
+    conn.run("INSERT INTO waited VALUES (1, 0), (2, 0)")
+    holder = Conn("pymysql", database="drv_pymysql")
+    holder.set_autocommit(False)
+    holder.run("SELECT * FROM waited WHERE id = 1 FOR UPDATE")
+    victim = Conn("pymysql", database="drv_pymysql")
+    victim.set_autocommit(False)
+    victim.run("UPDATE waited SET v = 2 WHERE id = 2")
+    victim_id = victim.query("SELECT CONNECTION_ID()")[0][0][0]
+    outcome = []
+
+    def blocked_update():
+        outcome.append(victim.error_code("UPDATE waited SET v = 1 WHERE id = 1"))
+
+    t = threading.Thread(target=blocked_update)
+    t.start()
+    # Until the statement waits on the lock (KILL QUERY of an idle connection does nothing).
+    for _ in range(100):
+        infos = [r[7] for r in conn.query("SHOW PROCESSLIST")[0] if r[0] == victim_id]
+        if infos and infos[0] and infos[0].startswith("UPDATE"):
+            break
+        threading.Event().wait(0.05)
+    conn.run(f"KILL QUERY {victim_id}")
+    t.join(10)
+    assert outcome == [1317]
+    # The connection and its transaction stay: its earlier write commits.
+    victim.raw.commit()
+    holder.raw.rollback()
+    assert conn.query("SELECT id, v FROM waited ORDER BY id")[0] == [(1, 0), (2, 2)]
+    victim.close()
+    holder.close()
+
+
+def test_kill_of_another_accounts_connection_is_refused(conn):
+    if conn.mode != "pymysql":
+        return
+    conn.run("DROP USER IF EXISTS killer")
+    conn.run("CREATE USER killer IDENTIFIED BY 'k'")
+    killer = pymysql.connect(host=HOST, port=PORT, user="killer", password="k")
+    root_id = conn.query("SELECT CONNECTION_ID()")[0][0][0]
+    with pytest.raises(pymysql.err.OperationalError) as refused:
+        killer.cursor().execute(f"KILL {root_id}")
+    assert refused.value.args[0] == 1095
+    # Its own connection it may end, also by COM_PROCESS_KILL (PyMySQL's kill()).
+    other = pymysql.connect(host=HOST, port=PORT, user="killer", password="k")
+    killer.kill(other.thread_id())
+    with pytest.raises(pymysql.err.OperationalError):
+        other.cursor().execute("SELECT 1")
+    killer.close()
+
+
+def test_protocol_commands_tools_send():
+    c = mysql.connector.connect(host=HOST, port=PORT, user="root", use_pure=True)
+    cur = c.cursor()
+    cur.execute("DROP DATABASE IF EXISTS drv_commands")
+    cur.execute("CREATE DATABASE drv_commands")
+    cur.execute("USE drv_commands")
+    cur.execute("CREATE TABLE f (id INT PRIMARY KEY, name VARCHAR(10), note TEXT)")
+    cur.execute("INSERT INTO f VALUES (1, 'a', 'x'), (2, 'b', 'y'), (3, 'c', 'z')")
+    c.commit()
+    # COM_STATISTICS (mysqladmin status).
+    stats = c.cmd_statistics()
+    assert stats["Uptime"] >= 0 and stats["Questions"] > 0
+    # COM_FIELD_LIST (the mysql client's completion): the table's columns, then EOF.
+    from mysql.connector.constants import ServerCmd
+
+    first = c._send_cmd(ServerCmd.FIELD_LIST, b"f\x00n%")
+    packets = [bytes(first)]
+    while packets[-1][4] != 0xFE:
+        packets.append(bytes(c._socket.recv()))
+    assert len(packets) == 3 and b"name" in packets[0] and b"note" in packets[1]
+    # A cursor (COM_STMT_EXECUTE with CURSOR_TYPE_READ_ONLY, then COM_STMT_FETCH).
+    st = c.cmd_stmt_prepare(b"SELECT id, name FROM f ORDER BY id")
+    _, columns, eof = c.cmd_stmt_execute(st["statement_id"], flags=1)
+    CURSOR_EXISTS, LAST_ROW_SENT = 64, 128
+    assert eof["status_flag"] & CURSOR_EXISTS
+    c.cmd_stmt_fetch(st["statement_id"], 2)
+    rows, eof = c.get_rows(binary=True, columns=columns)
+    assert [tuple(r) for r in rows] == [(1, "a"), (2, "b")] and eof["status_flag"] & CURSOR_EXISTS
+    c.cmd_stmt_fetch(st["statement_id"], 2)
+    rows, eof = c.get_rows(binary=True, columns=columns)
+    assert [tuple(r) for r in rows] == [(3, "c")] and eof["status_flag"] & LAST_ROW_SENT
+    c.cmd_stmt_fetch(st["statement_id"], 1)
+    with pytest.raises(mysql.connector.Error) as closed:
+        c.get_rows(binary=True, columns=columns)
+    assert closed.value.errno == 1421
+    # COM_CHANGE_USER: another account, a fresh session, the database it names.
+    cur = c.cursor()
+    cur.execute("DROP USER IF EXISTS changed")
+    cur.execute("CREATE USER changed IDENTIFIED BY 'pw'")
+    cur.execute("SET @gone = 1")
+    c.cmd_change_user(username="changed", password="pw", database="drv_commands")
+    cur = c.cursor()
+    cur.execute("SELECT CURRENT_USER(), DATABASE(), @gone")
+    assert cur.fetchall() == [("changed@%", "drv_commands", None)]
+    # A wrong password is 1045 and ends the connection.
+    with pytest.raises(mysql.connector.Error) as denied:
+        c.cmd_change_user(username="changed", password="wrong")
+    assert denied.value.errno == 1045
+
+
+def test_status_counters_and_executable_comments(conn):
+    before = dict(conn.query("SHOW SESSION STATUS LIKE 'Com_select'")[0])["Com_select"]
+    conn.query("SELECT 1")
+    after = dict(conn.query("SHOW SESSION STATUS LIKE 'Com_select'")[0])["Com_select"]
+    assert int(after) == int(before) + 1
+    names = [r[0] for r in conn.query("SHOW /*!50002 GLOBAL */ STATUS")[0]]
+    for name in ["Questions", "Com_insert", "Threads_connected", "Uptime", "Slow_queries"]:
+        assert name in names
+    assert conn.query("SELECT 1 /*!40101 + 1 */ /*!99999 + 5 */")[0] == [(2,)]

@@ -172,6 +172,8 @@ pub enum Command<'a> {
     Init(&'a [u8]),
     Execute {
         stmt: u32,
+        /// Atoll: the flags byte (CURSOR_TYPE_READ_ONLY = 1 asks for a cursor).
+        flags: u8,
         params: &'a [u8],
     },
     SendLongData {
@@ -185,9 +187,9 @@ pub enum Command<'a> {
 
 pub fn execute(i: &[u8]) -> nom::IResult<&[u8], Command<'_>> {
     let (i, stmt) = nom::number::complete::le_u32(i)?;
-    let (i, _flags) = nom::bytes::complete::take(1u8)(i)?;
+    let (i, flags) = nom::number::complete::u8(i)?;
     let (i, _iterations) = nom::number::complete::le_u32(i)?;
-    Ok((&[], Command::Execute { stmt, params: i }))
+    Ok((&[], Command::Execute { stmt, flags, params: i }))
 }
 
 pub fn send_long_data(i: &[u8]) -> nom::IResult<&[u8], Command<'_>> {
@@ -239,4 +241,44 @@ pub fn parse(i: &[u8]) -> nom::IResult<&[u8], Command<'_>> {
         map(tag(&[CommandByte::COM_QUIT as u8]), |_| Command::Quit),
         map(tag(&[CommandByte::COM_PING as u8]), |_| Command::Ping),
     ))(i)
+}
+
+/// Atoll: what COM_CHANGE_USER carries (after its command byte).
+pub struct ChangeUser<'a> {
+    pub username: &'a [u8],
+    pub auth_response: &'a [u8],
+    pub db: &'a [u8],
+    /// The client's plugin for `auth_response`, empty when it names none.
+    pub auth_plugin: &'a [u8],
+}
+
+/// Reads COM_CHANGE_USER: the user, the auth response (length-prefixed with
+/// CLIENT_SECURE_CONNECTION, else up to a NUL), the database, then optionally the character
+/// set, the plugin name and connection attributes (ignored). `None` if malformed.
+pub fn change_user(i: &[u8], capabilities: CapabilityFlags) -> Option<ChangeUser<'_>> {
+    fn until_nul(i: &[u8]) -> Option<(&[u8], &[u8])> {
+        let end = i.iter().position(|&b| b == 0)?;
+        Some((&i[..end], &i[end + 1..]))
+    }
+    let (username, i) = until_nul(i)?;
+    let (auth_response, i) = if capabilities.contains(CapabilityFlags::CLIENT_SECURE_CONNECTION) {
+        let (&len, i) = i.split_first()?;
+        let len = len as usize;
+        (i.get(..len)?, &i[len..])
+    } else {
+        until_nul(i)?
+    };
+    let (db, i) = until_nul(i).unwrap_or((i, &[]));
+    let i = i.get(2..).unwrap_or_default();
+    let auth_plugin = if capabilities.contains(CapabilityFlags::CLIENT_PLUGIN_AUTH) {
+        until_nul(i).map_or(i, |(plugin, _)| plugin)
+    } else {
+        &[]
+    };
+    Some(ChangeUser {
+        username,
+        auth_response,
+        db,
+        auth_plugin,
+    })
 }

@@ -131,6 +131,12 @@ pub use crate::errorcodes::ErrorKind;
 /// packet), and two it does not that still succeed.
 const PARSED_COMMANDS: [u8; 9] = [0x01, 0x02, 0x03, 0x04, 0x0e, 0x16, 0x17, 0x18, 0x19];
 const COM_QUERY: u8 = 0x03;
+const COM_STATISTICS: u8 = 0x09;
+const COM_PROCESS_KILL: u8 = 0x0c;
+const COM_CHANGE_USER: u8 = 0x11;
+const COM_STMT_FETCH: u8 = 0x1c;
+/// COM_STMT_EXECUTE's flag asking for a read-only cursor.
+const CURSOR_TYPE_READ_ONLY: u8 = 1;
 const COM_STMT_SEND_LONG_DATA: u8 = 0x18;
 const COM_STMT_CLOSE: u8 = 0x19;
 const COM_STMT_RESET: u8 = 0x1a;
@@ -239,6 +245,29 @@ pub trait AsyncMysqlShim<W: Send> {
     /// and prepared statements) as a new connection would have it.
     async fn on_reset(&mut self) {}
 
+    /// Atoll: COM_CHANGE_USER is about to log a new account in on this connection: forget
+    /// what the last login learnt (its account, its exchange's state). After a successful
+    /// login `on_reset` follows, as MySQL starts the new user's session afresh.
+    async fn on_change_user(&mut self) {}
+
+    /// Atoll: a COM_STMT_FETCH arrived (the server counts them).
+    fn on_fetch(&mut self) {}
+
+    /// Atoll: COM_STATISTICS's answer, MySQL's one line of counters.
+    fn statistics(&mut self) -> String {
+        String::new()
+    }
+
+    /// Atoll: COM_FIELD_LIST: the columns of `table` whose names match the LIKE pattern
+    /// `wildcard` (all when it is empty), or the error to answer (code, SQLSTATE, message).
+    async fn on_field_list(
+        &mut self,
+        _table: &str,
+        _wildcard: &str,
+    ) -> Result<Vec<Column>, (u16, [u8; 5], String)> {
+        Ok(Vec::new())
+    }
+
     /// Atoll: the session's status flags as they stand between commands (autocommit, in a
     /// transaction); every OK and EOF packet carries them. A reply whose statement changes
     /// them says so with `QueryResultWriter::set_status`.
@@ -326,6 +355,8 @@ struct StatementData {
     long_data: HashMap<u16, Vec<u8>>,
     bound_types: Vec<(myc::constants::ColumnType, bool)>,
     params: u16,
+    /// Atoll: the rows of the statement's open cursor not yet fetched, as row packets.
+    cursor: Option<std::collections::VecDeque<Vec<u8>>>,
 }
 
 const AUTH_PLUGIN_DATA_PART_1_LENGTH: usize = 8;
@@ -526,7 +557,8 @@ where
         &mut self,
         #[cfg(feature = "tls")] mut handshake: ClientHandshake,
         #[cfg(not(feature = "tls"))] handshake: ClientHandshake,
-        mut seq: u8,
+        #[cfg(feature = "tls")] mut seq: u8,
+        #[cfg(not(feature = "tls"))] seq: u8,
     ) -> Result<(), B::Error> {
         #[cfg(feature = "tls")]
         if handshake.capabilities.contains(CapabilityFlags::CLIENT_SSL) {
@@ -569,7 +601,6 @@ where
             self.writer.set_seq(seq.wrapping_add(1));
         }
 
-        let scramble = self.shim.salt();
         {
             if !handshake
                 .capabilities
@@ -583,92 +614,16 @@ where
             }
 
             self.client_capabilities = handshake.capabilities;
-            let mut auth_response = handshake.auth_response.clone();
             if let Some(username) = &handshake.username {
-                let auth_plugin_expect = self.shim.auth_plugin_for_username(username).await;
-
-                // auth switch
-                if !auth_plugin_expect.is_empty()
-                    && handshake
-                        .capabilities
-                        .contains(CapabilityFlags::CLIENT_PLUGIN_AUTH)
-                    && handshake.auth_plugin != auth_plugin_expect.as_bytes()
+                let auth_response = handshake.auth_response.clone();
+                if !self
+                    .login(username, &handshake.auth_plugin, auth_response, seq)
+                    .await?
                 {
-                    self.writer.set_seq(seq.wrapping_add(1));
-                    self.writer.write_all(&[0xfe])?;
-                    self.writer.write_all(auth_plugin_expect.as_bytes())?;
-                    self.writer.write_all(&[0x00])?;
-                    self.writer.write_all(&scramble)?;
-                    self.writer.write_all(&[0x00])?;
-
-                    self.writer.end_packet().await?;
-                    self.writer.flush_all().await?;
-
-                    {
-                        let (rseq, auth_response_data) =
-                            self.reader.next_async().await?.ok_or_else(|| {
-                                io::Error::new(
-                                    io::ErrorKind::ConnectionAborted,
-                                    "peer terminated connection",
-                                )
-                            })?;
-
-                        seq = rseq;
-                        auth_response = auth_response_data.to_vec();
-                    }
-                }
-
-                self.writer.set_seq(seq.wrapping_add(1));
-
-                let accepted = loop {
-                    match self
-                        .shim
-                        .authenticate_step(
-                            auth_plugin_expect,
-                            username,
-                            &scramble,
-                            auth_response.as_slice(),
-                        )
-                        .await
-                    {
-                        AuthStep::Accept { notice } => {
-                            if let Some(notice) = notice {
-                                self.writer.write_all(&[0x01])?;
-                                self.writer.write_all(&notice)?;
-                                self.writer.end_packet().await?;
-                            }
-                            break true;
-                        }
-                        AuthStep::Deny => break false,
-                        AuthStep::More(data) => {
-                            self.writer.write_all(&[0x01])?;
-                            self.writer.write_all(&data)?;
-                            self.writer.end_packet().await?;
-                            self.writer.flush_all().await?;
-                            let (rseq, more) = self.reader.next_async().await?.ok_or_else(|| {
-                                io::Error::new(
-                                    io::ErrorKind::ConnectionAborted,
-                                    "peer terminated connection",
-                                )
-                            })?;
-                            self.writer.set_seq(rseq.wrapping_add(1));
-                            auth_response = more.to_vec();
-                        }
-                    }
-                };
-                if !accepted {
                     let err_msg = format!(
-                        "Access denied for user '{}'@'%' (using password: {})",
-                        String::from_utf8_lossy(username),
-                        if auth_response.is_empty() { "NO" } else { "YES" },
+                        "Access denied for user '{}'@'%'",
+                        String::from_utf8_lossy(username)
                     );
-                    writers::write_err(
-                        ErrorKind::ER_ACCESS_DENIED_ERROR,
-                        err_msg.as_bytes(),
-                        &mut self.writer,
-                    )
-                    .await?;
-                    self.writer.flush_all().await?;
                     return Err(io::Error::new(io::ErrorKind::PermissionDenied, err_msg).into());
                 }
 
@@ -701,6 +656,205 @@ where
         };
 
         Ok(())
+    }
+
+    /// Logs `username` in (the handshake's, or COM_CHANGE_USER's): an auth switch when the
+    /// client's plugin is not the account's, then the plugin's exchange (`authenticate_step`)
+    /// until it accepts or denies. A denial is answered with 1045 here; the caller decides
+    /// what happens to the connection. `seq` is the sequence number of the client's packet.
+    async fn login(
+        &mut self,
+        username: &[u8],
+        client_plugin: &[u8],
+        mut auth_response: Vec<u8>,
+        mut seq: u8,
+    ) -> Result<bool, B::Error> {
+        let scramble = self.shim.salt();
+        let auth_plugin_expect = self.shim.auth_plugin_for_username(username).await;
+
+        // auth switch
+        if !auth_plugin_expect.is_empty()
+            && self
+                .client_capabilities
+                .contains(CapabilityFlags::CLIENT_PLUGIN_AUTH)
+            && client_plugin != auth_plugin_expect.as_bytes()
+        {
+            self.writer.set_seq(seq.wrapping_add(1));
+            self.writer.write_all(&[0xfe])?;
+            self.writer.write_all(auth_plugin_expect.as_bytes())?;
+            self.writer.write_all(&[0x00])?;
+            self.writer.write_all(&scramble)?;
+            self.writer.write_all(&[0x00])?;
+
+            self.writer.end_packet().await?;
+            self.writer.flush_all().await?;
+
+            let (rseq, auth_response_data) = self.reader.next_async().await?.ok_or_else(|| {
+                io::Error::new(io::ErrorKind::ConnectionAborted, "peer terminated connection")
+            })?;
+            seq = rseq;
+            auth_response = auth_response_data.to_vec();
+        }
+
+        self.writer.set_seq(seq.wrapping_add(1));
+
+        let accepted = loop {
+            match self
+                .shim
+                .authenticate_step(
+                    auth_plugin_expect,
+                    username,
+                    &scramble,
+                    auth_response.as_slice(),
+                )
+                .await
+            {
+                AuthStep::Accept { notice } => {
+                    if let Some(notice) = notice {
+                        self.writer.write_all(&[0x01])?;
+                        self.writer.write_all(&notice)?;
+                        self.writer.end_packet().await?;
+                    }
+                    break true;
+                }
+                AuthStep::Deny => break false,
+                AuthStep::More(data) => {
+                    self.writer.write_all(&[0x01])?;
+                    self.writer.write_all(&data)?;
+                    self.writer.end_packet().await?;
+                    self.writer.flush_all().await?;
+                    let (rseq, more) = self.reader.next_async().await?.ok_or_else(|| {
+                        io::Error::new(
+                            io::ErrorKind::ConnectionAborted,
+                            "peer terminated connection",
+                        )
+                    })?;
+                    self.writer.set_seq(rseq.wrapping_add(1));
+                    auth_response = more.to_vec();
+                }
+            }
+        };
+        if !accepted {
+            let err_msg = format!(
+                "Access denied for user '{}'@'%' (using password: {})",
+                String::from_utf8_lossy(username),
+                if auth_response.is_empty() { "NO" } else { "YES" },
+            );
+            writers::write_err(
+                ErrorKind::ER_ACCESS_DENIED_ERROR,
+                err_msg.as_bytes(),
+                &mut self.writer,
+            )
+            .await?;
+            self.writer.flush_all().await?;
+        }
+        Ok(accepted)
+    }
+
+    /// COM_STMT_FETCH: up to `rows` more rows of `stmt`'s open cursor, then EOF (or OK)
+    /// saying whether the cursor still has rows (CURSOR_EXISTS) or sent its last
+    /// (LAST_ROW_SENT, and the cursor closes).
+    async fn fetch(
+        &mut self,
+        stmts: &mut HashMap<u32, StatementData>,
+        stmt: u32,
+        rows: u32,
+    ) -> Result<(), B::Error> {
+        self.shim.on_fetch();
+        let Some(state) = stmts.get_mut(&stmt) else {
+            let message =
+                format!("Unknown prepared statement handler ({stmt}) given to mysqld_stmt_fetch");
+            writers::write_err(
+                ErrorKind::ER_UNKNOWN_STMT_HANDLER,
+                message.as_bytes(),
+                &mut self.writer,
+            )
+            .await?;
+            return Ok(());
+        };
+        let Some(cursor) = &mut state.cursor else {
+            let message = format!("The statement ({stmt}) has no open cursor.");
+            writers::write_err(
+                ErrorKind::ER_STMT_HAS_NO_OPEN_CURSOR,
+                message.as_bytes(),
+                &mut self.writer,
+            )
+            .await?;
+            return Ok(());
+        };
+        let n = cursor.len().min(rows as usize);
+        for row in cursor.drain(..n) {
+            self.writer.write_all(&row)?;
+            self.writer.end_packet().await?;
+        }
+        let status = if cursor.is_empty() {
+            state.cursor = None;
+            StatusFlags::SERVER_STATUS_LAST_ROW_SENT
+        } else {
+            StatusFlags::SERVER_STATUS_CURSOR_EXISTS
+        };
+        if self
+            .client_capabilities
+            .contains(CapabilityFlags::CLIENT_DEPRECATE_EOF)
+        {
+            let ok_packet = OkResponse {
+                header: 0xfe,
+                status_flags: status,
+                ..Default::default()
+            };
+            writers::write_ok_packet(&mut self.writer, self.client_capabilities, ok_packet).await?;
+        } else {
+            writers::write_eof_packet(&mut self.writer, status).await?;
+        }
+        Ok(())
+    }
+
+    /// COM_CHANGE_USER: logs the named account in on this connection and, if it gets in,
+    /// starts its session afresh (prepared statements included) in the named database.
+    /// Returns false when the login failed (1045 was sent).
+    async fn change_user(
+        &mut self,
+        request: &[u8],
+        stmts: &mut HashMap<u32, StatementData>,
+    ) -> Result<bool, B::Error> {
+        let Some(request) = commands::change_user(request, self.client_capabilities) else {
+            writers::write_err_code(
+                1835,
+                b"HY000",
+                b"Malformed communication packet.",
+                &mut self.writer,
+            )
+            .await?;
+            return Ok(true);
+        };
+        self.shim.on_change_user().await;
+        // The reply's sequence numbers follow the request's (0).
+        if !self
+            .login(request.username, request.auth_plugin, request.auth_response.to_vec(), 0)
+            .await?
+        {
+            return Ok(false);
+        }
+        stmts.clear();
+        self.shim.on_reset().await;
+        match std::str::from_utf8(request.db) {
+            Ok(db) if !db.is_empty() => {
+                let w = InitWriter {
+                    client_capabilities: self.client_capabilities,
+                    writer: &mut self.writer,
+                };
+                self.shim.on_init(db, w).await?;
+            }
+            _ => {
+                writers::write_ok_packet(
+                    &mut self.writer,
+                    self.client_capabilities,
+                    OkResponse::default(),
+                )
+                .await?;
+            }
+        }
+        Ok(true)
     }
 
     async fn run(mut self) -> Result<(), B::Error> {
@@ -829,7 +983,11 @@ where
                                 )
                                 .await?;
                         }
-                        Command::Execute { stmt, params } => {
+                        Command::Execute {
+                            stmt,
+                            flags,
+                            params,
+                        } => {
                             let Some(state) = stmts.get_mut(&stmt) else {
                                 // As MySQL: an error for this command; the connection stays.
                                 writers::write_err(
@@ -841,6 +999,12 @@ where
                                 self.writer.flush_all().await?;
                                 continue;
                             };
+                            // Atoll: a new execution closes the statement's cursor; with
+                            // CURSOR_TYPE_READ_ONLY it opens one on its result set.
+                            state.cursor = None;
+                            if flags & CURSOR_TYPE_READ_ONLY != 0 {
+                                self.writer.cursor = packet_writer::Cursor::Requested;
+                            }
                             {
                                 let params = params::ParamParser::new(params, state);
                                 let w = QueryResultWriter::new(
@@ -849,6 +1013,11 @@ where
                                     self.client_capabilities,
                                 );
                                 self.shim.on_execute(stmt, params, w).await?;
+                            }
+                            if let packet_writer::Cursor::Open { rows, .. } =
+                                std::mem::take(&mut self.writer.cursor)
+                            {
+                                state.cursor = Some(rows.into());
                             }
                             state.long_data.clear();
                         }
@@ -864,22 +1033,47 @@ where
                             stmts.remove(&stmt);
                             // NOTE: spec dictates no response from server
                         }
-                        Command::ListFields(_) => {
-                            // mysql_list_fields (CommandByte::COM_FIELD_LIST / 0x04) has been deprecated in mysql 5.7
-                            // and will be removed in a future version.
-                            // The mysql command line tool issues one of these commands after switching databases with USE <DB>.
-                            // Return a invalid column definitions lead to incorrect mariadb-client behaviour,
-                            // see https://github.com/datafuselabs/databend/issues/4439
-                            let ok_packet = OkResponse {
-                                header: 0xfe,
-                                ..Default::default()
-                            };
-                            writers::write_ok_packet(
-                                &mut self.writer,
-                                self.client_capabilities,
-                                ok_packet,
-                            )
-                            .await?;
+                        Command::ListFields(request) => {
+                            // Atoll: the table's column definitions (with their default
+                            // value, NULL), then EOF; 0.7.0 sent only the EOF.
+                            let mut parts = request.splitn(2, |&b| b == 0);
+                            let table = String::from_utf8_lossy(parts.next().unwrap_or_default());
+                            let wildcard = String::from_utf8_lossy(parts.next().unwrap_or_default());
+                            match self.shim.on_field_list(&table, &wildcard).await {
+                                Ok(columns) => {
+                                    writers::write_column_definitions_41(
+                                        &columns,
+                                        &mut self.writer,
+                                        self.client_capabilities,
+                                        true,
+                                    )
+                                    .await?;
+                                    if self
+                                        .client_capabilities
+                                        .contains(CapabilityFlags::CLIENT_DEPRECATE_EOF)
+                                    {
+                                        let ok_packet = OkResponse {
+                                            header: 0xfe,
+                                            ..Default::default()
+                                        };
+                                        writers::write_ok_packet(
+                                            &mut self.writer,
+                                            self.client_capabilities,
+                                            ok_packet,
+                                        )
+                                        .await?;
+                                    }
+                                }
+                                Err((code, state, message)) => {
+                                    writers::write_err_code(
+                                        code,
+                                        &state,
+                                        message.as_bytes(),
+                                        &mut self.writer,
+                                    )
+                                    .await?;
+                                }
+                            }
                         }
                         Command::Init(schema) => {
                             let w = InitWriter {
@@ -922,6 +1116,7 @@ where
                                 .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
                             if let Some(state) = stmt.and_then(|id| stmts.get_mut(&id)) {
                                 state.long_data.clear();
+                                state.cursor = None;
                             }
                             writers::write_ok_packet(
                                 &mut self.writer,
@@ -929,6 +1124,32 @@ where
                                 OkResponse::default(),
                             )
                             .await?;
+                        }
+                        Some(COM_STATISTICS) => {
+                            let line = self.shim.statistics();
+                            self.writer.write_all(line.as_bytes())?;
+                            self.writer.end_packet().await?;
+                        }
+                        Some(COM_PROCESS_KILL) if packet.len() == 5 => {
+                            let id = u32::from_le_bytes([packet[1], packet[2], packet[3], packet[4]]);
+                            let w = QueryResultWriter::new(
+                                &mut self.writer,
+                                false,
+                                self.client_capabilities,
+                            );
+                            self.shim.on_query(&format!("KILL {id}"), w).await?;
+                        }
+                        Some(COM_STMT_FETCH) if packet.len() == 9 => {
+                            let stmt = u32::from_le_bytes([packet[1], packet[2], packet[3], packet[4]]);
+                            let rows = u32::from_le_bytes([packet[5], packet[6], packet[7], packet[8]]);
+                            self.fetch(&mut stmts, stmt, rows).await?;
+                        }
+                        Some(COM_CHANGE_USER) => {
+                            let request = packet[1..].to_vec();
+                            if !self.change_user(&request, &mut stmts).await? {
+                                // As a failed login: the connection ends.
+                                break;
+                            }
                         }
                         Some(COM_RESET_CONNECTION) => {
                             stmts.clear();
@@ -942,7 +1163,10 @@ where
                         }
                         // Never answered, even when malformed.
                         Some(COM_STMT_SEND_LONG_DATA | COM_STMT_CLOSE) => {}
-                        Some(byte) if PARSED_COMMANDS.contains(&byte) => {
+                        Some(byte)
+                            if PARSED_COMMANDS.contains(&byte)
+                                || [COM_PROCESS_KILL, COM_STMT_FETCH].contains(&byte) =>
+                        {
                             writers::write_err_code(
                                 1835,
                                 b"HY000",

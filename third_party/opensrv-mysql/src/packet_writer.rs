@@ -32,6 +32,22 @@ pub struct PacketWriter<W> {
     /// Atoll: the session's status (autocommit, in a transaction) every OK and EOF packet
     /// carries, besides its own flags.
     pub(crate) status: crate::StatusFlags,
+    /// Atoll: a read-only cursor the running COM_STMT_EXECUTE asked for (see [`Cursor`]).
+    pub(crate) cursor: Cursor,
+}
+
+/// Atoll: where a COM_STMT_EXECUTE with CURSOR_TYPE_READ_ONLY stands. Its result's column
+/// definitions go out, its rows are kept (they are sent by COM_STMT_FETCH), and the packets
+/// that end the reply say SERVER_STATUS_CURSOR_EXISTS.
+#[derive(Default)]
+pub(crate) enum Cursor {
+    #[default]
+    Off,
+    /// Asked for; opens if the statement returns a result set.
+    Requested,
+    /// Open: the rows kept so far, and whether row packets are being kept now (they are
+    /// between the column definitions and the end of the result).
+    Open { rows: Vec<Vec<u8>>, keeping: bool },
 }
 
 /// Finished packets written out even before `flush_all` once this many bytes wait, so a large
@@ -56,10 +72,19 @@ impl<W> PacketWriter<W> {
             pending: Vec::new(),
             output_stream,
             status: crate::StatusFlags::SERVER_STATUS_AUTOCOMMIT,
+            cursor: Cursor::Off,
         }
     }
     pub fn set_seq(&mut self, seq: u8) {
         self.packet_builder.set_seq(seq)
+    }
+
+    /// The status an OK or EOF packet carries now: the session's, and an open cursor's.
+    pub(crate) fn status(&self) -> crate::StatusFlags {
+        match self.cursor {
+            Cursor::Open { .. } => self.status | crate::StatusFlags::SERVER_STATUS_CURSOR_EXISTS,
+            _ => self.status,
+        }
     }
 }
 
@@ -69,6 +94,14 @@ impl<W: AsyncWrite + Unpin> PacketWriter<W> {
     /// `flush_all`, or here once `FLUSH_AT` bytes wait.
     pub async fn end_packet(&mut self) -> io::Result<()> {
         let builder = &mut self.packet_builder;
+        if let Cursor::Open {
+            rows,
+            keeping: true,
+        } = &mut self.cursor
+        {
+            rows.push(std::mem::take(&mut builder.buffer));
+            return Ok(());
+        }
         if !builder.is_empty() {
             // split the raw buffer at the boundary of size U24_MAX; a payload that fills its
             // last part exactly ends with an empty one, as the protocol wants. The buffer

@@ -20,7 +20,7 @@ use byteorder::WriteBytesExt;
 use mysql_common::constants::{CapabilityFlags, StatusFlags};
 use tokio::io::AsyncWrite;
 
-use crate::packet_writer::PacketWriter;
+use crate::packet_writer::{Cursor, PacketWriter};
 use crate::value::ToMysqlValue;
 use crate::{writers, OkResponse};
 use crate::{Column, ErrorKind, StatementData};
@@ -285,12 +285,19 @@ where
     #[inline]
     async fn start(&mut self) -> io::Result<()> {
         if !self.columns.is_empty() {
-            writers::column_definitions(
-                self.columns,
-                self.result.as_mut().unwrap().writer,
-                self.client_capabilities,
-            )
-            .await?;
+            let writer = &mut *self.result.as_mut().unwrap().writer;
+            // Atoll: a requested cursor opens on a result set: the definitions (and their EOF,
+            // saying CURSOR_EXISTS) go out, the rows are kept for COM_STMT_FETCH.
+            if let Cursor::Requested = writer.cursor {
+                writer.cursor = Cursor::Open {
+                    rows: Vec::new(),
+                    keeping: false,
+                };
+            }
+            writers::column_definitions(self.columns, writer, self.client_capabilities).await?;
+            if let Cursor::Open { keeping, .. } = &mut writer.cursor {
+                *keeping = true;
+            }
         }
 
         Ok(())
@@ -404,6 +411,25 @@ impl<'a, W: AsyncWrite + Unpin + 'a> RowWriter<'a, W> {
 
         if !self.columns.is_empty() && self.col != 0 {
             self.end_row().await?;
+        }
+
+        // Atoll: an open cursor's result ends with the column definitions' EOF, or without
+        // that EOF (CLIENT_DEPRECATE_EOF) with an OK packet in its place.
+        let writer = &mut self.result.as_mut().unwrap().writer;
+        if let Cursor::Open { keeping, .. } = &mut writer.cursor {
+            *keeping = false;
+            if complete {
+                let deprecate_eof = self
+                    .client_capabilities
+                    .contains(CapabilityFlags::CLIENT_DEPRECATE_EOF);
+                self.result.as_mut().unwrap().last_end = deprecate_eof.then(|| {
+                    Finalizer::Ok(OkResponse {
+                        header: 0xfe,
+                        ..Default::default()
+                    })
+                });
+            }
+            return Ok(());
         }
 
         if complete {

@@ -26,7 +26,7 @@ pub(crate) async fn write_eof_packet<W: AsyncWrite + Unpin>(
     w: &mut PacketWriter<W>,
     s: StatusFlags,
 ) -> io::Result<()> {
-    let s = s | w.status;
+    let s = s | w.status();
     w.write_all(&[0xFE, 0x00, 0x00])?;
     w.write_u16::<LittleEndian>(s.bits())?;
     w.end_packet().await
@@ -37,7 +37,7 @@ pub(crate) async fn write_ok_packet<W: AsyncWrite + Unpin>(
     client_capabilities: CapabilityFlags,
     ok_packet: OkResponse,
 ) -> io::Result<()> {
-    let status = ok_packet.status_flags | w.status;
+    let status = ok_packet.status_flags | w.status();
     w.write_u8(ok_packet.header)?; // OK packet type
     w.write_lenenc_int(ok_packet.affected_rows)?;
     w.write_lenenc_int(ok_packet.last_insert_id)?;
