@@ -213,6 +213,13 @@ pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
     for id in names.chain(ct.columns.iter().map(|c| &c.name)) {
         crate::words::refuse_reserved(id)?;
     }
+    if ct.columns.is_empty() {
+        return Err(SqlError {
+            code: 1113,
+            state: "42000",
+            message: "A table must have at least 1 column".into(),
+        });
+    }
     let (_, name) = split_name(&ct.name);
     let mut t = TableInfo {
         id: 0,
@@ -314,14 +321,29 @@ pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
     Ok(t)
 }
 
+/// CREATE TABLE: from its definition, or (`CREATE TABLE t LIKE src`) as a copy of `like`'s
+/// columns and indexes, empty and with its own auto-increment.
 pub async fn create_table(
     client: &Client,
     schema: &Schema,
     db: &str,
     ct: &ast::CreateTable,
+    like: Option<&TableInfo>,
 ) -> Result<()> {
+    if ct.query.is_some() {
+        // TiDB refuses it too.
+        return Err(SqlError::not_supported("CREATE TABLE ... SELECT"));
+    }
     let db_info = schema.db(db)?.clone();
-    let proto_table = table_from_ast(db_info.id, ct)?;
+    let proto_table = match like {
+        Some(source) => TableInfo {
+            id: 0,
+            db_id: db_info.id,
+            name: split_name(&ct.name).1,
+            ..source.clone()
+        },
+        None => table_from_ast(db_info.id, ct)?,
+    };
     let key = table_key(db_info.id, &proto_table.name);
     in_ddl_txn(client, |mut txn| {
         let (mut t, key) = (proto_table.clone(), key.clone());

@@ -13,7 +13,8 @@
 //! - [`join`]: joins of several tables (hash join on equalities, LEFT JOIN).
 //! - [`subquery`]: subqueries in expressions: run once, or decorrelated into joins.
 //! - [`ddl`], [`dml`]: schema changes; INSERT/REPLACE/UPDATE/DELETE; [`load_data`]: LOAD
-//!   DATA LOCAL INFILE's statement, records and lenient values.
+//!   DATA LOCAL INFILE's statement, records and lenient values; [`outfile`]: SELECT ... INTO
+//!   OUTFILE.
 //! - [`session`]: a connection's state and statement loop: transactions, variables,
 //!   prepared statements.
 //! - [`show`]: SHOW statements as SELECTs over information_schema, with LIKE and WHERE.
@@ -40,6 +41,7 @@ pub mod gc;
 pub mod info_schema;
 pub mod join;
 pub mod load_data;
+pub mod outfile;
 pub mod query;
 pub mod rows;
 pub mod session;

@@ -31,15 +31,106 @@ pub struct LoadSpec {
     pub db: Option<String>,
     pub table: String,
     pub replace: bool,
-    pub fields_terminated: Vec<u8>,
-    pub enclosed: Option<u8>,
-    pub escaped: Option<u8>,
-    pub lines_starting: Vec<u8>,
-    pub lines_terminated: Vec<u8>,
+    pub format: Format,
     /// Records skipped at the start (`IGNORE n LINES`).
     pub ignore_lines: u64,
     /// The columns the fields go to, in order (all of the table's when empty).
     pub columns: Vec<String>,
+}
+
+/// How fields and lines are written in a file: `FIELDS ... LINES ...` of LOAD DATA and of
+/// SELECT ... INTO OUTFILE.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Format {
+    pub fields_terminated: Vec<u8>,
+    pub enclosed: Option<u8>,
+    /// `OPTIONALLY ENCLOSED`: an OUTFILE encloses only strings.
+    pub optionally: bool,
+    pub escaped: Option<u8>,
+    pub lines_starting: Vec<u8>,
+    pub lines_terminated: Vec<u8>,
+}
+
+impl Default for Format {
+    /// MySQL's: tab-separated fields, no enclosing, `\` escapes, newline-terminated lines.
+    fn default() -> Format {
+        Format {
+            fields_terminated: b"\t".to_vec(),
+            enclosed: None,
+            optionally: false,
+            escaped: Some(b'\\'),
+            lines_starting: Vec::new(),
+            lines_terminated: b"\n".to_vec(),
+        }
+    }
+}
+
+/// Reads `[FIELDS|COLUMNS ...] [LINES ...]` from `toks` at `*at`, moving past them.
+pub fn parse_format(toks: &[Token], at: &mut usize) -> Result<Format> {
+    let word = |i: usize| match toks.get(i) {
+        Some(Token::Word(w)) => w.to_ascii_uppercase(),
+        _ => String::new(),
+    };
+    let string = |i: usize| match toks.get(i) {
+        Some(Token::Quoted(s)) => Ok(s.clone()),
+        other => Err(syntax(&format!("{other:?}"))),
+    };
+    let byte = |i: usize| -> Result<Option<u8>> {
+        let s = string(i)?;
+        match s.as_bytes() {
+            [] => Ok(None),
+            [b] => Ok(Some(*b)),
+            _ => Err(SqlError {
+                code: 1083,
+                state: "42000",
+                message: "Field separator argument is not what is expected; check the manual"
+                    .into(),
+            }),
+        }
+    };
+    let mut f = Format::default();
+    if matches!(word(*at).as_str(), "FIELDS" | "COLUMNS") {
+        *at += 1;
+        loop {
+            match (word(*at).as_str(), word(*at + 1).as_str()) {
+                ("TERMINATED", "BY") => {
+                    f.fields_terminated = string(*at + 2)?.into_bytes();
+                    *at += 3;
+                }
+                ("OPTIONALLY", "ENCLOSED") => {
+                    f.enclosed = byte(*at + 3)?;
+                    f.optionally = true;
+                    *at += 4;
+                }
+                ("ENCLOSED", "BY") => {
+                    f.enclosed = byte(*at + 2)?;
+                    *at += 3;
+                }
+                ("ESCAPED", "BY") => {
+                    f.escaped = byte(*at + 2)?;
+                    *at += 3;
+                }
+                _ => break,
+            }
+        }
+    }
+    if word(*at) == "LINES" {
+        *at += 1;
+        loop {
+            match (word(*at).as_str(), word(*at + 1).as_str()) {
+                ("STARTING", "BY") => {
+                    f.lines_starting = string(*at + 2)?.into_bytes();
+                    *at += 3;
+                }
+                ("TERMINATED", "BY") => {
+                    f.lines_terminated = string(*at + 2)?.into_bytes();
+                    *at += 3;
+                }
+                _ => break,
+            }
+        }
+    }
+    Ok(f)
 }
 
 /// A record's fields: `None` is `\N` (NULL).
@@ -73,19 +164,6 @@ fn parse_tokens(toks: &[Token]) -> Result<LoadSpec> {
     let string = |i: usize| match toks.get(i) {
         Some(Token::Quoted(s)) => Ok(s.clone()),
         other => Err(syntax(&format!("{other:?}"))),
-    };
-    let byte = |i: usize| -> Result<Option<u8>> {
-        let s = string(i)?;
-        match s.as_bytes() {
-            [] => Ok(None),
-            [b] => Ok(Some(*b)),
-            _ => Err(SqlError {
-                code: 1083,
-                state: "42000",
-                message: "Field separator argument is not what is expected; check the manual"
-                    .into(),
-            }),
-        }
     };
     while matches!(word(at).as_str(), "LOW_PRIORITY" | "CONCURRENT") {
         at += 1;
@@ -126,11 +204,7 @@ fn parse_tokens(toks: &[Token]) -> Result<LoadSpec> {
         db,
         table,
         replace,
-        fields_terminated: b"\t".to_vec(),
-        enclosed: None,
-        escaped: Some(b'\\'),
-        lines_starting: Vec::new(),
-        lines_terminated: b"\n".to_vec(),
+        format: Format::default(),
         ignore_lines: 0,
         columns: Vec::new(),
     };
@@ -141,46 +215,7 @@ fn parse_tokens(toks: &[Token]) -> Result<LoadSpec> {
         }
         at += 3;
     }
-    if matches!(word(at).as_str(), "FIELDS" | "COLUMNS") {
-        at += 1;
-        loop {
-            match (word(at).as_str(), word(at + 1).as_str()) {
-                ("TERMINATED", "BY") => {
-                    spec.fields_terminated = string(at + 2)?.into_bytes();
-                    at += 3;
-                }
-                ("OPTIONALLY", "ENCLOSED") => {
-                    spec.enclosed = byte(at + 3)?;
-                    at += 4;
-                }
-                ("ENCLOSED", "BY") => {
-                    spec.enclosed = byte(at + 2)?;
-                    at += 3;
-                }
-                ("ESCAPED", "BY") => {
-                    spec.escaped = byte(at + 2)?;
-                    at += 3;
-                }
-                _ => break,
-            }
-        }
-    }
-    if word(at) == "LINES" {
-        at += 1;
-        loop {
-            match (word(at).as_str(), word(at + 1).as_str()) {
-                ("STARTING", "BY") => {
-                    spec.lines_starting = string(at + 2)?.into_bytes();
-                    at += 3;
-                }
-                ("TERMINATED", "BY") => {
-                    spec.lines_terminated = string(at + 2)?.into_bytes();
-                    at += 3;
-                }
-                _ => break,
-            }
-        }
-    }
+    spec.format = parse_format(toks, &mut at)?;
     if word(at) == "IGNORE" && matches!(word(at + 2).as_str(), "LINES" | "ROWS") {
         spec.ignore_lines = word(at + 1).parse().map_err(|_| syntax(&word(at + 1)))?;
         at += 3;
@@ -211,7 +246,7 @@ fn parse_tokens(toks: &[Token]) -> Result<LoadSpec> {
     if let Some(extra) = toks.get(at) {
         return Err(syntax(&format!("{extra:?}")));
     }
-    if spec.fields_terminated.is_empty() || spec.lines_terminated.is_empty() {
+    if spec.format.fields_terminated.is_empty() || spec.format.lines_terminated.is_empty() {
         return Err(SqlError::not_supported(
             "LOAD DATA with empty terminators (fixed-width rows)",
         ));
@@ -289,7 +324,7 @@ impl Splitter {
     /// end before the record does.
     #[allow(clippy::type_complexity)]
     fn record(&self, mut pos: usize, end: bool) -> Option<(Option<Record>, usize)> {
-        let s = &self.spec;
+        let s = &self.spec.format;
         let buf = &self.buf;
         let (lt, ft) = (&s.lines_terminated, &s.fields_terminated);
         if !s.lines_starting.is_empty() {
@@ -516,10 +551,14 @@ mod tests {
         );
         assert!(s.local && s.replace);
         assert_eq!((s.db.as_deref(), s.table.as_str()), (Some("d"), "t"));
-        assert_eq!(s.fields_terminated, b",");
-        assert_eq!((s.enclosed, s.escaped), (Some(b'"'), Some(b'\\')));
+        let f = &s.format;
+        assert_eq!(f.fields_terminated, b",");
         assert_eq!(
-            (s.lines_starting.as_slice(), s.lines_terminated.as_slice()),
+            (f.enclosed, f.escaped, f.optionally),
+            (Some(b'"'), Some(b'\\'), true)
+        );
+        assert_eq!(
+            (f.lines_starting.as_slice(), f.lines_terminated.as_slice()),
             (&b">"[..], &b"\r\n"[..])
         );
         assert_eq!(

@@ -549,6 +549,11 @@ impl Session {
             out.push(Output::done(0));
             return Ok(());
         }
+        if let Some(split) = crate::outfile::split(sql) {
+            let (select, outfile) = split?;
+            out.push(self.select_into_outfile(sql, select, outfile).await?);
+            return Ok(());
+        }
         if let Some(statement) = self.rewrite(sql).await? {
             out.push(
                 self.run_logged(&statement, StatementText::Text(sql.into()))
@@ -592,6 +597,38 @@ impl Session {
             });
         }
         Ok(())
+    }
+
+    /// `SELECT ... INTO OUTFILE`: the rows of `select` written to a new file on this host.
+    /// Only root may (MySQL's FILE privilege, until there are privileges).
+    async fn select_into_outfile(
+        &mut self,
+        sql: &str,
+        select: &str,
+        outfile: crate::outfile::Outfile,
+    ) -> Result<Output> {
+        if self.user != "root" {
+            return Err(SqlError {
+                code: 1227,
+                state: "42000",
+                message: "Access denied; you need (at least one of) the FILE privilege(s) for this operation".into(),
+            });
+        }
+        let statement = match parse(select)?.pop() {
+            Some(s @ Statement::Query(_)) => s,
+            _ => return Err(SqlError::syntax(format!("near 'INTO OUTFILE' in {select}"))),
+        };
+        self.count(Counter::Select);
+        let Output::Rows(rows) = self
+            .run_logged(&statement, StatementText::Text(sql.into()))
+            .await?
+        else {
+            return Err(SqlError::unknown("a SELECT returned no rows"));
+        };
+        let written = tokio::task::spawn_blocking(move || crate::outfile::write(&outfile, &rows))
+            .await
+            .map_err(|e| SqlError::unknown(format!("writing the outfile: {e}")))??;
+        Ok(Output::done(written))
     }
 
     /// The statement that answers `sql`, for the statements sqlparser does not read as MySQL
@@ -1504,7 +1541,14 @@ impl Session {
             } => ddl::create_database(&client, &split_name(db_name).1, *if_not_exists).await,
             Statement::CreateTable(ct) => {
                 let (db, _) = self.qualified(&ct.name)?;
-                ddl::create_table(&client, &schema, &db, ct).await
+                let like = match &ct.like {
+                    Some(
+                        ast::CreateTableLikeKind::Plain(like)
+                        | ast::CreateTableLikeKind::Parenthesized(like),
+                    ) => Some(self.resolve_table(&schema, &like.name)?),
+                    None => None,
+                };
+                ddl::create_table(&client, &schema, &db, ct, like.as_deref()).await
             }
             Statement::CreateIndex(ci) => {
                 let (db, _) = self.qualified(&ci.table_name)?;

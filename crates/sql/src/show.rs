@@ -43,7 +43,7 @@ pub fn rewrite(sql: &str, db: Option<&str>, user: &str) -> Option<Result<Show>> 
         return None;
     }
     // The filter: `LIKE 'x'` in tokens, `WHERE ...` as the text after the keyword.
-    let (head, where_clause) = match find_keyword(text, "WHERE") {
+    let (head, where_clause) = match crate::words::find_keyword(text, "WHERE") {
         Some(at) => (&text[..at], Some(text[at + "WHERE".len()..].trim())),
         None => (text, None),
     };
@@ -128,39 +128,6 @@ fn quote(s: &str) -> String {
 /// `s` as a quoted identifier.
 fn ident(s: &str) -> String {
     format!("`{}`", s.replace('`', "``"))
-}
-
-/// The offset of `keyword` as a word outside quotes in `sql`.
-fn find_keyword(sql: &str, keyword: &str) -> Option<usize> {
-    let bytes = sql.as_bytes();
-    let mut quote: Option<u8> = None;
-    let mut i = 0;
-    while i < bytes.len() {
-        let c = bytes[i];
-        match quote {
-            Some(q) if c == b'\\' && q != b'`' => i += 1,
-            Some(q) if c == q => quote = None,
-            Some(_) => {}
-            None if matches!(c, b'\'' | b'"' | b'`') => quote = Some(c),
-            None => {
-                let boundary = |j: usize| {
-                    bytes
-                        .get(j)
-                        .is_none_or(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
-                };
-                if (i == 0 || boundary(i - 1))
-                    && sql[i..]
-                        .get(..keyword.len())
-                        .is_some_and(|w| w.eq_ignore_ascii_case(keyword))
-                    && boundary(i + keyword.len())
-                {
-                    return Some(i);
-                }
-            }
-        }
-        i += 1;
-    }
-    None
 }
 
 /// A name token (a word or a quoted identifier).

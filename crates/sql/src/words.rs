@@ -73,6 +73,39 @@ pub fn tokens(sql: &str) -> Result<Vec<Token>> {
     Ok(out)
 }
 
+/// The offset of `keyword` as a word outside quotes in `sql`.
+pub fn find_keyword(sql: &str, keyword: &str) -> Option<usize> {
+    let bytes = sql.as_bytes();
+    let mut quote: Option<u8> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        match quote {
+            Some(q) if c == b'\\' && q != b'`' => i += 1,
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if matches!(c, b'\'' | b'"' | b'`') => quote = Some(c),
+            None => {
+                let boundary = |j: usize| {
+                    bytes
+                        .get(j)
+                        .is_none_or(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
+                };
+                if (i == 0 || boundary(i - 1))
+                    && sql[i..]
+                        .get(..keyword.len())
+                        .is_some_and(|w| w.eq_ignore_ascii_case(keyword))
+                    && boundary(i + keyword.len())
+                {
+                    return Some(i);
+                }
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
 /// Reads tokens from the front.
 pub struct Cursor {
     tokens: Vec<Token>,

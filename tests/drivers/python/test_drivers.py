@@ -510,3 +510,29 @@ def test_status_counters_and_executable_comments(conn):
     for name in ["Questions", "Com_insert", "Threads_connected", "Uptime", "Slow_queries"]:
         assert name in names
     assert conn.query("SELECT 1 /*!40101 + 1 */ /*!99999 + 5 */")[0] == [(2,)]
+
+
+def test_select_into_outfile_writes_what_load_data_reads_back(conn, tmp_path):
+    if conn.mode != "pymysql":
+        return
+    c = pymysql.connect(host=HOST, port=PORT, user="root", local_infile=True,
+                        database="drv_pymysql", autocommit=True)
+    cur = c.cursor()
+    cur.execute("CREATE TABLE o (id INT PRIMARY KEY, s VARCHAR(20), p DECIMAL(6,2))")
+    cur.execute("INSERT INTO o VALUES (1, 'a,\"b\"', 1.5), (2, NULL, NULL)")
+    out = tmp_path / "o.csv"
+    into = f"INTO OUTFILE '{out}' FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"'"
+    cur.execute(f"SELECT * FROM o ORDER BY id {into}")
+    assert cur.rowcount == 2
+    assert out.read_bytes() == b'1,"a,\\"b\\"",1.50\n2,\\N,\\N\n'
+    # The file is never overwritten.
+    with pytest.raises(pymysql.err.MySQLError) as exists:
+        cur.execute(f"SELECT * FROM o {into}")
+    assert exists.value.args[0] == 1086
+    # A copy of the table's definition takes the file back.
+    cur.execute("CREATE TABLE o2 LIKE o")
+    cur.execute(f"LOAD DATA LOCAL INFILE '{out}' INTO TABLE o2 FIELDS TERMINATED BY ',' "
+                "OPTIONALLY ENCLOSED BY '\"'")
+    cur.execute("SELECT * FROM o2 ORDER BY id")
+    assert cur.fetchall() == ((1, 'a,"b"', decimal.Decimal("1.50")), (2, None, None))
+    c.close()
