@@ -9,6 +9,11 @@
 //!   (TiDB's Point_Get and Batch_Point_Get on an index): one key per value tuple.
 //! - Otherwise the table's whole range.
 //!
+//! Among the indexes, point reads come first; then, for a table ANALYZE TABLE has seen, the
+//! index the statistics say returns the fewest rows ([`crate::stats`]), and the full scan
+//! when even that one returns more than [`FULL_SCAN_SHARE`] of the rows; without
+//! statistics, the index the WHERE pins most columns of.
+//!
 //! The WHERE is evaluated again on the rows read, so a path only has to cover every row
 //! that can match, never to match exactly; the one exception is a handle range's bounds,
 //! which the range applies exactly and a coprocessor read does not check again
@@ -512,9 +517,10 @@ fn index_access(filter: &Expr, t: &TableInfo) -> Option<Access> {
             return Some(Access::IndexRanges { index: i, ranges });
         }
     }
-    // (rank, index, pinned values, next bound); a smaller rank is better.
+    // (rank, index, pinned values, next bound); a smaller rank is better: point reads
+    // first, then (when the table was analyzed) fewer estimated rows, then the rules.
     type Candidate = (
-        (bool, usize, bool, usize),
+        (bool, u64, usize, bool, usize),
         usize,
         Vec<Datum>,
         Option<Vec<Bound>>,
@@ -530,8 +536,10 @@ fn index_access(filter: &Expr, t: &TableInfo) -> Option<Access> {
             .as_ref()
             .is_some_and(|b| b.iter().any(|x| matches!(x, Bound::Range { .. })));
         let intervals = next.as_ref().map_or(1, Vec::len);
+        let estimate = estimated_rows(t, idx, &pinned, next.as_deref());
         let rank = (
             !point,
+            estimate.map_or(0, |rows| rows.ceil() as u64),
             usize::MAX - pinned.len() - usize::from(next.is_some()),
             has_range,
             intervals,
@@ -540,12 +548,71 @@ fn index_access(filter: &Expr, t: &TableInfo) -> Option<Access> {
             best = Some((rank, i, pinned, next));
         }
     }
-    let (_, i, pinned, next) = best?;
+    let ((not_point, estimate, ..), i, pinned, next) = best?;
     if let Some(keys) = unique_points(t, i, &pinned, next.as_deref()) {
         return Some(Access::IndexPoints { index: i, keys });
     }
+    // An index that keeps much of the table costs more than the full scan: each row it
+    // finds is one more read.
+    if let Some(s) = &t.stats
+        && not_point
+        && estimate as f64 > FULL_SCAN_SHARE * s.row_count as f64
+    {
+        return None;
+    }
     let ranges = index_key_ranges(t, t.indexes[i].id, &pinned, next.as_deref());
     Some(Access::IndexRanges { index: i, ranges })
+}
+
+/// The share of an analyzed table's rows above which an index read (an index entry and a
+/// row read per row) loses to the full scan (a coprocessor scan that filters in the kv node).
+const FULL_SCAN_SHARE: f64 = 0.25;
+
+/// The rows of `t` that reading index `idx` with `pinned` leading values and the `next`
+/// column's bounds returns, if `t` was analyzed (crate::stats): the first column's estimate
+/// (its most common values, else the rest spread evenly), narrowed by the further pinned
+/// columns as the index prefixes' distinct counts say (independently where not known), and
+/// by the next column's share of rows within its bounds.
+fn estimated_rows(
+    t: &TableInfo,
+    idx: &IndexInfo,
+    pinned: &[Datum],
+    next: Option<&[Bound]>,
+) -> Option<f64> {
+    let s = t.stats.as_ref()?;
+    let all = (s.row_count as f64).max(1.0);
+    let column_id = |k: usize| t.columns[idx.columns[k]].id;
+    let mut rows = s.row_count as f64;
+    if let Some(first) = pinned.first() {
+        rows = s.eq_rows(column_id(0), first);
+        if pinned.len() > 1 {
+            match (s.prefix_ndv(idx.id, 1), s.prefix_ndv(idx.id, pinned.len())) {
+                (Some(one), Some(k)) => rows *= one as f64 / k.max(1) as f64,
+                _ => {
+                    for (k, v) in pinned.iter().enumerate().skip(1) {
+                        rows *= s.eq_rows(column_id(k), v) / all;
+                    }
+                }
+            }
+        }
+    }
+    if let Some(bounds) = next {
+        let column = column_id(pinned.len());
+        let share: f64 = bounds
+            .iter()
+            .map(|b| match b {
+                Bound::Eq(v) => s.eq_rows(column, v),
+                Bound::Range { lo, hi } => s.range_rows(
+                    column,
+                    lo.as_ref().map(|(v, inclusive)| (v, *inclusive)),
+                    hi.as_ref().map(|(v, inclusive)| (v, *inclusive)),
+                ),
+            })
+            .sum::<f64>()
+            / all;
+        rows *= share.min(1.0);
+    }
+    Some(rows)
 }
 
 /// Whether the rows `access` reads come sorted by `columns` ascending: a handle path (or
@@ -681,6 +748,7 @@ mod tests {
                 },
             ],
             next_column_id: 4,
+            stats: None,
         }
     }
 

@@ -79,6 +79,9 @@ pub struct TableInfo {
     /// a unique index here, `primary: true`).
     pub indexes: Vec<IndexInfo>,
     pub next_column_id: i64,
+    /// What the last ANALYZE TABLE learnt of its rows (crate::stats), if one ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<Box<crate::stats::TableStats>>,
 }
 
 impl TableInfo {

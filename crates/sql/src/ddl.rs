@@ -229,6 +229,7 @@ pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
         handle_column: None,
         indexes: Vec::new(),
         next_column_id: 1,
+        stats: None,
     };
     let mut primary: Option<Vec<usize>> = None;
     let mut uniques: Vec<(Option<String>, Vec<usize>, bool)> = Vec::new();
@@ -401,6 +402,39 @@ pub async fn drop_table(
     Ok(())
 }
 
+/// ANALYZE TABLE: `stats` become the table's (crate::stats), unless its definition changed
+/// meanwhile (then they describe other ids or columns and are dropped: 1105 asks to run it
+/// again).
+pub async fn set_stats(
+    client: &Client,
+    analyzed: &TableInfo,
+    stats: crate::stats::TableStats,
+) -> Result<()> {
+    let key = table_key(analyzed.db_id, &analyzed.name);
+    in_ddl_txn(client, |mut txn| {
+        let (key, stats) = (key.clone(), stats.clone());
+        async move {
+            let current: Option<TableInfo> = txn
+                .get_for_update(&key)
+                .await?
+                .and_then(|v| serde_json::from_slice(&v).ok());
+            let mut t = match current {
+                Some(t) if t.id == analyzed.id && t.columns == analyzed.columns => t,
+                _ => {
+                    return Err(SqlError::unknown(format!(
+                        "table {} changed during ANALYZE; run it again",
+                        analyzed.name
+                    )));
+                }
+            };
+            t.stats = Some(Box::new(stats));
+            txn.put(key, serde_json::to_vec(&t).expect("table info serializes"));
+            Ok(txn)
+        }
+    })
+    .await
+}
+
 /// TRUNCATE: the same definition under new ids, so the old rows are out of reach at once.
 pub async fn truncate_table(
     client: &Client,
@@ -412,6 +446,8 @@ pub async fn truncate_table(
     let old = schema.table(db, name)?;
     in_ddl_txn(client, |mut txn| {
         let mut t = (*old).clone();
+        // The statistics described the rows that are gone.
+        t.stats = None;
         async move {
             let first = Catalog::alloc_ids(&mut txn, 1 + t.indexes.len() as i64).await?;
             t.id = first;

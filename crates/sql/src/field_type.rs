@@ -739,6 +739,7 @@ mod tests {
                 primary: false,
             }],
             next_column_id: 4,
+            stats: None,
         };
         let id = FieldType::of_column(&t, 0, "x");
         assert_eq!(id.tp, Type::Long);

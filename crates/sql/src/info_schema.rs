@@ -5,6 +5,8 @@
 //! - From the schema: SCHEMATA, TABLES, COLUMNS, STATISTICS, KEY_COLUMN_USAGE,
 //!   TABLE_CONSTRAINTS; REFERENTIAL_CONSTRAINTS, VIEWS, ROUTINES, TRIGGERS and PARTITIONS are
 //!   empty (Atoll has no foreign keys, views, routines, triggers or partitions yet).
+//! - From the statistics ANALYZE TABLE keeps (crate::stats): TABLES' TABLE_ROWS,
+//!   STATISTICS' CARDINALITY, and TiDB's ANALYZE_STATUS (the last ANALYZE of each table).
 //! - Fixed: CHARACTER_SETS, COLLATIONS (TiDB's, all binary-ordered: Atoll compares bytes) and
 //!   ENGINES.
 //! - From the session ([`SessionTables`]): PROCESSLIST, SESSION_VARIABLES,
@@ -89,6 +91,24 @@ fn keys(t: &TableInfo) -> Vec<(&str, bool, Vec<usize>)> {
             (name, x.unique, x.columns.clone())
         }))
         .collect()
+}
+
+/// STATISTICS' CARDINALITY of the `seq`-th column (from 0) of key `name` of `t`: the
+/// distinct values of the key's first `seq + 1` columns as ANALYZE estimated them, 0 before.
+fn cardinality(t: &TableInfo, name: &str, seq: usize) -> Datum {
+    let Some(stats) = &t.stats else {
+        return int(0);
+    };
+    let ndv = match t
+        .indexes
+        .iter()
+        .find(|x| x.name == name || (x.primary && name == "PRIMARY"))
+    {
+        Some(idx) => stats.prefix_ndv(idx.id, seq + 1),
+        // The handle: one row per value.
+        None => Some(stats.row_count),
+    };
+    ndv.map_or(int(0), |n| int(n as i64))
 }
 
 /// COLUMNS' type facts of a column type: (CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH,
@@ -222,8 +242,10 @@ pub fn table(
                         int(10),
                         text("Dynamic"),
                     ];
-                    // No statistics or times are kept yet.
-                    row.extend(std::iter::repeat_n(Datum::Null, 10));
+                    // TABLE_ROWS as of the last ANALYZE (0 before, as TiDB says); no sizes or
+                    // times are kept yet.
+                    row.push(int(t.stats.as_ref().map_or(0, |s| s.row_count as i64)));
+                    row.extend(std::iter::repeat_n(Datum::Null, 9));
                     row.extend([text("utf8mb4_bin"), Datum::Null, text(""), text("")]);
                     row
                 })
@@ -331,7 +353,7 @@ pub fn table(
                                     int(seq as i64 + 1),
                                     text(&t.columns[c].name),
                                     text("A"),
-                                    int(0),
+                                    cardinality(t, name, seq),
                                     Datum::Null,
                                     Datum::Null,
                                     text(if t.columns[c].nullable { "YES" } else { "" }),
@@ -555,6 +577,33 @@ pub fn table(
                 text("YES"),
                 text("YES"),
             ]],
+        ),
+        "analyze_status" => (
+            names(&[
+                "TABLE_SCHEMA",
+                "TABLE_NAME",
+                "PARTITION_NAME",
+                "JOB_INFO",
+                "PROCESSED_ROWS",
+                "START_TIME",
+                "END_TIME",
+                "STATE",
+            ]),
+            tables()
+                .filter_map(|(db, t)| {
+                    let stats = t.stats.as_ref()?;
+                    Some(vec![
+                        text(db),
+                        text(&t.name),
+                        text(""),
+                        text("analyze table all columns and indexes"),
+                        int(stats.row_count as i64),
+                        text(&stats.analyzed_at),
+                        text(&stats.analyzed_at),
+                        text("finished"),
+                    ])
+                })
+                .collect(),
         ),
         "processlist" => (
             names(&[

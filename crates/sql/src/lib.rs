@@ -25,6 +25,7 @@
 //! - [`gc`]: the GC leader: moves the cluster's GC safe point in PD.
 //! - [`slow_log`]: statements slower than `tidb_slow_log_threshold`, in TiDB's format.
 //! - [`status`]: MySQL's status counters (SHOW STATUS): statements by kind.
+//! - [`stats`]: table statistics (ANALYZE TABLE) and the row estimates the planner makes.
 //! - [`words`]: a tokenizer for the statements sqlparser does not know.
 //! - [`error`]: MySQL error codes and SQLSTATEs.
 
@@ -48,6 +49,7 @@ pub mod session;
 pub mod set_config;
 pub mod show;
 pub mod slow_log;
+pub mod stats;
 pub mod status;
 pub mod subquery;
 pub mod time;

@@ -1422,6 +1422,22 @@ impl Session {
                 crate::catalog::wait_out_lease().await;
                 Ok(Output::done(0))
             }
+            Statement::Analyze(a) => {
+                let Some(name) = &a.table_name else {
+                    return Err(SqlError::syntax("ANALYZE needs TABLE name"));
+                };
+                // As TiDB: the open transaction commits first, and the answer is a plain OK.
+                self.commit_open().await?;
+                let t = self.resolve_table(&*self.current_schema().await?, name)?;
+                let client = &self.shared.client;
+                let snapshot = client.snapshot(client.current_ts().await?, 0);
+                let stats = crate::stats::collect(&snapshot, &t).await?;
+                ddl::set_stats(client, &t, stats).await?;
+                if let Err(e) = self.shared.catalog.refresh().await {
+                    tracing::warn!("schema refresh after ANALYZE failed: {}", e.message);
+                }
+                Ok(Output::done(0))
+            }
             _ => self.in_txn(s).await,
         }
     }

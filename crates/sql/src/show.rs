@@ -88,6 +88,11 @@ pub fn rewrite(sql: &str, db: Option<&str>, user: &str) -> Option<Result<Show>> 
             What::Charset
         }
         Some("COLLATION") => What::Collation,
+        Some("STATS_META") => What::StatsMeta,
+        Some("ANALYZE") if words.get(at + 1).is_some_and(|w| w == "STATUS") => {
+            at += 1;
+            What::AnalyzeStatus
+        }
         Some("GRANTS") => return Some(grants(&toks[at + 1..], &words[at + 1..], user)),
         Some("CREATE")
             if matches!(
@@ -105,15 +110,27 @@ pub fn rewrite(sql: &str, db: Option<&str>, user: &str) -> Option<Result<Show>> 
 
 enum What {
     Databases,
-    Tables { full: bool },
-    Columns { full: bool },
+    Tables {
+        full: bool,
+    },
+    Columns {
+        full: bool,
+    },
     Index,
     TableStatus,
-    Variables { global: bool },
-    Status { global: bool },
+    Variables {
+        global: bool,
+    },
+    Status {
+        global: bool,
+    },
     Engines,
     Charset,
     Collation,
+    /// TiDB's: each analyzed table's row count as of its last ANALYZE.
+    StatsMeta,
+    /// TiDB's: the ANALYZE jobs (here, each table's last).
+    AnalyzeStatus,
 }
 
 fn syntax(what: &str) -> SqlError {
@@ -377,6 +394,40 @@ fn build(
             "COLLATIONS",
             String::new(),
             "`Collation`",
+            None,
+        ),
+        What::StatsMeta => (
+            [
+                "TABLE_SCHEMA AS `Db_name`",
+                "TABLE_NAME AS `Table_name`",
+                "PARTITION_NAME AS `Partition_name`",
+                "END_TIME AS `Update_time`",
+                "0 AS `Modify_count`",
+                "PROCESSED_ROWS AS `Row_count`",
+            ]
+            .map(String::from)
+            .to_vec(),
+            "ANALYZE_STATUS",
+            String::new(),
+            "`Db_name`, `Table_name`",
+            None,
+        ),
+        What::AnalyzeStatus => (
+            [
+                "TABLE_SCHEMA AS `Table_schema`",
+                "TABLE_NAME AS `Table_name`",
+                "PARTITION_NAME AS `Partition_name`",
+                "JOB_INFO AS `Job_info`",
+                "PROCESSED_ROWS AS `Processed_rows`",
+                "START_TIME AS `Start_time`",
+                "END_TIME AS `End_time`",
+                "STATE AS `State`",
+            ]
+            .map(String::from)
+            .to_vec(),
+            "ANALYZE_STATUS",
+            String::new(),
+            "`End_time`",
             None,
         ),
     };
