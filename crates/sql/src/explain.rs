@@ -1,8 +1,15 @@
 //! EXPLAIN of a SELECT: the plan [`crate::query::plan`] makes, drawn as TiDB draws it (a
 //! tree of operators with `id`, `task` — `root` on the SQL node, `cop[tikv]` on the kv
-//! nodes —, `access object` and `operator info`). There are no statistics yet, so no row
-//! estimates. What depends on the data is said in the operator info: an index lookup join
-//! falls back to a hash join above [`crate::join::LOOKUP_JOIN_MAX_KEYS`] keys.
+//! nodes —, `access object` and `operator info`). No row estimates are shown (the planner
+//! uses ANALYZE's statistics, crate::stats, only to choose access paths). What depends on
+//! the data is said in the operator info: an index lookup join falls back to a hash join
+//! above [`crate::join::LOOKUP_JOIN_MAX_KEYS`] keys.
+//!
+//! EXPLAIN ANALYZE runs the SELECT and adds `actRows` and `execution info` (the time) to the
+//! operators whose work is a stage of the run ([`crate::query::RunStats`]): the read of the
+//! sources (its top operator: the reader, its filter or the join), the aggregation, HAVING,
+//! DISTINCT, ORDER BY and LIMIT, and the whole statement at the Projection. Operators inside
+//! a stage (a reader's cop tasks, each join of several) and derived tables show none.
 
 use codec::datum::Datum;
 use expr::Expr;
@@ -13,7 +20,7 @@ use crate::access::{Access, choose_access};
 use crate::catalog::TableInfo;
 use crate::error::Result;
 use crate::join::{JoinKind, Relation, SchemaTable, Source};
-use crate::query::{QueryContext, ResultSet, SelectPlan, plan};
+use crate::query::{QueryContext, ResultSet, RunStats, SelectPlan, plan};
 
 struct Node {
     name: &'static str,
@@ -21,6 +28,21 @@ struct Node {
     object: String,
     info: String,
     children: Vec<Node>,
+    /// The stage of the run whose output this operator is (EXPLAIN ANALYZE).
+    stage: Option<Stage>,
+}
+
+/// A stage of a SELECT's run, as [`RunStats`] records it.
+#[derive(Debug, Clone, Copy)]
+enum Stage {
+    Read,
+    Aggregate,
+    Having,
+    Distinct,
+    /// ORDER BY and LIMIT: the rows returned.
+    Output,
+    /// The whole statement.
+    Statement,
 }
 
 impl Node {
@@ -31,7 +53,13 @@ impl Node {
             object: String::new(),
             info,
             children,
+            stage: None,
         }
+    }
+
+    fn at(mut self, stage: Stage) -> Node {
+        self.stage = Some(stage);
+        self
     }
 }
 
@@ -84,6 +112,7 @@ fn table_read(
         object,
         info,
         children,
+        stage: None,
     };
     let scan = match access {
         Access::HandleRange(lo, hi) => cop(
@@ -106,6 +135,7 @@ fn table_read(
             object: table,
             info: format!("handle:{}", hs[0]),
             children: vec![],
+            stage: None,
         },
         Access::Handles(hs) => Node {
             name: "Batch_Point_Get",
@@ -113,6 +143,7 @@ fn table_read(
             object: table,
             info: format!("handle:{hs:?}"),
             children: vec![],
+            stage: None,
         },
         Access::IndexPoints { index, keys } => Node {
             name: if keys.len() == 1 {
@@ -124,6 +155,7 @@ fn table_read(
             object: format!("{table}, index:{}", index_shown(t, *index)),
             info: String::new(),
             children: vec![],
+            stage: None,
         },
         Access::IndexRanges { index, ranges } => Node::root(
             "IndexLookUp",
@@ -209,6 +241,7 @@ fn source_node(
             object: format!("table:{}", s.alias.as_deref().unwrap_or_default()),
             info: format!("rows:{}", rows.len()),
             children: vec![],
+            stage: None,
         },
     }
 }
@@ -245,7 +278,11 @@ fn plan_tree(p: &SelectPlan<'_>, mut derived: Vec<Node>) -> Node {
             {
                 node = Node::root("Selection", show(f, &names), vec![node]);
             }
-            node
+            // Aggregated in the kv nodes, the read's rows are the aggregation's.
+            match p.aggregating && read.pushdown {
+                true => node,
+                false => node.at(Stage::Read),
+            }
         }
         (None, sources) => {
             let steps = crate::join::steps(sources, &p.on, p.filter.as_ref());
@@ -296,6 +333,7 @@ fn plan_tree(p: &SelectPlan<'_>, mut derived: Vec<Node>) -> Node {
                 Some(f) => Node::root("Selection", show(f, &names), vec![joined]),
                 None => joined,
             }
+            .at(Stage::Read)
         }
     };
     if p.aggregating {
@@ -303,30 +341,56 @@ fn plan_tree(p: &SelectPlan<'_>, mut derived: Vec<Node>) -> Node {
             "HashAgg",
             format!("group by:{}, funcs:{}", p.group_by.len(), p.funcs.len()),
             vec![top],
-        );
+        )
+        .at(Stage::Aggregate);
     }
     if p.having.is_some() {
-        top = Node::root("Selection", "having".into(), vec![top]);
+        top = Node::root("Selection", "having".into(), vec![top]).at(Stage::Having);
     }
     if p.distinct {
-        top = Node::root("HashAgg", "distinct".into(), vec![top]);
+        top = Node::root("HashAgg", "distinct".into(), vec![top]).at(Stage::Distinct);
     }
     let limit = p.limit.map(|l| format!("offset:{}, count:{l}", p.offset));
     top = match (p.order.is_empty(), limit) {
         (true, None) => top,
-        (true, Some(l)) => Node::root("Limit", l, vec![top]),
-        (false, None) => Node::root("Sort", format!("by {} columns", p.order.len()), vec![top]),
-        (false, Some(l)) => Node::root("TopN", l, vec![top]),
+        (true, Some(l)) => Node::root("Limit", l, vec![top]).at(Stage::Output),
+        (false, None) => {
+            Node::root("Sort", format!("by {} columns", p.order.len()), vec![top]).at(Stage::Output)
+        }
+        (false, Some(l)) => Node::root("TopN", l, vec![top]).at(Stage::Output),
     };
-    Node::root("Projection", p.names[..p.visible].join(", "), vec![top])
+    Node::root("Projection", p.names[..p.visible].join(", "), vec![top]).at(Stage::Statement)
 }
 
+/// What a run measured: its stages, and the whole statement's rows and time.
+struct Measured {
+    stats: RunStats,
+    statement: (usize, std::time::Duration),
+}
+
+impl Measured {
+    /// The rows out of `stage` and, where it was timed, its time.
+    fn of(&self, stage: Stage) -> Option<(usize, Option<std::time::Duration>)> {
+        let timed = |x: Option<(usize, std::time::Duration)>| x.map(|(n, t)| (n, Some(t)));
+        match stage {
+            Stage::Read => timed(self.stats.read),
+            Stage::Aggregate => timed(self.stats.aggregate),
+            Stage::Having => self.stats.having.map(|n| (n, None)),
+            Stage::Distinct => self.stats.distinct.map(|n| (n, None)),
+            Stage::Output => timed(self.stats.output),
+            Stage::Statement => timed(Some(self.statement)),
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn render(
     n: &Node,
     prefix: &str,
     last: bool,
     depth: usize,
     counter: &mut usize,
+    measured: Option<&Measured>,
     out: &mut Vec<Vec<Datum>>,
 ) {
     let id = format!("{}_{}", n.name, *counter);
@@ -336,12 +400,25 @@ fn render(
         _ => format!("{prefix}{}{id}", if last { "└─" } else { "├─" }),
     };
     let text = |s: &str| Datum::Bytes(s.as_bytes().to_vec());
-    out.push(vec![
-        text(&drawn),
-        text(n.task),
-        text(&n.object),
-        text(&n.info),
-    ]);
+    out.push(match measured {
+        None => vec![text(&drawn), text(n.task), text(&n.object), text(&n.info)],
+        Some(m) => {
+            let actual = n.stage.and_then(|s| m.of(s));
+            let rows = actual.map_or(String::new(), |(rows, _)| rows.to_string());
+            let time = match actual {
+                Some((_, Some(t))) => format!("time:{:.3}ms, loops:1", t.as_secs_f64() * 1e3),
+                _ => String::new(),
+            };
+            vec![
+                text(&drawn),
+                text(&rows),
+                text(n.task),
+                text(&n.object),
+                text(&time),
+                text(&n.info),
+            ]
+        }
+    });
     let child_prefix = match depth {
         0 => String::new(),
         _ => format!("{prefix}{}", if last { "  " } else { "│ " }),
@@ -353,6 +430,7 @@ fn render(
             i + 1 == n.children.len(),
             depth + 1,
             counter,
+            measured,
             out,
         );
     }
@@ -388,7 +466,7 @@ pub async fn explain(
 ) -> Result<ResultSet> {
     let root = tree(ctx, txn, schema_table, q).await?;
     let mut rows = Vec::new();
-    render(&root, "", true, 0, &mut 0, &mut rows);
+    render(&root, "", true, 0, &mut 0, None, &mut rows);
     Ok(ResultSet::text(
         vec![
             "id".into(),
@@ -396,6 +474,43 @@ pub async fn explain(
             "access object".into(),
             "operator info".into(),
         ],
+        rows,
+    ))
+}
+
+/// EXPLAIN ANALYZE: the plan, then the SELECT run (its rows are not returned) with what each
+/// stage produced and took.
+pub async fn explain_analyze(
+    ctx: &QueryContext<'_>,
+    txn: &mut Transaction,
+    schema_table: SchemaTable<'_>,
+    q: &ast::Query,
+) -> Result<ResultSet> {
+    let root = tree(ctx, txn, schema_table, q).await?;
+    let stats = std::sync::Mutex::new(RunStats::default());
+    let measuring = QueryContext {
+        run_stats: Some(&stats),
+        ..*ctx
+    };
+    let started = std::time::Instant::now();
+    let result = crate::query::select(&measuring, txn, schema_table, q).await?;
+    let measured = Measured {
+        stats: stats.into_inner().unwrap_or_else(|p| p.into_inner()),
+        statement: (result.rows.len(), started.elapsed()),
+    };
+    let mut rows = Vec::new();
+    render(&root, "", true, 0, &mut 0, Some(&measured), &mut rows);
+    Ok(ResultSet::text(
+        [
+            "id",
+            "actRows",
+            "task",
+            "access object",
+            "execution info",
+            "operator info",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows,
     ))
 }

@@ -489,6 +489,32 @@ pub struct QueryContext<'a> {
     /// Told the start ts a statement begun at LATEST took from PD, so the session reports it
     /// (GC must not pass it while the statement runs).
     pub took_start_ts: &'a (dyn Fn(u64) + Sync),
+    /// Where a SELECT records what its stages did (EXPLAIN ANALYZE), if anyone asks.
+    pub run_stats: Option<&'a std::sync::Mutex<RunStats>>,
+}
+
+/// What the stages of a SELECT's run produced: rows out and time taken (EXPLAIN ANALYZE).
+/// The last SELECT run with them records last: a query's own run follows its derived tables'
+/// and subqueries'.
+#[derive(Debug, Default, Clone)]
+pub struct RunStats {
+    /// The sources read, filtered and joined.
+    pub read: Option<(usize, std::time::Duration)>,
+    /// GROUP BY and aggregates computed on the sql node.
+    pub aggregate: Option<(usize, std::time::Duration)>,
+    /// Rows HAVING kept, rows DISTINCT kept, and the rows returned after ORDER BY and LIMIT
+    /// with the time those took.
+    pub having: Option<usize>,
+    pub distinct: Option<usize>,
+    pub output: Option<(usize, std::time::Duration)>,
+}
+
+impl QueryContext<'_> {
+    fn record(&self, stage: impl FnOnce(&mut RunStats)) {
+        if let Some(stats) = self.run_stats {
+            stage(&mut stats.lock().unwrap_or_else(|p| p.into_inner()));
+        }
+    }
 }
 
 fn limit_value(e: &ast::Expr, ctx: &QueryContext<'_>) -> Result<u64> {
@@ -874,6 +900,7 @@ async fn run(
         for_update,
         distinct,
     } = p;
+    let started = std::time::Instant::now();
     // The input rows: base rows, or aggregated rows [group values..., aggregate results...].
     let rows: Vec<Vec<Datum>> = match (&table, read) {
         (None, _) if !sources.is_empty() => {
@@ -886,6 +913,7 @@ async fn run(
                 ctx.lookup_concurrency,
             )
             .await?;
+            ctx.record(|s| s.read = Some((base.len(), started.elapsed())));
             if aggregating {
                 aggregate_locally(ctx, &scope, group_by, &funcs, &base)?
             } else {
@@ -910,7 +938,7 @@ async fn run(
             let (start, end) = key_range(t, &read.access);
             if read.pushdown && !txn.has_writes_in(&start, &end) {
                 let pushed_filter = pushed_filter(&read.access, filter.as_ref(), t);
-                read_pushed_down(
+                let rows = read_pushed_down(
                     ctx,
                     txn,
                     t,
@@ -921,7 +949,16 @@ async fn run(
                     start,
                     end,
                 )
-                .await?
+                .await?;
+                // Aggregated in the kv nodes and merged here: one stage.
+                ctx.record(|s| {
+                    let stage = Some((rows.len(), started.elapsed()));
+                    match aggregating {
+                        true => s.aggregate = stage,
+                        false => s.read = stage,
+                    }
+                });
+                rows
             } else {
                 let base: Vec<Vec<Datum>> = fetch_rows(
                     txn,
@@ -935,6 +972,7 @@ async fn run(
                 .into_iter()
                 .map(|(_, r)| r)
                 .collect();
+                ctx.record(|s| s.read = Some((base.len(), started.elapsed())));
                 if aggregating {
                     aggregate_locally(ctx, &scope, group_by, &funcs, &base)?
                 } else {
@@ -954,7 +992,9 @@ async fn run(
     } else {
         rows
     };
+    let finishing = std::time::Instant::now();
     let mut rs = finish(
+        ctx,
         rows,
         &exprs,
         visible,
@@ -965,12 +1005,14 @@ async fn run(
         offset,
         names,
     )?;
+    ctx.record(|s| s.output = Some((rs.rows.len(), finishing.elapsed())));
     rs.types = types;
     Ok(rs)
 }
 
 #[allow(clippy::too_many_arguments)]
 fn finish(
+    ctx: &QueryContext<'_>,
     rows: Vec<Vec<Datum>>,
     exprs: &[Expr],
     visible: usize,
@@ -1007,6 +1049,9 @@ fn finish(
                 .collect::<expr::Result<Vec<Datum>>>()?,
         });
     }
+    if having.is_some() {
+        ctx.record(|s| s.having = Some(out.len()));
+    }
     if !order.is_empty() {
         out.sort_by(|a, b| {
             for (i, desc) in order {
@@ -1030,6 +1075,7 @@ fn finish(
     if distinct {
         let mut seen = std::collections::HashSet::new();
         out.retain(|r| seen.insert(encode_row(r)));
+        ctx.record(|s| s.distinct = Some(out.len()));
     }
     let rows: Vec<Vec<Datum>> = out
         .into_iter()
@@ -1044,6 +1090,19 @@ fn finish(
 }
 
 fn aggregate_locally(
+    ctx: &QueryContext<'_>,
+    scope: &Scope,
+    group_by: &[ast::Expr],
+    funcs: &[AggFunc],
+    base: &[Vec<Datum>],
+) -> Result<Vec<Vec<Datum>>> {
+    let started = std::time::Instant::now();
+    let rows = aggregate_rows(ctx, scope, group_by, funcs, base)?;
+    ctx.record(|s| s.aggregate = Some((rows.len(), started.elapsed())));
+    Ok(rows)
+}
+
+fn aggregate_rows(
     ctx: &QueryContext<'_>,
     scope: &Scope,
     group_by: &[ast::Expr],

@@ -1315,6 +1315,7 @@ impl Session {
                 .concurrency("tidb_index_lookup_join_concurrency")
                 .or_else(|| self.concurrency("tidb_executor_concurrency"))
                 .unwrap_or(query::INDEX_LOOKUP_CONCURRENCY),
+            run_stats: None,
         }
     }
 
@@ -1705,16 +1706,17 @@ impl Session {
                 Ok(Output::Rows(rs))
             }
             Statement::Explain {
-                statement,
-                analyze: false,
-                ..
+                statement, analyze, ..
             } => {
                 let Statement::Query(q) = statement.as_ref() else {
                     return Err(SqlError::not_supported(format!("EXPLAIN {statement}")));
                 };
                 let ctx = self.query_context(&client, &lookup, &took_start_ts);
-                let rs =
-                    crate::explain::explain(&ctx, txn, &|n| self.resolve(&schema, n), q).await?;
+                let resolve = |n: &ast::ObjectName| self.resolve(&schema, n);
+                let rs = match analyze {
+                    true => crate::explain::explain_analyze(&ctx, txn, &resolve, q).await?,
+                    false => crate::explain::explain(&ctx, txn, &resolve, q).await?,
+                };
                 Ok(Output::Rows(rs))
             }
             Statement::Insert(ins) => {

@@ -536,3 +536,27 @@ def test_select_into_outfile_writes_what_load_data_reads_back(conn, tmp_path):
     cur.execute("SELECT * FROM o2 ORDER BY id")
     assert cur.fetchall() == ((1, 'a,"b"', decimal.Decimal("1.50")), (2, None, None))
     c.close()
+
+
+def test_explain_analyze_reports_actual_rows_and_times(conn):
+    if conn.mode != "pymysql":
+        return
+    import re
+
+    conn.run("CREATE TABLE ea (id INT PRIMARY KEY, a INT, KEY ia (a))")
+    conn.run("INSERT INTO ea VALUES " + ", ".join(f"({i}, {i % 4})" for i in range(40)))
+    conn.run("ANALYZE TABLE ea")
+    rows, _ = conn.query(
+        "EXPLAIN ANALYZE SELECT a, COUNT(*) FROM ea WHERE id < 30 GROUP BY a ORDER BY a LIMIT 3")
+    # id, actRows, task, access object, execution info, operator info
+    by_operator = {}
+    for r in rows:  # the first of a name is the root one (the cop HashAgg follows)
+        by_operator.setdefault(re.sub(r"^[^A-Za-z]*", "", r[0]).rsplit("_", 1)[0], r)
+    assert by_operator["Projection"][1] == "3"
+    assert by_operator["TopN"][1] == "3"
+    assert by_operator["HashAgg"][1] == "4"
+    for op in ["Projection", "TopN", "HashAgg"]:
+        assert re.fullmatch(r"time:[0-9.]+ms, loops:1", by_operator[op][4]), by_operator[op]
+    # The statement ran: its result is what the SELECT returns.
+    assert conn.query("SELECT a, COUNT(*) FROM ea WHERE id < 30 GROUP BY a ORDER BY a LIMIT 3")[0] == [
+        (0, 8), (1, 8), (2, 7)]
