@@ -10,7 +10,8 @@
 //! - Fixed: CHARACTER_SETS, COLLATIONS (TiDB's, all binary-ordered: Atoll compares bytes) and
 //!   ENGINES.
 //! - From the session ([`SessionTables`]): PROCESSLIST, SESSION_VARIABLES,
-//!   GLOBAL_VARIABLES, SESSION_STATUS, GLOBAL_STATUS.
+//!   GLOBAL_VARIABLES, SESSION_STATUS, GLOBAL_STATUS; TiDB's TIDB_TRX (this sql node's open
+//!   transactions) and SLOW_QUERY (this node's slow log).
 
 use codec::datum::Datum;
 
@@ -46,6 +47,10 @@ pub struct SessionTables {
     pub session_variables: Vec<(String, String)>,
     pub global_variables: Vec<(String, String)>,
     pub status: Vec<(String, String)>,
+    /// TIDB_TRX: ID, START_TIME, CURRENT_SQL_DIGEST_TEXT, STATE, SESSION_ID, USER, DB.
+    pub transactions: Vec<Vec<Datum>>,
+    /// SLOW_QUERY: Time, User, Host, Conn_ID, Query_time, DB, Succ, Query.
+    pub slow_queries: Vec<Vec<Datum>>,
 }
 
 /// `PRI`, `UNI`, `MUL` or `` for column `i` of `t`, as SHOW COLUMNS and COLUMNS say it.
@@ -577,6 +582,31 @@ pub fn table(
                 text("YES"),
                 text("YES"),
             ]],
+        ),
+        "tidb_trx" => (
+            names(&[
+                "ID",
+                "START_TIME",
+                "CURRENT_SQL_DIGEST_TEXT",
+                "STATE",
+                "SESSION_ID",
+                "USER",
+                "DB",
+            ]),
+            session.transactions.clone(),
+        ),
+        "slow_query" => (
+            names(&[
+                "Time",
+                "User",
+                "Host",
+                "Conn_ID",
+                "Query_time",
+                "DB",
+                "Succ",
+                "Query",
+            ]),
+            session.slow_queries.clone(),
         ),
         "analyze_status" => (
             names(&[

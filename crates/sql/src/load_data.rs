@@ -279,6 +279,8 @@ pub struct Splitter {
     buf: Vec<u8>,
     /// Records still to skip (`IGNORE n LINES`).
     skip: u64,
+    /// Fields of the last record (the next one's likely count).
+    fields: usize,
 }
 
 impl Splitter {
@@ -287,6 +289,7 @@ impl Splitter {
             spec: spec.clone(),
             buf: Vec::new(),
             skip: spec.ignore_lines,
+            fields: 0,
         }
     }
 
@@ -311,7 +314,10 @@ impl Splitter {
             pos = next;
             match record {
                 Some(_) if self.skip > 0 => self.skip -= 1,
-                Some(r) => out.push(r),
+                Some(r) => {
+                    self.fields = r.len();
+                    out.push(r)
+                }
                 None => {}
             }
         }
@@ -342,7 +348,7 @@ impl Splitter {
                 (_, None) => return None,
             }
         }
-        let mut record = Vec::new();
+        let mut record = Vec::with_capacity(self.fields);
         loop {
             let start = pos;
             let mut value = Vec::new();
@@ -377,7 +383,17 @@ impl Splitter {
                 }
             }
             // The (rest of the) field, up to a field or line terminator.
+            let escape = s.escaped.filter(|_| !enclosed);
             loop {
+                // The bytes that start no terminator and no escape, in one run.
+                let run = buf[pos.min(buf.len())..]
+                    .iter()
+                    .position(|&b| b == ft[0] || b == lt[0] || Some(b) == escape)
+                    .unwrap_or(buf.len().saturating_sub(pos));
+                if !enclosed {
+                    value.extend_from_slice(&buf[pos..pos + run]);
+                }
+                pos += run;
                 match (at(buf, pos, ft, end), at(buf, pos, lt, end)) {
                     (At::Yes, _) | (_, At::Yes) => break,
                     (At::NeedMore, _) | (_, At::NeedMore) => return None,

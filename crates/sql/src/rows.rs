@@ -79,6 +79,24 @@ pub fn index_key(t: &TableInfo, idx: &IndexInfo, row: &[Datum], handle: i64) -> 
     (key, unique)
 }
 
+/// The keys that rows about to be inserted into `t` could share with other rows: the row
+/// keys of those with a handle value, and their unique index entries (an auto-increment
+/// handle not yet given, or a NULL in a unique index, shares none).
+pub fn unique_keys(t: &TableInfo, rows: &[Vec<Datum>]) -> Vec<Vec<u8>> {
+    let mut keys = Vec::new();
+    for row in rows {
+        if let Some(h) = handle_of(t, row) {
+            keys.push(table::row_key(t.id, h));
+        }
+        for idx in t.indexes.iter().filter(|i| i.unique) {
+            if let (key, true) = index_key(t, idx, row, 0) {
+                keys.push(key);
+            }
+        }
+    }
+    keys
+}
+
 /// Writes `row` (handle `handle`) and its index entries; `check_unique` first makes sure no
 /// other row holds its unique index values (error 1062).
 pub async fn put_row(

@@ -274,6 +274,35 @@ struct Load {
     affected: u64,
     /// The error that stopped it; the rest of the file is read and dropped.
     error: Option<SqlError>,
+    /// The last batches of their own, committing while the next one is read and converted
+    /// (up to [`LOAD_COMMITS_IN_FLIGHT`]), oldest first.
+    in_flight: std::collections::VecDeque<InFlight>,
+}
+
+/// LOAD DATA batches committing at once.
+const LOAD_COMMITS_IN_FLIGHT: usize = 2;
+
+/// A LOAD DATA batch's commit under way.
+struct InFlight {
+    /// The keys it writes that another row could share (rows::unique_keys): a next batch
+    /// with one of them waits for this commit before it begins, so that it sees these rows
+    /// when it checks for duplicates (and does not conflict with them).
+    keys: std::collections::HashSet<Vec<u8>>,
+    commit: tokio::task::JoinHandle<kv_client::Result<u64>>,
+}
+
+impl Load {
+    /// Waits until at most `left` batches are committing: the first error, if one failed.
+    async fn land(&mut self, left: usize) -> Result<()> {
+        while self.in_flight.len() > left {
+            let batch = self.in_flight.pop_front().expect("more than left");
+            batch
+                .commit
+                .await
+                .map_err(|e| SqlError::unknown(format!("a LOAD DATA commit stopped: {e}")))??;
+        }
+        Ok(())
+    }
 }
 
 /// Where `PREPARE name FROM ...` takes its statement from.
@@ -475,35 +504,9 @@ impl Session {
             return Ok(());
         }
         self.count(Counter::Questions);
-        // SHOW WARNINGS / SHOW ERRORS (the parser does not know them): statements here end
-        // with an error or without warnings, so the list is always empty.
-        let words: Vec<String> = sql
-            .trim()
-            .trim_end_matches(';')
-            .split_whitespace()
-            .map(str::to_ascii_uppercase)
-            .collect();
-        if let [show, what] = words.as_slice()
-            && show == "SHOW"
-            && (what == "WARNINGS" || what == "ERRORS")
-        {
-            // Errors end their statement and reach the client at once: none are kept.
-            let shown = if what == "WARNINGS" {
-                &self.warnings[..]
-            } else {
-                &[]
-            };
-            let text = |v: &str| Datum::Bytes(v.as_bytes().to_vec());
-            let rows = shown
-                .iter()
-                .map(|(level, code, message)| {
-                    vec![text(level), Datum::Int(i64::from(*code)), text(message)]
-                })
-                .collect();
-            let mut rs =
-                ResultSet::text(vec!["Level".into(), "Code".into(), "Message".into()], rows);
-            rs.types[1] = crate::field_type::FieldType::longlong(true);
-            out.push(Output::Rows(rs));
+        // SHOW WARNINGS / SHOW ERRORS (the parser does not know them).
+        if let Some(shown) = self.show_diagnostics(sql) {
+            out.push(Output::Rows(shown?));
             return Ok(());
         }
         self.warnings.clear();
@@ -629,6 +632,69 @@ impl Session {
             .await
             .map_err(|e| SqlError::unknown(format!("writing the outfile: {e}")))??;
         Ok(Output::done(written))
+    }
+
+    /// `SHOW WARNINGS|ERRORS [LIMIT [offset,] count]` and `SHOW COUNT(*) WARNINGS|ERRORS`;
+    /// `None` for any other statement. Statements here end with an error or without
+    /// warnings, and errors reach the client at once: no error is kept.
+    fn show_diagnostics(&self, sql: &str) -> Option<Result<ResultSet>> {
+        let words: Vec<String> = sql
+            .trim()
+            .trim_end_matches(';')
+            .split_whitespace()
+            .map(str::to_ascii_uppercase)
+            .collect();
+        let (show, rest) = words.split_first()?;
+        if show != "SHOW" {
+            return None;
+        }
+        let kept = |what: &str| match what {
+            "WARNINGS" => Some(&self.warnings[..]),
+            "ERRORS" => Some(&[][..]),
+            _ => None,
+        };
+        let text = |v: &str| Datum::Bytes(v.as_bytes().to_vec());
+        if let [count, what] = rest
+            && count.replace(' ', "") == "COUNT(*)"
+        {
+            let n = kept(what)?.len();
+            let name = format!(
+                "@@session.{}_count",
+                what.trim_end_matches('S').to_lowercase()
+            );
+            let mut rs = ResultSet::text(vec![name], vec![vec![Datum::Int(n as i64)]]);
+            rs.types[0] = crate::field_type::FieldType::longlong(true);
+            return Some(Ok(rs));
+        }
+        let (what, limit) = rest.split_first()?;
+        let shown = kept(what)?;
+        let (offset, count) = match limit {
+            [] => (0, usize::MAX),
+            [l, numbers @ ..] if l == "LIMIT" => {
+                let numbers: Vec<Option<usize>> = numbers
+                    .concat()
+                    .split(',')
+                    .map(|n| n.parse().ok())
+                    .collect();
+                match numbers.as_slice() {
+                    [Some(count)] => (0, *count),
+                    [Some(offset), Some(count)] => (*offset, *count),
+                    _ => return Some(Err(SqlError::syntax(format!("near '{}'", limit.join(" "))))),
+                }
+            }
+            _ => return None,
+        };
+        let rows = shown
+            .iter()
+            .skip(offset)
+            .take(count)
+            .map(|(level, code, message)| {
+                vec![text(level), Datum::Int(i64::from(*code)), text(message)]
+            })
+            .collect();
+        let mut rs = ResultSet::text(vec!["Level".into(), "Code".into(), "Message".into()], rows);
+        rs.types[1] = crate::field_type::FieldType::longlong(true);
+        Some(Ok(rs))
     }
 
     /// The statement that answers `sql`, for the statements sqlparser does not read as MySQL
@@ -816,6 +882,7 @@ impl Session {
             statement_savepoint: None,
             affected: 0,
             error: None,
+            in_flight: Default::default(),
         }));
         Some(file)
     }
@@ -885,19 +952,30 @@ impl Session {
             .load
             .take()
             .ok_or_else(|| SqlError::unknown("no LOAD DATA is in progress"))?;
+        let mut finished = self.load_rest(&mut load).await;
+        // The last batch lands before the client hears of the load, also after an error.
+        let landed = load.land(0).await;
+        if finished.is_ok() {
+            finished = landed;
+        }
+        finished.map(|()| Output::done(load.affected))
+    }
+
+    /// The records of `load` not inserted yet, and those at the end of the file.
+    async fn load_rest(&mut self, load: &mut Load) -> Result<()> {
         if let Some(e) = load.error.take() {
             return Err(e);
         }
         let records = load.splitter.finish();
         load.pending.extend(records);
         // An empty file still names a table that must exist.
-        self.load_table(&mut load).await?;
+        self.load_table(load).await?;
         while !load.pending.is_empty() {
             let n = load.batch_rows.min(load.pending.len());
             let batch: Vec<_> = load.pending.drain(..n).collect();
-            self.load_batch(&mut load, batch).await?;
+            self.load_batch(load, batch).await?;
         }
-        Ok(Output::done(load.affected))
+        Ok(())
     }
 
     /// Inserts `records` of `load`, in the open transaction or one of their own.
@@ -909,35 +987,20 @@ impl Session {
         let t = self.load_table(load).await?;
         let (rows, warnings) = self.load_rows(&t, load, records)?;
         let own = self.txn.is_none() && !self.explicit && self.autocommit();
+        if own {
+            return self.load_own_batch(load, &t, rows, warnings).await;
+        }
         let mut txn = match self.txn.take() {
             Some(t) => t,
-            // A batch of its own is optimistic: its keys are read ahead in one request and
-            // written in one phase when they fit one request, with no pessimistic lock round
-            // before (TiDB's LOAD DATA writes its batches the same way). A key another txn
-            // takes first fails the load (9007).
-            None if own => self.shared.client.begin().await?,
             None => self.begin().await?,
         };
         // In a transaction of the session's, a failed load leaves none of its batches.
-        if !own && load.statement_savepoint.is_none() {
+        if load.statement_savepoint.is_none() {
             load.statement_savepoint = Some(txn.savepoint());
         }
-        let this = &*self;
-        let lookup = |l: Lookup<'_>| this.lookup(l);
-        let ctx = DmlContext {
-            catalog: &this.shared.catalog,
-            variable: &lookup,
-        };
-        let on_duplicate = if load.spec.replace {
-            dml::OnDuplicate::Replace
-        } else {
-            dml::OnDuplicate::Ignore
-        };
-        let result = dml::insert_rows(&ctx, &mut txn, &t, rows, on_duplicate, true).await;
-        // An own batch that fails is rolled back whole; in the session's transaction, the
-        // whole load goes back to the statement savepoint below. (Committing while the next
-        // batch is converted was slower on 2 cores: the batches compete for the same CPU.)
-        match self.end_statement(own, txn, None, result).await {
+        let result = self.load_insert(load, &mut txn, &t, rows).await;
+        // In the session's transaction, a failed load goes back to the statement savepoint.
+        match self.end_statement(false, txn, None, result).await {
             Ok(affected) => {
                 load.affected += affected.rows;
                 self.warn(warnings.into_iter().chain(affected.warnings));
@@ -952,6 +1015,62 @@ impl Session {
                 Err(e)
             }
         }
+    }
+
+    /// Inserts `rows` of `load` in a transaction of their own, which commits while the next
+    /// batch is read and converted (one commit in flight at a time). Such a batch is
+    /// optimistic: its keys are read ahead in one request and written in one phase when
+    /// they fit one request, with no pessimistic lock round before (TiDB's LOAD DATA writes
+    /// its batches the same way). A key another txn takes first fails the load (9007).
+    async fn load_own_batch(
+        &mut self,
+        load: &mut Load,
+        t: &TableInfo,
+        rows: Vec<Vec<Datum>>,
+        warnings: Vec<(u16, String)>,
+    ) -> Result<()> {
+        let keys: std::collections::HashSet<Vec<u8>> =
+            crate::rows::unique_keys(t, &rows).into_iter().collect();
+        if load.in_flight.iter().any(|f| !f.keys.is_disjoint(&keys)) {
+            load.land(0).await?;
+        }
+        let mut txn = self.shared.client.begin().await?;
+        let affected = match self.load_insert(load, &mut txn, t, rows).await {
+            Ok(affected) => affected,
+            Err(e) => {
+                let _ = txn.rollback().await;
+                return Err(e);
+            }
+        };
+        load.affected += affected.rows;
+        self.warn(warnings.into_iter().chain(affected.warnings));
+        load.land(LOAD_COMMITS_IN_FLIGHT - 1).await?;
+        load.in_flight.push_back(InFlight {
+            keys,
+            commit: tokio::spawn(txn.commit()),
+        });
+        Ok(())
+    }
+
+    /// Inserts `rows` of `load` into `t` in `txn`: with REPLACE a duplicate replaces the row
+    /// it clashes with, else it is skipped with a warning (1062), as MySQL's LOCAL load does.
+    async fn load_insert(
+        &self,
+        load: &Load,
+        txn: &mut Transaction,
+        t: &TableInfo,
+        rows: Vec<Vec<Datum>>,
+    ) -> Result<dml::Affected> {
+        let lookup = |l: Lookup<'_>| self.lookup(l);
+        let ctx = DmlContext {
+            catalog: &self.shared.catalog,
+            variable: &lookup,
+        };
+        let on_duplicate = match load.spec.replace {
+            true => dml::OnDuplicate::Replace,
+            false => dml::OnDuplicate::Ignore,
+        };
+        dml::insert_rows(&ctx, txn, t, rows, on_duplicate, true).await
     }
 
     /// Adds `warnings` to the statement's, up to [`MAX_WARNINGS`].
@@ -1203,6 +1322,24 @@ impl Session {
         };
         match name.to_ascii_lowercase().as_str() {
             "processlist" => out.processes = self.process_list(true).rows,
+            "tidb_trx" => out.transactions = self.transactions(),
+            "slow_query" => {
+                let text = |v: &str| Datum::Bytes(v.as_bytes().to_vec());
+                out.slow_queries = (self.shared.slow_log.read_back().into_iter())
+                    .map(|(time, user, conn, secs, db, succ, query)| {
+                        vec![
+                            text(&time),
+                            text(&user),
+                            text("%"),
+                            Datum::UInt(conn),
+                            Datum::Float(secs),
+                            text(&db),
+                            Datum::Int(i64::from(succ)),
+                            text(&query),
+                        ]
+                    })
+                    .collect();
+            }
             "session_variables" => out.session_variables = variables(false),
             "global_variables" => out.global_variables = variables(true),
             which @ ("session_status" | "global_status") => {
@@ -1232,6 +1369,36 @@ impl Session {
             _ => {}
         }
         out
+    }
+
+    /// TIDB_TRX's rows: the open transactions of this node's sessions (the start ts as ID,
+    /// its physical time, the statement running in it, Running or Idle).
+    fn transactions(&self) -> Vec<Vec<Datum>> {
+        let text = |v: &str| Datum::Bytes(v.as_bytes().to_vec());
+        self.shared
+            .processes()
+            .iter()
+            .filter_map(|(id, p)| {
+                let start_ts = p.txn_start_ts?;
+                // A TSO's physical part: milliseconds since the Unix epoch.
+                let ms = (start_ts >> 18) as i64;
+                let started = crate::time::DateTime::from_unix(
+                    ms.div_euclid(1000),
+                    (ms.rem_euclid(1000) * 1000) as u32,
+                );
+                Some(vec![
+                    Datum::UInt(start_ts),
+                    text(&started.datetime_text(6)),
+                    p.info
+                        .as_ref()
+                        .map_or(Datum::Null, |i| text(&i.to_string())),
+                    text(if p.info.is_some() { "Running" } else { "Idle" }),
+                    Datum::UInt(u64::from(*id)),
+                    text(&p.user),
+                    p.db.as_deref().map_or(Datum::Null, text),
+                ])
+            })
+            .collect()
     }
 
     fn process_list(&self, full: bool) -> ResultSet {

@@ -66,7 +66,6 @@ impl SlowLog {
         self.threshold_ms.store(ms, Ordering::Relaxed);
     }
 
-    /// Appends `e` if it ran longer than the threshold.
     /// Writes `e` if it is slow; returns whether it was (the `Slow_queries` status counter).
     pub fn record(&self, e: &Entry<'_>) -> bool {
         let threshold = self.threshold_ms();
@@ -81,6 +80,69 @@ impl SlowLog {
         }
         true
     }
+}
+
+/// The end of the log that information_schema.SLOW_QUERY reads: its last entries, up to
+/// this many bytes.
+pub const READ_BACK_BYTES: u64 = 16 << 20;
+
+/// An entry read back: (time, user, conn id, query time in seconds, db, succeeded, query).
+pub type ReadEntry = (String, String, u64, f64, String, bool, String);
+
+impl SlowLog {
+    /// The entries of the log's last [`READ_BACK_BYTES`], oldest first (none when the log
+    /// writes nowhere or cannot be read).
+    pub fn read_back(&self) -> Vec<ReadEntry> {
+        use std::io::{Read, Seek, SeekFrom};
+        let Some(path) = &self.path else {
+            return Vec::new();
+        };
+        let mut text = Vec::new();
+        let read = std::fs::File::open(path).and_then(|mut f| {
+            let len = f.metadata()?.len();
+            f.seek(SeekFrom::Start(len.saturating_sub(READ_BACK_BYTES)))?;
+            f.read_to_end(&mut text)
+        });
+        if let Err(e) = read {
+            tracing::warn!("slow log not read back: {e}");
+            return Vec::new();
+        }
+        parse(&String::from_utf8_lossy(&text))
+    }
+}
+
+/// The entries in `text` (what `format` writes); a partial first entry is skipped.
+fn parse(text: &str) -> Vec<ReadEntry> {
+    let mut out = Vec::new();
+    for block in text.split("# Time: ").skip(1) {
+        let mut lines = block.lines();
+        let time = lines.next().unwrap_or_default();
+        let mut entry: ReadEntry = (
+            time.trim_end_matches('Z').replace('T', " "),
+            String::new(),
+            0,
+            0.0,
+            String::new(),
+            false,
+            String::new(),
+        );
+        let mut query = Vec::new();
+        for line in lines {
+            match line.strip_prefix("# ").and_then(|l| l.split_once(": ")) {
+                Some(("User@Host", v)) => {
+                    entry.1 = v.split('[').next().unwrap_or_default().to_string()
+                }
+                Some(("Conn_ID", v)) => entry.2 = v.parse().unwrap_or(0),
+                Some(("Query_time", v)) => entry.3 = v.parse().unwrap_or(0.0),
+                Some(("DB", v)) => entry.4 = v.to_string(),
+                Some(("Succ", v)) => entry.5 = v == "true",
+                _ => query.push(line),
+            }
+        }
+        entry.6 = query.join("\n");
+        out.push(entry);
+    }
+    out
 }
 
 fn format(e: &Entry<'_>, now: String) -> String {
@@ -127,6 +189,21 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("fast") && !text.contains("off"), "{text}");
+        let back = log.read_back();
+        assert_eq!(back.len(), 1);
+        let (time, user, conn, secs, db, succ, query) = &back[0];
+        assert!(time.len() >= 19 && !time.contains('T'), "{time}");
+        assert_eq!(
+            (
+                user.as_str(),
+                *conn,
+                *secs,
+                db.as_str(),
+                *succ,
+                query.as_str()
+            ),
+            ("root", 7, 0.25, "test", true, "SELECT slow;")
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -368,6 +368,19 @@ def test_load_data_local_infile(conn, tmp_path):
     assert cur.rowcount == 50_000
     cur.execute("SELECT COUNT(*), SUM(v) FROM ld WHERE id >= 10")
     assert cur.fetchall() == ((50_000, float(sum(range(10, 50_010)))),)
+    # A key again in a later batch (batches commit while the next is read): IGNORE keeps the
+    # first row, REPLACE the last, as when the batches run one after another.
+    again = tmp_path / "again.tsv"
+    again.write_text("".join(f"{i}\tfirst\n" for i in range(6000))
+                     + "".join(f"{i}\tsecond\n" for i in range(3000, 9000)))
+    for verb, kept in [("", (9000, 6000, 3000)), ("REPLACE", (9000, 3000, 6000))]:
+        cur.execute("DROP TABLE IF EXISTS twice")
+        cur.execute("CREATE TABLE twice (id INT PRIMARY KEY, v VARCHAR(10))")
+        cur.execute(f"LOAD DATA LOCAL INFILE '{again}' {verb} INTO TABLE twice")
+        cur.execute("SELECT COUNT(*), SUM(v = 'first'), SUM(v = 'second') FROM twice")
+        assert tuple(int(x) for x in cur.fetchone()) == kept
+    cur.execute("SHOW COUNT(*) WARNINGS")
+    assert cur.fetchone() == (0,)
     c.close()
 
 
@@ -560,3 +573,28 @@ def test_explain_analyze_reports_actual_rows_and_times(conn):
     # The statement ran: its result is what the SELECT returns.
     assert conn.query("SELECT a, COUNT(*) FROM ea WHERE id < 30 GROUP BY a ORDER BY a LIMIT 3")[0] == [
         (0, 8), (1, 8), (2, 7)]
+
+
+def test_tidb_trx_and_slow_query_show_this_nodes_transactions_and_slow_statements(conn):
+    if conn.mode != "pymysql":
+        return
+    conn.run("CREATE TABLE trx (id INT PRIMARY KEY)")
+    me = conn.query("SELECT CONNECTION_ID()")[0][0][0]
+    conn.set_autocommit(False)
+    conn.run("INSERT INTO trx VALUES (1)")
+    rows = conn.query("SELECT SESSION_ID, STATE, USER, ID FROM information_schema.TIDB_TRX")[0]
+    mine = [r for r in rows if r[0] == me]
+    assert [r[:3] for r in mine] == [(me, "Running", "root")]
+    conn.raw.rollback()
+    conn.set_autocommit(True)
+    # Gone with its rollback (the query that looks runs in a transaction of its own).
+    ids = [r[0] for r in conn.query("SELECT ID FROM information_schema.TIDB_TRX")[0]]
+    assert mine[0][3] not in ids
+    conn.run("SET GLOBAL tidb_slow_log_threshold = 0")
+    try:
+        conn.query("SELECT 'marked slow' FROM trx")
+    finally:
+        conn.run("SET GLOBAL tidb_slow_log_threshold = 300")
+    rows = conn.query("SELECT Conn_ID, Succ, Query FROM information_schema.SLOW_QUERY "
+                      "WHERE Query LIKE '%marked slow%'")[0]
+    assert (me, 1, "SELECT 'marked slow' FROM trx;") in rows
