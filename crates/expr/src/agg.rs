@@ -1,8 +1,8 @@
 //! Aggregate functions as states. A kv node updates a state per group from its rows and
 //! sends the partial result ([`AggState::partial`]); the SQL node merges the partials of
 //! every region ([`AggState::merge`]) and finishes ([`AggState::finish`]). Partial forms:
-//! COUNT, SUM, MIN, MAX one column each; AVG two (count, sum); COUNT DISTINCT one, the
-//! distinct argument tuples, each length-prefixed, in one bytes value; FIRST ROW one, a
+//! COUNT, SUM, MIN, MAX one column each; AVG two (count, sum); COUNT, SUM and AVG DISTINCT
+//! one, the distinct argument tuples, each length-prefixed, in one bytes value; FIRST ROW one, a
 //! value of a column that is the same on every row of the group (a column the group-by
 //! columns determine), so any non-NULL value seen is the answer.
 
@@ -20,6 +20,8 @@ pub enum AggKind {
     Max,
     Avg,
     CountDistinct,
+    SumDistinct,
+    AvgDistinct,
     FirstRow,
 }
 
@@ -46,12 +48,18 @@ pub enum AggState {
     Sum(Datum),
     Min(Datum),
     Max(Datum),
-    Avg { count: i64, sum: Datum },
-    CountDistinct(BTreeSet<Vec<u8>>),
+    Avg {
+        count: i64,
+        sum: Datum,
+    },
+    /// COUNT, SUM or AVG DISTINCT (the kind): the distinct argument tuples seen, encoded.
+    Distinct(AggKind, BTreeSet<Vec<u8>>),
     FirstRow(Datum),
 }
 
-/// NULL + x = x; integers stay exact (1690 on overflow), anything else becomes float.
+/// NULL + x = x; integers stay exact, as integers while they fit in 64 bits and then as a
+/// decimal (MySQL's SUM of integers is a DECIMAL(65)); decimals stay decimals (1690 past
+/// 38 digits); anything else becomes float.
 fn add(acc: &Datum, v: &Datum) -> Result<Datum> {
     Ok(match (acc, v) {
         (_, Datum::Null) => acc.clone(),
@@ -59,14 +67,8 @@ fn add(acc: &Datum, v: &Datum) -> Result<Datum> {
             Datum::Bytes(b) => Datum::Float(crate::eval::bytes_to_f64(b)),
             other => other.clone(),
         },
-        (Datum::Int(a), Datum::Int(b)) => Datum::Int(
-            a.checked_add(*b)
-                .ok_or_else(|| EvalError::OutOfRange(format!("SUM: {a} + {b}")))?,
-        ),
-        (Datum::UInt(a), Datum::UInt(b)) => Datum::UInt(
-            a.checked_add(*b)
-                .ok_or_else(|| EvalError::OutOfRange(format!("SUM: {a} + {b}")))?,
-        ),
+        (Datum::Int(a), Datum::Int(b)) if a.checked_add(*b).is_some() => Datum::Int(a + b),
+        (Datum::UInt(a), Datum::UInt(b)) if a.checked_add(*b).is_some() => Datum::UInt(a + b),
         (a, b) => {
             let f = |d: &Datum| match d {
                 Datum::Bytes(x) => crate::eval::bytes_to_f64(x),
@@ -83,19 +85,16 @@ fn add(acc: &Datum, v: &Datum) -> Result<Datum> {
                 Datum::Decimal(x) => Some(*x),
                 _ => None,
             };
-            if (matches!(a, Datum::Decimal(_)) || matches!(b, Datum::Decimal(_)))
-                && let (Some(x), Some(y)) = (decimal(a), decimal(b))
+            if let (Some(x), Some(y)) = (exact(a), exact(b))
+                && let Ok(sum) = i64::try_from(x + y)
             {
+                return Ok(Datum::Int(sum));
+            }
+            if let (Some(x), Some(y)) = (decimal(a), decimal(b)) {
                 return x
                     .checked_add(y)
                     .map(Datum::Decimal)
                     .ok_or_else(|| EvalError::OutOfRange(format!("SUM: {x} + {y}")));
-            }
-            if let (Some(x), Some(y)) = (exact(a), exact(b)) {
-                let s = x + y;
-                return i64::try_from(s)
-                    .map(Datum::Int)
-                    .map_err(|_| EvalError::OutOfRange(format!("SUM reached {s}")));
             }
             Datum::Float(f(a) + f(b))
         }
@@ -113,7 +112,9 @@ impl AggState {
                 count: 0,
                 sum: Datum::Null,
             },
-            AggKind::CountDistinct => AggState::CountDistinct(BTreeSet::new()),
+            AggKind::CountDistinct | AggKind::SumDistinct | AggKind::AvgDistinct => {
+                AggState::Distinct(kind, BTreeSet::new())
+            }
             AggKind::FirstRow => AggState::FirstRow(Datum::Null),
         }
     }
@@ -144,7 +145,7 @@ impl AggState {
                     *sum = add(sum, first)?;
                 }
             }
-            AggState::CountDistinct(set) => {
+            AggState::Distinct(_, set) => {
                 if args.iter().all(|a| !a.is_null()) {
                     set.insert(encode_row(args));
                 }
@@ -166,7 +167,7 @@ impl AggState {
                 vec![d.clone()]
             }
             AggState::Avg { count, sum } => vec![Datum::Int(*count), sum.clone()],
-            AggState::CountDistinct(set) => {
+            AggState::Distinct(_, set) => {
                 let mut out = Vec::new();
                 for v in set {
                     out.extend_from_slice(&(v.len() as u32).to_be_bytes());
@@ -196,7 +197,7 @@ impl AggState {
                 }
                 _ => return Err(bad()),
             },
-            AggState::CountDistinct(set) => {
+            AggState::Distinct(_, set) => {
                 let Datum::Bytes(rest) = first else {
                     return Err(bad());
                 };
@@ -233,7 +234,21 @@ impl AggState {
                     .map_or(Datum::Null, Datum::Decimal),
                 other => Datum::Float(other.as_f64().unwrap_or(0.0) / *count as f64),
             },
-            AggState::CountDistinct(set) => Datum::Int(set.len() as i64),
+            AggState::Distinct(AggKind::CountDistinct, set) => Datum::Int(set.len() as i64),
+            // SUM or AVG of the distinct values: as SUM or AVG over them once each.
+            AggState::Distinct(kind, set) => {
+                let mut of_values = AggState::new(match kind {
+                    AggKind::AvgDistinct => AggKind::Avg,
+                    _ => AggKind::Sum,
+                });
+                for encoded in set {
+                    let value = Datum::decode_value(encoded).map_or(Datum::Null, |(v, _)| v);
+                    if of_values.update(&[value]).is_err() {
+                        return Datum::Null;
+                    }
+                }
+                of_values.finish()
+            }
         }
     }
 }
@@ -251,6 +266,29 @@ mod tests {
     }
 
     #[test]
+    fn a_sum_of_integers_past_64_bits_becomes_a_decimal() {
+        let mut s = AggState::new(AggKind::Sum);
+        for v in [i64::MAX, i64::MAX, 2] {
+            s.update(&[Datum::Int(v)]).unwrap();
+        }
+        assert_eq!(
+            s.finish(),
+            Datum::Decimal(codec::decimal::Decimal::new(
+                2 * i128::from(i64::MAX) + 2,
+                0
+            ))
+        );
+        let mut u = AggState::new(AggKind::Sum);
+        for v in [u64::MAX, 1] {
+            u.update(&[Datum::UInt(v)]).unwrap();
+        }
+        assert_eq!(
+            u.finish(),
+            Datum::Decimal(codec::decimal::Decimal::new(i128::from(u64::MAX) + 1, 0))
+        );
+    }
+
+    #[test]
     fn partials_merged_give_what_one_pass_gives() {
         let rows: Vec<Vec<Datum>> = [Some(3), None, Some(-1), Some(3), Some(10)]
             .iter()
@@ -264,6 +302,8 @@ mod tests {
             AggKind::Max,
             AggKind::Avg,
             AggKind::CountDistinct,
+            AggKind::SumDistinct,
+            AggKind::AvgDistinct,
             AggKind::FirstRow,
         ] {
             let whole = run(kind, &refs);
@@ -280,18 +320,17 @@ mod tests {
             Datum::Decimal(codec::decimal::Decimal::parse("3.7500").unwrap())
         );
         assert_eq!(run(AggKind::CountDistinct, &refs).finish(), Datum::Int(3));
+        // Each distinct value once: 3 + -1 + 10.
+        assert_eq!(run(AggKind::SumDistinct, &refs).finish(), Datum::Int(12));
+        assert_eq!(
+            run(AggKind::AvgDistinct, &refs).finish(),
+            Datum::Decimal(codec::decimal::Decimal::parse("4.0000").unwrap())
+        );
         assert_eq!(run(AggKind::Min, &refs).finish(), Datum::Int(-1));
         assert_eq!(
             run(AggKind::Count, &[&[]]).finish(),
             Datum::Int(1),
             "COUNT(*)"
         );
-    }
-
-    #[test]
-    fn an_integer_sum_that_overflows_is_1690() {
-        let mut s = AggState::new(AggKind::Sum);
-        s.update(&[Datum::Int(i64::MAX)]).unwrap();
-        assert_eq!(s.update(&[Datum::Int(1)]).unwrap_err().mysql_code(), 1690);
     }
 }

@@ -209,26 +209,40 @@ fn arith(f: Func, a: &Datum, b: &Datum) -> Result<Datum> {
     })
 }
 
-enum LikeToken {
+enum LikeToken<T> {
     Any,
     One,
-    Byte(u8),
+    Unit(T),
 }
 
-/// `LIKE` on bytes: `%` any run, `_` one byte, `\` escapes the next byte. Iterative, with
-/// backtracking only to the last `%`: O(len(value) × len(pattern)) at worst.
+/// `LIKE`: `%` any run, `_` one character, `\` escapes the next one. Text that is UTF-8
+/// (utf8mb4, as every string column here is) matches by character, as MySQL's LIKE does;
+/// anything else (binary data) by byte.
 pub fn like(value: &[u8], pattern: &[u8]) -> bool {
+    if !(value.is_ascii() && pattern.is_ascii())
+        && let (Ok(v), Ok(p)) = (std::str::from_utf8(value), std::str::from_utf8(pattern))
+    {
+        let v: Vec<char> = v.chars().collect();
+        let p: Vec<char> = p.chars().collect();
+        return like_units(&v, &p, ['%', '_', '\\']);
+    }
+    like_units(value, pattern, [b'%', b'_', b'\\'])
+}
+
+/// LIKE over units (bytes or characters) with the pattern's `[any run, one, escape]` units.
+/// Iterative, with backtracking only to the last `%`: O(len(value) × len(pattern)) at worst.
+fn like_units<T: Copy + PartialEq>(value: &[T], pattern: &[T], [any, one, escape]: [T; 3]) -> bool {
     let mut tokens = Vec::with_capacity(pattern.len());
     let mut i = 0;
     while i < pattern.len() {
         tokens.push(match pattern[i] {
-            b'%' => LikeToken::Any,
-            b'_' => LikeToken::One,
-            b'\\' if i + 1 < pattern.len() => {
+            c if c == any => LikeToken::Any,
+            c if c == one => LikeToken::One,
+            c if c == escape && i + 1 < pattern.len() => {
                 i += 1;
-                LikeToken::Byte(pattern[i])
+                LikeToken::Unit(pattern[i])
             }
-            c => LikeToken::Byte(c),
+            c => LikeToken::Unit(c),
         });
         i += 1;
     }
@@ -245,12 +259,12 @@ pub fn like(value: &[u8], pattern: &[u8]) -> bool {
                 v += 1;
                 p += 1;
             }
-            Some(LikeToken::Byte(c)) if *c == value[v] => {
+            Some(LikeToken::Unit(c)) if *c == value[v] => {
                 v += 1;
                 p += 1;
             }
             _ => match star {
-                // Let the last `%` swallow one more byte and try again from there.
+                // Let the last `%` swallow one more unit and try again from there.
                 Some((after, tried)) => {
                     star = Some((after, tried + 1));
                     p = after;
@@ -533,6 +547,11 @@ mod tests {
         assert!(like(b"hello", b"h%o") && like(b"hello", b"_ello") && !like(b"hello", b"h_o"));
         assert!(like(b"50%", b"50\\%") && !like(b"500", b"50\\%"));
         assert!(like(b"", b"%") && !like(b"", b"_") && like(b"abcabc", b"%abc"));
+        // A character is one `_`, however many bytes it takes.
+        assert!(like("é".as_bytes(), b"_") && !like("é".as_bytes(), b"__"));
+        assert!(like("x☃y".as_bytes(), b"x_y") && like("naïve".as_bytes(), "na_ve".as_bytes()));
+        // Bytes that are not UTF-8 match byte by byte.
+        assert!(like(b"\xff\xfe", b"__") && !like(b"\xff\xfe", b"_"));
         // No exponential blow-up, no deep recursion.
         let value = vec![b'a'; 10_000];
         let pattern: Vec<u8> = b"%a"

@@ -111,13 +111,15 @@ impl Expr {
     }
 }
 
-const AGGS: [(AggKind, pb::AggKind); 7] = [
+const AGGS: [(AggKind, pb::AggKind); 9] = [
     (AggKind::Count, pb::AggKind::Count),
     (AggKind::Sum, pb::AggKind::Sum),
     (AggKind::Min, pb::AggKind::Min),
     (AggKind::Max, pb::AggKind::Max),
     (AggKind::Avg, pb::AggKind::Avg),
     (AggKind::CountDistinct, pb::AggKind::CountDistinct),
+    (AggKind::SumDistinct, pb::AggKind::SumDistinct),
+    (AggKind::AvgDistinct, pb::AggKind::AvgDistinct),
     (AggKind::FirstRow, pb::AggKind::FirstRow),
 ];
 

@@ -94,10 +94,12 @@ pub fn aggregate_kind(name: &str, distinct: bool) -> Option<AggKind> {
     Some(match (name.to_ascii_lowercase().as_str(), distinct) {
         ("count", false) => AggKind::Count,
         ("count", true) => AggKind::CountDistinct,
-        ("sum", _) => AggKind::Sum,
+        ("sum", false) => AggKind::Sum,
+        ("sum", true) => AggKind::SumDistinct,
         ("min", _) => AggKind::Min,
         ("max", _) => AggKind::Max,
-        ("avg", _) => AggKind::Avg,
+        ("avg", false) => AggKind::Avg,
+        ("avg", true) => AggKind::AvgDistinct,
         _ => return None,
     })
 }
