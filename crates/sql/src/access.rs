@@ -10,9 +10,10 @@
 //! - Otherwise the table's whole range.
 //!
 //! Among the indexes, point reads come first; then, for a table ANALYZE TABLE has seen, the
-//! index the statistics say returns the fewest rows ([`crate::stats`]), and the full scan
-//! when even that one returns more than [`FULL_SCAN_SHARE`] of the rows; without
-//! statistics, the index the WHERE pins most columns of.
+//! index the statistics say returns the fewest rows ([`crate::stats`]); without statistics,
+//! the index the WHERE pins most columns of. A plain read (no lock, no LIMIT in index order)
+//! takes the full scan instead when even that index returns more than [`FULL_SCAN_SHARE`]
+//! of the rows ([`full_scan_is_cheaper`]).
 //!
 //! The WHERE is evaluated again on the rows read, so a path only has to cover every row
 //! that can match, never to match exactly; the one exception is a handle range's bounds,
@@ -548,17 +549,9 @@ fn index_access(filter: &Expr, t: &TableInfo) -> Option<Access> {
             best = Some((rank, i, pinned, next));
         }
     }
-    let ((not_point, estimate, ..), i, pinned, next) = best?;
+    let (_, i, pinned, next) = best?;
     if let Some(keys) = unique_points(t, i, &pinned, next.as_deref()) {
         return Some(Access::IndexPoints { index: i, keys });
-    }
-    // An index that keeps much of the table costs more than the full scan: each row it
-    // finds is one more read.
-    if let Some(s) = &t.stats
-        && not_point
-        && estimate as f64 > FULL_SCAN_SHARE * s.row_count as f64
-    {
-        return None;
     }
     let ranges = index_key_ranges(t, t.indexes[i].id, &pinned, next.as_deref());
     Some(Access::IndexRanges { index: i, ranges })
@@ -567,6 +560,24 @@ fn index_access(filter: &Expr, t: &TableInfo) -> Option<Access> {
 /// The share of an analyzed table's rows above which an index read (an index entry and a
 /// row read per row) loses to the full scan (a coprocessor scan that filters in the kv node).
 const FULL_SCAN_SHARE: f64 = 0.25;
+
+/// Whether reading `t` whole costs less than the index range `choose_access` picks for
+/// `filter`: the statistics say that index returns more than [`FULL_SCAN_SHARE`] of the
+/// rows. Only for a read that locks nothing (a locking read locks every row a full scan
+/// reads) and reads no LIMIT in the index's order; the caller checks both.
+pub fn full_scan_is_cheaper(filter: Option<&Expr>, t: &TableInfo) -> bool {
+    let (Some(stats), Some(filter)) = (&t.stats, filter) else {
+        return false;
+    };
+    let Access::IndexRanges { index, .. } = choose_access(Some(filter), t) else {
+        return false;
+    };
+    let mut parts = Vec::new();
+    conjuncts(filter, &mut parts);
+    let (pinned, next) = index_fit(t, &t.indexes[index].columns, &parts);
+    estimated_rows(t, &t.indexes[index], &pinned, next.as_deref())
+        .is_some_and(|rows| rows > FULL_SCAN_SHARE * stats.row_count as f64)
+}
 
 /// The rows of `t` that reading index `idx` with `pinned` leading values and the `next`
 /// column's bounds returns, if `t` was analyzed (crate::stats): the first column's estimate
@@ -582,6 +593,10 @@ fn estimated_rows(
     let s = t.stats.as_ref()?;
     let all = (s.row_count as f64).max(1.0);
     let column_id = |k: usize| t.columns[idx.columns[k]].id;
+    // A column ANALYZE has not seen (added since) has no estimate: the rules decide.
+    if !s.has_column(column_id(0)) {
+        return None;
+    }
     let mut rows = s.row_count as f64;
     if let Some(first) = pinned.first() {
         rows = s.eq_rows(column_id(0), first);

@@ -341,6 +341,8 @@ pub async fn create_table(
             id: 0,
             db_id: db_info.id,
             name: split_name(&ct.name).1,
+            // The copy is empty: the source's rows describe nothing of it.
+            stats: None,
             ..source.clone()
         },
         None => table_from_ast(db_info.id, ct)?,

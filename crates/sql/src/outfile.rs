@@ -22,6 +22,16 @@ pub struct Outfile {
 /// `sql` split into its SELECT and its trailing `INTO OUTFILE` clause; `None` when it has
 /// none. (MySQL also takes the clause before FROM; that form is refused with 1064.)
 pub fn split(sql: &str) -> Option<Result<(&str, Outfile)>> {
+    let first = sql
+        .trim_start()
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .next()?;
+    let query = first.eq_ignore_ascii_case("SELECT")
+        || first.eq_ignore_ascii_case("WITH")
+        || sql.trim_start().starts_with('(');
+    if !query {
+        return None;
+    }
     let at = find_keyword(sql, "OUTFILE")?;
     let select = sql[..at].trim_end();
     let into = select.len().checked_sub(4)?;
@@ -81,7 +91,13 @@ pub fn write(outfile: &Outfile, rows: &ResultSet) -> Result<u64> {
     let strings: Vec<bool> = rows
         .types
         .iter()
-        .map(|t| matches!(t.tp, Type::VarString | Type::Blob))
+        // MySQL's string results, dates included.
+        .map(|t| {
+            matches!(
+                t.tp,
+                Type::VarString | Type::Blob | Type::Date | Type::DateTime
+            )
+        })
         .collect();
     let mut line = Vec::new();
     for row in &rows.rows {
@@ -158,6 +174,7 @@ mod tests {
         assert!(o.format.optionally && o.format.enclosed == Some(b'"'));
         assert_eq!(o.format.lines_terminated, b"\r\n");
         assert!(split("SELECT 'x INTO OUTFILE y'").is_none());
+        assert!(split("INSERT INTO outfile VALUES (1)").is_none());
         assert!(
             split("SELECT 1 INTO OUTFILE '/tmp/y' FROM t")
                 .unwrap()

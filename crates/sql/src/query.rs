@@ -673,8 +673,7 @@ impl SelectPlan<'_> {
     }
 
     pub fn table_read(&self, t: &TableInfo) -> TableRead {
-        let access = choose_access(self.filter.as_ref(), t);
-        let pushdown = matches!(access, Access::HandleRange(..) | Access::Full) && !self.for_update;
+        let mut access = choose_access(self.filter.as_ref(), t);
         let plain = !self.aggregating && !self.distinct && self.having.is_none();
         let push_limit = (plain && self.order.is_empty())
             .then(|| self.limit.map(|l| l.saturating_add(self.offset)))
@@ -695,6 +694,13 @@ impl SelectPlan<'_> {
                 crate::access::reads_in_order(t, &access, self.filter.as_ref(), cols)
             })
             .map(|(l, _)| usize::try_from(l.saturating_add(self.offset)).unwrap_or(usize::MAX));
+        if !self.for_update
+            && read_limit.is_none()
+            && crate::access::full_scan_is_cheaper(self.filter.as_ref(), t)
+        {
+            access = Access::Full;
+        }
+        let pushdown = matches!(access, Access::HandleRange(..) | Access::Full) && !self.for_update;
         TableRead {
             access,
             pushdown,

@@ -67,8 +67,37 @@ struct Process {
     txn_start_ts: Option<u64>,
     /// Notified by `KILL [CONNECTION]` of this connection (sql-server closes it).
     kill: Arc<tokio::sync::Notify>,
-    /// Notified (its waiters only) by `KILL QUERY`: the running statement stops.
-    interrupt: Arc<tokio::sync::Notify>,
+    /// `KILL QUERY` of this connection: the running statement stops.
+    interrupt: Arc<Interrupt>,
+}
+
+/// What `KILL QUERY` changes: a statement that began before the count moved is interrupted,
+/// whether it waits on `notify` already or not yet; one that begins after is not.
+#[derive(Debug, Default)]
+struct Interrupt {
+    count: std::sync::atomic::AtomicU64,
+    notify: tokio::sync::Notify,
+}
+
+impl Interrupt {
+    fn raise(&self) {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    /// Returns once the count has moved past `seen`.
+    async fn after(&self, seen: u64) {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            // Registered before the look: a raise in between still wakes it.
+            notified.as_mut().enable();
+            if self.count.load(Ordering::SeqCst) != seen {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 impl Shared {
@@ -207,7 +236,9 @@ pub struct Session {
     /// `KILL [CONNECTION]` and `KILL QUERY` of this connection (its process list row holds
     /// the same).
     kill: Arc<tokio::sync::Notify>,
-    interrupt: Arc<tokio::sync::Notify>,
+    interrupt: Arc<Interrupt>,
+    /// The interrupt count when the running statement began.
+    interrupts_seen: u64,
     /// This session's status counters (SHOW STATUS).
     counts: crate::status::SessionCounts,
 }
@@ -292,16 +323,23 @@ struct InFlight {
 }
 
 impl Load {
-    /// Waits until at most `left` batches are committing: the first error, if one failed.
+    /// Waits until at most `left` batches are committing: the first error, if one failed
+    /// (then every batch in flight is waited for: none commits after the client's answer).
     async fn land(&mut self, left: usize) -> Result<()> {
-        while self.in_flight.len() > left {
-            let batch = self.in_flight.pop_front().expect("more than left");
-            batch
-                .commit
-                .await
-                .map_err(|e| SqlError::unknown(format!("a LOAD DATA commit stopped: {e}")))??;
+        let mut first_error = None;
+        while self.in_flight.len() > left || (first_error.is_some() && !self.in_flight.is_empty()) {
+            let batch = self.in_flight.pop_front().expect("a batch in flight");
+            let landed = match batch.commit.await {
+                Ok(committed) => committed.map(|_| ()).map_err(SqlError::from),
+                Err(e) => Err(SqlError::unknown(format!(
+                    "a LOAD DATA commit stopped: {e}"
+                ))),
+            };
+            if let Err(e) = landed {
+                first_error.get_or_insert(e);
+            }
         }
-        Ok(())
+        first_error.map_or(Ok(()), Err)
     }
 }
 
@@ -415,7 +453,8 @@ impl Session {
             named: BTreeMap::new(),
             load: None,
             kill: Arc::new(tokio::sync::Notify::new()),
-            interrupt: Arc::new(tokio::sync::Notify::new()),
+            interrupt: Arc::default(),
+            interrupts_seen: 0,
             counts: Default::default(),
         };
         session.show_process(None);
@@ -824,7 +863,15 @@ impl Session {
             .collect())
     }
 
+    /// COM_STMT_EXECUTE: prepared statement `id` with `params` for its `?`s.
     pub async fn execute_prepared(&mut self, id: u32, params: &[Datum]) -> Result<Output> {
+        self.count(Counter::Questions);
+        self.count(Counter::StmtExecute);
+        self.run_prepared(id, params).await
+    }
+
+    /// Runs prepared statement `id` (the protocol's or SQL's EXECUTE) with `params`.
+    async fn run_prepared(&mut self, id: u32, params: &[Datum]) -> Result<Output> {
         // Out of the map while it runs (the session is borrowed by then), back in after; only
         // a dropped connection drops the future in between, and the session with it.
         let Some(mut p) = self.prepared.remove(&id) else {
@@ -846,8 +893,6 @@ impl Session {
         }
         substitute_params(&mut p.statement, &p.slots, params);
         self.warnings.clear();
-        self.count(Counter::Questions);
-        self.count(Counter::StmtExecute);
         // The text with `?` and the arguments apart (formatting the whole statement again
         // would cost more than a point get's planning).
         let text = match params {
@@ -897,7 +942,8 @@ impl Session {
     /// (which fails with 1317 and is rolled back; its transaction stays). 1094 if there is no
     /// such connection; 1095 for another account's unless this is root (the one account with
     /// MySQL's CONNECTION_ADMIN until there are privileges). A QUERY of an idle connection
-    /// does nothing, as in MySQL.
+    /// does nothing, as in MySQL; one of DDL, ANALYZE or LOAD DATA neither (they run to
+    /// their end).
     fn kill(&self, modifier: Option<ast::KillType>, id: u64) -> Result<Output> {
         let all = self.shared.processes();
         let process = u32::try_from(id)
@@ -916,7 +962,7 @@ impl Session {
             });
         }
         match modifier {
-            Some(ast::KillType::Query) => process.interrupt.notify_waiters(),
+            Some(ast::KillType::Query) => process.interrupt.raise(),
             _ => process.kill.notify_one(),
         }
         Ok(Output::done(0))
@@ -1018,10 +1064,12 @@ impl Session {
     }
 
     /// Inserts `rows` of `load` in a transaction of their own, which commits while the next
-    /// batch is read and converted (one commit in flight at a time). Such a batch is
+    /// batches are read and converted ([`LOAD_COMMITS_IN_FLIGHT`] at once). Such a batch is
     /// optimistic: its keys are read ahead in one request and written in one phase when
     /// they fit one request, with no pessimistic lock round before (TiDB's LOAD DATA writes
-    /// its batches the same way). A key another txn takes first fails the load (9007).
+    /// its batches the same way). A key another txn takes first fails the load (9007). As
+    /// TiDB's, a failed load keeps what committed: the batches before the failing one, and
+    /// one committing beside it.
     async fn load_own_batch(
         &mut self,
         load: &mut Load,
@@ -1031,7 +1079,9 @@ impl Session {
     ) -> Result<()> {
         let keys: std::collections::HashSet<Vec<u8>> =
             crate::rows::unique_keys(t, &rows).into_iter().collect();
-        if load.in_flight.iter().any(|f| !f.keys.is_disjoint(&keys)) {
+        // REPLACE also deletes the rows its rows clash with, keys `keys` does not hold: its
+        // batch reads after the batches before it have committed.
+        if load.spec.replace || load.in_flight.iter().any(|f| !f.keys.is_disjoint(&keys)) {
             load.land(0).await?;
         }
         let mut txn = self.shared.client.begin().await?;
@@ -1185,7 +1235,7 @@ impl Session {
                 .map(|a| Ok(binder.bind(a)?.eval(&[])?))
                 .collect::<Result<Vec<Datum>>>()?
         };
-        self.execute_prepared(id, &values)
+        self.run_prepared(id, &values)
             .await
             .map_err(|e| match e.code {
                 // MySQL's message for EXECUTE names the statement, not the protocol command.
@@ -1489,6 +1539,8 @@ impl Session {
     /// [`Session::run`], recorded in the slow log when it takes long enough.
     async fn run_logged(&mut self, s: &Statement, text: StatementText) -> Result<Output> {
         let started = std::time::Instant::now();
+        // Before the process list shows it running: a KILL QUERY that sees it counts.
+        self.interrupts_seen = self.interrupt.count.load(Ordering::SeqCst);
         self.show_process(Some(text.clone()));
         let result = self.run(s).await;
         self.show_process(None);
@@ -1598,8 +1650,10 @@ impl Session {
                 self.commit_open().await?;
                 let t = self.resolve_table(&*self.current_schema().await?, name)?;
                 let client = &self.shared.client;
-                let snapshot = client.snapshot(client.current_ts().await?, 0);
-                let stats = crate::stats::collect(&snapshot, &t).await?;
+                let ts = client.current_ts().await?;
+                // GC must not pass the snapshot while the table is read.
+                self.show_txn(ts);
+                let stats = crate::stats::collect(&client.snapshot(ts, 0), &t).await?;
                 ddl::set_stats(client, &t, stats).await?;
                 if let Err(e) = self.shared.catalog.refresh().await {
                     tracing::warn!("schema refresh after ANALYZE failed: {}", e.message);
@@ -1803,12 +1857,13 @@ impl Session {
         // A failed statement leaves nothing behind in the txn (MySQL's statement rollback).
         let savepoint = txn.savepoint();
         // KILL QUERY drops the statement wherever it waits (a lock, a scan); it then ends
-        // as any failed one. A lock it was granted in flight stays until its TTL.
-        let interrupt = self.interrupt.clone();
+        // as any failed one. A lock granted to a request in flight is not known to the txn:
+        // it stays until the txn's locks expire.
+        let (interrupt, seen) = (self.interrupt.clone(), self.interrupts_seen);
         let result = tokio::select! {
             biased;
             result = self.statement(&mut txn, s) => result,
-            () = interrupt.notified() => Err(SqlError {
+            () = interrupt.after(seen) => Err(SqlError {
                 code: 1317,
                 state: "70100",
                 message: "Query execution was interrupted".into(),

@@ -35,6 +35,18 @@ pub const SKETCH_SIZE: usize = 2048;
 pub const TOP_N: usize = 20;
 /// Histogram buckets per column.
 pub const BUCKETS: usize = 64;
+/// Bytes of a string value kept as a most common value or a bucket bound: statistics live
+/// in the table's schema entry, which every sql node loads.
+pub const VALUE_BYTES: usize = 64;
+
+/// `v` as statistics keep it: a long string cut to [`VALUE_BYTES`] (a cut bound is a
+/// smaller value, which only moves an estimate).
+fn kept(v: &Datum) -> Value {
+    match v {
+        Datum::Bytes(b) if b.len() > VALUE_BYTES => Value(Datum::Bytes(b[..VALUE_BYTES].to_vec())),
+        other => Value(other.clone()),
+    }
+}
 
 /// A value as statistics store it: its value encoding, so that a schema entry serializes.
 #[derive(Debug, Clone, PartialEq)]
@@ -243,7 +255,7 @@ fn top_n(values: &[&Datum], scale: f64) -> Vec<(Value, u64)> {
     runs.sort_by_key(|r| std::cmp::Reverse(r.1));
     runs.truncate(TOP_N);
     runs.into_iter()
-        .map(|(v, n)| (Value(v.clone()), (n as f64 * scale).round() as u64))
+        .map(|(v, n)| (kept(v), (n as f64 * scale).round() as u64))
         .collect()
 }
 
@@ -258,10 +270,7 @@ fn buckets(values: &[&Datum], scale: f64) -> Vec<(Value, u64)> {
         while end < values.len() && expr::eval::compare(values[end - 1], values[end]).is_eq() {
             end += 1;
         }
-        out.push((
-            Value(values[end - 1].clone()),
-            (end as f64 * scale).round() as u64,
-        ));
+        out.push((kept(values[end - 1]), (end as f64 * scale).round() as u64));
         i = end;
     }
     out
@@ -293,6 +302,11 @@ pub async fn collect(snapshot: &kv_client::Snapshot, t: &TableInfo) -> Result<Ta
 impl TableStats {
     fn column(&self, column_id: i64) -> Option<&ColumnStats> {
         self.columns.iter().find(|c| c.column_id == column_id)
+    }
+
+    /// Whether ANALYZE saw the column (one added since has no statistics).
+    pub fn has_column(&self, column_id: i64) -> bool {
+        self.column(column_id).is_some()
     }
 
     /// Rows whose column equals `v`.

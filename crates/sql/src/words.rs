@@ -73,33 +73,48 @@ pub fn tokens(sql: &str) -> Result<Vec<Token>> {
     Ok(out)
 }
 
-/// The offset of `keyword` as a word outside quotes in `sql`.
+/// The offset of `keyword` as a word outside quotes and comments in `sql`.
 pub fn find_keyword(sql: &str, keyword: &str) -> Option<usize> {
     let bytes = sql.as_bytes();
-    let mut quote: Option<u8> = None;
+    let word = |j: usize| {
+        bytes
+            .get(j)
+            .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')
+    };
     let mut i = 0;
     while i < bytes.len() {
-        let c = bytes[i];
-        match quote {
-            Some(q) if c == b'\\' && q != b'`' => i += 1,
-            Some(q) if c == q => quote = None,
-            Some(_) => {}
-            None if matches!(c, b'\'' | b'"' | b'`') => quote = Some(c),
-            None => {
-                let boundary = |j: usize| {
-                    bytes
-                        .get(j)
-                        .is_none_or(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
-                };
-                if (i == 0 || boundary(i - 1))
-                    && sql[i..]
-                        .get(..keyword.len())
-                        .is_some_and(|w| w.eq_ignore_ascii_case(keyword))
-                    && boundary(i + keyword.len())
-                {
-                    return Some(i);
+        match bytes[i] {
+            q @ (b'\'' | b'"' | b'`') => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != q {
+                    i += if bytes[i] == b'\\' && q != b'`' { 2 } else { 1 };
                 }
             }
+            b'#' => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'-' if bytes.get(i + 1) == Some(&b'-') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i = sql[i + 2..]
+                    .find("*/")
+                    .map_or(bytes.len(), |at| i + 2 + at + 1);
+            }
+            // Bytes, not `str` slices: `i` may be inside a character.
+            _ if (i == 0 || !word(i - 1))
+                && bytes[i..]
+                    .get(..keyword.len())
+                    .is_some_and(|w| w.eq_ignore_ascii_case(keyword.as_bytes()))
+                && !word(i + keyword.len()) =>
+            {
+                return Some(i);
+            }
+            _ => {}
         }
         i += 1;
     }
@@ -236,12 +251,18 @@ pub fn split_statements(sql: &str) -> Vec<&str> {
 /// `SERVER_VERSION` claims.
 const EXECUTABLE_COMMENT_VERSION: u32 = 80011;
 
-/// `sql` with MySQL's executable comments opened: `/*! text */` and `/*!NNNNN text */` with
-/// NNNNN up to our version become ` text `; one of a later version stays a comment, as do
-/// MariaDB's `/*M!` and TiDB's `/*T!` (features of theirs). mysqldump and mysqladmin write
-/// them (`SHOW /*!50002 GLOBAL */ STATUS`).
+/// A SHOW statement with MySQL's executable comments opened: `/*! text */` and
+/// `/*!NNNNN text */` (a 5- or 6-digit version) up to our version become ` text `; one of a
+/// later version stays a comment, as do MariaDB's `/*M!` and TiDB's `/*T!` (features of
+/// theirs). mysqladmin writes `SHOW /*!50002 GLOBAL */ STATUS`. Other statements keep them
+/// as comments: mysqldump's (`/*!40000 ALTER TABLE t DISABLE KEYS */`, partitioning,
+/// session settings) name what Atoll does not do, and were always skipped.
 pub fn executable_comments(sql: &str) -> std::borrow::Cow<'_, str> {
-    if !sql.contains("/*!") {
+    let show = sql
+        .trim_start()
+        .get(..4)
+        .is_some_and(|w| w.eq_ignore_ascii_case("SHOW"));
+    if !show || !sql.contains("/*!") {
         return sql.into();
     }
     let bytes = sql.as_bytes();
@@ -273,7 +294,10 @@ pub fn executable_comments(sql: &str) -> std::borrow::Cow<'_, str> {
                 let end = i + 2 + len;
                 if bytes.get(i + 2) == Some(&b'!') {
                     let body = &sql[i + 3..end];
-                    let digits = body.bytes().take_while(u8::is_ascii_digit).count();
+                    let digits = match body.bytes().take_while(u8::is_ascii_digit).count() {
+                        n @ (5 | 6) => n,
+                        _ => 0,
+                    };
                     let version = body[..digits].parse::<u32>().ok();
                     out.push_str(&sql[copied..start]);
                     out.push(' ');
@@ -721,24 +745,42 @@ mod tests {
     }
 
     #[test]
+    fn keywords_are_found_outside_quotes_and_comments_in_any_text() {
+        use super::find_keyword;
+        assert_eq!(find_keyword("SELECT 1 AS 名字 WHERE x", "WHERE"), Some(19));
+        assert_eq!(
+            find_keyword("SELECT 'é WHERE' /* WHERE */ -- WHERE\n", "WHERE"),
+            None
+        );
+        assert_eq!(find_keyword("SELECT nowhere, where_x", "WHERE"), None);
+        assert_eq!(find_keyword("é", "WHERE"), None);
+    }
+
+    #[test]
     fn executable_comments_open_up_to_our_version() {
         assert_eq!(
             executable_comments("SHOW /*!50002 GLOBAL */ STATUS"),
             "SHOW   GLOBAL   STATUS"
         );
-        assert_eq!(executable_comments("SELECT /*! 1 */"), "SELECT   1  ");
+        assert_eq!(
+            executable_comments("SHOW /*! FULL */ TABLES"),
+            "SHOW   FULL   TABLES"
+        );
         // A later version's, MariaDB's and TiDB's stay comments; quoted text is left alone.
         assert_eq!(
-            executable_comments("SELECT 1 /*!90000 + 1 */"),
-            "SELECT 1  "
+            executable_comments("SHOW STATUS /*!90000 LIKE 'x' */"),
+            "SHOW STATUS  "
         );
         assert_eq!(
-            executable_comments("SELECT '/*!1 x */' /*M!100316 y */"),
-            "SELECT '/*!1 x */' /*M!100316 y */"
+            executable_comments("SHOW TABLES LIKE '/*!1 x */' /*M!100316 y */"),
+            "SHOW TABLES LIKE '/*!1 x */' /*M!100316 y */"
         );
         assert_eq!(
-            executable_comments("SELECT 1 /*!40101"),
-            "SELECT 1 /*!40101"
+            executable_comments("SHOW STATUS /*!40101"),
+            "SHOW STATUS /*!40101"
         );
+        // Not a SHOW: left as written.
+        let dump = "SELECT /*!40001 SQL_NO_CACHE */ 1";
+        assert_eq!(executable_comments(dump), dump);
     }
 }

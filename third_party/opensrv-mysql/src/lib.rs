@@ -837,6 +837,7 @@ where
         }
         stmts.clear();
         self.shim.on_reset().await;
+        self.writer.status = self.shim.server_status();
         match std::str::from_utf8(request.db) {
             Ok(db) if !db.is_empty() => {
                 let w = InitWriter {
@@ -1154,6 +1155,7 @@ where
                         Some(COM_RESET_CONNECTION) => {
                             stmts.clear();
                             self.shim.on_reset().await;
+                            self.writer.status = self.shim.server_status();
                             writers::write_ok_packet(
                                 &mut self.writer,
                                 self.client_capabilities,
