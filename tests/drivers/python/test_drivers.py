@@ -611,3 +611,8 @@ def test_tidb_trx_and_slow_query_show_this_nodes_transactions_and_slow_statement
     rows = conn.query("SELECT Conn_ID, Succ, Query FROM information_schema.SLOW_QUERY "
                       "WHERE Query LIKE '%marked slow%'")[0]
     assert (me, 1, "SELECT 'marked slow' FROM trx;") in rows
+
+
+def test_non_ascii_text_outside_quotes_runs(conn):
+    # Names and comments in any script (finding keywords once cut a character in two).
+    assert conn.query("SELECT 1 AS 名字 /* é */ -- ü\n")[0] == [(1,)]
