@@ -235,11 +235,14 @@ async fn rewrite(
     put_row(txn, t, new_handle, new, true).await
 }
 
+/// INSERT, REPLACE and their IGNORE and ON DUPLICATE KEY UPDATE forms, of the VALUES rows or
+/// (INSERT ... SELECT) of `selected`, the query's rows.
 pub async fn insert(
     ctx: &DmlContext<'_>,
     txn: &mut Transaction,
     t: &TableInfo,
     ins: &ast::Insert,
+    selected: Option<Vec<Vec<Datum>>>,
 ) -> Result<Affected> {
     let replace = ins.replace_into;
     let columns: Vec<usize> = if ins.columns.is_empty() {
@@ -258,35 +261,54 @@ pub async fn insert(
         .source
         .as_ref()
         .ok_or_else(|| SqlError::not_supported("INSERT ... SET"))?;
-    let SetExpr::Values(values) = source.body.as_ref() else {
-        return Err(SqlError::not_supported("INSERT ... SELECT"));
-    };
     let on_duplicate = match &ins.on {
         Some(ast::OnInsert::DuplicateKeyUpdate(sets)) => Some(sets),
         None => None,
         Some(other) => return Err(SqlError::not_supported(other.to_string())),
     };
-    let mut evaluated = Vec::with_capacity(values.rows.len());
-    let empty = Scope::default();
-    for (r, exprs) in values.rows.iter().enumerate() {
-        if exprs.len() != columns.len() {
-            return Err(SqlError::value_count(r + 1));
-        }
-        let mut row: Vec<Datum> = t
-            .columns
+    let defaults = || -> Vec<Datum> {
+        t.columns
             .iter()
             .map(|c| default_value(c.default.as_ref()))
-            .collect();
-        for (e, &c) in exprs.iter().zip(&columns) {
-            row[c] = match e {
-                ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("DEFAULT") => {
-                    default_value(t.columns[c].default.as_ref())
+            .collect()
+    };
+    let evaluated = match (selected, source.body.as_ref()) {
+        (Some(selected), _) => {
+            let mut evaluated = Vec::with_capacity(selected.len());
+            for (r, values) in selected.into_iter().enumerate() {
+                if values.len() != columns.len() {
+                    return Err(SqlError::value_count(r + 1));
                 }
-                e => Binder::new(&empty, ctx.variable).bind(e)?.eval(&[])?,
-            };
+                let mut row = defaults();
+                for (v, &c) in values.into_iter().zip(&columns) {
+                    row[c] = v;
+                }
+                evaluated.push(row);
+            }
+            evaluated
         }
-        evaluated.push(row);
-    }
+        (None, SetExpr::Values(values)) => {
+            let mut evaluated = Vec::with_capacity(values.rows.len());
+            let empty = Scope::default();
+            for (r, exprs) in values.rows.iter().enumerate() {
+                if exprs.len() != columns.len() {
+                    return Err(SqlError::value_count(r + 1));
+                }
+                let mut row = defaults();
+                for (e, &c) in exprs.iter().zip(&columns) {
+                    row[c] = match e {
+                        ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("DEFAULT") => {
+                            default_value(t.columns[c].default.as_ref())
+                        }
+                        e => Binder::new(&empty, ctx.variable).bind(e)?.eval(&[])?,
+                    };
+                }
+                evaluated.push(row);
+            }
+            evaluated
+        }
+        (None, _) => return Err(SqlError::unknown("INSERT ... SELECT without its rows")),
+    };
     let dup_scope = on_duplicate_scope(t);
     let dup_sets = on_duplicate
         .map(|s| {

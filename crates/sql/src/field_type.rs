@@ -464,6 +464,7 @@ impl TypeScope<'_> {
             "count" | "length" | "octet_length" | "char_length" | "character_length" | "locate"
             | "instr" => FieldType::longlong(false),
             "connection_id" | "last_insert_id" => FieldType::longlong(true),
+            "row_count" => FieldType::longlong(false),
             "now" | "current_timestamp" | "sysdate" | "localtime" | "localtimestamp"
             | "utc_timestamp" => FieldType::datetime(0),
             "curdate" | "current_date" | "utc_date" => FieldType::date(),
