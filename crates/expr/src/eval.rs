@@ -321,6 +321,14 @@ impl Expr {
                     _ => o.is_ge(),
                 }))
             }
+            Func::NullSafeEq => {
+                let (a, b) = (arg(0)?, arg(1)?);
+                truth(Some(match (a.is_null(), b.is_null()) {
+                    (true, true) => true,
+                    (false, false) => compare(&a, &b).is_eq(),
+                    _ => false,
+                }))
+            }
             Func::And => {
                 let a = is_true(&arg(0)?);
                 if a == Some(false) {
@@ -386,7 +394,14 @@ impl Expr {
             | Func::CharLength
             | Func::Upper
             | Func::Lower
-            | Func::Locate => {
+            | Func::Locate
+            | Func::Replace
+            | Func::Trim
+            | Func::Date
+            | Func::Year
+            | Func::Month
+            | Func::DayOfMonth
+            | Func::DateDiff => {
                 let values = args
                     .iter()
                     .map(|a| a.eval(row))
@@ -410,6 +425,22 @@ impl Expr {
                         &text(&values[1]),
                         values.get(2).map_or(1, as_int),
                     ),
+                    Func::Replace => {
+                        crate::strings::replace(&s, &text(&values[1]), &text(&values[2]))
+                    }
+                    Func::Trim => {
+                        let ends = match as_int(&values[2]) {
+                            1 => crate::strings::TrimEnds::Leading,
+                            2 => crate::strings::TrimEnds::Trailing,
+                            _ => crate::strings::TrimEnds::Both,
+                        };
+                        crate::strings::trim(&s, &text(&values[1]), ends)
+                    }
+                    Func::Date => crate::dates::date(&s),
+                    Func::Year => crate::dates::part(&s, 0),
+                    Func::Month => crate::dates::part(&s, 1),
+                    Func::DayOfMonth => crate::dates::part(&s, 2),
+                    Func::DateDiff => crate::dates::datediff(&s, &text(&values[1])),
                     _ => crate::strings::change_case(&s, false),
                 }
             }

@@ -10,6 +10,7 @@
 //! - [`wire`]: conversion to and from `proto::dag`.
 
 pub mod agg;
+pub mod dates;
 pub mod eval;
 pub mod strings;
 pub mod wire;
@@ -67,6 +68,18 @@ pub enum Func {
     /// `LOCATE(substr, s[, pos])`: the character position of `substr` in `s` from `pos`,
     /// 1-based; 0 when it is not there.
     Locate,
+    /// `a <=> b`: equality in which NULL equals NULL (1 or 0, never NULL).
+    NullSafeEq,
+    /// `REPLACE(s, from, to)`.
+    Replace,
+    /// `TRIM(s, remove, ends)`: `ends` 0 both, 1 leading, 2 trailing (LTRIM, RTRIM too).
+    Trim,
+    /// `DATE(x)`, `YEAR(x)`, `MONTH(x)`, `DAYOFMONTH(x)`, `DATEDIFF(a, b)` (crate::dates).
+    Date,
+    Year,
+    Month,
+    DayOfMonth,
+    DateDiff,
 }
 
 impl Func {
@@ -75,7 +88,8 @@ impl Func {
         match self {
             Func::Not | Func::Neg | Func::IsNull => (1, false),
             Func::Length | Func::CharLength | Func::Upper | Func::Lower | Func::Abs => (1, false),
-            Func::If => (3, false),
+            Func::Date | Func::Year | Func::Month | Func::DayOfMonth => (1, false),
+            Func::If | Func::Replace | Func::Trim => (3, false),
             Func::In | Func::Substring | Func::Locate => (2, true),
             Func::Concat => (1, true),
             _ => (2, false),

@@ -102,3 +102,73 @@ mod tests {
         );
     }
 }
+
+/// REPLACE(s, from, to): every `from` in `s` (left to right, not overlapping) made `to`; an
+/// empty `from` replaces nothing.
+pub fn replace(s: &[u8], from: &[u8], to: &[u8]) -> Datum {
+    if from.is_empty() {
+        return Datum::Bytes(s.to_vec());
+    }
+    let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        if s[i..].starts_with(from) {
+            out.extend_from_slice(to);
+            i += from.len();
+        } else {
+            out.push(s[i]);
+            i += 1;
+        }
+    }
+    Datum::Bytes(out)
+}
+
+/// Which ends TRIM takes `remove` from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrimEnds {
+    Both = 0,
+    Leading = 1,
+    Trailing = 2,
+}
+
+/// TRIM([BOTH | LEADING | TRAILING] [remove] FROM s), LTRIM and RTRIM: every whole `remove`
+/// at those ends taken off (an empty `remove` takes nothing).
+pub fn trim(s: &[u8], remove: &[u8], ends: TrimEnds) -> Datum {
+    let mut t = s;
+    if !remove.is_empty() {
+        if ends != TrimEnds::Trailing {
+            while t.starts_with(remove) {
+                t = &t[remove.len()..];
+            }
+        }
+        if ends != TrimEnds::Leading {
+            while t.ends_with(remove) {
+                t = &t[..t.len() - remove.len()];
+            }
+        }
+    }
+    Datum::Bytes(t.to_vec())
+}
+
+#[cfg(test)]
+mod replace_trim_tests {
+    use super::*;
+
+    fn text(d: Datum) -> String {
+        match d {
+            Datum::Bytes(b) => String::from_utf8(b).unwrap(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn replace_and_trim_as_mysql() {
+        assert_eq!(text(replace(b"aXbXc", b"X", b"--")), "a--b--c");
+        assert_eq!(text(replace(b"aaa", b"aa", b"b")), "ba");
+        assert_eq!(text(replace(b"abc", b"", b"z")), "abc");
+        assert_eq!(text(trim(b"  x y  ", b" ", TrimEnds::Both)), "x y");
+        assert_eq!(text(trim(b"xxaxx", b"x", TrimEnds::Leading)), "axx");
+        assert_eq!(text(trim(b"xyxyaxy", b"xy", TrimEnds::Both)), "a");
+        assert_eq!(text(trim(b"  a  ", b" ", TrimEnds::Trailing)), "  a");
+    }
+}

@@ -39,7 +39,7 @@ pub fn datum_from_pb(d: &pb::Datum) -> Datum {
     }
 }
 
-const FUNCS: [(Func, pb::Func); 29] = [
+const FUNCS: [(Func, pb::Func); 37] = [
     (Func::Eq, pb::Func::Eq),
     (Func::Ne, pb::Func::Ne),
     (Func::Lt, pb::Func::Lt),
@@ -69,6 +69,14 @@ const FUNCS: [(Func, pb::Func); 29] = [
     (Func::Lower, pb::Func::Lower),
     (Func::Abs, pb::Func::Abs),
     (Func::Locate, pb::Func::Locate),
+    (Func::NullSafeEq, pb::Func::NullSafeEq),
+    (Func::Replace, pb::Func::Replace),
+    (Func::Trim, pb::Func::Trim),
+    (Func::Date, pb::Func::Date),
+    (Func::Year, pb::Func::Year),
+    (Func::Month, pb::Func::Month),
+    (Func::DayOfMonth, pb::Func::DayOfMonth),
+    (Func::DateDiff, pb::Func::DateDiff),
 ];
 
 impl Expr {

@@ -104,6 +104,11 @@ pub fn aggregate_kind(name: &str, distinct: bool) -> Option<AggKind> {
     })
 }
 
+/// TRIM of `s`: `remove` off its `ends` (0 both, 1 leading, 2 trailing).
+fn trim_call(s: Expr, remove: Expr, ends: i64) -> Expr {
+    Expr::call(Func::Trim, vec![s, remove, Expr::Const(Datum::Int(ends))])
+}
+
 /// A numeric literal: an integer if it fits, else a decimal (or a float with an exponent).
 pub fn number(text: &str) -> Result<Datum> {
     if let Ok(v) = text.parse::<i64>() {
@@ -342,6 +347,7 @@ impl<'a> Binder<'a> {
             E::BinaryOp { left, op, right } => {
                 let f = match op {
                     BinaryOperator::Eq => Func::Eq,
+                    BinaryOperator::Spaceship => Func::NullSafeEq,
                     BinaryOperator::NotEq => Func::Ne,
                     BinaryOperator::Lt => Func::Lt,
                     BinaryOperator::LtEq => Func::Le,
@@ -519,6 +525,25 @@ impl<'a> Binder<'a> {
                 }
                 Ok(Expr::call(Func::Substring, args))
             }
+            // TRIM([BOTH | LEADING | TRAILING] [remove] FROM s): spaces when no `remove`.
+            E::Trim {
+                expr,
+                trim_where,
+                trim_what,
+                trim_characters: None,
+            } => {
+                let s = self.bind(expr)?;
+                let remove = match trim_what {
+                    Some(what) => self.bind(what)?,
+                    None => Expr::Const(Datum::Bytes(b" ".to_vec())),
+                };
+                let ends = match trim_where {
+                    Some(ast::TrimWhereField::Leading) => 1,
+                    Some(ast::TrimWhereField::Trailing) => 2,
+                    _ => 0,
+                };
+                Ok(trim_call(s, remove, ends))
+            }
             other => Err(SqlError::not_supported(format!("expression {other}"))),
         }
     }
@@ -566,10 +591,24 @@ impl<'a> Binder<'a> {
             ("abs", 1) => self.call(Func::Abs, &args),
             ("locate", 2 | 3) => self.call(Func::Locate, &args),
             ("instr", 2) => self.call(Func::Locate, &[args[1], args[0]]),
+            ("mod", 2) => self.call(Func::Mod, &args),
+            ("replace", 3) => self.call(Func::Replace, &args),
+            ("ltrim" | "rtrim", 1) => {
+                let ends = if name == "ltrim" { 1 } else { 2 };
+                let s = self.bind(args[0])?;
+                Ok(trim_call(s, Expr::Const(Datum::Bytes(b" ".to_vec())), ends))
+            }
+            ("date", 1) => self.call(Func::Date, &args),
+            ("year", 1) => self.call(Func::Year, &args),
+            ("month", 1) => self.call(Func::Month, &args),
+            ("dayofmonth" | "day", 1) => self.call(Func::DayOfMonth, &args),
+            ("datediff", 2) => self.call(Func::DateDiff, &args),
             (
                 "if" | "ifnull" | "coalesce" | "isnull" | "power" | "pow" | "concat" | "substring"
                 | "substr" | "mid" | "length" | "octet_length" | "char_length" | "character_length"
-                | "upper" | "ucase" | "lower" | "lcase" | "abs" | "locate" | "instr",
+                | "upper" | "ucase" | "lower" | "lcase" | "abs" | "locate" | "instr" | "mod"
+                | "replace" | "ltrim" | "rtrim" | "date" | "year" | "month" | "dayofmonth" | "day"
+                | "datediff",
                 _,
             ) => Err(SqlError {
                 code: 1582,

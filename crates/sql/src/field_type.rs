@@ -386,7 +386,7 @@ impl TypeScope<'_> {
                     .reduce(merge)
                     .unwrap_or_else(FieldType::null)
             }
-            E::Substring { expr, .. } => string_result(&self.infer(expr)),
+            E::Substring { expr, .. } | E::Trim { expr, .. } => string_result(&self.infer(expr)),
             E::Prefixed { prefix, value } if prefix.value.eq_ignore_ascii_case("_binary") => {
                 let mut t = self.infer(value);
                 t.charset = CHARSET_BINARY;
@@ -496,7 +496,11 @@ impl TypeScope<'_> {
                 .reduce(merge)
                 .unwrap_or_else(FieldType::null),
             "isnull" => boolean(),
-            "concat" | "substring" | "substr" | "mid" | "upper" | "ucase" | "lower" | "lcase" => {
+            "year" | "month" | "dayofmonth" | "day" | "datediff" => FieldType::longlong(false),
+            "mod" if args.len() == 2 => self.binary(args[0], &ast::BinaryOperator::Modulo, args[1]),
+            "date" => FieldType::date(),
+            "concat" | "substring" | "substr" | "mid" | "upper" | "ucase" | "lower" | "lcase"
+            | "replace" | "ltrim" | "rtrim" => {
                 let mut t = FieldType::text(u32::from(u16::MAX));
                 if args.iter().any(|a| is_binary_string(&self.infer(a))) {
                     t.charset = CHARSET_BINARY;
