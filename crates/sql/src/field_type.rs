@@ -581,7 +581,8 @@ fn literal(v: &ast::Value) -> FieldType {
 
 /// The type of a value that is one of `a` or `b` (IF, CASE, COALESCE): the same type if
 /// they agree, the wider number if both are numbers, else text.
-fn merge(a: FieldType, b: FieldType) -> FieldType {
+/// The type of a column that takes values of both `a` and `b` (CASE branches, UNION).
+pub fn merge(a: FieldType, b: FieldType) -> FieldType {
     let (a, b) = (a.derived(), b.derived());
     if a.tp == Type::Null {
         return b;

@@ -11,6 +11,7 @@
 //! - [`field_type`]: how a result column is declared to the client, typed as MySQL types it.
 //! - [`info_schema`]: information_schema's SCHEMATA, TABLES and COLUMNS.
 //! - [`join`]: joins of several tables (hash join on equalities, LEFT JOIN).
+//! - [`set_ops`]: UNION, INTERSECT and EXCEPT.
 //! - [`subquery`]: subqueries in expressions: run once, or decorrelated into joins.
 //! - [`ddl`], [`dml`]: schema changes; INSERT/REPLACE/UPDATE/DELETE; [`load_data`]: LOAD
 //!   DATA LOCAL INFILE's statement, records and lenient values; [`outfile`]: SELECT ... INTO
@@ -47,6 +48,7 @@ pub mod query;
 pub mod rows;
 pub mod session;
 pub mod set_config;
+pub mod set_ops;
 pub mod show;
 pub mod slow_log;
 pub mod stats;

@@ -91,6 +91,9 @@ pub fn describe(
     schema_table: crate::join::SchemaTable<'_>,
     variable: Option<&Variables<'_>>,
 ) -> Result<(Vec<String>, Vec<FieldType>)> {
+    if crate::set_ops::is_set_operation(q) {
+        return crate::set_ops::describe(q, schema_table, variable);
+    }
     let SetExpr::Select(sel) = q.body.as_ref() else {
         return Err(SqlError::not_supported(format!("query {}", q.body)));
     };
@@ -577,6 +580,9 @@ pub async fn select(
     schema_table: crate::join::SchemaTable<'_>,
     q: &ast::Query,
 ) -> Result<ResultSet> {
+    if crate::set_ops::is_set_operation(q) {
+        return crate::set_ops::select(ctx, txn, schema_table, q).await;
+    }
     let rewritten = crate::subquery::rewrite(ctx, txn, schema_table, q).await?;
     let q = rewritten.as_ref().unwrap_or(q);
     let mut p = plan(ctx, schema_table, q)?;
