@@ -112,7 +112,21 @@ fn read_relation(
                     message: "Every derived table must have its own alias".into(),
                 });
             };
-            let (columns, types) = crate::query::describe(subquery, schema_table, None)?;
+            let (mut columns, types) = crate::query::describe(subquery, schema_table, None)?;
+            // `AS t (a, b)` (and a CTE's column list) names the columns.
+            if !alias.columns.is_empty() {
+                if alias.columns.len() != columns.len() {
+                    return Err(SqlError {
+                        code: 1353,
+                        state: "HY000",
+                        message: format!(
+                            "In definition of view, derived table or common table expression, SELECT list and column names list have different column counts ({})",
+                            alias.name.value
+                        ),
+                    });
+                }
+                columns = alias.columns.iter().map(|c| c.name.value.clone()).collect();
+            }
             Ok((
                 Relation::Derived {
                     query: subquery.clone(),

@@ -11,7 +11,7 @@
 //! - [`field_type`]: how a result column is declared to the client, typed as MySQL types it.
 //! - [`info_schema`]: information_schema's SCHEMATA, TABLES and COLUMNS.
 //! - [`join`]: joins of several tables (hash join on equalities, LEFT JOIN).
-//! - [`set_ops`]: UNION, INTERSECT and EXCEPT.
+//! - [`set_ops`]: UNION, INTERSECT and EXCEPT; [`cte`]: WITH, as derived tables.
 //! - [`subquery`]: subqueries in expressions: run once, or decorrelated into joins.
 //! - [`ddl`], [`dml`]: schema changes; INSERT/REPLACE/UPDATE/DELETE; [`load_data`]: LOAD
 //!   DATA LOCAL INFILE's statement, records and lenient values; [`outfile`]: SELECT ... INTO
@@ -34,6 +34,7 @@ pub mod access;
 pub mod bind;
 pub mod caching_sha2;
 pub mod catalog;
+pub mod cte;
 pub mod ddl;
 pub mod dml;
 pub mod error;

@@ -91,6 +91,9 @@ pub fn describe(
     schema_table: crate::join::SchemaTable<'_>,
     variable: Option<&Variables<'_>>,
 ) -> Result<(Vec<String>, Vec<FieldType>)> {
+    if let Some(inlined) = crate::cte::inline(q) {
+        return describe(&inlined?, schema_table, variable);
+    }
     if crate::set_ops::is_set_operation(q) {
         return crate::set_ops::describe(q, schema_table, variable);
     }
@@ -580,6 +583,9 @@ pub async fn select(
     schema_table: crate::join::SchemaTable<'_>,
     q: &ast::Query,
 ) -> Result<ResultSet> {
+    if let Some(inlined) = crate::cte::inline(q) {
+        return select_boxed(ctx, txn, schema_table, &inlined?).await;
+    }
     if crate::set_ops::is_set_operation(q) {
         return crate::set_ops::select(ctx, txn, schema_table, q).await;
     }
