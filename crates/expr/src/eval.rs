@@ -321,6 +321,36 @@ impl Expr {
                     _ => o.is_ge(),
                 }))
             }
+            Func::ConcatWs => {
+                let separator = arg(0)?;
+                if separator.is_null() {
+                    return Ok(Datum::Null);
+                }
+                let parts = args[1..]
+                    .iter()
+                    .map(|a| a.eval(row))
+                    .collect::<Result<Vec<_>>>()?;
+                let parts: Vec<Vec<u8>> = parts.iter().filter(|d| !d.is_null()).map(text).collect();
+                Datum::Bytes(parts.join(&text(&separator)[..]))
+            }
+            Func::Greatest | Func::Least => {
+                let values = args
+                    .iter()
+                    .map(|a| a.eval(row))
+                    .collect::<Result<Vec<_>>>()?;
+                if values.iter().any(Datum::is_null) {
+                    return Ok(Datum::Null);
+                }
+                let pick = |a: Datum, b: Datum| {
+                    let greater = compare(&b, &a).is_gt();
+                    if greater == (f == Func::Greatest) {
+                        b
+                    } else {
+                        a
+                    }
+                };
+                values.into_iter().reduce(pick).unwrap_or(Datum::Null)
+            }
             Func::NullSafeEq => {
                 let (a, b) = (arg(0)?, arg(1)?);
                 truth(Some(match (a.is_null(), b.is_null()) {
@@ -401,7 +431,13 @@ impl Expr {
             | Func::Year
             | Func::Month
             | Func::DayOfMonth
-            | Func::DateDiff => {
+            | Func::DateDiff
+            | Func::Left
+            | Func::Right
+            | Func::LPad
+            | Func::RPad
+            | Func::Repeat
+            | Func::Reverse => {
                 let values = args
                     .iter()
                     .map(|a| a.eval(row))
@@ -441,6 +477,17 @@ impl Expr {
                     Func::Month => crate::dates::part(&s, 1),
                     Func::DayOfMonth => crate::dates::part(&s, 2),
                     Func::DateDiff => crate::dates::datediff(&s, &text(&values[1])),
+                    Func::Left | Func::Right => {
+                        crate::strings::left_right(&s, as_int(&values[1]), f == Func::Left)
+                    }
+                    Func::LPad | Func::RPad => crate::strings::pad(
+                        &s,
+                        as_int(&values[1]),
+                        &text(&values[2]),
+                        f == Func::LPad,
+                    ),
+                    Func::Repeat => crate::strings::repeat(&s, as_int(&values[1])),
+                    Func::Reverse => crate::strings::reverse(&s),
                     _ => crate::strings::change_case(&s, false),
                 }
             }

@@ -80,6 +80,21 @@ pub enum Func {
     Month,
     DayOfMonth,
     DateDiff,
+    /// `LEFT(s, n)`, `RIGHT(s, n)`: characters.
+    Left,
+    Right,
+    /// `LPAD(s, len, pad)`, `RPAD(s, len, pad)`.
+    LPad,
+    RPad,
+    /// `REPEAT(s, n)`.
+    Repeat,
+    /// `REVERSE(s)`.
+    Reverse,
+    /// `CONCAT_WS(separator, s, ...)`: NULL arguments after the separator are skipped.
+    ConcatWs,
+    /// `GREATEST(a, b, ...)`, `LEAST(a, b, ...)`: NULL if any argument is.
+    Greatest,
+    Least,
 }
 
 impl Func {
@@ -88,9 +103,10 @@ impl Func {
         match self {
             Func::Not | Func::Neg | Func::IsNull => (1, false),
             Func::Length | Func::CharLength | Func::Upper | Func::Lower | Func::Abs => (1, false),
-            Func::Date | Func::Year | Func::Month | Func::DayOfMonth => (1, false),
-            Func::If | Func::Replace | Func::Trim => (3, false),
-            Func::In | Func::Substring | Func::Locate => (2, true),
+            Func::Date | Func::Year | Func::Month | Func::DayOfMonth | Func::Reverse => (1, false),
+            Func::If | Func::Replace | Func::Trim | Func::LPad | Func::RPad => (3, false),
+            Func::In | Func::Substring | Func::Locate | Func::ConcatWs => (2, true),
+            Func::Greatest | Func::Least => (2, true),
             Func::Concat => (1, true),
             _ => (2, false),
         }

@@ -172,3 +172,88 @@ mod replace_trim_tests {
         assert_eq!(text(trim(b"  a  ", b" ", TrimEnds::Trailing)), "  a");
     }
 }
+
+/// LEFT(s, n) / RIGHT(s, n): the first or last `n` characters ('' when `n` < 1).
+pub fn left_right(s: &[u8], n: i64, left: bool) -> Datum {
+    let cs = chars(s);
+    let n = usize::try_from(n.max(0))
+        .unwrap_or(usize::MAX)
+        .min(cs.len());
+    let kept = if left { &cs[..n] } else { &cs[cs.len() - n..] };
+    Datum::Bytes(kept.concat())
+}
+
+/// LPAD(s, len, pad) / RPAD: `s` cut or padded with `pad` to `len` characters; NULL for a
+/// negative `len`, or an empty `pad` that would have to pad.
+pub fn pad(s: &[u8], len: i64, pad: &[u8], left: bool) -> Datum {
+    let Ok(len) = usize::try_from(len) else {
+        return Datum::Null;
+    };
+    let (cs, ps) = (chars(s), chars(pad));
+    if cs.len() >= len {
+        return Datum::Bytes(cs[..len].concat());
+    }
+    if ps.is_empty() {
+        return Datum::Null;
+    }
+    let fill: Vec<u8> = ps
+        .iter()
+        .cycle()
+        .take(len - cs.len())
+        .copied()
+        .collect::<Vec<_>>()
+        .concat();
+    Datum::Bytes(if left {
+        [fill, s.to_vec()].concat()
+    } else {
+        [s.to_vec(), fill].concat()
+    })
+}
+
+/// REPEAT(s, n): `s` `n` times ('' when `n` < 1); NULL past MySQL's max_allowed_packet
+/// (64 MiB here), as MySQL answers a result that long.
+pub fn repeat(s: &[u8], n: i64) -> Datum {
+    const MAX: usize = 64 << 20;
+    let n = usize::try_from(n.max(0)).unwrap_or(usize::MAX);
+    match s.len().checked_mul(n) {
+        Some(total) if total <= MAX => Datum::Bytes(s.repeat(n)),
+        _ => Datum::Null,
+    }
+}
+
+/// REVERSE(s), by character.
+pub fn reverse(s: &[u8]) -> Datum {
+    let mut cs = chars(s);
+    cs.reverse();
+    Datum::Bytes(cs.concat())
+}
+
+#[cfg(test)]
+mod more_string_tests {
+    use super::*;
+
+    fn text(d: Datum) -> Option<String> {
+        match d {
+            Datum::Bytes(b) => Some(String::from_utf8(b).unwrap()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn left_right_pad_repeat_reverse_as_mysql() {
+        assert_eq!(text(left_right("héllo".as_bytes(), 2, true)).unwrap(), "hé");
+        assert_eq!(
+            text(left_right("héllo".as_bytes(), 3, false)).unwrap(),
+            "llo"
+        );
+        assert_eq!(text(left_right(b"ab", -1, true)).unwrap(), "");
+        assert_eq!(text(pad(b"hi", 5, b"?!", true)).unwrap(), "?!?hi");
+        assert_eq!(text(pad("hé".as_bytes(), 4, b".", false)).unwrap(), "hé..");
+        assert_eq!(text(pad(b"hello", 2, b"x", true)).unwrap(), "he");
+        assert_eq!(text(pad(b"hi", 5, b"", true)), None);
+        assert_eq!(text(pad(b"hi", -1, b"x", true)), None);
+        assert_eq!(text(repeat(b"ab", 3)).unwrap(), "ababab");
+        assert_eq!(text(repeat(b"ab", 0)).unwrap(), "");
+        assert_eq!(text(reverse("abé".as_bytes())).unwrap(), "éba");
+    }
+}

@@ -39,7 +39,7 @@ pub fn datum_from_pb(d: &pb::Datum) -> Datum {
     }
 }
 
-const FUNCS: [(Func, pb::Func); 37] = [
+const FUNCS: [(Func, pb::Func); 46] = [
     (Func::Eq, pb::Func::Eq),
     (Func::Ne, pb::Func::Ne),
     (Func::Lt, pb::Func::Lt),
@@ -77,6 +77,15 @@ const FUNCS: [(Func, pb::Func); 37] = [
     (Func::Month, pb::Func::Month),
     (Func::DayOfMonth, pb::Func::DayOfMonth),
     (Func::DateDiff, pb::Func::DateDiff),
+    (Func::Left, pb::Func::Left),
+    (Func::Right, pb::Func::Right),
+    (Func::LPad, pb::Func::Lpad),
+    (Func::RPad, pb::Func::Rpad),
+    (Func::Repeat, pb::Func::Repeat),
+    (Func::Reverse, pb::Func::Reverse),
+    (Func::ConcatWs, pb::Func::ConcatWs),
+    (Func::Greatest, pb::Func::Greatest),
+    (Func::Least, pb::Func::Least),
 ];
 
 impl Expr {

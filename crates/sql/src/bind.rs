@@ -603,12 +603,31 @@ impl<'a> Binder<'a> {
             ("month", 1) => self.call(Func::Month, &args),
             ("dayofmonth" | "day", 1) => self.call(Func::DayOfMonth, &args),
             ("datediff", 2) => self.call(Func::DateDiff, &args),
+            ("left", 2) => self.call(Func::Left, &args),
+            ("right", 2) => self.call(Func::Right, &args),
+            ("lpad", 3) => self.call(Func::LPad, &args),
+            ("rpad", 3) => self.call(Func::RPad, &args),
+            ("repeat", 2) => self.call(Func::Repeat, &args),
+            ("reverse", 1) => self.call(Func::Reverse, &args),
+            ("concat_ws", n) if n >= 2 => self.call(Func::ConcatWs, &args),
+            ("greatest", n) if n >= 2 => self.call(Func::Greatest, &args),
+            ("least", n) if n >= 2 => self.call(Func::Least, &args),
+            // NULLIF(a, b): NULL when a = b, else a.
+            ("nullif", 2) => {
+                let a = self.bind(args[0])?;
+                let equal = Expr::call(Func::Eq, vec![a.clone(), self.bind(args[1])?]);
+                Ok(Expr::call(
+                    Func::If,
+                    vec![equal, Expr::Const(Datum::Null), a],
+                ))
+            }
             (
                 "if" | "ifnull" | "coalesce" | "isnull" | "power" | "pow" | "concat" | "substring"
                 | "substr" | "mid" | "length" | "octet_length" | "char_length" | "character_length"
                 | "upper" | "ucase" | "lower" | "lcase" | "abs" | "locate" | "instr" | "mod"
                 | "replace" | "ltrim" | "rtrim" | "date" | "year" | "month" | "dayofmonth" | "day"
-                | "datediff",
+                | "datediff" | "left" | "right" | "lpad" | "rpad" | "repeat" | "reverse"
+                | "concat_ws" | "greatest" | "least" | "nullif",
                 _,
             ) => Err(SqlError {
                 code: 1582,

@@ -499,8 +499,15 @@ impl TypeScope<'_> {
             "year" | "month" | "dayofmonth" | "day" | "datediff" => FieldType::longlong(false),
             "mod" if args.len() == 2 => self.binary(args[0], &ast::BinaryOperator::Modulo, args[1]),
             "date" => FieldType::date(),
+            "greatest" | "least" => args
+                .iter()
+                .map(|a| self.infer(a))
+                .reduce(merge)
+                .unwrap_or_else(FieldType::null),
+            "nullif" => first().derived(),
             "concat" | "substring" | "substr" | "mid" | "upper" | "ucase" | "lower" | "lcase"
-            | "replace" | "ltrim" | "rtrim" => {
+            | "replace" | "ltrim" | "rtrim" | "left" | "right" | "lpad" | "rpad" | "repeat"
+            | "reverse" | "concat_ws" => {
                 let mut t = FieldType::text(u32::from(u16::MAX));
                 if args.iter().any(|a| is_binary_string(&self.infer(a))) {
                     t.charset = CHARSET_BINARY;
