@@ -113,10 +113,56 @@ fn as_number(d: &Datum) -> f64 {
     }
 }
 
+/// Whether `b` is a date or datetime in the form columns store them: `YYYY-MM-DD`, then
+/// maybe ` hh:mm:ss` and a fraction.
+fn temporal_text(b: &[u8]) -> bool {
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    b.len() >= 10
+        && digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && b[7] == b'-'
+        && digits(8..10)
+        && (b.len() == 10
+            || (b.len() >= 19
+                && b[10] == b' '
+                && digits(11..13)
+                && b[13] == b':'
+                && digits(14..16)
+                && b[16] == b':'
+                && digits(17..19)
+                && (b.len() == 19 || (b[19] == b'.' && digits(20..b.len())))))
+}
+
+/// A date or datetime text at full precision (`YYYY-MM-DD hh:mm:ss.ffffff`), any other text
+/// as it is: texts that [`compare`] finds equal are equal bytes here (hash join keys).
+pub fn canonical_text(b: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    match temporal_text(b) && b.len() < TEMPORAL_ZERO.len() {
+        true => [b, &TEMPORAL_ZERO[b.len()..]].concat().into(),
+        false => b.into(),
+    }
+}
+
+/// The zero datetime at full precision: what a shorter date or datetime text lacks comes
+/// from its tail, separators included.
+const TEMPORAL_ZERO: &[u8] = b"0000-00-00 00:00:00.000000";
+
+/// Two texts compared as MySQL compares a DATE with a DATETIME, or DATETIMEs of different
+/// fractional precision: as times, the shorter read with zeros for what it lacks
+/// (`2024-01-02` = `2024-01-02 00:00:00` = `2024-01-02 00:00:00.000000`). Texts of one
+/// length compare the same as bytes, so only texts of different lengths get here. (Two
+/// VARCHARs holding such texts compare so too, where MySQL would compare them as strings.)
+fn compare_texts(x: &[u8], y: &[u8]) -> Ordering {
+    if x.len() == y.len() || !temporal_text(x) || !temporal_text(y) {
+        return x.cmp(y);
+    }
+    canonical_text(x).cmp(&canonical_text(y))
+}
+
 /// SQL comparison of two non-NULL values.
 pub fn compare(a: &Datum, b: &Datum) -> Ordering {
     match (a, b) {
-        (Datum::Bytes(x), Datum::Bytes(y)) => x.cmp(y),
+        (Datum::Bytes(x), Datum::Bytes(y)) => compare_texts(x, y),
         (Datum::Bytes(_), _) | (_, Datum::Bytes(_)) => {
             codec::datum::float_cmp(as_number(a), as_number(b))
         }
@@ -625,6 +671,20 @@ mod tests {
         assert!(like(b"hello", b"h%o") && like(b"hello", b"_ello") && !like(b"hello", b"h_o"));
         assert!(like(b"50%", b"50\\%") && !like(b"500", b"50\\%"));
         assert!(like(b"", b"%") && !like(b"", b"_") && like(b"abcabc", b"%abc"));
+        let t = |s: &str| Datum::Bytes(s.as_bytes().to_vec());
+        // A DATE against a DATETIME, and DATETIMEs of different precision, as times.
+        assert!(compare(&t("2024-01-02"), &t("2024-01-02 00:00:00")).is_eq());
+        assert!(compare(&t("2024-01-02 00:00:00"), &t("2024-01-02 00:00:00.000000")).is_eq());
+        assert!(compare(&t("2024-01-02"), &t("2024-01-02 00:00:01")).is_lt());
+        assert!(
+            compare(
+                &t("2024-01-02 10:00:00.5"),
+                &t("2024-01-02 10:00:00.499999")
+            )
+            .is_gt()
+        );
+        // Other texts compare as bytes.
+        assert!(compare(&t("2024-01-02x"), &t("2024-01-02")).is_gt());
         // A character is one `_`, however many bytes it takes.
         assert!(like("é".as_bytes(), b"_") && !like("é".as_bytes(), b"__"));
         assert!(like("x☃y".as_bytes(), b"x_y") && like("naïve".as_bytes(), "na_ve".as_bytes()));

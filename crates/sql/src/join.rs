@@ -219,14 +219,16 @@ fn shift(e: &Expr, base: usize) -> Expr {
 }
 
 /// A hash key for join values: numbers of every kind meet as floats (5, 5.0 and UNSIGNED 5
-/// collide), text as itself. Equal SQL values share a key; a collision of unequal ones is
-/// harmless because the join condition is checked on every candidate pair.
+/// collide), dates and datetimes at full precision (a DATE meets the DATETIME at its
+/// midnight), other text as itself. Equal SQL values share a key; a collision of unequal
+/// ones is harmless because the join condition is checked on every candidate pair.
 fn join_key(values: &[Datum]) -> Vec<u8> {
     let canonical: Vec<Datum> = values
         .iter()
-        .map(|v| match v.as_f64() {
-            Some(f) => Datum::Float(f),
-            None => v.clone(),
+        .map(|v| match (v.as_f64(), v) {
+            (Some(f), _) => Datum::Float(f),
+            (None, Datum::Bytes(b)) => Datum::Bytes(expr::eval::canonical_text(b).into_owned()),
+            (None, other) => other.clone(),
         })
         .collect();
     encode_row(&canonical)
