@@ -698,7 +698,7 @@ impl Session {
         };
         let text = |v: &str| Datum::Bytes(v.as_bytes().to_vec());
         if let [count, what] = rest
-            && count.replace(' ', "") == "COUNT(*)"
+            && count == "COUNT(*)"
         {
             let n = kept(what)?.len();
             let name = format!(

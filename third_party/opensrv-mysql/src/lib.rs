@@ -793,19 +793,7 @@ where
         } else {
             StatusFlags::SERVER_STATUS_CURSOR_EXISTS
         };
-        if self
-            .client_capabilities
-            .contains(CapabilityFlags::CLIENT_DEPRECATE_EOF)
-        {
-            let ok_packet = OkResponse {
-                header: 0xfe,
-                status_flags: status,
-                ..Default::default()
-            };
-            writers::write_ok_packet(&mut self.writer, self.client_capabilities, ok_packet).await?;
-        } else {
-            writers::write_eof_packet(&mut self.writer, status).await?;
-        }
+        writers::write_end_of_rows(&mut self.writer, self.client_capabilities, status).await?;
         Ok(())
     }
 
@@ -1042,6 +1030,8 @@ where
                             let wildcard = String::from_utf8_lossy(parts.next().unwrap_or_default());
                             match self.shim.on_field_list(&table, &wildcard).await {
                                 Ok(columns) => {
+                                    // The definitions' own ending is the EOF; under
+                                    // DEPRECATE_EOF they have none, so one is added.
                                     writers::write_column_definitions_41(
                                         &columns,
                                         &mut self.writer,
@@ -1053,14 +1043,10 @@ where
                                         .client_capabilities
                                         .contains(CapabilityFlags::CLIENT_DEPRECATE_EOF)
                                     {
-                                        let ok_packet = OkResponse {
-                                            header: 0xfe,
-                                            ..Default::default()
-                                        };
-                                        writers::write_ok_packet(
+                                        writers::write_end_of_rows(
                                             &mut self.writer,
                                             self.client_capabilities,
-                                            ok_packet,
+                                            StatusFlags::empty(),
                                         )
                                         .await?;
                                     }

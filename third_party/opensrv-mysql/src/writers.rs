@@ -32,6 +32,25 @@ pub(crate) async fn write_eof_packet<W: AsyncWrite + Unpin>(
     w.end_packet().await
 }
 
+/// Atoll: the packet that ends rows sent outside a result writer (COM_FIELD_LIST's columns,
+/// COM_STMT_FETCH's rows): EOF, or an OK with the EOF header under CLIENT_DEPRECATE_EOF.
+pub(crate) async fn write_end_of_rows<W: AsyncWrite + Unpin>(
+    w: &mut PacketWriter<W>,
+    client_capabilities: CapabilityFlags,
+    status: StatusFlags,
+) -> io::Result<()> {
+    if client_capabilities.contains(CapabilityFlags::CLIENT_DEPRECATE_EOF) {
+        let ok_packet = OkResponse {
+            header: 0xfe,
+            status_flags: status,
+            ..Default::default()
+        };
+        write_ok_packet(w, client_capabilities, ok_packet).await
+    } else {
+        write_eof_packet(w, status).await
+    }
+}
+
 pub(crate) async fn write_ok_packet<W: AsyncWrite + Unpin>(
     w: &mut PacketWriter<W>,
     client_capabilities: CapabilityFlags,
