@@ -771,7 +771,7 @@ impl Session {
         self.shared.catalog.schema(&snapshot).await
     }
 
-    /// Refuses a SHOW of a database (1049) or table (1146) that does not exist.
+    /// Refuses a SHOW of a database (1049), table (1146) or account (1141) that does not exist.
     async fn check_exists(&self, target: &crate::show::Target) -> Result<()> {
         let schema = self.current_schema().await?;
         match target {
@@ -780,6 +780,18 @@ impl Session {
             }
             crate::show::Target::Db(db) => schema.db(db).map(|_| ()),
             crate::show::Target::Table { db, table } => schema.table(db, table).map(|_| ()),
+            crate::show::Target::Account(name) => {
+                match crate::users::lookup(&self.shared.client, name).await? {
+                    Some(_) => Ok(()),
+                    None => Err(SqlError {
+                        code: 1141,
+                        state: "42000",
+                        message: format!(
+                            "There is no such grant defined for user '{name}' on host '%'"
+                        ),
+                    }),
+                }
+            }
         }
     }
 

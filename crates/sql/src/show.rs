@@ -20,7 +20,12 @@ use crate::words::{Token, tokens};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     Db(String),
-    Table { db: String, table: String },
+    Table {
+        db: String,
+        table: String,
+    },
+    /// SHOW GRANTS FOR an account (1141 if there is none).
+    Account(String),
 }
 
 /// A SHOW statement as the SELECT that answers it.
@@ -476,14 +481,14 @@ fn build(
 /// `SHOW GRANTS [FOR user]`: ALL PRIVILEGES WITH GRANT OPTION, which is what every account
 /// has until privileges are built (issue 35).
 fn grants(toks: &[Token], words: &[String], user: &str) -> Result<Show> {
-    let user = match (words.first().map(String::as_str), toks.get(1)) {
-        (None, _) => user.to_string(),
+    let (user, named) = match (words.first().map(String::as_str), toks.get(1)) {
+        (None, _) => (user.to_string(), false),
         (Some("FOR"), Some(Token::Word(w) | Token::Quoted(w)))
             if !w.eq_ignore_ascii_case("CURRENT_USER") =>
         {
-            w.clone()
+            (w.clone(), true)
         }
-        (Some("FOR"), Some(_)) => user.to_string(),
+        (Some("FOR"), Some(_)) => (user.to_string(), false),
         _ => return Err(syntax("SHOW GRANTS")),
     };
     let grant = format!("GRANT ALL PRIVILEGES ON *.* TO `{user}`@`%` WITH GRANT OPTION");
@@ -493,7 +498,7 @@ fn grants(toks: &[Token], words: &[String], user: &str) -> Result<Show> {
             quote(&grant),
             ident(&format!("Grants for {user}@%"))
         ),
-        target: None,
+        target: named.then_some(Target::Account(user)),
     })
 }
 
