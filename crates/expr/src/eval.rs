@@ -323,6 +323,15 @@ fn like_units<T: Copy + PartialEq>(value: &[T], pattern: &[T], [any, one, escape
     tokens[p..].iter().all(|t| matches!(t, LikeToken::Any))
 }
 
+/// The values of `args` over `row`; `None` if one is NULL (the function's value is then NULL).
+fn values_unless_null(args: &[Expr], row: &[Datum]) -> Result<Option<Vec<Datum>>> {
+    let values = args
+        .iter()
+        .map(|a| a.eval(row))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((!values.iter().any(Datum::is_null)).then_some(values))
+}
+
 fn text(d: &Datum) -> Vec<u8> {
     match d {
         Datum::Bytes(b) => b.clone(),
@@ -380,13 +389,9 @@ impl Expr {
                 Datum::Bytes(parts.join(&text(&separator)[..]))
             }
             Func::Greatest | Func::Least => {
-                let values = args
-                    .iter()
-                    .map(|a| a.eval(row))
-                    .collect::<Result<Vec<_>>>()?;
-                if values.iter().any(Datum::is_null) {
+                let Some(values) = values_unless_null(args, row)? else {
                     return Ok(Datum::Null);
-                }
+                };
                 let pick = |a: Datum, b: Datum| {
                     let greater = compare(&b, &a).is_gt();
                     if greater == (f == Func::Greatest) {
@@ -484,13 +489,9 @@ impl Expr {
             | Func::RPad
             | Func::Repeat
             | Func::Reverse => {
-                let values = args
-                    .iter()
-                    .map(|a| a.eval(row))
-                    .collect::<Result<Vec<_>>>()?;
-                if values.iter().any(Datum::is_null) {
+                let Some(values) = values_unless_null(args, row)? else {
                     return Ok(Datum::Null);
-                }
+                };
                 let s = text(&values[0]);
                 match f {
                     Func::Concat => {

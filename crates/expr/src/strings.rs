@@ -69,40 +69,6 @@ pub fn change_case(s: &[u8], upper: bool) -> Datum {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn text(d: Datum) -> String {
-        match d {
-            Datum::Bytes(b) => String::from_utf8(b).unwrap(),
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn substring_counts_characters_from_either_end() {
-        assert_eq!(text(substring(b"Quadratically", 5, None)), "ratically");
-        assert_eq!(text(substring(b"Quadratically", 5, Some(6))), "ratica");
-        assert_eq!(text(substring(b"Sakila", -3, None)), "ila");
-        assert_eq!(text(substring(b"Sakila", -5, Some(3))), "aki");
-        assert_eq!(text(substring(b"Sakila", 0, None)), "");
-        assert_eq!(text(substring(b"Sakila", 7, None)), "");
-        assert_eq!(text(substring(b"Sakila", 2, Some(-1))), "");
-        assert_eq!(text(substring("añob".as_bytes(), 2, Some(2))), "ño");
-        assert_eq!(char_length("añob".as_bytes()), Datum::Int(4));
-    }
-
-    #[test]
-    fn case_changes_text_and_leaves_other_bytes() {
-        assert_eq!(text(change_case("ñu".as_bytes(), true)), "ÑU");
-        assert_eq!(
-            change_case(&[0xff, b'a'], true),
-            Datum::Bytes(vec![0xff, b'a'])
-        );
-    }
-}
-
 /// REPLACE(s, from, to): every `from` in `s` (left to right, not overlapping) made `to`; an
 /// empty `from` replaces nothing.
 pub fn replace(s: &[u8], from: &[u8], to: &[u8]) -> Datum {
@@ -148,29 +114,6 @@ pub fn trim(s: &[u8], remove: &[u8], ends: TrimEnds) -> Datum {
         }
     }
     Datum::Bytes(t.to_vec())
-}
-
-#[cfg(test)]
-mod replace_trim_tests {
-    use super::*;
-
-    fn text(d: Datum) -> String {
-        match d {
-            Datum::Bytes(b) => String::from_utf8(b).unwrap(),
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn replace_and_trim_as_mysql() {
-        assert_eq!(text(replace(b"aXbXc", b"X", b"--")), "a--b--c");
-        assert_eq!(text(replace(b"aaa", b"aa", b"b")), "ba");
-        assert_eq!(text(replace(b"abc", b"", b"z")), "abc");
-        assert_eq!(text(trim(b"  x y  ", b" ", TrimEnds::Both)), "x y");
-        assert_eq!(text(trim(b"xxaxx", b"x", TrimEnds::Leading)), "axx");
-        assert_eq!(text(trim(b"xyxyaxy", b"xy", TrimEnds::Both)), "a");
-        assert_eq!(text(trim(b"  a  ", b" ", TrimEnds::Trailing)), "  a");
-    }
 }
 
 /// LEFT(s, n) / RIGHT(s, n): the first or last `n` characters ('' when `n` < 1).
@@ -229,31 +172,61 @@ pub fn reverse(s: &[u8]) -> Datum {
 }
 
 #[cfg(test)]
-mod more_string_tests {
+mod tests {
     use super::*;
 
-    fn text(d: Datum) -> Option<String> {
+    fn text(d: Datum) -> String {
         match d {
-            Datum::Bytes(b) => Some(String::from_utf8(b).unwrap()),
-            _ => None,
+            Datum::Bytes(b) => String::from_utf8(b).unwrap(),
+            other => panic!("{other:?}"),
         }
     }
 
     #[test]
-    fn left_right_pad_repeat_reverse_as_mysql() {
-        assert_eq!(text(left_right("héllo".as_bytes(), 2, true)).unwrap(), "hé");
+    fn substring_counts_characters_from_either_end() {
+        assert_eq!(text(substring(b"Quadratically", 5, None)), "ratically");
+        assert_eq!(text(substring(b"Quadratically", 5, Some(6))), "ratica");
+        assert_eq!(text(substring(b"Sakila", -3, None)), "ila");
+        assert_eq!(text(substring(b"Sakila", -5, Some(3))), "aki");
+        assert_eq!(text(substring(b"Sakila", 0, None)), "");
+        assert_eq!(text(substring(b"Sakila", 7, None)), "");
+        assert_eq!(text(substring(b"Sakila", 2, Some(-1))), "");
+        assert_eq!(text(substring("añob".as_bytes(), 2, Some(2))), "ño");
+        assert_eq!(char_length("añob".as_bytes()), Datum::Int(4));
+    }
+
+    #[test]
+    fn case_changes_text_and_leaves_other_bytes() {
+        assert_eq!(text(change_case("ñu".as_bytes(), true)), "ÑU");
         assert_eq!(
-            text(left_right("héllo".as_bytes(), 3, false)).unwrap(),
-            "llo"
+            change_case(&[0xff, b'a'], true),
+            Datum::Bytes(vec![0xff, b'a'])
         );
-        assert_eq!(text(left_right(b"ab", -1, true)).unwrap(), "");
-        assert_eq!(text(pad(b"hi", 5, b"?!", true)).unwrap(), "?!?hi");
-        assert_eq!(text(pad("hé".as_bytes(), 4, b".", false)).unwrap(), "hé..");
-        assert_eq!(text(pad(b"hello", 2, b"x", true)).unwrap(), "he");
-        assert_eq!(text(pad(b"hi", 5, b"", true)), None);
-        assert_eq!(text(pad(b"hi", -1, b"x", true)), None);
-        assert_eq!(text(repeat(b"ab", 3)).unwrap(), "ababab");
-        assert_eq!(text(repeat(b"ab", 0)).unwrap(), "");
-        assert_eq!(text(reverse("abé".as_bytes())).unwrap(), "éba");
+    }
+
+    #[test]
+    fn replace_and_trim_as_mysql() {
+        assert_eq!(text(replace(b"aXbXc", b"X", b"--")), "a--b--c");
+        assert_eq!(text(replace(b"aaa", b"aa", b"b")), "ba");
+        assert_eq!(text(replace(b"abc", b"", b"z")), "abc");
+        assert_eq!(text(trim(b"  x y  ", b" ", TrimEnds::Both)), "x y");
+        assert_eq!(text(trim(b"xxaxx", b"x", TrimEnds::Leading)), "axx");
+        assert_eq!(text(trim(b"xyxyaxy", b"xy", TrimEnds::Both)), "a");
+        assert_eq!(text(trim(b"  a  ", b" ", TrimEnds::Trailing)), "  a");
+    }
+
+    #[test]
+    fn left_right_pad_repeat_reverse_as_mysql() {
+        assert_eq!(text(left_right("héllo".as_bytes(), 2, true)), "hé");
+        assert_eq!(text(left_right("héllo".as_bytes(), 3, false)), "llo");
+        assert_eq!(text(left_right(b"ab", -1, true)), "");
+        assert_eq!(text(pad(b"hi", 5, b"?!", true)), "?!?hi");
+        assert_eq!(text(pad("hé".as_bytes(), 4, b".", false)), "hé..");
+        assert_eq!(text(pad(b"hello", 2, b"x", true)), "he");
+        assert_eq!(pad(b"hi", 5, b"", true), Datum::Null);
+        assert_eq!(pad(b"hi", -1, b"x", true), Datum::Null);
+        assert_eq!(text(repeat(b"ab", 3)), "ababab");
+        assert_eq!(text(repeat(b"ab", 0)), "");
+        assert_eq!(text(reverse("abé".as_bytes())), "éba");
     }
 }

@@ -677,7 +677,6 @@ pub fn choose_access(filter: Option<&Expr>, t: &TableInfo) -> Access {
 mod tests {
     use super::*;
     use crate::catalog::{ColumnInfo, IndexInfo};
-    use crate::types::SqlType;
 
     fn h(op: Func, v: i64) -> Expr {
         Expr::call(op, vec![Expr::col(0), Expr::int(v)])
@@ -728,18 +727,7 @@ mod tests {
     }
 
     fn table() -> TableInfo {
-        let col = |id: i64, name: &str| ColumnInfo {
-            id,
-            name: name.into(),
-            ty: SqlType::Int {
-                bytes: 4,
-                unsigned: false,
-            },
-            nullable: true,
-            default: None,
-            auto_increment: false,
-            origin_default: None,
-        };
+        let col = ColumnInfo::int;
         TableInfo {
             id: 7,
             db_id: 1,

@@ -84,6 +84,25 @@ pub struct TableInfo {
     pub stats: Option<Box<crate::stats::TableStats>>,
 }
 
+#[cfg(test)]
+impl ColumnInfo {
+    /// A nullable INT column without a default (tests' tables).
+    pub fn int(id: i64, name: &str) -> ColumnInfo {
+        ColumnInfo {
+            id,
+            name: name.into(),
+            ty: crate::types::SqlType::Int {
+                bytes: 4,
+                unsigned: false,
+            },
+            nullable: true,
+            default: None,
+            auto_increment: false,
+            origin_default: None,
+        }
+    }
+}
+
 impl TableInfo {
     pub fn column(&self, name: &str) -> Option<usize> {
         self.columns

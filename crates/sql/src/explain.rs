@@ -465,17 +465,25 @@ pub async fn explain(
     q: &ast::Query,
 ) -> Result<ResultSet> {
     let root = tree(ctx, txn, schema_table, q).await?;
+    Ok(drawn(&root, None))
+}
+
+/// `root`'s tree as EXPLAIN's rows; with what a run `measured`, EXPLAIN ANALYZE's.
+fn drawn(root: &Node, measured: Option<&Measured>) -> ResultSet {
     let mut rows = Vec::new();
-    render(&root, "", true, 0, &mut 0, None, &mut rows);
-    Ok(ResultSet::text(
-        vec![
-            "id".into(),
-            "task".into(),
-            "access object".into(),
-            "operator info".into(),
+    render(root, "", true, 0, &mut 0, measured, &mut rows);
+    let columns: &[&str] = match measured {
+        None => &["id", "task", "access object", "operator info"],
+        Some(_) => &[
+            "id",
+            "actRows",
+            "task",
+            "access object",
+            "execution info",
+            "operator info",
         ],
-        rows,
-    ))
+    };
+    ResultSet::text(columns.iter().map(|c| c.to_string()).collect(), rows)
 }
 
 /// EXPLAIN ANALYZE: the plan, then the SELECT run (its rows are not returned) with what each
@@ -498,19 +506,5 @@ pub async fn explain_analyze(
         stats: stats.into_inner().unwrap_or_else(|p| p.into_inner()),
         statement: (result.rows.len(), started.elapsed()),
     };
-    let mut rows = Vec::new();
-    render(&root, "", true, 0, &mut 0, Some(&measured), &mut rows);
-    Ok(ResultSet::text(
-        [
-            "id",
-            "actRows",
-            "task",
-            "access object",
-            "execution info",
-            "operator info",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows,
-    ))
+    Ok(drawn(&root, Some(&measured)))
 }

@@ -65,16 +65,26 @@ impl Default for Format {
     }
 }
 
-/// Reads `[FIELDS|COLUMNS ...] [LINES ...]` from `toks` at `*at`, moving past them.
-pub fn parse_format(toks: &[Token], at: &mut usize) -> Result<Format> {
-    let word = |i: usize| match toks.get(i) {
+/// Token `i` uppercased if it is a word, else empty.
+pub(crate) fn word_at(toks: &[Token], i: usize) -> String {
+    match toks.get(i) {
         Some(Token::Word(w)) => w.to_ascii_uppercase(),
         _ => String::new(),
-    };
-    let string = |i: usize| match toks.get(i) {
+    }
+}
+
+/// Token `i` if it is a quoted string, else a syntax error naming it.
+fn quoted_at(toks: &[Token], i: usize) -> Result<String> {
+    match toks.get(i) {
         Some(Token::Quoted(s)) => Ok(s.clone()),
         other => Err(syntax(&format!("{other:?}"))),
-    };
+    }
+}
+
+/// Reads `[FIELDS|COLUMNS ...] [LINES ...]` from `toks` at `*at`, moving past them.
+pub fn parse_format(toks: &[Token], at: &mut usize) -> Result<Format> {
+    let word = |i: usize| word_at(toks, i);
+    let string = |i: usize| quoted_at(toks, i);
     let byte = |i: usize| -> Result<Option<u8>> {
         let s = string(i)?;
         match s.as_bytes() {
@@ -157,14 +167,8 @@ pub fn parse(sql: &str) -> Option<Result<LoadSpec>> {
 
 fn parse_tokens(toks: &[Token]) -> Result<LoadSpec> {
     let mut at = 2;
-    let word = |i: usize| match toks.get(i) {
-        Some(Token::Word(w)) => w.to_ascii_uppercase(),
-        _ => String::new(),
-    };
-    let string = |i: usize| match toks.get(i) {
-        Some(Token::Quoted(s)) => Ok(s.clone()),
-        other => Err(syntax(&format!("{other:?}"))),
-    };
+    let word = |i: usize| word_at(toks, i);
+    let string = |i: usize| quoted_at(toks, i);
     while matches!(word(at).as_str(), "LOW_PRIORITY" | "CONCURRENT") {
         at += 1;
     }

@@ -50,10 +50,7 @@ fn clause(text: &str) -> Result<Outfile> {
         return Err(syntax(toks.first()));
     };
     let mut at = 1;
-    let word = |i: usize| match toks.get(i) {
-        Some(Token::Word(w)) => w.to_ascii_uppercase(),
-        _ => String::new(),
-    };
+    let word = |i: usize| crate::load_data::word_at(&toks, i);
     if word(at) == "CHARACTER" && word(at + 1) == "SET" {
         // Values are written as the bytes they are, whatever the character set.
         at += 3;

@@ -373,21 +373,9 @@ impl TableStats {
 mod tests {
     use super::*;
     use crate::catalog::{ColumnInfo, IndexInfo};
-    use crate::types::SqlType;
 
     fn table() -> TableInfo {
-        let column = |id: i64, name: &str| ColumnInfo {
-            id,
-            name: name.into(),
-            ty: SqlType::Int {
-                bytes: 4,
-                unsigned: false,
-            },
-            nullable: true,
-            default: None,
-            auto_increment: false,
-            origin_default: None,
-        };
+        let column = ColumnInfo::int;
         TableInfo {
             id: 1,
             db_id: 1,

@@ -73,6 +73,37 @@ pub fn tokens(sql: &str) -> Result<Vec<Token>> {
     Ok(out)
 }
 
+/// Where the quoted text or comment starting at offset `i` of `sql` ends: the offset of its
+/// last byte (the closing quote, the newline, the `/` of `*/`; the end of `sql` when it is
+/// not closed). `None` when none starts at `i`. The scanners of statement text here step
+/// over them with it.
+fn skip_quoted_or_comment(sql: &str, i: usize) -> Option<usize> {
+    let bytes = sql.as_bytes();
+    let line_end = |from: usize| {
+        bytes[from..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |at| from + at)
+    };
+    match bytes[i] {
+        q @ (b'\'' | b'"' | b'`') => {
+            let mut j = i + 1;
+            while j < bytes.len() && bytes[j] != q {
+                j += if bytes[j] == b'\\' && q != b'`' { 2 } else { 1 };
+            }
+            Some(j)
+        }
+        b'#' => Some(line_end(i)),
+        b'-' if bytes.get(i + 1) == Some(&b'-') => Some(line_end(i)),
+        b'/' if bytes.get(i + 1) == Some(&b'*') => Some(
+            sql[i + 2..]
+                .find("*/")
+                .map_or(bytes.len(), |at| i + 2 + at + 1),
+        ),
+        _ => None,
+    }
+}
+
 /// The offset of `keyword` as a word outside quotes and comments in `sql`.
 pub fn find_keyword(sql: &str, keyword: &str) -> Option<usize> {
     let bytes = sql.as_bytes();
@@ -84,27 +115,7 @@ pub fn find_keyword(sql: &str, keyword: &str) -> Option<usize> {
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
-            q @ (b'\'' | b'"' | b'`') => {
-                i += 1;
-                while i < bytes.len() && bytes[i] != q {
-                    i += if bytes[i] == b'\\' && q != b'`' { 2 } else { 1 };
-                }
-            }
-            b'#' => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'-' if bytes.get(i + 1) == Some(&b'-') => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                i = sql[i + 2..]
-                    .find("*/")
-                    .map_or(bytes.len(), |at| i + 2 + at + 1);
-            }
+            _ if let Some(end) = skip_quoted_or_comment(sql, i) => i = end,
             // Bytes, not `str` slices: `i` may be inside a character.
             _ if (i == 0 || !word(i - 1))
                 && bytes[i..]
@@ -211,29 +222,7 @@ pub fn split_statements(sql: &str) -> Vec<&str> {
     let (mut start, mut i) = (0, 0);
     while i < bytes.len() {
         match bytes[i] {
-            q @ (b'\'' | b'"' | b'`') => {
-                i += 1;
-                while i < bytes.len() && bytes[i] != q {
-                    i += if bytes[i] == b'\\' && q != b'`' { 2 } else { 1 };
-                }
-            }
-            b'-' if bytes.get(i + 1) == Some(&b'-') => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'#' => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                i += 2;
-                while i + 1 < bytes.len() && !(bytes[i] == b'*' && bytes[i + 1] == b'/') {
-                    i += 1;
-                }
-                i += 1;
-            }
+            _ if let Some(end) = skip_quoted_or_comment(sql, i) => i = end,
             b';' => {
                 out.push(&sql[start..i]);
                 start = i + 1;
@@ -270,22 +259,6 @@ pub fn executable_comments(sql: &str) -> std::borrow::Cow<'_, str> {
     let (mut copied, mut i) = (0, 0);
     while i < bytes.len() {
         match bytes[i] {
-            q @ (b'\'' | b'"' | b'`') => {
-                i += 1;
-                while i < bytes.len() && bytes[i] != q {
-                    i += if bytes[i] == b'\\' && q != b'`' { 2 } else { 1 };
-                }
-            }
-            b'-' if bytes.get(i + 1) == Some(&b'-') => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'#' => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-            }
             b'/' if bytes.get(i + 1) == Some(&b'*') => {
                 let start = i;
                 let Some(len) = sql[i + 2..].find("*/") else {
@@ -309,6 +282,7 @@ pub fn executable_comments(sql: &str) -> std::borrow::Cow<'_, str> {
                 }
                 i = end + 1;
             }
+            _ if let Some(end) = skip_quoted_or_comment(sql, i) => i = end,
             _ => {}
         }
         i += 1;
