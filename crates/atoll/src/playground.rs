@@ -1,13 +1,15 @@
 //! `atoll playground`: a whole cluster on this machine, like `tiup playground`.
 //!
-//! Starts one pd, `--kv N` kv and `--sql M` sql nodes as child processes of this binary,
-//! each with its own data dir (`<data-dir>/pd`, `kv-0`, `sql-0`, ...), log and ports
-//! (TiDB's defaults plus `--port-offset`, and plus the node's index). Each child gets an
+//! Starts `--pd P` pd members (one Raft group), `--kv N` kv and `--sql M` sql nodes as child
+//! processes of this binary, each with its own data dir (`<data-dir>/pd`, or `pd-0`, `pd-1`,
+//! ... with several; `kv-0`, `sql-0`, ...), log and ports (TiDB's defaults plus
+//! `--port-offset`, and plus the node's index; pd member i uses 2379 + 2i and 2380 + 2i). Each child gets an
 //! equal share of this process's CPU and memory (`ATOLL_CPU_CORES`, `ATOLL_MEMORY_LIMIT`),
 //! so its defaults fit the machine. It waits until every child answers on its status port
 //! and (with kv nodes) a transactional read through `kv-client` succeeds, prints how to
 //! reach them, and on Ctrl-C or SIGTERM stops them all (SIGTERM, then SIGKILL
-//! after `PLAYGROUND_STOP_WAIT_MS`). A child that dies takes the playground down with it.
+//! after `PLAYGROUND_STOP_WAIT_MS`). A child that dies takes the playground down with it,
+//! unless others stand in for it: a kv node with replicated regions, a pd member of several.
 //! Children get SIGTERM from the kernel if the playground itself is killed.
 
 use std::future::Future;
@@ -24,6 +26,9 @@ use crate::role::resources_from_env;
 
 #[derive(Args)]
 pub struct PlaygroundArgs {
+    /// Number of pd members (one Raft group; 3 survives the loss of one).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=7))]
+    pd: u16,
     /// Number of kv nodes.
     #[arg(long, default_value_t = 1)]
     kv: u16,
@@ -33,7 +38,8 @@ pub struct PlaygroundArgs {
     /// Where every node keeps its data and logs; a second start finds them again.
     #[arg(long, default_value = "atoll-playground")]
     data_dir: PathBuf,
-    /// Added to every default port (2379, 20160, 20180, 4000, 10080), to run two playgrounds.
+    /// Added to every default port (2379, 2380, 20160, 20180, 4000, 10080), to run two
+    /// playgrounds.
     #[arg(long, default_value_t = 0)]
     port_offset: u16,
 }
@@ -56,22 +62,50 @@ pub fn run(args: PlaygroundArgs) -> anyhow::Result<()> {
             .and_then(|p| p.checked_add(index))
             .context("--port-offset puts a port above 65535")
     };
-    let members_total = 1 + u32::from(args.kv) + u32::from(args.sql);
+    let members_total = u32::from(args.pd) + u32::from(args.kv) + u32::from(args.sql);
     let resources = resources_from_env()?;
     let cpu_share = resources.cpu_cores / f64::from(members_total);
     let memory_share = resources.memory_bytes / u64::from(members_total);
 
-    let pd_addr = format!("127.0.0.1:{}", port(2379, 0)?);
-    let mut plan: Vec<(String, Vec<String>, String, String)> = vec![(
-        "pd".into(),
-        vec![
-            "pd".into(),
-            format!("--client-urls=http://{pd_addr}"),
-            format!("--peer-urls=http://127.0.0.1:{}", port(2380, 0)?),
-        ],
-        pd_addr.clone(),
-        format!("pd at {pd_addr}"),
-    )];
+    let pd_members: Vec<(String, String, String)> = (0..args.pd)
+        .map(|i| {
+            let name = if args.pd == 1 {
+                "pd".to_string()
+            } else {
+                format!("pd-{i}")
+            };
+            let client = format!("127.0.0.1:{}", port(2379, 2 * i)?);
+            let peer = format!("127.0.0.1:{}", port(2380, 2 * i)?);
+            Ok((name, client, peer))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let initial_cluster = pd_members
+        .iter()
+        .map(|(name, _, peer)| format!("{name}=http://{peer}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let pd_addr = pd_members
+        .iter()
+        .map(|(_, client, _)| client.as_str())
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut plan: Vec<(String, Vec<String>, String, String)> = pd_members
+        .iter()
+        .map(|(name, client, peer)| {
+            (
+                name.clone(),
+                vec![
+                    "pd".into(),
+                    format!("--name={name}"),
+                    format!("--client-urls=http://{client}"),
+                    format!("--peer-urls=http://{peer}"),
+                    format!("--initial-cluster={initial_cluster}"),
+                ],
+                client.clone(),
+                format!("{name} at {client}"),
+            )
+        })
+        .collect();
     // More than one kv node: every region is a Raft group that PD grows to three replicas.
     let replicated = args.kv > 1;
     let kv_config = args.data_dir.join("kv-replicated.toml");
@@ -143,7 +177,8 @@ pub fn run(args: PlaygroundArgs) -> anyhow::Result<()> {
         if args.kv == 0 {
             return Ok(());
         }
-        runtime.block_on(wait_kv_serving(&pd_addr))
+        let endpoints = pd_members.iter().map(|(_, c, _)| c.clone()).collect();
+        runtime.block_on(wait_kv_serving(endpoints))
     });
     if let Err(e) = ready {
         stop_all(&mut members);
@@ -159,7 +194,7 @@ pub fn run(args: PlaygroundArgs) -> anyhow::Result<()> {
         println!("  {}", m.serves);
     }
     println!("Press Ctrl-C to stop.");
-    let outcome = runtime.block_on(watch(&mut members, signal, replicated));
+    let outcome = runtime.block_on(watch(&mut members, signal, replicated, args.pd > 1));
     stop_all(&mut members);
     outcome
 }
@@ -248,13 +283,13 @@ fn wait_ready(members: &mut [Member]) -> anyhow::Result<()> {
 
 /// Waits until a transactional read through `kv-client` succeeds: PD hands out timestamps,
 /// the cluster is bootstrapped and the region's kv node answers.
-async fn wait_kv_serving(pd_addr: &str) -> anyhow::Result<()> {
+async fn wait_kv_serving(pd_endpoints: Vec<String>) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_millis(PLAYGROUND_READY_WAIT_MS);
     let mut last = String::new();
     while Instant::now() < deadline {
         let attempt = async {
             let client =
-                kv_client::Client::connect(kv_client::ClientConfig::new(vec![pd_addr.to_string()]))
+                kv_client::Client::connect(kv_client::ClientConfig::new(pd_endpoints.clone()))
                     .await?;
             let ts = client.current_ts().await?;
             client.snapshot(ts, 0).get(b"").await
@@ -270,11 +305,13 @@ async fn wait_kv_serving(pd_addr: &str) -> anyhow::Result<()> {
 }
 
 /// Waits for Ctrl-C / SIGTERM, or for a child to die. With replicated regions a kv node that
-/// dies is reported once and the others go on serving; any other death stops the playground.
+/// dies is reported once and the others go on serving, and so does a pd member of several;
+/// any other death stops the playground.
 async fn watch(
     members: &mut [Member],
     signal: impl Future<Output = ()>,
     replicated: bool,
+    pd_replicated: bool,
 ) -> anyhow::Result<()> {
     tokio::pin!(signal);
     let mut reported = std::collections::HashSet::new();
@@ -286,11 +323,15 @@ async fn watch(
                     if m.child.try_wait()?.is_none() {
                         continue;
                     }
-                    if !(replicated && m.name.starts_with("kv-")) {
+                    let stand_in = if replicated && m.name.starts_with("kv-") {
+                        "the other kv nodes keep serving its regions"
+                    } else if pd_replicated && m.name.starts_with("pd-") {
+                        "the other pd members keep serving"
+                    } else {
                         bail!("{}", last_words(m));
-                    }
+                    };
                     if reported.insert(m.name.clone()) {
-                        eprintln!("{}; the other kv nodes keep serving its regions", last_words(m));
+                        eprintln!("{}; {stand_in}", last_words(m));
                     }
                 }
             }

@@ -37,6 +37,18 @@ pub struct PdArgs {
     /// Address for other PD members [default: http://127.0.0.1:2380].
     #[arg(long)]
     peer_urls: Option<String>,
+    /// The client URL other processes use, when it is not the one listened on.
+    #[arg(long)]
+    advertise_client_urls: Option<String>,
+    /// The peer URL other members use, when it is not the one listened on.
+    #[arg(long)]
+    advertise_peer_urls: Option<String>,
+    /// This member's name [default: pd].
+    #[arg(long)]
+    name: Option<String>,
+    /// Every member at the cluster's first start: NAME=PEER-URL,... [default: this member alone].
+    #[arg(long)]
+    initial_cluster: Option<String>,
 }
 
 #[derive(Args)]
@@ -76,6 +88,10 @@ pub fn run_pd(args: PdArgs) -> anyhow::Result<()> {
     let flags = [
         ("client-urls", args.client_urls),
         ("peer-urls", args.peer_urls),
+        ("advertise-client-urls", args.advertise_client_urls),
+        ("advertise-peer-urls", args.advertise_peer_urls),
+        ("name", args.name),
+        ("initial-cluster", args.initial_cluster),
     ];
     run(Role::Pd, args.common, flags, pd::server::run)
 }

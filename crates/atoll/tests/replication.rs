@@ -71,6 +71,8 @@ impl Cluster {
                 "pd",
                 "--client-urls",
                 &format!("http://127.0.0.1:{pd_port}"),
+                "--peer-urls",
+                &format!("http://127.0.0.1:{}", free_port()),
                 "--config",
                 &pd_config_file.display().to_string(),
             ],

@@ -2,7 +2,9 @@
 //!
 //! PD silently clamps `tso-update-physical-interval` into [1ms, 10s]; Atoll rejects a value
 //! outside that range instead, so a typo does not quietly change TSO throughput. The TSO
-//! window (`tso-save-interval`) follows released PD (3 s, equal to the lease).
+//! window (`tso-save-interval`) follows released PD (3 s, equal to the lease). The members'
+//! Raft timing is PD's: a `tick-interval` of 500 ms, an `election-interval` of 3 s, and a
+//! `lease` (s) that the leader holds for at most one tick less than the election interval.
 
 use base::ReadableDuration;
 
@@ -34,6 +36,42 @@ pub static KNOBS: &[KnobSpec] = &[
         name: "peer-urls",
         kind: Kind::Address,
         default: |_| text("http://127.0.0.1:2380"),
+        online: false,
+    },
+    KnobSpec {
+        name: "advertise-client-urls",
+        kind: Kind::Text,
+        default: |_| text(""),
+        online: false,
+    },
+    KnobSpec {
+        name: "advertise-peer-urls",
+        kind: Kind::Text,
+        default: |_| text(""),
+        online: false,
+    },
+    KnobSpec {
+        name: "initial-cluster",
+        kind: Kind::Text,
+        default: |_| text(""),
+        online: false,
+    },
+    KnobSpec {
+        name: "election-interval",
+        kind: Kind::Duration {
+            min: ReadableDuration::millis(10),
+            max: ReadableDuration::minutes(10),
+        },
+        default: |_| dur(ReadableDuration::secs(3)),
+        online: false,
+    },
+    KnobSpec {
+        name: "tick-interval",
+        kind: Kind::Duration {
+            min: ReadableDuration::millis(1),
+            max: ReadableDuration::minutes(1),
+        },
+        default: |_| dur(ReadableDuration::millis(500)),
         online: false,
     },
     KnobSpec {
@@ -87,6 +125,13 @@ pub static KNOBS: &[KnobSpec] = &[
 ];
 
 pub fn check(c: &Config) -> Result<(), ConfigError> {
+    let (tick, election) = (c.duration("tick-interval"), c.duration("election-interval"));
+    if election.0 < tick.0 * 2 {
+        return Err(ConfigError::bad_value(
+            "election-interval",
+            format!("{election} must be at least two tick-intervals ({tick})"),
+        ));
+    }
     let save = c.duration("tso-save-interval");
     let update = c.duration("tso-update-physical-interval");
     if save <= update {

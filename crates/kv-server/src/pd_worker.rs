@@ -383,6 +383,9 @@ pub fn spawn(
             let mut last_store_beat = std::time::Instant::now();
             let mut last_full_report = std::time::Instant::now();
             loop {
+                // A heartbeat that failed as a broken connection does: the pd member may be
+                // gone, so the next round connects (to whichever member answers) again.
+                let mut lost = false;
                 let wait = match registered.as_mut() {
                     None => match runtime.block_on(async {
                         let mut client = connect(&endpoints).await?;
@@ -461,7 +464,10 @@ pub fn spawn(
                                         }
                                     }
                                 }
-                                Err(e) => tracing::warn!("store heartbeat failed: {e}"),
+                                Err(e) => {
+                                    tracing::warn!("store heartbeat failed: {e}");
+                                    lost = true;
+                                }
                             }
                         }
                         if regions.raft().is_some() {
@@ -471,6 +477,9 @@ pub fn spawn(
                         }
                     }
                 };
+                if lost {
+                    registered = None;
+                }
                 match stop.recv_timeout(wait) {
                     Err(RecvTimeoutError::Timeout) => continue,
                     _ => return,

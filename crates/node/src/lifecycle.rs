@@ -72,6 +72,20 @@ impl Node {
         serving: &str,
         extra: Option<axum::Router>,
     ) -> Result<(), NodeError> {
+        self.run_with_routes_and_stop(serving, extra, || async {})
+    }
+
+    /// As [`Node::run_with_routes`]; on SIGINT or SIGTERM, `before_stop` runs (inside the
+    /// status runtime, while everything still serves) before the server stops.
+    pub fn run_with_routes_and_stop<F>(
+        self,
+        serving: &str,
+        extra: Option<axum::Router>,
+        before_stop: impl FnOnce() -> F + Send + 'static,
+    ) -> Result<(), NodeError>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name_fn(|| {
@@ -94,7 +108,12 @@ impl Node {
         });
         tracing::info!(status_addr = %self.status_addr, serving, "ready");
         let result = runtime.block_on(async {
-            status_server::serve(self.status_listener, state, extra, shutdown_signal()).await
+            let signal = shutdown_signal();
+            let stop = async move {
+                signal.await;
+                before_stop().await;
+            };
+            status_server::serve(self.status_listener, state, extra, stop).await
         });
         tracing::info!(role = self.role.name(), "stopped");
         result.map_err(NodeError::Runtime)

@@ -6,17 +6,22 @@
 //!   request is in flight the next batch gathers, and `tidb_tso_client_batch_max_wait_time`
 //!   may add a wait to grow batches further.
 //!
+//! - [`Connection`]: the PD members. It asks any member it can reach for the member list
+//!   and the leader, talks to the leader, and when a call fails as a broken connection
+//!   would, finds the leader again and retries once (a follower would forward, so a member
+//!   that answers is enough while an election runs).
+//!
 //! Every failure is a [`PdError`]; nothing here retries for long: callers back off.
 
 pub mod tso;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use proto::pd::pd_client::PdClient as Rpc;
 use proto::pd::{
-    GetAllStoresRequest, GetGcSafePointRequest, GetRegionRequest, GetStoreRequest, Peer, Region,
-    ScanRegionsRequest, Store, UpdateGcSafePointRequest,
+    GetAllStoresRequest, GetGcSafePointRequest, GetMembersRequest, GetRegionRequest,
+    GetStoreRequest, Peer, Region, ScanRegionsRequest, Store, UpdateGcSafePointRequest,
 };
 use tonic::transport::{Channel, Endpoint};
 
@@ -42,6 +47,16 @@ impl From<tonic::Status> for PdError {
     }
 }
 
+/// Whether a failed call may succeed on another member (the connection broke, the member
+/// stopped, or no leader was known yet).
+fn retryable(s: &tonic::Status) -> bool {
+    use tonic::Code::*;
+    matches!(
+        s.code(),
+        Unavailable | Unknown | Cancelled | DeadlineExceeded
+    )
+}
+
 fn check(error: Option<proto::pd::Error>) -> Result<(), PdError> {
     match error {
         Some(e) => Err(PdError::Refused(e.message)),
@@ -56,40 +71,154 @@ pub struct RegionInfo {
     pub leader: Option<Peer>,
 }
 
-#[derive(Clone)]
-pub struct PdClient {
-    rpc: Rpc<Channel>,
-    tso: Arc<tso::TsoBatcher>,
+/// The PD members as this client knows them, and a channel to the one it talks to.
+pub struct Connection {
+    /// The endpoints it was given, then every member's client URL it learned.
+    endpoints: Mutex<Vec<String>>,
+    /// The channel in use and how many times it was replaced.
+    rpc: Mutex<(u64, Rpc<Channel>)>,
+    finding: tokio::sync::Mutex<()>,
 }
 
-impl PdClient {
-    /// Connects to the first endpoint that answers (`host:port`, `http://` optional).
-    pub async fn connect(endpoints: &[String]) -> Result<PdClient, PdError> {
-        let mut reason = String::from("no endpoints given");
-        for e in endpoints {
-            let host = e
-                .trim_start_matches("http://")
-                .trim_start_matches("https://");
-            let endpoint = match Endpoint::from_shared(format!("http://{host}")) {
-                Ok(ep) => ep.connect_timeout(CONNECT_TIMEOUT).timeout(RPC_TIMEOUT),
+fn endpoint(url: &str) -> Result<Endpoint, String> {
+    let host = url
+        .trim_start_matches("http://")
+        .trim_start_matches("https://");
+    Endpoint::from_shared(format!("http://{host}"))
+        .map(|ep| {
+            ep.connect_timeout(CONNECT_TIMEOUT)
+                .timeout(RPC_TIMEOUT)
+                .tcp_nodelay(true)
+        })
+        .map_err(|e| format!("{url}: {e}"))
+}
+
+impl Connection {
+    /// Finds the leader through the first of `endpoints` that answers.
+    pub async fn open(endpoints: &[String]) -> Result<Connection, PdError> {
+        let (rpc, members) = find_leader(endpoints).await?;
+        let mut known = endpoints.to_vec();
+        known.extend(members.into_iter().filter(|m| !endpoints.contains(m)));
+        Ok(Connection {
+            endpoints: Mutex::new(known),
+            rpc: Mutex::new((0, rpc)),
+            finding: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// The channel in use and its generation.
+    pub fn rpc(&self) -> (u64, Rpc<Channel>) {
+        self.rpc.lock().expect("pd connection lock").clone()
+    }
+
+    /// The channel of generation `failed` broke: finds the leader again (once, however many
+    /// callers saw it break).
+    pub async fn reconnect(&self, failed: u64) -> Result<(), PdError> {
+        let _finding = self.finding.lock().await;
+        if self.rpc().0 != failed {
+            return Ok(());
+        }
+        let endpoints = self.endpoints.lock().expect("pd connection lock").clone();
+        let (rpc, members) = find_leader(&endpoints).await?;
+        {
+            let mut known = self.endpoints.lock().expect("pd connection lock");
+            for m in members {
+                if !known.contains(&m) {
+                    known.push(m);
+                }
+            }
+        }
+        *self.rpc.lock().expect("pd connection lock") = (failed + 1, rpc);
+        Ok(())
+    }
+
+    /// Runs `call` on the leader; on a broken connection, finds the leader and runs it again.
+    pub async fn call<T, F, Fut>(&self, call: F) -> Result<T, PdError>
+    where
+        F: Fn(Rpc<Channel>) -> Fut,
+        Fut: std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+    {
+        let (generation, rpc) = self.rpc();
+        match call(rpc).await {
+            Ok(r) => Ok(r.into_inner()),
+            Err(s) if retryable(&s) => {
+                self.reconnect(generation).await?;
+                Ok(call(self.rpc().1).await?.into_inner())
+            }
+            Err(s) => Err(s.into()),
+        }
+    }
+}
+
+/// Asks the members at `endpoints`, in order, who leads; connects to the leader, or to the
+/// member that answered when the leader cannot be reached (it forwards). Returns the channel
+/// and every member's client URL.
+async fn find_leader(endpoints: &[String]) -> Result<(Rpc<Channel>, Vec<String>), PdError> {
+    let mut reason = String::from("no endpoints given");
+    for e in endpoints {
+        let channel = match endpoint(e) {
+            Ok(ep) => match ep.connect().await {
+                Ok(c) => c,
                 Err(err) => {
                     reason = format!("{e}: {err}");
                     continue;
                 }
-            };
-            match endpoint.connect().await {
-                Ok(channel) => {
-                    let rpc = Rpc::new(channel);
-                    let tso = Arc::new(tso::TsoBatcher::start(rpc.clone()));
-                    return Ok(PdClient { rpc, tso });
-                }
-                Err(err) => reason = format!("{e}: {err}"),
+            },
+            Err(why) => {
+                reason = why;
+                continue;
             }
+        };
+        let mut rpc = Rpc::new(channel);
+        let members = match rpc.get_members(GetMembersRequest {}).await {
+            Ok(r) => r.into_inner(),
+            Err(err) => {
+                reason = format!("{e}: {err}");
+                continue;
+            }
+        };
+        let urls: Vec<String> = members
+            .members
+            .iter()
+            .filter_map(|m| m.client_urls.first().cloned())
+            .collect();
+        let leader_url = members.leader.and_then(|l| l.client_urls.first().cloned());
+        if let Some(url) = leader_url.filter(|u| !same_host(u, e))
+            && let Ok(ep) = endpoint(&url)
+            && let Ok(channel) = ep.connect().await
+        {
+            return Ok((Rpc::new(channel), urls));
         }
-        Err(PdError::Unreachable {
-            endpoints: endpoints.join(","),
-            reason,
-        })
+        return Ok((rpc, urls));
+    }
+    Err(PdError::Unreachable {
+        endpoints: endpoints.join(","),
+        reason,
+    })
+}
+
+fn same_host(a: &str, b: &str) -> bool {
+    let strip = |u: &str| {
+        u.trim_start_matches("http://")
+            .trim_start_matches("https://")
+            .to_string()
+    };
+    strip(a) == strip(b)
+}
+
+#[derive(Clone)]
+pub struct PdClient {
+    conn: Arc<Connection>,
+    tso: Arc<tso::TsoBatcher>,
+}
+
+impl PdClient {
+    /// Connects to the PD leader through the first endpoint that answers (`host:port`,
+    /// `http://` optional).
+    pub async fn connect(endpoints: &[String]) -> Result<PdClient, PdError> {
+        let conn = Arc::new(Connection::open(endpoints).await?);
+        let tso = Arc::new(tso::TsoBatcher::start(conn.clone()));
+        Ok(PdClient { conn, tso })
     }
 
     /// A timestamp, batched with concurrent callers.
@@ -109,13 +238,14 @@ impl PdClient {
     /// The region holding `key`.
     pub async fn get_region(&self, key: &[u8]) -> Result<RegionInfo, PdError> {
         let r = self
-            .rpc
-            .clone()
-            .get_region(GetRegionRequest {
-                region_key: key.to_vec(),
+            .conn
+            .call(|mut rpc| async move {
+                rpc.get_region(GetRegionRequest {
+                    region_key: key.to_vec(),
+                })
+                .await
             })
-            .await?
-            .into_inner();
+            .await?;
         check(r.error)?;
         let region = r
             .region
@@ -135,15 +265,16 @@ impl PdClient {
         limit: i32,
     ) -> Result<Vec<RegionInfo>, PdError> {
         let r = self
-            .rpc
-            .clone()
-            .scan_regions(ScanRegionsRequest {
-                start_key: start.to_vec(),
-                end_key: end.to_vec(),
-                limit,
+            .conn
+            .call(|mut rpc| async move {
+                rpc.scan_regions(ScanRegionsRequest {
+                    start_key: start.to_vec(),
+                    end_key: end.to_vec(),
+                    limit,
+                })
+                .await
             })
-            .await?
-            .into_inner();
+            .await?;
         check(r.error)?;
         Ok(r.regions
             .into_iter()
@@ -159,11 +290,9 @@ impl PdClient {
 
     pub async fn get_store(&self, id: u64) -> Result<Store, PdError> {
         let r = self
-            .rpc
-            .clone()
-            .get_store(GetStoreRequest { store_id: id })
-            .await?
-            .into_inner();
+            .conn
+            .call(|mut rpc| async move { rpc.get_store(GetStoreRequest { store_id: id }).await })
+            .await?;
         check(r.error)?;
         r.store
             .ok_or_else(|| PdError::Refused(format!("pd knows no store {id}")))
@@ -172,22 +301,18 @@ impl PdClient {
     /// Every kv node registered with PD.
     pub async fn get_all_stores(&self) -> Result<Vec<Store>, PdError> {
         let r = self
-            .rpc
-            .clone()
-            .get_all_stores(GetAllStoresRequest {})
-            .await?
-            .into_inner();
+            .conn
+            .call(|mut rpc| async move { rpc.get_all_stores(GetAllStoresRequest {}).await })
+            .await?;
         check(r.error)?;
         Ok(r.stores)
     }
 
     pub async fn get_gc_safe_point(&self) -> Result<u64, PdError> {
         let r = self
-            .rpc
-            .clone()
-            .get_gc_safe_point(GetGcSafePointRequest {})
-            .await?
-            .into_inner();
+            .conn
+            .call(|mut rpc| async move { rpc.get_gc_safe_point(GetGcSafePointRequest {}).await })
+            .await?;
         check(r.error)?;
         Ok(r.safe_point)
     }
@@ -195,11 +320,12 @@ impl PdClient {
     /// Moves the safe point forward; returns the one in force (never lower than before).
     pub async fn update_gc_safe_point(&self, safe_point: u64) -> Result<u64, PdError> {
         let r = self
-            .rpc
-            .clone()
-            .update_gc_safe_point(UpdateGcSafePointRequest { safe_point })
-            .await?
-            .into_inner();
+            .conn
+            .call(|mut rpc| async move {
+                rpc.update_gc_safe_point(UpdateGcSafePointRequest { safe_point })
+                    .await
+            })
+            .await?;
         check(r.error)?;
         Ok(r.new_safe_point)
     }

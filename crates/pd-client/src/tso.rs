@@ -3,12 +3,15 @@
 //! (ending the wait early once the batch is as big as the last one: every caller that was
 //! active is back, so waiting longer only adds latency, as PD's client estimates too),
 //! asks PD for that many timestamps in one request, and hands them out in queue order (PD
-//! names the last of `count` consecutive timestamps). A broken stream fails the batch in
-//! hand and is reopened for the next one.
+//! names the last of `count` consecutive timestamps). A broken stream is reopened, on the
+//! leader found again, and the batch asked again until [`crate::RPC_TIMEOUT`] has passed (a
+//! PD leader change costs callers latency, not errors); then the batch fails.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+use std::sync::Arc;
 
 use proto::pd::pd_client::PdClient as Rpc;
 use proto::pd::{TsoRequest, TsoResponse};
@@ -17,7 +20,10 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::Streaming;
 use tonic::transport::Channel;
 
-use crate::PdError;
+use crate::{Connection, PdError};
+
+/// How long a failed batch waits before it asks again.
+const RETRY_WAIT: Duration = Duration::from_millis(20);
 
 /// Most timestamps one request asks for.
 pub const MAX_BATCH: usize = 10_000;
@@ -46,11 +52,11 @@ struct Stream {
 
 impl TsoBatcher {
     /// Starts the batching task on the current tokio runtime.
-    pub fn start(rpc: Rpc<Channel>) -> TsoBatcher {
+    pub fn start(conn: Arc<Connection>) -> TsoBatcher {
         let (queue, waiting) = mpsc::unbounded_channel();
         let max_wait_us = std::sync::Arc::new(AtomicU64::new(0));
         let stats = std::sync::Arc::new(Mutex::new(TsoStats::default()));
-        tokio::spawn(run(rpc, waiting, max_wait_us.clone(), stats.clone()));
+        tokio::spawn(run(conn, waiting, max_wait_us.clone(), stats.clone()));
         TsoBatcher {
             queue,
             max_wait_us,
@@ -76,7 +82,7 @@ impl TsoBatcher {
 }
 
 async fn run(
-    rpc: Rpc<Channel>,
+    conn: Arc<Connection>,
     mut waiting: mpsc::UnboundedReceiver<Waiter>,
     max_wait_us: std::sync::Arc<AtomicU64>,
     stats: std::sync::Arc<Mutex<TsoStats>>,
@@ -109,7 +115,7 @@ async fn run(
         }
         last_batch = batch.len();
         let count = batch.len() as u32;
-        match request(&rpc, &mut stream, count).await {
+        match request_until_answered(&conn, &mut stream, count).await {
             Ok(last) => {
                 {
                     let mut s = stats.lock().expect("tso stats lock poisoned");
@@ -125,6 +131,33 @@ async fn run(
                 stream = None;
                 for w in batch {
                     let _ = w.send(Err(e.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// Asks for `count` timestamps, on a new stream to the leader found again whenever the open
+/// one fails, until [`crate::RPC_TIMEOUT`] has passed.
+async fn request_until_answered(
+    conn: &Connection,
+    stream: &mut Option<Stream>,
+    count: u32,
+) -> Result<u64, PdError> {
+    let deadline = Instant::now() + crate::RPC_TIMEOUT;
+    loop {
+        let (generation, rpc) = conn.rpc();
+        match request(&rpc, stream, count).await {
+            Ok(ts) => return Ok(ts),
+            Err(e @ (PdError::Refused(_) | PdError::Stopped)) => return Err(e),
+            Err(e) => {
+                *stream = None;
+                if Instant::now() >= deadline {
+                    return Err(e);
+                }
+                tracing::debug!("tso stream failed, finding the pd leader again: {e}");
+                if conn.reconnect(generation).await.is_err() {
+                    tokio::time::sleep(RETRY_WAIT).await;
                 }
             }
         }

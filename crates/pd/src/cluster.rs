@@ -1,14 +1,13 @@
 //! The cluster's metadata as PD keeps it: stores, regions (key ranges with their epoch and
 //! peers) and the id allocator. A pure state machine: calls take their inputs (including the
-//! time) and return what changed or why not; [`ClusterFile`] saves the whole state durably
-//! (fsynced rename) after each change that must survive a restart.
+//! time) and return what changed or why not. The PD members replicate it as part of
+//! [`PdState`](crate::state::PdState).
 //!
 //! Invariants: regions never overlap; together they cover the key space once the cluster is
 //! bootstrapped (the first region covers everything); a region heartbeat with an older epoch
 //! than the one PD knows is stale and refused, so a lagging peer cannot roll PD's view back.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -189,6 +188,11 @@ impl Cluster {
         self.stores.get(&id)
     }
 
+    /// The region with id `id`.
+    pub fn region(&self, id: u64) -> Option<&Region> {
+        self.regions.values().find(|r| r.id == id)
+    }
+
     /// The region holding `key`.
     pub fn region_for(&self, key: &[u8]) -> Option<&Region> {
         self.regions
@@ -259,45 +263,6 @@ impl Cluster {
         self.next_id = self.next_id.max(region.id + 1);
         self.regions.insert(region.start_key.clone(), region);
         Ok(true)
-    }
-}
-
-/// The cluster's state on disk, replaced whole by fsynced rename.
-pub struct ClusterFile {
-    path: PathBuf,
-}
-
-impl ClusterFile {
-    pub fn new(data_dir: &Path) -> ClusterFile {
-        ClusterFile {
-            path: data_dir.join("cluster.json"),
-        }
-    }
-
-    pub fn load(&self) -> Result<Cluster, String> {
-        match std::fs::read(&self.path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map_err(|e| format!("{} is not a cluster state: {e}", self.path.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Cluster::default()),
-            Err(e) => Err(format!("cannot read {}: {e}", self.path.display())),
-        }
-    }
-
-    pub fn save(&self, cluster: &Cluster) -> Result<(), String> {
-        use std::io::Write;
-        let fail = |e: std::io::Error| format!("cannot save {}: {e}", self.path.display());
-        let tmp = self.path.with_extension("tmp");
-        let mut f = std::fs::File::create(&tmp).map_err(fail)?;
-        f.write_all(&serde_json::to_vec(cluster).expect("cluster state serialises"))
-            .map_err(fail)?;
-        f.sync_all().map_err(fail)?;
-        std::fs::rename(&tmp, &self.path).map_err(fail)?;
-        if let Some(dir) = self.path.parent() {
-            std::fs::File::open(dir)
-                .and_then(|d| d.sync_all())
-                .map_err(fail)?;
-        }
-        Ok(())
     }
 }
 
@@ -399,17 +364,5 @@ mod tests {
         c.store_heartbeat(5, 1234).unwrap();
         assert_eq!(c.store(5).unwrap().last_heartbeat_ms, 1234);
         assert_eq!(c.store_heartbeat(9, 1), Err(ClusterError::UnknownStore(9)));
-    }
-
-    #[test]
-    fn the_state_survives_a_restart_and_garbage_is_an_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = ClusterFile::new(dir.path());
-        assert_eq!(file.load().unwrap(), Cluster::default());
-        let c = bootstrapped();
-        file.save(&c).unwrap();
-        assert_eq!(file.load().unwrap(), c);
-        std::fs::write(dir.path().join("cluster.json"), b"{oops").unwrap();
-        assert!(file.load().unwrap_err().contains("is not a cluster state"));
     }
 }

@@ -12,6 +12,7 @@ use crate::cluster::{ClusterError, Peer, Region, RegionEpoch, Store};
 use crate::metadata::{MetaError, Metadata};
 use crate::oracle::wall_clock_ms;
 use crate::replica_checker::{self, Limits, Step};
+use crate::state::{Command, Outcome};
 
 fn error(e: MetaError) -> wire::Error {
     let kind = match &e {
@@ -27,7 +28,7 @@ fn error(e: MetaError) -> wire::Error {
         MetaError::Cluster(
             ClusterError::BadFirstRegion | ClusterError::DuplicateAddress { .. },
         ) => wire::ErrorType::InvalidArgument,
-        MetaError::Storage(_) => wire::ErrorType::Unknown,
+        MetaError::Replication(_) => wire::ErrorType::Unknown,
     };
     wire::Error {
         r#type: kind as i32,
@@ -117,19 +118,29 @@ pub fn bootstrap(meta: &Metadata, req: wire::BootstrapRequest) -> wire::Bootstra
             error: Some(invalid("bootstrap needs a store and a region")),
         };
     };
-    let result = meta.update(|c| c.bootstrap(store_from(store), region_from(region, None)));
+    let result = meta.propose(Command::Bootstrap {
+        store: store_from(store),
+        region: region_from(region, None),
+    });
     wire::BootstrapResponse {
         error: result.err().map(error),
     }
 }
 
 pub fn alloc_id(meta: &Metadata) -> wire::AllocIdResponse {
-    match meta.update(|c| Ok(c.alloc_ids(1))) {
+    match alloc_one(meta) {
         Ok(id) => wire::AllocIdResponse { error: None, id },
         Err(e) => wire::AllocIdResponse {
             error: Some(error(e)),
             id: 0,
         },
+    }
+}
+
+fn alloc_one(meta: &Metadata) -> Result<u64, MetaError> {
+    match meta.propose(Command::AllocIds { count: 1 })? {
+        Outcome::FirstId(id) => Ok(id),
+        other => unreachable!("AllocIds answers FirstId, not {other:?}"),
     }
 }
 
@@ -141,7 +152,7 @@ pub fn put_store(meta: &Metadata, req: wire::PutStoreRequest) -> wire::PutStoreR
     };
     wire::PutStoreResponse {
         error: meta
-            .update(|c| c.put_store(store_from(store)))
+            .propose(Command::PutStore(store_from(store)))
             .err()
             .map(error),
     }
@@ -222,7 +233,8 @@ pub fn region_heartbeat(
     };
     let mut region = region_from(region, req.leader);
     region.pending_peers = req.pending_peers.iter().map(|p| p.id).collect();
-    if let Err(e) = meta.update(|c| c.region_heartbeat(region.clone())) {
+    let known = meta.read(|c| c.region(region.id) == Some(&region));
+    if !known && let Err(e) = meta.propose(Command::RegionHeartbeat(region.clone())) {
         return wire::RegionHeartbeatResponse {
             error: Some(error(e)),
             change_peer: None,
@@ -259,7 +271,7 @@ impl Operators {
         let step =
             meta.read(|c| replica_checker::next_step(region, c.stores(), wall_clock_ms(), limits))?;
         let peer_id = match step {
-            Step::AddLearner { .. } => meta.update(|c| Ok(c.alloc_ids(1))).ok()?,
+            Step::AddLearner { .. } => alloc_one(meta).ok()?,
             Step::Promote(ref p) | Step::Remove(ref p) => p.id,
         };
         tracing::info!(region_id = region.id, ?step, peer_id, "replica checker");

@@ -1,17 +1,25 @@
-//! `pd`: the placement driver. Today: the timestamp oracle ([`tso`]), a pure allocator that
-//! takes the wall clock as input; its durable time window ([`window`]); the oracle shared by
-//! the service and its tick thread ([`oracle`]); and the gRPC `Tso` stream ([`service`]).
-//! The GC safe point ([`gc_safe_point`]) is kept durably and only moves forward. The cluster's
-//! stores and regions ([`cluster`]) are a pure state machine saved as one file; their gRPC
-//! calls come next (issue #5).
+//! `pd`: the placement driver. Its durable state ([`state`]: the cluster's stores, regions
+//! and ids, the TSO window, the GC safe point) is replicated over the PD members by one Raft
+//! group: [`member`] is a member's pure core, [`driver`] its thread, [`peer`] the Raft
+//! traffic between members, [`disk`] its log and checkpoints, [`members`] who the members
+//! are. The leader alone serves, under its lease: the timestamp oracle ([`tso`] pure,
+//! [`oracle`] running), cluster metadata ([`cluster`] pure, [`metadata`] and
+//! [`cluster_rpc`] as served), the replica checker ([`replica_checker`]); a follower
+//! forwards every call to it ([`service`]). [`http_api`] is PD's members API, [`server`]
+//! wires a member together.
 
 pub mod cluster;
 pub mod cluster_rpc;
-pub mod gc_safe_point;
+pub mod disk;
+pub mod driver;
+pub mod http_api;
+pub mod member;
+pub mod members;
 pub mod metadata;
 pub mod oracle;
+pub mod peer;
 pub mod replica_checker;
 pub mod server;
 pub mod service;
+pub mod state;
 pub mod tso;
-pub mod window;

@@ -1,60 +1,62 @@
-//! The cluster metadata of a running PD: the [`Cluster`] state machine behind a mutex, saved
-//! after every change before the change is acknowledged (a change is applied to a copy, the
-//! copy is saved, then it replaces the state).
+//! The cluster metadata as the service sees it: reads from the member's replicated
+//! [`PdState`](crate::state::PdState), changes proposed through Raft and answered once they
+//! applied (blocking: callers run on a blocking thread). Store heartbeat times are the
+//! exception: the leader keeps them in memory only.
 
-use std::path::Path;
-use std::sync::Mutex;
-
-use crate::cluster::{Cluster, ClusterError, ClusterFile};
+use crate::cluster::{Cluster, ClusterError};
+use crate::driver::DriverHandle;
+use crate::member::ProposeError;
+use crate::state::{Command, Outcome};
 
 #[derive(Debug, thiserror::Error)]
 pub enum MetaError {
     #[error(transparent)]
     Cluster(#[from] ClusterError),
-    #[error("{0}")]
-    Storage(String),
+    #[error(transparent)]
+    Replication(ProposeError),
 }
 
+impl From<ProposeError> for MetaError {
+    fn from(e: ProposeError) -> MetaError {
+        match e {
+            ProposeError::Refused(c) => MetaError::Cluster(c),
+            other => MetaError::Replication(other),
+        }
+    }
+}
+
+#[derive(Clone)]
 pub struct Metadata {
-    cluster: Mutex<Cluster>,
-    file: ClusterFile,
+    driver: DriverHandle,
 }
 
 impl Metadata {
-    pub fn open(data_dir: &Path) -> Result<Metadata, MetaError> {
-        let file = ClusterFile::new(data_dir);
-        let cluster = file.load().map_err(MetaError::Storage)?;
-        Ok(Metadata {
-            cluster: Mutex::new(cluster),
-            file,
-        })
+    pub fn new(driver: DriverHandle) -> Metadata {
+        Metadata { driver }
     }
 
     /// Reads the state.
     pub fn read<T>(&self, f: impl FnOnce(&Cluster) -> T) -> T {
-        f(&self.cluster.lock().expect("cluster lock poisoned"))
+        self.driver.shared().read(|s| f(&s.cluster))
     }
 
-    /// Changes the state in memory only (heartbeat times): not saved.
+    /// Changes the state in memory only (heartbeat times): not replicated.
     pub fn read_mut_in_memory<T>(
         &self,
         f: impl FnOnce(&mut Cluster) -> Result<T, ClusterError>,
     ) -> Result<T, MetaError> {
-        Ok(f(&mut self.cluster.lock().expect("cluster lock poisoned"))?)
+        let mut state = self
+            .driver
+            .shared()
+            .state
+            .write()
+            .expect("state lock poisoned");
+        Ok(f(&mut state.cluster)?)
     }
 
-    /// Changes the state durably: on any error nothing changes.
-    pub fn update<T>(
-        &self,
-        f: impl FnOnce(&mut Cluster) -> Result<T, ClusterError>,
-    ) -> Result<T, MetaError> {
-        let mut cluster = self.cluster.lock().expect("cluster lock poisoned");
-        let mut next = cluster.clone();
-        let out = f(&mut next)?;
-        if next != *cluster {
-            self.file.save(&next).map_err(MetaError::Storage)?;
-            *cluster = next;
-        }
-        Ok(out)
+    /// Changes the state through Raft: on any error nothing changed, or (for
+    /// [`ProposeError::Unknown`]) the change may have applied.
+    pub fn propose(&self, cmd: Command) -> Result<Outcome, MetaError> {
+        Ok(self.driver.propose(cmd)?)
     }
 }

@@ -1,20 +1,20 @@
-//! The timestamp oracle of a running PD: the pure [`Tso`] behind a mutex, its window on disk,
-//! and the tick that moves physical time on (`tso-update-physical-interval`).
+//! The timestamp oracle of a running PD member: the pure [`Tso`] of the member's current
+//! leadership, its window saved through Raft, and the tick that moves physical time on
+//! (`tso-update-physical-interval`).
 //!
-//! A tick works on a copy of the state and commits it only after the new window it needs is
-//! saved, so a failed save leaves the oracle serving inside the old, saved window.
+//! Only the leader serves, and only under its lease ([`Shared::lease_term`]). When a member
+//! finds itself leading a new term, its first tick starts a new [`Tso`] above the window in
+//! the replicated state (everything earlier leaders saved has applied by then) and saves the
+//! new window through Raft before it serves: a timestamp never goes back across leaders,
+//! restarts or clock steps. A tick that needs a new window works on a copy and serves from
+//! it only after the window committed; a failed save leaves the oracle in the old window.
 
-use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::member::{ProposeError, Shared};
+use crate::state::{Command, Outcome};
 use crate::tso::{Tso, TsoError};
-use crate::window::{WindowError, WindowFile};
-
-pub struct Oracle {
-    tso: Mutex<Tso>,
-    window: WindowFile,
-}
 
 pub fn wall_clock_ms() -> u64 {
     SystemTime::now()
@@ -22,42 +22,74 @@ pub fn wall_clock_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+pub struct Oracle {
+    /// The oracle of the term it was started in.
+    tso: Mutex<Option<(u64, Tso)>>,
+    shared: Arc<Shared>,
+    save_interval_ms: u64,
+}
+
 impl Oracle {
-    /// Loads the saved window from `data_dir`, starts above it and saves the new window.
-    pub fn open(
-        data_dir: &Path,
-        save_interval: Duration,
-        now_ms: u64,
-    ) -> Result<Arc<Oracle>, WindowError> {
-        let window = WindowFile::new(data_dir);
-        let (tso, new_window) =
-            Tso::start(now_ms, window.load()?, save_interval.as_millis() as u64);
-        window.save(new_window)?;
-        Ok(Arc::new(Oracle {
-            tso: Mutex::new(tso),
-            window,
-        }))
+    pub fn new(shared: Arc<Shared>, save_interval: Duration) -> Arc<Oracle> {
+        Arc::new(Oracle {
+            tso: Mutex::new(None),
+            shared,
+            save_interval_ms: save_interval.as_millis() as u64,
+        })
     }
 
-    /// One tick of the update loop.
-    pub fn tick(&self, now_ms: u64) -> Result<(), WindowError> {
-        let mut tso = self.tso.lock().expect("tso lock poisoned");
-        let mut next = tso.clone();
-        if let Some(window) = next.update(now_ms) {
-            self.window.save(window)?;
+    /// One tick of the update loop; `save` proposes a window and waits for it to apply.
+    pub fn tick(
+        &self,
+        now_ms: u64,
+        now: Instant,
+        save: &dyn Fn(Command) -> Result<Outcome, ProposeError>,
+    ) -> Result<(), ProposeError> {
+        let Some(term) = self.shared.lease_term(now) else {
+            *self.tso.lock().expect("tso lock poisoned") = None;
+            return Ok(());
+        };
+        let current = self.tso.lock().expect("tso lock poisoned").clone();
+        let (next, window) = match current {
+            Some((t, serving)) if t == term => {
+                let mut next = serving.clone();
+                let window = next.update(now_ms);
+                if next.physical_ms() == serving.physical_ms() {
+                    return Ok(());
+                }
+                (next, window)
+            }
+            _ => {
+                let saved = self.shared.read(|s| s.tso_window_ms);
+                let (tso, window) = Tso::start(now_ms, saved, self.save_interval_ms);
+                (tso, Some(window))
+            }
+        };
+        if let Some(window_ms) = window {
+            save(Command::SaveTsoWindow { window_ms })?;
         }
-        *tso = next;
+        // Allocations meanwhile only raised the logical part of an earlier millisecond.
+        let leading = self.shared.lease_term(Instant::now()) == Some(term);
+        *self.tso.lock().expect("tso lock poisoned") = leading.then_some((term, next));
         Ok(())
     }
 
+    /// Hands out `count` consecutive timestamps (returns the last), while this member leads
+    /// under its lease and its oracle has started.
     pub fn allocate(&self, count: u64) -> Result<u64, TsoError> {
-        self.tso.lock().expect("tso lock poisoned").allocate(count)
+        let term = self.shared.lease_term(Instant::now());
+        let mut tso = self.tso.lock().expect("tso lock poisoned");
+        match &mut *tso {
+            Some((t, tso)) if Some(*t) == term => tso.allocate(count),
+            _ => Err(TsoError::NotServing),
+        }
     }
 
     /// Runs the tick every `interval` on a thread named `tso-tick` until `stop` is dropped.
     pub fn spawn_ticker(
         self: &Arc<Self>,
         interval: Duration,
+        save: Box<dyn Fn(Command) -> Result<Outcome, ProposeError> + Send>,
         stop: std::sync::mpsc::Receiver<()>,
     ) -> std::thread::JoinHandle<()> {
         let oracle = self.clone();
@@ -67,8 +99,8 @@ impl Oracle {
                 while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
                     stop.recv_timeout(interval)
                 {
-                    if let Err(e) = oracle.tick(wall_clock_ms()) {
-                        tracing::error!("TSO window not saved, serving inside the old one: {e}");
+                    if let Err(e) = oracle.tick(wall_clock_ms(), Instant::now(), &*save) {
+                        tracing::warn!("TSO window not saved, serving inside the old one: {e}");
                     }
                 }
             })

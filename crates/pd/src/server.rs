@@ -1,32 +1,153 @@
-//! `atoll pd`: the oracle in the data dir, its tick thread, and the `Pd` gRPC service on the
-//! client URL's port next to the HTTP status API (as PD serves both on 2379).
+//! `atoll pd`: one PD member. Its replica of the members' Raft group ([`Member`] on the
+//! `pd-raft` thread), the peer service on the peer URL's port, the oracle's tick thread, and
+//! the `Pd` gRPC service with PD's HTTP API on the client URL's port (as PD serves both on
+//! 2379). A member started alone (no `initial-cluster`) is a group of one.
+//!
+//! SIGTERM on the leader hands leadership to another member before the process stops, so a
+//! planned restart costs clients no election timeout.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use node::{Node, NodeError};
+use proto::pd::pd_peer_server::PdPeerServer;
 use proto::pd::pd_server::PdServer;
 
-use crate::gc_safe_point::GcSafePoint;
-use crate::metadata::Metadata;
-use crate::oracle::{Oracle, wall_clock_ms};
+use crate::disk::{Checkpoint, MemberDisk, legacy_state};
+use crate::driver::{Driver, DriverHandle};
+use crate::member::{Member, MemberConfig};
+use crate::members::{self, Members};
+use crate::oracle::Oracle;
+use crate::peer::{GrpcTransport, PeerService};
 use crate::service::PdService;
+
+/// How long a stopping leader waits for another member to take over.
+pub const TRANSFER_ON_STOP_WAIT: Duration = Duration::from_secs(2);
+
+fn storage(e: impl std::fmt::Display) -> NodeError {
+    NodeError::Storage(e.to_string())
+}
 
 pub fn run(node: Node) -> Result<(), NodeError> {
     let config = node.controller.current();
-    let save_interval = config.duration("tso-save-interval").0;
+    let name = config.str("name").to_string();
+    let or = |advertised: &str, listen: &str| {
+        let url = if advertised.is_empty() {
+            listen
+        } else {
+            advertised
+        };
+        config::value::strip_scheme(url).to_string()
+    };
+    let client_url = or(
+        config.str("advertise-client-urls"),
+        config.str("client-urls"),
+    );
+    let peer_url = or(config.str("advertise-peer-urls"), config.str("peer-urls"));
+    let initial_cluster = match config.str("initial-cluster") {
+        "" => format!("{name}=http://{peer_url}"),
+        given => given.to_string(),
+    };
+    let list = members::parse_initial_cluster(&initial_cluster, &name).map_err(storage)?;
+    let me = list
+        .iter()
+        .find(|m| m.name == name)
+        .cloned()
+        .expect("parse_initial_cluster checks the name");
+    if config::value::strip_scheme(&me.peer_url) != peer_url {
+        return Err(storage(format!(
+            "initial-cluster gives member {name} the peer URL {}, but it listens on {peer_url}",
+            me.peer_url
+        )));
+    }
+    let data_dir = node.data_dir.path().to_path_buf();
+    members::check_saved(&data_dir, &list).map_err(storage)?;
+    let members = Arc::new(Members::new(list));
+    members.learn_client_url(me.id, &client_url);
+
+    let (disk, saved) = MemberDisk::open(&data_dir).map_err(storage)?;
+    let first_state = if disk.is_new(&saved) {
+        legacy_state(&data_dir).map_err(storage)?
+    } else {
+        Default::default()
+    };
+    let voters: Vec<u64> = members.list().iter().map(|m| m.id).collect();
+    let alone = voters == [me.id];
+    let cfg = MemberConfig::new(
+        me.id,
+        config.duration("tick-interval").0,
+        config.duration("election-interval").0,
+        Duration::from_secs(config.int("lease") as u64),
+    );
+    let tick = cfg.tick;
+    let mut member = Member::open(
+        cfg,
+        &disk,
+        saved,
+        || Checkpoint {
+            voters,
+            state: first_state,
+            ..Checkpoint::default()
+        },
+        &raft_log::logger::raft_logger(),
+    )
+    .map_err(storage)?;
+    if alone {
+        // Nobody to wait for: lead at once.
+        member.campaign().map_err(storage)?;
+    }
+
+    let peer_runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("pd-peer")
+        .enable_all()
+        .build()
+        .map_err(NodeError::Runtime)?;
+    let peer_listener =
+        std::net::TcpListener::bind(&peer_url).map_err(|error| NodeError::Bind {
+            addr: peer_url.clone(),
+            what: "pd peer port",
+            error,
+        })?;
+    peer_listener
+        .set_nonblocking(true)
+        .map_err(NodeError::Runtime)?;
+    let driver = Driver::start(
+        member,
+        Box::new(disk),
+        |handle| {
+            Box::new(GrpcTransport::start(
+                peer_runtime.handle(),
+                me.id,
+                members.clone(),
+                handle,
+            ))
+        },
+        tick,
+    );
+    let handle = driver.handle();
+    {
+        let peer_service = PeerService::new(handle.clone(), members.get(me.id).expect("me"));
+        let _guard = peer_runtime.enter();
+        let listener =
+            tokio::net::TcpListener::from_std(peer_listener).map_err(NodeError::Runtime)?;
+        peer_runtime.spawn(
+            tonic::transport::Server::builder()
+                .add_service(PdPeerServer::new(peer_service))
+                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+        );
+    }
+
     let update_interval: Duration = config.duration("tso-update-physical-interval").0;
-    let oracle = Oracle::open(node.data_dir.path(), save_interval, wall_clock_ms())
-        .map_err(|e| NodeError::Storage(e.to_string()))?;
+    let oracle = Oracle::new(
+        handle.shared().clone(),
+        config.duration("tso-save-interval").0,
+    );
     let (stop_tick, stop) = std::sync::mpsc::channel();
-    let ticker = oracle.spawn_ticker(update_interval, stop);
-    let safe_point = Arc::new(
-        GcSafePoint::open(node.data_dir.path()).map_err(|e| NodeError::Storage(e.to_string()))?,
-    );
-    let meta = Arc::new(
-        Metadata::open(node.data_dir.path()).map_err(|e| NodeError::Storage(e.to_string()))?,
-    );
-    let service = PdService::new(oracle, safe_point, meta, update_interval);
+    let saver = handle.clone();
+    let ticker = oracle.spawn_ticker(update_interval, Box::new(move |c| saver.propose(c)), stop);
+
+    let service = PdService::new(oracle, handle.clone(), members.clone(), update_interval);
     let (max_replicas, store_down_ms) =
         (service.max_replicas.clone(), service.store_down_ms.clone());
     let follow = move |c: &config::Config| {
@@ -46,11 +167,35 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             }),
         );
     }
-    let grpc = tonic::service::Routes::new(PdServer::new(service)).into_axum_router();
-    let serving = "the TSO, the GC safe point and cluster metadata (gRPC Pd), the replica checker (regions grow to replication.max-replicas) and the status API; balancing and splits are not built yet";
-    tracing::warn!("{serving}");
-    let result = node.run_with_routes(serving, Some(grpc));
+    let routes = tonic::service::Routes::new(PdServer::new(service))
+        .into_axum_router()
+        .merge(crate::http_api::router(handle.clone(), members.clone()));
+    let serving = "the TSO, the GC safe point and cluster metadata (gRPC Pd) replicated over the pd members, the replica checker (regions grow to replication.max-replicas), PD's members API and the status API; balancing and splits are not built yet";
+    tracing::warn!(member = name, id = me.id, "{serving}");
+    let stopping = handle.clone();
+    let result = node.run_with_routes_and_stop(serving, Some(routes), move || async move {
+        hand_over_leadership(&stopping).await;
+    });
     drop(stop_tick);
     let _ = ticker.join();
+    drop(driver);
     result
+}
+
+/// As leader, hands leadership to the voter that answers first, and waits for it (at most
+/// [`TRANSFER_ON_STOP_WAIT`]).
+async fn hand_over_leadership(driver: &DriverHandle) {
+    let status = driver.shared().status();
+    if status.leader != status.id {
+        return;
+    }
+    let Some(to) = crate::http_api::transfer_target(driver) else {
+        return;
+    };
+    tracing::info!(to, "stopping: handing pd leadership over");
+    driver.transfer_leader(to);
+    let deadline = Instant::now() + TRANSFER_ON_STOP_WAIT;
+    while Instant::now() < deadline && driver.shared().status().leader == status.id {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }

@@ -4,29 +4,43 @@
 //! does; then it answers `TSO_UNAVAILABLE` and the client backs off.
 
 use std::pin::Pin;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
+use proto::pd::pd_client::PdClient;
 use proto::pd::pd_server::Pd;
 use proto::pd::{
     self as wire, Error, ErrorType, GetGcSafePointRequest, GetGcSafePointResponse, Timestamp,
     TsoRequest, TsoResponse, UpdateGcSafePointRequest, UpdateGcSafePointResponse,
 };
 use tokio_stream::{Stream, StreamExt};
+use tonic::transport::Channel;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::cluster_rpc as rpc;
-use crate::gc_safe_point::GcSafePoint;
+use crate::driver::DriverHandle;
+use crate::members::Members;
 use crate::metadata::Metadata;
 use crate::oracle::Oracle;
+use crate::state::{Command, Outcome};
 use crate::tso::TsoError;
 
 pub const OVERFLOW_RETRIES: u32 = 10;
 
+/// How long a follower waits for a leader to be known before it answers `Unavailable`.
+pub const LEADER_WAIT: Duration = Duration::from_secs(3);
+
+/// The header a follower puts on what it forwards: a forwarded call is never forwarded
+/// again (two members that each take the other for the leader answer instead of looping).
+const FORWARDED: &str = "atoll-pd-forwarded";
+
 pub struct PdService {
     oracle: Arc<Oracle>,
-    safe_point: Arc<GcSafePoint>,
-    meta: Arc<Metadata>,
+    meta: Metadata,
+    driver: DriverHandle,
+    members: Arc<Members>,
+    /// A client of the leader's client URL, by leader id.
+    leader_client: Mutex<Option<(u64, String, PdClient<Channel>)>>,
     /// `tso-update-physical-interval`: how long an overflowed request waits to retry.
     update_interval: Duration,
     /// `replication.max-replicas`, followed online.
@@ -36,17 +50,32 @@ pub struct PdService {
     operators: Arc<crate::cluster_rpc::Operators>,
 }
 
+/// Where a call is answered.
+enum Route {
+    Here,
+    Leader(PdClient<Channel>),
+}
+
+fn forwarded<T>(message: T) -> Request<T> {
+    let mut r = Request::new(message);
+    r.metadata_mut()
+        .insert(FORWARDED, tonic::metadata::MetadataValue::from_static("1"));
+    r
+}
+
 impl PdService {
     pub fn new(
         oracle: Arc<Oracle>,
-        safe_point: Arc<GcSafePoint>,
-        meta: Arc<Metadata>,
+        driver: DriverHandle,
+        members: Arc<Members>,
         update_interval: Duration,
     ) -> PdService {
         PdService {
             oracle,
-            safe_point,
-            meta,
+            meta: Metadata::new(driver.clone()),
+            driver,
+            members,
+            leader_client: Mutex::new(None),
             update_interval,
             max_replicas: Arc::new(std::sync::atomic::AtomicUsize::new(3)),
             store_down_ms: Arc::new(std::sync::atomic::AtomicU64::new(30 * 60 * 1000)),
@@ -54,11 +83,63 @@ impl PdService {
         }
     }
 
+    /// Here when this member leads; the leader when another does; `Unavailable` when no
+    /// leader is known within [`LEADER_WAIT`] or a forwarded call reached a follower.
+    async fn route<T>(&self, request: &Request<T>) -> Result<Route, Status> {
+        let deadline = Instant::now() + LEADER_WAIT;
+        loop {
+            let status = self.driver.shared().status();
+            if status.leader == status.id {
+                return Ok(Route::Here);
+            }
+            if request.metadata().contains_key(FORWARDED) {
+                return Err(Status::unavailable(
+                    "this pd member is not the leader (the call was forwarded to it as leader)",
+                ));
+            }
+            if status.leader != 0
+                && let Some(client) = self.client_of(status.leader)
+            {
+                return Ok(Route::Leader(client));
+            }
+            if Instant::now() >= deadline {
+                return Err(Status::unavailable("no pd leader is known yet"));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn client_of(&self, leader: u64) -> Option<PdClient<Channel>> {
+        let url = self.members.get(leader)?.client_url;
+        if url.is_empty() {
+            return None;
+        }
+        let mut cached = self.leader_client.lock().expect("leader client lock");
+        if let Some((id, u, client)) = &*cached
+            && *id == leader
+            && *u == url
+        {
+            return Some(client.clone());
+        }
+        let endpoint = tonic::transport::Endpoint::from_shared(format!(
+            "http://{}",
+            config::value::strip_scheme(&url)
+        ))
+        .ok()?
+        .connect_timeout(Duration::from_secs(1))
+        .tcp_nodelay(true);
+        let client = PdClient::new(endpoint.connect_lazy());
+        *cached = Some((leader, url, client.clone()));
+        Some(client)
+    }
+
     async fn answer(oracle: &Oracle, update_interval: Duration, count: u32) -> TsoResponse {
         let mut tries = 0;
         let result = loop {
             match oracle.allocate(u64::from(count)) {
-                Err(TsoError::LogicalOverflow { .. }) if tries < OVERFLOW_RETRIES => {
+                Err(TsoError::LogicalOverflow { .. } | TsoError::NotServing)
+                    if tries < OVERFLOW_RETRIES =>
+                {
                     tries += 1;
                     tokio::time::sleep(update_interval).await;
                 }
@@ -78,7 +159,9 @@ impl PdService {
                 error: Some(Error {
                     r#type: match e {
                         TsoError::BadCount(_) => ErrorType::InvalidArgument,
-                        TsoError::LogicalOverflow { .. } => ErrorType::TsoUnavailable,
+                        TsoError::LogicalOverflow { .. } | TsoError::NotServing => {
+                            ErrorType::TsoUnavailable
+                        }
                     } as i32,
                     message: e.to_string(),
                 }),
@@ -92,7 +175,6 @@ impl PdService {
 type TsoStream = Pin<Box<dyn Stream<Item = Result<TsoResponse, Status>> + Send>>;
 
 impl PdService {
-    /// Runs a call that saves metadata (an fsync) off the async threads.
     /// The replica checker's knobs as they are now.
     fn limits(&self) -> crate::replica_checker::Limits {
         use std::sync::atomic::Ordering::Relaxed;
@@ -102,6 +184,7 @@ impl PdService {
         }
     }
 
+    /// Runs a call that proposes through Raft (and waits for it) off the async threads.
     async fn durably<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Metadata) -> T + Send + 'static,
@@ -114,6 +197,15 @@ impl PdService {
     }
 }
 
+/// Answers the call on the leader: forwards it when this member does not lead.
+macro_rules! on_leader {
+    ($self:ident, $request:ident, $call:ident) => {
+        if let Route::Leader(mut leader) = $self.route(&$request).await? {
+            return leader.$call(forwarded($request.into_inner())).await;
+        }
+    };
+}
+
 #[tonic::async_trait]
 impl Pd for PdService {
     type TsoStream = TsoStream;
@@ -122,6 +214,11 @@ impl Pd for PdService {
         &self,
         request: Request<Streaming<TsoRequest>>,
     ) -> Result<Response<TsoStream>, Status> {
+        if let Route::Leader(mut leader) = self.route(&request).await? {
+            let requests = request.into_inner().map_while(Result::ok);
+            let answers = leader.tso(forwarded(requests)).await?.into_inner();
+            return Ok(Response::new(Box::pin(answers)));
+        }
         let oracle = self.oracle.clone();
         let interval = self.update_interval;
         let requests = request.into_inner();
@@ -137,11 +234,12 @@ impl Pd for PdService {
 
     async fn get_gc_safe_point(
         &self,
-        _: Request<GetGcSafePointRequest>,
+        request: Request<GetGcSafePointRequest>,
     ) -> Result<Response<GetGcSafePointResponse>, Status> {
+        on_leader!(self, request, get_gc_safe_point);
         Ok(Response::new(GetGcSafePointResponse {
             error: None,
-            safe_point: self.safe_point.get(),
+            safe_point: self.driver.shared().read(|s| s.gc_safe_point),
         }))
     }
 
@@ -149,30 +247,32 @@ impl Pd for PdService {
         &self,
         request: Request<UpdateGcSafePointRequest>,
     ) -> Result<Response<UpdateGcSafePointResponse>, Status> {
+        on_leader!(self, request, update_gc_safe_point);
         let wanted = request.into_inner().safe_point;
-        let safe_point = self.safe_point.clone();
-        let result = tokio::task::spawn_blocking(move || safe_point.update(wanted))
-            .await
-            .map_err(|e| Status::internal(e.to_string()))?;
+        let result = self
+            .driver
+            .propose_async(Command::UpdateGcSafePoint { safe_point: wanted })
+            .await;
         Ok(Response::new(match result {
-            Ok(new_safe_point) => UpdateGcSafePointResponse {
+            Ok(Outcome::SafePoint(new_safe_point)) => UpdateGcSafePointResponse {
                 error: None,
                 new_safe_point,
             },
-            Err(e) => UpdateGcSafePointResponse {
+            other => UpdateGcSafePointResponse {
                 error: Some(Error {
                     r#type: ErrorType::Unknown as i32,
-                    message: e.to_string(),
+                    message: format!("the safe point was not saved: {other:?}"),
                 }),
-                new_safe_point: self.safe_point.get(),
+                new_safe_point: self.driver.shared().read(|s| s.gc_safe_point),
             },
         }))
     }
 
     async fn is_bootstrapped(
         &self,
-        _: Request<wire::IsBootstrappedRequest>,
+        r: Request<wire::IsBootstrappedRequest>,
     ) -> Result<Response<wire::IsBootstrappedResponse>, Status> {
+        on_leader!(self, r, is_bootstrapped);
         Ok(Response::new(rpc::is_bootstrapped(&self.meta)))
     }
 
@@ -180,14 +280,16 @@ impl Pd for PdService {
         &self,
         r: Request<wire::BootstrapRequest>,
     ) -> Result<Response<wire::BootstrapResponse>, Status> {
+        on_leader!(self, r, bootstrap);
         self.durably(move |m| rpc::bootstrap(m, r.into_inner()))
             .await
     }
 
     async fn alloc_id(
         &self,
-        _: Request<wire::AllocIdRequest>,
+        r: Request<wire::AllocIdRequest>,
     ) -> Result<Response<wire::AllocIdResponse>, Status> {
+        on_leader!(self, r, alloc_id);
         self.durably(rpc::alloc_id).await
     }
 
@@ -195,6 +297,7 @@ impl Pd for PdService {
         &self,
         r: Request<wire::PutStoreRequest>,
     ) -> Result<Response<wire::PutStoreResponse>, Status> {
+        on_leader!(self, r, put_store);
         self.durably(move |m| rpc::put_store(m, r.into_inner()))
             .await
     }
@@ -203,13 +306,15 @@ impl Pd for PdService {
         &self,
         r: Request<wire::GetStoreRequest>,
     ) -> Result<Response<wire::GetStoreResponse>, Status> {
+        on_leader!(self, r, get_store);
         Ok(Response::new(rpc::get_store(&self.meta, r.into_inner())))
     }
 
     async fn get_all_stores(
         &self,
-        _: Request<wire::GetAllStoresRequest>,
+        r: Request<wire::GetAllStoresRequest>,
     ) -> Result<Response<wire::GetAllStoresResponse>, Status> {
+        on_leader!(self, r, get_all_stores);
         Ok(Response::new(rpc::get_all_stores(&self.meta)))
     }
 
@@ -217,19 +322,18 @@ impl Pd for PdService {
         &self,
         r: Request<wire::StoreHeartbeatRequest>,
     ) -> Result<Response<wire::StoreHeartbeatResponse>, Status> {
+        on_leader!(self, r, store_heartbeat);
+        let operators = self.operators.clone();
         let limits = self.limits();
-        Ok(Response::new(rpc::store_heartbeat(
-            &self.meta,
-            &self.operators,
-            limits,
-            r.into_inner(),
-        )))
+        self.durably(move |m| rpc::store_heartbeat(m, &operators, limits, r.into_inner()))
+            .await
     }
 
     async fn region_heartbeat(
         &self,
         r: Request<wire::RegionHeartbeatRequest>,
     ) -> Result<Response<wire::RegionHeartbeatResponse>, Status> {
+        on_leader!(self, r, region_heartbeat);
         let operators = self.operators.clone();
         let limits = self.limits();
         self.durably(move |m| rpc::region_heartbeat(m, &operators, limits, r.into_inner()))
@@ -240,6 +344,7 @@ impl Pd for PdService {
         &self,
         r: Request<wire::GetRegionRequest>,
     ) -> Result<Response<wire::GetRegionResponse>, Status> {
+        on_leader!(self, r, get_region);
         Ok(Response::new(rpc::get_region(&self.meta, r.into_inner())))
     }
 
@@ -247,6 +352,28 @@ impl Pd for PdService {
         &self,
         r: Request<wire::ScanRegionsRequest>,
     ) -> Result<Response<wire::ScanRegionsResponse>, Status> {
+        on_leader!(self, r, scan_regions);
         Ok(Response::new(rpc::scan_regions(&self.meta, r.into_inner())))
+    }
+
+    async fn get_members(
+        &self,
+        _: Request<wire::GetMembersRequest>,
+    ) -> Result<Response<wire::GetMembersResponse>, Status> {
+        let leader = self.driver.shared().status().leader;
+        Ok(Response::new(wire::GetMembersResponse {
+            error: None,
+            members: self
+                .members
+                .list()
+                .iter()
+                .map(crate::peer::wire_member)
+                .collect(),
+            leader: self
+                .members
+                .get(leader)
+                .as_ref()
+                .map(crate::peer::wire_member),
+        }))
     }
 }

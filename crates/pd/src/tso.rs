@@ -20,6 +20,10 @@ pub enum TsoError {
     LogicalOverflow { physical_ms: u64 },
     #[error("asked for {0} timestamps; between 1 and {LOGICAL_MAX} can be had at once")]
     BadCount(u64),
+    #[error(
+        "this pd member does not serve timestamps now (not the leader, or its lease or window is not ready)"
+    )]
+    NotServing,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

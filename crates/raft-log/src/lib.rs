@@ -17,6 +17,7 @@
 //! the membership as of the applied index. [`GroupStorage::open`] takes them as a
 //! [`LogBase`].
 
+pub mod logger;
 mod storage;
 
 use std::path::PathBuf;

@@ -17,7 +17,6 @@ pub mod apply;
 pub mod config;
 pub mod driver;
 mod error;
-mod logger;
 pub mod peer;
 pub mod snapshot;
 pub mod state;

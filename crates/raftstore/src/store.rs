@@ -106,7 +106,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         cfg.validate().map_err(Error::Corrupt)?;
         snapshot::clear_dir(&cfg.snap_dir)?;
         let cfg = Arc::new(cfg);
-        let logger = crate::logger::raft_logger().new(slog::o!("store_id" => store_id));
+        let logger = raft_log::logger::raft_logger().new(slog::o!("store_id" => store_id));
         let mut peers = BTreeMap::new();
         let (regions, tombstones) = state::load_regions(&engine, store_id)?;
         // A crash between a peer's tombstone and the clearing of its log leaves the log.

@@ -149,8 +149,9 @@ pub fn start_kv(data_dir: &std::path::Path) -> (Running, String) {
 /// Starts `atoll pd` serving gRPC and HTTP on `port`.
 pub fn start_pd(dir: &std::path::Path, port: u16) -> Running {
     let url = format!("http://127.0.0.1:{port}");
+    let peer = format!("http://127.0.0.1:{}", free_port());
     start_role(
-        &["pd", "--client-urls", &url],
+        &["pd", "--client-urls", &url, "--peer-urls", &peer],
         dir,
         &format!("127.0.0.1:{port}"),
     )

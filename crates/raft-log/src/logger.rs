@@ -1,6 +1,7 @@
 //! raft-rs logs through slog; this drain hands its records to `tracing`, with the record's
 //! key-values (`raft_id`, `term`, ...) appended to the message, so elections and leader
-//! changes land in the node's log file like everything else.
+//! changes (of a kv node's regions and of the pd members' group) land in the node's log file
+//! like everything else.
 
 use std::fmt::{self, Write as _};
 

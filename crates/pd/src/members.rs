@@ -1,0 +1,166 @@
+//! Who the PD members are: PD's `--initial-cluster` (`n1=http://h1:2380,n2=...`) gives each
+//! member a name and a peer URL; a member's id is its place in that list (from 1). Client
+//! URLs are learned from the members themselves (the peer service's `Info`), as PD learns
+//! them from etcd's member attributes.
+//!
+//! The first start saves the members' names, in order, in the data dir (`pd-members`): they
+//! fix every member's id. A later start with other names is refused with both named, so a
+//! member never joins a group it was not made for; peer URLs may change between starts.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::RwLock;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberInfo {
+    pub id: u64,
+    pub name: String,
+    pub peer_url: String,
+    /// Empty until the member told it.
+    pub client_url: String,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MembersError {
+    #[error("initial-cluster {0:?}: {1}")]
+    Bad(String, String),
+    #[error(
+        "this data dir belongs to a pd cluster of the members {saved:?}, not to one of {given:?} as initial-cluster says; start with those members or an empty data dir"
+    )]
+    Mismatch { saved: String, given: String },
+    #[error("cannot keep the member list in {0}")]
+    Storage(String),
+}
+
+/// Parses `initial-cluster`; `name` must be one of its members.
+pub fn parse_initial_cluster(text: &str, name: &str) -> Result<Vec<MemberInfo>, MembersError> {
+    let bad = |why: String| MembersError::Bad(text.to_string(), why);
+    let mut members: Vec<MemberInfo> = Vec::new();
+    for (i, part) in text.split(',').map(str::trim).enumerate() {
+        let Some((member, url)) = part.split_once('=') else {
+            return Err(bad(format!("{part:?} is not NAME=PEER-URL")));
+        };
+        let (member, url) = (member.trim(), url.trim());
+        if member.is_empty() || url.is_empty() {
+            return Err(bad(format!("{part:?} is not NAME=PEER-URL")));
+        }
+        if members.iter().any(|m| m.name == member) {
+            return Err(bad(format!("the member name {member:?} appears twice")));
+        }
+        if members.iter().any(|m| m.peer_url == url) {
+            return Err(bad(format!("the peer URL {url} appears twice")));
+        }
+        members.push(MemberInfo {
+            id: i as u64 + 1,
+            name: member.to_string(),
+            peer_url: url.to_string(),
+            client_url: String::new(),
+        });
+    }
+    if !members.iter().any(|m| m.name == name) {
+        return Err(bad(format!("this member's name {name:?} is not in it")));
+    }
+    Ok(members)
+}
+
+/// Saves the members' names on the first start; refuses other names later.
+pub fn check_saved(data_dir: &Path, members: &[MemberInfo]) -> Result<(), MembersError> {
+    let path = data_dir.join("pd-members");
+    let names = members
+        .iter()
+        .map(|m| m.name.as_str())
+        .collect::<Vec<_>>()
+        .join(",");
+    match std::fs::read_to_string(&path) {
+        Ok(saved) if saved.trim() == names => Ok(()),
+        Ok(saved) => Err(MembersError::Mismatch {
+            saved: saved.trim().to_string(),
+            given: names,
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            crate::disk::save_atomically(&path, format!("{names}\n").as_bytes())
+                .map_err(|e| MembersError::Storage(e.to_string()))
+        }
+        Err(e) => Err(MembersError::Storage(format!("{}: {e}", path.display()))),
+    }
+}
+
+/// The members, by id, with what is known of them.
+pub struct Members {
+    by_id: RwLock<BTreeMap<u64, MemberInfo>>,
+}
+
+impl Members {
+    pub fn new(list: Vec<MemberInfo>) -> Members {
+        Members {
+            by_id: RwLock::new(list.into_iter().map(|m| (m.id, m)).collect()),
+        }
+    }
+
+    pub fn get(&self, id: u64) -> Option<MemberInfo> {
+        self.by_id.read().expect("members lock").get(&id).cloned()
+    }
+
+    pub fn by_name(&self, name: &str) -> Option<MemberInfo> {
+        self.list().into_iter().find(|m| m.name == name)
+    }
+
+    pub fn list(&self) -> Vec<MemberInfo> {
+        self.by_id
+            .read()
+            .expect("members lock")
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// A member told its client URL.
+    pub fn learn_client_url(&self, id: u64, client_url: &str) {
+        if let Some(m) = self.by_id.write().expect("members lock").get_mut(&id) {
+            m.client_url = client_url.to_string();
+        }
+    }
+
+    /// A member left the group.
+    pub fn remove(&self, id: u64) {
+        self.by_id.write().expect("members lock").remove(&id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_initial_cluster_names_every_member_once() {
+        let m = parse_initial_cluster("a=http://h1:2380, b=http://h2:2380", "b").unwrap();
+        assert_eq!(
+            m.iter()
+                .map(|m| (m.id, m.name.as_str(), m.peer_url.as_str()))
+                .collect::<Vec<_>>(),
+            [(1, "a", "http://h1:2380"), (2, "b", "http://h2:2380")]
+        );
+        for (text, why) in [
+            ("a=http://h1:2380,a=http://h2:2380", "appears twice"),
+            ("a=http://h1:2380,b=http://h1:2380", "appears twice"),
+            ("a=http://h1:2380,b", "not NAME=PEER-URL"),
+            ("c=http://h1:2380", "not in it"),
+        ] {
+            let e = parse_initial_cluster(text, "a").unwrap_err().to_string();
+            assert!(e.contains(why), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_data_dir_keeps_the_cluster_it_was_made_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let one = parse_initial_cluster("a=http://h1:2380", "a").unwrap();
+        check_saved(dir.path(), &one).unwrap();
+        let moved = parse_initial_cluster("a=http://h9:2380", "a").unwrap();
+        check_saved(dir.path(), &moved).unwrap();
+        let two = parse_initial_cluster("a=http://h1:2380,b=http://h2:2380", "a").unwrap();
+        let e = check_saved(dir.path(), &two).unwrap_err();
+        assert!(matches!(e, MembersError::Mismatch { .. }), "{e}");
+        assert!(e.to_string().contains("as initial-cluster says"), "{e}");
+    }
+}
