@@ -1,5 +1,7 @@
 //! `atoll ctl`: the admin client. `config show` and `config set` talk to any role's status
 //! port (`GET` / `POST /config`), like `tikv-ctl modify-tikv-config` and `curl` in TiDB's docs.
+//! `member ...` shows and moves the PD members as pd-ctl's `member` does, through PD's HTTP
+//! API on any member (`--pd`, comma separated: the first that answers).
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
@@ -17,6 +19,43 @@ enum CtlCommand {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Show the PD members, show or move the leader, delete a member.
+    Member {
+        /// PD client addresses, comma separated.
+        #[arg(long, default_value = "127.0.0.1:2379")]
+        pd: String,
+        #[command(subcommand)]
+        command: Option<MemberCommand>,
+    },
+}
+
+#[derive(Subcommand)]
+enum MemberCommand {
+    /// Every member and the leader (the default).
+    List,
+    /// The leader, or hand leadership over.
+    Leader {
+        #[command(subcommand)]
+        command: LeaderCommand,
+    },
+    /// Remove a member from the group.
+    Delete {
+        /// `name NAME`, as pd-ctl takes it.
+        #[arg(value_parser = ["name"])]
+        by: String,
+        name: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum LeaderCommand {
+    Show,
+    /// Hand leadership to member NAME.
+    Transfer {
+        name: String,
+    },
+    /// The leader hands over to another member.
+    Resign,
 }
 
 #[derive(Subcommand)]
@@ -37,12 +76,15 @@ enum ConfigCommand {
 }
 
 pub fn run(args: CtlArgs) -> anyhow::Result<()> {
-    let CtlCommand::Config { command } = args.command;
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(std::time::Duration::from_secs(30)))
         .build()
         .into();
+    let command = match args.command {
+        CtlCommand::Config { command } => command,
+        CtlCommand::Member { pd, command } => return member(&agent, &pd, command),
+    };
     match command {
         ConfigCommand::Show { host } => {
             let body = send(agent.get(format!("http://{host}/config")).call(), &host)?;
@@ -68,6 +110,67 @@ pub fn run(args: CtlArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `member ...` on the first of `pd` that answers.
+fn member(agent: &ureq::Agent, pd: &str, command: Option<MemberCommand>) -> anyhow::Result<()> {
+    let mut last = None;
+    for host in pd
+        .split(',')
+        .map(|h| h.trim().trim_start_matches("http://"))
+    {
+        if agent.get(format!("http://{host}/status")).call().is_err() {
+            last = Some(anyhow::anyhow!("cannot reach pd at {host}"));
+            continue;
+        }
+        let body = match &command {
+            None | Some(MemberCommand::List) => send(
+                agent.get(format!("http://{host}/pd/api/v1/members")).call(),
+                host,
+            )?,
+            Some(MemberCommand::Leader { command }) => match command {
+                LeaderCommand::Show => send(
+                    agent.get(format!("http://{host}/pd/api/v1/leader")).call(),
+                    host,
+                )?,
+                LeaderCommand::Transfer { name } => send(
+                    agent
+                        .post(format!("http://{host}/pd/api/v1/leader/transfer/{name}"))
+                        .send_empty(),
+                    host,
+                )?,
+                LeaderCommand::Resign => send(
+                    agent
+                        .post(format!("http://{host}/pd/api/v1/leader/resign"))
+                        .send_empty(),
+                    host,
+                )?,
+            },
+            Some(MemberCommand::Delete { name, .. }) => {
+                // Only the leader changes membership.
+                let leader = send(
+                    agent.get(format!("http://{host}/pd/api/v1/leader")).call(),
+                    host,
+                )?;
+                let at = leader["client_urls"][0]
+                    .as_str()
+                    .map(|u| u.trim_start_matches("http://").to_string())
+                    .context("the leader has no client URL yet")?;
+                send(
+                    agent
+                        .delete(format!("http://{at}/pd/api/v1/members/name/{name}"))
+                        .call(),
+                    &at,
+                )?
+            }
+        };
+        match body.as_str() {
+            Some(text) => println!("{text}"),
+            None => println!("{}", serde_json::to_string_pretty(&body)?),
+        }
+        return Ok(());
+    }
+    Err(last.unwrap_or_else(|| anyhow::anyhow!("no pd address given")))
 }
 
 fn send(

@@ -11,7 +11,7 @@ use base::ReadableDuration;
 use crate::config::Config;
 use crate::error::ConfigError;
 use crate::spec::*;
-use crate::value::Kind;
+use crate::value::{Kind, strip_scheme};
 
 pub static KNOBS: &[KnobSpec] = &[
     KnobSpec {
@@ -40,19 +40,19 @@ pub static KNOBS: &[KnobSpec] = &[
     },
     KnobSpec {
         name: "advertise-client-urls",
-        kind: Kind::Text,
+        kind: Kind::OptionalText,
         default: |_| text(""),
         online: false,
     },
     KnobSpec {
         name: "advertise-peer-urls",
-        kind: Kind::Text,
+        kind: Kind::OptionalText,
         default: |_| text(""),
         online: false,
     },
     KnobSpec {
         name: "initial-cluster",
-        kind: Kind::Text,
+        kind: Kind::OptionalText,
         default: |_| text(""),
         online: false,
     },
@@ -124,7 +124,56 @@ pub static KNOBS: &[KnobSpec] = &[
     },
 ];
 
+/// `initial-cluster` as (name, peer URL) pairs in order (a member's id is its place, from 1);
+/// empty means this member alone. Every name and URL appears once, and this member's name
+/// (`name`) is one of them.
+pub fn initial_cluster(c: &Config) -> Result<Vec<(String, String)>, ConfigError> {
+    let name = c.str("name");
+    let peer = match c.str("advertise-peer-urls") {
+        "" => c.str("peer-urls"),
+        advertised => advertised,
+    };
+    let text = match c.str("initial-cluster") {
+        "" => return Ok(vec![(name.to_string(), peer.to_string())]),
+        text => text,
+    };
+    let bad = |why: String| ConfigError::bad_value("initial-cluster", format!("{text:?}: {why}"));
+    let mut members: Vec<(String, String)> = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        let Some((member, url)) = part
+            .split_once('=')
+            .map(|(m, u)| (m.trim(), u.trim()))
+            .filter(|(m, u)| !m.is_empty() && !u.is_empty())
+        else {
+            return Err(bad(format!("{part:?} is not NAME=PEER-URL")));
+        };
+        if members.iter().any(|(m, _)| m == member) {
+            return Err(bad(format!("the member name {member:?} appears twice")));
+        }
+        if members.iter().any(|(_, u)| u == url) {
+            return Err(bad(format!("the peer URL {url} appears twice")));
+        }
+        members.push((member.to_string(), url.to_string()));
+    }
+    let Some((_, mine)) = members.iter().find(|(m, _)| m == name) else {
+        return Err(bad(format!("this member's name {name:?} is not in it")));
+    };
+    if strip_scheme(mine) != strip_scheme(peer) {
+        return Err(bad(format!(
+            "it gives member {name} the peer URL {mine}, but the member's peer URL is {peer}"
+        )));
+    }
+    Ok(members)
+}
+
 pub fn check(c: &Config) -> Result<(), ConfigError> {
+    for knob in ["advertise-client-urls", "advertise-peer-urls"] {
+        let url = c.str(knob);
+        if !url.is_empty() {
+            crate::value::check_address(url).map_err(|m| ConfigError::bad_value(knob, m))?;
+        }
+    }
+    initial_cluster(c)?;
     let (tick, election) = (c.duration("tick-interval"), c.duration("election-interval"));
     if election.0 < tick.0 * 2 {
         return Err(ConfigError::bad_value(
@@ -143,4 +192,76 @@ pub fn check(c: &Config) -> Result<(), ConfigError> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::value::Value;
+    use crate::{Resources, Role, UserValue};
+
+    fn pd_config(pairs: &[(&'static str, &str)]) -> Result<Config, ConfigError> {
+        let user = pairs
+            .iter()
+            .map(|(k, v)| {
+                let value = UserValue {
+                    value: Value::Str(v.to_string()),
+                    at: Default::default(),
+                };
+                (*k, value)
+            })
+            .collect::<BTreeMap<_, _>>();
+        let resources = Resources {
+            cpu_cores: 2.0,
+            memory_bytes: 8 << 30,
+        };
+        Config::resolve(Role::Pd, resources, &user)
+    }
+
+    #[test]
+    fn the_initial_cluster_names_every_member_once_and_this_one() {
+        let c = pd_config(&[
+            ("name", "b"),
+            ("peer-urls", "http://h2:2380"),
+            ("initial-cluster", "a=http://h1:2380, b=http://h2:2380"),
+        ])
+        .unwrap();
+        assert_eq!(
+            initial_cluster(&c).unwrap(),
+            [
+                ("a".to_string(), "http://h1:2380".to_string()),
+                ("b".to_string(), "http://h2:2380".to_string())
+            ]
+        );
+        let alone = pd_config(&[("name", "solo")]).unwrap();
+        assert_eq!(
+            initial_cluster(&alone).unwrap(),
+            [("solo".to_string(), "http://127.0.0.1:2380".to_string())]
+        );
+        for (text, why) in [
+            ("a=http://h1:2380,a=http://h2:2380", "appears twice"),
+            ("a=http://h1:2380,b=http://h1:2380", "appears twice"),
+            ("a=http://h1:2380,b", "not NAME=PEER-URL"),
+            ("c=http://h1:2380", "not in it"),
+            (
+                "a=http://h7:2380",
+                "but the member's peer URL is http://h1:2380",
+            ),
+        ] {
+            let e = pd_config(&[
+                ("name", "a"),
+                ("peer-urls", "http://h1:2380"),
+                ("initial-cluster", text),
+            ])
+            .err()
+            .unwrap()
+            .to_string();
+            assert!(
+                e.contains("initial-cluster") && e.contains(why),
+                "{text}: {e}"
+            );
+        }
+    }
 }

@@ -141,6 +141,8 @@ pub enum Kind {
     Path,
     /// Any non-empty word (a host name, a node name).
     Text,
+    /// Any text; empty means "not set" (the knob's meaning says what stands in).
+    OptionalText,
 }
 
 impl Kind {
@@ -246,6 +248,10 @@ impl Kind {
             Kind::Text => match raw {
                 Raw::Str(s) if !s.trim().is_empty() => Ok(Value::Str(s.clone())),
                 _ => Err(wrong("a non-empty string")),
+            },
+            Kind::OptionalText => match raw {
+                Raw::Str(s) => Ok(Value::Str(s.trim().to_string())),
+                _ => Err(wrong("a string")),
             },
         }
     }

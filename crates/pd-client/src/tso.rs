@@ -190,6 +190,11 @@ async fn request(
         .map_err(|_| PdError::Rpc(format!("no tso reply in {:?}", crate::RPC_TIMEOUT)))??
         .ok_or_else(|| PdError::Rpc("pd closed the tso stream".into()))?;
     if let Some(e) = r.error {
+        // An oracle not serving now (a new leader saving its first window) is worth asking
+        // again; anything else is the request's own fault.
+        if e.r#type == proto::pd::ErrorType::TsoUnavailable as i32 {
+            return Err(PdError::Rpc(e.message));
+        }
         return Err(PdError::Refused(e.message));
     }
     if r.count != count {

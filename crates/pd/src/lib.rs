@@ -5,8 +5,8 @@
 //! are. The leader alone serves, under its lease: the timestamp oracle ([`tso`] pure,
 //! [`oracle`] running), cluster metadata ([`cluster`] pure, [`metadata`] and
 //! [`cluster_rpc`] as served), the replica checker ([`replica_checker`]); a follower
-//! forwards every call to it ([`service`]). [`http_api`] is PD's members API, [`server`]
-//! wires a member together.
+//! forwards every call to it ([`service`]). [`http_api`] is PD's members API, [`metrics`]
+//! its Grafana names, [`server`] wires a member together.
 
 pub mod cluster;
 pub mod cluster_rpc;
@@ -16,6 +16,7 @@ pub mod http_api;
 pub mod member;
 pub mod members;
 pub mod metadata;
+pub mod metrics;
 pub mod oracle;
 pub mod peer;
 pub mod replica_checker;

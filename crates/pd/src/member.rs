@@ -36,6 +36,7 @@ use raft_log::{GroupStorage, LogBase, LogWrite};
 
 use crate::cluster::ClusterError;
 use crate::disk::{Checkpoint, Disk, DiskError, GROUP};
+use crate::metrics::PdMetrics;
 use crate::state::{Command, Outcome, PdState};
 
 /// How a proposal is answered: exactly once.
@@ -176,6 +177,9 @@ pub struct Member {
     lease_until: Option<Instant>,
     /// The member found gone while it led, and how often that was reported since.
     gone_leader: Option<(u64, u32)>,
+    /// The leader last seen (0 = none), to count changes.
+    last_leader: u64,
+    metrics: PdMetrics,
 }
 
 impl Member {
@@ -224,7 +228,14 @@ impl Member {
             leader_since: None,
             lease_until: None,
             gone_leader: None,
+            last_leader: 0,
+            metrics: PdMetrics::new(),
         })
+    }
+
+    /// Observes into `metrics` from now on (a registered set, for `/metrics`).
+    pub fn set_metrics(&mut self, metrics: PdMetrics) {
+        self.metrics = metrics;
     }
 
     pub fn id(&self) -> u64 {
@@ -405,6 +416,10 @@ impl Member {
         }
         let mut rd = self.raw.ready();
         if let Some(ss) = rd.ss() {
+            if ss.leader_id != 0 && ss.leader_id != self.last_leader {
+                self.metrics.leader_changes.inc();
+                self.last_leader = ss.leader_id;
+            }
             self.on_role(ss.raft_state, now);
         }
         // A leader's messages may leave before its own write (Raft thesis §10.2.1).
@@ -434,7 +449,9 @@ impl Member {
         let committed = rd.take_committed_entries();
         write.append(GROUP, rd.entries())?;
         self.raw.mut_store().append(rd.entries());
+        let append = self.metrics.log_append.start_timer();
         disk.write_log(&mut write)?;
+        append.observe_duration();
         let last = self.raw.store().last_index();
         self.raw.mut_store().persisted_to(last);
         self.apply(committed)?;
@@ -464,6 +481,9 @@ impl Member {
     }
 
     fn on_role(&mut self, role: StateRole, now: Instant) {
+        self.metrics
+            .is_leader
+            .set(i64::from(role == StateRole::Leader));
         if role == StateRole::Leader {
             self.leader_since = Some(now);
             self.shared
@@ -482,6 +502,7 @@ impl Member {
         let Some(last) = entries.last().map(|e| (e.index, e.term)) else {
             return Ok(());
         };
+        let _timer = self.metrics.apply.start_timer();
         let mut answers = Vec::new();
         {
             let mut state = self.shared.state.write().expect("state lock poisoned");

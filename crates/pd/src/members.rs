@@ -1,5 +1,6 @@
-//! Who the PD members are: PD's `--initial-cluster` (`n1=http://h1:2380,n2=...`) gives each
-//! member a name and a peer URL; a member's id is its place in that list (from 1). Client
+//! Who the PD members are: PD's `--initial-cluster` (`n1=http://h1:2380,n2=...`, checked by
+//! the config) gives each member a name and a peer URL; a member's id is its place in that
+//! list (from 1). Client
 //! URLs are learned from the members themselves (the peer service's `Info`), as PD learns
 //! them from etcd's member attributes.
 //!
@@ -22,8 +23,6 @@ pub struct MemberInfo {
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum MembersError {
-    #[error("initial-cluster {0:?}: {1}")]
-    Bad(String, String),
     #[error(
         "this data dir belongs to a pd cluster of the members {saved:?}, not to one of {given:?} as initial-cluster says; start with those members or an empty data dir"
     )]
@@ -32,35 +31,19 @@ pub enum MembersError {
     Storage(String),
 }
 
-/// Parses `initial-cluster`; `name` must be one of its members.
-pub fn parse_initial_cluster(text: &str, name: &str) -> Result<Vec<MemberInfo>, MembersError> {
-    let bad = |why: String| MembersError::Bad(text.to_string(), why);
-    let mut members: Vec<MemberInfo> = Vec::new();
-    for (i, part) in text.split(',').map(str::trim).enumerate() {
-        let Some((member, url)) = part.split_once('=') else {
-            return Err(bad(format!("{part:?} is not NAME=PEER-URL")));
-        };
-        let (member, url) = (member.trim(), url.trim());
-        if member.is_empty() || url.is_empty() {
-            return Err(bad(format!("{part:?} is not NAME=PEER-URL")));
-        }
-        if members.iter().any(|m| m.name == member) {
-            return Err(bad(format!("the member name {member:?} appears twice")));
-        }
-        if members.iter().any(|m| m.peer_url == url) {
-            return Err(bad(format!("the peer URL {url} appears twice")));
-        }
-        members.push(MemberInfo {
+/// The members of `initial-cluster` (as [`config::pd::initial_cluster`] checked it), ids
+/// by place from 1.
+pub fn from_initial_cluster(pairs: Vec<(String, String)>) -> Vec<MemberInfo> {
+    pairs
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, peer_url))| MemberInfo {
             id: i as u64 + 1,
-            name: member.to_string(),
-            peer_url: url.to_string(),
+            name,
+            peer_url,
             client_url: String::new(),
-        });
-    }
-    if !members.iter().any(|m| m.name == name) {
-        return Err(bad(format!("this member's name {name:?} is not in it")));
-    }
-    Ok(members)
+        })
+        .collect()
 }
 
 /// Saves the members' names on the first start; refuses other names later.
@@ -132,33 +115,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_initial_cluster_names_every_member_once() {
-        let m = parse_initial_cluster("a=http://h1:2380, b=http://h2:2380", "b").unwrap();
-        assert_eq!(
-            m.iter()
-                .map(|m| (m.id, m.name.as_str(), m.peer_url.as_str()))
-                .collect::<Vec<_>>(),
-            [(1, "a", "http://h1:2380"), (2, "b", "http://h2:2380")]
-        );
-        for (text, why) in [
-            ("a=http://h1:2380,a=http://h2:2380", "appears twice"),
-            ("a=http://h1:2380,b=http://h1:2380", "appears twice"),
-            ("a=http://h1:2380,b", "not NAME=PEER-URL"),
-            ("c=http://h1:2380", "not in it"),
-        ] {
-            let e = parse_initial_cluster(text, "a").unwrap_err().to_string();
-            assert!(e.contains(why), "{text}: {e}");
-        }
-    }
-
-    #[test]
     fn a_data_dir_keeps_the_cluster_it_was_made_for() {
         let dir = tempfile::tempdir().unwrap();
-        let one = parse_initial_cluster("a=http://h1:2380", "a").unwrap();
+        let members = |list: &[(&str, &str)]| {
+            from_initial_cluster(
+                list.iter()
+                    .map(|(n, u)| (n.to_string(), u.to_string()))
+                    .collect(),
+            )
+        };
+        let one = members(&[("a", "http://h1:2380")]);
         check_saved(dir.path(), &one).unwrap();
-        let moved = parse_initial_cluster("a=http://h9:2380", "a").unwrap();
+        let moved = members(&[("a", "http://h9:2380")]);
         check_saved(dir.path(), &moved).unwrap();
-        let two = parse_initial_cluster("a=http://h1:2380,b=http://h2:2380", "a").unwrap();
+        let two = members(&[("a", "http://h1:2380"), ("b", "http://h2:2380")]);
         let e = check_saved(dir.path(), &two).unwrap_err();
         assert!(matches!(e, MembersError::Mismatch { .. }), "{e}");
         assert!(e.to_string().contains("as initial-cluster says"), "{e}");

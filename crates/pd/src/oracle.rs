@@ -22,6 +22,9 @@ pub fn wall_clock_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// How often a leader that does not serve yet ticks.
+pub const STARTING_TICK: Duration = Duration::from_millis(2);
+
 pub struct Oracle {
     /// The oracle of the term it was started in.
     tso: Mutex<Option<(u64, Tso)>>,
@@ -85,6 +88,12 @@ impl Oracle {
         }
     }
 
+    /// Whether the oracle of the current lease has started.
+    pub fn is_serving(&self) -> bool {
+        let term = self.shared.lease_term(Instant::now());
+        matches!(&*self.tso.lock().expect("tso lock poisoned"), Some((t, _)) if Some(*t) == term)
+    }
+
     /// Runs the tick every `interval` on a thread named `tso-tick` until `stop` is dropped.
     pub fn spawn_ticker(
         self: &Arc<Self>,
@@ -96,8 +105,19 @@ impl Oracle {
         std::thread::Builder::new()
             .name("tso-tick".into())
             .spawn(move || {
+                // A member that leads but does not serve yet (a new leader saving its first
+                // window) ticks again soon rather than a whole interval later.
+                let wait = |o: &Oracle| {
+                    let status = o.shared.status();
+                    let starting = status.leader == status.id && !o.is_serving();
+                    if starting {
+                        STARTING_TICK.min(interval)
+                    } else {
+                        interval
+                    }
+                };
                 while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-                    stop.recv_timeout(interval)
+                    stop.recv_timeout(wait(&oracle))
                 {
                     if let Err(e) = oracle.tick(wall_clock_ms(), Instant::now(), &*save) {
                         tracing::warn!("TSO window not saved, serving inside the old one: {e}");

@@ -25,7 +25,7 @@ use crate::driver::{DriverHandle, Transport};
 use crate::members::{MemberInfo, Members};
 
 /// How long a sender waits before it reconnects to a member it could not reach.
-pub const RECONNECT_WAIT: Duration = Duration::from_millis(200);
+pub const RECONNECT_WAIT: Duration = Duration::from_millis(50);
 /// Messages queued for one member; more are dropped.
 pub const QUEUE_MAX: usize = 4096;
 const BATCH_MAX: usize = 256;

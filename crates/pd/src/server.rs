@@ -44,22 +44,13 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         config.str("client-urls"),
     );
     let peer_url = or(config.str("advertise-peer-urls"), config.str("peer-urls"));
-    let initial_cluster = match config.str("initial-cluster") {
-        "" => format!("{name}=http://{peer_url}"),
-        given => given.to_string(),
-    };
-    let list = members::parse_initial_cluster(&initial_cluster, &name).map_err(storage)?;
+    let pairs = config::pd::initial_cluster(&config).map_err(|e| storage(e.to_string()))?;
+    let list = members::from_initial_cluster(pairs);
     let me = list
         .iter()
         .find(|m| m.name == name)
         .cloned()
-        .expect("parse_initial_cluster checks the name");
-    if config::value::strip_scheme(&me.peer_url) != peer_url {
-        return Err(storage(format!(
-            "initial-cluster gives member {name} the peer URL {}, but it listens on {peer_url}",
-            me.peer_url
-        )));
-    }
+        .expect("the config checks that the name is in initial-cluster");
     let data_dir = node.data_dir.path().to_path_buf();
     members::check_saved(&data_dir, &list).map_err(storage)?;
     let members = Arc::new(Members::new(list));
@@ -92,6 +83,9 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         &raft_log::logger::raft_logger(),
     )
     .map_err(storage)?;
+    let metrics = crate::metrics::PdMetrics::new();
+    metrics.register(&node.registry);
+    member.set_metrics(metrics.clone());
     if alone {
         // Nobody to wait for: lead at once.
         member.campaign().map_err(storage)?;
@@ -147,7 +141,13 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     let saver = handle.clone();
     let ticker = oracle.spawn_ticker(update_interval, Box::new(move |c| saver.propose(c)), stop);
 
-    let service = PdService::new(oracle, handle.clone(), members.clone(), update_interval);
+    let service = PdService::new(
+        oracle,
+        handle.clone(),
+        members.clone(),
+        update_interval,
+        metrics,
+    );
     let (max_replicas, store_down_ms) =
         (service.max_replicas.clone(), service.store_down_ms.clone());
     let follow = move |c: &config::Config| {

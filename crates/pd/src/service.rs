@@ -48,6 +48,7 @@ pub struct PdService {
     /// `schedule.max-store-down-time` in milliseconds, followed online.
     pub store_down_ms: Arc<std::sync::atomic::AtomicU64>,
     operators: Arc<crate::cluster_rpc::Operators>,
+    metrics: crate::metrics::PdMetrics,
 }
 
 /// Where a call is answered.
@@ -69,6 +70,7 @@ impl PdService {
         driver: DriverHandle,
         members: Arc<Members>,
         update_interval: Duration,
+        metrics: crate::metrics::PdMetrics,
     ) -> PdService {
         PdService {
             oracle,
@@ -80,6 +82,7 @@ impl PdService {
             max_replicas: Arc::new(std::sync::atomic::AtomicUsize::new(3)),
             store_down_ms: Arc::new(std::sync::atomic::AtomicU64::new(30 * 60 * 1000)),
             operators: Arc::default(),
+            metrics,
         }
     }
 
@@ -133,20 +136,34 @@ impl PdService {
         Some(client)
     }
 
-    async fn answer(oracle: &Oracle, update_interval: Duration, count: u32) -> TsoResponse {
+    /// Answers a TSO request on this member. When another member took the lead since the
+    /// stream opened, the stream ends (`Unavailable`) so the client goes to the new leader.
+    async fn answer(
+        oracle: &Oracle,
+        shared: &crate::member::Shared,
+        update_interval: Duration,
+        count: u32,
+    ) -> Result<TsoResponse, Status> {
         let mut tries = 0;
         let result = loop {
+            let status = shared.status();
+            if status.leader != status.id && status.leader != 0 {
+                return Err(Status::unavailable("this pd member no longer leads"));
+            }
             match oracle.allocate(u64::from(count)) {
-                Err(TsoError::LogicalOverflow { .. } | TsoError::NotServing)
-                    if tries < OVERFLOW_RETRIES =>
-                {
+                Err(TsoError::LogicalOverflow { .. }) if tries < OVERFLOW_RETRIES => {
                     tries += 1;
                     tokio::time::sleep(update_interval).await;
+                }
+                // A new leader saving its first window: a few milliseconds.
+                Err(TsoError::NotServing) if tries < OVERFLOW_RETRIES * 10 => {
+                    tries += 1;
+                    tokio::time::sleep(update_interval / 10).await;
                 }
                 other => break other,
             }
         };
-        match result {
+        Ok(match result {
             Ok(ts) => TsoResponse {
                 error: None,
                 count,
@@ -168,7 +185,7 @@ impl PdService {
                 count: 0,
                 timestamp: None,
             },
-        }
+        })
     }
 }
 
@@ -221,12 +238,18 @@ impl Pd for PdService {
         }
         let oracle = self.oracle.clone();
         let interval = self.update_interval;
+        let handle_time = self.metrics.tso_handle.clone();
+        let shared = self.driver.shared().clone();
         let requests = request.into_inner();
         let responses = requests.then(move |req| {
             let oracle = oracle.clone();
+            let shared = shared.clone();
+            let timer = handle_time.start_timer();
             async move {
                 let req = req?;
-                Ok(PdService::answer(&oracle, interval, req.count).await)
+                let answer = PdService::answer(&oracle, &shared, interval, req.count).await?;
+                timer.observe_duration();
+                Ok(answer)
             }
         });
         Ok(Response::new(Box::pin(responses)))

@@ -5,6 +5,7 @@ mod executors;
 mod gc_bench;
 mod kv_bench;
 mod oltp_report;
+mod pd_failover;
 mod plot;
 mod pool_bench;
 mod storage_bench;
@@ -26,6 +27,8 @@ enum BenchCommand {
     Storage(storage_bench::StorageBenchArgs),
     /// Timestamp throughput of a running pd.
     Tso(tso_bench::TsoBenchArgs),
+    /// What a PD leader change (SIGKILL, transfer) costs the timestamp oracle, on three members it starts.
+    PdFailover(pd_failover::PdFailoverArgs),
     /// The GC worker's write rate against `gc.max-write-bytes-per-sec`.
     Gc(gc_bench::GcBenchArgs),
     /// Transactional read-modify-write through the KV client against a running cluster.
@@ -39,6 +42,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Pool(args) => pool_bench::run(args),
         BenchCommand::Gc(args) => gc_bench::run(args),
         BenchCommand::Tso(args) => tso_bench::run(args),
+        BenchCommand::PdFailover(args) => pd_failover::run(args),
         BenchCommand::Storage(args) => storage_bench::run(args),
         BenchCommand::Kv(args) => kv_bench::run(args),
         BenchCommand::OltpReport(args) => oltp_report::run(args),

@@ -55,7 +55,7 @@ async fn via_client(args: &TsoBenchArgs, end: Instant) -> anyhow::Result<pd_clie
     Ok(client.tso_stats())
 }
 
-async fn stream(pd: String, batch: u32, end: Instant) -> anyhow::Result<u64> {
+pub(super) async fn stream(pd: String, batch: u32, end: Instant) -> anyhow::Result<u64> {
     let mut client = PdClient::connect(format!("http://{pd}"))
         .await
         .with_context(|| format!("cannot reach pd at {pd}"))?;

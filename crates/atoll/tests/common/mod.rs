@@ -167,8 +167,9 @@ pub fn start_kv_with_pd(dir: &std::path::Path, pd_port: u16, addr: &str, status:
     )
 }
 
-/// Starts `atoll sql` on free ports against the pd on `pd_port`; the process and its MySQL port.
-fn start_sql(dir: &std::path::Path, pd_port: u16) -> (Running, u16) {
+/// Starts `atoll sql` on free ports against the pd endpoints `pd` (comma separated); the
+/// process and its MySQL port.
+pub fn start_sql(dir: &std::path::Path, pd: &str) -> (Running, u16) {
     let (port, status) = (free_port(), free_port());
     let sql = start_role(
         &[
@@ -180,7 +181,7 @@ fn start_sql(dir: &std::path::Path, pd_port: u16) -> (Running, u16) {
             "--status",
             &status.to_string(),
             "--path",
-            &format!("127.0.0.1:{pd_port}"),
+            pd,
         ],
         dir,
         &format!("127.0.0.1:{status}"),
@@ -214,7 +215,7 @@ impl SqlCluster {
             &format!("127.0.0.1:{}", free_port()),
             &kv_status,
         );
-        let (sql, port) = start_sql(&dir.path().join("sql"), pd_port);
+        let (sql, port) = start_sql(&dir.path().join("sql"), &format!("127.0.0.1:{pd_port}"));
         let c = SqlCluster {
             _dir: dir,
             _pd: pd,
@@ -260,7 +261,8 @@ impl SqlCluster {
     /// Starts another sql node on the cluster; its MySQL port.
     pub fn add_sql(&mut self) -> u16 {
         let n = self.more_sql.len() + 1;
-        let (sql, port) = start_sql(&self._dir.path().join(format!("sql{n}")), self.pd_port);
+        let pd = format!("127.0.0.1:{}", self.pd_port);
+        let (sql, port) = start_sql(&self._dir.path().join(format!("sql{n}")), &pd);
         self.more_sql.push(sql);
         port
     }

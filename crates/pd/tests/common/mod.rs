@@ -81,7 +81,13 @@ impl TestPd {
             peer_url: "127.0.0.1:2380".into(),
             client_url: url.clone(),
         }]));
-        let service = PdService::new(oracle, handle, members, Duration::from_millis(50));
+        let service = PdService::new(
+            oracle,
+            handle,
+            members,
+            Duration::from_millis(50),
+            pd::metrics::PdMetrics::new(),
+        );
         let server = tokio::spawn(
             tonic::transport::Server::builder()
                 .add_service(PdServer::new(service))
