@@ -54,6 +54,44 @@ fn pd_serves_timestamps_that_survive_a_restart() {
 }
 
 #[test]
+fn a_data_dir_from_before_pd_members_replicated_keeps_its_window_and_safe_point() {
+    use proto::pd::GetGcSafePointRequest;
+    let dir = tempfile::tempdir().unwrap();
+    // What a single pd of the previous release left: its window an hour ahead of the clock.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let window = now_ms + 3_600_000;
+    std::fs::create_dir_all(dir.path()).unwrap();
+    std::fs::write(dir.path().join("tso-window"), format!("{window}\n")).unwrap();
+    std::fs::write(dir.path().join("gc-safe-point"), "77\n").unwrap();
+    let port = free_port();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    // Twice: the imported state must outlive the first start (SIGKILL between them).
+    for _ in 0..2 {
+        let pd = start_pd(dir.path(), port);
+        let ts = runtime.block_on(timestamps(port, 3));
+        assert!(
+            base::ts::physical_ms(ts[0]) > window,
+            "a timestamp below the old window"
+        );
+        let safe_point = runtime.block_on(async {
+            let mut c = PdClient::connect(format!("http://127.0.0.1:{port}"))
+                .await
+                .unwrap();
+            c.get_gc_safe_point(GetGcSafePointRequest {})
+                .await
+                .unwrap()
+                .into_inner()
+                .safe_point
+        });
+        assert_eq!(safe_point, 77);
+        drop(pd);
+    }
+}
+
+#[test]
 fn a_kv_node_reads_the_gc_safe_point_from_pd_and_collects_up_to_it() {
     use proto::pd::UpdateGcSafePointRequest;
     let dir = tempfile::tempdir().unwrap();

@@ -142,6 +142,16 @@ fn sql_writes_go_on_across_a_pd_leader_kill_and_a_sigterm_hands_leadership_over(
         );
         String::from_utf8(out.stdout).unwrap()
     };
+    // The cluster is ready once a login and a statement work (until then the sql node
+    // cannot read the accounts).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !mysql("select 1").status.success() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the cluster never served"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     ok(mysql(
         "create database d; create table d.t (id int primary key)",
     ));

@@ -92,9 +92,9 @@ impl MemberDisk {
         Ok((disk, saved))
     }
 
-    /// Whether the member has never written anything (no checkpoint, no log).
-    pub fn is_new(&self, saved: &Option<Checkpoint>) -> bool {
-        saved.is_none() && self.log.groups().is_empty()
+    /// Whether the log holds nothing.
+    pub fn log_is_empty(&self) -> bool {
+        self.log.groups().is_empty()
     }
 }
 
@@ -177,7 +177,7 @@ mod tests {
     fn a_checkpoint_is_replaced_whole_and_garbage_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let (mut disk, saved) = MemberDisk::open(dir.path()).unwrap();
-        assert!(disk.is_new(&saved));
+        assert!(saved.is_none() && disk.log_is_empty());
         let mut cp = Checkpoint {
             applied_index: 5,
             applied_term: 2,

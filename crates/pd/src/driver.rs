@@ -20,6 +20,9 @@ pub trait Transport: Send {
     fn send(&mut self, msgs: Vec<Message>);
 }
 
+/// What to do when the member's disk failed.
+pub type OnFailure = Box<dyn FnOnce(crate::member::MemberError) + Send>;
+
 enum Input {
     Raft(Message),
     Propose(Command, Reply),
@@ -109,11 +112,14 @@ pub struct Driver {
 }
 
 impl Driver {
+    /// Runs `member`; should its disk fail, the member stops claiming the lead and
+    /// `on_failure` hears why (the server ends the process).
     pub fn start(
         member: Member,
         disk: Box<dyn Disk>,
         make_transport: impl FnOnce(DriverHandle) -> Box<dyn Transport>,
         tick: Duration,
+        on_failure: OnFailure,
     ) -> Driver {
         let (tx, rx) = mpsc::channel();
         let handle = DriverHandle {
@@ -123,7 +129,7 @@ impl Driver {
         let transport = make_transport(handle.clone());
         let thread = std::thread::Builder::new()
             .name("pd-raft".into())
-            .spawn(move || run(member, disk, transport, rx, tick))
+            .spawn(move || run(member, disk, transport, rx, tick, on_failure))
             .expect("the OS starts the pd-raft thread");
         Driver {
             handle: Some(handle),
@@ -153,6 +159,7 @@ fn run(
     mut transport: Box<dyn Transport>,
     rx: mpsc::Receiver<Input>,
     tick: Duration,
+    on_failure: OnFailure,
 ) {
     let mut next_tick = Instant::now() + tick;
     loop {
@@ -176,14 +183,16 @@ fn run(
         let now = Instant::now();
         if now >= next_tick {
             member.tick(now);
-            next_tick = (next_tick + tick).max(now);
+            // Never two ticks in a row, however late this one was: followers count their
+            // protection of the leader's lease in ticks (see `MemberConfig::new`).
+            next_tick = (next_tick + tick).max(now + tick);
         }
         let mut send = Vec::new();
         loop {
             if let Err(e) = member.handle_ready(disk.as_mut(), &mut send, now) {
                 tracing::error!("the pd member stops: {e}");
-                member.fail_proposals();
-                return;
+                member.stop();
+                return on_failure(e);
             }
             if !member.has_ready() {
                 break;
@@ -208,7 +217,7 @@ fn handle(member: &mut Member, input: Input, now: Instant) {
             Ok(())
         }
         Input::Transfer(to) => {
-            member.transfer_leader(to);
+            member.transfer_leader(to, now);
             Ok(())
         }
         Input::Gone(id) => member.on_member_gone(id),

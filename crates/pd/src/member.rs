@@ -13,11 +13,13 @@
 //! applied. A majority acknowledged a message sent after that moment, and with check-quorum
 //! none of them votes for another member within an election timeout of it, so no other
 //! leader can exist before the lease runs out, as long as the lease is shorter than the
-//! election timeout (it is cut to one tick less). A new leader's first lease starts when it
+//! election timeout (it is cut to two ticks less: see [`MemberConfig::new`]). A new leader's
+//! first lease starts when it
 //! became leader and holds once an entry of its term applied, which also means it has
 //! applied everything an earlier leader committed. A leader that begins a transfer gives its
-//! lease up at once (the transferee campaigns without waiting). An idle leader renews its
-//! lease with an empty proposal before half of it is gone.
+//! lease up at once (the transferee campaigns without waiting), for good: should the
+//! transfer fail, only proposals made after it began renew the lease. An idle leader renews
+//! its lease with an empty proposal before half of it is gone.
 //!
 //! Faster failover, as raftstore does it (see its `Peer::on_store_gone`): positive evidence
 //! that the leader's process is gone (its peer port refuses connections) lets a follower
@@ -83,9 +85,12 @@ pub struct MemberConfig {
 impl MemberConfig {
     /// From PD's knobs: `tick`, `election` (both durations) and `lease`.
     pub fn new(id: u64, tick: Duration, election: Duration, lease: Duration) -> MemberConfig {
-        let election_ticks = (election.as_millis() / tick.as_millis().max(1)).max(2) as usize;
-        // Shorter than the election timeout by a tick, whatever `lease` says.
-        let lease = lease.min(tick * election_ticks as u32).saturating_sub(tick);
+        let election_ticks = (election.as_millis() / tick.as_millis().max(1)).max(3) as usize;
+        // A follower that heard from the leader refuses votes for `election_ticks` of its
+        // own ticks; the first may come at once, so that protects for (E - 1) ticks at least
+        // (its driver never ticks twice in a row). One tick less again leaves a margin for
+        // clocks that run at different rates.
+        let lease = lease.min(tick * (election_ticks as u32 - 2));
         MemberConfig {
             id,
             tick,
@@ -162,6 +167,8 @@ struct Proposal {
     index: u64,
     term: u64,
     proposed_at: Instant,
+    /// A membership change (raft-rs turns one it refuses into an empty entry).
+    conf_change: bool,
     reply: Reply,
 }
 
@@ -175,6 +182,9 @@ pub struct Member {
     proposals: Vec<Proposal>,
     leader_since: Option<Instant>,
     lease_until: Option<Instant>,
+    /// Proposals made at or before this moment renew no lease (a transfer began then: the
+    /// transferee may have been elected since).
+    lease_floor: Option<Instant>,
     /// The member found gone while it led, and how often that was reported since.
     gone_leader: Option<(u64, u32)>,
     /// The leader last seen (0 = none), to count changes.
@@ -183,16 +193,14 @@ pub struct Member {
 }
 
 impl Member {
-    /// The member as its disk left it: from `saved` (or, on a new member, from `initial`
-    /// with `voters`), then the log.
+    /// The member as its disk left it: from checkpoint `cp` (the saved one, or a new
+    /// member's first), then the log.
     pub fn open(
         cfg: MemberConfig,
         disk: &dyn Disk,
-        saved: Option<Checkpoint>,
-        initial: impl FnOnce() -> Checkpoint,
+        cp: Checkpoint,
         logger: &slog::Logger,
     ) -> Result<Member, MemberError> {
-        let cp = saved.unwrap_or_else(initial);
         let base = LogBase {
             truncated_index: cp.applied_index,
             truncated_term: cp.applied_term,
@@ -227,6 +235,7 @@ impl Member {
             proposals: Vec::new(),
             leader_since: None,
             lease_until: None,
+            lease_floor: None,
             gone_leader: None,
             last_leader: 0,
             metrics: PdMetrics::new(),
@@ -318,16 +327,28 @@ impl Member {
             index: self.raw.raft.raft_log.last_index(),
             term: self.term(),
             proposed_at: now,
+            conf_change: false,
             reply,
         });
     }
 
-    /// Removes member `id` from the group (`member delete`).
+    /// Removes member `id` from the group (`member delete`). Not the leader (it resigns
+    /// first) and not the last voter.
     pub fn propose_removal(&mut self, id: u64, reply: Reply, now: Instant) {
         if !self.is_leader() {
             return reply(Err(ProposeError::NotLeader {
                 leader: self.leader_unless_self(),
             }));
+        }
+        if id == self.cfg.id {
+            return reply(Err(ProposeError::MembershipChange(
+                "the leader cannot remove itself; transfer the lead first".into(),
+            )));
+        }
+        if !self.voters().contains(&id) || self.voters().len() < 2 {
+            return reply(Err(ProposeError::MembershipChange(format!(
+                "member {id} is not a voter that can leave"
+            ))));
         }
         let mut cc = ConfChangeV2::default();
         cc.mut_changes().push(ConfChangeSingle {
@@ -342,6 +363,7 @@ impl Member {
             index: self.raw.raft.raft_log.last_index(),
             term: self.term(),
             proposed_at: now,
+            conf_change: true,
             reply,
         });
     }
@@ -355,11 +377,16 @@ impl Member {
 
     /// Hands leadership to `to`: the leader's lease ends now, and the transferee campaigns
     /// once its log caught up. On a follower, raft-rs passes the request to the leader.
-    pub fn transfer_leader(&mut self, to: u64) {
-        if !(self.is_leader() && to == self.cfg.id) {
-            self.raw.transfer_leader(to);
-            self.publish();
+    pub fn transfer_leader(&mut self, to: u64, now: Instant) {
+        if self.is_leader() && to == self.cfg.id {
+            return;
         }
+        if self.is_leader() {
+            self.lease_until = None;
+            self.lease_floor = Some(now);
+        }
+        self.raw.transfer_leader(to);
+        self.publish();
     }
 
     pub fn campaign(&mut self) -> Result<(), MemberError> {
@@ -486,6 +513,7 @@ impl Member {
             .set(i64::from(role == StateRole::Leader));
         if role == StateRole::Leader {
             self.leader_since = Some(now);
+            self.lease_floor = None;
             self.shared
                 .state
                 .write()
@@ -521,27 +549,47 @@ impl Member {
                         }
                     },
                     EntryType::EntryConfChange | EntryType::EntryConfChangeV2 => {
-                        let cc = decode_conf_change(&e)?;
-                        let cs = self.raw.apply_conf_change(&cc)?;
-                        self.raw.mut_store().set_conf_state(cs);
-                        Ok(Outcome::Done)
+                        // One raft-rs refuses (say, the last voter leaving) changes nothing,
+                        // on every member alike.
+                        match decode_conf_change(&e)
+                            .and_then(|cc| Ok(self.raw.apply_conf_change(&cc)?))
+                        {
+                            Ok(cs) => {
+                                self.raw.mut_store().set_conf_state(cs);
+                                Ok(Outcome::Done)
+                            }
+                            Err(why) => {
+                                tracing::error!(
+                                    index = e.index,
+                                    "membership change skipped: {why}"
+                                );
+                                Err(ProposeError::MembershipChange(why.to_string()))
+                            }
+                        }
                     }
                 };
+                let is_conf_change = e.get_entry_type() == EntryType::EntryConfChangeV2;
                 self.applied_index = e.index;
                 self.applied_term = e.term;
-                answers.push((e.index, e.term, outcome));
+                answers.push((e.index, e.term, is_conf_change, outcome));
             }
         }
         let leading_now = self.is_leader() && last.1 == self.term();
         if leading_now {
             self.renew_lease(self.leader_since);
         }
-        for (index, term, outcome) in answers {
+        for (index, term, is_conf_change, outcome) in answers {
             while let Some(i) = self.proposals.iter().position(|p| p.index == index) {
                 let p = self.proposals.swap_remove(i);
                 if p.term == term {
                     if leading_now && p.term == self.term() {
                         self.renew_lease(Some(p.proposed_at));
+                    }
+                    if p.conf_change && !is_conf_change {
+                        (p.reply)(Err(ProposeError::MembershipChange(
+                            "another membership change is still on its way".into(),
+                        )));
+                        continue;
                     }
                     (p.reply)(outcome.clone());
                 } else {
@@ -557,7 +605,7 @@ impl Member {
         if self.raw.raft.lead_transferee.is_some() {
             return;
         }
-        if let Some(from) = from {
+        if let Some(from) = from.filter(|&f| self.lease_floor.is_none_or(|floor| f > floor)) {
             self.lease_until = self.lease_until.max(Some(from + self.cfg.lease));
         }
     }
@@ -657,6 +705,16 @@ impl Member {
             (p.reply)(Err(ProposeError::Unknown));
         }
         Ok(())
+    }
+
+    /// The member stops (its disk failed): it no longer claims to lead, and every pending
+    /// proposal is answered.
+    pub fn stop(&mut self) {
+        *self.shared.status.lock().expect("status lock poisoned") = Status {
+            id: self.cfg.id,
+            ..Status::default()
+        };
+        self.fail_proposals();
     }
 
     /// Answers every pending proposal (the member is stopping).

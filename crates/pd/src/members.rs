@@ -84,10 +84,6 @@ impl Members {
         self.by_id.read().expect("members lock").get(&id).cloned()
     }
 
-    pub fn by_name(&self, name: &str) -> Option<MemberInfo> {
-        self.list().into_iter().find(|m| m.name == name)
-    }
-
     pub fn list(&self) -> Vec<MemberInfo> {
         self.by_id
             .read()

@@ -80,8 +80,9 @@ impl Oracle {
     /// Hands out `count` consecutive timestamps (returns the last), while this member leads
     /// under its lease and its oracle has started.
     pub fn allocate(&self, count: u64) -> Result<u64, TsoError> {
-        let term = self.shared.lease_term(Instant::now());
         let mut tso = self.tso.lock().expect("tso lock poisoned");
+        // Checked with the lock held: a lease that ran out meanwhile is not honoured.
+        let term = self.shared.lease_term(Instant::now());
         match &mut *tso {
             Some((t, tso)) if Some(*t) == term => tso.allocate(count),
             _ => Err(TsoError::NotServing),

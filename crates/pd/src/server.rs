@@ -13,13 +13,14 @@ use node::{Node, NodeError};
 use proto::pd::pd_peer_server::PdPeerServer;
 use proto::pd::pd_server::PdServer;
 
-use crate::disk::{Checkpoint, MemberDisk, legacy_state};
+use crate::disk::{Checkpoint, Disk, MemberDisk, legacy_state};
 use crate::driver::{Driver, DriverHandle};
 use crate::member::{Member, MemberConfig};
 use crate::members::{self, Members};
 use crate::oracle::Oracle;
 use crate::peer::{GrpcTransport, PeerService};
 use crate::service::PdService;
+use crate::state::PdState;
 
 /// How long a stopping leader waits for another member to take over.
 pub const TRANSFER_ON_STOP_WAIT: Duration = Duration::from_secs(2);
@@ -56,14 +57,33 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     let members = Arc::new(Members::new(list));
     members.learn_client_url(me.id, &client_url);
 
-    let (disk, saved) = MemberDisk::open(&data_dir).map_err(storage)?;
-    let first_state = if disk.is_new(&saved) {
-        legacy_state(&data_dir).map_err(storage)?
-    } else {
-        Default::default()
-    };
+    let (mut disk, saved) = MemberDisk::open(&data_dir).map_err(storage)?;
     let voters: Vec<u64> = members.list().iter().map(|m| m.id).collect();
     let alone = voters == [me.id];
+    let checkpoint = match saved {
+        Some(cp) => cp,
+        None => {
+            // The first start: the state of a single pd from before the members replicated
+            // it, if the data dir holds one, saved now as the first checkpoint.
+            let state = if disk.log_is_empty() {
+                legacy_state(&data_dir).map_err(storage)?
+            } else {
+                PdState::default()
+            };
+            if state != PdState::default() && !alone {
+                return Err(storage(
+                    "this data dir holds the state of a single pd from before its members replicated it; start it alone (without initial-cluster) once",
+                ));
+            }
+            let cp = Checkpoint {
+                voters,
+                state,
+                ..Checkpoint::default()
+            };
+            disk.save_checkpoint(&cp).map_err(storage)?;
+            cp
+        }
+    };
     let cfg = MemberConfig::new(
         me.id,
         config.duration("tick-interval").0,
@@ -71,23 +91,15 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         Duration::from_secs(config.int("lease") as u64),
     );
     let tick = cfg.tick;
-    let mut member = Member::open(
-        cfg,
-        &disk,
-        saved,
-        || Checkpoint {
-            voters,
-            state: first_state,
-            ..Checkpoint::default()
-        },
-        &raft_log::logger::raft_logger(),
-    )
-    .map_err(storage)?;
+    let mut member =
+        Member::open(cfg, &disk, checkpoint, &raft_log::logger::raft_logger()).map_err(storage)?;
     let metrics = crate::metrics::PdMetrics::new();
     metrics.register(&node.registry);
     member.set_metrics(metrics.clone());
-    if alone {
-        // Nobody to wait for: lead at once.
+    // The first voter (by id) campaigns as it starts, so a new cluster (or a lone member)
+    // does not wait out an election timeout for its first leader. Harmless in a running
+    // cluster: with pre-vote and check-quorum, members that hear from a leader refuse.
+    if member.voters().first() == Some(&me.id) {
         member.campaign().map_err(storage)?;
     }
 
@@ -118,6 +130,13 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             ))
         },
         tick,
+        Box::new(|e| {
+            // A member that cannot write its log must not go on: its process ends, and
+            // whatever supervises it restarts it on a working disk.
+            tracing::error!("the pd member cannot go on: {e}");
+            eprintln!("atoll pd: the member's disk failed: {e}");
+            std::process::exit(1);
+        }),
     );
     let handle = driver.handle();
     {

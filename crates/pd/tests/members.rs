@@ -93,17 +93,11 @@ impl Cluster {
         let cfg = config(id, self.checkpoint_entries);
         let node = self.node(id);
         let (disk, saved) = MemberDisk::open(node.dir.path()).unwrap();
-        let member = Member::open(
-            cfg,
-            &disk,
-            saved,
-            || Checkpoint {
-                voters: (1..=MEMBERS).collect(),
-                ..Checkpoint::default()
-            },
-            &logger(),
-        )
-        .unwrap();
+        let first = Checkpoint {
+            voters: (1..=MEMBERS).collect(),
+            ..Checkpoint::default()
+        };
+        let member = Member::open(cfg, &disk, saved.unwrap_or(first), &logger()).unwrap();
         node.member = Some(member);
         node.disk = Some(disk);
     }
@@ -369,11 +363,12 @@ fn timestamps_never_go_back_across_failovers_and_a_clock_stepped_back_by_minutes
         let mut cl = c.borrow_mut();
         let next = (leader % MEMBERS) + 1;
         cl.node(next).clock_offset_ms = -600_000;
+        let now = cl.now;
         cl.node(leader)
             .member
             .as_mut()
             .unwrap()
-            .transfer_leader(next);
+            .transfer_leader(next, now);
         cl.settle();
         assert!(
             cl.member(leader)
@@ -466,6 +461,59 @@ fn evidence_that_the_leader_is_gone_elects_another_before_the_election_timeout()
     assert_eq!(c.leader(), Some(leader));
 }
 
+#[test]
+fn membership_changes_that_cannot_happen_are_refused_not_reported_done() {
+    let mut c = Cluster::new(7);
+    let leader = c.wait_for_lease();
+    let followers: Vec<u64> = (1..=MEMBERS).filter(|&i| i != leader).collect();
+    let remove = |c: &mut Cluster, id: u64| {
+        let answer = Arc::new(Mutex::new(None));
+        let slot = answer.clone();
+        let now = c.now;
+        c.node(leader).member.as_mut().unwrap().propose_removal(
+            id,
+            Box::new(move |r| *slot.lock().unwrap() = Some(r)),
+            now,
+        );
+        answer
+    };
+    // The leader cannot remove itself.
+    let own = remove(&mut c, leader);
+    assert!(matches!(
+        own.lock().unwrap().take(),
+        Some(Err(ProposeError::MembershipChange(_)))
+    ));
+    // Two changes at once: raft-rs refuses the second, and it is answered so.
+    let first = remove(&mut c, followers[0]);
+    let second = remove(&mut c, followers[1]);
+    c.ticks(3);
+    assert_eq!(first.lock().unwrap().take(), Some(Ok(Outcome::Done)));
+    assert!(
+        matches!(
+            second.lock().unwrap().take(),
+            Some(Err(ProposeError::MembershipChange(_)))
+        ),
+        "a refused change was reported done"
+    );
+    assert_eq!(c.member(leader).unwrap().voters().len(), 2);
+    // Down to one voter: it cannot remove the last other one and itself.
+    let third = remove(&mut c, followers[1]);
+    c.ticks(3);
+    assert_eq!(third.lock().unwrap().take(), Some(Ok(Outcome::Done)));
+    assert_eq!(c.member(leader).unwrap().voters(), [leader]);
+    let last = remove(&mut c, leader);
+    assert!(matches!(
+        last.lock().unwrap().take(),
+        Some(Err(ProposeError::MembershipChange(_)))
+    ));
+    // The lone member goes on serving and restarts as itself.
+    assert!(c.propose(leader, Command::Noop).is_ok());
+    c.stop(leader);
+    c.start(leader);
+    c.ticks(20);
+    assert_eq!(c.leader(), Some(leader));
+}
+
 /// Random partitions, lost messages, restarts and transfers while every member's oracle ticks
 /// and hands out timestamps: never two leases at once, timestamps only grow, and after
 /// healing every member holds the same state.
@@ -511,7 +559,8 @@ fn a_random_history_keeps_one_lease_and_growing_timestamps() {
                 20..23 => {
                     if let Some(l) = cl.leader() {
                         let to = rng.random_range(1..=MEMBERS);
-                        cl.node(l).member.as_mut().unwrap().transfer_leader(to);
+                        let now = cl.now;
+                        cl.node(l).member.as_mut().unwrap().transfer_leader(to, now);
                     }
                 }
                 23..26 => {

@@ -41,14 +41,14 @@ impl TestPd {
             Duration::from_millis(300),
             Duration::from_secs(3),
         );
+        let first = Checkpoint {
+            voters: vec![1],
+            ..Checkpoint::default()
+        };
         let mut member = Member::open(
             cfg,
             &disk,
-            saved,
-            || Checkpoint {
-                voters: vec![1],
-                ..Checkpoint::default()
-            },
+            saved.unwrap_or(first),
             &slog::Logger::root(slog::Discard, slog::o!()),
         )
         .unwrap();
@@ -58,6 +58,7 @@ impl TestPd {
             Box::new(disk),
             |_| Box::new(Nowhere),
             Duration::from_millis(50),
+            Box::new(|e| panic!("the test pd's member failed: {e}")),
         );
         let handle = driver.handle();
         let deadline = Instant::now() + Duration::from_secs(5);
