@@ -49,6 +49,9 @@ pub struct PdArgs {
     /// Every member at the cluster's first start: NAME=PEER-URL,... [default: this member alone].
     #[arg(long)]
     initial_cluster: Option<String>,
+    /// Join a running group as a new member, through any of its client URLs (comma separated).
+    #[arg(long)]
+    join: Option<String>,
 }
 
 #[derive(Args)]
@@ -92,6 +95,7 @@ pub fn run_pd(args: PdArgs) -> anyhow::Result<()> {
         ("advertise-peer-urls", args.advertise_peer_urls),
         ("name", args.name),
         ("initial-cluster", args.initial_cluster),
+        ("join", args.join),
     ];
     run(Role::Pd, args.common, flags, pd::server::run)
 }

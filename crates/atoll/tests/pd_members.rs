@@ -317,3 +317,77 @@ fn a_bad_initial_cluster_is_one_clear_line() {
         "{line}"
     );
 }
+
+#[test]
+fn a_member_joins_a_running_group_restarts_as_itself_and_is_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut members = start_members(dir.path());
+    leader(&members);
+    let (client, peer) = (
+        format!("127.0.0.1:{}", free_port()),
+        format!("http://127.0.0.1:{}", free_port()),
+    );
+    let join = |members: &[Member]| {
+        start_role(
+            &[
+                "pd",
+                "--name",
+                "d",
+                "--client-urls",
+                &format!("http://{client}"),
+                "--peer-urls",
+                &peer,
+                "--join",
+                &members[1].client,
+            ],
+            &dir.path().join("d"),
+            &client,
+        )
+    };
+    let names = |at: &str| -> Vec<String> {
+        let out = run(&["ctl", "member", "--pd", at]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut names: Vec<String> = v["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["name"].as_str().unwrap().to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    let d = join(&members);
+    // Once its snapshot arrived it knows the group as the others do.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while names(&client) != ["d", "p0", "p1", "p2"] {
+        assert!(std::time::Instant::now() < deadline, "d never caught up");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(names(&members[0].client), ["d", "p0", "p1", "p2"]);
+    // A restart (with the same flags) comes back as the same member.
+    drop(d);
+    let d = join(&members);
+    let out = run(&["ctl", "member", "--pd", &client, "leader", "transfer", "d"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The leader cannot delete itself; another member can be deleted.
+    let out = run(&["ctl", "member", "--pd", &client, "delete", "name", "d"]);
+    assert!(!out.status.success());
+    let out = run(&["ctl", "member", "--pd", &client, "delete", "name", "p0"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drop(members.remove(0));
+    assert_eq!(names(&client), ["d", "p1", "p2"]);
+    drop(d);
+}

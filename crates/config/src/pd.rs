@@ -57,6 +57,12 @@ pub static KNOBS: &[KnobSpec] = &[
         online: false,
     },
     KnobSpec {
+        name: "join",
+        kind: Kind::OptionalText,
+        default: |_| text(""),
+        online: false,
+    },
+    KnobSpec {
         name: "election-interval",
         kind: Kind::Duration {
             min: ReadableDuration::millis(10),

@@ -166,6 +166,7 @@ pub fn legacy_state(data_dir: &Path) -> Result<PdState, DiskError> {
         cluster,
         tso_window_ms: number("tso-window")?,
         gc_safe_point: number("gc-safe-point")?,
+        ..PdState::default()
     })
 }
 

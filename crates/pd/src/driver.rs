@@ -13,7 +13,7 @@ use raft::eraftpb::Message;
 
 use crate::disk::Disk;
 use crate::member::{Member, ProposeError, Reply, Shared};
-use crate::state::{Command, Outcome};
+use crate::state::{Command, MemberRecord, Outcome};
 
 /// Where the member's messages go (best effort: Raft resends what is lost).
 pub trait Transport: Send {
@@ -26,6 +26,7 @@ pub type OnFailure = Box<dyn FnOnce(crate::member::MemberError) + Send>;
 enum Input {
     Raft(Message),
     Propose(Command, Reply),
+    Add(MemberRecord, Reply),
     Remove(u64, Reply),
     Transfer(u64),
     Gone(u64),
@@ -83,12 +84,24 @@ impl DriverHandle {
 
     /// Removes member `id` from the group; waits for the change to apply.
     pub async fn remove_member(&self, id: u64) -> Result<Outcome, ProposeError> {
+        self.change_members(|reply| Input::Remove(id, reply)).await
+    }
+
+    /// Adds a member; waits for the change to apply and answers its id.
+    pub async fn add_member(&self, record: MemberRecord) -> Result<Outcome, ProposeError> {
+        self.change_members(|reply| Input::Add(record, reply)).await
+    }
+
+    async fn change_members(
+        &self,
+        input: impl FnOnce(Reply) -> Input,
+    ) -> Result<Outcome, ProposeError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let reply: Reply = Box::new(move |r| {
             let _ = tx.send(r);
         });
-        if let Err(mpsc::SendError(Input::Remove(_, reply))) =
-            self.tx.send(Input::Remove(id, reply))
+        if let Err(mpsc::SendError(Input::Add(_, reply) | Input::Remove(_, reply))) =
+            self.tx.send(input(reply))
         {
             reply(Err(ProposeError::Unknown));
         }
@@ -210,6 +223,10 @@ fn handle(member: &mut Member, input: Input, now: Instant) {
         Input::Raft(msg) => member.step(msg),
         Input::Propose(cmd, reply) => {
             member.propose(cmd, reply, now);
+            Ok(())
+        }
+        Input::Add(record, reply) => {
+            member.propose_addition(record, reply, now);
             Ok(())
         }
         Input::Remove(id, reply) => {

@@ -25,6 +25,8 @@ use crate::members::{MemberInfo, Members};
 
 /// How long a transfer may take before the call answers that it did not happen.
 pub const TRANSFER_WAIT: Duration = Duration::from_secs(5);
+/// How often a transfer not done yet is asked for again.
+const TRANSFER_RETRY: Duration = Duration::from_millis(500);
 
 #[derive(Clone)]
 struct Api {
@@ -81,12 +83,19 @@ impl Api {
         self.members.get(self.driver.shared().status().leader)
     }
 
-    /// Waits until `id` leads, up to [`TRANSFER_WAIT`].
-    async fn wait_for_leader(&self, id: impl Fn(u64) -> bool) -> bool {
+    /// Asks for leadership to go to `to` until `done` says the leader is right, up to
+    /// [`TRANSFER_WAIT`]. The request goes again now and then: a member that does not know
+    /// the leader yet (just restarted) drops it, and so does a leader whose transfer timed out.
+    async fn transfer_until(&self, to: u64, done: impl Fn(u64) -> bool) -> bool {
         let deadline = Instant::now() + TRANSFER_WAIT;
+        let mut asked = Instant::now() - TRANSFER_RETRY;
         while Instant::now() < deadline {
-            if id(self.driver.shared().status().leader) {
+            if done(self.driver.shared().status().leader) {
                 return true;
+            }
+            if asked.elapsed() >= TRANSFER_RETRY {
+                self.driver.transfer_leader(to);
+                asked = Instant::now();
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
@@ -120,8 +129,7 @@ async fn transfer(State(api): State<Api>, Path(name): Path<String>) -> Response 
             format!("no pd member is named {name:?}"),
         );
     };
-    api.driver.transfer_leader(to.id);
-    if api.wait_for_leader(|l| l == to.id).await {
+    if api.transfer_until(to.id, |l| l == to.id).await {
         axum::Json("The transfer command is submitted.").into_response()
     } else {
         error(
@@ -148,8 +156,7 @@ async fn resign(State(api): State<Api>) -> Response {
         status.id
     };
     let old = status.leader;
-    api.driver.transfer_leader(to);
-    if api.wait_for_leader(|l| l != 0 && l != old).await {
+    if api.transfer_until(to, |l| l != 0 && l != old).await {
         axum::Json("The resign command is submitted.").into_response()
     } else {
         error(
@@ -175,10 +182,7 @@ async fn remove(State(api): State<Api>, Path(name): Path<String>) -> Response {
         );
     }
     match api.driver.remove_member(m.id).await {
-        Ok(_) => {
-            api.members.remove(m.id);
-            axum::Json(format!("The pd member {name} is deleted.")).into_response()
-        }
+        Ok(_) => axum::Json(format!("The pd member {name} is deleted.")).into_response(),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
 }

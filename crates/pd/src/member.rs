@@ -31,7 +31,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use raft::eraftpb::{
-    ConfChangeSingle, ConfChangeType, ConfChangeV2, ConfState, Entry, EntryType, Message, Snapshot,
+    ConfChangeSingle, ConfChangeType, ConfChangeV2, ConfState, Entry, EntryType, Message,
+    MessageType, Snapshot,
 };
 use raft::{RawNode, StateRole};
 use raft_log::{GroupStorage, LogBase, LogWrite};
@@ -39,7 +40,7 @@ use raft_log::{GroupStorage, LogBase, LogWrite};
 use crate::cluster::ClusterError;
 use crate::disk::{Checkpoint, Disk, DiskError, GROUP};
 use crate::metrics::PdMetrics;
-use crate::state::{Command, Outcome, PdState};
+use crate::state::{Command, MemberRecord, Outcome, PdState};
 
 /// How a proposal is answered: exactly once.
 pub type Reply = Box<dyn FnOnce(Result<Outcome, ProposeError>) + Send>;
@@ -189,6 +190,8 @@ pub struct Member {
     gone_leader: Option<(u64, u32)>,
     /// The leader last seen (0 = none), to count changes.
     last_leader: u64,
+    /// A checkpoint is to be made at the end of the round (a member joined).
+    checkpoint_due: bool,
     metrics: PdMetrics,
 }
 
@@ -238,6 +241,7 @@ impl Member {
             lease_floor: None,
             gone_leader: None,
             last_leader: 0,
+            checkpoint_due: false,
             metrics: PdMetrics::new(),
         })
     }
@@ -332,6 +336,31 @@ impl Member {
         });
     }
 
+    /// Adds a member (`--join`); `reply` hears its id once the change applied. The id is
+    /// new (never one a member had before).
+    pub fn propose_addition(&mut self, record: MemberRecord, reply: Reply, now: Instant) {
+        if !self.is_leader() {
+            return reply(Err(ProposeError::NotLeader {
+                leader: self.leader_unless_self(),
+            }));
+        }
+        let highest_voter = self.voters().last().copied().unwrap_or(0);
+        let (refused, id) = self.shared.read(|s| {
+            let highest = s.members.keys().max().copied().unwrap_or(0);
+            let highest = highest.max(highest_voter);
+            (s.refuse_member(&record), s.next_member_id.max(highest + 1))
+        });
+        if let Some(why) = refused {
+            return reply(Err(ProposeError::MembershipChange(why)));
+        }
+        let change = ConfChangeSingle {
+            change_type: ConfChangeType::AddNode,
+            node_id: id,
+            ..ConfChangeSingle::default()
+        };
+        self.propose_conf_change(change, record.encode(), reply, now);
+    }
+
     /// Removes member `id` from the group (`member delete`). Not the leader (it resigns
     /// first) and not the last voter.
     pub fn propose_removal(&mut self, id: u64, reply: Reply, now: Instant) {
@@ -350,12 +379,24 @@ impl Member {
                 "member {id} is not a voter that can leave"
             ))));
         }
-        let mut cc = ConfChangeV2::default();
-        cc.mut_changes().push(ConfChangeSingle {
+        let change = ConfChangeSingle {
             change_type: ConfChangeType::RemoveNode,
             node_id: id,
             ..ConfChangeSingle::default()
-        });
+        };
+        self.propose_conf_change(change, Vec::new(), reply, now);
+    }
+
+    fn propose_conf_change(
+        &mut self,
+        change: ConfChangeSingle,
+        context: Vec<u8>,
+        reply: Reply,
+        now: Instant,
+    ) {
+        let mut cc = ConfChangeV2::default();
+        cc.mut_changes().push(change);
+        cc.context = context.into();
         if let Err(e) = self.raw.propose_conf_change(vec![], cc) {
             return reply(Err(ProposeError::MembershipChange(e.to_string())));
         }
@@ -495,7 +536,20 @@ impl Member {
         send.extend(light.take_messages());
         self.apply(light.take_committed_entries())?;
         self.raw.advance_apply();
-        if self.applied_index >= self.checkpoint_index + self.cfg.checkpoint_entries {
+        // A snapshot handed to the transport counts as sent: the follower's next answer shows
+        // whether it arrived, and one that was lost is sent again then (raft-rs would
+        // otherwise wait for the report for ever).
+        let snapshots_sent: Vec<u64> = send
+            .iter()
+            .filter(|m| m.get_msg_type() == MessageType::MsgSnapshot)
+            .map(|m| m.to)
+            .collect();
+        for to in snapshots_sent {
+            self.raw.report_snapshot(to, raft::SnapshotStatus::Finish);
+        }
+        if std::mem::take(&mut self.checkpoint_due)
+            || self.applied_index >= self.checkpoint_index + self.cfg.checkpoint_entries
+        {
             self.checkpoint(disk)?;
         }
         self.publish();
@@ -551,12 +605,28 @@ impl Member {
                     EntryType::EntryConfChange | EntryType::EntryConfChangeV2 => {
                         // One raft-rs refuses (say, the last voter leaving) changes nothing,
                         // on every member alike.
-                        match decode_conf_change(&e)
-                            .and_then(|cc| Ok(self.raw.apply_conf_change(&cc)?))
-                        {
-                            Ok(cs) => {
+                        match decode_conf_change(&e).and_then(|cc| {
+                            let cs = self.raw.apply_conf_change(&cc)?;
+                            Ok((cc, cs))
+                        }) {
+                            Ok((cc, cs)) => {
                                 self.raw.mut_store().set_conf_state(cs);
-                                Ok(Outcome::Done)
+                                let mut outcome = Outcome::Done;
+                                for change in cc.get_changes() {
+                                    let id = change.node_id;
+                                    if change.get_change_type() == ConfChangeType::RemoveNode {
+                                        state.set_member(id, None);
+                                        continue;
+                                    }
+                                    let record = MemberRecord::decode(&cc.context)
+                                        .map_err(MemberError::Corrupt)?;
+                                    state.set_member(id, Some(record));
+                                    outcome = Outcome::MemberId(id);
+                                    // The log below goes, so the new member is sent a
+                                    // snapshot: it holds none of the state the log builds on.
+                                    self.checkpoint_due = true;
+                                }
+                                Ok(outcome)
                             }
                             Err(why) => {
                                 tracing::error!(

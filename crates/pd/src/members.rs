@@ -1,8 +1,12 @@
 //! Who the PD members are: PD's `--initial-cluster` (`n1=http://h1:2380,n2=...`, checked by
 //! the config) gives each member a name and a peer URL; a member's id is its place in that
-//! list (from 1). Client
-//! URLs are learned from the members themselves (the peer service's `Info`), as PD learns
-//! them from etcd's member attributes.
+//! list (from 1). Client URLs are learned from the members themselves (the peer service's
+//! `Info`), as PD learns them from etcd's member attributes.
+//!
+//! The group then keeps its members in the replicated state
+//! ([`PdState::members`](crate::state::PdState::members)), where
+//! a member that joins later (`--join`) is added with a new id; [`Members`] reads them from
+//! there.
 //!
 //! The first start saves the members' names, in order, in the data dir (`pd-members`): they
 //! fix every member's id. A later start with other names is refused with both named, so a
@@ -10,7 +14,10 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
+
+use crate::member::Shared;
+use crate::state::MemberRecord;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemberInfo {
@@ -33,24 +40,22 @@ pub enum MembersError {
 
 /// The members of `initial-cluster` (as [`config::pd::initial_cluster`] checked it), ids
 /// by place from 1.
-pub fn from_initial_cluster(pairs: Vec<(String, String)>) -> Vec<MemberInfo> {
+pub fn from_initial_cluster(pairs: Vec<(String, String)>) -> BTreeMap<u64, MemberRecord> {
     pairs
         .into_iter()
         .enumerate()
-        .map(|(i, (name, peer_url))| MemberInfo {
-            id: i as u64 + 1,
-            name,
-            peer_url,
-            client_url: String::new(),
-        })
+        .map(|(i, (name, peer_url))| (i as u64 + 1, MemberRecord { name, peer_url }))
         .collect()
 }
 
 /// Saves the members' names on the first start; refuses other names later.
-pub fn check_saved(data_dir: &Path, members: &[MemberInfo]) -> Result<(), MembersError> {
+pub fn check_saved(
+    data_dir: &Path,
+    members: &BTreeMap<u64, MemberRecord>,
+) -> Result<(), MembersError> {
     let path = data_dir.join("pd-members");
     let names = members
-        .iter()
+        .values()
         .map(|m| m.name.as_str())
         .collect::<Vec<_>>()
         .join(",");
@@ -68,41 +73,51 @@ pub fn check_saved(data_dir: &Path, members: &[MemberInfo]) -> Result<(), Member
     }
 }
 
-/// The members, by id, with what is known of them.
+/// The members as the replicated state names them, with the client URLs they told.
 pub struct Members {
-    by_id: RwLock<BTreeMap<u64, MemberInfo>>,
+    shared: Arc<Shared>,
+    client_urls: RwLock<BTreeMap<u64, String>>,
 }
 
 impl Members {
-    pub fn new(list: Vec<MemberInfo>) -> Members {
+    pub fn new(shared: Arc<Shared>) -> Members {
         Members {
-            by_id: RwLock::new(list.into_iter().map(|m| (m.id, m)).collect()),
+            shared,
+            client_urls: RwLock::default(),
+        }
+    }
+
+    fn info(&self, id: u64, record: &MemberRecord) -> MemberInfo {
+        MemberInfo {
+            id,
+            name: record.name.clone(),
+            peer_url: record.peer_url.clone(),
+            client_url: self
+                .client_urls
+                .read()
+                .expect("members lock")
+                .get(&id)
+                .cloned()
+                .unwrap_or_default(),
         }
     }
 
     pub fn get(&self, id: u64) -> Option<MemberInfo> {
-        self.by_id.read().expect("members lock").get(&id).cloned()
+        let record = self.shared.read(|s| s.members.get(&id).cloned())?;
+        Some(self.info(id, &record))
     }
 
     pub fn list(&self) -> Vec<MemberInfo> {
-        self.by_id
-            .read()
-            .expect("members lock")
-            .values()
-            .cloned()
-            .collect()
+        let records = self.shared.read(|s| s.members.clone());
+        records.iter().map(|(id, r)| self.info(*id, r)).collect()
     }
 
     /// A member told its client URL.
     pub fn learn_client_url(&self, id: u64, client_url: &str) {
-        if let Some(m) = self.by_id.write().expect("members lock").get_mut(&id) {
-            m.client_url = client_url.to_string();
-        }
-    }
-
-    /// A member left the group.
-    pub fn remove(&self, id: u64) {
-        self.by_id.write().expect("members lock").remove(&id);
+        self.client_urls
+            .write()
+            .expect("members lock")
+            .insert(id, client_url.to_string());
     }
 }
 

@@ -1,7 +1,8 @@
 //! Raft traffic between PD members over gRPC (`PdPeer`, on the peer URL's port).
 //!
-//! Sending ([`GrpcTransport`]): one task per other member keeps a stream open and sends its
-//! queue in batches; a full queue drops (Raft resends). When a member's port refuses the
+//! Sending ([`GrpcTransport`]): one task per other member (started with the first message
+//! for it, so a member that joins later is reached too; it ends when the member left)
+//! keeps a stream open and sends its queue in batches; a full queue drops (Raft resends). When a member's port refuses the
 //! connection (nothing listens there: its process is gone) the member hears it
 //! ([`DriverHandle::member_gone`]) and may campaign at once; the task retries every
 //! [`RECONNECT_WAIT`]. On each connection the sender first asks the other member who it is
@@ -43,31 +44,49 @@ pub fn wire_member(m: &MemberInfo) -> WireMember {
 }
 
 pub struct GrpcTransport {
+    runtime: tokio::runtime::Handle,
+    me: u64,
+    members: Arc<Members>,
+    driver: DriverHandle,
     queues: std::collections::HashMap<u64, mpsc::Sender<Vec<u8>>>,
 }
 
 impl GrpcTransport {
-    /// Starts a sender task on `runtime` for every member but `me`.
+    /// Sends on `runtime`: a task per other member, started with the first message for it.
     pub fn start(
         runtime: &tokio::runtime::Handle,
         me: u64,
         members: Arc<Members>,
         driver: DriverHandle,
     ) -> GrpcTransport {
-        let mut queues = std::collections::HashMap::new();
-        for m in members.list().into_iter().filter(|m| m.id != me) {
-            let (tx, rx) = mpsc::channel(QUEUE_MAX);
-            queues.insert(m.id, tx);
-            runtime.spawn(send_loop(m, members.clone(), driver.clone(), rx));
+        GrpcTransport {
+            runtime: runtime.clone(),
+            me,
+            members,
+            driver,
+            queues: std::collections::HashMap::new(),
         }
-        GrpcTransport { queues }
+    }
+
+    fn queue(&mut self, to: u64) -> Option<&mpsc::Sender<Vec<u8>>> {
+        if to == self.me {
+            return None;
+        }
+        if self.queues.get(&to).is_none_or(|q| q.is_closed()) {
+            self.members.get(to)?;
+            let (tx, rx) = mpsc::channel(QUEUE_MAX);
+            let task = send_loop(to, self.members.clone(), self.driver.clone(), rx);
+            self.runtime.spawn(task);
+            self.queues.insert(to, tx);
+        }
+        self.queues.get(&to)
     }
 }
 
 impl Transport for GrpcTransport {
     fn send(&mut self, msgs: Vec<Message>) {
         for m in msgs {
-            let Some(queue) = self.queues.get(&m.to) else {
+            let Some(queue) = self.queue(m.to) else {
                 continue;
             };
             let bytes = m.write_to_bytes().expect("encoding a raft message");
@@ -92,16 +111,23 @@ fn is_refused(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
+/// Keeps a stream open to member `to` while it is a member, and sends its queue.
 async fn send_loop(
-    to: MemberInfo,
+    to: u64,
     members: Arc<Members>,
     driver: DriverHandle,
     mut rx: mpsc::Receiver<Vec<u8>>,
 ) {
-    let url = format!("http://{}", config::value::strip_scheme(&to.peer_url));
     loop {
-        let endpoint = tonic::transport::Endpoint::from_shared(url.clone())
-            .expect("peer URLs are checked at start")
+        let Some(to) = members.get(to) else {
+            return;
+        };
+        let url = format!("http://{}", config::value::strip_scheme(&to.peer_url));
+        let Ok(endpoint) = tonic::transport::Endpoint::from_shared(url) else {
+            tracing::error!(member = to.name, "not a peer URL: {}", to.peer_url);
+            return;
+        };
+        let endpoint = endpoint
             .connect_timeout(Duration::from_secs(1))
             .tcp_nodelay(true);
         let mut client = match endpoint.connect().await {

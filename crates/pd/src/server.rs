@@ -16,11 +16,11 @@ use proto::pd::pd_server::PdServer;
 use crate::disk::{Checkpoint, Disk, MemberDisk, legacy_state};
 use crate::driver::{Driver, DriverHandle};
 use crate::member::{Member, MemberConfig};
-use crate::members::{self, Members};
+use crate::members::{self, MemberInfo, Members};
 use crate::oracle::Oracle;
 use crate::peer::{GrpcTransport, PeerService};
 use crate::service::PdService;
-use crate::state::PdState;
+use crate::state::{MemberRecord, PdState};
 
 /// How long a stopping leader waits for another member to take over.
 pub const TRANSFER_ON_STOP_WAIT: Duration = Duration::from_secs(2);
@@ -45,47 +45,11 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         config.str("client-urls"),
     );
     let peer_url = or(config.str("advertise-peer-urls"), config.str("peer-urls"));
-    let pairs = config::pd::initial_cluster(&config).map_err(|e| storage(e.to_string()))?;
-    let list = members::from_initial_cluster(pairs);
-    let me = list
-        .iter()
-        .find(|m| m.name == name)
-        .cloned()
-        .expect("the config checks that the name is in initial-cluster");
     let data_dir = node.data_dir.path().to_path_buf();
-    members::check_saved(&data_dir, &list).map_err(storage)?;
-    let members = Arc::new(Members::new(list));
-    members.learn_client_url(me.id, &client_url);
-
     let (mut disk, saved) = MemberDisk::open(&data_dir).map_err(storage)?;
-    let voters: Vec<u64> = members.list().iter().map(|m| m.id).collect();
-    let alone = voters == [me.id];
-    let checkpoint = match saved {
-        Some(cp) => cp,
-        None => {
-            // The first start: the state of a single pd from before the members replicated
-            // it, if the data dir holds one, saved now as the first checkpoint.
-            let state = if disk.log_is_empty() {
-                legacy_state(&data_dir).map_err(storage)?
-            } else {
-                PdState::default()
-            };
-            if state != PdState::default() && !alone {
-                return Err(storage(
-                    "this data dir holds the state of a single pd from before its members replicated it; start it alone (without initial-cluster) once",
-                ));
-            }
-            let cp = Checkpoint {
-                voters,
-                state,
-                ..Checkpoint::default()
-            };
-            disk.save_checkpoint(&cp).map_err(storage)?;
-            cp
-        }
-    };
+    let (my_id, checkpoint) = identity(&config, &data_dir, &mut disk, saved, &name, &peer_url)?;
     let cfg = MemberConfig::new(
-        me.id,
+        my_id,
         config.duration("tick-interval").0,
         config.duration("election-interval").0,
         Duration::from_secs(config.int("lease") as u64),
@@ -99,9 +63,11 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     // The first voter (by id) campaigns as it starts, so a new cluster (or a lone member)
     // does not wait out an election timeout for its first leader. Harmless in a running
     // cluster: with pre-vote and check-quorum, members that hear from a leader refuse.
-    if member.voters().first() == Some(&me.id) {
+    if member.voters().first() == Some(&my_id) {
         member.campaign().map_err(storage)?;
     }
+    let members = Arc::new(Members::new(member.shared().clone()));
+    members.learn_client_url(my_id, &client_url);
 
     let peer_runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -124,7 +90,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         |handle| {
             Box::new(GrpcTransport::start(
                 peer_runtime.handle(),
-                me.id,
+                my_id,
                 members.clone(),
                 handle,
             ))
@@ -140,7 +106,13 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     );
     let handle = driver.handle();
     {
-        let peer_service = PeerService::new(handle.clone(), members.get(me.id).expect("me"));
+        let me = MemberInfo {
+            id: my_id,
+            name: name.clone(),
+            peer_url: peer_url.clone(),
+            client_url: client_url.clone(),
+        };
+        let peer_service = PeerService::new(handle.clone(), me);
         let _guard = peer_runtime.enter();
         let listener =
             tokio::net::TcpListener::from_std(peer_listener).map_err(NodeError::Runtime)?;
@@ -190,7 +162,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         .into_axum_router()
         .merge(crate::http_api::router(handle.clone(), members.clone()));
     let serving = "the TSO, the GC safe point and cluster metadata (gRPC Pd) replicated over the pd members, the replica checker (regions grow to replication.max-replicas), PD's members API and the status API; balancing and splits are not built yet";
-    tracing::warn!(member = name, id = me.id, "{serving}");
+    tracing::warn!(member = name, id = my_id, "{serving}");
     let stopping = handle.clone();
     let result = node.run_with_routes_and_stop(serving, Some(routes), move || async move {
         hand_over_leadership(&stopping).await;
@@ -200,6 +172,139 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     drop(driver);
     result
 }
+
+/// This member's id and the checkpoint it starts from: the saved one; on a first start,
+/// the group of `initial-cluster` (with the state of an old single pd imported when it is
+/// alone), or, with `join`, an empty one once the running group added this member (its
+/// state then comes as a snapshot from the leader).
+fn identity(
+    config: &config::Config,
+    data_dir: &std::path::Path,
+    disk: &mut MemberDisk,
+    saved: Option<Checkpoint>,
+    name: &str,
+    peer_url: &str,
+) -> Result<(u64, Checkpoint), NodeError> {
+    let id_file = data_dir.join("pd-member-id");
+    match std::fs::read_to_string(&id_file) {
+        Ok(text) => {
+            let id = text.trim().parse().map_err(|_| {
+                storage(format!(
+                    "{} holds no member id: {text:?}",
+                    id_file.display()
+                ))
+            })?;
+            return Ok((id, saved.unwrap_or_default()));
+        }
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(storage(format!("cannot read {}: {e}", id_file.display())));
+        }
+        Err(_) => {}
+    }
+    let fresh = saved.is_none() && disk.log_is_empty();
+    let join = config.str("join");
+    if !join.is_empty() {
+        if !fresh {
+            return Err(storage(
+                "--join adds a new member, but this data dir already belongs to a pd group: start it as before, without --join",
+            ));
+        }
+        let (id, members) = join_group(join, name, peer_url)?;
+        // The members as the group named them, so this one can answer them before the
+        // leader's snapshot (which replaces all of it) arrives.
+        let mut cp = Checkpoint::default();
+        for m in members {
+            let record = MemberRecord {
+                name: m.name,
+                peer_url: m.peer_urls.into_iter().next().unwrap_or_default(),
+            };
+            cp.state.set_member(m.member_id, Some(record));
+        }
+        disk.save_checkpoint(&cp).map_err(storage)?;
+        crate::disk::save_atomically(&id_file, format!("{id}\n").as_bytes()).map_err(storage)?;
+        tracing::info!(id, "joined the pd group");
+        return Ok((id, cp));
+    }
+    let pairs = config::pd::initial_cluster(config).map_err(storage)?;
+    let records = members::from_initial_cluster(pairs);
+    let (&id, _) = records
+        .iter()
+        .find(|(_, m)| m.name == name)
+        .expect("the config checks that the name is in initial-cluster");
+    members::check_saved(data_dir, &records).map_err(storage)?;
+    if let Some(cp) = saved {
+        return Ok((id, cp));
+    }
+    // The first start: the state of a single pd from before the members replicated it, if
+    // the data dir holds one, saved now as the first checkpoint.
+    let mut state = if fresh {
+        legacy_state(data_dir).map_err(storage)?
+    } else {
+        PdState::default()
+    };
+    if state != PdState::default() && records.len() > 1 {
+        return Err(storage(
+            "this data dir holds the state of a single pd from before its members replicated it; start it alone (without initial-cluster) once",
+        ));
+    }
+    state.next_member_id = records.len() as u64 + 1;
+    state.members = records;
+    let cp = Checkpoint {
+        voters: state.members.keys().copied().collect(),
+        state,
+        ..Checkpoint::default()
+    };
+    disk.save_checkpoint(&cp).map_err(storage)?;
+    Ok((id, cp))
+}
+
+/// Asks the group at `join` (client URLs, comma separated) to add this member; its id and
+/// the members.
+fn join_group(
+    join: &str,
+    name: &str,
+    peer_url: &str,
+) -> Result<(u64, Vec<proto::pd::Member>), NodeError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(NodeError::Runtime)?;
+    let request = proto::pd::AddMemberRequest {
+        name: name.to_string(),
+        peer_url: format!("http://{}", config::value::strip_scheme(peer_url)),
+    };
+    let deadline = Instant::now() + JOIN_WAIT;
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        for url in join.split(',').map(str::trim) {
+            let url = format!("http://{}", config::value::strip_scheme(url));
+            let answer = runtime.block_on(async {
+                let mut c = proto::pd::pd_client::PdClient::connect(url.clone()).await?;
+                Ok::<_, Box<dyn std::error::Error>>(c.add_member(request.clone()).await?)
+            });
+            match answer.map(|r| r.into_inner()) {
+                Ok(r) => match r.error {
+                    None => return Ok((r.member_id, r.members)),
+                    Some(e) if e.r#type == proto::pd::ErrorType::InvalidArgument as i32 => {
+                        return Err(storage(format!(
+                            "the pd group refused to add {name}: {}",
+                            e.message
+                        )));
+                    }
+                    Some(e) => last = e.message,
+                },
+                Err(e) => last = format!("{url}: {e}"),
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Err(storage(format!(
+        "could not join the pd group at {join} within {JOIN_WAIT:?}: {last}"
+    )))
+}
+
+/// How long a member started with `--join` keeps asking to be added.
+pub const JOIN_WAIT: Duration = Duration::from_secs(30);
 
 /// As leader, hands leadership to the voter that answers first, and waits for it (at most
 /// [`TRANSFER_ON_STOP_WAIT`]).

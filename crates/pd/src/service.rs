@@ -379,6 +379,39 @@ impl Pd for PdService {
         Ok(Response::new(rpc::scan_regions(&self.meta, r.into_inner())))
     }
 
+    async fn add_member(
+        &self,
+        r: Request<wire::AddMemberRequest>,
+    ) -> Result<Response<wire::AddMemberResponse>, Status> {
+        on_leader!(self, r, add_member);
+        let req = r.into_inner();
+        let record = crate::state::MemberRecord {
+            name: req.name,
+            peer_url: req.peer_url,
+        };
+        let (error, member_id) = match self.driver.add_member(record).await {
+            Ok(Outcome::MemberId(id)) => (None, id),
+            Ok(other) => (Some((ErrorType::Unknown, format!("{other:?}"))), 0),
+            Err(e @ crate::member::ProposeError::MembershipChange(_)) => {
+                (Some((ErrorType::InvalidArgument, e.to_string())), 0)
+            }
+            Err(e) => (Some((ErrorType::Unknown, e.to_string())), 0),
+        };
+        Ok(Response::new(wire::AddMemberResponse {
+            error: error.map(|(kind, message)| Error {
+                r#type: kind as i32,
+                message,
+            }),
+            member_id,
+            members: self
+                .members
+                .list()
+                .iter()
+                .map(crate::peer::wire_member)
+                .collect(),
+        }))
+    }
+
     async fn get_members(
         &self,
         _: Request<wire::GetMembersRequest>,

@@ -1,12 +1,15 @@
 //! What the PD members replicate: [`PdState`] (the cluster's stores, regions and ids, the TSO
-//! window, the GC safe point) and the [`Command`]s that change it, one per committed Raft
-//! entry. Pure and deterministic: every member applies the same commands in the same order
+//! window, the GC safe point, the members themselves) and the [`Command`]s that change it,
+//! one per committed Raft entry (membership changes are Raft's own conf changes; applying
+//! one updates [`PdState::members`]). Pure and deterministic: every member applies the same commands in the same order
 //! and holds the same state; nothing here reads a clock (a command carries its time).
 //!
 //! Store heartbeat times are kept by the leader in memory only (they change every few
 //! seconds); a new leader starts them from its own clock (see
 //! [`PdState::restart_store_clocks`]), as PD does, so a leader change never makes a store look
 //! down.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +21,27 @@ pub struct PdState {
     /// Physical ms up to which a leader may hand out timestamps (KNOBS.md §3.1).
     pub tso_window_ms: u64,
     pub gc_safe_point: u64,
+    /// The members of the group, by id.
+    pub members: BTreeMap<u64, MemberRecord>,
+    /// The id the next member to join gets (ids are never reused).
+    pub next_member_id: u64,
+}
+
+/// A member as the group knows it: its name and where its peers reach it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberRecord {
+    pub name: String,
+    pub peer_url: String,
+}
+
+impl MemberRecord {
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a member record serialises")
+    }
+
+    pub fn decode(data: &[u8]) -> Result<MemberRecord, String> {
+        serde_json::from_slice(data).map_err(|e| format!("not a pd member record: {e}"))
+    }
 }
 
 /// A change to [`PdState`], as a Raft entry carries it (JSON).
@@ -54,6 +78,8 @@ pub enum Outcome {
     Changed(bool),
     /// The safe point in force after the update.
     SafePoint(u64),
+    /// The id of a member that joined.
+    MemberId(u64),
 }
 
 impl Command {
@@ -95,6 +121,35 @@ impl PdState {
             Command::UpdateGcSafePoint { safe_point } => {
                 self.gc_safe_point = self.gc_safe_point.max(*safe_point);
                 Outcome::SafePoint(self.gc_safe_point)
+            }
+        })
+    }
+
+    /// A membership change applied: member `id` joined as `record` (or left, with `None`).
+    pub fn set_member(&mut self, id: u64, record: Option<MemberRecord>) {
+        match record {
+            Some(r) => {
+                self.members.insert(id, r);
+                self.next_member_id = self.next_member_id.max(id + 1);
+            }
+            None => {
+                self.members.remove(&id);
+            }
+        }
+    }
+
+    /// Why a member named `name` at `peer_url` cannot join, if it cannot.
+    pub fn refuse_member(&self, record: &MemberRecord) -> Option<String> {
+        self.members.values().find_map(|m| {
+            if m.name == record.name {
+                Some(format!("a member is already named {:?}", m.name))
+            } else if m.peer_url == record.peer_url {
+                Some(format!(
+                    "member {} already has the peer URL {}",
+                    m.name, m.peer_url
+                ))
+            } else {
+                None
             }
         })
     }

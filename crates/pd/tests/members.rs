@@ -93,8 +93,13 @@ impl Cluster {
         let cfg = config(id, self.checkpoint_entries);
         let node = self.node(id);
         let (disk, saved) = MemberDisk::open(node.dir.path()).unwrap();
+        // Members beyond the first three join later: they start empty.
         let first = Checkpoint {
-            voters: (1..=MEMBERS).collect(),
+            voters: if id <= MEMBERS {
+                (1..=MEMBERS).collect()
+            } else {
+                Vec::new()
+            },
             ..Checkpoint::default()
         };
         let member = Member::open(cfg, &disk, saved.unwrap_or(first), &logger()).unwrap();
@@ -113,9 +118,22 @@ impl Cluster {
     }
 
     fn running(&self) -> Vec<u64> {
-        (1..=MEMBERS)
+        (1..=self.nodes.len() as u64)
             .filter(|&id| self.member(id).is_some())
             .collect()
+    }
+
+    /// A new, empty node (not yet a member): its id.
+    fn add_node(&mut self) -> u64 {
+        self.nodes.push(Node {
+            member: None,
+            disk: None,
+            dir: tempfile::tempdir().unwrap(),
+            clock_offset_ms: 0,
+        });
+        let id = self.nodes.len() as u64;
+        self.start(id);
+        id
     }
 
     fn connected(&self, a: u64, b: u64) -> bool {
@@ -512,6 +530,59 @@ fn membership_changes_that_cannot_happen_are_refused_not_reported_done() {
     c.start(leader);
     c.ticks(20);
     assert_eq!(c.leader(), Some(leader));
+}
+
+#[test]
+fn a_member_that_joins_gets_the_state_by_snapshot_and_can_lead() {
+    let mut c = Cluster::new(8);
+    let leader = c.wait_for_lease();
+    c.propose(leader, Command::UpdateGcSafePoint { safe_point: 42 })
+        .unwrap();
+    let new = c.add_node();
+    assert_eq!(new, MEMBERS + 1);
+    let answer = Arc::new(Mutex::new(None));
+    let slot = answer.clone();
+    let now = c.now;
+    let record = pd::state::MemberRecord {
+        name: "d".into(),
+        peer_url: "http://127.0.0.1:1".into(),
+    };
+    c.node(leader).member.as_mut().unwrap().propose_addition(
+        record.clone(),
+        Box::new(move |r| *slot.lock().unwrap() = Some(r)),
+        now,
+    );
+    c.ticks(6);
+    assert_eq!(
+        answer.lock().unwrap().take(),
+        Some(Ok(Outcome::MemberId(new)))
+    );
+    let states = c.states();
+    assert!(states.windows(2).all(|w| w[0].1 == w[1].1), "{states:?}");
+    let joined = c.member(new).unwrap().shared().read(|s| s.clone());
+    assert_eq!(joined.gc_safe_point, 42);
+    assert_eq!(joined.members.get(&new), Some(&record));
+    // The same name again is refused.
+    let again = Arc::new(Mutex::new(None));
+    let slot = again.clone();
+    c.node(leader).member.as_mut().unwrap().propose_addition(
+        record,
+        Box::new(move |r| *slot.lock().unwrap() = Some(r)),
+        now,
+    );
+    assert!(matches!(
+        again.lock().unwrap().take(),
+        Some(Err(ProposeError::MembershipChange(_)))
+    ));
+    // The new member can lead.
+    let now = c.now;
+    c.node(leader)
+        .member
+        .as_mut()
+        .unwrap()
+        .transfer_leader(new, now);
+    c.ticks(2);
+    assert_eq!(c.leader(), Some(new));
 }
 
 /// Random partitions, lost messages, restarts and transfers while every member's oracle ticks

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 use pd::disk::{Checkpoint, MemberDisk};
 use pd::driver::{Driver, Transport};
 use pd::member::{Member, MemberConfig};
-use pd::members::{MemberInfo, Members};
+use pd::members::Members;
 use pd::oracle::Oracle;
 use pd::service::PdService;
+use pd::state::MemberRecord;
 use proto::pd::pd_client::PdClient;
 use proto::pd::pd_server::PdServer;
 use tokio_stream::wrappers::TcpListenerStream;
@@ -41,10 +42,17 @@ impl TestPd {
             Duration::from_millis(300),
             Duration::from_secs(3),
         );
-        let first = Checkpoint {
+        let mut first = Checkpoint {
             voters: vec![1],
             ..Checkpoint::default()
         };
+        first.state.set_member(
+            1,
+            Some(MemberRecord {
+                name: "pd".into(),
+                peer_url: "127.0.0.1:2380".into(),
+            }),
+        );
         let mut member = Member::open(
             cfg,
             &disk,
@@ -76,12 +84,8 @@ impl TestPd {
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
-        let members = Arc::new(Members::new(vec![MemberInfo {
-            id: 1,
-            name: "pd".into(),
-            peer_url: "127.0.0.1:2380".into(),
-            client_url: url.clone(),
-        }]));
+        let members = Arc::new(Members::new(handle.shared().clone()));
+        members.learn_client_url(1, &url);
         let service = PdService::new(
             oracle,
             handle,
