@@ -92,6 +92,54 @@ fn a_data_dir_from_before_pd_members_replicated_keeps_its_window_and_safe_point(
 }
 
 #[test]
+fn a_kv_node_refuses_the_pd_of_another_cluster_and_says_which() {
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, status) = (
+        format!("127.0.0.1:{}", free_port()),
+        format!("127.0.0.1:{}", free_port()),
+    );
+    let kv_dir = dir.path().join("kv");
+    let first_port = free_port();
+    let first = start_pd(&dir.path().join("pd-a"), first_port);
+    let kv = start_kv_with_pd(&kv_dir, first_port, &addr, &status);
+    let id = store_id(&status);
+    drop(kv);
+    drop(first);
+    // Another cluster's pd: the kv node does not register with it.
+    let other_port = free_port();
+    let _other = start_pd(&dir.path().join("pd-b"), other_port);
+    let _kv = start_kv_with_pd(&kv_dir, other_port, &addr, &status);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let log = std::fs::read_to_string(kv_dir.join("kv.log")).unwrap_or_default();
+        if log.contains("the pd serves cluster") && log.contains("belongs to cluster") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no refusal in the log"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // The other cluster knows no store.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let stores = runtime.block_on(async {
+        let mut c = PdClient::connect(format!("http://127.0.0.1:{other_port}"))
+            .await
+            .unwrap();
+        c.get_all_stores(proto::pd::GetAllStoresRequest {})
+            .await
+            .unwrap()
+            .into_inner()
+            .stores
+    });
+    assert!(
+        stores.is_empty(),
+        "store {id} registered with the other cluster"
+    );
+}
+
+#[test]
 fn a_kv_node_reads_the_gc_safe_point_from_pd_and_collects_up_to_it() {
     use proto::pd::UpdateGcSafePointRequest;
     let dir = tempfile::tempdir().unwrap();

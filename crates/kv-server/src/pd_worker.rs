@@ -65,17 +65,22 @@ fn load_ident(data_dir: &Path) -> Result<Option<u64>, String> {
 }
 
 fn save_ident(data_dir: &Path, id: u64) -> Result<(), String> {
-    use std::io::Write;
     let path = ident_path(data_dir);
+    save_number(&path, id).map_err(|e| format!("cannot save {}: {e}", path.display()))
+}
+
+/// Replaces `path` with `n` by fsynced rename.
+fn save_number(path: &Path, n: u64) -> std::io::Result<()> {
+    use std::io::Write;
     let tmp = path.with_extension("tmp");
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(format!("{id}\n").as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &path)?;
-        std::fs::File::open(data_dir)?.sync_all()
-    };
-    write().map_err(|e| format!("cannot save {}: {e}", path.display()))
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(format!("{n}\n").as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    if let Some(dir) = path.parent() {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
 }
 
 fn check(error: Option<wire::Error>) -> Result<(), wire::Error> {
@@ -155,12 +160,43 @@ pub fn store_id(
 }
 
 /// Registers the store (bootstrapping if needed); returns its id.
+/// The cluster the pd at `client` serves must be the one this node's data belongs to: the
+/// first registration keeps its id in the data dir (`cluster-id`), and a pd of another
+/// cluster is refused with both ids named.
+async fn check_cluster(client: &mut PdClient<Channel>, data_dir: &Path) -> Result<(), String> {
+    let serves = client
+        .get_members(wire::GetMembersRequest {})
+        .await
+        .map_err(|e| e.to_string())?
+        .into_inner()
+        .cluster_id;
+    if serves == 0 {
+        return Ok(());
+    }
+    let path = data_dir.join("cluster-id");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => match text.trim().parse::<u64>() {
+            Ok(mine) if mine == serves => Ok(()),
+            Ok(mine) => Err(format!(
+                "the pd serves cluster {serves}, but this kv node's data belongs to cluster {mine} ({}); point --pd at that cluster's pd",
+                path.display()
+            )),
+            Err(_) => Err(format!("{} is not a cluster id", path.display())),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            save_number(&path, serves).map_err(|e| format!("cannot save {}: {e}", path.display()))
+        }
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
 async fn register(
     client: &mut PdClient<Channel>,
     data_dir: &Path,
     info: &StoreInfo,
     regions: &Regions,
 ) -> Result<u64, String> {
+    check_cluster(client, data_dir).await?;
     let id = match load_ident(data_dir)? {
         Some(id) => id,
         None => {

@@ -249,6 +249,7 @@ fn identity(
     }
     state.next_member_id = records.len() as u64 + 1;
     state.members = records;
+    state.cluster_id = crate::state::new_cluster_id();
     let cp = Checkpoint {
         voters: state.members.keys().copied().collect(),
         state,

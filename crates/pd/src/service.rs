@@ -432,6 +432,7 @@ impl Pd for PdService {
                 .get(leader)
                 .as_ref()
                 .map(crate::peer::wire_member),
+            cluster_id: self.driver.shared().read(|s| s.cluster_id),
         }))
     }
 }

@@ -25,6 +25,21 @@ pub struct PdState {
     pub members: BTreeMap<u64, MemberRecord>,
     /// The id the next member to join gets (ids are never reused).
     pub next_member_id: u64,
+    /// Made once, when the group's first member first starts; kv nodes keep it and refuse a
+    /// pd of another cluster (0: a state from before it existed, not checked).
+    #[serde(default)]
+    pub cluster_id: u64,
+}
+
+/// A new cluster's id: the time in seconds in the upper half, as PD makes it, and a number
+/// no other cluster started in the same second is likely to have in the lower.
+pub fn new_cluster_id() -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let mut noise = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(&(now.as_nanos(), std::process::id()), &mut noise);
+    (now.as_secs() << 32) | (std::hash::Hasher::finish(&noise) & 0xffff_ffff)
 }
 
 /// A member as the group knows it: its name and where its peers reach it.
