@@ -391,3 +391,42 @@ fn a_member_joins_a_running_group_restarts_as_itself_and_is_deleted() {
     assert_eq!(names(&client), ["d", "p1", "p2"]);
     drop(d);
 }
+
+#[test]
+fn an_online_knob_set_on_one_member_is_set_on_every_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let members = start_members(dir.path());
+    let lead = leader(&members);
+    let follower = members.iter().find(|m| m.name != lead).unwrap();
+    let out = run(&[
+        "ctl",
+        "config",
+        "set",
+        "--host",
+        &follower.client,
+        "schedule.max-store-down-time",
+        "7m",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for m in &members {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let (_, body) = get(&format!("http://{}/config", m.client));
+            let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            if v["schedule"]["max-store-down-time"] == "7m" {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{} still has {}",
+                m.name,
+                v["schedule"]["max-store-down-time"]
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}

@@ -5,11 +5,13 @@
 //! are. The leader alone serves, under its lease: the timestamp oracle ([`tso`] pure,
 //! [`oracle`] running), cluster metadata ([`cluster`] pure, [`metadata`] and
 //! [`cluster_rpc`] as served), the replica checker ([`replica_checker`]); a follower
-//! forwards every call to it ([`service`]). [`http_api`] is PD's members API, [`metrics`]
-//! its Grafana names, [`server`] wires a member together.
+//! forwards every call to it ([`service`]). Online knobs are the group's ([`config_sync`]).
+//! [`http_api`] is PD's members API, [`metrics`] its Grafana names, [`server`] wires a
+//! member together.
 
 pub mod cluster;
 pub mod cluster_rpc;
+pub mod config_sync;
 pub mod disk;
 pub mod driver;
 pub mod http_api;

@@ -148,7 +148,16 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         store_down_ms.store(down.as_millis() as u64, Relaxed);
     };
     follow(&config);
-    for prefix in ["replication.", "schedule."] {
+    crate::config_sync::propose_local_changes(
+        &node.controller,
+        handle.shared().clone(),
+        client_url.clone(),
+        peer_runtime.handle().clone(),
+    );
+    let (stop_config, stop) = std::sync::mpsc::channel();
+    let config_follower =
+        crate::config_sync::spawn_follower(node.controller.clone(), handle.shared().clone(), stop);
+    for prefix in crate::config_sync::PREFIXES {
         let follow = follow.clone();
         node.controller.subscribe(
             prefix,
@@ -169,6 +178,8 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     });
     drop(stop_tick);
     let _ = ticker.join();
+    drop(stop_config);
+    let _ = config_follower.join();
     drop(driver);
     result
 }

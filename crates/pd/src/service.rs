@@ -412,6 +412,27 @@ impl Pd for PdService {
         }))
     }
 
+    async fn set_config(
+        &self,
+        r: Request<wire::SetConfigRequest>,
+    ) -> Result<Response<wire::SetConfigResponse>, Status> {
+        on_leader!(self, r, set_config);
+        let mut items = std::collections::BTreeMap::new();
+        for item in r.into_inner().items {
+            let value = serde_json::from_str(&item.json_value).map_err(|e| {
+                Status::invalid_argument(format!("{}: not a JSON value: {e}", item.name))
+            })?;
+            items.insert(item.name, value);
+        }
+        let result = self.driver.propose_async(Command::SetConfig(items)).await;
+        Ok(Response::new(wire::SetConfigResponse {
+            error: result.err().map(|e| Error {
+                r#type: ErrorType::Unknown as i32,
+                message: e.to_string(),
+            }),
+        }))
+    }
+
     async fn get_members(
         &self,
         _: Request<wire::GetMembersRequest>,

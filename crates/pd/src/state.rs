@@ -25,6 +25,10 @@ pub struct PdState {
     pub members: BTreeMap<u64, MemberRecord>,
     /// The id the next member to join gets (ids are never reused).
     pub next_member_id: u64,
+    /// Online knobs set through the group (`replication.*`, `schedule.*`), by name, as JSON:
+    /// every member follows them (see `config_sync`).
+    #[serde(default)]
+    pub config: BTreeMap<String, serde_json::Value>,
     /// Made once, when the group's first member first starts; kv nodes keep it and refuse a
     /// pd of another cluster (0: a state from before it existed, not checked).
     #[serde(default)]
@@ -81,6 +85,8 @@ pub enum Command {
     UpdateGcSafePoint {
         safe_point: u64,
     },
+    /// Online knobs, by name, as JSON values.
+    SetConfig(BTreeMap<String, serde_json::Value>),
 }
 
 /// What applying a command answers its proposer.
@@ -136,6 +142,11 @@ impl PdState {
             Command::UpdateGcSafePoint { safe_point } => {
                 self.gc_safe_point = self.gc_safe_point.max(*safe_point);
                 Outcome::SafePoint(self.gc_safe_point)
+            }
+            Command::SetConfig(items) => {
+                self.config
+                    .extend(items.iter().map(|(k, v)| (k.clone(), v.clone())));
+                Outcome::Done
             }
         })
     }
