@@ -171,7 +171,8 @@ async fn check_cluster(client: &mut PdClient<Channel>, data_dir: &Path) -> Resul
         .into_inner()
         .cluster_id;
     if serves == 0 {
-        return Ok(());
+        // The group's first leader sets it within a tick of taking the lead.
+        return Err("the pd has no cluster id yet".into());
     }
     let path = data_dir.join("cluster-id");
     match std::fs::read_to_string(&path) {
@@ -184,6 +185,19 @@ async fn check_cluster(client: &mut PdClient<Channel>, data_dir: &Path) -> Resul
             Err(_) => Err(format!("{} is not a cluster id", path.display())),
         },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // A store from before cluster ids adopts the cluster only if that pd knows it.
+            if let Some(store) = load_ident(data_dir)? {
+                let known = client
+                    .get_store(wire::GetStoreRequest { store_id: store })
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .into_inner()
+                    .store
+                    .is_some();
+                if !known {
+                    return Ok(());
+                }
+            }
             save_number(&path, serves).map_err(|e| format!("cannot save {}: {e}", path.display()))
         }
         Err(e) => Err(format!("cannot read {}: {e}", path.display())),

@@ -5,7 +5,8 @@
 //! it changes. So a new leader schedules with the values set under the old one.
 //!
 //! No loop and no undoing: a member pushes into its controller only values the group
-//! changed since it last looked, and proposes only values that differ from the group's.
+//! changed since it last looked, and proposes only changes a user made (not the ones it
+//! applies for the group).
 //!
 //! [`PdState::config`]: crate::state::PdState::config
 
@@ -25,23 +26,45 @@ pub const PREFIXES: [&str; 2] = ["replication.", "schedule."];
 /// How often a member looks for changes the group made.
 pub const POLL: Duration = Duration::from_millis(200);
 
+thread_local! {
+    /// Set while [`follow_group`] applies the group's values: changes it makes are not
+    /// this member's own and are not proposed back.
+    static APPLYING_GROUP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether `name` may be set through the group to `value`: an online knob of PD's under
+/// [`PREFIXES`] with a value it takes.
+pub fn check(name: &str, value: &serde_json::Value) -> Result<(), String> {
+    let knob = config::Role::Pd
+        .knob(name)
+        .filter(|k| k.online && PREFIXES.iter().any(|p| name.starts_with(p)))
+        .ok_or_else(|| format!("{name} is not an online knob the pd group keeps"))?;
+    let raw = Raw::from_json(value).ok_or_else(|| format!("{name}: {value} is not a value"))?;
+    knob.kind
+        .parse(&raw)
+        .map(|_| ())
+        .map_err(|e| format!("{name}: {e}"))
+}
+
 /// Proposes this member's changes of the group's knobs through its own client port (the
-/// `Pd` service forwards them to the leader), on `runtime`.
+/// `Pd` service forwards them to the leader), on `runtime`. Every change a user makes is
+/// proposed, even one to the value the group holds (a later one may be on its way).
 pub fn propose_local_changes(
     controller: &ConfigController,
-    shared: Arc<Shared>,
     client_url: String,
     runtime: tokio::runtime::Handle,
 ) {
     for prefix in PREFIXES {
-        let (shared, url, runtime) = (shared.clone(), client_url.clone(), runtime.clone());
+        let (url, runtime) = (client_url.clone(), runtime.clone());
         controller.subscribe(
             prefix,
             Box::new(move |config, names| {
+                if APPLYING_GROUP.with(|a| a.get()) {
+                    return Ok(());
+                }
                 let items: Vec<ConfigItem> = names
                     .iter()
                     .map(|name| (*name, config.value(name).to_json()))
-                    .filter(|(name, value)| shared.read(|s| s.config.get(*name) != Some(value)))
                     .map(|(name, value)| ConfigItem {
                         name: name.to_string(),
                         json_value: value.to_string(),
@@ -77,16 +100,22 @@ pub fn follow_group(
     seen: &BTreeMap<String, serde_json::Value>,
 ) -> BTreeMap<String, serde_json::Value> {
     let group = shared.read(|s| s.config.clone());
-    let changes: Vec<(String, Raw)> = group
-        .iter()
-        .filter(|(name, value)| seen.get(*name) != Some(value))
-        .filter_map(|(name, value)| Some((name.clone(), Raw::from_json(value)?)))
-        .collect();
-    if !changes.is_empty()
-        && let Err(e) = controller.update(&changes)
-    {
-        tracing::warn!("the pd group's knobs do not apply here: {e}");
+    APPLYING_GROUP.with(|a| a.set(true));
+    // One at a time: a value this member cannot take (another version's knob) holds back no
+    // other.
+    for (name, value) in group.iter().filter(|(n, v)| seen.get(*n) != Some(v)) {
+        let applied = Raw::from_json(value)
+            .ok_or_else(|| format!("{value} is not a value"))
+            .and_then(|raw| {
+                controller
+                    .update(&[(name.clone(), raw)])
+                    .map_err(|e| e.to_string())
+            });
+        if let Err(e) = applied {
+            tracing::warn!("the pd group's {name} does not apply here: {e}");
+        }
     }
+    APPLYING_GROUP.with(|a| a.set(false));
     group
 }
 
@@ -110,4 +139,23 @@ pub fn spawn_follower(
             }
         })
         .expect("the OS starts the pd-config thread")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_groups_online_knobs_with_values_they_take_are_kept() {
+        assert!(check("replication.max-replicas", &serde_json::json!(5)).is_ok());
+        assert!(check("schedule.max-store-down-time", &serde_json::json!("7m")).is_ok());
+        for (name, value) in [
+            ("replication.max-replicas", serde_json::json!("abc")),
+            ("replication.max-replicas", serde_json::json!(0)),
+            ("lease", serde_json::json!(5)),
+            ("no-such.knob", serde_json::json!(1)),
+        ] {
+            assert!(check(name, &value).is_err(), "{name} = {value}");
+        }
+    }
 }

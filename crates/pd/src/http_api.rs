@@ -88,14 +88,21 @@ impl Api {
     /// the leader yet (just restarted) drops it, and so does a leader whose transfer timed out.
     async fn transfer_until(&self, to: u64, done: impl Fn(u64) -> bool) -> bool {
         let deadline = Instant::now() + TRANSFER_WAIT;
-        let mut asked = Instant::now() - TRANSFER_RETRY;
+        let mut asked: Option<Instant> = None;
+        let mut asked_as_leader = false;
         while Instant::now() < deadline {
             if done(self.driver.shared().status().leader) {
                 return true;
             }
-            if asked.elapsed() >= TRANSFER_RETRY {
+            // The leader is asked once: each ask restarts its transfer, and its lease stays
+            // given up meanwhile. A follower, which may not know the leader yet, now and then.
+            let status = self.driver.shared().status();
+            let leading = status.leader == status.id;
+            let due = asked.is_none_or(|t| t.elapsed() >= TRANSFER_RETRY);
+            if due && !(leading && asked_as_leader) {
                 self.driver.transfer_leader(to);
-                asked = Instant::now();
+                asked = Some(Instant::now());
+                asked_as_leader |= leading;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }

@@ -55,9 +55,12 @@ pub enum ProposeError {
     Unknown,
     #[error(transparent)]
     Refused(#[from] ClusterError),
-    /// raft-rs refused a membership change (another one is still on its way).
+    /// The membership change cannot happen (a name taken, the last voter, the leader).
     #[error("membership change refused: {0}")]
     MembershipChange(String),
+    /// Another membership change is still on its way: ask again.
+    #[error("another membership change is still on its way; try again")]
+    MembershipBusy,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +84,8 @@ pub struct MemberConfig {
     pub lease: Duration,
     /// Applied entries between checkpoints (the log below a checkpoint is dropped).
     pub checkpoint_entries: u64,
+    /// The cluster id this member proposes if it leads a group that has none yet.
+    pub fresh_cluster_id: u64,
 }
 
 impl MemberConfig {
@@ -98,6 +103,7 @@ impl MemberConfig {
             election_ticks,
             lease,
             checkpoint_entries: CHECKPOINT_ENTRIES,
+            fresh_cluster_id: crate::state::new_cluster_id(),
         }
     }
 
@@ -307,9 +313,14 @@ impl Member {
         }
         let renew_before = now + self.cfg.lease / 2;
         let renewing = self.proposals.iter().any(|p| p.term == self.term());
-        if self.lease_is_current() && !renewing && self.lease_until.is_none_or(|u| u < renew_before)
-        {
-            self.propose(Command::Noop, Box::new(|_| {}), now);
+        if self.lease_is_current() && !renewing {
+            // A group without a cluster id (new, or from before ids) gets the leader's.
+            if self.shared.read(|s| s.cluster_id) == 0 {
+                let id = self.cfg.fresh_cluster_id;
+                self.propose(Command::SetClusterId(id), Box::new(|_| {}), now);
+            } else if self.lease_until.is_none_or(|u| u < renew_before) {
+                self.propose(Command::Noop, Box::new(|_| {}), now);
+            }
         }
         self.publish();
     }
@@ -343,6 +354,15 @@ impl Member {
             return reply(Err(ProposeError::NotLeader {
                 leader: self.leader_unless_self(),
             }));
+        }
+        // Asked again after the answer was lost: the member is there already.
+        if let Some(id) = self.shared.read(|s| {
+            s.members
+                .iter()
+                .find(|(_, m)| **m == record)
+                .map(|(id, _)| *id)
+        }) {
+            return reply(Ok(Outcome::MemberId(id)));
         }
         let highest_voter = self.voters().last().copied().unwrap_or(0);
         let (refused, id) = self.shared.read(|s| {
@@ -397,6 +417,9 @@ impl Member {
         let mut cc = ConfChangeV2::default();
         cc.mut_changes().push(change);
         cc.context = context.into();
+        if self.raw.raft.has_pending_conf() {
+            return reply(Err(ProposeError::MembershipBusy));
+        }
         if let Err(e) = self.raw.propose_conf_change(vec![], cc) {
             return reply(Err(ProposeError::MembershipChange(e.to_string())));
         }
@@ -618,8 +641,16 @@ impl Member {
                                         state.set_member(id, None);
                                         continue;
                                     }
-                                    let record = MemberRecord::decode(&cc.context)
-                                        .map_err(MemberError::Corrupt)?;
+                                    // A record no member can read still names a voter:
+                                    // kept under a name that says so, never fatal.
+                                    let record =
+                                        MemberRecord::decode(&cc.context).unwrap_or_else(|why| {
+                                            tracing::error!(id, "pd member record: {why}");
+                                            MemberRecord {
+                                                name: format!("unreadable-member-{id}"),
+                                                peer_url: String::new(),
+                                            }
+                                        });
                                     state.set_member(id, Some(record));
                                     outcome = Outcome::MemberId(id);
                                     // The log below goes, so the new member is sent a
@@ -656,9 +687,7 @@ impl Member {
                         self.renew_lease(Some(p.proposed_at));
                     }
                     if p.conf_change && !is_conf_change {
-                        (p.reply)(Err(ProposeError::MembershipChange(
-                            "another membership change is still on its way".into(),
-                        )));
+                        (p.reply)(Err(ProposeError::MembershipBusy));
                         continue;
                     }
                     (p.reply)(outcome.clone());

@@ -30,6 +30,8 @@ pub const RECONNECT_WAIT: Duration = Duration::from_millis(50);
 /// Messages queued for one member; more are dropped.
 pub const QUEUE_MAX: usize = 4096;
 const BATCH_MAX: usize = 256;
+/// The largest batch a member accepts: a snapshot holds the whole state (every region).
+pub const MESSAGE_BYTES_MAX: usize = 1 << 30;
 
 pub fn wire_member(m: &MemberInfo) -> WireMember {
     WireMember {
@@ -72,6 +74,9 @@ impl GrpcTransport {
         if to == self.me {
             return None;
         }
+        // A member that left: its task ends when its queue closes.
+        let members = &self.members;
+        self.queues.retain(|id, _| members.get(*id).is_some());
         if self.queues.get(&to).is_none_or(|q| q.is_closed()) {
             self.members.get(to)?;
             let (tx, rx) = mpsc::channel(QUEUE_MAX);

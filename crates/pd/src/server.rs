@@ -118,7 +118,10 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             tokio::net::TcpListener::from_std(peer_listener).map_err(NodeError::Runtime)?;
         peer_runtime.spawn(
             tonic::transport::Server::builder()
-                .add_service(PdPeerServer::new(peer_service))
+                .add_service(
+                    PdPeerServer::new(peer_service)
+                        .max_decoding_message_size(crate::peer::MESSAGE_BYTES_MAX),
+                )
                 .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
         );
     }
@@ -150,7 +153,6 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     follow(&config);
     crate::config_sync::propose_local_changes(
         &node.controller,
-        handle.shared().clone(),
         client_url.clone(),
         peer_runtime.handle().clone(),
     );
@@ -197,30 +199,43 @@ fn identity(
     peer_url: &str,
 ) -> Result<(u64, Checkpoint), NodeError> {
     let id_file = data_dir.join("pd-member-id");
-    match std::fs::read_to_string(&id_file) {
-        Ok(text) => {
-            let id = text.trim().parse().map_err(|_| {
-                storage(format!(
-                    "{} holds no member id: {text:?}",
-                    id_file.display()
-                ))
-            })?;
-            return Ok((id, saved.unwrap_or_default()));
-        }
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(storage(format!("cannot read {}: {e}", id_file.display())));
-        }
-        Err(_) => {}
+    let joined: Option<u64> = match std::fs::read_to_string(&id_file) {
+        Ok(text) => Some(text.trim().parse().map_err(|_| {
+            storage(format!(
+                "{} holds no member id: {text:?}",
+                id_file.display()
+            ))
+        })?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(storage(format!("cannot read {}: {e}", id_file.display()))),
+    };
+    let join = config.str("join");
+    if let (Some(id), Some(cp)) = (joined, &saved) {
+        return Ok((id, cp.clone()));
     }
     let fresh = saved.is_none() && disk.log_is_empty();
-    let join = config.str("join");
-    if !join.is_empty() {
+    if joined.is_some() || !join.is_empty() {
+        if join.is_empty() {
+            return Err(storage(format!(
+                "this member joined a pd group (see {}) but has no state yet: start it with --join again",
+                id_file.display()
+            )));
+        }
         if !fresh {
             return Err(storage(
                 "--join adds a new member, but this data dir already belongs to a pd group: start it as before, without --join",
             ));
         }
+        // Asking again after a crash is safe: the group answers the id it gave.
         let (id, members) = join_group(join, name, peer_url)?;
+        if joined.is_some_and(|j| j != id) {
+            return Err(storage(format!(
+                "the pd group knows this member as {id}, but {} says {}",
+                id_file.display(),
+                joined.unwrap_or_default()
+            )));
+        }
+        crate::disk::save_atomically(&id_file, format!("{id}\n").as_bytes()).map_err(storage)?;
         // The members as the group named them, so this one can answer them before the
         // leader's snapshot (which replaces all of it) arrives.
         let mut cp = Checkpoint::default();
@@ -232,7 +247,6 @@ fn identity(
             cp.state.set_member(m.member_id, Some(record));
         }
         disk.save_checkpoint(&cp).map_err(storage)?;
-        crate::disk::save_atomically(&id_file, format!("{id}\n").as_bytes()).map_err(storage)?;
         tracing::info!(id, "joined the pd group");
         return Ok((id, cp));
     }
@@ -243,7 +257,12 @@ fn identity(
         .find(|(_, m)| m.name == name)
         .expect("the config checks that the name is in initial-cluster");
     members::check_saved(data_dir, &records).map_err(storage)?;
-    if let Some(cp) = saved {
+    if let Some(mut cp) = saved {
+        // A checkpoint from before the group kept its members: they are initial-cluster's.
+        if cp.state.members.is_empty() {
+            cp.state.next_member_id = cp.state.next_member_id.max(records.len() as u64 + 1);
+            cp.state.members = records;
+        }
         return Ok((id, cp));
     }
     // The first start: the state of a single pd from before the members replicated it, if
@@ -260,7 +279,6 @@ fn identity(
     }
     state.next_member_id = records.len() as u64 + 1;
     state.members = records;
-    state.cluster_id = crate::state::new_cluster_id();
     let cp = Checkpoint {
         voters: state.members.keys().copied().collect(),
         state,

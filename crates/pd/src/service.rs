@@ -385,9 +385,25 @@ impl Pd for PdService {
     ) -> Result<Response<wire::AddMemberResponse>, Status> {
         on_leader!(self, r, add_member);
         let req = r.into_inner();
+        let invalid = |message: String| {
+            Ok(Response::new(wire::AddMemberResponse {
+                error: Some(Error {
+                    r#type: ErrorType::InvalidArgument as i32,
+                    message,
+                }),
+                member_id: 0,
+                members: Vec::new(),
+            }))
+        };
+        if req.name.trim().is_empty() {
+            return invalid("a member needs a name".into());
+        }
+        if let Err(why) = config::value::check_address(&req.peer_url) {
+            return invalid(format!("peer URL {:?}: {why}", req.peer_url));
+        }
         let record = crate::state::MemberRecord {
             name: req.name,
-            peer_url: req.peer_url,
+            peer_url: format!("http://{}", config::value::strip_scheme(&req.peer_url)),
         };
         let (error, member_id) = match self.driver.add_member(record).await {
             Ok(Outcome::MemberId(id)) => (None, id),
@@ -422,6 +438,7 @@ impl Pd for PdService {
             let value = serde_json::from_str(&item.json_value).map_err(|e| {
                 Status::invalid_argument(format!("{}: not a JSON value: {e}", item.name))
             })?;
+            crate::config_sync::check(&item.name, &value).map_err(Status::invalid_argument)?;
             items.insert(item.name, value);
         }
         let result = self.driver.propose_async(Command::SetConfig(items)).await;

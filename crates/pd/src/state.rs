@@ -22,15 +22,17 @@ pub struct PdState {
     pub tso_window_ms: u64,
     pub gc_safe_point: u64,
     /// The members of the group, by id.
+    #[serde(default)]
     pub members: BTreeMap<u64, MemberRecord>,
     /// The id the next member to join gets (ids are never reused).
+    #[serde(default)]
     pub next_member_id: u64,
     /// Online knobs set through the group (`replication.*`, `schedule.*`), by name, as JSON:
     /// every member follows them (see `config_sync`).
     #[serde(default)]
     pub config: BTreeMap<String, serde_json::Value>,
-    /// Made once, when the group's first member first starts; kv nodes keep it and refuse a
-    /// pd of another cluster (0: a state from before it existed, not checked).
+    /// Proposed once by the group's first leader; kv nodes keep it and refuse a pd of
+    /// another cluster (0: not set yet, not checked).
     #[serde(default)]
     pub cluster_id: u64,
 }
@@ -87,6 +89,8 @@ pub enum Command {
     },
     /// Online knobs, by name, as JSON values.
     SetConfig(BTreeMap<String, serde_json::Value>),
+    /// The cluster's id, if it has none yet.
+    SetClusterId(u64),
 }
 
 /// What applying a command answers its proposer.
@@ -142,6 +146,12 @@ impl PdState {
             Command::UpdateGcSafePoint { safe_point } => {
                 self.gc_safe_point = self.gc_safe_point.max(*safe_point);
                 Outcome::SafePoint(self.gc_safe_point)
+            }
+            Command::SetClusterId(id) => {
+                if self.cluster_id == 0 {
+                    self.cluster_id = *id;
+                }
+                Outcome::Done
             }
             Command::SetConfig(items) => {
                 self.config

@@ -326,6 +326,10 @@ fn members_elect_one_leader_and_apply_the_same_commands() {
     let states = c.states();
     assert!(states.windows(2).all(|w| w[0].1 == w[1].1), "{states:?}");
     assert_eq!(states[0].1.cluster.clone().alloc_ids(1), 11);
+    assert_ne!(
+        states[0].1.cluster_id, 0,
+        "the first leader gives the group its id"
+    );
 }
 
 #[test]
@@ -501,16 +505,14 @@ fn membership_changes_that_cannot_happen_are_refused_not_reported_done() {
         own.lock().unwrap().take(),
         Some(Err(ProposeError::MembershipChange(_)))
     ));
-    // Two changes at once: raft-rs refuses the second, and it is answered so.
+    // Two changes at once: the second is answered "busy" (to be asked again), not done.
     let first = remove(&mut c, followers[0]);
     let second = remove(&mut c, followers[1]);
     c.ticks(3);
     assert_eq!(first.lock().unwrap().take(), Some(Ok(Outcome::Done)));
-    assert!(
-        matches!(
-            second.lock().unwrap().take(),
-            Some(Err(ProposeError::MembershipChange(_)))
-        ),
+    assert_eq!(
+        second.lock().unwrap().take(),
+        Some(Err(ProposeError::MembershipBusy)),
         "a refused change was reported done"
     );
     assert_eq!(c.member(leader).unwrap().voters().len(), 2);
@@ -562,16 +564,27 @@ fn a_member_that_joins_gets_the_state_by_snapshot_and_can_lead() {
     let joined = c.member(new).unwrap().shared().read(|s| s.clone());
     assert_eq!(joined.gc_safe_point, 42);
     assert_eq!(joined.members.get(&new), Some(&record));
-    // The same name again is refused.
-    let again = Arc::new(Mutex::new(None));
-    let slot = again.clone();
-    c.node(leader).member.as_mut().unwrap().propose_addition(
-        record,
-        Box::new(move |r| *slot.lock().unwrap() = Some(r)),
-        now,
+    // Asked again (its answer lost): the same id. The same name elsewhere: refused.
+    let ask = |c: &mut Cluster, record: pd::state::MemberRecord| {
+        let answer = Arc::new(Mutex::new(None));
+        let slot = answer.clone();
+        c.node(leader).member.as_mut().unwrap().propose_addition(
+            record,
+            Box::new(move |r| *slot.lock().unwrap() = Some(r)),
+            now,
+        );
+        answer.lock().unwrap().take()
+    };
+    assert_eq!(
+        ask(&mut c, record.clone()),
+        Some(Ok(Outcome::MemberId(new)))
     );
+    let elsewhere = pd::state::MemberRecord {
+        peer_url: "http://127.0.0.1:2".into(),
+        ..record
+    };
     assert!(matches!(
-        again.lock().unwrap().take(),
+        ask(&mut c, elsewhere),
         Some(Err(ProposeError::MembershipChange(_)))
     ));
     // The new member can lead.
