@@ -789,3 +789,20 @@ fn a_table_created_on_one_sql_node_is_there_on_another_when_create_returns() {
         assert!(err.contains("1146"), "{err}");
     }
 }
+
+#[test]
+fn a_connection_that_ends_inside_a_transaction_releases_its_locks() {
+    let c = Cluster::start();
+    c.run(
+        "",
+        "create database d; create table d.t (id int primary key, v int); insert into d.t values (1, 0)",
+    );
+    // The client leaves with the row locked (found by `atoll nemesis`: transfers then waited
+    // out the lock's TTL, and failed).
+    c.run("", "BEGIN; UPDATE d.t SET v = 1 WHERE id = 1");
+    c.run(
+        "",
+        "SET innodb_lock_wait_timeout = 2; UPDATE d.t SET v = 2 WHERE id = 1",
+    );
+    assert_eq!(c.run("", "select v from d.t"), "v\n2\n");
+}

@@ -73,6 +73,8 @@ pub struct Transaction {
     primary: Option<Vec<u8>>,
     /// Commit in one phase when the keys allow (`tidb_enable_1pc`).
     one_pc: bool,
+    /// How long a pessimistic lock waits for another txn's (`innodb_lock_wait_timeout`).
+    lock_wait_ms: u64,
     /// Dropping it stops the heartbeat task.
     _heartbeat: Option<tokio::sync::oneshot::Sender<()>>,
 }
@@ -99,8 +101,15 @@ impl Transaction {
             prefetched: BTreeMap::new(),
             primary: None,
             one_pc: true,
+            lock_wait_ms: LOCK_WAIT_BUDGET_MS,
             _heartbeat: None,
         }
+    }
+
+    /// How long each pessimistic lock may wait for another txn's (`innodb_lock_wait_timeout`;
+    /// then 1205).
+    pub fn set_lock_wait_timeout(&mut self, wait: std::time::Duration) {
+        self.lock_wait_ms = wait.as_millis() as u64;
     }
 
     /// Whether commit may take one phase when all keys lie in one region (TiDB's
@@ -335,7 +344,7 @@ impl Transaction {
     /// [`Transaction::lock_keys`]). With `return_values`, the lock requests also read the
     /// keys' latest committed values into `locked_values`.
     async fn lock_pessimistic(&mut self, keys: &[Vec<u8>], return_values: bool) -> Result<()> {
-        let bo = Backoff::new("pessimistic_lock", LOCK_WAIT_BUDGET_MS);
+        let bo = Backoff::new("pessimistic_lock", self.lock_wait_ms);
         let mut retries = 0;
         loop {
             if retries > 0 {

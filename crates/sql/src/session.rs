@@ -429,9 +429,24 @@ fn substitute_params(statement: &mut Statement, slots: &[usize], params: &[Datum
 }
 
 impl Drop for Session {
-    /// The connection leaves the process list.
+    /// The connection leaves the process list, and a transaction it left open rolls back:
+    /// its pessimistic locks go now, not when their TTL runs out (others would wait that
+    /// long for the rows, found by `atoll nemesis`).
     fn drop(&mut self) {
         self.shared.processes().remove(&self.connection_id);
+        if let Some(txn) = self.txn.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let id = self.connection_id;
+            runtime.spawn(async move {
+                if let Err(e) = txn.rollback().await {
+                    tracing::warn!(
+                        connection = id,
+                        "rollback of a closed connection's transaction: {e}"
+                    );
+                }
+            });
+        }
     }
 }
 
@@ -1321,6 +1336,9 @@ impl Session {
             self.vars.get("tidb_enable_1pc"),
             Some(Datum::Int(0))
         ));
+        if let Some(Datum::Int(secs)) = self.vars.get("innodb_lock_wait_timeout") {
+            txn.set_lock_wait_timeout(std::time::Duration::from_secs((*secs).max(1) as u64));
+        }
         self.show_txn(txn.start_ts());
         Ok(txn)
     }

@@ -49,6 +49,7 @@ pub static DEFAULTS: LazyLock<BTreeMap<String, Datum>> = LazyLock::new(|| {
         ("system_time_zone", s("UTC")),
         ("lower_case_table_names", Datum::Int(2)),
         ("wait_timeout", Datum::Int(28_800)),
+        ("innodb_lock_wait_timeout", Datum::Int(50)),
         ("interactive_timeout", Datum::Int(28_800)),
         ("net_write_timeout", Datum::Int(60)),
         ("net_read_timeout", Datum::Int(30)),
