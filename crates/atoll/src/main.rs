@@ -7,6 +7,7 @@
 
 mod bench;
 mod ctl;
+mod nemesis;
 mod playground;
 mod role;
 
@@ -38,6 +39,8 @@ enum Command {
     Ctl(ctl::CtlArgs),
     /// Built-in benchmarks: `atoll bench pool` (the unified read pool against the alternatives).
     Bench(bench::BenchArgs),
+    /// Faults on purpose: three simulated hosts, a workload, a nemesis, and a checker.
+    Nemesis(nemesis::NemesisArgs),
     /// Collect profiles and system figures and name the bottleneck (not built yet).
     Diag {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
         Command::Playground(args) => ("playground", playground::run(args)),
         Command::Ctl(args) => ("ctl", ctl::run(args)),
         Command::Bench(args) => ("bench", bench::run(args)),
+        Command::Nemesis(args) => ("nemesis", nemesis::run(args)),
         Command::Diag { .. } => (
             "diag",
             Err(anyhow::anyhow!(

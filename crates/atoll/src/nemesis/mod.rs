@@ -1,0 +1,376 @@
+//! `atoll nemesis`: Jepsen's method on real Atoll processes. Three simulated hosts
+//! ([`topology`]: network namespaces on a bridge the run creates and removes), each running a
+//! pd, a kv and a sql node ([`cluster`]); clients run a workload against the sql nodes and
+//! record every operation as ok, failed or unknown; a nemesis starts or heals a fault every
+//! ~10 s (random stagger): `kill` (SIGKILL a random process, restart it at the heal), `pause`
+//! (SIGSTOP / SIGCONT), `partition` (one host cut off); `all` mixes them. At the end every
+//! fault heals, the cluster gets a recovery window, final reads run, and the checker judges
+//! the history.
+//!
+//! Workloads: `bank` ([`bank`]). Each run is seeded (`--seed`, printed); the history
+//! (`history.jsonl`), the fault schedule (`faults.jsonl`) and every process's data and logs
+//! are kept in `--out`. The exit status is 0 only when the checker passes; the last line
+//! reads `nemesis: <ops> ops, <unknown> unknown, <anomalies> anomalies`.
+//!
+//! Cleanup: the namespaces and bridge go when the run ends, on Ctrl-C or SIGTERM too; the
+//! processes die with the harness (PR_SET_PDEATHSIG); a run that was SIGKILLed leaves its
+//! namespaces, which the next run removes.
+
+mod bank;
+mod cluster;
+mod topology;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::Args;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use bank::{Op, Outcome};
+use cluster::Process;
+use topology::Topology;
+
+const HOSTS: usize = 3;
+/// A fault starts or heals about this often (random stagger of half of it either way).
+const FAULT_INTERVAL: Duration = Duration::from_secs(10);
+/// How long the cluster has after the final heal before the final reads must succeed.
+const RECOVERY_MAX: Duration = Duration::from_secs(60);
+
+#[derive(Args)]
+pub struct NemesisArgs {
+    /// Workloads (only `bank` so far).
+    #[arg(long, default_value = "bank")]
+    workload: String,
+    /// Faults: none, kill, pause, partition, all (comma separated).
+    #[arg(long, default_value = "kill")]
+    nemesis: String,
+    /// Seconds of workload under faults.
+    #[arg(long, default_value_t = 60)]
+    time: u64,
+    /// Seed of the clients' and the nemesis's choices (random when not given).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Where the history, the fault schedule and the processes' data go.
+    #[arg(long, default_value = "nemesis-out")]
+    out: PathBuf,
+    /// Concurrent clients.
+    #[arg(long, default_value_t = 4)]
+    clients: usize,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Fault {
+    Kill,
+    Pause,
+    Partition,
+}
+
+/// A fault in force: what it did and to whom.
+struct Active {
+    fault: Fault,
+    target: usize,
+    since_ms: u64,
+}
+
+fn faults(spec: &str) -> anyhow::Result<Vec<Fault>> {
+    let mut out = Vec::new();
+    for name in spec.split(',').map(str::trim) {
+        match name {
+            "none" => {}
+            "kill" => out.push(Fault::Kill),
+            "pause" => out.push(Fault::Pause),
+            "partition" => out.push(Fault::Partition),
+            "all" => out.extend([Fault::Kill, Fault::Pause, Fault::Partition]),
+            other => bail!("unknown nemesis {other:?}: none, kill, pause, partition or all"),
+        }
+    }
+    Ok(out)
+}
+
+pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
+    if args.workload != "bank" {
+        bail!("unknown workload {:?}: only bank so far", args.workload);
+    }
+    let faults = faults(&args.nemesis)?;
+    let seed = args.seed.unwrap_or_else(|| rand::rng().random());
+    println!(
+        "nemesis: seed {seed}, pid {}, commit {}, workload {}, nemesis {}, {} s",
+        std::process::id(),
+        node::BUILD.git_hash,
+        args.workload,
+        args.nemesis,
+        args.time
+    );
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+    Topology::remove_stale();
+    if args.out.exists() {
+        std::fs::remove_dir_all(&args.out)
+            .with_context(|| format!("cannot empty {}", args.out.display()))?;
+    }
+    std::fs::create_dir_all(&args.out)?;
+    let exe = std::env::current_exe().context("cannot find the atoll binary")?;
+    let topology = Topology::create(HOSTS)?;
+    let mut processes = cluster::plan(&topology, HOSTS, &args.out)?;
+    for p in &mut processes {
+        p.start(&topology, &exe)?;
+    }
+    let sql: Vec<String> = (0..HOSTS)
+        .map(|h| format!("{}:4000", topology.ip(h)))
+        .collect();
+    let began = Instant::now();
+    let ms = move || began.elapsed().as_millis() as u64;
+    wait_until(
+        "the bank's accounts are created",
+        Duration::from_secs(120),
+        || bank::setup(&sql[0]).is_ok(),
+    )?;
+    println!("nemesis: cluster up in {} ms", ms());
+
+    let history: Arc<Mutex<Vec<Op>>> = Arc::default();
+    let workload_end = Instant::now() + Duration::from_secs(args.time);
+    let clients: Vec<_> = (0..args.clients)
+        .map(|c| {
+            let (history, sql) = (history.clone(), sql.clone());
+            let mut rng = StdRng::seed_from_u64(seed.wrapping_add(c as u64 + 1));
+            std::thread::spawn(move || {
+                while Instant::now() < workload_end && !STOP.load(Ordering::Relaxed) {
+                    let node = sql[rng.random_range(0..sql.len())].clone();
+                    let start_ms = ms();
+                    let (kind, answer) = bank::operation(&mut rng, &node);
+                    let (outcome, value) = match answer {
+                        Ok(v) => (Outcome::Ok, v),
+                        Err((o, e)) => (o, e),
+                    };
+                    history.lock().expect("history lock").push(Op {
+                        client: c,
+                        kind,
+                        node,
+                        start_ms,
+                        end_ms: ms(),
+                        outcome,
+                        value,
+                    });
+                }
+            })
+        })
+        .collect();
+
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut schedule = std::fs::File::create(args.out.join("faults.jsonl"))?;
+    let mut active: Option<Active> = None;
+    let mut next = Instant::now() + stagger(&mut rng);
+    while Instant::now() < workload_end && !STOP.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(50));
+        if Instant::now() < next || faults.is_empty() {
+            continue;
+        }
+        next = Instant::now() + stagger(&mut rng);
+        match active.take() {
+            Some(a) => heal(&a, &mut processes, &topology, &exe, &mut schedule, ms())?,
+            None => {
+                let fault = faults[rng.random_range(0..faults.len())];
+                let target = match fault {
+                    Fault::Partition => rng.random_range(0..HOSTS),
+                    Fault::Kill | Fault::Pause => rng.random_range(0..processes.len()),
+                };
+                let a = Active {
+                    fault,
+                    target,
+                    since_ms: ms(),
+                };
+                start(&a, &mut processes, &topology, &mut schedule)?;
+                active = Some(a);
+            }
+        }
+    }
+    if let Some(a) = active.take() {
+        heal(&a, &mut processes, &topology, &exe, &mut schedule, ms())?;
+    }
+    for c in clients {
+        let _ = c.join();
+    }
+    // Every fault healed: how long until a final read on every sql node succeeds.
+    let healed = Instant::now();
+    let mut final_reads = Vec::new();
+    for node in &sql {
+        let answer = loop {
+            match bank::mysql(node, "SELECT id, balance FROM jepsen.bank ORDER BY id") {
+                Ok(a) => break Some(a),
+                Err(_) if healed.elapsed() < RECOVERY_MAX && !STOP.load(Ordering::Relaxed) => {
+                    std::thread::sleep(Duration::from_millis(200))
+                }
+                Err(_) => break None,
+            }
+        };
+        final_reads.push((node.clone(), answer));
+    }
+    let recovery_ms = healed.elapsed().as_millis();
+
+    let history = history.lock().expect("history lock");
+    let mut file = std::io::BufWriter::new(std::fs::File::create(args.out.join("history.jsonl"))?);
+    for op in history.iter() {
+        writeln!(file, "{}", serde_json::to_string(op)?)?;
+    }
+    let mut anomalies: Vec<String> = history
+        .iter()
+        .filter(|op| op.kind == "read" && op.outcome == Outcome::Ok)
+        .filter_map(|op| {
+            bank::check_read(&op.value).map(|why| {
+                format!(
+                    "read by client {} at {} ms on {}: {why}",
+                    op.client, op.end_ms, op.node
+                )
+            })
+        })
+        .collect();
+    for (node, answer) in &final_reads {
+        match answer {
+            Some(a) => {
+                if let Some(why) = bank::check_read(a) {
+                    anomalies.push(format!("final read on {node}: {why}"));
+                }
+            }
+            None => anomalies.push(format!(
+                "final read on {node} did not succeed within {RECOVERY_MAX:?} of the heal"
+            )),
+        }
+    }
+    let count = |o: Outcome| history.iter().filter(|op| op.outcome == o).count();
+    let longest_gap = longest_gap_ms(&history);
+    println!(
+        "nemesis: ok {}, failed {}, unknown {}; longest stretch without a successful operation {} ms; final reads {} ms after the heal",
+        count(Outcome::Ok),
+        count(Outcome::Fail),
+        count(Outcome::Unknown),
+        longest_gap,
+        recovery_ms
+    );
+    for a in anomalies.iter().take(10) {
+        println!("nemesis: anomaly: {a}");
+    }
+    println!(
+        "nemesis: {} ops, {} unknown, {} anomalies",
+        history.len(),
+        count(Outcome::Unknown),
+        anomalies.len()
+    );
+    drop(processes);
+    drop(topology);
+    if STOP.load(Ordering::Relaxed) {
+        bail!("stopped by a signal");
+    }
+    if !anomalies.is_empty() {
+        bail!("{} anomalies (see above; seed {seed})", anomalies.len());
+    }
+    Ok(())
+}
+
+/// About [`FAULT_INTERVAL`], give or take half of it.
+fn stagger(rng: &mut StdRng) -> Duration {
+    let half = FAULT_INTERVAL / 2;
+    half + Duration::from_millis(rng.random_range(0..FAULT_INTERVAL.as_millis() as u64))
+}
+
+fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) -> anyhow::Result<()> {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        if Instant::now() > deadline || STOP.load(Ordering::Relaxed) {
+            bail!("{what}: not within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Ok(())
+}
+
+fn record(schedule: &mut std::fs::File, event: serde_json::Value) -> anyhow::Result<()> {
+    println!("nemesis: {event}");
+    writeln!(schedule, "{event}")?;
+    Ok(())
+}
+
+fn start(
+    a: &Active,
+    processes: &mut [Process],
+    topology: &Topology,
+    schedule: &mut std::fs::File,
+) -> anyhow::Result<()> {
+    let what = match a.fault {
+        Fault::Kill => {
+            processes[a.target].kill();
+            format!("kill {}", processes[a.target].name())
+        }
+        Fault::Pause => {
+            processes[a.target].pause(true);
+            format!("pause {}", processes[a.target].name())
+        }
+        Fault::Partition => {
+            topology.isolate(a.target, true)?;
+            format!("isolate host-{}", a.target)
+        }
+    };
+    record(
+        schedule,
+        serde_json::json!({"at_ms": a.since_ms, "start": what}),
+    )
+}
+
+fn heal(
+    a: &Active,
+    processes: &mut [Process],
+    topology: &Topology,
+    exe: &std::path::Path,
+    schedule: &mut std::fs::File,
+    now_ms: u64,
+) -> anyhow::Result<()> {
+    let what = match a.fault {
+        Fault::Kill => {
+            processes[a.target].start(topology, exe)?;
+            format!("restart {}", processes[a.target].name())
+        }
+        Fault::Pause => {
+            processes[a.target].pause(false);
+            format!("resume {}", processes[a.target].name())
+        }
+        Fault::Partition => {
+            topology.isolate(a.target, false)?;
+            format!("heal host-{}", a.target)
+        }
+    };
+    // A process that died by itself meanwhile is a finding too: it is restarted and said.
+    for p in processes.iter_mut() {
+        if !p.is_running() {
+            println!("nemesis: {} was not running; restarting it", p.name());
+            p.start(topology, exe)?;
+        }
+    }
+    record(
+        schedule,
+        serde_json::json!({"at_ms": now_ms, "heal": what, "since_ms": a.since_ms}),
+    )
+}
+
+/// The longest time between two successful operations' ends.
+fn longest_gap_ms(history: &[Op]) -> u64 {
+    let mut ends: Vec<u64> = history
+        .iter()
+        .filter(|op| op.outcome == Outcome::Ok)
+        .map(|op| op.end_ms)
+        .collect();
+    ends.sort_unstable();
+    ends.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0)
+}

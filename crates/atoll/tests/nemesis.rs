@@ -1,0 +1,59 @@
+//! `atoll nemesis` end to end: three simulated hosts (network namespaces, which need root),
+//! the bank workload, and every nemesis (kill, pause, partition) for 30 s: the checker must
+//! pass and the run must leave no namespace behind.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn the_bank_survives_kills_pauses_and_partitions() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: network namespaces need root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let run = run(&[
+        "nemesis",
+        "--workload",
+        "bank",
+        "--nemesis",
+        "all",
+        "--time",
+        "30",
+        "--clients",
+        "4",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(last.ends_with(" 0 anomalies"), "{stdout}");
+    assert!(out.join("history.jsonl").exists() && out.join("faults.jsonl").exists());
+    let tag = format!("atlN{:x}-", run_pid(&stdout));
+    let namespaces = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&namespaces.stdout).contains(&tag),
+        "namespaces left behind"
+    );
+}
+
+/// The harness's pid, from its first line.
+fn run_pid(stdout: &str) -> u32 {
+    stdout
+        .lines()
+        .find_map(|l| l.split("pid ").nth(1))
+        .and_then(|p| p.split(',').next())
+        .and_then(|p| p.trim().parse().ok())
+        .expect("the first line names the harness's pid")
+}
