@@ -2,9 +2,11 @@
 //!
 //! It holds what has no better home and no dependencies of its own: the unit types
 //! that configuration and metrics speak in ([`units`]) and the written-down bounds of
-//! the system ([`limits`]), and the layout of PD timestamps ([`ts`]). Nothing here does I/O.
+//! the system ([`limits`]), the layout of PD timestamps ([`ts`]), and what a network error
+//! means ([`net`]). Nothing here does I/O.
 
 pub mod limits;
+pub mod net;
 pub mod ts;
 pub mod units;
 

@@ -394,20 +394,6 @@ enum Unreachable {
     Other(String),
 }
 
-/// Whether `e` (or what caused it) is a refused TCP connection.
-fn is_refused(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cause = Some(e);
-    while let Some(c) = cause {
-        if let Some(io) = c.downcast_ref::<std::io::Error>()
-            && io.kind() == std::io::ErrorKind::ConnectionRefused
-        {
-            return true;
-        }
-        cause = c.source();
-    }
-    false
-}
-
 /// Resolves `store_id`'s address through PD and connects to it.
 async fn connect(
     store_id: u64,
@@ -424,7 +410,7 @@ async fn connect(
         .await
         .map_err(|e| {
             let why = format!("store {store_id} at {}: {e}", store.address);
-            if is_refused(&e) {
+            if base::net::is_connection_refused(&e) {
                 Unreachable::Refused(why)
             } else {
                 Unreachable::Other(why)

@@ -102,20 +102,6 @@ impl Transport for GrpcTransport {
     }
 }
 
-/// Whether `e` (or what caused it) is a refused TCP connection.
-fn is_refused(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cause = Some(e);
-    while let Some(c) = cause {
-        if let Some(io) = c.downcast_ref::<std::io::Error>()
-            && io.kind() == std::io::ErrorKind::ConnectionRefused
-        {
-            return true;
-        }
-        cause = c.source();
-    }
-    false
-}
-
 /// Keeps a stream open to member `to` while it is a member, and sends its queue.
 async fn send_loop(
     to: u64,
@@ -138,7 +124,7 @@ async fn send_loop(
         let mut client = match endpoint.connect().await {
             Ok(channel) => PdPeerClient::new(channel),
             Err(e) => {
-                if is_refused(&e) {
+                if base::net::is_connection_refused(&e) {
                     driver.member_gone(to.id);
                 }
                 tracing::debug!(member = to.name, "cannot reach pd member: {e}");

@@ -347,16 +347,7 @@ fn throughput(exe: &Path, dir: &Path, pds: &[Pd], rounds: usize) -> anyhow::Resu
     let measure = |pd: &str| -> anyhow::Result<f64> {
         let seconds = 3.0;
         let end = Instant::now() + Duration::from_secs_f64(seconds);
-        let requests: u64 = runtime.block_on(async {
-            let tasks: Vec<_> = (0..8)
-                .map(|_| tokio::spawn(super::tso_bench::stream(pd.to_string(), 1, end)))
-                .collect();
-            let mut total = 0;
-            for t in tasks {
-                total += t.await??;
-            }
-            anyhow::Ok(total)
-        })?;
+        let requests = runtime.block_on(super::tso_bench::streams(pd, 8, 1, end))?;
         Ok(requests as f64 / seconds)
     };
     let (mut one, mut three_members, mut ratios) = (Vec::new(), Vec::new(), Vec::new());

@@ -55,7 +55,24 @@ async fn via_client(args: &TsoBenchArgs, end: Instant) -> anyhow::Result<pd_clie
     Ok(client.tso_stats())
 }
 
-pub(super) async fn stream(pd: String, batch: u32, end: Instant) -> anyhow::Result<u64> {
+/// `clients` streams of `batch`-timestamp requests to `pd` until `end`; the requests answered.
+pub(super) async fn streams(
+    pd: &str,
+    clients: usize,
+    batch: u32,
+    end: Instant,
+) -> anyhow::Result<u64> {
+    let tasks: Vec<_> = (0..clients)
+        .map(|_| tokio::spawn(stream(pd.to_string(), batch, end)))
+        .collect();
+    let mut total = 0;
+    for t in tasks {
+        total += t.await??;
+    }
+    Ok(total)
+}
+
+async fn stream(pd: String, batch: u32, end: Instant) -> anyhow::Result<u64> {
     let mut client = PdClient::connect(format!("http://{pd}"))
         .await
         .with_context(|| format!("cannot reach pd at {pd}"))?;
@@ -96,16 +113,7 @@ pub fn run(args: TsoBenchArgs) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-    let requests: u64 = runtime.block_on(async {
-        let tasks: Vec<_> = (0..args.clients)
-            .map(|_| tokio::spawn(stream(args.pd.clone(), args.batch, end)))
-            .collect();
-        let mut total = 0;
-        for t in tasks {
-            total += t.await??;
-        }
-        anyhow::Ok(total)
-    })?;
+    let requests = runtime.block_on(streams(&args.pd, args.clients, args.batch, end))?;
     let per_s = requests as f64 / args.seconds;
     println!(
         "tso clients={} batch={} requests_per_s={:.0} timestamps_per_s={:.0}",
