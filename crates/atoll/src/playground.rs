@@ -221,17 +221,22 @@ fn spawn(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(stderr);
-    // SAFETY: prctl is async-signal-safe; it only asks the kernel to signal the child if we die.
-    unsafe {
-        command.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-            Ok(())
-        });
-    }
+    signal_when_parent_dies(&mut command, libc::SIGTERM);
     let child = command
         .spawn()
         .with_context(|| format!("cannot start {name}"))?;
     Ok((child, stderr_path))
+}
+
+/// Has the kernel send `signal` to the child `command` starts when this process dies.
+pub(crate) fn signal_when_parent_dies(command: &mut Command, signal: libc::c_int) {
+    // SAFETY: prctl is async-signal-safe; it only asks the kernel to signal the child if we die.
+    unsafe {
+        command.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, signal);
+            Ok(())
+        });
+    }
 }
 
 /// The child's last line on stderr, which says why it stopped.

@@ -130,15 +130,21 @@ pub static KNOBS: &[KnobSpec] = &[
     },
 ];
 
+/// The URL other processes reach this member at for `kind` ("client" or "peer"):
+/// `advertise-<kind>-urls` when set, else `<kind>-urls` (as written, scheme and all).
+pub fn advertised_url<'c>(c: &'c Config, kind: &str) -> &'c str {
+    match c.str(&format!("advertise-{kind}-urls")) {
+        "" => c.str(&format!("{kind}-urls")),
+        advertised => advertised,
+    }
+}
+
 /// `initial-cluster` as (name, peer URL) pairs in order (a member's id is its place, from 1);
 /// empty means this member alone. Every name and URL appears once, and this member's name
 /// (`name`) is one of them.
 pub fn initial_cluster(c: &Config) -> Result<Vec<(String, String)>, ConfigError> {
     let name = c.str("name");
-    let peer = match c.str("advertise-peer-urls") {
-        "" => c.str("peer-urls"),
-        advertised => advertised,
-    };
+    let peer = advertised_url(c, "peer");
     let text = match c.str("initial-cluster") {
         "" => return Ok(vec![(name.to_string(), peer.to_string())]),
         text => text,

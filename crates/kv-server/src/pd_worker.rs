@@ -71,16 +71,7 @@ fn save_ident(data_dir: &Path, id: u64) -> Result<(), String> {
 
 /// Replaces `path` with `n` by fsynced rename.
 fn save_number(path: &Path, n: u64) -> std::io::Result<()> {
-    use std::io::Write;
-    let tmp = path.with_extension("tmp");
-    let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(format!("{n}\n").as_bytes())?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path)?;
-    if let Some(dir) = path.parent() {
-        std::fs::File::open(dir)?.sync_all()?;
-    }
-    Ok(())
+    node::data_dir::save_atomically(path, format!("{n}\n").as_bytes())
 }
 
 fn check(error: Option<wire::Error>) -> Result<(), wire::Error> {

@@ -13,6 +13,20 @@ use std::path::{Path, PathBuf};
 
 use crate::error::NodeError;
 
+/// Replaces `path` with `bytes`: a temp file, fsync, rename, fsync of the directory, so a
+/// crash leaves the old content or the new, never a torn file.
+pub fn save_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    let mut f = File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    if let Some(dir) = path.parent() {
+        File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
 pub struct DataDir {
     path: PathBuf,
     /// Keeps the flock; closing it releases the lock.

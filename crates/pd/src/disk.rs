@@ -12,7 +12,6 @@
 //! upgraded PD keeps its stores, regions, ids, and never hands out a timestamp below the
 //! saved window.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use raft_log::{LogConfig, LogEngine, LogWrite};
@@ -113,24 +112,12 @@ impl Disk for MemberDisk {
     }
 }
 
-/// Replaces `path` with `bytes`: a temp file, fsync, rename, fsync of the directory, so a
-/// crash leaves the old content or the new, never a torn file.
+/// Replaces `path` with `bytes` by fsynced rename ([`node::data_dir::save_atomically`]).
 pub fn save_atomically(path: &Path, bytes: &[u8]) -> Result<(), DiskError> {
-    let fail = |e: std::io::Error| DiskError::Write {
+    node::data_dir::save_atomically(path, bytes).map_err(|e| DiskError::Write {
         path: path.to_path_buf(),
         reason: e.to_string(),
-    };
-    let tmp = path.with_extension("tmp");
-    let mut f = std::fs::File::create(&tmp).map_err(fail)?;
-    f.write_all(bytes).map_err(fail)?;
-    f.sync_all().map_err(fail)?;
-    std::fs::rename(&tmp, path).map_err(fail)?;
-    if let Some(dir) = path.parent() {
-        std::fs::File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(fail)?;
-    }
-    Ok(())
+    })
 }
 
 /// The state a data dir of a single, unreplicated PD held (empty when there is none).

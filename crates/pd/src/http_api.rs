@@ -70,15 +70,6 @@ fn error(status: StatusCode, message: String) -> Response {
 }
 
 impl Api {
-    fn voters(&self) -> Vec<MemberInfo> {
-        let voters = self.driver.shared().voters();
-        self.members
-            .list()
-            .into_iter()
-            .filter(|m| voters.contains(&m.id))
-            .collect()
-    }
-
     fn leader(&self) -> Option<MemberInfo> {
         self.members.get(self.driver.shared().status().leader)
     }
@@ -111,7 +102,7 @@ impl Api {
 }
 
 async fn list(State(api): State<Api>) -> Response {
-    let members: Vec<Value> = api.voters().iter().map(member_json).collect();
+    let members: Vec<Value> = api.members.list().iter().map(member_json).collect();
     axum::Json(json!({
         "members": members,
         "leader": api.leader().as_ref().map(member_json),
@@ -130,7 +121,7 @@ async fn leader(State(api): State<Api>) -> Response {
 }
 
 async fn transfer(State(api): State<Api>, Path(name): Path<String>) -> Response {
-    let Some(to) = api.voters().into_iter().find(|m| m.name == name) else {
+    let Some(to) = api.members.list().into_iter().find(|m| m.name == name) else {
         return error(
             StatusCode::NOT_FOUND,
             format!("no pd member is named {name:?}"),
@@ -174,7 +165,7 @@ async fn resign(State(api): State<Api>) -> Response {
 }
 
 async fn remove(State(api): State<Api>, Path(name): Path<String>) -> Response {
-    let Some(m) = api.voters().into_iter().find(|m| m.name == name) else {
+    let Some(m) = api.members.list().into_iter().find(|m| m.name == name) else {
         return error(
             StatusCode::NOT_FOUND,
             format!("no pd member is named {name:?}"),

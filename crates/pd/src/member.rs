@@ -146,7 +146,6 @@ pub struct Status {
 pub struct Shared {
     pub state: RwLock<PdState>,
     status: Mutex<Status>,
-    voters: Mutex<Vec<u64>>,
 }
 
 impl Shared {
@@ -158,11 +157,6 @@ impl Shared {
     pub fn lease_term(&self, now: Instant) -> Option<u64> {
         let s = self.status();
         s.lease_until.filter(|&u| now < u).map(|_| s.term)
-    }
-
-    /// The voting members, by id.
-    pub fn voters(&self) -> Vec<u64> {
-        self.voters.lock().expect("voters lock poisoned").clone()
     }
 
     pub fn read<T>(&self, f: impl FnOnce(&PdState) -> T) -> T {
@@ -232,7 +226,6 @@ impl Member {
                 id: cfg.id,
                 ..Status::default()
             }),
-            voters: Mutex::new(cp.voters.clone()),
         });
         Ok(Member {
             cfg,
@@ -740,7 +733,6 @@ impl Member {
             best_follower,
         };
         *self.shared.status.lock().expect("status lock poisoned") = status;
-        *self.shared.voters.lock().expect("voters lock poisoned") = voters;
     }
 
     fn current_checkpoint(&self) -> Checkpoint {

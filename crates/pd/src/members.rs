@@ -107,6 +107,10 @@ impl Members {
         Some(self.info(id, &record))
     }
 
+    pub fn contains(&self, id: u64) -> bool {
+        self.shared.read(|s| s.members.contains_key(&id))
+    }
+
     pub fn list(&self) -> Vec<MemberInfo> {
         let records = self.shared.read(|s| s.members.clone());
         records.iter().map(|(id, r)| self.info(*id, r)).collect()

@@ -74,11 +74,10 @@ impl GrpcTransport {
         if to == self.me {
             return None;
         }
-        // A member that left: its task ends when its queue closes.
-        let members = &self.members;
-        self.queues.retain(|id, _| members.get(*id).is_some());
         if self.queues.get(&to).is_none_or(|q| q.is_closed()) {
-            self.members.get(to)?;
+            if !self.members.contains(to) {
+                return None;
+            }
             let (tx, rx) = mpsc::channel(QUEUE_MAX);
             let task = send_loop(to, self.members.clone(), self.driver.clone(), rx);
             self.runtime.spawn(task);
@@ -90,6 +89,9 @@ impl GrpcTransport {
 
 impl Transport for GrpcTransport {
     fn send(&mut self, msgs: Vec<Message>) {
+        // A member that left: its task ends when its queue closes.
+        let members = &self.members;
+        self.queues.retain(|id, _| members.contains(*id));
         for m in msgs {
             let Some(queue) = self.queue(m.to) else {
                 continue;

@@ -32,19 +32,9 @@ fn storage(e: impl std::fmt::Display) -> NodeError {
 pub fn run(node: Node) -> Result<(), NodeError> {
     let config = node.controller.current();
     let name = config.str("name").to_string();
-    let or = |advertised: &str, listen: &str| {
-        let url = if advertised.is_empty() {
-            listen
-        } else {
-            advertised
-        };
-        config::value::strip_scheme(url).to_string()
-    };
-    let client_url = or(
-        config.str("advertise-client-urls"),
-        config.str("client-urls"),
-    );
-    let peer_url = or(config.str("advertise-peer-urls"), config.str("peer-urls"));
+    let advertised =
+        |kind| config::value::strip_scheme(config::pd::advertised_url(&config, kind)).to_string();
+    let (client_url, peer_url) = (advertised("client"), advertised("peer"));
     let data_dir = node.data_dir.path().to_path_buf();
     let (mut disk, saved) = MemberDisk::open(&data_dir).map_err(storage)?;
     let (my_id, checkpoint) = identity(&config, &data_dir, &mut disk, saved, &name, &peer_url)?;

@@ -455,14 +455,12 @@ impl Pd for PdService {
         _: Request<wire::GetMembersRequest>,
     ) -> Result<Response<wire::GetMembersResponse>, Status> {
         let leader = self.driver.shared().status().leader;
-        let voters = self.driver.shared().voters();
         Ok(Response::new(wire::GetMembersResponse {
             error: None,
             members: self
                 .members
                 .list()
                 .iter()
-                .filter(|m| voters.contains(&m.id))
                 .map(crate::peer::wire_member)
                 .collect(),
             leader: self

@@ -43,7 +43,6 @@ impl Process {
     }
 
     pub fn start(&mut self, topology: &Topology, exe: &Path) -> anyhow::Result<()> {
-        use std::os::unix::process::CommandExt;
         std::fs::create_dir_all(&self.data_dir)?;
         let log = std::fs::File::create(self.data_dir.join("stderr.log"))?;
         let mut command = topology.command(self.host, exe);
@@ -55,13 +54,8 @@ impl Process {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log);
-        // SAFETY: prctl is async-signal-safe; the kernel ends the child if the harness dies.
-        unsafe {
-            command.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
+        // The kernel ends the process if the harness dies.
+        crate::playground::signal_when_parent_dies(&mut command, libc::SIGKILL);
         self.child = Some(
             command
                 .spawn()
