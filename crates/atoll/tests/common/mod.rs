@@ -21,13 +21,23 @@ pub fn run(args: &[&str]) -> Output {
         .expect("atoll runs")
 }
 
-/// A port nothing listens on right now.
+/// A port nothing listens on right now, and never handed out before in this test binary:
+/// the kernel may give a released port again, and tests running side by side each hold ports
+/// they have not bound yet (a cluster's later nodes), so a repeat would start two nodes on one.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut handed_out = HANDED_OUT.lock().unwrap();
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if !handed_out.contains(&port) {
+            handed_out.push(port);
+            return port;
+        }
+    }
 }
 
 pub fn agent() -> ureq::Agent {
@@ -101,6 +111,11 @@ impl Running {
 
 /// Waits until `GET http://addr/status` answers 200; panics if the child exits first.
 pub fn wait_ready(child: &mut Running, addr: &str) {
+    wait_ready_or_explain(child, addr, None)
+}
+
+/// As [`wait_ready`]; a child that exits first has the end of `stderr_file` in the panic.
+fn wait_ready_or_explain(child: &mut Running, addr: &str, stderr_file: Option<&std::path::Path>) {
     let deadline = Instant::now() + Duration::from_secs(60);
     let quick: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(Duration::from_secs(2)))
@@ -108,7 +123,15 @@ pub fn wait_ready(child: &mut Running, addr: &str) {
         .into();
     loop {
         if let Some(status) = child.0.try_wait().unwrap() {
-            panic!("process exited with {status} before it was ready");
+            let said = stderr_file
+                .and_then(|f| std::fs::read_to_string(f).ok())
+                .unwrap_or_default();
+            let tail: Vec<&str> = said.lines().rev().take(20).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            panic!(
+                "process exited with {status} before it was ready; its stderr ended:\n{}",
+                tail.join("\n")
+            );
         }
         if quick.get(format!("http://{addr}/status")).call().is_ok() {
             return;
@@ -118,19 +141,27 @@ pub fn wait_ready(child: &mut Running, addr: &str) {
     }
 }
 
-/// Starts `atoll ARGS --data-dir DATA_DIR` quietly and waits until `status_addr` answers.
+/// Starts `atoll ARGS --data-dir DATA_DIR` and waits until `status_addr` answers; its stderr
+/// goes to `DATA_DIR/stderr.log`, shown if it exits before it is ready.
 pub fn start_role(args: &[&str], data_dir: &std::path::Path, status_addr: &str) -> Running {
+    std::fs::create_dir_all(data_dir).unwrap();
+    let stderr_file = data_dir.join("stderr.log");
+    let stderr = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&stderr_file)
+        .unwrap();
     let child = atoll()
         .args(args)
         .arg("--data-dir")
         .arg(data_dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .unwrap();
     let mut running = Running(child);
-    wait_ready(&mut running, status_addr);
+    wait_ready_or_explain(&mut running, status_addr, Some(&stderr_file));
     running
 }
 
