@@ -230,6 +230,7 @@ fn write_error(e: raftstore::Error) -> engine::Error {
         raftstore::Error::NotLeader { .. }
         | raftstore::Error::StaleCommand
         | raftstore::Error::RegionNotFound(_)
+        | raftstore::Error::RefusedAtApply(_)
         | raftstore::Error::EpochNotMatch { .. } => engine::Error::NotLeader(e.to_string()),
         other => engine::Error::Engine(other.to_string()),
     }

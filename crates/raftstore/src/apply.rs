@@ -4,7 +4,14 @@
 //!
 //! Entries: an empty normal entry (a new leader's first) changes only the applied index; a
 //! [`RaftCmd`] applies its writes, or its admin request: `CompactLog` moves the truncated
-//! index (every peer truncates at the same index, because the leader chose it in the log).
+//! index (every peer truncates at the same index, because the leader chose it in the log);
+//! `BatchSplit` cuts new regions from the left of this one ([`split_region`]; the store
+//! saves them and creates their peers).
+//!
+//! A command that no longer fits the region is refused, on every replica alike, without
+//! writing anything: writes proposed under an older epoch version (a split applied between
+//! proposal and apply), or to a key the region does not hold; a split whose keys are not
+//! inside the region. Its proposer hears [`Error::RefusedAtApply`] and routes again.
 //! A `ConfChangeV2` entry changes the region's peers and roles as its context's
 //! [`ChangePeers`] says (an empty one, which raft-rs proposes itself, leaves a joint
 //! configuration) and bumps `conf_ver`; the caller hands it to raft-rs once written.
@@ -14,7 +21,7 @@ use prost::Message;
 use proto::pd::{Peer as PeerMeta, PeerRole, Region};
 use proto::raft::change_peer::Kind as ChangeKind;
 use proto::raft::write_op::Kind;
-use proto::raft::{ApplyState, ChangePeers, RaftCmd, WriteOp};
+use proto::raft::{ApplyState, BatchSplit, ChangePeers, RaftCmd, WriteOp};
 use protobuf::Message as _;
 use raft::eraftpb::{ConfChangeV2, Entry, EntryType};
 
@@ -30,6 +37,11 @@ pub struct ApplyOutcome {
     pub sync: bool,
     /// Membership changes to hand to raft-rs, in order, once the batch is written.
     pub conf_changes: Vec<ConfChangeV2>,
+    /// Regions a split cut from this one, left to right: the store saves them in the same
+    /// batch and creates their peers.
+    pub new_regions: Vec<Region>,
+    /// Entries whose command was refused (see the module header), with why.
+    pub refused: Vec<(u64, String)>,
 }
 
 /// Decodes an entry's command.
@@ -99,10 +111,15 @@ pub fn apply_entries(
             )));
         } else if !entry.data.is_empty() {
             let cmd = decode_cmd(entry)?;
-            for op in &cmd.writes {
-                apply_write(wb, op)?;
+            if let Err(why) = fits(region, &cmd) {
+                outcome.refused.push((entry.index, why));
+            } else {
+                for op in &cmd.writes {
+                    apply_write(wb, op)?;
+                }
             }
-            if let Some(compact) = cmd.admin.and_then(|a| a.compact_log)
+            let admin = cmd.admin.unwrap_or_default();
+            if let Some(compact) = admin.compact_log
                 && compact.compact_index > apply.truncated_index
                 && compact.compact_index <= entry.index
             {
@@ -111,12 +128,142 @@ pub fn apply_entries(
                 outcome.compacted_to = Some((compact.compact_index, compact.compact_term));
                 outcome.sync = true;
             }
+            if let Some(split) = admin.batch_split {
+                match split_region(region, &split) {
+                    Ok(new) => {
+                        state::put_region(wb, region);
+                        outcome.new_regions.extend(new);
+                        outcome.sync = true;
+                    }
+                    Err(why) => outcome.refused.push((entry.index, why)),
+                }
+            }
         }
         apply.applied_index = entry.index;
         apply.applied_term = entry.term;
     }
     state::put_apply_state(wb, region_id, apply);
     Ok(outcome)
+}
+
+/// Whether `cmd`'s writes may apply to `region`: proposed under its epoch version (when the
+/// proposer named one) and every key inside it. A data key carries a timestamp after the
+/// user key, and region bounds are user keys, so the raw comparison places it rightly.
+fn fits(region: &Region, cmd: &RaftCmd) -> std::result::Result<(), String> {
+    let version = |e: &Option<proto::pd::RegionEpoch>| e.map_or(0, |e| e.version);
+    if cmd.region_epoch.is_some() && version(&cmd.region_epoch) != version(&region.region_epoch) {
+        return Err(format!(
+            "proposed under epoch version {}, region {} is at {}",
+            version(&cmd.region_epoch),
+            region.id,
+            version(&region.region_epoch)
+        ));
+    }
+    let inside = |key: &[u8]| {
+        key >= region.start_key.as_slice()
+            && (region.end_key.is_empty() || key < region.end_key.as_slice())
+    };
+    for op in &cmd.writes {
+        let outside = match Kind::try_from(op.kind) {
+            // A range delete's end is exclusive: it may equal the region's end.
+            Ok(Kind::DeleteRange) => {
+                !inside(&op.key)
+                    || (!region.end_key.is_empty()
+                        && (op.value.is_empty() || op.value > region.end_key))
+            }
+            _ => !inside(&op.key),
+        };
+        if outside {
+            return Err(format!(
+                "a write at {} reaches outside region {}",
+                engine::hex(&op.key),
+                region.id
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Why `split` cannot cut `region`, if it cannot: its keys must rise strictly inside the
+/// region, each new region needs an id of its own and a peer id for every peer, and a
+/// region in a joint configuration does not split (TiKV's rule).
+pub fn check_split(region: &Region, split: &BatchSplit) -> std::result::Result<(), String> {
+    if split.requests.is_empty() {
+        return Err("a split needs at least one key".into());
+    }
+    let mut after = region.start_key.as_slice();
+    let mut ids = vec![region.id];
+    for r in &split.requests {
+        let key = r.split_key.as_slice();
+        if key <= after || (!region.end_key.is_empty() && key >= region.end_key.as_slice()) {
+            return Err(format!(
+                "split key {} is not inside region {} [{}, {}) above the previous one",
+                engine::hex(key),
+                region.id,
+                engine::hex(&region.start_key),
+                engine::hex(&region.end_key)
+            ));
+        }
+        after = key;
+        if r.new_peer_ids.len() != region.peers.len() {
+            return Err(format!(
+                "new region {} has {} peer ids for {} peers",
+                r.new_region_id,
+                r.new_peer_ids.len(),
+                region.peers.len()
+            ));
+        }
+        ids.push(r.new_region_id);
+        ids.extend(&r.new_peer_ids);
+    }
+    ids.extend(region.peers.iter().map(|p| p.id));
+    let count = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    if ids.len() != count || ids.first() == Some(&0) {
+        return Err("the new regions' and peers' ids must be non-zero and all different".into());
+    }
+    let joint = region.peers.iter().any(|p| {
+        matches!(
+            state::role_of(p),
+            PeerRole::IncomingVoter | PeerRole::DemotingVoter
+        )
+    });
+    if joint {
+        return Err(format!(
+            "region {} is changing its membership (joint configuration)",
+            region.id
+        ));
+    }
+    Ok(())
+}
+
+/// Cuts `split`'s new regions from the left of `region`, which keeps the rest; the new
+/// regions, left to right. Every part's epoch version grows by the number of new regions,
+/// so each is newer than the region before the split.
+pub fn split_region(
+    region: &mut Region,
+    split: &BatchSplit,
+) -> std::result::Result<Vec<Region>, String> {
+    check_split(region, split)?;
+    let epoch = region.region_epoch.get_or_insert_default();
+    epoch.version += split.requests.len() as u64;
+    let epoch = *epoch;
+    let mut new = Vec::with_capacity(split.requests.len());
+    for r in &split.requests {
+        let peers = (region.peers.iter().zip(&r.new_peer_ids))
+            .map(|(p, &id)| PeerMeta { id, ..*p })
+            .collect();
+        let start = std::mem::replace(&mut region.start_key, r.split_key.clone());
+        new.push(Region {
+            id: r.new_region_id,
+            start_key: start,
+            end_key: r.split_key.clone(),
+            region_epoch: Some(epoch),
+            peers,
+        });
+    }
+    Ok(new)
 }
 
 /// Changes `region`'s peers as a ConfChangeV2 entry says: `context` holds the proposal's

@@ -115,6 +115,8 @@ pub struct RegionView {
     pub term: u64,
     /// As leader: peers that need a snapshot to catch up ([`crate::Peer::pending_peers`]).
     pub pending_peers: Vec<u64>,
+    /// The region this one was split from, if a split applied by this process created it.
+    pub split_from: Option<u64>,
 }
 
 impl RegionView {
@@ -171,6 +173,7 @@ impl RegionViews {
                 lease_until: peer.lease_until(),
                 term: peer.term(),
                 pending_peers: peer.pending_peers(),
+                split_from: peer.split_from(),
             };
             fresh.insert(view.region.id, view);
         }

@@ -22,6 +22,13 @@ pub enum Error {
     /// (a leader transfer in progress): it did not take effect and may be retried.
     #[error("stale command: the proposal was dropped by a leader change")]
     StaleCommand,
+    /// The command no longer fitted the region when it applied (a split moved its keys or
+    /// its epoch on): nothing of it happened, on any replica, and it may be routed again.
+    #[error("refused at apply: {0}")]
+    RefusedAtApply(String),
+    /// A split the region cannot take (keys outside it or out of order, ids missing).
+    #[error("invalid split: {0}")]
+    InvalidSplit(String),
     /// The proposal may or may not have applied (a snapshot went past it, or the wait for
     /// it ran out): the caller must not assume either.
     #[error("outcome unknown: {0}")]

@@ -113,6 +113,9 @@ pub struct Peer {
     gone_reports: u32,
     /// Ticks each follower has waited in raft-rs's snapshot state, by peer id.
     snapshot_wait_ticks: std::collections::BTreeMap<u64, usize>,
+    /// The region this peer's was cut from, when a split applied here created it (since
+    /// this process started).
+    split_from: Option<u64>,
     cfg: Arc<RaftstoreConfig>,
 }
 
@@ -195,12 +198,22 @@ impl Peer {
             gone_leader_store: None,
             gone_reports: 0,
             snapshot_wait_ticks: Default::default(),
+            split_from: None,
             cfg,
         })
     }
 
     pub fn region(&self) -> &Region {
         &self.region
+    }
+
+    /// The region this one was split from, if a split applied by this process created it.
+    pub fn split_from(&self) -> Option<u64> {
+        self.split_from
+    }
+
+    pub(crate) fn set_split_from(&mut self, parent: u64) {
+        self.split_from = Some(parent);
     }
 
     pub fn peer_id(&self) -> u64 {
@@ -516,6 +529,9 @@ impl Peer {
     fn check_proposal(&self, cmd: &RaftCmd) -> Result<()> {
         if !self.is_leader() {
             return Err(self.not_leader());
+        }
+        if let Some(split) = cmd.admin.as_ref().and_then(|a| a.batch_split.as_ref()) {
+            apply::check_split(&self.region, split).map_err(Error::InvalidSplit)?;
         }
         if let (Some(theirs), Some(ours)) = (&cmd.region_epoch, &self.region.region_epoch)
             && theirs.version != ours.version
@@ -956,7 +972,12 @@ impl Peer {
             let p = self.proposals.swap_remove(i);
             let applied_term =
                 (p.index >= first.index).then(|| entries[(p.index - first.index) as usize].term);
+            let refused = outcome.refused.iter().find(|(index, _)| *index == p.index);
             match applied_term {
+                Some(t) if t == p.term && refused.is_some() => {
+                    let why = refused.map(|(_, why)| why.clone()).unwrap_or_default();
+                    (p.reply)(Err(Error::RefusedAtApply(why)))
+                }
                 Some(t) if t == p.term => {
                     if leading && p.term == current_term {
                         renew_from = renew_from.max(Some(p.proposed_at));
@@ -1041,6 +1062,8 @@ impl Peer {
                     .copied(),
                 to_peer: Some(*to),
                 region_epoch: self.region.region_epoch,
+                start_key: self.region.start_key.clone(),
+                end_key: self.region.end_key.clone(),
                 message: m.write_to_bytes().expect("encoding a raft message"),
             });
         }

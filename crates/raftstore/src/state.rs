@@ -24,6 +24,16 @@ const APPLY_PREFIX: &[u8] = b"raft/apply/";
 pub const INIT_LOG_INDEX: u64 = 5;
 pub const INIT_LOG_TERM: u64 = 5;
 
+/// The apply state every initial peer of a region starts from: bootstrapped or split.
+pub fn initial_apply_state() -> ApplyState {
+    ApplyState {
+        applied_index: INIT_LOG_INDEX,
+        truncated_index: INIT_LOG_INDEX,
+        truncated_term: INIT_LOG_TERM,
+        applied_term: INIT_LOG_TERM,
+    }
+}
+
 pub(crate) fn region_key(id: u64) -> Vec<u8> {
     [REGION_PREFIX, &id.to_be_bytes()].concat()
 }

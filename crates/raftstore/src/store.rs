@@ -18,6 +18,15 @@
 //! leader's snapshot initializes. A peer whose region no longer lists it is destroyed: a
 //! fsynced tombstone in the kv engine, then its log is cleared.
 //!
+//! Splits: applying a split saves the new regions in the same kv write as the parent's
+//! narrower range, then creates their peers here; the parent's leader makes its new peers
+//! campaign at once. A message for a region this store has no peer of, whose range one of its
+//! peers still covers, is dropped: that peer has a split to apply first. A vote among them is
+//! kept ([`PENDING_VOTES_MAX`]) and handed to the new peer once the split creates it, so the
+//! new region elects its leader without waiting out an election timeout (TiKV's
+//! `pending_msgs`). A split never replaces a peer that already holds data, or one this store
+//! removed since.
+//!
 //! Durability: a follower acknowledges entries (and a voter votes) only after the log write
 //! that carries them returned. The kv engine's apply batch is not fsynced, except one that truncates
 //! the log: the log is the redo record of everything above the applied index saved with the
@@ -32,7 +41,7 @@ use engine::{KvEngine, WriteBatch};
 use proto::pd::Region;
 use proto::raft::{ApplyState, ChangePeer, RaftCmd, RaftMessage};
 use protobuf::Message as _;
-use raft::eraftpb::Entry;
+use raft::eraftpb::{Entry, MessageType};
 use raft_log::{LogEngine, LogWrite};
 
 use crate::apply::ApplyOutcome;
@@ -68,6 +77,9 @@ pub fn write_log(log: &LogEngine, stats: &StoreStats, write: &mut LogWrite) -> R
     Ok(())
 }
 
+/// Votes for regions a pending split is about to create here, kept at most.
+pub const PENDING_VOTES_MAX: usize = 1024;
+
 pub struct Store<E: KvEngine, T: Transport> {
     store_id: u64,
     engine: E,
@@ -88,6 +100,9 @@ pub struct Store<E: KvEngine, T: Transport> {
     /// Regions whose removed peer's log is being cleared, with the seq of that write: no new
     /// peer of them is created before it lands.
     clearing: BTreeMap<u64, u64>,
+    /// Votes for regions this store has no peer of yet, whose range a peer here still covers
+    /// (see the module header), by region.
+    pending_votes: BTreeMap<u64, RaftMessage>,
     cfg: Arc<RaftstoreConfig>,
     logger: slog::Logger,
     stats: Arc<StoreStats>,
@@ -137,6 +152,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
                 .collect(),
             next_seq: 0,
             clearing: BTreeMap::new(),
+            pending_votes: BTreeMap::new(),
             cfg,
             logger,
             stats: Arc::default(),
@@ -188,12 +204,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
                 region.id, self.store_id
             )));
         }
-        let apply = ApplyState {
-            applied_index: state::INIT_LOG_INDEX,
-            truncated_index: state::INIT_LOG_INDEX,
-            truncated_term: state::INIT_LOG_TERM,
-            applied_term: state::INIT_LOG_TERM,
-        };
+        let apply = state::initial_apply_state();
         let mut wb = self.engine.write_batch();
         state::put_region(&mut wb, &region);
         state::put_apply_state(&mut wb, region.id, &apply);
@@ -276,6 +287,24 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         {
             // The message is dropped; once the old peer's log is cleared a retry creates the
             // new peer.
+            return Err(Error::RegionNotFound(msg.region_id));
+        }
+        let covered = (self.peers.values())
+            .filter(|p| p.is_initialized())
+            .any(|p| overlaps(p.region(), &msg.start_key, &msg.end_key));
+        if covered {
+            let vote = raft::eraftpb::Message::parse_from_bytes(&msg.message).is_ok_and(|m| {
+                matches!(
+                    m.get_msg_type(),
+                    MessageType::MsgRequestVote | MessageType::MsgRequestPreVote
+                )
+            });
+            if vote
+                && (self.pending_votes.len() < PENDING_VOTES_MAX
+                    || self.pending_votes.contains_key(&msg.region_id))
+            {
+                self.pending_votes.insert(msg.region_id, msg.clone());
+            }
             return Err(Error::RegionNotFound(msg.region_id));
         }
         let region = Region {
@@ -538,7 +567,14 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
                 continue;
             }
             let peer = self.peers.get_mut(&id).expect("peer of committed entries");
-            let outcome = peer.apply(&entries, &mut wb)?;
+            let mut outcome = peer.apply(&entries, &mut wb)?;
+            outcome
+                .new_regions
+                .retain(|r| self.may_create_split_peer(r));
+            for region in &outcome.new_regions {
+                state::put_region(&mut wb, region);
+                state::put_apply_state(&mut wb, region.id, &state::initial_apply_state());
+            }
             sync |= outcome.sync;
             outcomes.push((id, entries, outcome));
         }
@@ -563,10 +599,70 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
                 // The batch that moved the truncated index is fsynced: the log below it goes.
                 self.log.compact_to(id, index + 1);
             }
+            let leads = peer.is_leader();
             if !peer.is_member() {
                 self.destroy_peer(id)?;
             }
+            for region in outcome.new_regions {
+                self.create_split_peer(region, id, leads)?;
+            }
         }
+        Ok(())
+    }
+
+    /// Whether a split may create this store's peer of `region`: not if a peer of it already
+    /// holds data here, or this store removed its peer since (see the module header).
+    fn may_create_split_peer(&self, region: &Region) -> bool {
+        let fresh = !self.tombstones.contains_key(&region.id)
+            && !self.clearing.contains_key(&region.id)
+            && self.peers.get(&region.id).is_none_or(|p| {
+                !p.is_initialized() && region.peers.iter().any(|m| m.id == p.peer_id())
+            });
+        if !fresh {
+            tracing::info!(
+                store_id = self.store_id,
+                region_id = region.id,
+                "a split does not create the region's peer here: it exists or was removed"
+            );
+        }
+        fresh
+    }
+
+    /// Creates this store's peer of `region`, which a split of `parent` cut and saved here,
+    /// in place of an uninitialized one (whose hard state in the log it keeps); it campaigns
+    /// at once when this store led the parent, and hears a vote that waited for it.
+    fn create_split_peer(&mut self, region: Region, parent: u64, campaign: bool) -> Result<()> {
+        let id = region.id;
+        if let Some(mut uninitialized) = self.peers.remove(&id) {
+            uninitialized.fail_proposals(|| Error::RegionNotFound(id));
+            uninitialized.fail_reads(|| Error::RegionNotFound(id));
+        }
+        let mut peer = Peer::open(
+            self.store_id,
+            region,
+            state::initial_apply_state(),
+            &self.log,
+            self.cfg.clone(),
+            &self.logger,
+        )?;
+        peer.set_split_from(parent);
+        if campaign {
+            peer.campaign()?;
+        }
+        if let Some(vote) = self.pending_votes.remove(&id)
+            && vote.to_peer.map(|p| p.id) == Some(peer.peer_id())
+            && let Err(e) = peer.step(&vote)
+        {
+            tracing::debug!(region_id = id, "a vote kept for the new peer failed: {e}");
+        }
+        tracing::info!(
+            store_id = self.store_id,
+            region_id = id,
+            parent,
+            peer_id = peer.peer_id(),
+            "a split created the region's peer"
+        );
+        self.peers.insert(id, peer);
         Ok(())
     }
 
@@ -631,6 +727,13 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             peer.fail_reads(|| Error::Busy("store is stopping"));
         }
     }
+}
+
+/// Whether `region` shares a key with `[start, end)` (an empty end is unbounded).
+fn overlaps(region: &Region, start: &[u8], end: &[u8]) -> bool {
+    let starts_before_end = end.is_empty() || region.start_key.as_slice() < end;
+    let ends_after_start = region.end_key.is_empty() || region.end_key.as_slice() > start;
+    starts_before_end && ends_after_start
 }
 
 /// The store-io thread that writes `region_id`'s log, of `store_io_threads` (0 counts as

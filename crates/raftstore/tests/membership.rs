@@ -315,6 +315,7 @@ fn a_removed_peer_stays_removed_across_a_restart_whatever_stale_peers_send_it() 
         region_epoch: old_epoch,
         message: protobuf::Message::write_to_bytes(&vote).unwrap(),
         snapshot: None,
+        ..RaftMessage::default()
     };
     let store = c.stores.get_mut(&3).unwrap();
     assert!(

@@ -449,6 +449,43 @@ impl Cluster {
         outcome
     }
 
+    /// The store leading `region` in the highest term among running stores.
+    pub fn leader_of(&self, region: u64) -> Option<u64> {
+        (self.stores.iter())
+            .filter_map(|(&s, st)| {
+                let p = st.peer(region)?;
+                p.is_leader().then(|| (s, p.term()))
+            })
+            .max_by_key(|&(_, term)| term)
+            .map(|(s, _)| s)
+    }
+
+    /// Proposes `cmd` to `region` at store `s`; the slot its outcome will land in.
+    pub fn propose_cmd(&mut self, s: u64, region: u64, cmd: RaftCmd) -> Outcome {
+        let outcome: Outcome = Arc::default();
+        let slot = outcome.clone();
+        let now = self.now;
+        self.stores.get_mut(&s).expect("a running store").propose(
+            region,
+            cmd,
+            Box::new(move |r| *slot.lock().unwrap() = Some(r)),
+            now,
+        );
+        outcome
+    }
+
+    /// Pumps and ticks until `outcome` is answered (at most 50 ticks); the answer.
+    pub fn wait_outcome(&mut self, outcome: &Outcome) -> Result<(), Error> {
+        self.pump();
+        for _ in 0..50 {
+            if let Some(r) = outcome.lock().unwrap().take() {
+                return r;
+            }
+            self.tick();
+        }
+        panic!("a proposal was never answered");
+    }
+
     /// Proposes a membership change at the current leader and waits until it applied.
     pub fn must_change_peers(&mut self, changes: Vec<(ChangeKind, u64)>) {
         let leader = self.wait_leader(100);
