@@ -24,7 +24,7 @@ use engine_rocks::{RocksEngine, RocksSnapshot};
 use mvcc::{LockTable, MvccTxn, PessimisticLocks};
 use proto::raft::write_op::Kind;
 use proto::raft::{RaftCmd, WriteOp};
-use raftstore::driver::{RaftRouter, RegionViews, StoreMsg};
+use raftstore::driver::{RaftRouter, RegionView, RegionViews, StoreMsg};
 use txn::{Durability, LocalKv, ReplicatedKv, WriteDone};
 
 /// A write batch that records its operations for a Raft command instead of writing them.
@@ -107,22 +107,44 @@ impl RaftKv {
         &self.router
     }
 
-    /// Called before this store serves `region_id` as its leader in `term`: the first time
-    /// in a term, reloads the lock table from what the region applied. Returns whether it
-    /// did, so the caller syncs `max_ts` from PD.
-    pub fn on_leader_term(&self, region_id: u64, term: u64) -> engine::Result<bool> {
+    /// Called before this store serves `view`'s region as its leader: the first time in a
+    /// term, reloads the lock table and forgets the in-memory pessimistic locks of the
+    /// region's range, from what the region applied. Returns whether it did, so the caller
+    /// syncs `max_ts` from PD.
+    ///
+    /// A region a split here cut from one this store has led since it loaded that one's
+    /// locks, and whose first leader this store is, needs no reload: every lock of its range
+    /// went through this store's table, which stays as it is (in-memory pessimistic locks
+    /// included, so the split fails no transaction).
+    pub fn on_leader_term(&self, view: &RegionView) -> engine::Result<bool> {
+        let (region, term) = (&view.region, view.term);
         let mut loaded = self.loaded_terms.lock().expect("loaded terms poisoned");
         // A view from an older term than the one loaded is stale: nothing to do.
-        if loaded.get(&region_id).is_some_and(|&t| t >= term) {
+        if loaded.get(&region.id).is_some_and(|&t| t >= term) {
             return Ok(false);
         }
-        self.locks
-            .reload(self.engine.snapshot())
-            .map_err(|e| engine::Error::Engine(format!("reloading the lock table: {e}")))?;
-        self.pessimistic.clear();
-        loaded.insert(region_id, term);
-        tracing::info!(region_id, term, "leading the region: lock table reloaded");
-        Ok(true)
+        let here = view.leader.map(|l| l.store_id);
+        let inherits = term == raftstore::state::INIT_LOG_TERM + 1
+            && view.split_from.is_some_and(|parent| {
+                self.views.get(parent).is_some_and(|p| {
+                    p.leader.map(|l| l.store_id) == here && loaded.get(&parent) == Some(&p.term)
+                })
+            });
+        if !inherits {
+            self.locks
+                .reload_range(self.engine.snapshot(), &region.start_key, &region.end_key)
+                .map_err(|e| engine::Error::Engine(format!("reloading the lock table: {e}")))?;
+            self.pessimistic
+                .clear_range(&region.start_key, &region.end_key);
+        }
+        loaded.insert(region.id, term);
+        tracing::info!(
+            region_id = region.id,
+            term,
+            inherited = inherits,
+            "leading the region: lock table loaded"
+        );
+        Ok(!inherits)
     }
 
     /// Proposes `txn`'s writes and answers `done` once they applied, on raftstore's thread
@@ -177,8 +199,9 @@ impl RaftKv {
         })
     }
 
-    /// The region this store leads that holds `key` (raw comparison; regions do not split
-    /// yet, so the one region holds every key).
+    /// The region this store leads that holds `key` (raw comparison: a data key carries its
+    /// timestamp after the user key, which region bounds are). A command that a split moved
+    /// out of its region meanwhile is refused when it applies.
     fn region_of(&self, key: &[u8]) -> engine::Result<(u64, RaftCmd)> {
         let view = self
             .views

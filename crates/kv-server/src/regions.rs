@@ -220,7 +220,7 @@ impl Regions {
                 })
                 .map_err(|e| not_leader(format!("no lease, and ReadIndex failed: {e}")))?;
         }
-        match raft.on_leader_term(view.region.id, view.term) {
+        match raft.on_leader_term(&view) {
             Ok(true) => self.max_ts_wanted.store(true, Ordering::Release),
             Ok(false) => {}
             Err(e) => return Err(not_leader(format!("cannot take over as leader yet: {e}"))),

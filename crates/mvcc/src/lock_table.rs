@@ -111,11 +111,26 @@ pub struct LockTable {
     max_ts: AtomicU64,
     /// Whether `max_ts` covers the reads before this process started.
     max_ts_synced: AtomicBool,
-    /// Bumped by each [`LockTable::reload`]: a timestamp taken before a reload does not
+    /// Bumped by each [`LockTable::reload_range`]: a timestamp taken before a reload does not
     /// cover what the previous leader served.
     generation: AtomicU64,
     /// One-phase commits given a commit ts, since start (for metrics).
     one_pc_commits: AtomicU64,
+}
+
+fn apply_to(locks: &mut BTreeMap<Vec<u8>, Entry>, changes: Vec<LockChange>) {
+    for change in changes {
+        match change.blocks_from_ts {
+            Some(ts) => locks.insert(
+                change.key,
+                Entry {
+                    blocks_from_ts: ts,
+                    committing: false,
+                },
+            ),
+            None => locks.remove(&change.key),
+        };
+    }
 }
 
 impl LockTable {
@@ -132,18 +147,32 @@ impl LockTable {
         Ok(table)
     }
 
-    /// Replaces the table with the locks of `snap`'s lock CF and forgets that `max_ts` was
-    /// synced. For a replica that just became its region's leader: the locks are the ones the
-    /// log applied, and reads the previous leader served are unknown here, so a one-phase
-    /// commit waits until [`LockTable::sync_max_ts`] brings a fresh PD timestamp.
-    pub fn reload<S: Snapshot>(&self, snap: S) -> Result<()> {
-        let fresh = LockTable::load(snap)?;
-        let fresh = fresh
-            .locks
-            .into_inner()
-            .expect("a new table is not poisoned");
+    /// Replaces the table's locks of `[start, end)` (an empty `end` is unbounded) with those
+    /// of `snap`'s lock CF and forgets that `max_ts` was synced. For a replica that just
+    /// became the leader of the region of that range: the locks are the ones the log
+    /// applied, and reads the previous leader served are unknown here, so a one-phase commit
+    /// waits until [`LockTable::sync_max_ts`] brings a fresh PD timestamp. The locks of
+    /// other regions this store leads stay as they are.
+    pub fn reload_range<S: Snapshot>(&self, snap: S, start: &[u8], end: &[u8]) -> Result<()> {
+        let fresh: Vec<LockChange> =
+            (MvccReader::new(snap).scan_locks(start, end, u64::MAX, usize::MAX)?)
+                .iter()
+                .map(|(key, lock)| LockChange::put(key, lock))
+                .collect();
         let mut locks = self.locks.write().expect("lock table poisoned");
-        *locks = fresh;
+        let upper = if end.is_empty() {
+            std::ops::Bound::Unbounded
+        } else {
+            std::ops::Bound::Excluded(end)
+        };
+        let stale: Vec<Vec<u8>> = (locks
+            .range::<[u8], _>((std::ops::Bound::Included(start), upper)))
+        .map(|(k, _)| k.clone())
+        .collect();
+        for key in stale {
+            locks.remove(&key);
+        }
+        apply_to(&mut locks, fresh);
         self.max_ts_synced.store(false, Ordering::Release);
         self.generation.fetch_add(1, Ordering::AcqRel);
         Ok(())
@@ -172,19 +201,10 @@ impl LockTable {
         if changes.is_empty() {
             return;
         }
-        let mut locks = self.locks.write().expect("lock table poisoned");
-        for change in changes {
-            match change.blocks_from_ts {
-                Some(ts) => locks.insert(
-                    change.key,
-                    Entry {
-                        blocks_from_ts: ts,
-                        committing: false,
-                    },
-                ),
-                None => locks.remove(&change.key),
-            };
-        }
+        apply_to(
+            &mut self.locks.write().expect("lock table poisoned"),
+            changes,
+        );
     }
 
     /// A read of `key` at `ts` announces `ts` and learns whether a lock may block it.

@@ -110,12 +110,26 @@ impl PessimisticLocks {
         self.locked().by_key.keys().take(limit).cloned().collect()
     }
 
-    /// Forgets every lock: a replica that just became its region's leader may hold locks
-    /// from an earlier term of its own, which the leaders since may have seen released.
-    pub fn clear(&self) {
+    /// Forgets the locks of `[start, end)` (an empty `end` is unbounded): a replica that
+    /// just became the leader of that range's region may hold locks from an earlier term of
+    /// its own, which the leaders since may have seen released.
+    pub fn clear_range(&self, start: &[u8], end: &[u8]) {
         let mut locks = self.locked();
-        locks.by_key.clear();
-        locks.bytes = 0;
+        let upper = if end.is_empty() {
+            Bound::Unbounded
+        } else {
+            Bound::Excluded(end)
+        };
+        let gone: Vec<Vec<u8>> = (locks
+            .by_key
+            .range::<[u8], _>((Bound::Included(start), upper)))
+        .map(|(k, _)| k.clone())
+        .collect();
+        for key in gone {
+            if let Some(lock) = locks.by_key.remove(&key) {
+                locks.bytes -= entry_bytes(&key, &lock);
+            }
+        }
     }
 
     /// Applies a durable command's changes, in order.
