@@ -92,6 +92,9 @@ impl Inner {
     }
 }
 
+/// How long a split may back off on region errors before it gives up, in ms.
+const SPLIT_BUDGET_MS: u64 = 20_000;
+
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
@@ -175,6 +178,40 @@ impl Client {
             .gc_safe_point
             .fetch_max(safe_point, Ordering::Relaxed);
         Ok(safe_point)
+    }
+
+    /// Splits the regions holding `keys` so that each key starts a region (TiDB's `SPLIT
+    /// TABLE`); keys already on a boundary change nothing. Returns how many regions the
+    /// splits added.
+    pub async fn split_regions(&self, mut keys: Vec<Vec<u8>>) -> Result<usize> {
+        keys.sort();
+        keys.dedup();
+        let inner = &self.inner;
+        let bo = backoff::Backoff::new("split_region", SPLIT_BUDGET_MS);
+        let mut added = 0;
+        let mut left = keys;
+        while !left.is_empty() {
+            let groups = inner.cache.group_keys(&left).await?;
+            left = Vec::new();
+            for (route, group) in groups {
+                let req = proto::kv::SplitRegionRequest {
+                    split_keys: group.clone(),
+                    ..Default::default()
+                };
+                match rpc::send(&inner.cache, &inner.conns, &bo, &route, req).await? {
+                    rpc::Sent::Done(r) if !r.error.is_empty() => {
+                        return Err(KvError::Server(r.error));
+                    }
+                    rpc::Sent::Done(r) => {
+                        added += r.regions.len().saturating_sub(1);
+                        inner.cache.invalidate(route.region.id, None);
+                        inner.cache.update(&r.regions, &route.leader);
+                    }
+                    rpc::Sent::Reroute => left.extend(group),
+                }
+            }
+        }
+        Ok(added)
     }
 
     /// `tidb_committer_concurrency`, online.

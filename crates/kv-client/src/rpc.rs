@@ -77,6 +77,7 @@ kv_call!(ResolveLockRequest, ResolveLockResponse, ResolveLock);
 kv_call!(TxnHeartBeatRequest, TxnHeartBeatResponse, TxnHeartBeat);
 kv_call!(ScanLockRequest, ScanLockResponse, ScanLock);
 kv_call!(CoprocessorRequest, CoprocessorResponse, Coprocessor);
+kv_call!(SplitRegionRequest, SplitRegionResponse, SplitRegion);
 
 /// What became of one send.
 pub enum Sent<T> {

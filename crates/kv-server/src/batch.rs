@@ -132,6 +132,7 @@ async fn answer(service: &KvService, cmd: Option<RequestCmd>) -> Answer {
         Some(RequestCmd::TxnHeartBeat(r)) => unary!(kv_txn_heart_beat, r, TxnHeartBeat),
         Some(RequestCmd::ScanLock(r)) => unary!(kv_scan_lock, r, ScanLock),
         Some(RequestCmd::Coprocessor(r)) => unary!(coprocessor, r, Coprocessor),
+        Some(RequestCmd::SplitRegion(r)) => unary!(split_region, r, SplitRegion),
         None => Err(Status::invalid_argument(
             "a batched request names no command",
         )),

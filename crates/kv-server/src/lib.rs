@@ -27,6 +27,7 @@ pub mod read_pool;
 pub mod regions;
 pub mod request_metrics;
 pub mod service;
+pub mod split;
 pub mod storage;
 
 use std::sync::Arc;
@@ -99,6 +100,9 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             lock_waits: lock_waits.clone(),
             requests: Arc::new(request_metrics::RequestMetrics::new(&node.registry)),
             stopping: Arc::new(tokio::sync::watch::channel(false).0),
+            splitter: replication.as_ref().map(|r| {
+                split::Splitter::new(config.list("pd.endpoints").to_vec(), r.kv.router().clone())
+            }),
         },
         replication.as_ref().map(|r| {
             raft_transport::RaftService::new(

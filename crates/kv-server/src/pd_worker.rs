@@ -81,7 +81,7 @@ fn check(error: Option<wire::Error>) -> Result<(), wire::Error> {
     }
 }
 
-async fn connect(endpoints: &[String]) -> Result<PdClient<Channel>, String> {
+pub(crate) async fn connect(endpoints: &[String]) -> Result<PdClient<Channel>, String> {
     let mut last = String::from("no pd endpoints configured");
     for e in endpoints {
         match PdClient::connect(format!("http://{}", config::value::strip_scheme(e))).await {
@@ -110,7 +110,7 @@ async fn pd_ts(client: &mut PdClient<Channel>) -> Result<u64, String> {
 }
 
 /// A new id from PD's allocator.
-async fn alloc_id(client: &mut PdClient<Channel>) -> Result<u64, String> {
+pub(crate) async fn alloc_id(client: &mut PdClient<Channel>) -> Result<u64, String> {
     let r = client
         .alloc_id(AllocIdRequest {})
         .await

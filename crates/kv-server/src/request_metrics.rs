@@ -24,10 +24,11 @@ pub enum RequestKind {
     TxnHeartBeat,
     ScanLock,
     Coprocessor,
+    SplitRegion,
 }
 
 impl RequestKind {
-    const ALL: [RequestKind; 13] = [
+    const ALL: [RequestKind; 14] = [
         RequestKind::Get,
         RequestKind::BatchGet,
         RequestKind::Scan,
@@ -41,6 +42,7 @@ impl RequestKind {
         RequestKind::TxnHeartBeat,
         RequestKind::ScanLock,
         RequestKind::Coprocessor,
+        RequestKind::SplitRegion,
     ];
 
     fn label(self) -> &'static str {
@@ -58,6 +60,7 @@ impl RequestKind {
             RequestKind::TxnHeartBeat => "kv_txn_heart_beat",
             RequestKind::ScanLock => "kv_scan_lock",
             RequestKind::Coprocessor => "coprocessor",
+            RequestKind::SplitRegion => "split_region",
         }
     }
 }

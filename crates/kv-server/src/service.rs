@@ -44,6 +44,8 @@ pub struct KvService {
     pub requests: Arc<RequestMetrics>,
     /// Set when the node begins to stop: batch streams stop taking requests (see `batch`).
     pub stopping: Arc<tokio::sync::watch::Sender<bool>>,
+    /// Splits regions on request; none without replication (one region per store).
+    pub splitter: Option<Arc<crate::split::Splitter>>,
 }
 
 /// Why a request produced no result.
@@ -781,6 +783,42 @@ impl KvRpc for KvService {
             locks,
         }))
     }
+    async fn split_region(
+        &self,
+        req: Request<SplitRegionRequest>,
+    ) -> Result<Response<SplitRegionResponse>, Status> {
+        let _timer = self.requests.start(RequestKind::SplitRegion);
+        let r = req.into_inner();
+        let Some(splitter) = &self.splitter else {
+            return Ok(Response::new(SplitRegionResponse {
+                error: "regions split only with raftstore.replication on".into(),
+                ..SplitRegionResponse::default()
+            }));
+        };
+        let region = match self.route(r.context.as_ref(), []) {
+            Ok(region) => region,
+            Err(Failure::Region(e)) => {
+                return Ok(Response::new(SplitRegionResponse {
+                    region_error: Some(*e),
+                    ..SplitRegionResponse::default()
+                }));
+            }
+            Err(_) => unreachable!("routing fails only with region errors"),
+        };
+        Ok(Response::new(
+            match splitter.split(region, r.split_keys).await {
+                Ok(regions) => SplitRegionResponse {
+                    regions,
+                    ..SplitRegionResponse::default()
+                },
+                Err(error) => SplitRegionResponse {
+                    error,
+                    ..SplitRegionResponse::default()
+                },
+            },
+        ))
+    }
+
     async fn coprocessor(
         &self,
         req: Request<CoprocessorRequest>,

@@ -111,9 +111,8 @@ pub fn apply_entries(
             )));
         } else if !entry.data.is_empty() {
             let cmd = decode_cmd(entry)?;
-            if let Err(why) = fits(region, &cmd) {
-                outcome.refused.push((entry.index, why));
-            } else {
+            let fitting = fits(region, &cmd);
+            if fitting.is_ok() {
                 for op in &cmd.writes {
                     apply_write(wb, op)?;
                 }
@@ -128,7 +127,9 @@ pub fn apply_entries(
                 outcome.compacted_to = Some((compact.compact_index, compact.compact_term));
                 outcome.sync = true;
             }
-            if let Some(split) = admin.batch_split {
+            if let Err(why) = fitting {
+                outcome.refused.push((entry.index, why));
+            } else if let Some(split) = admin.batch_split {
                 match split_region(region, &split) {
                     Ok(new) => {
                         state::put_region(wb, region);
@@ -147,8 +148,7 @@ pub fn apply_entries(
 }
 
 /// Whether `cmd`'s writes may apply to `region`: proposed under its epoch version (when the
-/// proposer named one) and every key inside it. A data key carries a timestamp after the
-/// user key, and region bounds are user keys, so the raw comparison places it rightly.
+/// proposer named one) and every key inside it ([`state::holds_data_key`]).
 fn fits(region: &Region, cmd: &RaftCmd) -> std::result::Result<(), String> {
     let version = |e: &Option<proto::pd::RegionEpoch>| e.map_or(0, |e| e.version);
     if cmd.region_epoch.is_some() && version(&cmd.region_epoch) != version(&region.region_epoch) {
@@ -159,20 +159,13 @@ fn fits(region: &Region, cmd: &RaftCmd) -> std::result::Result<(), String> {
             version(&region.region_epoch)
         ));
     }
-    let inside = |key: &[u8]| {
-        key >= region.start_key.as_slice()
-            && (region.end_key.is_empty() || key < region.end_key.as_slice())
-    };
+    let end = state::data_bound(&region.end_key);
     for op in &cmd.writes {
-        let outside = match Kind::try_from(op.kind) {
+        let outside = !state::holds_data_key(region, &op.key)
             // A range delete's end is exclusive: it may equal the region's end.
-            Ok(Kind::DeleteRange) => {
-                !inside(&op.key)
-                    || (!region.end_key.is_empty()
-                        && (op.value.is_empty() || op.value > region.end_key))
-            }
-            _ => !inside(&op.key),
-        };
+            || (Kind::try_from(op.kind) == Ok(Kind::DeleteRange)
+                && !end.is_empty()
+                && (op.value.is_empty() || op.value > end));
         if outside {
             return Err(format!(
                 "a write at {} reaches outside region {}",

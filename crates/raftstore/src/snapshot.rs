@@ -136,10 +136,11 @@ fn remove_files(dir: &Path, pick: impl Fn(&str) -> bool) -> Result<()> {
     Ok(())
 }
 
+/// The region's data in the data CFs (see [`state::data_bound`]).
 fn bounds(region: &Region) -> IterOptions {
     IterOptions {
-        lower: (!region.start_key.is_empty()).then(|| region.start_key.clone()),
-        upper: (!region.end_key.is_empty()).then(|| region.end_key.clone()),
+        lower: (!region.start_key.is_empty()).then(|| state::data_bound(&region.start_key)),
+        upper: (!region.end_key.is_empty()).then(|| state::data_bound(&region.end_key)),
         no_fill_cache: true,
         ..IterOptions::default()
     }

@@ -24,6 +24,25 @@ const APPLY_PREFIX: &[u8] = b"raft/apply/";
 pub const INIT_LOG_INDEX: u64 = 5;
 pub const INIT_LOG_TERM: u64 = 5;
 
+/// Where a region bound lies among the data column families' keys: a region's bounds are
+/// user keys, the data CFs hold `memcomparable(user key)`, then a timestamp in the versioned
+/// ones. Memcomparable keeps order and no encoded key is a prefix of another, so a data key
+/// is inside `[data_bound(start), data_bound(end))` exactly when its user key is inside the
+/// region. An empty bound (no limit) stays empty.
+pub fn data_bound(bound: &[u8]) -> Vec<u8> {
+    if bound.is_empty() {
+        Vec::new()
+    } else {
+        codec::mvcc::encode_key(bound)
+    }
+}
+
+/// Whether the data CF key `key` belongs to `region` (see [`data_bound`]).
+pub fn holds_data_key(region: &Region, key: &[u8]) -> bool {
+    key >= data_bound(&region.start_key).as_slice()
+        && (region.end_key.is_empty() || key < data_bound(&region.end_key).as_slice())
+}
+
 /// The apply state every initial peer of a region starts from: bootstrapped or split.
 pub fn initial_apply_state() -> ApplyState {
     ApplyState {

@@ -49,10 +49,15 @@ fn version(r: &Region) -> u64 {
     r.region_epoch.unwrap().version
 }
 
+/// The data CF key of user key `user_key`: region bounds are user keys, data keys encoded.
+fn data(user_key: &[u8]) -> Vec<u8> {
+    codec::mvcc::encode_key(user_key)
+}
+
 fn write_to(c: &mut Cluster, region: u64, key: &[u8], value: &[u8]) -> Result<(), Error> {
     let leader = c.leader_of(region).expect("the region has a leader");
     let cmd = RaftCmd {
-        writes: vec![put(key, value)],
+        writes: vec![put(&data(key), value)],
         ..RaftCmd::default()
     };
     let outcome = c.propose_cmd(leader, region, cmd);
@@ -63,8 +68,8 @@ fn write_to(c: &mut Cluster, region: u64, key: &[u8], value: &[u8]) -> Result<()
 fn a_split_creates_the_new_regions_everywhere_and_they_elect_at_once() {
     let mut c = Cluster::new(3, test_config());
     c.elect(1);
-    c.must_put(b"a", b"1");
-    c.must_put(b"n", b"2");
+    c.must_put(&data(b"a"), b"1");
+    c.must_put(&data(b"n"), b"2");
     let split = split_cmd(&c, &[b"g", b"m"], 2);
     let outcome = c.propose_cmd(1, REGION, split);
     c.wait_outcome(&outcome).expect("the split applied");
@@ -107,12 +112,16 @@ fn a_split_creates_the_new_regions_everywhere_and_they_elect_at_once() {
     c.tick();
     for s in 1..=3 {
         assert_eq!(
-            c.get(s, b"a").as_deref(),
+            c.get(s, &data(b"a")).as_deref(),
             Some(&b"1"[..]),
             "data stays in place"
         );
         for key in [&b"b"[..], b"h", b"x"] {
-            assert_eq!(c.get(s, key).as_deref(), Some(&b"after"[..]), "store {s}");
+            assert_eq!(
+                c.get(s, &data(key)).as_deref(),
+                Some(&b"after"[..]),
+                "store {s}"
+            );
         }
     }
 }
@@ -129,7 +138,7 @@ fn a_write_that_a_split_moved_out_of_its_region_is_refused_on_every_replica() {
         REGION,
         RaftCmd {
             region_epoch: epoch,
-            writes: vec![put(b"k", b"lost?")],
+            writes: vec![put(&data(b"k"), b"lost?")],
             ..RaftCmd::default()
         },
     );
@@ -137,7 +146,11 @@ fn a_write_that_a_split_moved_out_of_its_region_is_refused_on_every_replica() {
     let refused = c.wait_outcome(&moved).unwrap_err();
     assert!(matches!(refused, Error::RefusedAtApply(_)), "{refused}");
     for s in 1..=3 {
-        assert_eq!(c.get(s, b"k"), None, "store {s} applied nothing of it");
+        assert_eq!(
+            c.get(s, &data(b"k")),
+            None,
+            "store {s} applied nothing of it"
+        );
     }
     // Without an epoch, a key outside the region is refused all the same.
     let outside = write_to(&mut c, REGION, b"k", b"x").unwrap_err();
@@ -145,7 +158,7 @@ fn a_write_that_a_split_moved_out_of_its_region_is_refused_on_every_replica() {
     write_to(&mut c, 2, b"k", b"routed").expect("routed to the region that holds it");
     c.tick();
     for s in 1..=3 {
-        assert_eq!(c.get(s, b"k").as_deref(), Some(&b"routed"[..]));
+        assert_eq!(c.get(s, &data(b"k")).as_deref(), Some(&b"routed"[..]));
     }
 }
 
@@ -202,8 +215,8 @@ fn a_follower_cut_off_during_the_split_catches_up_and_the_regions_survive_a_rest
     c.clear_filters();
     c.ticks(5);
     assert_eq!(version(&region_at(&c, 3, REGION)), 2);
-    assert_eq!(c.get(3, b"c").as_deref(), Some(&b"left"[..]));
-    assert_eq!(c.get(3, b"x").as_deref(), Some(&b"right"[..]));
+    assert_eq!(c.get(3, &data(b"c")).as_deref(), Some(&b"left"[..]));
+    assert_eq!(c.get(3, &data(b"x")).as_deref(), Some(&b"right"[..]));
     for s in 1..=3 {
         c.stop(s);
     }
@@ -244,7 +257,7 @@ fn seeded_splits_under_writes_lose_and_misplace_nothing() {
             let (region, leader) = route(&mut c, &key);
             let cmd = RaftCmd {
                 region_epoch: region.region_epoch,
-                writes: vec![put(&key, &value)],
+                writes: vec![put(&data(&key), &value)],
                 ..RaftCmd::default()
             };
             pending.push((key, value, c.propose_cmd(leader, region.id, cmd)));
@@ -285,7 +298,11 @@ fn seeded_splits_under_writes_lose_and_misplace_nothing() {
     }
     for s in 1..=3 {
         for (k, v) in &last {
-            assert_eq!(c.get(s, k).as_ref(), Some(v), "seed {seed}: store {s}");
+            assert_eq!(
+                c.get(s, &data(k)).as_ref(),
+                Some(v),
+                "seed {seed}: store {s}"
+            );
         }
         let mut regions: Vec<Region> = c.stores[&s].peers().map(|p| p.region().clone()).collect();
         regions.sort_by(|a, b| a.start_key.cmp(&b.start_key));
@@ -336,4 +353,43 @@ impl Lcg {
             .wrapping_add(1442695040888963407);
         self.0 >> 33
     }
+}
+
+#[test]
+fn a_new_replica_of_a_split_region_gets_by_snapshot_that_region_s_data_alone() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    for key in [&b"c"[..], b"x"] {
+        c.must_put(&data(key), b"v");
+    }
+    let split = c.propose_cmd(1, REGION, split_cmd(&c, &[b"m"], 2));
+    c.wait_outcome(&split).expect("the split applied");
+    c.tick();
+    c.add_store(4);
+    let outcome: Outcome = Default::default();
+    let slot = outcome.clone();
+    let now = c.now;
+    let learner = proto::pd::Peer {
+        id: 24,
+        store_id: 4,
+        ..proto::pd::Peer::default()
+    };
+    c.stores.get_mut(&1).unwrap().propose_conf_change(
+        2,
+        vec![proto::raft::ChangePeer {
+            kind: proto::raft::change_peer::Kind::AddLearnerNode as i32,
+            peer: Some(learner),
+        }],
+        Box::new(move |r| *slot.lock().unwrap() = Some(r)),
+        now,
+    );
+    c.wait_outcome(&outcome).expect("the learner was added");
+    c.ticks(3);
+    assert_eq!(c.get(4, &data(b"c")).as_deref(), Some(&b"v"[..]));
+    assert_eq!(
+        c.get(4, &data(b"x")),
+        None,
+        "the right half is another region's"
+    );
+    assert_eq!(region_at(&c, 4, 2).end_key, b"m");
 }
