@@ -94,6 +94,23 @@ impl Inner {
 
 /// How long a split may back off on region errors before it gives up, in ms.
 const SPLIT_BUDGET_MS: u64 = 20_000;
+/// How long a split waits for PD to learn of the regions it made (their leaders report them
+/// within a fraction of a second), so what follows it (`SHOW TABLE ... REGIONS`, another
+/// client's lookup) sees them.
+const SPLIT_REPORT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Waits (at most [`SPLIT_REPORT_WAIT`]) until PD has a region starting at each of `starts`.
+async fn wait_until_pd_knows(pd: &PdClient, starts: Vec<Vec<u8>>) {
+    let deadline = std::time::Instant::now() + SPLIT_REPORT_WAIT;
+    for start in starts {
+        while std::time::Instant::now() < deadline {
+            match pd.get_region(&start).await {
+                Ok(info) if info.region.start_key == start => break,
+                _ => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+            }
+        }
+    }
+}
 
 #[derive(Clone)]
 pub struct Client {
@@ -206,6 +223,8 @@ impl Client {
                         added += r.regions.len().saturating_sub(1);
                         inner.cache.invalidate(route.region.id, None);
                         inner.cache.update(&r.regions, &route.leader);
+                        let starts = r.regions.iter().skip(1).map(|r| r.start_key.clone());
+                        wait_until_pd_knows(&inner.pd, starts.collect()).await;
                     }
                     rpc::Sent::Reroute => left.extend(group),
                 }

@@ -33,6 +33,11 @@ pub struct RegionCache {
     stores: RwLock<HashMap<u64, String>>,
 }
 
+/// How long a lookup waits for PD to learn of a region that covers its key.
+const NO_REGION_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(5);
+/// How often it asks again meanwhile.
+const NO_REGION_RETRY: std::time::Duration = std::time::Duration::from_millis(50);
+
 impl RegionCache {
     pub fn new(pd: PdClient) -> RegionCache {
         RegionCache {
@@ -84,12 +89,27 @@ impl RegionCache {
         Ok(store.address)
     }
 
+    /// The region holding `key` as PD knows it; a key no region covers yet (a split
+    /// reported in part) is asked again every [`NO_REGION_RETRY`], for at most
+    /// [`NO_REGION_WAIT_MAX`].
+    async fn region_from_pd(&self, key: &[u8]) -> Result<RegionInfo> {
+        let started = std::time::Instant::now();
+        loop {
+            match self.pd.get_region(key).await {
+                Err(pd_client::PdError::NoRegion(_)) if started.elapsed() < NO_REGION_WAIT_MAX => {
+                    tokio::time::sleep(NO_REGION_RETRY).await;
+                }
+                r => return Ok(r?),
+            }
+        }
+    }
+
     /// Where to send a request about `key`.
     pub async fn locate(&self, key: &[u8]) -> Result<Route> {
         let info = match self.cached(key) {
             Some(info) => info,
             None => {
-                let info = self.pd.get_region(key).await?;
+                let info = self.region_from_pd(key).await?;
                 self.insert(info.clone());
                 info
             }

@@ -113,9 +113,9 @@ impl RaftKv {
     /// syncs `max_ts` from PD.
     ///
     /// A region a split here cut from one this store has led since it loaded that one's
-    /// locks, and whose first leader this store is, needs no reload: every lock of its range
-    /// went through this store's table, which stays as it is (in-memory pessimistic locks
-    /// included, so the split fails no transaction).
+    /// locks, in the region's first leadership (raftstore's `split_from`), needs no reload:
+    /// every lock of its range went through this store's table, which stays as it is
+    /// (in-memory pessimistic locks included, so the split fails no transaction).
     pub fn on_leader_term(&self, view: &RegionView) -> engine::Result<bool> {
         let (region, term) = (&view.region, view.term);
         let mut loaded = self.loaded_terms.lock().expect("loaded terms poisoned");
@@ -124,12 +124,11 @@ impl RaftKv {
             return Ok(false);
         }
         let here = view.leader.map(|l| l.store_id);
-        let inherits = term == raftstore::state::INIT_LOG_TERM + 1
-            && view.split_from.is_some_and(|parent| {
-                self.views.get(parent).is_some_and(|p| {
-                    p.leader.map(|l| l.store_id) == here && loaded.get(&parent) == Some(&p.term)
-                })
-            });
+        let inherits = view.split_from.is_some_and(|parent| {
+            self.views.get(parent).is_some_and(|p| {
+                p.leader.map(|l| l.store_id) == here && loaded.get(&parent) == Some(&p.term)
+            })
+        });
         if !inherits {
             self.locks
                 .reload_range(self.engine.snapshot(), &region.start_key, &region.end_key)
@@ -199,13 +198,13 @@ impl RaftKv {
         })
     }
 
-    /// The region this store leads that holds `key` (raw comparison: a data key carries its
-    /// timestamp after the user key, which region bounds are). A command that a split moved
-    /// out of its region meanwhile is refused when it applies.
+    /// The region this store leads that holds the data CF key `key` (region bounds are user
+    /// keys: `raftstore::state::data_bound`). A command that a split moved out of its region
+    /// meanwhile is refused when it applies.
     fn region_of(&self, key: &[u8]) -> engine::Result<(u64, RaftCmd)> {
         let view = self
             .views
-            .find(|v| crate::regions::contains(&v.region, key))
+            .find(|v| raftstore::state::holds_data_key(&v.region, key))
             .ok_or_else(|| {
                 engine::Error::NotLeader("no region on this store holds the key".into())
             })?;

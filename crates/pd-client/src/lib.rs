@@ -39,6 +39,9 @@ pub enum PdError {
     Refused(String),
     #[error("the tso client has stopped")]
     Stopped,
+    /// No region covers the key yet (a split's new regions reach PD in their next reports).
+    #[error("no region holds key {0}")]
+    NoRegion(String),
 }
 
 impl From<tonic::Status> for PdError {
@@ -249,7 +252,7 @@ impl PdClient {
         check(r.error)?;
         let region = r
             .region
-            .ok_or_else(|| PdError::Refused(format!("no region holds key {key:02x?}")))?;
+            .ok_or_else(|| PdError::NoRegion(format!("{key:02x?}")))?;
         Ok(RegionInfo {
             region,
             leader: r.leader,

@@ -299,15 +299,17 @@ fn change_peer(step: &Step, peer_id: u64) -> wire::ChangePeer {
     }
 }
 
+/// The region holding the key; none (and no error) when the cluster is bootstrapped but no
+/// region covers the key yet: a split's new regions reach PD in their leaders' next reports.
 pub fn get_region(meta: &Metadata, req: wire::GetRegionRequest) -> wire::GetRegionResponse {
-    match meta.read(|c| c.region_for(&req.region_key).cloned()) {
-        Some(r) => wire::GetRegionResponse {
+    match meta.read(|c| (c.is_bootstrapped(), c.region_for(&req.region_key).cloned())) {
+        (_, Some(r)) => wire::GetRegionResponse {
             error: None,
             leader: r.leader.as_ref().map(peer_to),
             region: Some(region_to(&r)),
         },
-        None => wire::GetRegionResponse {
-            error: Some(error(ClusterError::NotBootstrapped.into())),
+        (bootstrapped, None) => wire::GetRegionResponse {
+            error: (!bootstrapped).then(|| error(ClusterError::NotBootstrapped.into())),
             region: None,
             leader: None,
         },

@@ -114,8 +114,10 @@ pub struct Peer {
     /// Ticks each follower has waited in raft-rs's snapshot state, by peer id.
     snapshot_wait_ticks: std::collections::BTreeMap<u64, usize>,
     /// The region this peer's was cut from, when a split applied here created it (since
-    /// this process started).
+    /// this process started) and no other peer has led the region since.
     split_from: Option<u64>,
+    /// The term in which this peer first led the region, while `split_from` holds.
+    first_led_term: Option<u64>,
     cfg: Arc<RaftstoreConfig>,
 }
 
@@ -199,6 +201,7 @@ impl Peer {
             gone_reports: 0,
             snapshot_wait_ticks: Default::default(),
             split_from: None,
+            first_led_term: None,
             cfg,
         })
     }
@@ -207,9 +210,12 @@ impl Peer {
         &self.region
     }
 
-    /// The region this one was split from, if a split applied by this process created it.
+    /// The region this one was split from, while this peer leads in the region's first
+    /// leadership since a split applied by this process created it: every write to its range
+    /// went through this store's leader of the parent or of this region.
     pub fn split_from(&self) -> Option<u64> {
         self.split_from
+            .filter(|_| self.is_leader() && self.first_led_term == Some(self.term()))
     }
 
     pub(crate) fn set_split_from(&mut self, parent: u64) {
@@ -787,6 +793,9 @@ impl Peer {
         }
         let mut rd = self.raw.ready();
         if let Some(ss) = rd.ss() {
+            if ss.leader_id != raft::INVALID_ID && ss.leader_id != self.peer_id {
+                self.split_from = None;
+            }
             self.on_role(ss.raft_state, now);
         }
         if !rd.read_states().is_empty() {
@@ -849,6 +858,9 @@ impl Peer {
 
     fn on_role(&mut self, role: StateRole, now: Instant) {
         if role == StateRole::Leader {
+            if self.split_from.is_some() && self.first_led_term.is_none() {
+                self.first_led_term = Some(self.raw.raft.term);
+            }
             self.leader_since = Some(now);
             self.lease_floor = None;
             // Reads of an earlier term of this peer's were dropped by raft-rs with it.

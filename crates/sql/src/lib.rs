@@ -46,6 +46,7 @@ pub mod join;
 pub mod load_data;
 pub mod outfile;
 pub mod query;
+pub mod regions;
 pub mod rows;
 pub mod session;
 pub mod set_config;

@@ -610,6 +610,10 @@ impl Session {
             out.push(Output::done(0));
             return Ok(());
         }
+        if let Some(statement) = crate::regions::parse(sql) {
+            out.push(Output::Rows(self.region_statement(statement?).await?));
+            return Ok(());
+        }
         if let Some(split) = crate::outfile::split(sql) {
             let (select, outfile) = split?;
             out.push(self.select_into_outfile(sql, select, outfile).await?);
@@ -1297,6 +1301,32 @@ impl Session {
         self.last_insert_id = 0;
         self.row_count = -1;
         self.show_process(None);
+    }
+
+    /// `SPLIT TABLE ...` or `SHOW TABLE ... REGIONS` (see [`crate::regions`]).
+    async fn region_statement(
+        &mut self,
+        statement: crate::regions::RegionStatement,
+    ) -> Result<crate::query::ResultSet> {
+        use crate::regions::RegionStatement;
+        let target = match &statement {
+            RegionStatement::Split { target, .. } | RegionStatement::Show(target) => target,
+        };
+        let db = match &target.db {
+            Some(db) => db.clone(),
+            None => self.current_db()?.to_string(),
+        };
+        let t = self.current_schema().await?.table(&db, &target.table)?;
+        let client = &self.shared.client;
+        match &statement {
+            RegionStatement::Split { target, at } => {
+                let keys = crate::regions::split_keys(&t, target.index.as_deref(), at)?;
+                crate::regions::split(client, keys).await
+            }
+            RegionStatement::Show(target) => {
+                crate::regions::show(client, &t, target.index.as_deref()).await
+            }
+        }
     }
 
     fn current_db(&self) -> Result<&str> {
