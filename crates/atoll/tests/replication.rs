@@ -3,7 +3,9 @@
 //! its total while the kv node leading the region is killed with SIGKILL and restarted, every
 //! acknowledged transfer is there afterwards, and the restarted node caught up (it is part of
 //! the majority that serves once another node is killed). A rolling restart with SIGTERM
-//! fails no transaction, not even one holding pessimistic locks across the stop.
+//! fails no transaction, not even one holding pessimistic locks across the stop. Splitting
+//! the bank's tables while transfers go on fails none either, and the split regions fail
+//! over when their leader is killed.
 
 mod common;
 
@@ -208,9 +210,10 @@ impl Cluster {
         )
     }
 
+    /// A running kv node that leads a region.
     fn leader(&self) -> Option<usize> {
         (0..self.kvs.len())
-            .find(|&i| self.kvs[i].process.is_some() && self.region_count(i, "leader") == 1)
+            .find(|&i| self.kvs[i].process.is_some() && self.region_count(i, "leader") >= 1)
     }
 
     fn mysql(&self, sql: &str) -> Result<String, String> {
@@ -569,4 +572,72 @@ fn a_kv_node_down_for_max_store_down_time_has_its_replica_rebuilt_on_another() {
         ),
         "602\t3000002"
     );
+}
+
+#[test]
+fn splits_while_transfers_go_on_fail_no_transaction_and_the_parts_fail_over() {
+    let mut c = Cluster::start();
+    open_bank(&c);
+    let stop = Arc::new(AtomicBool::new(false));
+    let workload = {
+        let (port, stop) = (c.port, stop.clone());
+        std::thread::spawn(move || {
+            let (mut n, mut acked, mut failed) = (0, Vec::new(), Vec::new());
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                match transfer_with_pause(port, n, Duration::from_millis(50)) {
+                    Ok(()) => acked.push(n),
+                    Err(e) => failed.push((n, e)),
+                }
+            }
+            (n, acked, failed)
+        })
+    };
+    std::thread::sleep(Duration::from_secs(1));
+    let split = c.mysql("SPLIT TABLE bank.accounts BY (3), (6)").unwrap();
+    assert_eq!(split, "2\t1", "two new regions, as TiDB reports them");
+    std::thread::sleep(Duration::from_secs(1));
+    let split = c
+        .mysql("SPLIT TABLE bank.log BETWEEN (0) AND (100000) REGIONS 4")
+        .unwrap();
+    assert_eq!(split, "3\t1");
+    std::thread::sleep(Duration::from_secs(1));
+    stop.store(true, Ordering::Relaxed);
+    let (last, acked, failed) = workload.join().unwrap();
+    assert!(failed.is_empty(), "failed transfers: {failed:?}");
+    assert!(!acked.is_empty());
+    check_bank(&c, &acked, last);
+    let shown = c.mysql("SHOW TABLE bank.accounts REGIONS").unwrap();
+    let starts: Vec<&str> = shown
+        .lines()
+        .map(|l| l.split('\t').nth(1).unwrap())
+        .collect();
+    assert_eq!(starts.len(), 3, "{shown}");
+    assert!(
+        starts[1].ends_with("_r_3") && starts[2].ends_with("_r_6"),
+        "{shown}"
+    );
+    // Six regions now, on every node; the node leading them is killed and they fail over.
+    wait_until(
+        "every node holds the six regions",
+        Duration::from_secs(30),
+        || (0..3).all(|i| c.region_count(i, "region") == 6),
+    );
+    let leader = c.leader().expect("a kv node leads");
+    c.kill_kv(leader);
+    let (mut n, mut acked) = (last, acked);
+    let before = acked.len();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while acked.len() < before + 10 {
+        assert!(
+            Instant::now() < deadline,
+            "no transfer commits after the kill"
+        );
+        n += 1;
+        if transfer(c.port, n).is_ok() {
+            acked.push(n);
+        }
+    }
+    c.start_kv(leader);
+    check_bank(&c, &acked, n);
 }
