@@ -5,7 +5,7 @@
 //! the majority that serves once another node is killed). A rolling restart with SIGTERM
 //! fails no transaction, not even one holding pessimistic locks across the stop. Splitting
 //! the bank's tables while transfers go on fails none either, and the split regions fail
-//! over when their leader is killed.
+//! over when their leader is killed; a table loaded past a small split size splits by itself.
 
 mod common;
 
@@ -640,4 +640,61 @@ fn splits_while_transfers_go_on_fail_no_transaction_and_the_parts_fail_over() {
     }
     c.start_kv(leader);
     check_bank(&c, &acked, n);
+}
+
+#[test]
+fn a_table_grown_past_the_split_size_splits_by_itself_and_reads_stay_whole() {
+    let c = Cluster::start();
+    open_bank(&c);
+    c.mysql(
+        "SET CONFIG kv `coprocessor.region-split-size` = '1MiB'; \
+         SET CONFIG kv `coprocessor.region-max-size` = '1536KiB'; \
+         SET CONFIG kv `raftstore.region-split-check-diff` = '64KiB'; \
+         SET CONFIG kv `raftstore.split-region-check-tick-interval` = '1s'",
+    )
+    .unwrap();
+    c.mysql("CREATE DATABASE d; CREATE TABLE d.t (id INT PRIMARY KEY, v TEXT)")
+        .unwrap();
+    // About 10 MB: 20 statements of 1000 rows of 500 bytes, through one client's stdin.
+    let mut load = mysql_client(c.port)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        let mut stdin = load.stdin.take().unwrap();
+        let value = "v".repeat(500);
+        for batch in 0..20 {
+            let rows: Vec<String> = (0..1000)
+                .map(|i| format!("({}, '{value}')", batch * 1000 + i))
+                .collect();
+            writeln!(stdin, "INSERT INTO d.t VALUES {};", rows.join(",")).unwrap();
+        }
+    }
+    let out = load.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let regions = || {
+        c.mysql("SHOW TABLE d.t REGIONS")
+            .map_or(0, |s| s.lines().count())
+    };
+    wait_until(
+        "the table splits into parts",
+        Duration::from_secs(60),
+        || regions() >= 6,
+    );
+    assert_eq!(
+        c.mysql("SELECT COUNT(*), SUM(id) FROM d.t").unwrap(),
+        "20000\t199990000"
+    );
+    assert_eq!(
+        c.mysql("SELECT COUNT(*) FROM d.t WHERE id BETWEEN 5000 AND 15000")
+            .unwrap(),
+        "10001"
+    );
+    assert_eq!(c.total(), ACCOUNTS * BALANCE);
 }

@@ -28,6 +28,7 @@ pub mod regions;
 pub mod request_metrics;
 pub mod service;
 pub mod split;
+pub mod split_checker;
 pub mod storage;
 
 use std::sync::Arc;
@@ -90,6 +91,9 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         regions = regions.replicated(r.kv.clone());
     }
     let regions = Arc::new(regions);
+    let splitter = replication
+        .as_ref()
+        .map(|r| split::Splitter::new(config.list("pd.endpoints").to_vec(), r.kv.router().clone()));
     let grpc = grpc::GrpcServer::start(
         &config,
         service::KvService {
@@ -100,9 +104,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             lock_waits: lock_waits.clone(),
             requests: Arc::new(request_metrics::RequestMetrics::new(&node.registry)),
             stopping: Arc::new(tokio::sync::watch::channel(false).0),
-            splitter: replication.as_ref().map(|r| {
-                split::Splitter::new(config.list("pd.endpoints").to_vec(), r.kv.router().clone())
-            }),
+            splitter: splitter.clone(),
         },
         replication.as_ref().map(|r| {
             raft_transport::RaftService::new(
@@ -131,6 +133,17 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         },
         pd_stop,
     );
+    let (stop_split_check, split_check_stop) = std::sync::mpsc::channel();
+    let split_check_thread = match (&replication, &splitter) {
+        (Some(r), Some(splitter)) => Some(split_checker::spawn(
+            r.kv.clone(),
+            engine.clone(),
+            splitter.clone(),
+            node.controller.clone(),
+            split_check_stop,
+        )),
+        _ => None,
+    };
     let (stop_gc, gc_stop) = std::sync::mpsc::channel();
     let leads: Box<dyn Fn() -> bool + Send> = match &replication {
         Some(r) => {
@@ -159,6 +172,11 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         }
     };
     let result = node.run_until_signal(serving);
+    // No new splits while the node hands its leadership off and stops.
+    drop(stop_split_check);
+    if let Some(t) = split_check_thread {
+        let _ = t.join();
+    }
     if let Some(r) = &replication {
         let store_id = pd_worker::STORE_ID.load(std::sync::atomic::Ordering::Relaxed);
         let done = hand_off::hand_off(&r.kv, &storage.scheduler.latches(), store_id);
@@ -179,6 +197,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     let _ = tuner.join();
     drop(stop_gc);
     let _ = gc_thread.join();
+
     drop(stop_pd);
     let _ = pd_thread.join();
     pool.shutdown(ShutdownMode::Cancel);

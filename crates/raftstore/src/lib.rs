@@ -4,6 +4,7 @@
 //! applied index in the same write batch.
 //!
 //! - [`store::Store`]: all peers of one store, driven in rounds with group commit;
+//! - [`split_check`]: where a region grown too large splits;
 //! - [`peer::Peer`]: one region's replica, the pure core (messages, ticks and proposals in;
 //!   what to persist, send and apply out), its proposals and its leader lease;
 //! - [`apply`]: what a committed entry changes; [`state`]: what a store keeps per region;
@@ -19,6 +20,7 @@ pub mod driver;
 mod error;
 pub mod peer;
 pub mod snapshot;
+pub mod split_check;
 pub mod state;
 pub mod stats;
 pub mod store;
