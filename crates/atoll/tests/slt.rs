@@ -10,6 +10,11 @@
 //! ```
 //!
 //! Records are separated by blank lines; `#` starts a comment line.
+//!
+//! The suite runs twice: on one kv node as it starts by default, and on a kv node with
+//! replication on whose every table is split into regions right after its CREATE TABLE
+//! (`SPLIT TABLE t BETWEEN (0) AND (8) REGIONS 4`: the first rows of a table, and its
+//! indexes, sit in different regions), so every query reads across region boundaries.
 
 mod common;
 
@@ -91,7 +96,24 @@ fn rows(batch: &str) -> Vec<String> {
         .collect()
 }
 
-fn run_file(c: &SqlCluster, path: &Path) -> Vec<String> {
+/// The table a `CREATE TABLE` statement creates, if `sql` is one.
+fn created_table(sql: &str) -> Option<String> {
+    let words: Vec<&str> = sql.split_whitespace().take(6).collect();
+    let upper: Vec<String> = words.iter().map(|w| w.to_ascii_uppercase()).collect();
+    let at = match upper.as_slice() {
+        [c, t, i, n, e, ..]
+            if c == "CREATE" && t == "TABLE" && i == "IF" && n == "NOT" && e == "EXISTS" =>
+        {
+            5
+        }
+        [c, t, ..] if c == "CREATE" && t == "TABLE" => 2,
+        _ => return None,
+    };
+    let name = words.get(at)?.split('(').next()?.trim_matches('`');
+    (!name.is_empty()).then(|| name.to_string())
+}
+
+fn run_file(c: &SqlCluster, path: &Path, split_tables: bool) -> Vec<String> {
     let db = format!(
         "slt_{}",
         path.file_stem()
@@ -104,6 +126,15 @@ fn run_file(c: &SqlCluster, path: &Path) -> Vec<String> {
     let name = path.display();
     for r in parse(&std::fs::read_to_string(path).unwrap()) {
         let result = c.try_run_quiet(&db, &r.sql);
+        if split_tables
+            && result.is_ok()
+            && let Some(table) = created_table(&r.sql)
+        {
+            let split = format!("SPLIT TABLE `{table}` BETWEEN (0) AND (8) REGIONS 4");
+            if let Err(e) = c.try_run_quiet(&db, &split) {
+                failures.push(format!("{name}:{}: {split}\n  failed: {e}", r.line));
+            }
+        }
         let problem = match (&r.kind, result) {
             (Kind::Ok, Ok(_)) => None,
             (Kind::Ok, Err(e)) => Some(format!("failed: {e}")),
@@ -127,8 +158,7 @@ fn run_file(c: &SqlCluster, path: &Path) -> Vec<String> {
     failures
 }
 
-#[test]
-fn the_sqllogictest_suite_passes_through_the_mysql_protocol() {
+fn slt_files() -> Vec<std::path::PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/slt");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
@@ -137,8 +167,35 @@ fn the_sqllogictest_suite_passes_through_the_mysql_protocol() {
         .collect();
     files.sort();
     assert!(!files.is_empty(), "no .slt files in {}", dir.display());
+    files
+}
+
+#[test]
+fn the_sqllogictest_suite_passes_with_every_table_split_into_regions() {
+    let files = slt_files();
+    let c = SqlCluster::start_with_kv_config("[raftstore]\nreplication = true\n");
+    let failures: Vec<String> = files.iter().flat_map(|f| run_file(&c, f, true)).collect();
+    assert!(
+        failures.is_empty(),
+        "{} failing records:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    let (_, metrics) = common::get(&format!("http://{}/metrics", c.kv_status));
+    let regions: f64 = String::from_utf8_lossy(&metrics)
+        .lines()
+        .find_map(|l| l.strip_prefix("atoll_raftstore_region_count{type=\"region\"} "))
+        .expect("the region count is exported")
+        .parse()
+        .unwrap();
+    assert!(regions >= 40.0, "the tables were split: {regions} regions");
+}
+
+#[test]
+fn the_sqllogictest_suite_passes_through_the_mysql_protocol() {
+    let files = slt_files();
     let c = SqlCluster::start();
-    let failures: Vec<String> = files.iter().flat_map(|f| run_file(&c, f)).collect();
+    let failures: Vec<String> = files.iter().flat_map(|f| run_file(&c, f, false)).collect();
     assert!(
         failures.is_empty(),
         "{} failing records:\n{}",

@@ -236,14 +236,30 @@ pub struct SqlCluster {
 
 impl SqlCluster {
     pub fn start() -> SqlCluster {
+        SqlCluster::start_with_kv_config("")
+    }
+
+    /// As [`SqlCluster::start`], the kv node reading `kv_config` (TOML).
+    pub fn start_with_kv_config(kv_config: &str) -> SqlCluster {
         let dir = tempfile::tempdir().unwrap();
         let pd_port = free_port();
         let pd = start_pd(&dir.path().join("pd"), pd_port);
         let kv_status = format!("127.0.0.1:{}", free_port());
-        let kv = start_kv_with_pd(
+        let config_file = dir.path().join("kv.toml");
+        std::fs::write(&config_file, kv_config).unwrap();
+        let kv = start_role(
+            &[
+                "kv",
+                "--pd",
+                &format!("127.0.0.1:{pd_port}"),
+                "--status-addr",
+                &kv_status,
+                "--addr",
+                &format!("127.0.0.1:{}", free_port()),
+                "--config",
+                &config_file.display().to_string(),
+            ],
             &dir.path().join("kv"),
-            pd_port,
-            &format!("127.0.0.1:{}", free_port()),
             &kv_status,
         );
         let (sql, port) = start_sql(&dir.path().join("sql"), &format!("127.0.0.1:{pd_port}"));
