@@ -335,14 +335,15 @@ fn describe_key(key: &[u8]) -> String {
             Err(_) => format!("t_{id}_r"),
         };
     }
-    if rest.starts_with(table::INDEX_SEP) && rest.len() >= 10 {
-        if let Ok(index) = codec::number::decode_i64(&rest[2..10]) {
-            let values = &rest[10..];
-            return match values.is_empty() {
-                true => format!("t_{id}_i_{index}_"),
-                false => format!("t_{id}_i_{index}_{}", engine_hex(values)),
-            };
-        }
+    if rest.starts_with(table::INDEX_SEP)
+        && rest.len() >= 10
+        && let Ok(index) = codec::number::decode_i64(&rest[2..10])
+    {
+        let values = &rest[10..];
+        return match values.is_empty() {
+            true => format!("t_{id}_i_{index}_"),
+            false => format!("t_{id}_i_{index}_{}", engine_hex(values)),
+        };
     }
     engine_hex(key)
 }
