@@ -123,6 +123,18 @@ pub static KNOBS: &[KnobSpec] = &[
         online: true,
     },
     KnobSpec {
+        name: "schedule.leader-schedule-limit",
+        kind: INT_NON_NEGATIVE,
+        default: |_| int(4),
+        online: true,
+    },
+    KnobSpec {
+        name: "schedule.region-schedule-limit",
+        kind: INT_NON_NEGATIVE,
+        default: |_| int(2048),
+        online: true,
+    },
+    KnobSpec {
         name: "schedule.max-merge-region-size",
         kind: INT_NON_NEGATIVE,
         default: |_| int(54),

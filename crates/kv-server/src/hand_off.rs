@@ -13,6 +13,8 @@
 //!    ([`raftstore::Peer::transfer_target`]); the request is repeated every
 //!    [`HAND_OFF_RETRY`] until no region is led here.
 //!
+//! [`transfer_region`] does the same for one region whose leadership PD moves.
+//!
 //! Both steps together take at most [`LEADER_HAND_OFF_WAIT_MS`] (each lock write waits only
 //! for the time left): with no follower up (the whole cluster stopping) the node stops
 //! anyway, and the regions elect a leader after it.
@@ -74,6 +76,97 @@ pub fn hand_off(kv: &RaftKv, latches: &Latches, store_id: u64) -> HandOff {
     }
 }
 
+/// PD moves one region's leadership to peer `to_peer_id` (balance-leader): as in a
+/// hand-off, the region's in-memory pessimistic locks go to the lock CF first, while new ones
+/// of its range go there directly, then the transfer is asked for. The range takes in-memory
+/// locks again once the leadership left or [`TRANSFER_WAIT`] passed.
+pub fn transfer_region(kv: &RaftKv, latches: &Latches, region_id: u64, to_peer_id: u64) {
+    let Some(view) = kv.views().get(region_id) else {
+        return;
+    };
+    let here = view.leader.map(|l| l.store_id);
+    let (start, end) = (&view.region.start_key, &view.region.end_key);
+    let table = kv.pessimistic_locks();
+    table.pause_range(start, end);
+    latches.wait_for_holders();
+    let deadline = Instant::now() + TRANSFER_WAIT;
+    match move_locks(kv, latches, deadline, |n| table.keys_in(start, end, n)) {
+        Ok(moved) => {
+            tracing::info!(
+                region_id,
+                to_peer_id,
+                locks_moved = moved,
+                "moving the leadership"
+            )
+        }
+        Err(e) => tracing::warn!(region_id, "moving the region's locks failed: {e}"),
+    }
+    let _ = kv.router().send(StoreMsg::TransferLeader {
+        region_id,
+        to_peer_id,
+    });
+    while Instant::now() < deadline
+        && kv
+            .views()
+            .get(region_id)
+            .is_some_and(|v| v.leader.map(|l| l.store_id) == here)
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    table.resume_range(start, end);
+}
+
+/// The leadership moves PD asked for that are under way, at most one per region: PD repeats
+/// its request with every heartbeat until the move shows.
+#[derive(Clone)]
+pub struct LeaderMoves {
+    kv: std::sync::Arc<RaftKv>,
+    latches: std::sync::Arc<Latches>,
+    moving: std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<u64>>>,
+}
+
+impl LeaderMoves {
+    pub fn new(kv: std::sync::Arc<RaftKv>, latches: std::sync::Arc<Latches>) -> LeaderMoves {
+        LeaderMoves {
+            kv,
+            latches,
+            moving: Default::default(),
+        }
+    }
+
+    /// Starts [`transfer_region`] on a thread of its own (it waits for latches and a Raft
+    /// write), unless one for that region is under way.
+    pub fn start(&self, region_id: u64, to_peer_id: u64) {
+        if !self
+            .moving
+            .lock()
+            .expect("moves poisoned")
+            .insert(region_id)
+        {
+            return;
+        }
+        let this = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("move-leader".into())
+            .spawn(move || {
+                transfer_region(&this.kv, &this.latches, region_id, to_peer_id);
+                this.moving
+                    .lock()
+                    .expect("moves poisoned")
+                    .remove(&region_id);
+            });
+        if spawned.is_err() {
+            self.moving
+                .lock()
+                .expect("moves poisoned")
+                .remove(&region_id);
+        }
+    }
+}
+
+/// How long a region's range keeps its new locks out of memory while its leadership moves.
+pub const TRANSFER_WAIT: Duration = Duration::from_secs(5);
+
 /// Step 1: moves every lock in the in-memory table to the lock CF; how many it moved.
 fn move_pessimistic_locks(
     kv: &RaftKv,
@@ -83,11 +176,24 @@ fn move_pessimistic_locks(
     let table = kv.pessimistic_locks();
     table.stop_taking_new_locks();
     latches.wait_for_holders();
+    move_locks(kv, latches, deadline, |n| table.keys(n))
+}
+
+/// Moves the in-memory locks `keys` lists (at most the count it is given, in key order) to
+/// the lock CF through Raft, batch by batch under the keys' latches, until none are listed
+/// or `deadline`; how many it moved.
+fn move_locks(
+    kv: &RaftKv,
+    latches: &Latches,
+    deadline: Instant,
+    keys: impl Fn(usize) -> Vec<Vec<u8>>,
+) -> engine::Result<usize> {
+    let table = kv.pessimistic_locks();
     let mut moved = 0;
     let mut failure = None;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let keys = table.keys(LOCK_HAND_OFF_BATCH_KEYS);
+        let keys = keys(LOCK_HAND_OFF_BATCH_KEYS);
         if keys.is_empty() || left.is_zero() {
             break;
         }
@@ -110,7 +216,7 @@ fn move_pessimistic_locks(
         }
     }
     match failure {
-        Some(e) if !table.keys(1).is_empty() => Err(e),
+        Some(e) if !keys(1).is_empty() => Err(e),
         _ => Ok(moved),
     }
 }

@@ -131,6 +131,16 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             let kv = storage.scheduler.kv().clone();
             Box::new(move |ts| kv.lock_table().sync_max_ts(ts))
         },
+        {
+            let moves = replication
+                .as_ref()
+                .map(|r| hand_off::LeaderMoves::new(r.kv.clone(), storage.scheduler.latches()));
+            Box::new(move |region_id, to_peer_id| {
+                if let Some(moves) = &moves {
+                    moves.start(region_id, to_peer_id);
+                }
+            })
+        },
         pd_stop,
     );
     let (stop_split_check, split_check_stop) = std::sync::mpsc::channel();

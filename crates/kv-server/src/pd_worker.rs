@@ -12,8 +12,9 @@
 //! peer through it (and removes it again when another store bootstrapped first), the
 //! leaders' regions are reported every [`REPLICATED_POLL_INTERVAL`] when their leader or
 //! epoch changed (else every `raftstore.pd-heartbeat-tick-interval`), PD's answer may carry
-//! a membership change for the leader to propose, and a new leader term gets `max_ts` synced
-//! from a fresh timestamp.
+//! a membership change for the leader to propose or a leader move, the store heartbeat goes
+//! at least every [`OPERATOR_POLL`] (its answer carries PD's steps for the regions led
+//! here), and a new leader term gets `max_ts` synced from a fresh timestamp.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -35,6 +36,10 @@ use txn::ReplicatedKv;
 pub const RETRY_INTERVAL: Duration = Duration::from_secs(1);
 /// How often, with replication on, the worker looks for leader and epoch changes to report.
 pub const REPLICATED_POLL_INTERVAL: Duration = Duration::from_millis(200);
+
+/// With replication on, how often at most PD hears from the store, and answers with the
+/// steps it wants of the regions the store leads (leader moves, replica moves).
+pub const OPERATOR_POLL: Duration = Duration::from_secs(1);
 
 /// This node's store id once known (for `/metrics`), 0 before.
 pub static STORE_ID: AtomicU64 = AtomicU64::new(0);
@@ -299,6 +304,7 @@ async fn leader_heartbeats(
     client: &mut PdClient<Channel>,
     store_id: u64,
     router: &RaftRouter,
+    move_leader: &MoveLeader,
     views: Vec<RegionView>,
     reported: &mut std::collections::HashMap<u64, (Option<wire::RegionEpoch>, u64, Vec<u64>)>,
     force: bool,
@@ -338,14 +344,39 @@ async fn leader_heartbeats(
             ),
             Ok(r) => {
                 reported.insert(region_id, key);
-                if let Some(step) = r.change_peer {
-                    propose_change(router, region_id, step);
-                }
+                follow_order(
+                    router,
+                    move_leader,
+                    region_id,
+                    r.change_peer,
+                    r.transfer_leader,
+                );
             }
             Err(e) => tracing::warn!(region_id, "region heartbeat failed: {e}"),
         }
     }
 }
+
+/// Does what PD asked of a region this store leads: a membership change or a leader
+/// transfer; the outcome shows in a later heartbeat.
+fn follow_order(
+    router: &RaftRouter,
+    move_leader: &MoveLeader,
+    region_id: u64,
+    change_peer: Option<wire::ChangePeer>,
+    transfer_leader: Option<wire::TransferLeader>,
+) {
+    if let Some(step) = change_peer {
+        propose_change(router, region_id, step);
+    }
+    if let Some(to) = transfer_leader.and_then(|t| t.peer) {
+        move_leader(region_id, to.id);
+    }
+}
+
+/// Moves a region's leadership to a peer, as PD asked (`hand_off::transfer_region`, off
+/// this thread): `(region id, peer id)`.
+pub type MoveLeader = Box<dyn Fn(u64, u64) + Send>;
 
 /// Proposes PD's membership change; the outcome shows in a later heartbeat.
 fn propose_change(router: &RaftRouter, region_id: u64, step: wire::ChangePeer) {
@@ -404,6 +435,7 @@ pub fn spawn(
     info: StoreInfo,
     regions: Arc<Regions>,
     sync_max_ts: Box<dyn Fn(u64) + Send>,
+    move_leader: MoveLeader,
     stop: Receiver<()>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::Builder::new()
@@ -451,8 +483,13 @@ pub fn spawn(
                         }
                     },
                     Some((client, id)) => {
-                        let store_beat_due =
-                            last_store_beat.elapsed() >= info.store_heartbeat_interval;
+                        // With replication on, the store heartbeat is how PD's operators
+                        // for this store's regions arrive: at least every OPERATOR_POLL.
+                        let store_beat_every = match regions.raft() {
+                            Some(_) => info.store_heartbeat_interval.min(OPERATOR_POLL),
+                            None => info.store_heartbeat_interval,
+                        };
+                        let store_beat_due = last_store_beat.elapsed() >= store_beat_every;
                         let beat = runtime.block_on(async {
                             if let Some(raft) = regions.raft() {
                                 if regions.take_max_ts_wanted() {
@@ -475,8 +512,16 @@ pub fn spawn(
                                 }
                                 let views = raft.views().all();
                                 let router = raft.router();
-                                leader_heartbeats(client, *id, router, views, &mut reported, force)
-                                    .await;
+                                leader_heartbeats(
+                                    client,
+                                    *id,
+                                    router,
+                                    &move_leader,
+                                    views,
+                                    &mut reported,
+                                    force,
+                                )
+                                .await;
                             } else if store_beat_due {
                                 region_heartbeats(client, *id, &regions).await;
                             }
@@ -498,10 +543,14 @@ pub fn spawn(
                                 ),
                                 Ok(r) => {
                                     for op in r.operators {
-                                        if let (Some(raft), Some(step)) =
-                                            (regions.raft(), op.change_peer)
-                                        {
-                                            propose_change(raft.router(), op.region_id, step);
+                                        if let Some(raft) = regions.raft() {
+                                            follow_order(
+                                                raft.router(),
+                                                &move_leader,
+                                                op.region_id,
+                                                op.change_peer,
+                                                op.transfer_leader,
+                                            );
                                         }
                                     }
                                 }

@@ -805,13 +805,26 @@ impl KvRpc for KvService {
             }
             Err(_) => unreachable!("routing fails only with region errors"),
         };
+        let region_id = region.id;
         Ok(Response::new(
             match splitter.split(region, r.split_keys).await {
                 Ok(regions) => SplitRegionResponse {
                     regions,
                     ..SplitRegionResponse::default()
                 },
-                Err(error) => SplitRegionResponse {
+                // The leadership or the range moved meanwhile: the client routes again.
+                Err(crate::split::SplitFailure::Moved(message)) => SplitRegionResponse {
+                    region_error: Some(RegionError {
+                        message,
+                        not_leader: Some(NotLeader {
+                            region_id,
+                            leader: None,
+                        }),
+                        ..RegionError::default()
+                    }),
+                    ..SplitRegionResponse::default()
+                },
+                Err(crate::split::SplitFailure::Refused(error)) => SplitRegionResponse {
                     error,
                     ..SplitRegionResponse::default()
                 },

@@ -19,6 +19,23 @@ use crate::pd_worker;
 /// Keys one split call may carry (TiDB's `SPLIT TABLE ... REGIONS n` allows 1000 regions).
 pub const SPLIT_KEYS_MAX: usize = 1000;
 
+/// Why a split did not happen.
+#[derive(Debug)]
+pub enum SplitFailure {
+    /// The region changed leader or range meanwhile: route again and retry.
+    Moved(String),
+    /// It cannot be done as asked (no ids from PD, a bad key).
+    Refused(String),
+}
+
+impl std::fmt::Display for SplitFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SplitFailure::Moved(why) | SplitFailure::Refused(why) => f.write_str(why),
+        }
+    }
+}
+
 pub struct Splitter {
     pd_endpoints: Vec<String>,
     pd: tokio::sync::Mutex<Option<PdClient<Channel>>>,
@@ -40,7 +57,7 @@ impl Splitter {
         &self,
         region: Region,
         mut keys: Vec<Vec<u8>>,
-    ) -> Result<Vec<Region>, String> {
+    ) -> Result<Vec<Region>, SplitFailure> {
         keys.retain(|k| {
             k.as_slice() > region.start_key.as_slice()
                 && (region.end_key.is_empty() || k.as_slice() < region.end_key.as_slice())
@@ -51,14 +68,15 @@ impl Splitter {
             return Ok(vec![region]);
         }
         if keys.len() > SPLIT_KEYS_MAX {
-            return Err(format!(
+            return Err(SplitFailure::Refused(format!(
                 "{} split keys in one call; at most {SPLIT_KEYS_MAX}",
                 keys.len()
-            ));
+            )));
         }
         let mut ids = self
             .alloc_ids(keys.len() * (1 + region.peers.len()))
-            .await?
+            .await
+            .map_err(SplitFailure::Refused)?
             .into_iter();
         let requests = keys
             .into_iter()
@@ -70,7 +88,8 @@ impl Splitter {
             .collect();
         let split = BatchSplit { requests };
         let mut after = region.clone();
-        let mut regions = raftstore::apply::split_region(&mut after, &split)?;
+        let mut regions =
+            raftstore::apply::split_region(&mut after, &split).map_err(SplitFailure::Refused)?;
         regions.push(after);
         let cmd = RaftCmd {
             region_epoch: region.region_epoch,
@@ -88,8 +107,18 @@ impl Splitter {
             })
         })
         .await
-        .map_err(|e| format!("the split's proposal did not finish: {e}"))?
-        .map_err(|e| format!("region {region_id} did not split: {e}"))?;
+        .map_err(|e| SplitFailure::Refused(format!("the split's proposal did not finish: {e}")))?
+        .map_err(|e| {
+            let why = format!("region {region_id} did not split: {e}");
+            match e {
+                raftstore::Error::NotLeader { .. }
+                | raftstore::Error::EpochNotMatch { .. }
+                | raftstore::Error::StaleCommand
+                | raftstore::Error::RefusedAtApply(_)
+                | raftstore::Error::RegionNotFound(_) => SplitFailure::Moved(why),
+                _ => SplitFailure::Refused(why),
+            }
+        })?;
         tracing::info!(
             region_id,
             parts = regions.len(),

@@ -39,6 +39,13 @@ use crate::record::Lock;
 /// tree's node share), for the byte bound.
 const ENTRY_OVERHEAD_BYTES: usize = 96;
 
+/// Whether `key` lies in one of `ranges` (`[start, end)`, an empty end unbounded).
+pub fn in_ranges(ranges: &[(Vec<u8>, Vec<u8>)], key: &[u8]) -> bool {
+    ranges
+        .iter()
+        .any(|(s, e)| key >= s.as_slice() && (e.is_empty() || key < e.as_slice()))
+}
+
 /// One change a durable command makes to the table: a lock put (`Some`) or removed (`None`).
 pub type PessimisticChange = (Vec<u8>, Option<Lock>);
 
@@ -57,6 +64,9 @@ pub struct PessimisticLocks {
     enabled: AtomicBool,
     /// Set for good once the node hands its leadership off ([`Self::stop_taking_new_locks`]).
     handing_off: AtomicBool,
+    /// Key ranges (`[start, end)`, an empty end unbounded) whose region's leadership is
+    /// moving to another store: their new locks go to the lock CF ([`Self::pause_range`]).
+    paused: Mutex<Vec<(Vec<u8>, Vec<u8>)>>,
     limit_bytes: AtomicUsize,
 }
 
@@ -67,6 +77,7 @@ impl PessimisticLocks {
             locks: Mutex::new(Locks::default()),
             enabled: AtomicBool::new(enabled),
             handing_off: AtomicBool::new(false),
+            paused: Mutex::new(Vec::new()),
             limit_bytes: AtomicUsize::new(limit_bytes),
         }
     }
@@ -103,6 +114,47 @@ impl PessimisticLocks {
     /// looks again until the table is empty.
     pub fn stop_taking_new_locks(&self) {
         self.handing_off.store(true, Ordering::Release);
+    }
+
+    /// From now on new locks on keys in `[start, end)` go to the lock CF: the leadership of
+    /// that range's region is about to move (the caller moves the range's locks here to the
+    /// lock CF, as a hand-off does, then transfers). Undone by [`Self::resume_range`].
+    pub fn pause_range(&self, start: &[u8], end: &[u8]) {
+        self.paused_ranges_mut()
+            .push((start.to_vec(), end.to_vec()));
+    }
+
+    /// Undoes one [`Self::pause_range`] of the same range.
+    pub fn resume_range(&self, start: &[u8], end: &[u8]) {
+        let mut paused = self.paused_ranges_mut();
+        if let Some(i) = paused.iter().position(|(s, e)| s == start && e == end) {
+            paused.swap_remove(i);
+        }
+    }
+
+    /// The ranges paused now (see [`Self::pause_range`]).
+    pub fn paused_ranges(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        self.paused_ranges_mut().clone()
+    }
+
+    fn paused_ranges_mut(&self) -> std::sync::MutexGuard<'_, Vec<(Vec<u8>, Vec<u8>)>> {
+        self.paused.lock().expect("paused ranges poisoned")
+    }
+
+    /// The first `limit` keys locked here in `[start, end)` (an empty end is unbounded).
+    pub fn keys_in(&self, start: &[u8], end: &[u8], limit: usize) -> Vec<Vec<u8>> {
+        let upper = if end.is_empty() {
+            Bound::Unbounded
+        } else {
+            Bound::Excluded(end)
+        };
+        (self
+            .locked()
+            .by_key
+            .range::<[u8], _>((Bound::Included(start), upper)))
+        .take(limit)
+        .map(|(k, _)| k.clone())
+        .collect()
     }
 
     /// The first `limit` keys locked here, in key order.

@@ -170,8 +170,12 @@ impl MvccTxn {
         memory: Option<&PessimisticLocks>,
     ) -> LockChanges {
         let mut pessimistic = Vec::new();
-        // Decided once, so a key named twice in one command goes to one place.
+        // Decided once, so a key named twice in one command goes to one place; a key whose
+        // region's leadership is moving (a paused range) goes to the lock CF.
         let takes_new = memory.is_some_and(PessimisticLocks::takes_new_locks);
+        let paused = memory
+            .map(PessimisticLocks::paused_ranges)
+            .unwrap_or_default();
         for m in self.modifies {
             match m {
                 Modify::Put(cf, k, v) => batch.put(cf, &k, &v),
@@ -189,7 +193,10 @@ impl MvccTxn {
                     match lock {
                         Some(lock)
                             if lock.lock_type == LockType::Pessimistic
-                                && (in_memory || new_pessimistic && takes_new) =>
+                                && (in_memory
+                                    || new_pessimistic
+                                        && takes_new
+                                        && !crate::pessimistic_locks::in_ranges(&paused, &key)) =>
                         {
                             pessimistic.push((key, Some(lock)));
                         }

@@ -2,16 +2,13 @@
 //! and one handler per call. Failures are answered in the response's `error` (with a type the
 //! client can act on), not as transport errors.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
 use proto::pd as wire;
 
 use crate::cluster::{ClusterError, Peer, Region, RegionEpoch, Store};
 use crate::metadata::{MetaError, Metadata};
+use crate::operators::Operators;
 use crate::oracle::wall_clock_ms;
-use crate::replica_checker::{self, Limits, Step};
+use crate::replica_checker::Limits;
 use crate::state::{Command, Outcome};
 
 fn error(e: MetaError) -> wire::Error {
@@ -51,7 +48,7 @@ fn peer_from(p: &wire::Peer) -> Peer {
     }
 }
 
-fn peer_to(p: &Peer) -> wire::Peer {
+pub(crate) fn peer_to(p: &Peer) -> wire::Peer {
     wire::Peer {
         id: p.id,
         store_id: p.store_id,
@@ -137,7 +134,7 @@ pub fn alloc_id(meta: &Metadata) -> wire::AllocIdResponse {
     }
 }
 
-fn alloc_one(meta: &Metadata) -> Result<u64, MetaError> {
+pub(crate) fn alloc_one(meta: &Metadata) -> Result<u64, MetaError> {
     match meta.propose(Command::AllocIds { count: 1 })? {
         Outcome::FirstId(id) => Ok(id),
         other => unreachable!("AllocIds answers FirstId, not {other:?}"),
@@ -202,15 +199,16 @@ pub fn store_heartbeat(
             .cloned()
             .collect()
     });
+    operators.schedule(meta, limits);
     let operators = led
         .iter()
         .filter_map(|r| {
-            operators
-                .next(meta, r, limits)
-                .map(|change_peer| wire::RegionOperator {
-                    region_id: r.id,
-                    change_peer: Some(change_peer),
-                })
+            let order = operators.next(meta, r, limits)?;
+            Some(wire::RegionOperator {
+                region_id: r.id,
+                change_peer: order.change_peer,
+                transfer_leader: order.transfer_leader,
+            })
         })
         .collect();
     wire::StoreHeartbeatResponse {
@@ -228,7 +226,7 @@ pub fn region_heartbeat(
     let Some(region) = req.region else {
         return wire::RegionHeartbeatResponse {
             error: Some(invalid("region_heartbeat needs a region")),
-            change_peer: None,
+            ..Default::default()
         };
     };
     let mut region = region_from(region, req.leader);
@@ -237,65 +235,15 @@ pub fn region_heartbeat(
     if !known && let Err(e) = meta.propose(Command::RegionHeartbeat(region.clone())) {
         return wire::RegionHeartbeatResponse {
             error: Some(error(e)),
-            change_peer: None,
+            ..Default::default()
         };
     }
+    operators.schedule(meta, limits);
+    let order = operators.next(meta, &region, limits).unwrap_or_default();
     wire::RegionHeartbeatResponse {
         error: None,
-        change_peer: operators.next(meta, &region, limits),
-    }
-}
-
-/// How long PD waits for a step it gave out to show in heartbeats before it decides anew.
-pub const OPERATOR_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The replica checker's steps given out and not yet seen done, by region (in memory: a
-/// restarted PD decides anew from what the heartbeats show).
-#[derive(Default)]
-pub struct Operators {
-    pending: Mutex<HashMap<u64, (Step, u64, Instant)>>,
-}
-
-impl Operators {
-    /// The step to hand `region`'s leader: the pending one again until it shows or times
-    /// out, else the replica checker's next (with a new peer id for a new learner).
-    fn next(&self, meta: &Metadata, region: &Region, limits: Limits) -> Option<wire::ChangePeer> {
-        let mut pending = self.pending.lock().expect("operators poisoned");
-        if let Some((step, peer_id, at)) = pending.get(&region.id) {
-            if !replica_checker::is_done(step, *peer_id, region) && at.elapsed() < OPERATOR_TIMEOUT
-            {
-                return Some(change_peer(step, *peer_id));
-            }
-            pending.remove(&region.id);
-        }
-        let step =
-            meta.read(|c| replica_checker::next_step(region, c.stores(), wall_clock_ms(), limits))?;
-        let peer_id = match step {
-            Step::AddLearner { .. } => alloc_one(meta).ok()?,
-            Step::Promote(ref p) | Step::Remove(ref p) => p.id,
-        };
-        tracing::info!(region_id = region.id, ?step, peer_id, "replica checker");
-        pending.insert(region.id, (step.clone(), peer_id, Instant::now()));
-        Some(change_peer(&step, peer_id))
-    }
-}
-
-fn change_peer(step: &Step, peer_id: u64) -> wire::ChangePeer {
-    let (kind, peer) = match step {
-        Step::AddLearner { store_id } => (
-            wire::ConfChangeType::AddLearnerNode,
-            wire::Peer {
-                id: peer_id,
-                store_id: *store_id,
-                role: wire::PeerRole::Learner as i32,
-            },
-        ),
-        Step::Promote(p) => (wire::ConfChangeType::AddNode, peer_to(p)),
-        Step::Remove(p) => (wire::ConfChangeType::RemoveNode, peer_to(p)),
-    };
-    wire::ChangePeer {
-        change_type: kind as i32,
-        peer: Some(peer),
+        change_peer: order.change_peer,
+        transfer_leader: order.transfer_leader,
     }
 }
 

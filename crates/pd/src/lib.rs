@@ -4,11 +4,13 @@
 //! traffic between members, [`disk`] its log and checkpoints, [`members`] who the members
 //! are. The leader alone serves, under its lease: the timestamp oracle ([`tso`] pure,
 //! [`oracle`] running), cluster metadata ([`cluster`] pure, [`metadata`] and
-//! [`cluster_rpc`] as served), the replica checker ([`replica_checker`]); a follower
+//! [`cluster_rpc`] as served), the replica checker ([`replica_checker`]) and the balance
+//! schedulers ([`balance`]), whose steps [`operators`] hands out; a follower
 //! forwards every call to it ([`service`]). Online knobs are the group's ([`config_sync`]).
 //! [`http_api`] is PD's members API, [`metrics`] its Grafana names, [`server`] wires a
 //! member together.
 
+pub mod balance;
 pub mod cluster;
 pub mod cluster_rpc;
 pub mod config_sync;
@@ -19,6 +21,7 @@ pub mod member;
 pub mod members;
 pub mod metadata;
 pub mod metrics;
+pub mod operators;
 pub mod oracle;
 pub mod peer;
 pub mod replica_checker;

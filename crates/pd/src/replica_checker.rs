@@ -26,19 +26,25 @@ pub enum Step {
     Promote(Peer),
     /// Remove this peer.
     Remove(Peer),
+    /// Hand the leadership to this voter (the balance schedulers').
+    TransferLeader(Peer),
 }
 
 pub fn is_up(store: &Store, now_ms: u64) -> bool {
     now_ms.saturating_sub(store.last_heartbeat_ms) < STORE_DISCONNECTED_MS
 }
 
-/// The knobs the checker follows.
+/// The knobs the checker and the schedulers follow.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// `replication.max-replicas`.
     pub max_replicas: usize,
     /// `schedule.max-store-down-time`: a store silent this long is down.
     pub store_down_ms: u64,
+    /// `schedule.leader-schedule-limit`: leader moves in flight at most.
+    pub leader_schedule_limit: usize,
+    /// `schedule.region-schedule-limit`: replica moves in flight at most.
+    pub region_schedule_limit: usize,
 }
 
 /// The next step `region` needs, if any.
@@ -111,6 +117,7 @@ pub fn is_done(step: &Step, new_peer_id: u64, region: &Region) -> bool {
             .iter()
             .any(|p| p.id == peer.id && p.role == ROLE_VOTER),
         Step::Remove(peer) => region.peers.iter().all(|p| p.id != peer.id),
+        Step::TransferLeader(peer) => region.leader.as_ref().is_some_and(|l| l.id == peer.id),
     }
 }
 
@@ -132,6 +139,8 @@ mod tests {
         Limits {
             max_replicas,
             store_down_ms: 60_000,
+            leader_schedule_limit: 4,
+            region_schedule_limit: 2048,
         }
     }
 
@@ -264,7 +273,7 @@ mod tests {
         ];
         let short = Limits {
             store_down_ms: 2_000,
-            max_replicas: 3,
+            ..limits(3)
         };
         assert_eq!(
             next_step(&four, &between_beats, now, short),

@@ -132,13 +132,19 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         update_interval,
         metrics,
     );
-    let (max_replicas, store_down_ms) =
-        (service.max_replicas.clone(), service.store_down_ms.clone());
+    let (max_replicas, store_down_ms, schedule_limits) = (
+        service.max_replicas.clone(),
+        service.store_down_ms.clone(),
+        service.schedule_limits.clone(),
+    );
     let follow = move |c: &config::Config| {
         use std::sync::atomic::Ordering::Relaxed;
         max_replicas.store(c.int("replication.max-replicas") as usize, Relaxed);
         let down = c.duration("schedule.max-store-down-time").0;
         store_down_ms.store(down.as_millis() as u64, Relaxed);
+        let limit = |name| c.int(name) as usize;
+        schedule_limits[0].store(limit("schedule.leader-schedule-limit"), Relaxed);
+        schedule_limits[1].store(limit("schedule.region-schedule-limit"), Relaxed);
     };
     follow(&config);
     crate::config_sync::propose_local_changes(

@@ -47,7 +47,9 @@ pub struct PdService {
     pub max_replicas: Arc<std::sync::atomic::AtomicUsize>,
     /// `schedule.max-store-down-time` in milliseconds, followed online.
     pub store_down_ms: Arc<std::sync::atomic::AtomicU64>,
-    operators: Arc<crate::cluster_rpc::Operators>,
+    /// `schedule.leader-schedule-limit` and `schedule.region-schedule-limit`, followed online.
+    pub schedule_limits: Arc<[std::sync::atomic::AtomicUsize; 2]>,
+    operators: Arc<crate::operators::Operators>,
     metrics: crate::metrics::PdMetrics,
 }
 
@@ -81,6 +83,10 @@ impl PdService {
             update_interval,
             max_replicas: Arc::new(std::sync::atomic::AtomicUsize::new(3)),
             store_down_ms: Arc::new(std::sync::atomic::AtomicU64::new(30 * 60 * 1000)),
+            schedule_limits: Arc::new([
+                std::sync::atomic::AtomicUsize::new(4),
+                std::sync::atomic::AtomicUsize::new(2048),
+            ]),
             operators: Arc::default(),
             metrics,
         }
@@ -198,6 +204,8 @@ impl PdService {
         crate::replica_checker::Limits {
             max_replicas: self.max_replicas.load(Relaxed),
             store_down_ms: self.store_down_ms.load(Relaxed),
+            leader_schedule_limit: self.schedule_limits[0].load(Relaxed),
+            region_schedule_limit: self.schedule_limits[1].load(Relaxed),
         }
     }
 

@@ -1,0 +1,252 @@
+//! Operators: what PD asks of a region's leader, one step at a time, as PD's operators go.
+//! A region has at most one operator in flight; its current step goes out in every answer to
+//! the region's heartbeats (and in its leader store's heartbeats, which reach a leader whose
+//! region did not change), until a heartbeat shows it done, then the next step goes out. A
+//! step not seen done within [`STEP_TIMEOUT`] ends the operator; PD decides anew.
+//!
+//! Where operators come from: the replica checker ([`replica_checker`]) for a region that
+//! has no operator, and the balance schedulers ([`balance`]), run at most every
+//! [`SCHEDULE_INTERVAL`] from store heartbeats, while fewer than
+//! `schedule.leader-schedule-limit` leader moves and `schedule.region-schedule-limit`
+//! replica moves are in flight. All in memory: a restarted or new PD leader decides anew from
+//! what the heartbeats show.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use proto::pd as wire;
+
+use crate::balance;
+use crate::cluster::Region;
+use crate::cluster_rpc::{alloc_one, peer_to};
+use crate::metadata::Metadata;
+use crate::oracle::wall_clock_ms;
+use crate::replica_checker::{self, Limits, Step};
+
+/// How long a step may take to show in heartbeats before its operator is dropped.
+pub const STEP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How often, at most, the balance schedulers look for work.
+pub const SCHEDULE_INTERVAL: Duration = Duration::from_millis(500);
+
+/// Who made an operator (PD's operator kinds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The replica checker's: a missing, extra or down replica.
+    Replica,
+    /// balance-leader's: a leadership move.
+    Leader,
+    /// balance-region's: a replica move.
+    Region,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Replica => "replica-checker",
+            Kind::Leader => "balance-leader",
+            Kind::Region => "balance-region",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Operator {
+    kind: Kind,
+    steps: Vec<Step>,
+    /// The step in flight.
+    at: usize,
+    /// The id of the peer an AddLearner step adds.
+    new_peer_id: u64,
+    step_started: Instant,
+}
+
+/// What a region's leader is asked to do now.
+#[derive(Debug, Default, PartialEq)]
+pub struct Order {
+    pub change_peer: Option<wire::ChangePeer>,
+    pub transfer_leader: Option<wire::TransferLeader>,
+}
+
+fn order(step: &Step, new_peer_id: u64) -> Order {
+    let change = |kind: wire::ConfChangeType, peer: wire::Peer| Order {
+        change_peer: Some(wire::ChangePeer {
+            change_type: kind as i32,
+            peer: Some(peer),
+        }),
+        transfer_leader: None,
+    };
+    match step {
+        Step::AddLearner { store_id } => change(
+            wire::ConfChangeType::AddLearnerNode,
+            wire::Peer {
+                id: new_peer_id,
+                store_id: *store_id,
+                role: wire::PeerRole::Learner as i32,
+            },
+        ),
+        Step::Promote(p) => change(wire::ConfChangeType::AddNode, peer_to(p)),
+        Step::Remove(p) => change(wire::ConfChangeType::RemoveNode, peer_to(p)),
+        Step::TransferLeader(p) => Order {
+            change_peer: None,
+            transfer_leader: Some(wire::TransferLeader {
+                peer: Some(peer_to(p)),
+            }),
+        },
+    }
+}
+
+/// An operator in flight, as `atoll ctl operator show` lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shown {
+    pub region_id: u64,
+    pub kind: &'static str,
+    pub steps: Vec<String>,
+    pub at: usize,
+}
+
+#[derive(Default)]
+pub struct Operators {
+    pending: Mutex<HashMap<u64, Operator>>,
+    last_schedule: Mutex<Option<Instant>>,
+}
+
+impl Operators {
+    /// The step to hand `region`'s leader: the operator's current one until it shows done
+    /// (then the next) or times out, else the replica checker's next.
+    pub fn next(&self, meta: &Metadata, region: &Region, limits: Limits) -> Option<Order> {
+        let mut pending = self.pending.lock().expect("operators poisoned");
+        if let Some(op) = pending.get_mut(&region.id) {
+            while op.at < op.steps.len()
+                && replica_checker::is_done(&op.steps[op.at], op.new_peer_id, region)
+            {
+                op.at += 1;
+                op.step_started = Instant::now();
+            }
+            if op.at < op.steps.len() && op.step_started.elapsed() < STEP_TIMEOUT {
+                return Some(order(&op.steps[op.at], op.new_peer_id));
+            }
+            let done = op.at == op.steps.len();
+            tracing::info!(
+                region_id = region.id,
+                kind = op.kind.name(),
+                done,
+                "operator ended"
+            );
+            pending.remove(&region.id);
+        }
+        let step =
+            meta.read(|c| replica_checker::next_step(region, c.stores(), wall_clock_ms(), limits))?;
+        let new_peer_id = match step {
+            Step::AddLearner { .. } => alloc_one(meta).ok()?,
+            Step::Promote(ref p) | Step::Remove(ref p) | Step::TransferLeader(ref p) => p.id,
+        };
+        tracing::info!(region_id = region.id, ?step, new_peer_id, "replica checker");
+        let order = order(&step, new_peer_id);
+        pending.insert(
+            region.id,
+            Operator {
+                kind: Kind::Replica,
+                steps: vec![step],
+                at: 0,
+                new_peer_id,
+                step_started: Instant::now(),
+            },
+        );
+        Some(order)
+    }
+
+    /// Runs the balance schedulers (at most every [`SCHEDULE_INTERVAL`]) and keeps the
+    /// operators they make, within the schedule limits; the steps go out with the regions'
+    /// next heartbeats.
+    pub fn schedule(&self, meta: &Metadata, limits: Limits) {
+        {
+            let mut last = self.last_schedule.lock().expect("operators poisoned");
+            if last.is_some_and(|t| t.elapsed() < SCHEDULE_INTERVAL) {
+                return;
+            }
+            *last = Some(Instant::now());
+        }
+        let (mut regions, stores) = meta.read(|c| {
+            (
+                c.regions().cloned().collect::<Vec<Region>>(),
+                c.stores().cloned().collect::<Vec<_>>(),
+            )
+        });
+        let stores: Vec<&_> = stores.iter().collect();
+        let now_ms = wall_clock_ms();
+        let mut pending = self.pending.lock().expect("operators poisoned");
+        let in_flight = |pending: &HashMap<u64, Operator>, kind| {
+            pending.values().filter(|o| o.kind == kind).count()
+        };
+        // Each operator made is counted as done in `regions`, so the next decision sees the
+        // balance it leads to.
+        while in_flight(&pending, Kind::Leader) < limits.leader_schedule_limit {
+            let busy: BTreeSet<u64> = pending.keys().copied().collect();
+            let refs: Vec<&Region> = regions.iter().collect();
+            let Some((region_id, step)) = balance::balance_leader(&refs, &stores, now_ms, &busy)
+            else {
+                break;
+            };
+            tracing::info!(region_id, ?step, "balance-leader");
+            let Step::TransferLeader(to) = &step else {
+                unreachable!("balance-leader moves leaders")
+            };
+            if let Some(r) = regions.iter_mut().find(|r| r.id == region_id) {
+                r.leader = Some(to.clone());
+            }
+            let new_peer_id = to.id;
+            pending.insert(region_id, operator(Kind::Leader, vec![step], new_peer_id));
+        }
+        while in_flight(&pending, Kind::Region) < limits.region_schedule_limit {
+            let busy: BTreeSet<u64> = pending.keys().copied().collect();
+            let refs: Vec<&Region> = regions.iter().collect();
+            let mut new_peer_id = 0;
+            let made = balance::balance_region(&refs, &stores, now_ms, &busy, || {
+                new_peer_id = alloc_one(meta).ok()?;
+                Some(new_peer_id)
+            });
+            let Some((region_id, steps)) = made else {
+                break;
+            };
+            tracing::info!(region_id, ?steps, "balance-region");
+            if let Some(r) = regions.iter_mut().find(|r| r.id == region_id) {
+                for step in &steps {
+                    match step {
+                        Step::Promote(p) => r.peers.push(p.clone()),
+                        Step::Remove(p) => r.peers.retain(|q| q.id != p.id),
+                        _ => {}
+                    }
+                }
+            }
+            pending.insert(region_id, operator(Kind::Region, steps, new_peer_id));
+        }
+    }
+
+    /// The operators in flight, by region.
+    pub fn show(&self) -> Vec<Shown> {
+        let pending = self.pending.lock().expect("operators poisoned");
+        let mut shown: Vec<Shown> = pending
+            .iter()
+            .map(|(&region_id, op)| Shown {
+                region_id,
+                kind: op.kind.name(),
+                steps: op.steps.iter().map(|s| format!("{s:?}")).collect(),
+                at: op.at,
+            })
+            .collect();
+        shown.sort_by_key(|s| s.region_id);
+        shown
+    }
+}
+
+fn operator(kind: Kind, steps: Vec<Step>, new_peer_id: u64) -> Operator {
+    Operator {
+        kind,
+        steps,
+        at: 0,
+        new_peer_id,
+        step_started: Instant::now(),
+    }
+}
