@@ -1,7 +1,8 @@
 //! `atoll ctl`: the admin client. `config show` and `config set` talk to any role's status
 //! port (`GET` / `POST /config`), like `tikv-ctl modify-tikv-config` and `curl` in TiDB's docs.
 //! `member ...` shows and moves the PD members as pd-ctl's `member` does, through PD's HTTP
-//! API on any member (`--pd`, comma separated: the first that answers).
+//! API on any member (`--pd`, comma separated: the first that answers). `store`, `region`,
+//! `operator` and `scheduler` are pd-ctl's commands of those names, sent to the PD leader.
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
@@ -22,10 +23,76 @@ enum CtlCommand {
     /// Show the PD members, show or move the leader, delete a member.
     Member {
         /// PD client addresses, comma separated.
-        #[arg(long, default_value = "127.0.0.1:2379")]
+        #[arg(long, global = true, default_value = "127.0.0.1:2379")]
         pd: String,
         #[command(subcommand)]
         command: Option<MemberCommand>,
+    },
+    /// Show stores, or delete one (its replicas move away, then it is a Tombstone).
+    Store {
+        #[arg(long, global = true, default_value = "127.0.0.1:2379")]
+        pd: String,
+        #[command(subcommand)]
+        command: Option<StoreCommand>,
+    },
+    /// Show every region, or one by id.
+    Region {
+        #[arg(long, global = true, default_value = "127.0.0.1:2379")]
+        pd: String,
+        id: Option<u64>,
+    },
+    /// Show, add or remove operators (what PD asks of a region's leader).
+    Operator {
+        #[arg(long, global = true, default_value = "127.0.0.1:2379")]
+        pd: String,
+        #[command(subcommand)]
+        command: OperatorCommand,
+    },
+    /// Show, add or remove schedulers.
+    Scheduler {
+        #[arg(long, global = true, default_value = "127.0.0.1:2379")]
+        pd: String,
+        #[command(subcommand)]
+        command: SchedulerCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum StoreCommand {
+    /// One store.
+    Show { id: u64 },
+    /// `store delete ID`: the store goes Offline and its replicas move to other stores.
+    Delete { id: u64 },
+}
+
+#[derive(Subcommand)]
+enum OperatorCommand {
+    Show,
+    /// `add transfer-leader REGION STORE` or `add transfer-peer REGION FROM TO`.
+    Add {
+        #[arg(value_parser = ["transfer-leader", "transfer-peer"])]
+        name: String,
+        region: u64,
+        /// The store to lead (transfer-leader), or FROM and TO (transfer-peer).
+        stores: Vec<u64>,
+    },
+    /// Cancel a region's operator.
+    Remove {
+        region: u64,
+    },
+}
+
+#[derive(Subcommand)]
+enum SchedulerCommand {
+    Show,
+    /// e.g. `add evict-leader-scheduler 1`, `add balance-leader-scheduler`.
+    Add {
+        name: String,
+        store: Option<u64>,
+    },
+    /// e.g. `remove evict-leader-scheduler-1`.
+    Remove {
+        name: String,
     },
 }
 
@@ -84,6 +151,57 @@ pub fn run(args: CtlArgs) -> anyhow::Result<()> {
     let command = match args.command {
         CtlCommand::Config { command } => command,
         CtlCommand::Member { pd, command } => return member(&agent, &pd, command),
+        CtlCommand::Store { pd, command } => {
+            let (method, path) = match command {
+                None => ("GET", "stores".to_string()),
+                Some(StoreCommand::Show { id }) => ("GET", format!("store/{id}")),
+                Some(StoreCommand::Delete { id }) => ("DELETE", format!("store/{id}")),
+            };
+            return on_leader(&agent, &pd, method, &path, None);
+        }
+        CtlCommand::Region { pd, id } => {
+            let path = id.map_or("regions".to_string(), |id| format!("region/id/{id}"));
+            return on_leader(&agent, &pd, "GET", &path, None);
+        }
+        CtlCommand::Operator { pd, command } => {
+            return match command {
+                OperatorCommand::Show => on_leader(&agent, &pd, "GET", "operators", None),
+                OperatorCommand::Add {
+                    name,
+                    region,
+                    stores,
+                } => {
+                    let body = match (name.as_str(), stores.as_slice()) {
+                        ("transfer-leader", [to]) => serde_json::json!({
+                            "name": name, "region_id": region, "to_store_id": to,
+                        }),
+                        ("transfer-peer", [from, to]) => serde_json::json!({
+                            "name": name, "region_id": region,
+                            "from_store_id": from, "to_store_id": to,
+                        }),
+                        _ => bail!(
+                            "usage: operator add transfer-leader REGION STORE | transfer-peer REGION FROM TO"
+                        ),
+                    };
+                    on_leader(&agent, &pd, "POST", "operators", Some(body))
+                }
+                OperatorCommand::Remove { region } => {
+                    on_leader(&agent, &pd, "DELETE", &format!("operators/{region}"), None)
+                }
+            };
+        }
+        CtlCommand::Scheduler { pd, command } => {
+            return match command {
+                SchedulerCommand::Show => on_leader(&agent, &pd, "GET", "schedulers", None),
+                SchedulerCommand::Add { name, store } => {
+                    let body = serde_json::json!({ "name": name, "store_id": store });
+                    on_leader(&agent, &pd, "POST", "schedulers", Some(body))
+                }
+                SchedulerCommand::Remove { name } => {
+                    on_leader(&agent, &pd, "DELETE", &format!("schedulers/{name}"), None)
+                }
+            };
+        }
     };
     match command {
         ConfigCommand::Show { host } => {
@@ -171,6 +289,53 @@ fn member(agent: &ureq::Agent, pd: &str, command: Option<MemberCommand>) -> anyh
         return Ok(());
     }
     Err(last.unwrap_or_else(|| anyhow::anyhow!("no pd address given")))
+}
+
+/// The PD leader's client address, asked of the first of `pd` that answers.
+fn pd_leader(agent: &ureq::Agent, pd: &str) -> anyhow::Result<String> {
+    let mut last = anyhow::anyhow!("no pd address given");
+    for host in pd
+        .split(',')
+        .map(|h| h.trim().trim_start_matches("http://"))
+    {
+        match send(
+            agent.get(format!("http://{host}/pd/api/v1/leader")).call(),
+            host,
+        ) {
+            Ok(leader) => {
+                return leader["client_urls"][0]
+                    .as_str()
+                    .map(|u| u.trim_start_matches("http://").to_string())
+                    .context("the leader has no client URL yet");
+            }
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+/// `METHOD /pd/api/v1/PATH` (with `body` as JSON) on the PD leader; prints the answer.
+fn on_leader(
+    agent: &ureq::Agent,
+    pd: &str,
+    method: &str,
+    path: &str,
+    body: Option<serde_json::Value>,
+) -> anyhow::Result<()> {
+    let at = pd_leader(agent, pd)?;
+    let url = format!("http://{at}/pd/api/v1/{path}");
+    let response = match (method, body) {
+        ("GET", _) => agent.get(url).call(),
+        ("DELETE", _) => agent.delete(url).call(),
+        (_, Some(body)) => agent.post(url).send_json(&body),
+        (_, None) => agent.post(url).send_empty(),
+    };
+    let answer = send(response, &at)?;
+    match answer.as_str() {
+        Some(text) => println!("{text}"),
+        None => println!("{}", serde_json::to_string_pretty(&answer)?),
+    }
+    Ok(())
 }
 
 fn send(

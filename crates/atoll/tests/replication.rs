@@ -5,7 +5,10 @@
 //! the majority that serves once another node is killed). A rolling restart with SIGTERM
 //! fails no transaction, not even one holding pessimistic locks across the stop. Splitting
 //! the bank's tables while transfers go on fails none either, nor does PD spreading the new
-//! regions' leaders over the nodes, and they fail over when their leader is killed; a table loaded past a small split size splits by itself.
+//! regions' leaders over the nodes, and they fail over when their leader is killed; a table
+//! loaded past a small split size splits by itself. With four nodes, PD spreads the
+//! replicas, and a store deleted with `atoll ctl store delete` hands its replicas to the
+//! others and becomes a Tombstone.
 
 mod common;
 
@@ -697,4 +700,106 @@ fn a_table_grown_past_the_split_size_splits_by_itself_and_reads_stay_whole() {
         "10001"
     );
     assert_eq!(c.total(), ACCOUNTS * BALANCE);
+}
+
+impl Cluster {
+    /// `atoll ctl ARGS --pd <this cluster's pd>`: the output, or the error it printed.
+    fn ctl(&self, args: &[&str]) -> Result<String, String> {
+        let pd = format!("127.0.0.1:{}", self.pd_port);
+        let mut all = vec!["ctl"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--pd", &pd]);
+        let out = run(&all);
+        match out.status.success() {
+            true => Ok(String::from_utf8_lossy(&out.stdout).to_string()),
+            false => Err(String::from_utf8_lossy(&out.stderr).to_string()),
+        }
+    }
+
+    /// PD's view of the stores: (id, address, state, region count).
+    fn stores(&self) -> Vec<(u64, String, String, u64)> {
+        let json: serde_json::Value =
+            serde_json::from_str(&self.ctl(&["store"]).expect("ctl store")).unwrap();
+        json["stores"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["store"]["id"].as_u64().unwrap(),
+                    s["store"]["address"].as_str().unwrap().to_string(),
+                    s["store"]["state_name"].as_str().unwrap().to_string(),
+                    s["status"]["region_count"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn a_deleted_store_hands_its_replicas_over_and_becomes_a_tombstone() {
+    let c = Cluster::start_with(4, "");
+    wait_until("three replicas", Duration::from_secs(90), || {
+        c.replicas() == 3
+    });
+    c.mysql_retrying(
+        "CREATE DATABASE bank; CREATE TABLE bank.accounts (id INT PRIMARY KEY, balance INT); \
+         CREATE TABLE bank.log (n INT PRIMARY KEY)",
+        Duration::from_secs(60),
+    );
+    let values: Vec<String> = (0..ACCOUNTS).map(|i| format!("({i}, {BALANCE})")).collect();
+    c.mysql(&format!(
+        "INSERT INTO bank.accounts VALUES {}",
+        values.join(",")
+    ))
+    .unwrap();
+    c.mysql("SPLIT TABLE bank.accounts BY (2), (4), (6), (8)")
+        .unwrap();
+    // Five regions of three replicas over four stores: balance-region evens them out.
+    wait_until(
+        "replicas spread over the four stores",
+        Duration::from_secs(60),
+        || {
+            let counts: Vec<u64> = c.stores().iter().map(|s| s.3).collect();
+            counts.iter().max().unwrap() - counts.iter().min().unwrap() <= 1
+        },
+    );
+    let leaving = c.stores()[3].0;
+    assert_eq!(
+        c.ctl(&["store", "delete", &leaving.to_string()])
+            .unwrap()
+            .trim(),
+        "The store is set as Offline."
+    );
+    wait_until(
+        "the deleted store is a tombstone",
+        Duration::from_secs(60),
+        || {
+            c.stores()
+                .iter()
+                .any(|s| s.0 == leaving && s.2 == "Tombstone" && s.3 == 0)
+        },
+    );
+    let regions = c.stores().iter().map(|s| s.3).max().unwrap();
+    assert!(
+        c.stores()
+            .iter()
+            .filter(|s| s.0 != leaving)
+            .all(|s| s.3 == regions),
+        "the three stores left hold every region: {:?}",
+        c.stores()
+    );
+    assert_eq!(c.total(), ACCOUNTS * BALANCE);
+    transfer(c.port, 1).expect("transfers go on");
+    let refused = c
+        .ctl(&["store", "delete", &c.stores()[0].0.to_string()])
+        .unwrap_err();
+    assert!(
+        refused.contains("would leave 2 serving stores"),
+        "{refused}"
+    );
+    let unknown = c
+        .ctl(&["scheduler", "add", "no-such-scheduler"])
+        .unwrap_err();
+    assert!(unknown.contains("unknown scheduler"), "{unknown}");
 }

@@ -9,6 +9,8 @@
 //!   without a replica there moves one: add a learner on the emptier store, promote it, hand
 //!   leadership away first if the leaving peer leads, remove the leaving peer.
 //!
+//! - evict-leader (per store, on demand): every leadership on the store moves to another.
+//!
 //! A region with an operator in flight, in a joint configuration, with a pending peer or a
 //! peer on a store that is not up is left alone. Ties go to the lowest store and region id,
 //! so a decision is the same on every run over the same state.
@@ -46,14 +48,17 @@ fn up_stores(stores: &[&Store], now_ms: u64) -> BTreeSet<u64> {
         .collect()
 }
 
-/// balance-leader's next leadership move: the region and the peer to lead it.
+/// balance-leader's next leadership move: the region and the peer to lead it. Stores in
+/// `evicted` (evict-leader's) are left out: they lead nothing.
 pub fn balance_leader(
     regions: &[&Region],
     stores: &[&Store],
     now_ms: u64,
     busy: &BTreeSet<u64>,
+    evicted: &BTreeSet<u64>,
 ) -> Option<(u64, Step)> {
-    let up = up_stores(stores, now_ms);
+    let mut up = up_stores(stores, now_ms);
+    up.retain(|s| !evicted.contains(s));
     let mut leaders: BTreeMap<u64, usize> = up.iter().map(|&s| (s, 0)).collect();
     for r in regions {
         if let Some(n) = r.leader.as_ref().and_then(|l| leaders.get_mut(&l.store_id)) {
@@ -107,9 +112,15 @@ pub fn balance_region(
             && r.peers.iter().all(|p| p.store_id != to)
     })?;
     let leaving = region.peers.iter().find(|p| p.store_id == from)?.clone();
-    let id = new_peer_id()?;
+    Some((region.id, move_peer(region, leaving, to, new_peer_id()?)))
+}
+
+/// The steps that move `region`'s replica `leaving` to store `to` as peer `new_peer_id`:
+/// add it as a learner, promote it, hand leadership to it if `leaving` leads, remove
+/// `leaving` (balance-region's, and `operator add transfer-peer`'s).
+pub fn move_peer(region: &Region, leaving: Peer, to: u64, new_peer_id: u64) -> Vec<Step> {
     let learner = Peer {
-        id,
+        id: new_peer_id,
         store_id: to,
         role: ROLE_LEARNER,
     };
@@ -124,7 +135,33 @@ pub fn balance_region(
         }));
     }
     steps.push(Step::Remove(leaving));
-    Some((region.id, steps))
+    steps
+}
+
+/// evict-leader's next move: a region led on one of `evicted` goes to a voter on a store
+/// that is up and not evicted.
+pub fn evict_leader(
+    regions: &[&Region],
+    stores: &[&Store],
+    now_ms: u64,
+    busy: &BTreeSet<u64>,
+    evicted: &BTreeSet<u64>,
+) -> Option<(u64, Step)> {
+    let up = up_stores(stores, now_ms);
+    regions
+        .iter()
+        .filter(|r| settled(r, &up, busy))
+        .filter(|r| {
+            r.leader
+                .as_ref()
+                .is_some_and(|l| evicted.contains(&l.store_id))
+        })
+        .find_map(|r| {
+            let to = r.peers.iter().find(|p| {
+                p.role == ROLE_VOTER && !evicted.contains(&p.store_id) && up.contains(&p.store_id)
+            })?;
+            Some((r.id, Step::TransferLeader(to.clone())))
+        })
 }
 
 #[cfg(test)]
@@ -134,6 +171,7 @@ mod tests {
 
     fn store(id: u64) -> Store {
         Store {
+            node_state: crate::cluster::NodeState::Serving,
             id,
             address: String::new(),
             status_address: String::new(),
@@ -170,7 +208,7 @@ mod tests {
         loop {
             let refs: Vec<&Region> = regions.iter().collect();
             let Some((id, Step::TransferLeader(to))) =
-                balance_leader(&refs, &stores, 1_000, &BTreeSet::new())
+                balance_leader(&refs, &stores, 1_000, &BTreeSet::new(), &BTreeSet::new())
             else {
                 break;
             };
@@ -191,7 +229,17 @@ mod tests {
         regions[1].leader = regions[1].peers.first().cloned();
         let refs: Vec<&Region> = regions.iter().collect();
         let busy: BTreeSet<u64> = refs.iter().map(|r| r.id).collect();
-        assert_eq!(balance_leader(&refs, &stores, 1_000, &busy), None);
+        assert_eq!(
+            balance_leader(&refs, &stores, 1_000, &busy, &BTreeSet::new()),
+            None
+        );
+        // evict-leader takes every leadership off store 1, to the first other voter.
+        let evicted = BTreeSet::from([1]);
+        let (id, step) = evict_leader(&refs, &stores, 1_000, &BTreeSet::new(), &evicted).unwrap();
+        assert_eq!(
+            (id, step),
+            (1, Step::TransferLeader(regions[0].peers[1].clone()))
+        );
     }
 
     #[test]

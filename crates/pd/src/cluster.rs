@@ -56,6 +56,21 @@ pub struct Store {
     pub address: String,
     pub status_address: String,
     pub last_heartbeat_ms: u64,
+    /// Serving, or on its way out (`store delete`).
+    #[serde(default)]
+    pub node_state: NodeState,
+}
+
+/// Where a store is in its life, as PD records it (TiKV's `NodeState`); whether a serving
+/// store is Up, Disconnected or Down follows from its heartbeats.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NodeState {
+    #[default]
+    Serving,
+    /// `store delete` asked for it: its replicas move to other stores.
+    Offline,
+    /// None of its replicas are left: gone for good, it may not register again.
+    Tombstone,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -64,6 +79,10 @@ pub enum ClusterError {
     NotBootstrapped,
     #[error("the cluster is already bootstrapped")]
     AlreadyBootstrapped,
+    #[error(
+        "store {0} is a tombstone: it was deleted and may not come back (give the node an empty data dir)"
+    )]
+    Tombstone(u64),
     #[error("the first region must cover every key and have a peer on the bootstrapping store")]
     BadFirstRegion,
     #[error("store {0} is unknown")]
@@ -151,18 +170,58 @@ impl Cluster {
         if !self.bootstrapped {
             return Err(ClusterError::NotBootstrapped);
         }
-        if let Some(owner) = self
-            .stores
-            .values()
-            .find(|s| s.address == store.address && s.id != store.id)
-        {
+        let known = self.stores.get(&store.id).map(|s| s.node_state);
+        if known == Some(NodeState::Tombstone) {
+            return Err(ClusterError::Tombstone(store.id));
+        }
+        if let Some(owner) = self.stores.values().find(|s| {
+            s.address == store.address && s.id != store.id && s.node_state != NodeState::Tombstone
+        }) {
             return Err(ClusterError::DuplicateAddress {
                 address: store.address,
                 owner: owner.id,
             });
         }
-        self.stores.insert(store.id, store);
+        // A store keeps the state PD gave it when it registers again.
+        let node_state = known.unwrap_or(store.node_state);
+        self.stores.insert(
+            store.id,
+            Store {
+                node_state,
+                ..store
+            },
+        );
         Ok(())
+    }
+
+    /// `store delete`: store `id` goes Offline (its replicas move away); then, once no
+    /// region has a peer on it, Tombstone ([`Cluster::bury_store`]).
+    pub fn delete_store(&mut self, id: u64) -> Result<(), ClusterError> {
+        let store = self
+            .stores
+            .get_mut(&id)
+            .ok_or(ClusterError::UnknownStore(id))?;
+        if store.node_state == NodeState::Tombstone {
+            return Err(ClusterError::Tombstone(id));
+        }
+        store.node_state = NodeState::Offline;
+        Ok(())
+    }
+
+    /// An Offline store that no region has a peer on any more becomes a Tombstone; anything
+    /// else is left as it is. Returns whether it did.
+    pub fn bury_store(&mut self, id: u64) -> bool {
+        let empty = !self
+            .regions
+            .values()
+            .any(|r| r.peers.iter().any(|p| p.store_id == id));
+        match self.stores.get_mut(&id) {
+            Some(s) if s.node_state == NodeState::Offline && empty => {
+                s.node_state = NodeState::Tombstone;
+                true
+            }
+            _ => false,
+        }
     }
 
     pub fn store_heartbeat(&mut self, store_id: u64, now_ms: u64) -> Result<(), ClusterError> {
@@ -272,6 +331,7 @@ mod tests {
 
     fn store(id: u64) -> Store {
         Store {
+            node_state: NodeState::Serving,
             id,
             address: format!("127.0.0.1:{}", 20160 + id),
             status_address: String::new(),

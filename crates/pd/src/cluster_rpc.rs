@@ -20,6 +20,7 @@ fn error(e: MetaError) -> wire::Error {
         MetaError::Cluster(
             ClusterError::StaleEpoch { .. }
             | ClusterError::UnknownStore(_)
+            | ClusterError::Tombstone(_)
             | ClusterError::Overlap { .. },
         ) => wire::ErrorType::StaleOrUnknown,
         MetaError::Cluster(
@@ -91,6 +92,7 @@ fn store_from(s: wire::Store) -> Store {
         address: s.address,
         status_address: s.status_address,
         last_heartbeat_ms: wall_clock_ms(),
+        node_state: Default::default(),
     }
 }
 

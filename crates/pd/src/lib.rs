@@ -7,11 +7,13 @@
 //! [`cluster_rpc`] as served), the replica checker ([`replica_checker`]) and the balance
 //! schedulers ([`balance`]), whose steps [`operators`] hands out; a follower
 //! forwards every call to it ([`service`]). Online knobs are the group's ([`config_sync`]).
-//! [`http_api`] is PD's members API, [`metrics`] its Grafana names, [`server`] wires a
+//! [`http_api`] is PD's members API, [`cluster_api`] its stores, regions, operators and
+//! schedulers API, [`metrics`] its Grafana names, [`server`] wires a
 //! member together.
 
 pub mod balance;
 pub mod cluster;
+pub mod cluster_api;
 pub mod cluster_rpc;
 pub mod config_sync;
 pub mod disk;

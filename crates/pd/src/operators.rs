@@ -5,10 +5,12 @@
 //! step not seen done within [`STEP_TIMEOUT`] ends the operator; PD decides anew.
 //!
 //! Where operators come from: the replica checker ([`replica_checker`]) for a region that
-//! has no operator, and the balance schedulers ([`balance`]), run at most every
+//! has no operator, a person (`atoll ctl operator add`), evict-leader for the stores named,
+//! and the balance schedulers that are on ([`Schedulers`], [`balance`]), run at most every
 //! [`SCHEDULE_INTERVAL`] from store heartbeats, while fewer than
 //! `schedule.leader-schedule-limit` leader moves and `schedule.region-schedule-limit`
-//! replica moves are in flight. All in memory: a restarted or new PD leader decides anew from
+//! replica moves are in flight. The same pass buries a deleted (Offline) store none of whose
+//! replicas are left: it becomes a Tombstone. All in memory: a restarted or new PD leader decides anew from
 //! what the heartbeats show.
 
 use std::collections::{BTreeSet, HashMap};
@@ -18,11 +20,12 @@ use std::time::{Duration, Instant};
 use proto::pd as wire;
 
 use crate::balance;
-use crate::cluster::Region;
+use crate::cluster::{NodeState, Region};
 use crate::cluster_rpc::{alloc_one, peer_to};
 use crate::metadata::Metadata;
 use crate::oracle::wall_clock_ms;
 use crate::replica_checker::{self, Limits, Step};
+use crate::state::Command;
 
 /// How long a step may take to show in heartbeats before its operator is dropped.
 pub const STEP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -39,6 +42,10 @@ pub enum Kind {
     Leader,
     /// balance-region's: a replica move.
     Region,
+    /// evict-leader's: a leadership moved off an evicted store.
+    Evict,
+    /// Asked for by a person (`atoll ctl operator add`).
+    Admin,
 }
 
 impl Kind {
@@ -47,6 +54,8 @@ impl Kind {
             Kind::Replica => "replica-checker",
             Kind::Leader => "balance-leader",
             Kind::Region => "balance-region",
+            Kind::Evict => "evict-leader",
+            Kind::Admin => "admin",
         }
     }
 }
@@ -106,10 +115,86 @@ pub struct Shown {
     pub at: usize,
 }
 
+/// The schedulers that run: PD's default balance-leader and balance-region, and
+/// evict-leader for the stores named.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Schedulers {
+    pub balance_leader: bool,
+    pub balance_region: bool,
+    pub evict_leader: BTreeSet<u64>,
+}
+
+impl Default for Schedulers {
+    fn default() -> Schedulers {
+        Schedulers {
+            balance_leader: true,
+            balance_region: true,
+            evict_leader: BTreeSet::new(),
+        }
+    }
+}
+
+const BALANCE_LEADER: &str = "balance-leader-scheduler";
+const BALANCE_REGION: &str = "balance-region-scheduler";
+const EVICT_LEADER: &str = "evict-leader-scheduler";
+
+impl Schedulers {
+    /// Their names, as PD lists them (`evict-leader-scheduler-<store>` for each store).
+    pub fn names(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        if self.balance_leader {
+            names.push(BALANCE_LEADER.to_string());
+        }
+        if self.balance_region {
+            names.push(BALANCE_REGION.to_string());
+        }
+        names.extend(
+            self.evict_leader
+                .iter()
+                .map(|s| format!("{EVICT_LEADER}-{s}")),
+        );
+        names
+    }
+
+    /// Turns scheduler `name` on (evict-leader needs the store).
+    pub fn add(&mut self, name: &str, store_id: Option<u64>) -> Result<(), String> {
+        match (name, store_id) {
+            (BALANCE_LEADER, _) => self.balance_leader = true,
+            (BALANCE_REGION, _) => self.balance_region = true,
+            (EVICT_LEADER, Some(store)) => {
+                self.evict_leader.insert(store);
+            }
+            (EVICT_LEADER, None) => return Err(format!("{EVICT_LEADER} needs a store id")),
+            _ => {
+                return Err(format!(
+                    "unknown scheduler {name:?}; known: {BALANCE_LEADER}, {BALANCE_REGION}, {EVICT_LEADER}"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Turns scheduler `name` (as [`Schedulers::names`] gives it) off.
+    pub fn remove(&mut self, name: &str) -> Result<(), String> {
+        let evicted = name
+            .strip_prefix(EVICT_LEADER)
+            .and_then(|s| s.strip_prefix('-'))
+            .and_then(|s| s.parse::<u64>().ok());
+        match (name, evicted) {
+            (BALANCE_LEADER, _) if self.balance_leader => self.balance_leader = false,
+            (BALANCE_REGION, _) if self.balance_region => self.balance_region = false,
+            (_, Some(store)) if self.evict_leader.remove(&store) => {}
+            _ => return Err(format!("no scheduler {name:?} runs")),
+        }
+        Ok(())
+    }
+}
+
 #[derive(Default)]
 pub struct Operators {
     pending: Mutex<HashMap<u64, Operator>>,
     last_schedule: Mutex<Option<Instant>>,
+    pub schedulers: Mutex<Schedulers>,
 }
 
 impl Operators {
@@ -174,32 +259,58 @@ impl Operators {
                 c.stores().cloned().collect::<Vec<_>>(),
             )
         });
+        // An Offline store none of whose replicas are left is buried.
+        for s in stores.iter().filter(|s| s.node_state == NodeState::Offline) {
+            let empty = !regions
+                .iter()
+                .any(|r| r.peers.iter().any(|p| p.store_id == s.id));
+            if empty && meta.propose(Command::BuryStore(s.id)).is_ok() {
+                tracing::info!(
+                    store_id = s.id,
+                    "the deleted store holds no replica: tombstone"
+                );
+            }
+        }
         let stores: Vec<&_> = stores.iter().collect();
         let now_ms = wall_clock_ms();
         let mut pending = self.pending.lock().expect("operators poisoned");
         let in_flight = |pending: &HashMap<u64, Operator>, kind| {
             pending.values().filter(|o| o.kind == kind).count()
         };
+        let schedulers = self.schedulers.lock().expect("schedulers poisoned").clone();
+        let evicted = &schedulers.evict_leader;
         // Each operator made is counted as done in `regions`, so the next decision sees the
         // balance it leads to.
-        while in_flight(&pending, Kind::Leader) < limits.leader_schedule_limit {
+        let leader_moves = |pending: &HashMap<u64, Operator>| {
+            in_flight(pending, Kind::Leader) + in_flight(pending, Kind::Evict)
+        };
+        while leader_moves(&pending) < limits.leader_schedule_limit {
             let busy: BTreeSet<u64> = pending.keys().copied().collect();
             let refs: Vec<&Region> = regions.iter().collect();
-            let Some((region_id, step)) = balance::balance_leader(&refs, &stores, now_ms, &busy)
-            else {
+            let made = match balance::evict_leader(&refs, &stores, now_ms, &busy, evicted) {
+                Some(m) => Some((Kind::Evict, m)),
+                None if schedulers.balance_leader => {
+                    balance::balance_leader(&refs, &stores, now_ms, &busy, evicted)
+                        .map(|m| (Kind::Leader, m))
+                }
+                None => None,
+            };
+            let Some((kind, (region_id, step))) = made else {
                 break;
             };
-            tracing::info!(region_id, ?step, "balance-leader");
+            tracing::info!(region_id, ?step, kind = kind.name(), "leader move");
             let Step::TransferLeader(to) = &step else {
-                unreachable!("balance-leader moves leaders")
+                unreachable!("leader schedulers move leaders")
             };
             if let Some(r) = regions.iter_mut().find(|r| r.id == region_id) {
                 r.leader = Some(to.clone());
             }
             let new_peer_id = to.id;
-            pending.insert(region_id, operator(Kind::Leader, vec![step], new_peer_id));
+            pending.insert(region_id, operator(kind, vec![step], new_peer_id));
         }
-        while in_flight(&pending, Kind::Region) < limits.region_schedule_limit {
+        while schedulers.balance_region
+            && in_flight(&pending, Kind::Region) < limits.region_schedule_limit
+        {
             let busy: BTreeSet<u64> = pending.keys().copied().collect();
             let refs: Vec<&Region> = regions.iter().collect();
             let mut new_peer_id = 0;
@@ -222,6 +333,26 @@ impl Operators {
             }
             pending.insert(region_id, operator(Kind::Region, steps, new_peer_id));
         }
+    }
+
+    /// Starts an operator a person asked for on `region_id` (`atoll ctl operator add`),
+    /// unless one is in flight there.
+    pub fn add(&self, region_id: u64, steps: Vec<Step>, new_peer_id: u64) -> Result<(), String> {
+        let mut pending = self.pending.lock().expect("operators poisoned");
+        if pending.contains_key(&region_id) {
+            return Err(format!("region {region_id} has an operator in flight"));
+        }
+        tracing::info!(region_id, ?steps, "admin operator");
+        pending.insert(region_id, operator(Kind::Admin, steps, new_peer_id));
+        Ok(())
+    }
+
+    /// Drops `region_id`'s operator; whether there was one. A step already handed out may
+    /// still happen.
+    pub fn remove(&self, region_id: u64) -> bool {
+        (self.pending.lock().expect("operators poisoned"))
+            .remove(&region_id)
+            .is_some()
     }
 
     /// The operators in flight, by region.

@@ -5,11 +5,13 @@
 //! on a store that is not up is removed, and a region with more voters than wanted loses
 //! one that is not its leader (one on a store that is not up first). A peer on a store
 //! silent for `schedule.max-store-down-time` no longer counts: the region gets a replacement
-//! on another store, and then loses the peer on the down store as the extra one. A region in a
+//! on another store, and then loses the peer on the down store as the extra one. A store
+//! deleted (Offline) gets no replicas, and its peers are replaced the same way and then
+//! removed, a leader among them handing its leadership to a healthy voter first. A region in a
 //! joint configuration is left alone: its leader finishes the change by itself. Pure: the
 //! caller passes the time and allocates the ids.
 
-use crate::cluster::{Peer, Region, Store};
+use crate::cluster::{NodeState, Peer, Region, Store};
 
 /// A store silent this long is not up (PD's "Disconnected", KNOBS.md §3.2).
 pub const STORE_DISCONNECTED_MS: u64 = 20_000;
@@ -30,8 +32,10 @@ pub enum Step {
     TransferLeader(Peer),
 }
 
+/// Whether `store` serves (not deleted) and was heard from lately: a place for replicas.
 pub fn is_up(store: &Store, now_ms: u64) -> bool {
-    now_ms.saturating_sub(store.last_heartbeat_ms) < STORE_DISCONNECTED_MS
+    store.node_state == NodeState::Serving
+        && now_ms.saturating_sub(store.last_heartbeat_ms) < STORE_DISCONNECTED_MS
 }
 
 /// The knobs the checker and the schedulers follow.
@@ -64,11 +68,18 @@ pub fn next_step<'a>(
         .copied()
         .filter(|s| is_up(s, now_ms))
         .collect();
-    let down = |store_id: u64| {
+    let leaving = |store_id: u64| {
         stores
             .iter()
             .find(|s| s.id == store_id)
-            .is_none_or(|s| now_ms.saturating_sub(s.last_heartbeat_ms) >= limits.store_down_ms)
+            .is_none_or(|s| s.node_state != NodeState::Serving)
+    };
+    let down = |store_id: u64| {
+        leaving(store_id)
+            || stores
+                .iter()
+                .find(|s| s.id == store_id)
+                .is_none_or(|s| now_ms.saturating_sub(s.last_heartbeat_ms) >= limits.store_down_ms)
     };
     if let Some(learner) = region.peers.iter().find(|p| p.role == ROLE_LEARNER) {
         if !up.iter().any(|s| s.id == learner.store_id) {
@@ -90,6 +101,18 @@ pub fn next_step<'a>(
             return Some(Step::AddLearner { store_id: s.id });
         }
         // No store to add to: the extra peers below may still go.
+    }
+    // A peer on a deleted store goes once the others are enough; a leader hands off first.
+    if let Some(p) = region.peers.iter().find(|p| leaving(p.store_id))
+        && healthy >= wanted
+    {
+        if region.leader.as_ref().is_some_and(|l| l.id == p.id) {
+            let to = region.peers.iter().find(|q| {
+                q.role == ROLE_VOTER && !down(q.store_id) && up.iter().any(|s| s.id == q.store_id)
+            })?;
+            return Some(Step::TransferLeader(to.clone()));
+        }
+        return Some(Step::Remove(p.clone()));
     }
     if region.peers.len() > max_replicas {
         let leader = region.leader.as_ref().map(|l| l.id);
@@ -128,6 +151,7 @@ mod tests {
 
     fn store(id: u64, last_heartbeat_ms: u64) -> Store {
         Store {
+            node_state: crate::cluster::NodeState::Serving,
             id,
             address: format!("127.0.0.1:{}", 20160 + id),
             status_address: String::new(),
@@ -287,5 +311,33 @@ mod tests {
         assert!(is_done(&Step::AddLearner { store_id: 2 }, 11, &r));
         assert!(!is_done(&Step::Promote(peer(11, 2, ROLE_LEARNER)), 0, &r));
         assert!(is_done(&Step::Remove(peer(12, 3, ROLE_VOTER)), 0, &r));
+    }
+
+    #[test]
+    fn a_deleted_store_loses_its_replicas_to_the_others_its_leader_handing_off_first() {
+        let now = 100_000;
+        let mut stores = vec![store(1, now), store(2, now), store(3, now), store(4, now)];
+        stores[2].node_state = NodeState::Offline;
+        let mut r = region(vec![
+            peer(11, 1, ROLE_VOTER),
+            peer(12, 2, ROLE_VOTER),
+            peer(13, 3, ROLE_VOTER),
+        ]);
+        r.leader = Some(peer(13, 3, ROLE_VOTER));
+        assert_eq!(
+            next_step(&r, &stores, now, limits(3)),
+            Some(Step::AddLearner { store_id: 4 }),
+            "a replacement first, on the store without one"
+        );
+        r.peers.push(peer(14, 4, ROLE_VOTER));
+        assert_eq!(
+            next_step(&r, &stores, now, limits(3)),
+            Some(Step::TransferLeader(peer(11, 1, ROLE_VOTER)))
+        );
+        r.leader = Some(peer(11, 1, ROLE_VOTER));
+        assert_eq!(
+            next_step(&r, &stores, now, limits(3)),
+            Some(Step::Remove(peer(13, 3, ROLE_VOTER)))
+        );
     }
 }

@@ -165,10 +165,18 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             }),
         );
     }
+    let cluster_api = crate::cluster_api::router(
+        handle.clone(),
+        members.clone(),
+        service.operators(),
+        service.max_replicas.clone(),
+        service.store_down_ms.clone(),
+    );
     let routes = tonic::service::Routes::new(PdServer::new(service))
         .into_axum_router()
-        .merge(crate::http_api::router(handle.clone(), members.clone()));
-    let serving = "the TSO, the GC safe point and cluster metadata (gRPC Pd) replicated over the pd members, the replica checker (regions grow to replication.max-replicas), PD's members API and the status API; balancing and splits are not built yet";
+        .merge(crate::http_api::router(handle.clone(), members.clone()))
+        .merge(cluster_api);
+    let serving = "the TSO, the GC safe point and cluster metadata (gRPC Pd) replicated over the pd members, the replica checker, the balance-leader, balance-region and evict-leader schedulers, store deletion, PD's members, stores, regions, operators and schedulers API and the status API";
     tracing::warn!(member = name, id = my_id, "{serving}");
     let stopping = handle.clone();
     let result = node.run_with_routes_and_stop(serving, Some(routes), move || async move {

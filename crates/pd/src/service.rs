@@ -198,6 +198,11 @@ impl PdService {
 type TsoStream = Pin<Box<dyn Stream<Item = Result<TsoResponse, Status>> + Send>>;
 
 impl PdService {
+    /// The operators and schedulers this member runs while it leads.
+    pub fn operators(&self) -> Arc<crate::operators::Operators> {
+        self.operators.clone()
+    }
+
     /// The replica checker's knobs as they are now.
     fn limits(&self) -> crate::replica_checker::Limits {
         use std::sync::atomic::Ordering::Relaxed;

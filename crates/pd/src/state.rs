@@ -91,6 +91,10 @@ pub enum Command {
     SetConfig(BTreeMap<String, serde_json::Value>),
     /// The cluster's id, if it has none yet.
     SetClusterId(u64),
+    /// `store delete`: the store goes Offline.
+    DeleteStore(u64),
+    /// An Offline store without replicas becomes a Tombstone.
+    BuryStore(u64),
 }
 
 /// What applying a command answers its proposer.
@@ -153,6 +157,11 @@ impl PdState {
                 }
                 Outcome::Done
             }
+            Command::DeleteStore(id) => {
+                self.cluster.delete_store(*id)?;
+                Outcome::Done
+            }
+            Command::BuryStore(id) => Outcome::Changed(self.cluster.bury_store(*id)),
             Command::SetConfig(items) => {
                 self.config
                     .extend(items.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -212,6 +221,7 @@ mod tests {
                 address: "127.0.0.1:20160".into(),
                 status_address: String::new(),
                 last_heartbeat_ms: 0,
+                node_state: Default::default(),
             },
             region: Region {
                 id: 2,
