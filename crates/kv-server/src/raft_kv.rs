@@ -134,10 +134,10 @@ impl RaftKv {
     /// region's range, from what the region applied. Returns whether it did, so the caller
     /// syncs `max_ts` from PD.
     ///
-    /// A region a split here cut from one this store has led since it loaded that one's
-    /// locks, in the region's first leadership (raftstore's `split_from`), needs no reload:
-    /// every lock of its range went through this store's table, which stays as it is
-    /// (in-memory pessimistic locks included, so the split fails no transaction).
+    /// A region a split here cut from one this store led, in the term it had loaded that
+    /// one's locks in, needs no reload while in its first leadership (raftstore's
+    /// `split_from`): every lock of its range went through this store's table, which stays
+    /// as it is (in-memory pessimistic locks included, so the split fails no transaction).
     pub fn on_leader_term(&self, view: &RegionView) -> engine::Result<bool> {
         let (region, term) = (&view.region, view.term);
         let mut loaded = self.loaded_terms.lock().expect("loaded terms poisoned");
@@ -145,12 +145,11 @@ impl RaftKv {
         if loaded.get(&region.id).is_some_and(|&t| t >= term) {
             return Ok(false);
         }
-        let here = view.leader.map(|l| l.store_id);
-        let inherits = view.split_from.is_some_and(|parent| {
-            self.views.get(parent).is_some_and(|p| {
-                p.leader.map(|l| l.store_id) == here && loaded.get(&parent) == Some(&p.term)
-            })
-        });
+        // The parent's locks were loaded here in the very term this store led it in when
+        // the split applied: the table is current for the whole parent range through it.
+        let inherits = view
+            .split_from
+            .is_some_and(|(parent, term)| loaded.get(&parent) == Some(&term));
         if !inherits {
             self.locks
                 .reload_range(self.engine.snapshot(), &region.start_key, &region.end_key)

@@ -43,14 +43,15 @@ pub fn spawn(
                 .build()
                 .expect("a tokio runtime starts");
             loop {
-                let config = controller.current();
-                let tick = config
+                let tick = (controller.current())
                     .duration("raftstore.split-region-check-tick-interval")
                     .0;
                 match stop.recv_timeout(tick) {
                     Err(RecvTimeoutError::Timeout) => {}
                     _ => return,
                 }
+                // The knobs as they are now, not as they were when the wait began.
+                let config = controller.current();
                 let diff = config.size("raftstore.region-split-check-diff").0;
                 let limits = limits(&config);
                 for region_id in raft.take_grown(diff) {

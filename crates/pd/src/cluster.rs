@@ -83,6 +83,10 @@ pub enum ClusterError {
         "store {0} is a tombstone: it was deleted and may not come back (give the node an empty data dir)"
     )]
     Tombstone(u64),
+    #[error(
+        "deleting store {id} would leave {left} serving stores for replication.max-replicas = {wanted}: its replicas would have nowhere to go"
+    )]
+    TooFewStores { id: u64, left: usize, wanted: usize },
     #[error("the first region must cover every key and have a peer on the bootstrapping store")]
     BadFirstRegion,
     #[error("store {0} is unknown")]
@@ -195,16 +199,24 @@ impl Cluster {
     }
 
     /// `store delete`: store `id` goes Offline (its replicas move away); then, once no
-    /// region has a peer on it, Tombstone ([`Cluster::bury_store`]).
-    pub fn delete_store(&mut self, id: u64) -> Result<(), ClusterError> {
-        let store = self
-            .stores
-            .get_mut(&id)
-            .ok_or(ClusterError::UnknownStore(id))?;
-        if store.node_state == NodeState::Tombstone {
-            return Err(ClusterError::Tombstone(id));
+    /// region has a peer on it, Tombstone ([`Cluster::bury_store`]). Refused when fewer than
+    /// `min_serving` other stores would serve (the replicas would have nowhere to go).
+    pub fn delete_store(&mut self, id: u64, min_serving: usize) -> Result<(), ClusterError> {
+        let serving = |s: &&Store| s.node_state == NodeState::Serving && s.id != id;
+        let left = self.stores.values().filter(serving).count();
+        let store = (self.stores.get_mut(&id)).ok_or(ClusterError::UnknownStore(id))?;
+        match store.node_state {
+            NodeState::Tombstone => return Err(ClusterError::Tombstone(id)),
+            NodeState::Offline => {}
+            NodeState::Serving if left < min_serving => {
+                return Err(ClusterError::TooFewStores {
+                    id,
+                    left,
+                    wanted: min_serving,
+                });
+            }
+            NodeState::Serving => store.node_state = NodeState::Offline,
         }
-        store.node_state = NodeState::Offline;
         Ok(())
     }
 

@@ -4,8 +4,8 @@
 //! - `GET /pd/api/v1/stores`, `GET /pd/api/v1/store/{id}`: stores with their state (Up,
 //!   Disconnected, Down, Offline, Tombstone) and leader and region counts;
 //! - `DELETE /pd/api/v1/store/{id}`: `store delete`, the store goes Offline and its replicas
-//!   move away; refused when the serving stores left would be fewer than
-//!   `replication.max-replicas`;
+//!   move away; refused (in the replicated command, so two deletes cannot both pass) when
+//!   the serving stores left would be fewer than `replication.max-replicas`;
 //! - `GET /pd/api/v1/regions`, `GET /pd/api/v1/region/id/{id}`: regions (keys in hex);
 //! - `GET /pd/api/v1/operators`; `POST /pd/api/v1/operators` with `{"name":
 //!   "transfer-leader", "region_id", "to_store_id"}` or `{"name": "transfer-peer",
@@ -32,7 +32,7 @@ use crate::cluster::{NodeState, Peer, Region, Store};
 use crate::cluster_rpc::alloc_one;
 use crate::driver::DriverHandle;
 use crate::members::Members;
-use crate::metadata::Metadata;
+use crate::metadata::{MetaError, Metadata};
 use crate::operators::Operators;
 use crate::oracle::wall_clock_ms;
 use crate::replica_checker::{ROLE_VOTER, STORE_DISCONNECTED_MS, Step, is_up};
@@ -205,22 +205,12 @@ async fn delete_store(State(api): State<Api>, Path(id): Path<u64>) -> Response {
             format!("store {id} is already {:?}", target.node_state),
         );
     }
-    let serving_after = stores
-        .iter()
-        .filter(|s| s.node_state == NodeState::Serving && s.id != id)
-        .count();
-    let max_replicas = api.max_replicas.load(Ordering::Relaxed);
-    if serving_after < max_replicas {
-        return error(
-            StatusCode::BAD_REQUEST,
-            format!(
-                "deleting store {id} would leave {serving_after} serving stores for replication.max-replicas = {max_replicas}: its replicas would have nowhere to go"
-            ),
-        );
-    }
+    let min_serving = api.max_replicas.load(Ordering::Relaxed);
     let meta = api.meta();
-    match tokio::task::spawn_blocking(move || meta.propose(Command::DeleteStore(id))).await {
+    let delete = Command::DeleteStore { id, min_serving };
+    match tokio::task::spawn_blocking(move || meta.propose(delete)).await {
         Ok(Ok(_)) => axum::Json("The store is set as Offline.").into_response(),
+        Ok(Err(MetaError::Cluster(e))) => error(StatusCode::BAD_REQUEST, e.to_string()),
         Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }

@@ -21,6 +21,7 @@ fn error(e: MetaError) -> wire::Error {
             ClusterError::StaleEpoch { .. }
             | ClusterError::UnknownStore(_)
             | ClusterError::Tombstone(_)
+            | ClusterError::TooFewStores { .. }
             | ClusterError::Overlap { .. },
         ) => wire::ErrorType::StaleOrUnknown,
         MetaError::Cluster(

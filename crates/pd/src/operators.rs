@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use proto::pd as wire;
 
 use crate::balance;
-use crate::cluster::{NodeState, Region};
+use crate::cluster::{NodeState, Peer, Region};
 use crate::cluster_rpc::{alloc_one, peer_to};
 use crate::metadata::Metadata;
 use crate::oracle::wall_clock_ms;
@@ -29,6 +29,12 @@ use crate::state::Command;
 
 /// How long a step may take to show in heartbeats before its operator is dropped.
 pub const STEP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long an Offline store must look empty before it is buried.
+pub const BURY_AFTER: Duration = Duration::from_secs(3);
+
+/// How long a new learner may take to catch up (its snapshot) before its operator is dropped.
+pub const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// How often, at most, the balance schedulers look for work.
 pub const SCHEDULE_INTERVAL: Duration = Duration::from_millis(500);
@@ -195,6 +201,8 @@ pub struct Operators {
     pending: Mutex<HashMap<u64, Operator>>,
     last_schedule: Mutex<Option<Instant>>,
     pub schedulers: Mutex<Schedulers>,
+    /// Offline stores PD's map shows without replicas, since when.
+    empty_since: Mutex<HashMap<u64, Instant>>,
 }
 
 impl Operators {
@@ -209,8 +217,12 @@ impl Operators {
                 op.at += 1;
                 op.step_started = Instant::now();
             }
-            if op.at < op.steps.len() && op.step_started.elapsed() < STEP_TIMEOUT {
-                return Some(order(&op.steps[op.at], op.new_peer_id));
+            if op.at < op.steps.len() && !op.timed_out(region) {
+                // A learner still catching up (by snapshot) is waited for, not promoted.
+                return match &op.steps[op.at] {
+                    Step::Promote(p) if region.pending_peers.contains(&p.id) => None,
+                    step => Some(order(step, op.new_peer_id)),
+                };
             }
             let done = op.at == op.steps.len();
             tracing::info!(
@@ -259,28 +271,46 @@ impl Operators {
                 c.stores().cloned().collect::<Vec<_>>(),
             )
         });
-        // An Offline store none of whose replicas are left is buried.
-        for s in stores.iter().filter(|s| s.node_state == NodeState::Offline) {
-            let empty = !regions
-                .iter()
-                .any(|r| r.peers.iter().any(|p| p.store_id == s.id));
-            if empty && meta.propose(Command::BuryStore(s.id)).is_ok() {
-                tracing::info!(
-                    store_id = s.id,
-                    "the deleted store holds no replica: tombstone"
-                );
+        // An Offline store none of whose replicas are left (for BURY_AFTER: PD's map lacks
+        // a region between a split's reports) is buried.
+        {
+            let mut empty_since = self.empty_since.lock().expect("operators poisoned");
+            for s in stores.iter().filter(|s| s.node_state == NodeState::Offline) {
+                let empty = !regions
+                    .iter()
+                    .any(|r| r.peers.iter().any(|p| p.store_id == s.id));
+                if !empty {
+                    empty_since.remove(&s.id);
+                    continue;
+                }
+                let since = *empty_since.entry(s.id).or_insert_with(Instant::now);
+                if since.elapsed() >= BURY_AFTER && meta.propose(Command::BuryStore(s.id)).is_ok() {
+                    tracing::info!(
+                        store_id = s.id,
+                        "the deleted store holds no replica: tombstone"
+                    );
+                    empty_since.remove(&s.id);
+                }
             }
         }
         let stores: Vec<&_> = stores.iter().collect();
         let now_ms = wall_clock_ms();
         let mut pending = self.pending.lock().expect("operators poisoned");
+        // An operator whose region went silent ends here too (its heartbeats would end it).
+        pending.retain(|id, op| {
+            let region = regions.iter().find(|r| r.id == *id);
+            region.is_some_and(|r| !op.timed_out(r))
+        });
+        for (&id, op) in pending.iter() {
+            op.foresee(&mut regions, id);
+        }
         let in_flight = |pending: &HashMap<u64, Operator>, kind| {
             pending.values().filter(|o| o.kind == kind).count()
         };
         let schedulers = self.schedulers.lock().expect("schedulers poisoned").clone();
         let evicted = &schedulers.evict_leader;
-        // Each operator made is counted as done in `regions`, so the next decision sees the
-        // balance it leads to.
+        // Each operator, in flight or made here, counts as done in `regions` (`Operator::foresee`),
+        // so the next decision sees the balance it leads to.
         let leader_moves = |pending: &HashMap<u64, Operator>| {
             in_flight(pending, Kind::Leader) + in_flight(pending, Kind::Evict)
         };
@@ -299,14 +329,9 @@ impl Operators {
                 break;
             };
             tracing::info!(region_id, ?step, kind = kind.name(), "leader move");
-            let Step::TransferLeader(to) = &step else {
-                unreachable!("leader schedulers move leaders")
-            };
-            if let Some(r) = regions.iter_mut().find(|r| r.id == region_id) {
-                r.leader = Some(to.clone());
-            }
-            let new_peer_id = to.id;
-            pending.insert(region_id, operator(kind, vec![step], new_peer_id));
+            let op = operator(kind, vec![step], 0);
+            op.foresee(&mut regions, region_id);
+            pending.insert(region_id, op);
         }
         while schedulers.balance_region
             && in_flight(&pending, Kind::Region) < limits.region_schedule_limit
@@ -322,16 +347,9 @@ impl Operators {
                 break;
             };
             tracing::info!(region_id, ?steps, "balance-region");
-            if let Some(r) = regions.iter_mut().find(|r| r.id == region_id) {
-                for step in &steps {
-                    match step {
-                        Step::Promote(p) => r.peers.push(p.clone()),
-                        Step::Remove(p) => r.peers.retain(|q| q.id != p.id),
-                        _ => {}
-                    }
-                }
-            }
-            pending.insert(region_id, operator(Kind::Region, steps, new_peer_id));
+            let op = operator(Kind::Region, steps, new_peer_id);
+            op.foresee(&mut regions, region_id);
+            pending.insert(region_id, op);
         }
     }
 
@@ -372,6 +390,48 @@ impl Operators {
     }
 }
 
+impl Operator {
+    /// Whether its current step took too long: [`STEP_TIMEOUT`], or [`CATCH_UP_TIMEOUT`] for
+    /// a promotion whose learner is still catching up (as `region` was last reported; none:
+    /// as the step was given out).
+    fn timed_out(&self, region: &Region) -> bool {
+        let limit = match self.steps.get(self.at) {
+            Some(Step::Promote(p)) if region.pending_peers.contains(&p.id) => CATCH_UP_TIMEOUT,
+            _ => STEP_TIMEOUT,
+        };
+        self.step_started.elapsed() >= limit
+    }
+
+    /// What `regions` will look like once the steps left are done: the next decisions see
+    /// the balance this operator leads to.
+    fn foresee(&self, regions: &mut [Region], region_id: u64) {
+        let Some(r) = regions.iter_mut().find(|r| r.id == region_id) else {
+            return;
+        };
+        for step in &self.steps[self.at.min(self.steps.len())..] {
+            match step {
+                Step::AddLearner { store_id }
+                    if !r.peers.iter().any(|p| p.id == self.new_peer_id) =>
+                {
+                    r.peers.push(Peer {
+                        id: self.new_peer_id,
+                        store_id: *store_id,
+                        role: crate::replica_checker::ROLE_LEARNER,
+                    })
+                }
+                Step::Promote(p) => {
+                    for q in r.peers.iter_mut().filter(|q| q.id == p.id) {
+                        q.role = crate::replica_checker::ROLE_VOTER;
+                    }
+                }
+                Step::Remove(p) => r.peers.retain(|q| q.id != p.id),
+                Step::TransferLeader(p) => r.leader = Some(p.clone()),
+                Step::AddLearner { .. } => {}
+            }
+        }
+    }
+}
+
 fn operator(kind: Kind, steps: Vec<Step>, new_peer_id: u64) -> Operator {
     Operator {
         kind,
@@ -379,5 +439,49 @@ fn operator(kind: Kind, steps: Vec<Step>, new_peer_id: u64) -> Operator {
         at: 0,
         new_peer_id,
         step_started: Instant::now(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::RegionEpoch;
+    use crate::replica_checker::{ROLE_LEARNER, ROLE_VOTER};
+
+    fn peer(id: u64, store_id: u64, role: i32) -> Peer {
+        Peer { id, store_id, role }
+    }
+
+    #[test]
+    fn an_operator_in_flight_counts_as_done_for_the_next_decisions() {
+        let region = Region {
+            id: 7,
+            start_key: vec![],
+            end_key: vec![],
+            epoch: RegionEpoch::default(),
+            peers: vec![
+                peer(1, 1, ROLE_VOTER),
+                peer(2, 2, ROLE_VOTER),
+                peer(3, 3, ROLE_VOTER),
+            ],
+            leader: Some(peer(1, 1, ROLE_VOTER)),
+            pending_peers: Vec::new(),
+        };
+        let steps = crate::balance::move_peer(&region, peer(1, 1, ROLE_VOTER), 4, 9);
+        let mut op = operator(Kind::Region, steps, 9);
+        let mut regions = vec![region.clone()];
+        op.foresee(&mut regions, 7);
+        let stores: Vec<u64> = regions[0].peers.iter().map(|p| p.store_id).collect();
+        assert_eq!(stores, vec![2, 3, 4]);
+        assert_eq!(regions[0].leader, Some(peer(9, 4, ROLE_VOTER)));
+        // Half way (the learner added and listed), the rest still counts.
+        op.at = 1;
+        let mut halfway = vec![Region {
+            peers: [region.peers.clone(), vec![peer(9, 4, ROLE_LEARNER)]].concat(),
+            ..region
+        }];
+        op.foresee(&mut halfway, 7);
+        assert_eq!(halfway[0].peers.len(), 3);
+        assert!(halfway[0].peers.iter().all(|p| p.role == ROLE_VOTER));
     }
 }

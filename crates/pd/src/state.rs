@@ -91,8 +91,11 @@ pub enum Command {
     SetConfig(BTreeMap<String, serde_json::Value>),
     /// The cluster's id, if it has none yet.
     SetClusterId(u64),
-    /// `store delete`: the store goes Offline.
-    DeleteStore(u64),
+    /// `store delete`: the store goes Offline, if `min_serving` others still serve.
+    DeleteStore {
+        id: u64,
+        min_serving: usize,
+    },
     /// An Offline store without replicas becomes a Tombstone.
     BuryStore(u64),
 }
@@ -157,8 +160,8 @@ impl PdState {
                 }
                 Outcome::Done
             }
-            Command::DeleteStore(id) => {
-                self.cluster.delete_store(*id)?;
+            Command::DeleteStore { id, min_serving } => {
+                self.cluster.delete_store(*id, *min_serving)?;
                 Outcome::Done
             }
             Command::BuryStore(id) => Outcome::Changed(self.cluster.bury_store(*id)),

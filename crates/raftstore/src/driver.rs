@@ -115,8 +115,9 @@ pub struct RegionView {
     pub term: u64,
     /// As leader: peers that need a snapshot to catch up ([`crate::Peer::pending_peers`]).
     pub pending_peers: Vec<u64>,
-    /// The region this one was split from, if a split applied by this process created it.
-    pub split_from: Option<u64>,
+    /// The region this one was split from and the term in which this store led it then, if
+    /// this peer leads in the region's first leadership ([`crate::Peer::split_from`]).
+    pub split_from: Option<(u64, u64)>,
 }
 
 impl RegionView {

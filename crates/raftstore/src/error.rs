@@ -51,6 +51,10 @@ pub enum Error {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
+    /// A snapshot's range overlaps a region another peer of this store holds (a split this
+    /// store applied since the snapshot was made): installing it would overwrite that data.
+    #[error("a snapshot of region {region_id} overlaps region {other} held here")]
+    SnapshotOverlaps { region_id: u64, other: u64 },
     /// A region's data is above what one snapshot may carry (`snapshot::SNAPSHOT_BYTES_MAX`).
     #[error("region {region_id} holds more than the {limit} bytes one snapshot may carry")]
     SnapshotTooLarge { region_id: u64, limit: usize },

@@ -113,9 +113,10 @@ pub struct Peer {
     gone_reports: u32,
     /// Ticks each follower has waited in raft-rs's snapshot state, by peer id.
     snapshot_wait_ticks: std::collections::BTreeMap<u64, usize>,
-    /// The region this peer's was cut from, when a split applied here created it (since
-    /// this process started) and no other peer has led the region since.
-    split_from: Option<u64>,
+    /// The region this peer's was cut from and the term in which this store led it when
+    /// the split applied here (since this process started), while no other peer has led
+    /// this region.
+    split_from: Option<(u64, u64)>,
     /// The term in which this peer first led the region, while `split_from` holds.
     first_led_term: Option<u64>,
     cfg: Arc<RaftstoreConfig>,
@@ -210,16 +211,17 @@ impl Peer {
         &self.region
     }
 
-    /// The region this one was split from, while this peer leads in the region's first
-    /// leadership since a split applied by this process created it: every write to its range
-    /// went through this store's leader of the parent or of this region.
-    pub fn split_from(&self) -> Option<u64> {
+    /// The region this one was split from and the term in which this store led it when the
+    /// split applied, while this peer leads in the region's first leadership: every write to
+    /// its range went through this store's leader of the parent (in that term) or of this
+    /// region.
+    pub fn split_from(&self) -> Option<(u64, u64)> {
         self.split_from
             .filter(|_| self.is_leader() && self.first_led_term == Some(self.term()))
     }
 
-    pub(crate) fn set_split_from(&mut self, parent: u64) {
-        self.split_from = Some(parent);
+    pub(crate) fn set_split_from(&mut self, parent: u64, parent_term: u64) {
+        self.split_from = Some((parent, parent_term));
     }
 
     pub fn peer_id(&self) -> u64 {

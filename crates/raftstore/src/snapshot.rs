@@ -286,14 +286,22 @@ fn read_received(dir: &Path, snapshot: &Snapshot) -> Result<(Region, Vec<u8>)> {
 }
 
 /// Whether the received file of the snapshot in `msg` (a MsgSnapshot of `region_id`) is
-/// whole: its size and CRC32 are the ones the snapshot names. A refused file is removed.
-pub fn verify(dir: &Path, region_id: u64, msg: &raft::eraftpb::Message) -> Result<()> {
-    let result = read_received(dir, msg.get_snapshot()).map(drop);
+/// whole: its size and CRC32 are the ones the snapshot names; the region it holds. A
+/// refused file is removed.
+pub fn verify(dir: &Path, region_id: u64, msg: &raft::eraftpb::Message) -> Result<Region> {
+    let result = read_received(dir, msg.get_snapshot()).map(|(region, _)| region);
     if result.is_err() {
         let path = SnapKey::of_snapshot(region_id, msg.get_snapshot()).received_path(dir);
         let _ = std::fs::remove_file(path);
     }
     result
+}
+
+/// Removes the received file of the snapshot in `msg` (a MsgSnapshot of `region_id`): the
+/// store refused it.
+pub fn discard(dir: &Path, region_id: u64, msg: &raft::eraftpb::Message) {
+    let path = SnapKey::of_snapshot(region_id, msg.get_snapshot()).received_path(dir);
+    let _ = std::fs::remove_file(path);
 }
 
 /// Replaces this store's data of the snapshot's region with the snapshot's file in `dir`,

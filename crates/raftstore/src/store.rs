@@ -79,6 +79,8 @@ pub fn write_log(log: &LogEngine, stats: &StoreStats, write: &mut LogWrite) -> R
 
 /// Votes for regions a pending split is about to create here, kept at most.
 pub const PENDING_VOTES_MAX: usize = 1024;
+/// How long such a vote is kept: a candidate asks again after an election timeout.
+pub const PENDING_VOTE_TTL: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub struct Store<E: KvEngine, T: Transport> {
     store_id: u64,
@@ -101,8 +103,8 @@ pub struct Store<E: KvEngine, T: Transport> {
     /// peer of them is created before it lands.
     clearing: BTreeMap<u64, u64>,
     /// Votes for regions this store has no peer of yet, whose range a peer here still covers
-    /// (see the module header), by region.
-    pending_votes: BTreeMap<u64, RaftMessage>,
+    /// (see the module header), by region, with when they came; kept [`PENDING_VOTE_TTL`].
+    pending_votes: BTreeMap<u64, (Instant, RaftMessage)>,
     cfg: Arc<RaftstoreConfig>,
     logger: slog::Logger,
     stats: Arc<StoreStats>,
@@ -239,10 +241,22 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
     pub fn on_raft_message(&mut self, msg: &RaftMessage) -> Result<()> {
         if snapshot::SnapKey::of_message(msg).is_some() {
             // A snapshot's file is checked before raft-rs sees it: raft-rs takes a snapshot
-            // it accepts as the peer's state, so a bad one must not get that far.
+            // it accepts as the peer's state, so a bad one must not get that far. Nor one
+            // whose range another region here holds now (TiKV's `check_snapshot`): made
+            // before a split that created that region's peer here, it would overwrite it.
             let raw = raft::eraftpb::Message::parse_from_bytes(&msg.message)
                 .map_err(|e| Error::Corrupt(format!("raft message: {e}")))?;
-            snapshot::verify(&self.cfg.snap_dir, msg.region_id, &raw)?;
+            let region = snapshot::verify(&self.cfg.snap_dir, msg.region_id, &raw)?;
+            let other = (self.peers.values())
+                .filter(|p| p.is_initialized() && p.region().id != msg.region_id)
+                .find(|p| overlaps(p.region(), &region.start_key, &region.end_key));
+            if let Some(other) = other {
+                snapshot::discard(&self.cfg.snap_dir, msg.region_id, &raw);
+                return Err(Error::SnapshotOverlaps {
+                    region_id: msg.region_id,
+                    other: other.region().id,
+                });
+            }
         }
         let to = msg.to_peer.map_or(0, |p| p.id);
         if let Some(local) = self.peers.get(&msg.region_id).map(Peer::peer_id) {
@@ -299,11 +313,14 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
                     MessageType::MsgRequestVote | MessageType::MsgRequestPreVote
                 )
             });
-            if vote
-                && (self.pending_votes.len() < PENDING_VOTES_MAX
-                    || self.pending_votes.contains_key(&msg.region_id))
-            {
-                self.pending_votes.insert(msg.region_id, msg.clone());
+            if vote {
+                self.pending_votes
+                    .retain(|_, (at, _)| at.elapsed() < PENDING_VOTE_TTL);
+                if self.pending_votes.len() < PENDING_VOTES_MAX
+                    || self.pending_votes.contains_key(&msg.region_id)
+                {
+                    (self.pending_votes).insert(msg.region_id, (Instant::now(), msg.clone()));
+                }
             }
             return Err(Error::RegionNotFound(msg.region_id));
         }
@@ -599,12 +616,12 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
                 // The batch that moved the truncated index is fsynced: the log below it goes.
                 self.log.compact_to(id, index + 1);
             }
-            let leads = peer.is_leader();
+            let led_in = peer.is_leader().then(|| peer.term());
             if !peer.is_member() {
                 self.destroy_peer(id)?;
             }
             for region in outcome.new_regions {
-                self.create_split_peer(region, id, leads)?;
+                self.create_split_peer(region, id, led_in)?;
             }
         }
         Ok(())
@@ -613,11 +630,11 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
     /// Whether a split may create this store's peer of `region`: not if a peer of it already
     /// holds data here, or this store removed its peer since (see the module header).
     fn may_create_split_peer(&self, region: &Region) -> bool {
+        // A peer of it here already (created by a message: uninitialized, perhaps with its
+        // own writes on their way) stays, and gets the region from its leader's snapshot.
         let fresh = !self.tombstones.contains_key(&region.id)
             && !self.clearing.contains_key(&region.id)
-            && self.peers.get(&region.id).is_none_or(|p| {
-                !p.is_initialized() && region.peers.iter().any(|m| m.id == p.peer_id())
-            });
+            && !self.peers.contains_key(&region.id);
         if !fresh {
             tracing::info!(
                 store_id = self.store_id,
@@ -628,15 +645,17 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         fresh
     }
 
-    /// Creates this store's peer of `region`, which a split of `parent` cut and saved here,
-    /// in place of an uninitialized one (whose hard state in the log it keeps); it campaigns
-    /// at once when this store led the parent, and hears a vote that waited for it.
-    fn create_split_peer(&mut self, region: Region, parent: u64, campaign: bool) -> Result<()> {
+    /// Creates this store's peer of `region`, which a split of `parent` cut and saved here.
+    /// When this store led the parent (in term `parent_term`: `Some`), the new peer
+    /// campaigns at once and remembers it came from that leadership; it hears a vote that
+    /// waited for it.
+    fn create_split_peer(
+        &mut self,
+        region: Region,
+        parent: u64,
+        parent_term: Option<u64>,
+    ) -> Result<()> {
         let id = region.id;
-        if let Some(mut uninitialized) = self.peers.remove(&id) {
-            uninitialized.fail_proposals(|| Error::RegionNotFound(id));
-            uninitialized.fail_reads(|| Error::RegionNotFound(id));
-        }
         let mut peer = Peer::open(
             self.store_id,
             region,
@@ -645,11 +664,11 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             self.cfg.clone(),
             &self.logger,
         )?;
-        peer.set_split_from(parent);
-        if campaign {
+        if let Some(term) = parent_term {
+            peer.set_split_from(parent, term);
             peer.campaign()?;
         }
-        if let Some(vote) = self.pending_votes.remove(&id)
+        if let Some((_, vote)) = self.pending_votes.remove(&id)
             && vote.to_peer.map(|p| p.id) == Some(peer.peer_id())
             && let Err(e) = peer.step(&vote)
         {

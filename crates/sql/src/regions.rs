@@ -63,31 +63,25 @@ pub fn parse(sql: &str) -> Option<Result<RegionStatement>> {
     if !(split || show) || !second.eq_ignore_ascii_case("TABLE") {
         return None;
     }
-    if show
-        && !sql
-            .trim_end()
-            .trim_end_matches(';')
-            .to_ascii_uppercase()
-            .ends_with("REGIONS")
-    {
-        return None;
-    }
-    Some(
-        crate::words::tokens(sql.trim().trim_end_matches(';')).and_then(|toks| {
-            let mut at = 2;
-            let target = parse_target(&toks, &mut at, sql)?;
-            if show {
-                return match toks.get(at..) {
-                    Some([Token::Word(w)]) if w.eq_ignore_ascii_case("REGIONS") => {
-                        Ok(RegionStatement::Show(target))
-                    }
-                    _ => Err(syntax(sql)),
-                };
+    let toks = crate::words::tokens(sql.trim().trim_end_matches(';'));
+    if show {
+        // Only `SHOW TABLE t [INDEX i] REGIONS` is ours; any other SHOW TABLE ... goes on.
+        let toks = toks.ok()?;
+        let mut at = 2;
+        let target = parse_target(&toks, &mut at, sql).ok()?;
+        return match toks.get(at..) {
+            Some([Token::Word(w)]) if w.eq_ignore_ascii_case("REGIONS") => {
+                Some(Ok(RegionStatement::Show(target)))
             }
-            let at = parse_split_at(&toks[at..], sql)?;
-            Ok(RegionStatement::Split { target, at })
-        }),
-    )
+            _ => None,
+        };
+    }
+    Some(toks.and_then(|toks| {
+        let mut at = 2;
+        let target = parse_target(&toks, &mut at, sql)?;
+        let at = parse_split_at(&toks[at..], sql)?;
+        Ok(RegionStatement::Split { target, at })
+    }))
 }
 
 fn is_word(t: Option<&Token>, word: &str) -> bool {
@@ -398,10 +392,12 @@ mod tests {
             "SPLIT TABLE t BETWEEN (0) AND (10) REGIONS 1001",
             "SPLIT TABLE t BY 1, 2",
             "SPLIT TABLE t BETWEEN (0) (10) REGIONS 2",
-            "SHOW TABLE t INDEX REGIONS",
         ] {
             assert!(parse(bad).unwrap().is_err(), "{bad}");
         }
+        // Other SHOW TABLE statements are not ours, even ending in "regions".
+        assert!(parse("SHOW TABLE STATUS FROM regions").is_none());
+        assert!(parse("SHOW TABLE t INDEX REGIONS").is_none());
     }
 
     #[test]

@@ -329,12 +329,6 @@ impl Cluster {
         if !self.filters.iter_mut().all(|f| f.allow(from, to, &raw)) {
             return;
         }
-        if let Some(hold) = self.hold.as_mut()
-            && !hold.allow(from, to, &raw)
-        {
-            self.held.push(m);
-            return;
-        }
         if let Some(key) = SnapKey::of_message(&m)
             && self.stores.contains_key(&to)
         {
@@ -350,6 +344,13 @@ impl Cluster {
                 std::fs::write(&received, bytes).expect("damage the snapshot file");
             }
         }
+        // A held snapshot's file is on its way already: it was copied above.
+        if let Some(hold) = self.hold.as_mut()
+            && !hold.allow(from, to, &raw)
+        {
+            self.held.push(m);
+            return;
+        }
         if let Some(store) = self.stores.get_mut(&to) {
             match store.on_raft_message(&m) {
                 // A message for a peer the store removed is dropped, as a node drops it.
@@ -359,6 +360,11 @@ impl Cluster {
                 Err(e) => panic!("store {to} refused a message: {e}"),
             }
         }
+    }
+
+    /// Takes what the delay filter held back, for the test to deliver itself.
+    pub fn take_delayed(&mut self) -> Vec<RaftMessage> {
+        std::mem::take(&mut self.held)
     }
 
     /// Delivers what the delay filter held back, in order.
