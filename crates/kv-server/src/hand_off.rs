@@ -78,8 +78,8 @@ pub fn hand_off(kv: &RaftKv, latches: &Latches, store_id: u64) -> HandOff {
 
 /// PD moves one region's leadership to peer `to_peer_id` (balance-leader): as in a
 /// hand-off, the region's in-memory pessimistic locks go to the lock CF first, while new ones
-/// of its range go there directly, then the transfer is asked for. The range takes in-memory
-/// locks again once the leadership left or [`TRANSFER_WAIT`] passed.
+/// of its range go there directly, then the transfer is asked for. If the leadership did not
+/// leave within [`TRANSFER_WAIT`], the range takes in-memory locks again.
 pub fn transfer_region(kv: &RaftKv, latches: &Latches, region_id: u64, to_peer_id: u64) {
     let Some(view) = kv.views().get(region_id) else {
         return;
@@ -105,15 +105,21 @@ pub fn transfer_region(kv: &RaftKv, latches: &Latches, region_id: u64, to_peer_i
         region_id,
         to_peer_id,
     });
-    while Instant::now() < deadline
-        && kv
-            .views()
+    let leads_here = || {
+        kv.views()
             .get(region_id)
             .is_some_and(|v| v.leader.map(|l| l.store_id) == here)
-    {
+    };
+    while Instant::now() < deadline && leads_here() {
         std::thread::sleep(Duration::from_millis(10));
     }
-    table.resume_range(start, end);
+    // Once the leadership left, the range stays paused: a command checked here before the
+    // move may still run, and its lock must go through Raft (and fail) rather than into
+    // this store's memory. The pause ends when this store leads the region again
+    // (`RaftKv::on_leader_term`).
+    if leads_here() {
+        table.resume_range(start, end);
+    }
 }
 
 /// The leadership moves PD asked for that are under way, at most one per region: PD repeats

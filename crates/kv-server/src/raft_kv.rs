@@ -156,6 +156,9 @@ impl RaftKv {
                 .map_err(|e| engine::Error::Engine(format!("reloading the lock table: {e}")))?;
             self.pessimistic
                 .clear_range(&region.start_key, &region.end_key);
+            // A pause left by a leadership this store gave away ends: it leads again.
+            self.pessimistic
+                .resume_within(&region.start_key, &region.end_key);
         }
         loaded.insert(region.id, term);
         tracing::info!(

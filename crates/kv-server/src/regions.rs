@@ -25,7 +25,8 @@ use crate::raft_kv::RaftKv;
 use raftstore::driver::StoreMsg;
 
 /// How long a request waits for a ReadIndex when its leader has no lease (it blocks the
-/// request's thread; a leader that cannot reach a quorum answers NotLeader after this).
+/// request's thread, handing the runtime's other tasks to another worker; a leader that
+/// cannot reach a quorum answers NotLeader after this).
 pub const READ_INDEX_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 const PREFIX: &[u8] = b"region/";
@@ -211,14 +212,24 @@ impl Regions {
             )));
         }
         if !view.lease_holds(Instant::now()) {
-            // Without the lease, a quorum confirms the leadership first (ReadIndex).
+            // Without the lease, a quorum confirms the leadership first (ReadIndex). The wait
+            // blocks this thread: on the gRPC runtime, its other tasks move to another worker
+            // meanwhile, or requests waiting so would starve the Raft messages that answer them.
             let region_id = view.region.id;
-            raft.router()
-                .call_within(READ_INDEX_WAIT, |reply| StoreMsg::ReadIndex {
-                    region_id,
-                    reply,
-                })
-                .map_err(|e| not_leader(format!("no lease, and ReadIndex failed: {e}")))?;
+            let read_index = || {
+                raft.router()
+                    .call_within(READ_INDEX_WAIT, |reply| StoreMsg::ReadIndex {
+                        region_id,
+                        reply,
+                    })
+            };
+            let multi_thread = tokio::runtime::Handle::try_current()
+                .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+            let confirmed = match multi_thread {
+                true => tokio::task::block_in_place(read_index),
+                false => read_index(),
+            };
+            confirmed.map_err(|e| not_leader(format!("no lease, and ReadIndex failed: {e}")))?;
         }
         match raft.on_leader_term(&view) {
             Ok(true) => self.max_ts_wanted.store(true, Ordering::Release),

@@ -116,6 +116,16 @@ impl PessimisticLocks {
         self.handing_off.store(true, Ordering::Release);
     }
 
+    /// Whether new locks on all of `keys` may go here now (see [`Self::takes_new_locks`]
+    /// and [`Self::pause_range`]).
+    pub fn takes_new_locks_on<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) -> bool {
+        if !self.takes_new_locks() {
+            return false;
+        }
+        let paused = self.paused_ranges_mut();
+        paused.is_empty() || keys.into_iter().all(|k| !in_ranges(&paused, k))
+    }
+
     /// From now on new locks on keys in `[start, end)` go to the lock CF: the leadership of
     /// that range's region is about to move (the caller moves the range's locks here to the
     /// lock CF, as a hand-off does, then transfers). Undone by [`Self::resume_range`].
@@ -130,6 +140,16 @@ impl PessimisticLocks {
         if let Some(i) = paused.iter().position(|(s, e)| s == start && e == end) {
             paused.swap_remove(i);
         }
+    }
+
+    /// Undoes every pause of a range inside `[start, end)` (an empty end is unbounded):
+    /// this store leads that range's region again, with the range's locks reloaded.
+    pub fn resume_within(&self, start: &[u8], end: &[u8]) {
+        self.paused_ranges_mut().retain(|(s, e)| {
+            let inside =
+                s.as_slice() >= start && (end.is_empty() || (!e.is_empty() && e.as_slice() <= end));
+            !inside
+        });
     }
 
     /// The ranges paused now (see [`Self::pause_range`]).

@@ -165,7 +165,9 @@ impl<K: ReplicatedKv> Scheduler<K> {
         let inner = &self.inner;
         let eligible = matches!(&command, Command::AcquirePessimisticLock { keys, .. } if keys.len() <= max_keys)
             && !inner.stopping.load(Ordering::Acquire)
-            && inner.kv.pessimistic_locks().takes_new_locks();
+            // A paused range's locks go through Raft: a write that must not block this
+            // thread (the gRPC runtime's).
+            && inner.kv.pessimistic_locks().takes_new_locks_on(command.keys());
         if !eligible {
             return Err(Box::new(command));
         }
