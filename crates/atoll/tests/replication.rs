@@ -332,6 +332,27 @@ fn transfer_with_pause(port: u16, n: i64, pause: Duration) -> Result<(), String>
     }
 }
 
+/// Transfers holding their first lock for `pause` (see [`transfer_with_pause`]), one after
+/// another until `stop`: the last one tried, those acknowledged, those failed and why.
+#[allow(clippy::type_complexity)]
+fn transfers_until(
+    port: u16,
+    stop: Arc<AtomicBool>,
+    pause: Duration,
+) -> std::thread::JoinHandle<(i64, Vec<i64>, Vec<(i64, String)>)> {
+    std::thread::spawn(move || {
+        let (mut n, mut acked, mut failed) = (0, Vec::new(), Vec::new());
+        while !stop.load(Ordering::Relaxed) {
+            n += 1;
+            match transfer_with_pause(port, n, pause) {
+                Ok(()) => acked.push(n),
+                Err(e) => failed.push((n, e)),
+            }
+        }
+        (n, acked, failed)
+    })
+}
+
 fn wait_until(what: &str, within: Duration, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + within;
     while !f() {
@@ -463,20 +484,7 @@ fn a_rolling_restart_with_sigterm_fails_no_transaction() {
     let mut c = Cluster::start();
     open_bank(&c);
     let stop = Arc::new(AtomicBool::new(false));
-    let workload = {
-        let (port, stop) = (c.port, stop.clone());
-        std::thread::spawn(move || {
-            let (mut n, mut acked, mut failed) = (0, Vec::new(), Vec::new());
-            while !stop.load(Ordering::Relaxed) {
-                n += 1;
-                match transfer_with_pause(port, n, Duration::from_millis(100)) {
-                    Ok(()) => acked.push(n),
-                    Err(e) => failed.push((n, e)),
-                }
-            }
-            (n, acked, failed)
-        })
-    };
+    let workload = transfers_until(c.port, stop.clone(), Duration::from_millis(100));
     for i in 0..c.kvs.len() {
         wait_until("a kv node leads", Duration::from_secs(30), || {
             c.leader().is_some()
@@ -582,20 +590,7 @@ fn splits_and_leader_balancing_under_transfers_fail_no_transaction_and_the_parts
     let mut c = Cluster::start();
     open_bank(&c);
     let stop = Arc::new(AtomicBool::new(false));
-    let workload = {
-        let (port, stop) = (c.port, stop.clone());
-        std::thread::spawn(move || {
-            let (mut n, mut acked, mut failed) = (0, Vec::new(), Vec::new());
-            while !stop.load(Ordering::Relaxed) {
-                n += 1;
-                match transfer_with_pause(port, n, Duration::from_millis(50)) {
-                    Ok(()) => acked.push(n),
-                    Err(e) => failed.push((n, e)),
-                }
-            }
-            (n, acked, failed)
-        })
-    };
+    let workload = transfers_until(c.port, stop.clone(), Duration::from_millis(50));
     std::thread::sleep(Duration::from_secs(1));
     let split = c.mysql("SPLIT TABLE bank.accounts BY (3), (6)").unwrap();
     assert_eq!(split, "2\t1", "two new regions, as TiDB reports them");

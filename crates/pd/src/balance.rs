@@ -57,9 +57,11 @@ pub fn balance_leader(
     busy: &BTreeSet<u64>,
     evicted: &BTreeSet<u64>,
 ) -> Option<(u64, Step)> {
-    let mut up = up_stores(stores, now_ms);
-    up.retain(|s| !evicted.contains(s));
-    let mut leaders: BTreeMap<u64, usize> = up.iter().map(|&s| (s, 0)).collect();
+    let up = up_stores(stores, now_ms);
+    let mut leaders: BTreeMap<u64, usize> = (up.iter())
+        .filter(|s| !evicted.contains(s))
+        .map(|&s| (s, 0))
+        .collect();
     for r in regions {
         if let Some(n) = r.leader.as_ref().and_then(|l| leaders.get_mut(&l.store_id)) {
             *n += 1;

@@ -8,10 +8,10 @@
 //! has no operator, a person (`atoll ctl operator add`), evict-leader for the stores named,
 //! and the balance schedulers that are on ([`Schedulers`], [`balance`]), run at most every
 //! [`SCHEDULE_INTERVAL`] from store heartbeats, while fewer than
-//! `schedule.leader-schedule-limit` leader moves and `schedule.region-schedule-limit`
-//! replica moves are in flight. The same pass buries a deleted (Offline) store none of whose
-//! replicas are left: it becomes a Tombstone. All in memory: a restarted or new PD leader decides anew from
-//! what the heartbeats show.
+//! `schedule.leader-schedule-limit` leader moves and `schedule.region-schedule-limit` (at
+//! most [`REGION_MOVES_MAX`]) replica moves are in flight. The same pass buries a deleted
+//! (Offline) store none of whose replicas are left: it becomes a Tombstone. All in memory: a
+//! restarted or new PD leader decides anew from what the heartbeats show.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
@@ -29,6 +29,12 @@ use crate::state::Command;
 
 /// How long a step may take to show in heartbeats before its operator is dropped.
 pub const STEP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Replica moves in flight at most, whatever `schedule.region-schedule-limit` says: each
+/// sends a snapshot, which its region's leader builds on its raftstore thread, and a new
+/// store given a hundred at once stalls every region for seconds (the role PD's store limit
+/// and `max-snapshot-count` play).
+pub const REGION_MOVES_MAX: usize = 4;
 
 /// How long an Offline store must look empty before it is buried.
 pub const BURY_AFTER: Duration = Duration::from_secs(3);
@@ -333,9 +339,8 @@ impl Operators {
             op.foresee(&mut regions, region_id);
             pending.insert(region_id, op);
         }
-        while schedulers.balance_region
-            && in_flight(&pending, Kind::Region) < limits.region_schedule_limit
-        {
+        let region_moves = limits.region_schedule_limit.min(REGION_MOVES_MAX);
+        while schedulers.balance_region && in_flight(&pending, Kind::Region) < region_moves {
             let busy: BTreeSet<u64> = pending.keys().copied().collect();
             let refs: Vec<&Region> = regions.iter().collect();
             let mut new_peer_id = 0;
