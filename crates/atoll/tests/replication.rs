@@ -751,6 +751,8 @@ fn a_deleted_store_hands_its_replicas_over_and_becomes_a_tombstone() {
     c.mysql("SPLIT TABLE bank.accounts BY (2), (4), (6), (8)")
         .unwrap();
     // Five regions of three replicas over four stores: balance-region evens them out.
+    c.ctl(&["scheduler", "add", "balance-region-scheduler"])
+        .unwrap();
     wait_until(
         "replicas spread over the four stores",
         Duration::from_secs(60),

@@ -140,17 +140,18 @@ impl RegionCache {
         }
     }
 
-    /// Takes the regions a node reported in `EpochNotMatch`, led by `leader`.
+    /// Takes the regions a node reported in `EpochNotMatch`, led by `leader`. A region that
+    /// has no peer on the leader's store is left out: it is older than the leader (the peer
+    /// was added since), and the next lookup asks PD (else requests would go to its first
+    /// peer, which names the same leader again, until the backoff gives up).
     pub fn update(&self, regions: &[Region], leader: &proto::pd::Peer) {
         for region in regions {
-            let leader = region
-                .peers
-                .iter()
-                .find(|p| p.store_id == leader.store_id)
-                .cloned();
+            let Some(leader) = region.peers.iter().find(|p| p.store_id == leader.store_id) else {
+                continue;
+            };
             self.insert(RegionInfo {
                 region: region.clone(),
-                leader,
+                leader: Some(*leader),
             });
         }
     }
