@@ -118,6 +118,16 @@ pub struct LockTable {
     one_pc_commits: AtomicU64,
 }
 
+/// `[start, end)` as map bounds; an empty `end` is unbounded (the key ranges of requests and
+/// regions).
+pub(crate) fn key_bounds<'k>(start: &'k [u8], end: &'k [u8]) -> (Bound<&'k [u8]>, Bound<&'k [u8]>) {
+    let upper = match end.is_empty() {
+        true => Bound::Unbounded,
+        false => Bound::Excluded(end),
+    };
+    (Bound::Included(start), upper)
+}
+
 fn apply_to(locks: &mut BTreeMap<Vec<u8>, Entry>, changes: Vec<LockChange>) {
     for change in changes {
         match change.blocks_from_ts {
@@ -160,15 +170,9 @@ impl LockTable {
                 .map(|(key, lock)| LockChange::put(key, lock))
                 .collect();
         let mut locks = self.locks.write().expect("lock table poisoned");
-        let upper = if end.is_empty() {
-            std::ops::Bound::Unbounded
-        } else {
-            std::ops::Bound::Excluded(end)
-        };
-        let stale: Vec<Vec<u8>> = (locks
-            .range::<[u8], _>((std::ops::Bound::Included(start), upper)))
-        .map(|(k, _)| k.clone())
-        .collect();
+        let stale: Vec<Vec<u8>> = (locks.range::<[u8], _>(key_bounds(start, end)))
+            .map(|(k, _)| k.clone())
+            .collect();
         for key in stale {
             locks.remove(&key);
         }
@@ -238,14 +242,7 @@ impl LockTable {
         ranges
             .into_iter()
             .filter(|(start, end)| end.is_empty() || start < end)
-            .flat_map(|(start, end)| {
-                let upper = if end.is_empty() {
-                    Bound::Unbounded
-                } else {
-                    Bound::Excluded(end)
-                };
-                locks.range::<[u8], _>((Bound::Included(start), upper))
-            })
+            .flat_map(|(start, end)| locks.range::<[u8], _>(key_bounds(start, end)))
             .map(|(_, e)| e.probe(ts))
             .max()
             .unwrap_or(Probe::Free)

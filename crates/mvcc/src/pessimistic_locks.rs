@@ -29,7 +29,6 @@
 //! [`MvccReader::load_lock`]: crate::MvccReader::load_lock
 
 use std::collections::BTreeMap;
-use std::ops::Bound;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -163,15 +162,10 @@ impl PessimisticLocks {
 
     /// The first `limit` keys locked here in `[start, end)` (an empty end is unbounded).
     pub fn keys_in(&self, start: &[u8], end: &[u8], limit: usize) -> Vec<Vec<u8>> {
-        let upper = if end.is_empty() {
-            Bound::Unbounded
-        } else {
-            Bound::Excluded(end)
-        };
         (self
             .locked()
             .by_key
-            .range::<[u8], _>((Bound::Included(start), upper)))
+            .range::<[u8], _>(crate::lock_table::key_bounds(start, end)))
         .take(limit)
         .map(|(k, _)| k.clone())
         .collect()
@@ -187,14 +181,9 @@ impl PessimisticLocks {
     /// its own, which the leaders since may have seen released.
     pub fn clear_range(&self, start: &[u8], end: &[u8]) {
         let mut locks = self.locked();
-        let upper = if end.is_empty() {
-            Bound::Unbounded
-        } else {
-            Bound::Excluded(end)
-        };
         let gone: Vec<Vec<u8>> = (locks
             .by_key
-            .range::<[u8], _>((Bound::Included(start), upper)))
+            .range::<[u8], _>(crate::lock_table::key_bounds(start, end)))
         .map(|(k, _)| k.clone())
         .collect();
         for key in gone {
@@ -230,14 +219,9 @@ impl PessimisticLocks {
         max_ts: u64,
         limit: usize,
     ) -> Vec<(Vec<u8>, Lock)> {
-        let upper = if end.is_empty() {
-            Bound::Unbounded
-        } else {
-            Bound::Excluded(end)
-        };
         self.locked()
             .by_key
-            .range::<[u8], _>((Bound::Included(start), upper))
+            .range::<[u8], _>(crate::lock_table::key_bounds(start, end))
             .filter(|(_, lock)| lock.start_ts <= max_ts)
             .take(limit)
             .map(|(key, lock)| (key.clone(), lock.clone()))

@@ -136,8 +136,9 @@ fn remove_files(dir: &Path, pick: impl Fn(&str) -> bool) -> Result<()> {
     Ok(())
 }
 
-/// The region's data in the data CFs (see [`state::data_bound`]).
-fn bounds(region: &Region) -> IterOptions {
+/// The region's data in the data CFs (see [`state::data_bound`]), read without filling the
+/// block cache (snapshots and split checks read a region whole).
+pub(crate) fn data_range(region: &Region) -> IterOptions {
     IterOptions {
         lower: (!region.start_key.is_empty()).then(|| state::data_bound(&region.start_key)),
         upper: (!region.end_key.is_empty()).then(|| state::data_bound(&region.end_key)),
@@ -217,7 +218,7 @@ fn write_kvs(
     path: &Path,
 ) -> Result<()> {
     for cf in DATA_CFS {
-        let mut it = snap.iter(cf, bounds(region))?;
+        let mut it = snap.iter(cf, data_range(region))?;
         let mut ok = it.seek_to_first()?;
         while ok {
             let kv = SnapshotKv {
@@ -337,7 +338,7 @@ fn apply_file<E: KvEngine>(
     let mut wb = engine.write_batch();
     // What this store held of the range goes, key by key (a new replica holds nothing).
     for cf in DATA_CFS {
-        let mut it = engine.iter(cf, bounds(&region))?;
+        let mut it = engine.iter(cf, data_range(&region))?;
         let mut ok = it.seek_to_first()?;
         while ok {
             wb.delete(cf, it.key());

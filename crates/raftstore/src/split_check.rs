@@ -13,11 +13,11 @@
 //! Cost: a check reads the region's data once, and again when it splits; it runs only after
 //! the region grew by the check diff (1/16 of the split size by default).
 
-use engine::{Cf, EngineIterator, IterOptions, Iterable};
+use engine::{Cf, EngineIterator, Iterable};
 use proto::pd::Region;
 
-use crate::snapshot::DATA_CFS;
-use crate::{Error, Result, state};
+use crate::snapshot::{DATA_CFS, data_range};
+use crate::{Error, Result};
 
 /// The `coprocessor.*` limits a check applies.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -38,15 +38,6 @@ pub struct Checked {
     pub split_keys: Vec<Vec<u8>>,
 }
 
-fn range(region: &Region) -> IterOptions {
-    IterOptions {
-        lower: (!region.start_key.is_empty()).then(|| state::data_bound(&region.start_key)),
-        upper: (!region.end_key.is_empty()).then(|| state::data_bound(&region.end_key)),
-        no_fill_cache: true,
-        ..IterOptions::default()
-    }
-}
-
 /// The user key of a write CF key (encoded user key, then the commit ts).
 fn user_key(write_key: &[u8]) -> Result<Vec<u8>> {
     let corrupt = |e: codec::CodecError| {
@@ -60,7 +51,7 @@ fn user_key(write_key: &[u8]) -> Result<Vec<u8>> {
 pub fn check(snap: &impl Iterable, region: &Region, limits: &SplitLimits) -> Result<Checked> {
     let (mut size, mut write_size, mut keys) = (0u64, 0u64, 0u64);
     for cf in DATA_CFS {
-        let mut it = snap.iter(cf, range(region))?;
+        let mut it = snap.iter(cf, data_range(region))?;
         let mut ok = it.seek_to_first()?;
         while ok {
             let bytes = (it.key().len() + it.value().len()) as u64;
@@ -83,7 +74,7 @@ pub fn check(snap: &impl Iterable, region: &Region, limits: &SplitLimits) -> Res
     // Each write CF byte stands for this many bytes of the region.
     let scale = size as f64 / write_size as f64;
     let (mut part_size, mut part_keys) = (0f64, 0u64);
-    let mut it = snap.iter(Cf::Write, range(region))?;
+    let mut it = snap.iter(Cf::Write, data_range(region))?;
     let mut ok = it.seek_to_first()?;
     let mut last_user_key: Option<Vec<u8>> = None;
     while ok && checked.split_keys.len() < limits.batch_split_limit {
