@@ -249,16 +249,7 @@ impl Operators {
         };
         tracing::info!(region_id = region.id, ?step, new_peer_id, "replica checker");
         let order = order(&step, new_peer_id);
-        pending.insert(
-            region.id,
-            Operator {
-                kind: Kind::Replica,
-                steps: vec![step],
-                at: 0,
-                new_peer_id,
-                step_started: Instant::now(),
-            },
-        );
+        pending.insert(region.id, operator(Kind::Replica, vec![step], new_peer_id));
         Some(order)
     }
 
