@@ -11,6 +11,7 @@ use mvcc::actions::commit::{commit, commit_one_pc};
 use mvcc::actions::prewrite::{KeyCheck, Mutation, Prewritten, TxnProps, check_prewrite, prewrite};
 use mvcc::actions::rollback::rollback;
 use mvcc::actions::txn_heart_beat::txn_heart_beat;
+use mvcc::record::LockType;
 use mvcc::{LockTable, MvccError, MvccReader, MvccTxn, PessimisticLocks, Probe, Result, WriteType};
 
 /// Timestamps at 1 ms of physical time per unit, so TTLs mean something.
@@ -657,6 +658,36 @@ fn heart_beats_only_raise_the_ttl() {
         s.run(|txn, r| txn_heart_beat(txn, r, b"p", ts(99), 5)),
         Err(MvccError::TxnNotFound { .. })
     ));
+}
+
+#[test]
+fn a_prewrite_keeps_the_longer_ttl_of_the_pessimistic_lock_it_replaces() {
+    let s = Store::new();
+    s.run(|txn, r| acquire_pessimistic_lock(txn, r, b"k", b"k", ts(10), ts(10), 20_000))
+        .unwrap();
+    s.run(|txn, r| txn_heart_beat(txn, r, b"k", ts(10), 30_000))
+        .unwrap();
+    let props = TxnProps {
+        for_update_ts: ts(10),
+        ..Store::props(b"k", ts(10))
+    };
+    s.run(|txn, r| {
+        prewrite(
+            txn,
+            r,
+            &props,
+            Mutation::Put(b"k".to_vec(), b"v".to_vec()),
+            KeyCheck::PessimisticLock,
+        )
+    })
+    .unwrap();
+    let lock = MvccReader::new(s.0.snapshot())
+        .load_lock(b"k")
+        .unwrap()
+        .expect("prewritten");
+    assert_eq!(lock.lock_type, LockType::Put);
+    // Not the prewrite's 3 s: a delayed commit must not find its txn rolled back.
+    assert_eq!(lock.ttl_ms, 30_000);
 }
 
 #[test]

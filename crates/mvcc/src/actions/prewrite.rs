@@ -95,6 +95,10 @@ pub fn check_prewrite<S: Snapshot>(
     let key = mutation.key().to_vec();
     let start_ts = props.start_ts;
     let mut over_pessimistic = false;
+    // A pessimistic lock's TTL (kept ahead by the txn's heartbeats) and pushed min_commit_ts
+    // stay with the lock that replaces it, as in TiKV: a prewrite with the short optimistic
+    // TTL would let another txn roll this one back while its commit is delayed.
+    let (mut ttl_ms, mut min_commit_ts) = (props.ttl_ms, props.min_commit_ts);
     match reader.load_lock(&key)? {
         Some(lock) if lock.start_ts != start_ts => {
             return Err(MvccError::KeyIsLocked(LockInfo::new(&key, &lock)));
@@ -102,7 +106,11 @@ pub fn check_prewrite<S: Snapshot>(
         // Our own prewrite already happened: a retried request.
         Some(lock) if lock.lock_type != LockType::Pessimistic => return Ok(Prewritten::Already),
         // Our pessimistic lock: the conflict checks were done when it was taken.
-        Some(_) => over_pessimistic = true,
+        Some(lock) => {
+            over_pessimistic = true;
+            ttl_ms = ttl_ms.max(lock.ttl_ms);
+            min_commit_ts = min_commit_ts.max(lock.min_commit_ts);
+        }
         // No conflict check here (the pessimistic lock did it, or the key is covered): only a
         // retried or too-late prewrite is caught, and a pessimistic lock that is gone.
         None if check != KeyCheck::NoNewerWrite => {
@@ -149,9 +157,9 @@ pub fn check_prewrite<S: Snapshot>(
         lock_type,
         primary: props.primary.clone(),
         start_ts,
-        ttl_ms: props.ttl_ms,
+        ttl_ms,
         for_update_ts: props.for_update_ts,
-        min_commit_ts: props.min_commit_ts.max(start_ts.saturating_add(1)),
+        min_commit_ts: min_commit_ts.max(start_ts.saturating_add(1)),
         txn_size: props.txn_size,
         short_value,
     };
