@@ -119,6 +119,9 @@ pub struct Peer {
     split_from: Option<(u64, u64)>,
     /// The term in which this peer first led the region, while `split_from` holds.
     first_led_term: Option<u64>,
+    /// Ticks a leadership transfer this leader started has been under way (see
+    /// [`Peer::check_transfer`]).
+    transfer_ticks: Option<usize>,
     cfg: Arc<RaftstoreConfig>,
 }
 
@@ -203,6 +206,7 @@ impl Peer {
             snapshot_wait_ticks: Default::default(),
             split_from: None,
             first_led_term: None,
+            transfer_ticks: None,
             cfg,
         })
     }
@@ -310,8 +314,39 @@ impl Peer {
             self.maybe_compact_log(now);
         }
         self.check_snapshot_waits();
+        self.check_transfer();
         self.expire_proposals(now);
         self.maybe_renew_lease(now);
+    }
+
+    /// A leadership transfer not done within a heartbeat interval is given up. raft-rs
+    /// refuses every proposal while one is under way and gives up only at the end of an
+    /// election timeout (10-20 s): a transferee that never campaigns (its process is
+    /// stopping, the message was lost) would stall the region's writes that long. A
+    /// transferee that has the log takes over within a round trip; one that lags gets the
+    /// heartbeat interval to catch up, and whoever asked may ask again.
+    fn check_transfer(&mut self) {
+        let transferring = self.is_leader() && self.raw.raft.lead_transferee.is_some();
+        if !transferring {
+            self.transfer_ticks = None;
+            return;
+        }
+        let ticks = self.transfer_ticks.get_or_insert(0);
+        *ticks += 1;
+        if *ticks >= self.cfg.heartbeat_ticks {
+            tracing::info!(
+                region_id = self.region.id,
+                transferee = self.raw.raft.lead_transferee,
+                "leadership transfer not done within a heartbeat interval: given up"
+            );
+            self.abort_transfer();
+        }
+    }
+
+    /// Ends a leadership transfer under way: proposals are taken again.
+    fn abort_transfer(&mut self) {
+        self.raw.raft.abort_leader_transfer();
+        self.transfer_ticks = None;
     }
 
     /// A proposal unanswered for [`PROPOSAL_WAIT_MAX`] (its leader is cut off, or the
@@ -464,6 +499,7 @@ impl Peer {
         self.lease_until = None;
         self.leader_since = None;
         self.lease_floor = Some(now);
+        self.transfer_ticks = Some(0);
         self.raw.transfer_leader(peer_id);
     }
 
@@ -586,7 +622,20 @@ impl Peer {
     /// Each later report of the same store while no leader is known campaigns again: the
     /// first pre-vote fails when the other voters have not seen the evidence yet, and
     /// waiting for the randomized timeout would undo the gain. A pre-vote bumps no term.
+    ///
+    /// A leader whose leadership transfer goes to that store gives it up at once.
     pub fn on_store_gone(&mut self, store_id: u64) -> Result<()> {
+        let transferee = self.raw.raft.lead_transferee;
+        if self.is_leader()
+            && (self.region.peers.iter()).any(|p| Some(p.id) == transferee && p.store_id == store_id)
+        {
+            tracing::info!(
+                region_id = self.region.id,
+                store_id,
+                "the leadership transferee's store is gone: transfer given up"
+            );
+            self.abort_transfer();
+        }
         let led_from_there = self.leader().is_some_and(|l| l.store_id == store_id);
         let still_leaderless = self.gone_leader_store == Some(store_id)
             && self.raw.raft.leader_id == raft::INVALID_ID

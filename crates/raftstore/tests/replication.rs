@@ -415,6 +415,51 @@ fn a_proposal_applied_during_a_transfer_does_not_bring_the_lease_back() {
     );
 }
 
+/// Starts a transfer from store 1 to store 3 whose MsgTimeoutNow never arrives (the
+/// transferee's process is stopping), and checks that store 1 refuses proposals meanwhile.
+fn start_a_transfer_that_cannot_finish(c: &mut Cluster) {
+    c.elect(1);
+    c.must_put(b"k", b"v");
+    c.add_filter(DropType(MessageType::MsgTimeoutNow));
+    let now = c.now;
+    c.stores
+        .get_mut(&1)
+        .unwrap()
+        .transfer_leader(REGION, peer_id(3), now)
+        .unwrap();
+    c.pump();
+    let refused = c.propose_put(1, b"a", b"1");
+    c.pump();
+    assert!(
+        matches!(outcome_of(&refused), Some(Err(Error::StaleCommand))),
+        "raft-rs refuses proposals while a transfer is under way"
+    );
+}
+
+#[test]
+fn a_transfer_that_does_not_finish_is_given_up_within_a_heartbeat_interval() {
+    let cfg = test_config();
+    let heartbeat_ticks = cfg.heartbeat_ticks;
+    let mut c = Cluster::new(3, cfg);
+    start_a_transfer_that_cannot_finish(&mut c);
+    // raft-rs alone would refuse proposals until the end of an election timeout.
+    c.ticks(heartbeat_ticks);
+    assert_eq!(c.leader(), Some(1));
+    let taken = c.propose_put(1, b"b", b"2");
+    c.pump();
+    assert!(matches!(outcome_of(&taken), Some(Ok(()))));
+}
+
+#[test]
+fn a_transfer_to_a_store_found_gone_is_given_up_at_once() {
+    let mut c = Cluster::new(3, test_config());
+    start_a_transfer_that_cannot_finish(&mut c);
+    c.stores.get_mut(&1).unwrap().on_store_gone(3);
+    let taken = c.propose_put(1, b"b", b"2");
+    c.pump();
+    assert!(matches!(outcome_of(&taken), Some(Ok(()))), "no tick needed");
+}
+
 #[test]
 fn appends_held_back_arrive_late_and_the_follower_catches_up_in_order() {
     let mut c = Cluster::new(3, test_config());
