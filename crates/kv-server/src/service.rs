@@ -304,25 +304,19 @@ impl KvService {
         command: Command,
         done: Option<impl FnOnce(&Result<CommandOutput, TxnError>) + Send + 'static>,
     ) -> Outcome<CommandOutput> {
-        let command = match self.scheduler.try_run_here(command, RUN_HERE_MAX_KEYS) {
-            Ok(result) => {
-                if let Some(done) = done {
-                    done(&result);
-                }
-                return Ok(result?);
-            }
-            Err(command) => *command,
-        };
         let (tx, rx) = tokio::sync::oneshot::channel();
-        self.scheduler.schedule(
-            command,
-            Box::new(move |r| {
-                if let Some(done) = done {
-                    done(&r);
-                }
-                let _ = tx.send(r);
-            }),
-        )?;
+        let reply: txn::scheduler::Reply = Box::new(move |r| {
+            if let Some(done) = done {
+                done(&r);
+            }
+            let _ = tx.send(r);
+        });
+        if let Err((command, reply)) =
+            self.scheduler
+                .try_run_here(command, RUN_HERE_MAX_KEYS, reply)
+        {
+            self.scheduler.schedule(*command, reply)?;
+        }
         match rx.await {
             Ok(r) => Ok(r?),
             Err(_) => Err(TxnError::ShuttingDown.into()),

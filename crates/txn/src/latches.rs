@@ -127,6 +127,22 @@ impl Latches {
     }
 }
 
+impl Latches {
+    /// As [`Latches::try_acquire`], holding the slots in a guard that owns a handle of the
+    /// table.
+    pub fn try_acquire_owned<'k>(
+        self: &Arc<Self>,
+        keys: impl IntoIterator<Item = &'k [u8]>,
+    ) -> Option<OwnedGuard> {
+        let mut guard = self.try_acquire(keys)?;
+        let slots = std::mem::take(&mut guard.slots);
+        Some(OwnedGuard {
+            latches: self.clone(),
+            slots,
+        })
+    }
+}
+
 impl Drop for Guard<'_> {
     fn drop(&mut self) {
         self.latches.release(&self.slots);

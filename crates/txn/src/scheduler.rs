@@ -12,7 +12,9 @@
 //! stalled, or that the engine refuses for a stall, instead of piling up.
 //!
 //! A small pessimistic lock request whose latches are free runs on the caller's thread
-//! instead ([`Scheduler::try_run_here`]): it writes nothing to disk.
+//! instead ([`Scheduler::try_run_here`]): it usually writes nothing to disk, and the caller
+//! never waits for a write (a lock that must go through Raft, because a hand-off began
+//! meanwhile, is answered when raftstore applies it).
 //!
 //! Resize: workers at or above the target count finish their command and exit.
 
@@ -24,7 +26,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use mvcc::{MvccError, MvccReader, MvccTxn};
 
 use crate::command::{Command, CommandOutput};
-use crate::latches::Latches;
+use crate::latches::{Latches, OwnedGuard};
 use crate::replicated::ReplicatedKv;
 
 /// Says whether storage can take more writes now (flow control); `Err` names the reason.
@@ -156,28 +158,34 @@ impl<K: ReplicatedKv> Scheduler<K> {
     /// request on at most `max_keys` keys whose latches are free now, while new locks stay
     /// in memory (no disk write to wait for). It skips the hand-off to a worker and back,
     /// which cost more than the command (sysbench oltp_write_only takes four such locks per
-    /// txn). Otherwise hands `command` back for [`Scheduler::schedule`].
+    /// txn). `reply` hears the result, at once unless the locks went through Raft after all
+    /// (the table stopped taking them after the check): then when they applied, so the
+    /// caller's thread never waits for a write. Otherwise hands `command` and `reply` back
+    /// for [`Scheduler::schedule`].
+    #[allow(clippy::type_complexity)]
     pub fn try_run_here(
         &self,
         command: Command,
         max_keys: usize,
-    ) -> Result<Result<CommandOutput, TxnError>, Box<Command>> {
+        reply: Reply,
+    ) -> Result<(), (Box<Command>, Reply)> {
         let inner = &self.inner;
         let eligible = matches!(&command, Command::AcquirePessimisticLock { keys, .. } if keys.len() <= max_keys)
             && !inner.stopping.load(Ordering::Acquire)
-            // A paused range's locks go through Raft: a write that must not block this
-            // thread (the gRPC runtime's).
+            // A paused range's locks go through Raft: a write to leave to a worker.
             && inner.kv.pessimistic_locks().takes_new_locks_on(command.keys());
         if !eligible {
-            return Err(Box::new(command));
+            return Err((Box::new(command), reply));
         }
         if let Err(why) = inner.check_gate() {
-            return Ok(Err(why));
+            reply(Err(why));
+            return Ok(());
         }
-        let Some(_latches) = inner.latches.try_acquire(command.keys()) else {
-            return Err(Box::new(command));
+        let Some(latches) = inner.latches.try_acquire_owned(command.keys()) else {
+            return Err((Box::new(command), reply));
         };
-        Ok(inner.process_and_write(command))
+        inner.run_latched(command, latches, None, reply);
+        Ok(())
     }
 
     /// Runs `command` and waits for its result (blocks the calling thread).
@@ -303,6 +311,19 @@ impl<K: ReplicatedKv> Inner<K> {
             kv: self.clone(),
             keys,
         });
+        self.run_latched(command, latches, one_pc, reply);
+    }
+
+    /// Runs `command`, whose `latches` the caller took, and answers `reply` once its write
+    /// is durable (or at once when it fails before writing); the latches (after `one_pc`'s
+    /// entries) go just before.
+    fn run_latched(
+        &self,
+        command: Command,
+        latches: OwnedGuard,
+        one_pc: Option<OnePcEntries<K>>,
+        reply: Reply,
+    ) {
         let name = command.name();
         let durability = command.durability();
         match self.process(command) {
@@ -332,17 +353,6 @@ impl<K: ReplicatedKv> Inner<K> {
         let mut txn = MvccTxn::new();
         let output = command.process(&reader, &mut txn, self.kv.lock_table())?;
         Ok((txn, output))
-    }
-
-    /// Runs `command` and writes what it decided, on this thread; the caller holds the
-    /// latches.
-    fn process_and_write(&self, command: Command) -> Result<CommandOutput, TxnError> {
-        let (name, durability) = (command.name(), command.durability());
-        let (txn, output) = self.process(command)?;
-        self.kv
-            .write(txn, durability)
-            .map_err(|e| write_error(name, e))?;
-        Ok(output)
     }
 }
 

@@ -299,42 +299,44 @@ fn a_small_pessimistic_lock_runs_on_the_callers_thread_when_nothing_can_block_it
         ttl_ms: 3000,
         return_values: false,
     };
-    let handed_back = |r: Result<_, Box<Command>>| r.is_err();
+    // The result of running it here, None if handed back.
+    let run_here = |command: Command, max_keys: usize| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reply = Box::new(move |r| {
+            let _ = tx.send(r);
+        });
+        match s.try_run_here(command, max_keys, reply) {
+            Ok(()) => Some(rx.recv().expect("answered")),
+            Err(_) => None,
+        }
+    };
+    let handed_back = |r: Option<_>| r.is_none();
     {
         let latches = s.latches();
         let _held = latches.acquire([b"k".as_slice()]);
-        assert!(
-            handed_back(s.try_run_here(lock(b"k", 10), 16)),
-            "latch held"
-        );
+        assert!(handed_back(run_here(lock(b"k", 10), 16)), "latch held");
     }
-    assert!(
-        handed_back(s.try_run_here(lock(b"k", 10), 0)),
-        "too many keys"
-    );
+    assert!(handed_back(run_here(lock(b"k", 10), 0)), "too many keys");
     let rollback = Command::Rollback {
         keys: vec![b"k".to_vec()],
         start_ts: 10,
     };
-    assert!(
-        handed_back(s.try_run_here(rollback, 16)),
-        "not a lock request"
-    );
+    assert!(handed_back(run_here(rollback, 16)), "not a lock request");
     s.kv().pessimistic_locks().configure(false, usize::MAX);
     assert!(
-        handed_back(s.try_run_here(lock(b"k", 10), 16)),
+        handed_back(run_here(lock(b"k", 10), 16)),
         "locks go to disk"
     );
 
     s.kv().pessimistic_locks().configure(true, usize::MAX);
     assert!(matches!(
-        s.try_run_here(lock(b"k", 10), 16),
-        Ok(Ok(CommandOutput::Done))
+        run_here(lock(b"k", 10), 16),
+        Some(Ok(CommandOutput::Done))
     ));
     assert_eq!(s.kv().pessimistic_locks().stats().0, 1);
     assert!(matches!(
-        s.try_run_here(lock(b"k", 11), 16),
-        Ok(Err(TxnError::Mvcc(MvccError::KeyIsLocked(_))))
+        run_here(lock(b"k", 11), 16),
+        Some(Err(TxnError::Mvcc(MvccError::KeyIsLocked(_))))
     ));
 }
 
