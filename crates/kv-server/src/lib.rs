@@ -9,7 +9,8 @@
 //! regions are Raft groups whose logs live in raft-engine (`raft-engine.dir`, by default
 //! `<data-dir>/raft-engine`), Raft messages travel over the same gRPC port
 //! ([`raft_transport`]), and PD grows each region to its replica count; on SIGTERM the node
-//! hands its locks and leaderships to other stores first ([`hand_off`]). Off, each region has
+//! tells PD it is stopping, then hands its locks and leaderships to other stores
+//! ([`hand_off`]). Off, each region has
 //! the one local replica it always had.
 
 pub mod auto_adjust;
@@ -37,6 +38,9 @@ use engine_rocks::RocksEngine;
 use node::{Node, NodeError};
 use pool::ShutdownMode;
 use txn::ReplicatedKv;
+
+/// How long a stopping node waits for PD to hear of it before it hands its leaders off.
+const STOPPING_TOLD_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Runs the kv node until SIGINT or SIGTERM.
 pub fn run(node: Node) -> Result<(), NodeError> {
@@ -115,6 +119,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         }),
     )?;
     let (stop_pd, pd_stop) = std::sync::mpsc::channel();
+    let stopping = Arc::new(pd_worker::Stopping::default());
     let pd_thread = pd_worker::spawn(
         config.list("pd.endpoints").to_vec(),
         node.data_dir.path().to_path_buf(),
@@ -125,6 +130,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             store_heartbeat_interval: config
                 .duration("raftstore.pd-store-heartbeat-tick-interval")
                 .0,
+            stopping: stopping.clone(),
         },
         regions,
         {
@@ -188,6 +194,11 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         let _ = t.join();
     }
     if let Some(r) = &replication {
+        // PD first, so it moves no leader here while they leave.
+        stopping.begin();
+        if !stopping.wait_told(STOPPING_TOLD_WAIT) {
+            tracing::warn!("pd did not hear of the stop in time; handing regions off anyway");
+        }
         let store_id = pd_worker::STORE_ID.load(std::sync::atomic::Ordering::Relaxed);
         let done = hand_off::hand_off(&r.kv, &storage.scheduler.latches(), store_id);
         tracing::info!(

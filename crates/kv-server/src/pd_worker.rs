@@ -14,11 +14,13 @@
 //! epoch changed (else every `raftstore.pd-heartbeat-tick-interval`), PD's answer may carry
 //! a membership change for the leader to propose or a leader move, the store heartbeat goes
 //! at least every [`OPERATOR_POLL`] (its answer carries PD's steps for the regions led
-//! here), and a new leader term gets `max_ts` synced from a fresh timestamp.
+//! here), and a new leader term gets `max_ts` synced from a fresh timestamp. Once the node
+//! is stopping ([`Stopping`]), its store heartbeats say so at once and from then on, so PD
+//! moves no leader to it while it hands its own off.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
@@ -44,6 +46,32 @@ pub const OPERATOR_POLL: Duration = Duration::from_secs(1);
 /// This node's store id once known (for `/metrics`), 0 before.
 pub static STORE_ID: AtomicU64 = AtomicU64::new(0);
 
+/// The node's stop as PD hears of it: begun on SIGTERM, before the leaders move away.
+#[derive(Default)]
+pub struct Stopping {
+    begun: AtomicBool,
+    /// PD acknowledged a store heartbeat that said so.
+    told: AtomicBool,
+}
+
+impl Stopping {
+    pub fn begin(&self) {
+        self.begun.store(true, Ordering::Release);
+    }
+
+    /// Waits at most `wait` for PD to have heard; whether it did.
+    pub fn wait_told(&self, wait: Duration) -> bool {
+        let deadline = std::time::Instant::now() + wait;
+        while !self.told.load(Ordering::Acquire) {
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        true
+    }
+}
+
 pub struct StoreInfo {
     pub address: String,
     pub status_address: String,
@@ -51,6 +79,8 @@ pub struct StoreInfo {
     pub region_heartbeat_interval: Duration,
     /// `raftstore.pd-store-heartbeat-tick-interval`: how often the store tells PD it is up.
     pub store_heartbeat_interval: Duration,
+    /// Whether the node is stopping, as its store heartbeats tell PD.
+    pub stopping: Arc<Stopping>,
 }
 
 fn ident_path(data_dir: &Path) -> PathBuf {
@@ -489,7 +519,10 @@ pub fn spawn(
                             Some(_) => info.store_heartbeat_interval.min(OPERATOR_POLL),
                             None => info.store_heartbeat_interval,
                         };
-                        let store_beat_due = last_store_beat.elapsed() >= store_beat_every;
+                        let stopping = &info.stopping;
+                        let leaving = stopping.begun.load(Ordering::Acquire);
+                        let store_beat_due = last_store_beat.elapsed() >= store_beat_every
+                            || (leaving && !stopping.told.load(Ordering::Acquire));
                         let beat = runtime.block_on(async {
                             if let Some(raft) = regions.raft() {
                                 if regions.take_max_ts_wanted() {
@@ -530,7 +563,10 @@ pub fn spawn(
                             }
                             Some(
                                 client
-                                    .store_heartbeat(StoreHeartbeatRequest { store_id: *id })
+                                    .store_heartbeat(StoreHeartbeatRequest {
+                                        store_id: *id,
+                                        stopping: leaving,
+                                    })
                                     .await,
                             )
                         });
@@ -542,6 +578,9 @@ pub fn spawn(
                                     r.error.map(|e| e.message).unwrap_or_default()
                                 ),
                                 Ok(r) => {
+                                    if leaving {
+                                        stopping.told.store(true, Ordering::Release);
+                                    }
                                     for op in r.operators {
                                         if let Some(raft) = regions.raft() {
                                             follow_order(

@@ -178,6 +178,7 @@ mod tests {
             address: String::new(),
             status_address: String::new(),
             last_heartbeat_ms: 1_000,
+            stopping: false,
         }
     }
 
@@ -242,6 +243,28 @@ mod tests {
             (id, step),
             (1, Step::TransferLeader(regions[0].peers[1].clone()))
         );
+    }
+
+    #[test]
+    fn a_stopping_store_receives_no_leader_until_it_heartbeats_again() {
+        let mut stores = [store(1), store(2), store(3)];
+        stores[2].stopping = true;
+        // Store 3 handed its leaders off before stopping: 3/3/0.
+        let regions: Vec<Region> = (1..=6)
+            .map(|id| region(id, &[1, 2, 3], if id <= 3 { 1 } else { 2 }))
+            .collect();
+        let refs: Vec<&Region> = regions.iter().collect();
+        let decide = |stores: &[Store]| {
+            let stores: Vec<&Store> = stores.iter().collect();
+            balance_leader(&refs, &stores, 1_000, &BTreeSet::new(), &BTreeSet::new())
+        };
+        assert_eq!(decide(&stores), None);
+        // Restarted: its heartbeat no longer says it is stopping.
+        stores[2].stopping = false;
+        let (_, Step::TransferLeader(to)) = decide(&stores).expect("a move") else {
+            panic!("a leader move");
+        };
+        assert_eq!(to.store_id, 3);
     }
 
     #[test]

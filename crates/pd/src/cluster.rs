@@ -59,6 +59,9 @@ pub struct Store {
     /// Serving, or on its way out (`store delete`).
     #[serde(default)]
     pub node_state: NodeState,
+    /// Its last heartbeat said it is stopping (in memory only, as the heartbeat times).
+    #[serde(skip)]
+    pub stopping: bool,
 }
 
 /// Where a store is in its life, as PD records it (TiKV's `NodeState`); whether a serving
@@ -236,12 +239,18 @@ impl Cluster {
         }
     }
 
-    pub fn store_heartbeat(&mut self, store_id: u64, now_ms: u64) -> Result<(), ClusterError> {
+    pub fn store_heartbeat(
+        &mut self,
+        store_id: u64,
+        now_ms: u64,
+        stopping: bool,
+    ) -> Result<(), ClusterError> {
         let store = self
             .stores
             .get_mut(&store_id)
             .ok_or(ClusterError::UnknownStore(store_id))?;
         store.last_heartbeat_ms = now_ms;
+        store.stopping = stopping;
         Ok(())
     }
 
@@ -348,6 +357,7 @@ mod tests {
             address: format!("127.0.0.1:{}", 20160 + id),
             status_address: String::new(),
             last_heartbeat_ms: 0,
+            stopping: false,
         }
     }
 
@@ -433,8 +443,12 @@ mod tests {
             c.put_store(dup),
             Err(ClusterError::DuplicateAddress { owner: 5, .. })
         ));
-        c.store_heartbeat(5, 1234).unwrap();
+        c.store_heartbeat(5, 1234, true).unwrap();
         assert_eq!(c.store(5).unwrap().last_heartbeat_ms, 1234);
-        assert_eq!(c.store_heartbeat(9, 1), Err(ClusterError::UnknownStore(9)));
+        assert!(c.store(5).unwrap().stopping);
+        assert_eq!(
+            c.store_heartbeat(9, 1, false),
+            Err(ClusterError::UnknownStore(9))
+        );
     }
 }

@@ -94,6 +94,7 @@ fn store_from(s: wire::Store) -> Store {
         status_address: s.status_address,
         last_heartbeat_ms: wall_clock_ms(),
         node_state: Default::default(),
+        stopping: false,
     }
 }
 
@@ -185,7 +186,9 @@ pub fn store_heartbeat(
     req: wire::StoreHeartbeatRequest,
 ) -> wire::StoreHeartbeatResponse {
     // Heartbeat times are kept in memory only: a restarted PD hears from live stores anew.
-    if let Err(e) = meta.read_mut_in_memory(|c| c.store_heartbeat(req.store_id, wall_clock_ms())) {
+    if let Err(e) =
+        meta.read_mut_in_memory(|c| c.store_heartbeat(req.store_id, wall_clock_ms(), req.stopping))
+    {
         return wire::StoreHeartbeatResponse {
             error: Some(error(e)),
             operators: Vec::new(),

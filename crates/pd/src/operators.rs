@@ -225,7 +225,16 @@ impl Operators {
                 op.at += 1;
                 op.step_started = Instant::now();
             }
-            if op.at < op.steps.len() && !op.timed_out(region) {
+            // A leader move to a store that stopped being up (it is stopping, or silent)
+            // would only hold the region's writes while raftstore waits for it.
+            let target_down = match op.steps.get(op.at) {
+                Some(Step::TransferLeader(p)) => !meta.read(|c| {
+                    c.store(p.store_id)
+                        .is_some_and(|s| replica_checker::is_up(s, wall_clock_ms()))
+                }),
+                _ => false,
+            };
+            if op.at < op.steps.len() && !op.timed_out(region) && !target_down {
                 // A learner still catching up (by snapshot) is waited for, not promoted.
                 return match &op.steps[op.at] {
                     Step::Promote(p) if region.pending_peers.contains(&p.id) => None,
@@ -237,6 +246,7 @@ impl Operators {
                 region_id = region.id,
                 kind = op.kind.name(),
                 done,
+                target_down,
                 "operator ended"
             );
             pending.remove(&region.id);

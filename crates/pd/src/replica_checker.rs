@@ -35,6 +35,7 @@ pub enum Step {
 /// Whether `store` serves (not deleted) and was heard from lately: a place for replicas.
 pub fn is_up(store: &Store, now_ms: u64) -> bool {
     store.node_state == NodeState::Serving
+        && !store.stopping
         && now_ms.saturating_sub(store.last_heartbeat_ms) < STORE_DISCONNECTED_MS
 }
 
@@ -156,6 +157,7 @@ mod tests {
             address: format!("127.0.0.1:{}", 20160 + id),
             status_address: String::new(),
             last_heartbeat_ms,
+            stopping: false,
         }
     }
 

@@ -205,9 +205,9 @@ impl PdState {
     /// A new leader takes every store as heard from now: the heartbeat times it holds are as
     /// old as the last change it applied, not as old as the stores' silence.
     pub fn restart_store_clocks(&mut self, now_ms: u64) {
-        let ids: Vec<u64> = self.cluster.stores().map(|s| s.id).collect();
-        for id in ids {
-            let _ = self.cluster.store_heartbeat(id, now_ms);
+        let stores: Vec<(u64, bool)> = self.cluster.stores().map(|s| (s.id, s.stopping)).collect();
+        for (id, stopping) in stores {
+            let _ = self.cluster.store_heartbeat(id, now_ms, stopping);
         }
     }
 }
@@ -225,6 +225,7 @@ mod tests {
                 status_address: String::new(),
                 last_heartbeat_ms: 0,
                 node_state: Default::default(),
+                stopping: false,
             },
             region: Region {
                 id: 2,

@@ -89,15 +89,21 @@ async fn metadata_is_served_and_survives_a_restart() {
             .is_none()
         );
         assert!(
-            c.store_heartbeat(StoreHeartbeatRequest { store_id: 7 })
-                .await
-                .unwrap()
-                .into_inner()
-                .error
-                .is_none()
+            c.store_heartbeat(StoreHeartbeatRequest {
+                store_id: 7,
+                stopping: false,
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .error
+            .is_none()
         );
         let unknown = c
-            .store_heartbeat(StoreHeartbeatRequest { store_id: 99 })
+            .store_heartbeat(StoreHeartbeatRequest {
+                store_id: 99,
+                stopping: false,
+            })
             .await
             .unwrap()
             .into_inner();

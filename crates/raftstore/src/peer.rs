@@ -627,7 +627,8 @@ impl Peer {
     pub fn on_store_gone(&mut self, store_id: u64) -> Result<()> {
         let transferee = self.raw.raft.lead_transferee;
         if self.is_leader()
-            && (self.region.peers.iter()).any(|p| Some(p.id) == transferee && p.store_id == store_id)
+            && (self.region.peers.iter())
+                .any(|p| Some(p.id) == transferee && p.store_id == store_id)
         {
             tracing::info!(
                 region_id = self.region.id,
