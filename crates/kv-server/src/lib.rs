@@ -98,6 +98,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     let splitter = replication
         .as_ref()
         .map(|r| split::Splitter::new(config.list("pd.endpoints").to_vec(), r.kv.router().clone()));
+    let stopping_grpc = Arc::new(tokio::sync::watch::channel(false).0);
     let grpc = grpc::GrpcServer::start(
         &config,
         service::KvService {
@@ -107,7 +108,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             deadlocks: Arc::new(deadlock::Detector::default()),
             lock_waits: lock_waits.clone(),
             requests: Arc::new(request_metrics::RequestMetrics::new(&node.registry)),
-            stopping: Arc::new(tokio::sync::watch::channel(false).0),
+            stopping: stopping_grpc.clone(),
             splitter: splitter.clone(),
         },
         replication.as_ref().map(|r| {
@@ -115,6 +116,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
                 r.kv.router().clone(),
                 r.snap_dir.clone(),
                 r.snap_limits.clone(),
+                stopping_grpc.clone(),
             )
         }),
     )?;

@@ -173,14 +173,23 @@ pub struct RaftService {
     router: RaftRouter,
     snap_dir: PathBuf,
     limits: Arc<SnapLimits>,
+    /// The node stops (the kv service's flag): message streams end, so the server's
+    /// graceful shutdown does not wait for streams other stores keep open.
+    stopping: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl RaftService {
-    pub fn new(router: RaftRouter, snap_dir: PathBuf, limits: Arc<SnapLimits>) -> RaftService {
+    pub fn new(
+        router: RaftRouter,
+        snap_dir: PathBuf,
+        limits: Arc<SnapLimits>,
+        stopping: Arc<tokio::sync::watch::Sender<bool>>,
+    ) -> RaftService {
         RaftService {
             router,
             snap_dir,
             limits,
+            stopping,
         }
     }
 
@@ -248,7 +257,13 @@ impl RaftTransport for RaftService {
         request: Request<Streaming<RaftMessageBatch>>,
     ) -> Result<Response<RaftDone>, Status> {
         let mut stream = request.into_inner();
-        while let Some(batch) = stream.message().await? {
+        let mut stopping = self.stopping.subscribe();
+        loop {
+            let batch = tokio::select! {
+                batch = stream.message() => batch?,
+                _ = stopping.wait_for(|stopping| *stopping) => None,
+            };
+            let Some(batch) = batch else { break };
             for msg in batch.msgs {
                 // A full or stopped raftstore loses the message; Raft resends.
                 let _ = self.router.send(StoreMsg::Raft(msg));

@@ -125,6 +125,10 @@ pub struct Peer {
     cfg: Arc<RaftstoreConfig>,
 }
 
+/// Entries a transferee may lack when a leadership transfer begins (TiKV's
+/// `leader-transfer-max-log-lag`).
+pub const LEADER_TRANSFER_MAX_LOG_LAG: u64 = 128;
+
 /// Ticks (in units of the election timeout) a leader waits for a sent snapshot to show up in
 /// a follower's progress before it takes it as lost and sends another.
 const SNAPSHOT_WAIT_ELECTION_TIMEOUTS: usize = 2;
@@ -493,14 +497,43 @@ impl Peer {
         voters.len() == 1 && voters.contains(self.peer_id)
     }
 
-    /// Asks the leader to hand leadership to `peer_id` once it has caught up; the lease ends
-    /// now, since the transferee may be elected before it would have.
-    pub fn transfer_leader(&mut self, peer_id: u64, now: Instant) {
+    /// Asks the leader to hand leadership to `peer_id`, if it may lead now
+    /// ([`Peer::may_take_over`]); whether the transfer began. The lease ends then, since
+    /// the transferee may be elected before it would have.
+    pub fn transfer_leader(&mut self, peer_id: u64, now: Instant) -> bool {
+        if !self.may_take_over(peer_id) {
+            tracing::info!(
+                region_id = self.region.id,
+                to_peer = peer_id,
+                "leadership transfer refused: the peer is not caught up"
+            );
+            return false;
+        }
         self.lease_until = None;
         self.leader_since = None;
         self.lease_floor = Some(now);
         self.transfer_ticks = Some(0);
         self.raw.transfer_leader(peer_id);
+        true
+    }
+
+    /// Whether voter `peer_id` may take this leader's place now (TiKV's check before a
+    /// transfer): it answered since the last quorum check, it is being replicated to (not
+    /// probed, not waiting for a snapshot), and it lacks at most
+    /// [`LEADER_TRANSFER_MAX_LOG_LAG`] entries. raft-rs refuses every proposal while the
+    /// transferee catches up; a peer that just restarted or lags far would hold the
+    /// region's writes that long.
+    fn may_take_over(&self, peer_id: u64) -> bool {
+        let last = self.raw.raft.raft_log.last_index();
+        let prs = self.raw.raft.prs();
+        self.is_leader()
+            && peer_id != self.peer_id
+            && prs.conf().voters().contains(peer_id)
+            && prs.get(peer_id).is_some_and(|p| {
+                p.recent_active
+                    && p.state == ProgressState::Replicate
+                    && p.matched + LEADER_TRANSFER_MAX_LOG_LAG >= last
+            })
     }
 
     /// The transport delivered this peer's snapshot to `peer_id` (raft-rs then waits for the
@@ -517,21 +550,14 @@ impl Peer {
         }
     }
 
-    /// As leader: the follower to hand leadership to before a planned stop, a voter other
-    /// than this peer that needs no snapshot, preferring one that answered within the last
-    /// election timeout, then the one holding most of the log (the transfer waits while
-    /// the leader catches it up, refusing proposals). None if there is no such voter.
+    /// As leader: the follower to hand leadership to before a planned stop, the one holding
+    /// most of the log among those that may take over now ([`Peer::may_take_over`]). None
+    /// if there is no such voter (yet: the leader keeps catching them up).
     pub fn transfer_target(&self) -> Option<u64> {
-        if !self.is_leader() {
-            return None;
-        }
         let prs = self.raw.raft.prs();
-        let voters = prs.conf().voters();
         prs.iter()
-            .filter(|&(&id, p)| {
-                id != self.peer_id && voters.contains(id) && p.state != ProgressState::Snapshot
-            })
-            .max_by_key(|&(_, p)| (p.recent_active, p.matched))
+            .filter(|&(&id, _)| self.may_take_over(id))
+            .max_by_key(|&(_, p)| p.matched)
             .map(|(&id, _)| id)
     }
 

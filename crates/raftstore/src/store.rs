@@ -409,9 +409,14 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         self.peer_mut(region_id)?.campaign()
     }
 
-    pub fn transfer_leader(&mut self, region_id: u64, to_peer_id: u64, now: Instant) -> Result<()> {
-        self.peer_mut(region_id)?.transfer_leader(to_peer_id, now);
-        Ok(())
+    /// See [`Peer::transfer_leader`]: whether the transfer began.
+    pub fn transfer_leader(
+        &mut self,
+        region_id: u64,
+        to_peer_id: u64,
+        now: Instant,
+    ) -> Result<bool> {
+        Ok(self.peer_mut(region_id)?.transfer_leader(to_peer_id, now))
     }
 
     /// See [`Peer::report_snapshot`].

@@ -461,6 +461,39 @@ fn a_transfer_to_a_store_found_gone_is_given_up_at_once() {
 }
 
 #[test]
+fn a_transfer_to_a_peer_far_behind_is_refused_and_writes_go_on() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    c.isolate(3);
+    for i in 0..=raftstore::peer::LEADER_TRANSFER_MAX_LOG_LAG {
+        c.must_put(format!("k{i}").as_bytes(), b"v");
+    }
+    c.clear_filters();
+    let now = c.now;
+    let began = c
+        .stores
+        .get_mut(&1)
+        .unwrap()
+        .transfer_leader(REGION, peer_id(3), now)
+        .unwrap();
+    assert!(!began, "store 3 lacks more than the allowed lag");
+    let taken = c.propose_put(1, b"b", b"2");
+    c.pump();
+    assert!(matches!(outcome_of(&taken), Some(Ok(()))));
+    // Caught up, it may take over.
+    c.ticks(2);
+    assert!(
+        c.stores
+            .get_mut(&1)
+            .unwrap()
+            .transfer_leader(REGION, peer_id(3), c.now)
+            .unwrap()
+    );
+    c.pump();
+    assert_eq!(c.leader(), Some(3));
+}
+
+#[test]
 fn appends_held_back_arrive_late_and_the_follower_catches_up_in_order() {
     let mut c = Cluster::new(3, test_config());
     c.elect(1);
