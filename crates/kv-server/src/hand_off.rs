@@ -11,7 +11,8 @@
 //!    fails is tried again until the time is up.
 //! 2. Each region this store leads goes to its best follower
 //!    ([`raftstore::Peer::transfer_target`]); the request is repeated every
-//!    [`HAND_OFF_RETRY`] until no region is led here.
+//!    [`HAND_OFF_RETRY`] until no region is led here, nor has a peer here running for
+//!    leader (it is handed off once it won).
 //!
 //! [`transfer_region`] does the same for one region whose leadership PD moves.
 //!
@@ -38,7 +39,7 @@ const HAND_OFF_RETRY: Duration = Duration::from_millis(500);
 #[derive(Debug, Default)]
 pub struct HandOff {
     pub locks_moved: usize,
-    /// Regions this store still led when the wait ended.
+    /// Regions this store still led (or ran for) when the wait ended.
     pub regions_still_led: usize,
 }
 
@@ -51,11 +52,14 @@ pub fn hand_off(kv: &RaftKv, latches: &Latches, store_id: u64) -> HandOff {
         Ok(moved) => done.locks_moved = moved,
         Err(e) => tracing::warn!("moving pessimistic locks to the lock CF failed: {e}"),
     }
+    // A peer running for leader counts too: the new region of a split this store led
+    // campaigns here first, and if it won after the stop its peers elsewhere would wait out
+    // an election timeout, unknown to PD meanwhile (its keys unreachable).
     let led = || {
         kv.views()
             .all()
             .into_iter()
-            .filter(|v| v.leader.as_ref().is_some_and(|l| l.store_id == store_id))
+            .filter(|v| v.campaigning || v.leader.as_ref().is_some_and(|l| l.store_id == store_id))
             .map(|v| v.region.id)
             .collect::<Vec<_>>()
     };

@@ -118,6 +118,8 @@ pub struct RegionView {
     /// The region this one was split from and the term in which this store led it then, if
     /// this peer leads in the region's first leadership ([`crate::Peer::split_from`]).
     pub split_from: Option<(u64, u64)>,
+    /// This store's peer is running for leader.
+    pub campaigning: bool,
 }
 
 impl RegionView {
@@ -175,6 +177,7 @@ impl RegionViews {
                 term: peer.term(),
                 pending_peers: peer.pending_peers(),
                 split_from: peer.split_from(),
+                campaigning: peer.is_campaigning(),
             };
             fresh.insert(view.region.id, view);
         }

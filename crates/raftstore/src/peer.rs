@@ -240,6 +240,14 @@ impl Peer {
         self.raw.raft.state == StateRole::Leader
     }
 
+    /// Whether this peer is running for leader (pre-vote or vote).
+    pub fn is_campaigning(&self) -> bool {
+        matches!(
+            self.raw.raft.state,
+            StateRole::PreCandidate | StateRole::Candidate
+        )
+    }
+
     pub fn term(&self) -> u64 {
         self.raw.raft.term
     }
