@@ -82,8 +82,9 @@ pub fn hand_off(kv: &RaftKv, latches: &Latches, store_id: u64) -> HandOff {
 
 /// PD moves one region's leadership to peer `to_peer_id` (balance-leader): as in a
 /// hand-off, the region's in-memory pessimistic locks go to the lock CF first, while new ones
-/// of its range go there directly, then the transfer is asked for. If the leadership did not
-/// leave within [`TRANSFER_WAIT`], the range takes in-memory locks again.
+/// of its range go there directly, then the transfer is asked for. If raftstore refused it
+/// (the peer is not caught up) or the leadership did not leave within [`TRANSFER_WAIT`], the
+/// range takes in-memory locks again.
 pub fn transfer_region(kv: &RaftKv, latches: &Latches, region_id: u64, to_peer_id: u64) {
     let Some(view) = kv.views().get(region_id) else {
         return;
@@ -105,10 +106,19 @@ pub fn transfer_region(kv: &RaftKv, latches: &Latches, region_id: u64, to_peer_i
         }
         Err(e) => tracing::warn!(region_id, "moving the region's locks failed: {e}"),
     }
-    let _ = kv.router().send(StoreMsg::TransferLeader {
-        region_id,
-        to_peer_id,
-    });
+    let began = kv
+        .router()
+        .call_within(TRANSFER_WAIT, |reply| StoreMsg::TransferLeader {
+            region_id,
+            to_peer_id,
+            reply,
+        });
+    if let Err(e) = began {
+        // Not caught up, say: the range takes in-memory locks again, PD asks again later.
+        tracing::info!(region_id, to_peer_id, "leadership not moved: {e}");
+        table.resume_range(start, end);
+        return;
+    }
     let leads_here = || {
         kv.views()
             .get(region_id)

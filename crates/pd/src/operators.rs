@@ -2,7 +2,8 @@
 //! A region has at most one operator in flight; its current step goes out in every answer to
 //! the region's heartbeats (and in its leader store's heartbeats, which reach a leader whose
 //! region did not change), until a heartbeat shows it done, then the next step goes out. A
-//! step not seen done within [`STEP_TIMEOUT`] ends the operator; PD decides anew.
+//! step not seen done within [`STEP_TIMEOUT`], or a leader move to a store that is no longer
+//! up (stopping, silent), ends the operator; PD decides anew.
 //!
 //! Where operators come from: the replica checker ([`replica_checker`]) for a region that
 //! has no operator, a person (`atoll ctl operator add`), evict-leader for the stores named,
@@ -215,7 +216,8 @@ pub struct Operators {
 
 impl Operators {
     /// The step to hand `region`'s leader: the operator's current one until it shows done
-    /// (then the next) or times out, else the replica checker's next.
+    /// (then the next), times out or moves the leadership to a store not up, else the
+    /// replica checker's next.
     pub fn next(&self, meta: &Metadata, region: &Region, limits: Limits) -> Option<Order> {
         let mut pending = self.pending.lock().expect("operators poisoned");
         if let Some(op) = pending.get_mut(&region.id) {

@@ -32,7 +32,9 @@ pub enum Step {
     TransferLeader(Peer),
 }
 
-/// Whether `store` serves (not deleted) and was heard from lately: a place for replicas.
+/// Whether `store` serves (not deleted, not stopping) and was heard from lately: a place for
+/// replicas and leaders. A learner being added to a store that stops is removed (and added
+/// again, with a new snapshot, once the store is back).
 pub fn is_up(store: &Store, now_ms: u64) -> bool {
     store.node_state == NodeState::Serving
         && !store.stopping

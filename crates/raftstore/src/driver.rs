@@ -57,6 +57,9 @@ pub enum StoreMsg {
     TransferLeader {
         region_id: u64,
         to_peer_id: u64,
+        /// `Ok` once the transfer began; `Busy` if the peer may not take over now
+        /// ([`crate::Peer::transfer_leader`]).
+        reply: Reply,
     },
     /// Before a planned stop: leadership of the region goes to its best follower
     /// ([`crate::Peer::transfer_target`]), if this store leads it.
@@ -477,9 +480,12 @@ fn handle<E: KvEngine, T: Transport>(store: &mut Store<E, T>, msg: StoreMsg) -> 
         StoreMsg::TransferLeader {
             region_id,
             to_peer_id,
-        } => {
-            let _ = store.transfer_leader(region_id, to_peer_id, now);
-        }
+            reply,
+        } => reply(match store.transfer_leader(region_id, to_peer_id, now) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Error::Busy("the transferee may not take over now")),
+            Err(e) => Err(e),
+        }),
         StoreMsg::HandOffLeadership { region_id } => {
             if let Ok(Some(to)) = store.hand_off_leadership(region_id, now) {
                 tracing::info!(region_id, to_peer = to, "handing leadership off");

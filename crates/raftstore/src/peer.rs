@@ -326,18 +326,18 @@ impl Peer {
             self.maybe_compact_log(now);
         }
         self.check_snapshot_waits();
-        self.check_transfer();
+        self.check_transfer(now);
         self.expire_proposals(now);
         self.maybe_renew_lease(now);
     }
 
     /// A leadership transfer not done within a heartbeat interval is given up. raft-rs
     /// refuses every proposal while one is under way and gives up only at the end of an
-    /// election timeout (10-20 s): a transferee that never campaigns (its process is
+    /// election timeout (10 s): a transferee that never campaigns (its process is
     /// stopping, the message was lost) would stall the region's writes that long. A
     /// transferee that has the log takes over within a round trip; one that lags gets the
     /// heartbeat interval to catch up, and whoever asked may ask again.
-    fn check_transfer(&mut self) {
+    fn check_transfer(&mut self, now: Instant) {
         let transferring = self.is_leader() && self.raw.raft.lead_transferee.is_some();
         if !transferring {
             self.transfer_ticks = None;
@@ -345,20 +345,26 @@ impl Peer {
         }
         let ticks = self.transfer_ticks.get_or_insert(0);
         *ticks += 1;
-        if *ticks >= self.cfg.heartbeat_ticks {
+        // More than the interval in whole ticks: the first tick may come right after the start.
+        if *ticks > self.cfg.heartbeat_ticks {
             tracing::info!(
                 region_id = self.region.id,
                 transferee = self.raw.raft.lead_transferee,
                 "leadership transfer not done within a heartbeat interval: given up"
             );
-            self.abort_transfer();
+            self.abort_transfer(now);
         }
     }
 
-    /// Ends a leadership transfer under way: proposals are taken again.
-    fn abort_transfer(&mut self) {
+    /// Ends a leadership transfer under way: proposals are taken again. The transferee may
+    /// still act on the MsgTimeoutNow it was sent, and its campaign then ignores the
+    /// voters' lease, so no lease is renewed from anything before an election timeout from
+    /// now (reads confirm through ReadIndex meanwhile).
+    fn abort_transfer(&mut self, now: Instant) {
         self.raw.raft.abort_leader_transfer();
         self.transfer_ticks = None;
+        let election_timeout = self.cfg.base_tick * self.cfg.election_ticks as u32;
+        self.lease_floor = Some(now + election_timeout);
     }
 
     /// A proposal unanswered for [`PROPOSAL_WAIT_MAX`] (its leader is cut off, or the
@@ -509,6 +515,10 @@ impl Peer {
     /// ([`Peer::may_take_over`]); whether the transfer began. The lease ends then, since
     /// the transferee may be elected before it would have.
     pub fn transfer_leader(&mut self, peer_id: u64, now: Instant) -> bool {
+        // Asked again (a hand-off repeats itself): raft-rs ignores it, and so does this.
+        if self.raw.raft.lead_transferee == Some(peer_id) {
+            return true;
+        }
         if !self.may_take_over(peer_id) {
             tracing::info!(
                 region_id = self.region.id,
@@ -561,11 +571,15 @@ impl Peer {
     /// As leader: the follower to hand leadership to before a planned stop, the one holding
     /// most of the log among those that may take over now ([`Peer::may_take_over`]). None
     /// if there is no such voter (yet: the leader keeps catching them up).
+    /// A transfer under way keeps its transferee (ties would otherwise pick either).
     pub fn transfer_target(&self) -> Option<u64> {
+        if let Some(id) = self.raw.raft.lead_transferee {
+            return Some(id);
+        }
         let prs = self.raw.raft.prs();
         prs.iter()
             .filter(|&(&id, _)| self.may_take_over(id))
-            .max_by_key(|&(_, p)| p.matched)
+            .max_by_key(|&(&id, p)| (p.matched, std::cmp::Reverse(id)))
             .map(|(&id, _)| id)
     }
 
@@ -669,7 +683,7 @@ impl Peer {
                 store_id,
                 "the leadership transferee's store is gone: transfer given up"
             );
-            self.abort_transfer();
+            self.abort_transfer(Instant::now());
         }
         let led_from_there = self.leader().is_some_and(|l| l.store_id == store_id);
         let still_leaderless = self.gone_leader_store == Some(store_id)

@@ -13,7 +13,7 @@
 //!
 //! A small pessimistic lock request whose latches are free runs on the caller's thread
 //! instead ([`Scheduler::try_run_here`]): it usually writes nothing to disk, and the caller
-//! never waits for a write (a lock that must go through Raft, because a hand-off began
+//! never waits for Raft (a lock that must go through Raft, because a hand-off began
 //! meanwhile, is answered when raftstore applies it).
 //!
 //! Resize: workers at or above the target count finish their command and exit.

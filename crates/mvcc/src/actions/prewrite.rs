@@ -95,9 +95,10 @@ pub fn check_prewrite<S: Snapshot>(
     let key = mutation.key().to_vec();
     let start_ts = props.start_ts;
     let mut over_pessimistic = false;
-    // A pessimistic lock's TTL (kept ahead by the txn's heartbeats) and pushed min_commit_ts
-    // stay with the lock that replaces it, as in TiKV: a prewrite with the short optimistic
-    // TTL would let another txn roll this one back while its commit is delayed.
+    // A pessimistic lock's TTL (kept ahead by the txn's heartbeats) stays with the lock that
+    // replaces it, as in TiKV (which keeps the larger min_commit_ts too): a prewrite with the
+    // short optimistic TTL would let another txn roll this one back while its commit is
+    // delayed.
     let (mut ttl_ms, mut min_commit_ts) = (props.ttl_ms, props.min_commit_ts);
     match reader.load_lock(&key)? {
         Some(lock) if lock.start_ts != start_ts => {
