@@ -266,6 +266,7 @@ pub fn raftstore_config(
         purge_interval: c.duration("raftstore.raft-engine-purge-interval").0,
         store_io_threads: c.int("raftstore.store-io-pool-size") as usize,
         snap_dir,
+        snapshot_worker: true,
     }
 }
 

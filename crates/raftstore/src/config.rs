@@ -41,6 +41,9 @@ pub struct RaftstoreConfig {
     /// Where the store keeps snapshot files (`<data-dir>/snap` on a kv node); it clears the
     /// directory when it opens.
     pub snap_dir: std::path::PathBuf,
+    /// Build snapshot files on a thread of their own (`snap-gen`), as a kv node does; false
+    /// builds them in the round itself (tests that drive a store step by step).
+    pub snapshot_worker: bool,
 }
 
 impl Default for RaftstoreConfig {
@@ -62,6 +65,7 @@ impl Default for RaftstoreConfig {
             purge_interval: Duration::from_secs(10),
             store_io_threads: 1,
             snap_dir: std::path::PathBuf::new(),
+            snapshot_worker: false,
         }
     }
 }

@@ -1119,16 +1119,14 @@ impl Peer {
         }
     }
 
-    /// Hands the snapshot a follower asked for to raft-rs, if it asked; `build` makes it.
-    pub fn maybe_provide_snapshot(
-        &mut self,
-        build: impl FnOnce(u64) -> Result<raft::eraftpb::Snapshot>,
-    ) -> Result<()> {
-        if self.raw.store().take_snapshot_request() {
-            let snap = build(self.region.id)?;
-            self.raw.mut_store().set_snapshot(snap);
-        }
-        Ok(())
+    /// Whether raft-rs asked for a snapshot for a follower since the last call.
+    pub fn take_snapshot_request(&self) -> bool {
+        self.raw.store().take_snapshot_request()
+    }
+
+    /// The snapshot raft-rs gets when it asks again.
+    pub fn set_snapshot(&mut self, snapshot: raft::eraftpb::Snapshot) {
+        self.raw.mut_store().set_snapshot(snapshot);
     }
 
     /// Fails every pending proposal (the peer is going away).

@@ -9,9 +9,11 @@
 //! fdatasync, and the store hears of it ([`Store::on_log_written`]) between rounds. A region's
 //! writes always go to the same thread, so they land in the order they were made.
 //!
-//! The store owns no thread: a test calls it step by step with a clock it moves itself and
-//! makes the log tasks' writes when it chooses, and the node runs it on its raftstore and
-//! store-io threads.
+//! The store owns no thread but one: with `snapshot_worker` (a kv node's setting) the files of
+//! the snapshots leaders ask for are built on `snap-gen` ([`SnapWorker`]), since a region's
+//! scan would hold up every region's round; without it, in the round. A test calls the store
+//! step by step with a clock it moves itself and makes the log tasks' writes when it
+//! chooses, and the node runs it on its raftstore and store-io threads.
 //!
 //! Membership: a message for a region this store holds no peer of creates an uninitialized
 //! peer (unless the store removed that peer before: its tombstone stays), which the
@@ -105,9 +107,50 @@ pub struct Store<E: KvEngine, T: Transport> {
     /// Votes for regions this store has no peer of yet, whose range a peer here still covers
     /// (see the module header), by region, with when they came; kept [`PENDING_VOTE_TTL`].
     pending_votes: BTreeMap<u64, (Instant, RaftMessage)>,
+    /// With `cfg.snapshot_worker`: the thread that builds snapshot files.
+    snap_worker: Option<SnapWorker>,
     cfg: Arc<RaftstoreConfig>,
     logger: slog::Logger,
     stats: Arc<StoreStats>,
+}
+
+/// The `snap-gen` thread: a region's snapshot file takes a scan of the whole region and
+/// may take seconds, while every region of the store waits for a round on the raftstore
+/// thread. It builds one file at a time, in the order asked; a region is asked once until
+/// its file is built. It stops when the store is dropped.
+struct SnapWorker {
+    jobs: std::sync::mpsc::Sender<u64>,
+    built: std::sync::mpsc::Receiver<(u64, Result<raft::eraftpb::Snapshot>)>,
+    /// Regions whose file is being built.
+    building: std::collections::BTreeSet<u64>,
+}
+
+impl SnapWorker {
+    fn start<E: KvEngine>(
+        engine: E,
+        dir: std::path::PathBuf,
+        stats: Arc<StoreStats>,
+    ) -> Result<SnapWorker> {
+        let (jobs, asked) = std::sync::mpsc::channel::<u64>();
+        let (done, built) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("snap-gen".into())
+            .spawn(move || {
+                for region_id in asked {
+                    stats.snapshots_built.fetch_add(1, Ordering::Relaxed);
+                    let result = snapshot::generate(&engine, &dir, region_id);
+                    if done.send((region_id, result)).is_err() {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| Error::Corrupt(format!("cannot start the snap-gen thread: {e}")))?;
+        Ok(SnapWorker {
+            jobs,
+            built,
+            building: Default::default(),
+        })
+    }
 }
 
 impl<E: KvEngine, T: Transport> Store<E, T> {
@@ -140,6 +183,15 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         for peer in peers.values_mut() {
             peer.campaign_if_alone()?;
         }
+        let stats: Arc<StoreStats> = Arc::default();
+        let snap_worker = match cfg.snapshot_worker {
+            true => Some(SnapWorker::start(
+                engine.clone(),
+                cfg.snap_dir.clone(),
+                stats.clone(),
+            )?),
+            false => None,
+        };
         Ok(Store {
             store_id,
             engine,
@@ -155,9 +207,10 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             next_seq: 0,
             clearing: BTreeMap::new(),
             pending_votes: BTreeMap::new(),
+            snap_worker,
             cfg,
             logger,
-            stats: Arc::default(),
+            stats,
         })
     }
 
@@ -565,16 +618,41 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         self.send_all(&mut send);
     }
 
-    /// Builds the snapshots leaders asked for in this round.
+    /// Builds the snapshots leaders asked for in this round (on the `snap-gen` thread if
+    /// there is one), and hands raft-rs those built since the last round.
     fn provide_snapshots(&mut self) {
+        let mut built = Vec::new();
+        if let Some(worker) = &mut self.snap_worker {
+            while let Ok((region_id, result)) = worker.built.try_recv() {
+                worker.building.remove(&region_id);
+                built.push((region_id, result));
+            }
+        }
         for peer in self.peers.values_mut() {
-            let (engine, stats, dir) = (&self.engine, &self.stats, &self.cfg.snap_dir);
-            let build = |id| {
-                stats.snapshots_built.fetch_add(1, Ordering::Relaxed);
-                snapshot::generate(engine, dir, id)
-            };
-            if let Err(e) = peer.maybe_provide_snapshot(build) {
-                tracing::warn!(region_id = peer.region().id, "cannot build a snapshot: {e}");
+            if !peer.take_snapshot_request() {
+                continue;
+            }
+            let region_id = peer.region().id;
+            match &mut self.snap_worker {
+                Some(worker) => {
+                    if worker.building.insert(region_id) {
+                        let _ = worker.jobs.send(region_id);
+                    }
+                }
+                None => {
+                    self.stats.snapshots_built.fetch_add(1, Ordering::Relaxed);
+                    built.push((
+                        region_id,
+                        snapshot::generate(&self.engine, &self.cfg.snap_dir, region_id),
+                    ));
+                }
+            }
+        }
+        for (region_id, result) in built {
+            match (result, self.peers.get_mut(&region_id)) {
+                (Ok(snap), Some(peer)) => peer.set_snapshot(snap),
+                (Ok(_), None) => {}
+                (Err(e), _) => tracing::warn!(region_id, "cannot build a snapshot: {e}"),
             }
         }
     }
