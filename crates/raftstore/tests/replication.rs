@@ -171,11 +171,7 @@ fn leadership_moves_on_request_and_the_old_leader_stops_serving_lease_reads() {
             .check_lease_read(now)
             .is_ok()
     );
-    c.stores
-        .get_mut(&1)
-        .unwrap()
-        .transfer_leader(REGION, peer_id(3), now)
-        .unwrap();
+    c.transfer_leader(1, 3);
     assert!(
         c.stores[&1]
             .peer(REGION)
@@ -400,11 +396,7 @@ fn a_proposal_applied_during_a_transfer_does_not_bring_the_lease_back() {
     c.add_filter(DropType(MessageType::MsgTimeoutNow));
     let now = c.now;
     let proposed = c.propose_put(1, b"x", b"1");
-    c.stores
-        .get_mut(&1)
-        .unwrap()
-        .transfer_leader(REGION, peer_id(3), now)
-        .unwrap();
+    c.transfer_leader(1, 3);
     c.pump();
     assert!(matches!(outcome_of(&proposed), Some(Ok(()))), "it applied");
     let peer = c.stores[&1].peer(REGION).unwrap();
@@ -421,12 +413,7 @@ fn start_a_transfer_that_cannot_finish(c: &mut Cluster) {
     c.elect(1);
     c.must_put(b"k", b"v");
     c.add_filter(DropType(MessageType::MsgTimeoutNow));
-    let now = c.now;
-    c.stores
-        .get_mut(&1)
-        .unwrap()
-        .transfer_leader(REGION, peer_id(3), now)
-        .unwrap();
+    assert!(c.transfer_leader(1, 3));
     c.pump();
     let refused = c.propose_put(1, b"a", b"1");
     c.pump();
@@ -445,9 +432,7 @@ fn a_transfer_that_does_not_finish_is_given_up_within_a_heartbeat_interval() {
     // raft-rs alone would refuse proposals until the end of an election timeout. Asking
     // again meanwhile (as a hand-off does) does not restart the wait.
     for _ in 0..=heartbeat_ticks {
-        let now = c.now;
-        let store = c.stores.get_mut(&1).unwrap();
-        assert!(store.transfer_leader(REGION, peer_id(3), now).unwrap());
+        assert!(c.transfer_leader(1, 3));
         c.tick();
     }
     assert_eq!(c.leader(), Some(1));
@@ -482,26 +467,16 @@ fn a_transfer_to_a_peer_far_behind_is_refused_and_writes_go_on() {
         c.must_put(format!("k{i}").as_bytes(), b"v");
     }
     c.clear_filters();
-    let now = c.now;
-    let began = c
-        .stores
-        .get_mut(&1)
-        .unwrap()
-        .transfer_leader(REGION, peer_id(3), now)
-        .unwrap();
-    assert!(!began, "store 3 lacks more than the allowed lag");
+    assert!(
+        !c.transfer_leader(1, 3),
+        "store 3 lacks more than the allowed lag"
+    );
     let taken = c.propose_put(1, b"b", b"2");
     c.pump();
     assert!(matches!(outcome_of(&taken), Some(Ok(()))));
     // Caught up, it may take over.
     c.ticks(2);
-    assert!(
-        c.stores
-            .get_mut(&1)
-            .unwrap()
-            .transfer_leader(REGION, peer_id(3), c.now)
-            .unwrap()
-    );
+    assert!(c.transfer_leader(1, 3));
     c.pump();
     assert_eq!(c.leader(), Some(3));
 }

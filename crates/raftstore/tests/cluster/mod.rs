@@ -394,6 +394,16 @@ impl Cluster {
         }
     }
 
+    /// Asks store `s`'s peer of [`REGION`] to hand its leadership to store `to`'s, now;
+    /// whether the transfer began.
+    pub fn transfer_leader(&mut self, s: u64, to: u64) -> bool {
+        let now = self.now;
+        let store = self.stores.get_mut(&s).expect("a running store");
+        store
+            .transfer_leader(REGION, peer_id(to), now)
+            .expect("a peer of the region")
+    }
+
     /// The stores whose peer believes it leads, with its term.
     pub fn leaders(&self) -> Vec<(u64, u64)> {
         self.stores
