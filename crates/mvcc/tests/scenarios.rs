@@ -71,6 +71,17 @@ impl Store {
         })
     }
 
+    /// A pessimistic txn's prewrite of a put over its own lock on `key` (its primary),
+    /// taken at `for_update`.
+    fn put_locked(&self, key: &[u8], value: &[u8], start: u64, for_update: u64) -> Result<()> {
+        let props = TxnProps {
+            for_update_ts: for_update,
+            ..Store::props(key, start)
+        };
+        let put = Mutation::Put(key.to_vec(), value.to_vec());
+        self.run(|txn, r| prewrite(txn, r, &props, put, KeyCheck::PessimisticLock))
+    }
+
     fn put(&self, key: &[u8], value: &[u8], primary: &[u8], start: u64) -> Result<()> {
         self.prewrite(Mutation::Put(key.to_vec(), value.to_vec()), primary, start)
     }
@@ -326,35 +337,12 @@ fn a_pessimistic_lock_then_prewrite_then_commit() {
         s.commit(b"k", ts(10), ts(20)),
         Err(MvccError::LockTypeNotMatch { .. })
     ));
-    let props = TxnProps {
-        for_update_ts: ts(10),
-        ..Store::props(b"k", ts(10))
-    };
-    s.run(|txn, r| {
-        prewrite(
-            txn,
-            r,
-            &props,
-            Mutation::Put(b"k".to_vec(), b"v1".to_vec()),
-            KeyCheck::PessimisticLock,
-        )
-    })
-    .unwrap();
+    s.put_locked(b"k", b"v1", ts(10), ts(10)).unwrap();
     s.commit(b"k", ts(10), ts(20)).unwrap();
     assert_eq!(s.get(b"k", ts(25)).unwrap(), v("v1"));
     // A prewrite that expects a pessimistic lock which is not there fails.
-    let props = TxnProps {
-        for_update_ts: ts(30),
-        ..Store::props(b"k", ts(30))
-    };
     assert!(matches!(
-        s.run(|txn, r| prewrite(
-            txn,
-            r,
-            &props,
-            Mutation::Put(b"k".to_vec(), b"v2".to_vec()),
-            KeyCheck::PessimisticLock
-        )),
+        s.put_locked(b"k", b"v2", ts(30), ts(30)),
         Err(MvccError::PessimisticLockNotFound { .. })
     ));
 }
@@ -420,19 +408,7 @@ fn a_pessimistic_lock_is_refused_to_a_txn_that_already_rolled_back_or_committed(
     ));
     // A late request of a txn that committed: its commit ts is above the statement's ts.
     lock(b"m", ts(40), ts(40)).unwrap();
-    s.run(|txn, r| {
-        prewrite(
-            txn,
-            r,
-            &TxnProps {
-                for_update_ts: ts(40),
-                ..Store::props(b"m", ts(40))
-            },
-            Mutation::Put(b"m".to_vec(), b"v".to_vec()),
-            KeyCheck::PessimisticLock,
-        )
-    })
-    .unwrap();
+    s.put_locked(b"m", b"v", ts(40), ts(40)).unwrap();
     s.commit(b"m", ts(40), ts(45)).unwrap();
     assert!(matches!(
         lock(b"m", ts(40), ts(41)),
@@ -475,21 +451,7 @@ fn pessimistic_locks_live_in_memory_until_a_prewrite_replaces_them() {
     let keys: Vec<&[u8]> = found.iter().map(|(k, _)| k.as_slice()).collect();
     assert_eq!(keys, [&b"a"[..], b"k"]);
 
-    let props = TxnProps {
-        for_update_ts: ts(13),
-        ..Store::props(b"k", ts(10))
-    };
-    let prewrite_k = |s: &Store| {
-        s.run(|txn, r| {
-            prewrite(
-                txn,
-                r,
-                &props,
-                Mutation::Put(b"k".to_vec(), b"v".to_vec()),
-                KeyCheck::PessimisticLock,
-            )
-        })
-    };
+    let prewrite_k = |s: &Store| s.put_locked(b"k", b"v", ts(10), ts(13));
     // A kv node that lost its memory (a restart) lost the lock: the prewrite fails.
     let restarted = Store(
         s.0.clone(),
@@ -571,20 +533,7 @@ fn a_hand_off_moves_pessimistic_locks_to_the_lock_cf_where_another_leader_finds_
             next.run(|txn, r| acquire_pessimistic_lock(txn, r, key, key, ts(20), ts(20), 3000)),
             Err(MvccError::KeyIsLocked(_))
         ));
-        let props = TxnProps {
-            for_update_ts: start,
-            ..Store::props(key, start)
-        };
-        next.run(|txn, r| {
-            prewrite(
-                txn,
-                r,
-                &props,
-                Mutation::Put(key.to_vec(), b"v".to_vec()),
-                KeyCheck::PessimisticLock,
-            )
-        })
-        .unwrap();
+        next.put_locked(key, b"v", start, start).unwrap();
         next.commit(key, start, ts(30)).unwrap();
         assert_eq!(next.get(key, ts(31)).unwrap(), v("v"));
     }
@@ -667,20 +616,7 @@ fn a_prewrite_keeps_the_longer_ttl_of_the_pessimistic_lock_it_replaces() {
         .unwrap();
     s.run(|txn, r| txn_heart_beat(txn, r, b"k", ts(10), 30_000))
         .unwrap();
-    let props = TxnProps {
-        for_update_ts: ts(10),
-        ..Store::props(b"k", ts(10))
-    };
-    s.run(|txn, r| {
-        prewrite(
-            txn,
-            r,
-            &props,
-            Mutation::Put(b"k".to_vec(), b"v".to_vec()),
-            KeyCheck::PessimisticLock,
-        )
-    })
-    .unwrap();
+    s.put_locked(b"k", b"v", ts(10), ts(10)).unwrap();
     let lock = MvccReader::new(s.0.snapshot())
         .load_lock(b"k")
         .unwrap()
