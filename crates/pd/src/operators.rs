@@ -32,9 +32,10 @@ use crate::state::Command;
 pub const STEP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Replica moves in flight at most, whatever `schedule.region-schedule-limit` says: each
-/// sends a snapshot, which its region's leader builds on its raftstore thread, and a new
-/// store given a hundred at once stalls every region for seconds (the role PD's store limit
-/// and `max-snapshot-count` play).
+/// sends a snapshot, which the new store applies on its raftstore thread; a new store given
+/// a hundred at once stalled every region for seconds (measured while leaders still built
+/// snapshots on their raftstore threads). The role PD's store limit and
+/// `max-snapshot-count` play.
 pub const REGION_MOVES_MAX: usize = 4;
 
 /// How long an Offline store must look empty before it is buried.

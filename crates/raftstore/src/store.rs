@@ -137,8 +137,7 @@ impl SnapWorker {
             .name("snap-gen".into())
             .spawn(move || {
                 for region_id in asked {
-                    stats.snapshots_built.fetch_add(1, Ordering::Relaxed);
-                    let result = snapshot::generate(&engine, &dir, region_id);
+                    let result = build_snapshot(&engine, &dir, &stats, region_id);
                     if done.send((region_id, result)).is_err() {
                         return;
                     }
@@ -151,6 +150,17 @@ impl SnapWorker {
             building: Default::default(),
         })
     }
+}
+
+/// Builds region `region_id`'s snapshot file in `dir` and counts it.
+fn build_snapshot<E: KvEngine>(
+    engine: &E,
+    dir: &std::path::Path,
+    stats: &StoreStats,
+    region_id: u64,
+) -> Result<raft::eraftpb::Snapshot> {
+    stats.snapshots_built.fetch_add(1, Ordering::Relaxed);
+    snapshot::generate(engine, dir, region_id)
 }
 
 impl<E: KvEngine, T: Transport> Store<E, T> {
@@ -640,11 +650,9 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
                     }
                 }
                 None => {
-                    self.stats.snapshots_built.fetch_add(1, Ordering::Relaxed);
-                    built.push((
-                        region_id,
-                        snapshot::generate(&self.engine, &self.cfg.snap_dir, region_id),
-                    ));
+                    let (engine, dir) = (&self.engine, &self.cfg.snap_dir);
+                    let result = build_snapshot(engine, dir, &self.stats, region_id);
+                    built.push((region_id, result));
                 }
             }
         }

@@ -77,11 +77,23 @@ impl Latches {
         self: &Arc<Self>,
         keys: impl IntoIterator<Item = &'k [u8]>,
     ) -> OwnedGuard {
-        let mut guard = self.acquire(keys);
-        let slots = std::mem::take(&mut guard.slots);
+        self.owned(self.acquire(keys))
+    }
+
+    /// As [`Latches::try_acquire`], holding the slots in a guard that owns a handle of the
+    /// table.
+    pub fn try_acquire_owned<'k>(
+        self: &Arc<Self>,
+        keys: impl IntoIterator<Item = &'k [u8]>,
+    ) -> Option<OwnedGuard> {
+        Some(self.owned(self.try_acquire(keys)?))
+    }
+
+    /// `guard`'s slots, held by a guard that owns a handle of the table.
+    fn owned(self: &Arc<Self>, mut guard: Guard<'_>) -> OwnedGuard {
         OwnedGuard {
             latches: self.clone(),
-            slots,
+            slots: std::mem::take(&mut guard.slots),
         }
     }
 
@@ -124,22 +136,6 @@ impl Latches {
             guard.slots.push(s);
         }
         Some(guard)
-    }
-}
-
-impl Latches {
-    /// As [`Latches::try_acquire`], holding the slots in a guard that owns a handle of the
-    /// table.
-    pub fn try_acquire_owned<'k>(
-        self: &Arc<Self>,
-        keys: impl IntoIterator<Item = &'k [u8]>,
-    ) -> Option<OwnedGuard> {
-        let mut guard = self.try_acquire(keys)?;
-        let slots = std::mem::take(&mut guard.slots);
-        Some(OwnedGuard {
-            latches: self.clone(),
-            slots,
-        })
     }
 }
 

@@ -162,7 +162,6 @@ impl<K: ReplicatedKv> Scheduler<K> {
     /// (the table stopped taking them after the check): then when they applied, so the
     /// caller's thread never waits for a write. Otherwise hands `command` and `reply` back
     /// for [`Scheduler::schedule`].
-    #[allow(clippy::type_complexity)]
     pub fn try_run_here(
         &self,
         command: Command,
