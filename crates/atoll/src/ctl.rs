@@ -1,8 +1,9 @@
 //! `atoll ctl`: the admin client. `config show` and `config set` talk to any role's status
 //! port (`GET` / `POST /config`), like `tikv-ctl modify-tikv-config` and `curl` in TiDB's docs.
 //! `member ...` shows and moves the PD members as pd-ctl's `member` does, through PD's HTTP
-//! API on any member (`--pd`, comma separated: the first that answers). `store`, `region`,
-//! `operator` and `scheduler` are pd-ctl's commands of those names, sent to the PD leader.
+//! API on any member (`--pd`, comma separated: the first that answers). `store`, `region`
+//! (with `key`, `topread` and `topwrite`), `hot`, `operator` and `scheduler` are pd-ctl's
+//! commands of those names, sent to the PD leader.
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
@@ -35,11 +36,23 @@ enum CtlCommand {
         #[command(subcommand)]
         command: Option<StoreCommand>,
     },
-    /// Show every region, or one by id.
+    /// `region`: every region; `region ID`; `region key KEY` (the region holding KEY);
+    /// `region topread N`, `region topwrite N` (the N regions that read or wrote the most
+    /// bytes in their last reported interval).
     Region {
         #[arg(long, global = true, default_value = "127.0.0.1:2379")]
         pd: String,
-        id: Option<u64>,
+        /// How `region key` reads KEY: hex digits, or the bytes as given.
+        #[arg(long, default_value = "hex", value_parser = ["hex", "raw"])]
+        format: String,
+        args: Vec<String>,
+    },
+    /// `hot read`, `hot write`: the hot regions by store, as leader and as peer.
+    Hot {
+        #[arg(long, global = true, default_value = "127.0.0.1:2379")]
+        pd: String,
+        #[arg(value_parser = ["read", "write"])]
+        kind: String,
     },
     /// Show, add or remove operators (what PD asks of a region's leader).
     Operator {
@@ -63,18 +76,31 @@ enum StoreCommand {
     Show { id: u64 },
     /// `store delete ID`: the store goes Offline and its replicas move to other stores.
     Delete { id: u64 },
+    /// `store label ID KEY=VALUE ...`: sets the store's topology labels.
+    Label {
+        id: u64,
+        #[arg(required = true)]
+        labels: Vec<String>,
+    },
 }
 
 #[derive(Subcommand)]
 enum OperatorCommand {
     Show,
-    /// `add transfer-leader REGION STORE` or `add transfer-peer REGION FROM TO`.
+    /// `add transfer-leader REGION STORE`, `add transfer-peer REGION FROM TO` or `add
+    /// split-region REGION [--policy scan|approximate|usekey --keys HEX,...]`.
     Add {
-        #[arg(value_parser = ["transfer-leader", "transfer-peer"])]
+        #[arg(value_parser = ["transfer-leader", "transfer-peer", "split-region"])]
         name: String,
         region: u64,
         /// The store to lead (transfer-leader), or FROM and TO (transfer-peer).
         stores: Vec<u64>,
+        /// split-region: in halves (scan, approximate) or at `--keys` (usekey).
+        #[arg(long, default_value = "scan", value_parser = ["scan", "approximate", "usekey"])]
+        policy: String,
+        /// split-region with `--policy usekey`: the keys, in hex.
+        #[arg(long, value_delimiter = ',')]
+        keys: Vec<String>,
     },
     /// Cancel a region's operator.
     Remove {
@@ -152,15 +178,29 @@ pub fn run(args: CtlArgs) -> anyhow::Result<()> {
         CtlCommand::Config { command } => command,
         CtlCommand::Member { pd, command } => return member(&agent, &pd, command),
         CtlCommand::Store { pd, command } => {
-            let (method, path) = match command {
-                None => ("GET", "stores".to_string()),
-                Some(StoreCommand::Show { id }) => ("GET", format!("store/{id}")),
-                Some(StoreCommand::Delete { id }) => ("DELETE", format!("store/{id}")),
+            let (method, path, body) = match command {
+                None => ("GET", "stores".to_string(), None),
+                Some(StoreCommand::Show { id }) => ("GET", format!("store/{id}"), None),
+                Some(StoreCommand::Delete { id }) => ("DELETE", format!("store/{id}"), None),
+                Some(StoreCommand::Label { id, labels }) => {
+                    let mut body = serde_json::Map::new();
+                    for label in labels {
+                        let Some((k, v)) = label.split_once('=') else {
+                            bail!("label {label:?} is not KEY=VALUE");
+                        };
+                        body.insert(k.to_string(), v.into());
+                    }
+                    ("POST", format!("store/{id}/label"), Some(body.into()))
+                }
             };
-            return on_leader(&agent, &pd, method, &path, None);
+            return on_leader(&agent, &pd, method, &path, body);
         }
-        CtlCommand::Region { pd, id } => {
-            let path = id.map_or("regions".to_string(), |id| format!("region/id/{id}"));
+        CtlCommand::Region { pd, format, args } => {
+            let path = region_path(&format, &args)?;
+            return on_leader(&agent, &pd, "GET", &path, None);
+        }
+        CtlCommand::Hot { pd, kind } => {
+            let path = format!("hotspot/regions/{kind}");
             return on_leader(&agent, &pd, "GET", &path, None);
         }
         CtlCommand::Operator { pd, command } => {
@@ -170,8 +210,13 @@ pub fn run(args: CtlArgs) -> anyhow::Result<()> {
                     name,
                     region,
                     stores,
+                    policy,
+                    keys,
                 } => {
                     let body = match (name.as_str(), stores.as_slice()) {
+                        ("split-region", []) => serde_json::json!({
+                            "name": name, "region_id": region, "policy": policy, "keys": keys,
+                        }),
                         ("transfer-leader", [to]) => serde_json::json!({
                             "name": name, "region_id": region, "to_store_id": to,
                         }),
@@ -180,7 +225,7 @@ pub fn run(args: CtlArgs) -> anyhow::Result<()> {
                             "from_store_id": from, "to_store_id": to,
                         }),
                         _ => bail!(
-                            "usage: operator add transfer-leader REGION STORE | transfer-peer REGION FROM TO"
+                            "usage: operator add transfer-leader REGION STORE | transfer-peer REGION FROM TO | split-region REGION [--policy P --keys K,...]"
                         ),
                     };
                     on_leader(&agent, &pd, "POST", "operators", Some(body))
@@ -228,6 +273,40 @@ pub fn run(args: CtlArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The PD API path `region ARGS` asks.
+fn region_path(format: &str, args: &[String]) -> anyhow::Result<String> {
+    let usage =
+        "usage: region [ID] | region key [--format hex|raw] KEY | region topread|topwrite N";
+    let limit = |n: &str| {
+        n.parse::<usize>()
+            .with_context(|| format!("{n:?} is not a count"))
+    };
+    Ok(match args {
+        [] => "regions".to_string(),
+        [kind, n] if kind == "topread" => format!("regions/readflow?limit={}", limit(n)?),
+        [kind, n] if kind == "topwrite" => format!("regions/writeflow?limit={}", limit(n)?),
+        [by, key] if by == "key" => {
+            let bytes = match format {
+                "raw" => key.as_bytes().to_vec(),
+                _ => {
+                    (pd::cluster_api::unhex(key)).with_context(|| format!("{key:?} is not hex"))?
+                }
+            };
+            let escaped: String = (bytes.iter())
+                .map(|&b| match b {
+                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                        (b as char).to_string()
+                    }
+                    _ => format!("%{b:02X}"),
+                })
+                .collect();
+            format!("region/key/{escaped}")
+        }
+        [id] => format!("region/id/{}", id.parse::<u64>().context(usage)?),
+        _ => bail!(usage),
+    })
 }
 
 /// `member ...` on the first of `pd` that answers.

@@ -32,6 +32,8 @@ raft-heartbeat-ticks = 2
 raft-election-timeout-ticks = 10
 raft-store-max-leader-lease = \"800ms\"
 pd-store-heartbeat-tick-interval = \"500ms\"
+# Region sizes and flows reach PD each second (TiKV: a minute).
+pd-heartbeat-tick-interval = \"1s\"
 # The Raft log on a store-io thread (the default on 4 cores and more; the playground on this
 # size of machine writes it in the raftstore thread).
 store-io-pool-size = 1
@@ -695,12 +697,142 @@ fn a_table_grown_past_the_split_size_splits_by_itself_and_reads_stay_whole() {
         c.mysql("SELECT COUNT(*), SUM(id) FROM d.t").unwrap(),
         "20000\t199990000"
     );
+    // Each part's size and keys reach SHOW TABLE ... REGIONS (measured by the check that
+    // split it, or by a later one); together they hold every row's versions.
+    wait_until("every region measured", Duration::from_secs(60), || {
+        let shown = c.mysql("SHOW TABLE d.t REGIONS").unwrap_or_default();
+        let measured: Vec<(i64, i64)> = (shown.lines())
+            .map(|l| {
+                let cols: Vec<&str> = l.split('\t').collect();
+                (cols[9].parse().unwrap(), cols[10].parse().unwrap())
+            })
+            .collect();
+        measured.iter().all(|&(mb, keys)| mb >= 1 && keys > 0)
+            && measured.iter().map(|m| m.1).sum::<i64>() >= 20_000
+    });
+    // PD's split-region operator halves a region; a key outside it is refused.
+    let before = regions();
+    let shown = c.mysql("SHOW TABLE d.t REGIONS").unwrap();
+    let first = shown
+        .lines()
+        .next()
+        .unwrap()
+        .split('\t')
+        .next()
+        .unwrap()
+        .to_string();
+    c.ctl(&["operator", "add", "split-region", &first]).unwrap();
+    wait_until("pd's split", Duration::from_secs(30), || regions() > before);
+    let outside = c
+        .ctl(&[
+            "operator",
+            "add",
+            "split-region",
+            &first,
+            "--policy",
+            "usekey",
+            "--keys",
+            "00",
+        ])
+        .unwrap_err();
+    assert!(outside.contains("is not inside region"), "{outside}");
     assert_eq!(
         c.mysql("SELECT COUNT(*) FROM d.t WHERE id BETWEEN 5000 AND 15000")
             .unwrap(),
         "10001"
     );
     assert_eq!(c.total(), ACCOUNTS * BALANCE);
+}
+
+#[test]
+fn hot_read_regions_show_in_pd_and_balance_hot_region_spreads_their_leaders() {
+    let c = Cluster::start_with(3, "[schedule]\nhot-region-cache-hits-threshold = 2\n");
+    wait_until("three replicas", Duration::from_secs(90), || {
+        c.replicas() == 3
+    });
+    c.mysql_retrying(
+        "CREATE DATABASE d; CREATE TABLE d.t (id INT PRIMARY KEY, v TEXT)",
+        Duration::from_secs(60),
+    );
+    let rows: Vec<String> = (0..3000)
+        .map(|i| format!("({i}, REPEAT('v', 200))"))
+        .collect();
+    c.mysql(&format!("INSERT INTO d.t VALUES {}", rows.join(",")))
+        .unwrap();
+    c.mysql("SPLIT TABLE d.t BY (1000), (2000)").unwrap();
+    // The table's three regions, all led by one store, balance-leader off.
+    c.ctl(&["scheduler", "remove", "balance-leader-scheduler"])
+        .unwrap();
+    let table_regions = || -> Vec<(String, String)> {
+        let shown = c.mysql("SHOW TABLE d.t REGIONS").unwrap_or_default();
+        (shown.lines())
+            .map(|l| {
+                let cols: Vec<&str> = l.split('\t').collect();
+                (cols[0].to_string(), cols[4].to_string())
+            })
+            .collect()
+    };
+    let store = c.stores()[0].0.to_string();
+    wait_until("one store leads the table", Duration::from_secs(60), || {
+        let regions = table_regions();
+        for (id, leader) in &regions {
+            if *leader != store {
+                let _ = c.ctl(&["operator", "add", "transfer-leader", id, &store]);
+            }
+        }
+        regions.len() == 3 && regions.iter().all(|(_, l)| *l == store)
+    });
+    // Whole-table reads: each region serves far above PD's 8 KiB/s hot read threshold.
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (stop, port) = (stop.clone(), c.port);
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let _ = mysql_at(port, "SELECT COUNT(*), SUM(LENGTH(v)) FROM d.t");
+            }
+        })
+    };
+    let ids: Vec<String> = table_regions().into_iter().map(|(id, _)| id).collect();
+    wait_until(
+        "the table's regions are hot",
+        Duration::from_secs(60),
+        || {
+            let hot: serde_json::Value =
+                serde_json::from_str(&c.ctl(&["hot", "read"]).unwrap()).unwrap();
+            let listed = hot["as_leader"][&store]["statistics"].to_string();
+            ids.iter()
+                .all(|id| listed.contains(&format!("\"region_id\":{id},")))
+        },
+    );
+    let top: serde_json::Value =
+        serde_json::from_str(&c.ctl(&["region", "topread", "3"]).unwrap()).unwrap();
+    let top: Vec<String> = (top["regions"].as_array().unwrap().iter())
+        .map(|r| r["id"].to_string())
+        .collect();
+    assert_eq!(
+        top.iter().filter(|id| ids.contains(id)).count(),
+        3,
+        "topread names the table's regions: {top:?} against {ids:?}"
+    );
+    c.ctl(&["scheduler", "add", "balance-hot-region-scheduler"])
+        .unwrap();
+    wait_until(
+        "the hot leaders spread over the stores",
+        Duration::from_secs(60),
+        || {
+            let leaders: std::collections::BTreeSet<String> =
+                table_regions().into_iter().map(|(_, l)| l).collect();
+            leaders.len() == 3
+        },
+    );
+    stop.store(true, Ordering::Relaxed);
+    reader.join().unwrap();
+    // `region key` finds a region by its key (hex): the first region holds the empty key.
+    let first: serde_json::Value =
+        serde_json::from_str(&c.ctl(&["region", "key", "00"]).unwrap()).unwrap();
+    assert_eq!(first["start_key"], "", "{first}");
+    let bad = c.ctl(&["region", "key", "zz"]).unwrap_err();
+    assert!(bad.contains("is not hex"), "{bad}");
 }
 
 impl Cluster {
@@ -805,4 +937,16 @@ fn a_deleted_store_hands_its_replicas_over_and_becomes_a_tombstone() {
         .ctl(&["scheduler", "add", "no-such-scheduler"])
         .unwrap_err();
     assert!(unknown.contains("unknown scheduler"), "{unknown}");
+    // Topology labels, as pd-ctl sets them.
+    let first = c.stores()[0].0.to_string();
+    c.ctl(&["store", "label", &first, "zone=z1", "host=h1"])
+        .unwrap();
+    let shown: serde_json::Value =
+        serde_json::from_str(&c.ctl(&["store", "show", &first]).unwrap()).unwrap();
+    assert_eq!(
+        shown["store"]["labels"],
+        serde_json::json!([{"key": "host", "value": "h1"}, {"key": "zone", "value": "z1"}])
+    );
+    let bad = c.ctl(&["store", "label", &first, "zone"]).unwrap_err();
+    assert!(bad.contains("is not KEY=VALUE"), "{bad}");
 }

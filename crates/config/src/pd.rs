@@ -135,6 +135,18 @@ pub static KNOBS: &[KnobSpec] = &[
         online: true,
     },
     KnobSpec {
+        name: "schedule.hot-region-schedule-limit",
+        kind: INT_NON_NEGATIVE,
+        default: |_| int(4),
+        online: true,
+    },
+    KnobSpec {
+        name: "schedule.hot-region-cache-hits-threshold",
+        kind: Kind::Int { min: 1, max: 1000 },
+        default: |_| int(3),
+        online: true,
+    },
+    KnobSpec {
         name: "schedule.max-merge-region-size",
         kind: INT_NON_NEGATIVE,
         default: |_| int(54),

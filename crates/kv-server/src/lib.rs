@@ -25,6 +25,7 @@ pub mod raft_kv;
 pub mod raft_metrics;
 pub mod raft_transport;
 pub mod read_pool;
+pub mod region_flow;
 pub mod regions;
 pub mod request_metrics;
 pub mod service;
@@ -59,8 +60,14 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         )))
         .expect("RocksDB metrics register once");
     let config = node.controller.current();
+    let flows = Arc::new(region_flow::RegionFlows::default());
     let replication = if config.bool("raftstore.replication") {
-        Some(start_raftstore(&node, &config, engine.clone())?)
+        Some(start_raftstore(
+            &node,
+            &config,
+            engine.clone(),
+            flows.clone(),
+        )?)
     } else {
         None
     };
@@ -110,6 +117,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             requests: Arc::new(request_metrics::RequestMetrics::new(&node.registry)),
             stopping: stopping_grpc.clone(),
             splitter: splitter.clone(),
+            flows,
         },
         replication.as_ref().map(|r| {
             raft_transport::RaftService::new(
@@ -121,6 +129,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         }),
     )?;
     let (stop_pd, pd_stop) = std::sync::mpsc::channel();
+    let (wake_split_check, split_check_wakes) = std::sync::mpsc::channel();
     let stopping = Arc::new(pd_worker::Stopping::default());
     let pd_thread = pd_worker::spawn(
         config.list("pd.endpoints").to_vec(),
@@ -143,22 +152,27 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             let moves = replication
                 .as_ref()
                 .map(|r| hand_off::LeaderMoves::new(r.kv.clone(), storage.scheduler.latches()));
-            Box::new(move |region_id, to_peer_id| {
-                if let Some(moves) = &moves {
-                    moves.start(region_id, to_peer_id);
-                }
-            })
+            let wake = wake_split_check.clone();
+            pd_worker::Orders {
+                move_leader: Box::new(move |region_id, to_peer_id| {
+                    if let Some(moves) = &moves {
+                        moves.start(region_id, to_peer_id);
+                    }
+                }),
+                split_region: Box::new(move |region_id, keys| {
+                    let _ = wake.send(split_checker::Wake::Split { region_id, keys });
+                }),
+            }
         },
         pd_stop,
     );
-    let (stop_split_check, split_check_stop) = std::sync::mpsc::channel();
     let split_check_thread = match (&replication, &splitter) {
         (Some(r), Some(splitter)) => Some(split_checker::spawn(
             r.kv.clone(),
             engine.clone(),
             splitter.clone(),
             node.controller.clone(),
-            split_check_stop,
+            split_check_wakes,
         )),
         _ => None,
     };
@@ -191,7 +205,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     };
     let result = node.run_until_signal(serving);
     // No new splits while the node hands its leadership off and stops.
-    drop(stop_split_check);
+    let _ = wake_split_check.send(split_checker::Wake::Stop);
     if let Some(t) = split_check_thread {
         let _ = t.join();
     }
@@ -302,6 +316,7 @@ fn start_raftstore(
     node: &Node,
     config: &config::Config,
     engine: RocksEngine,
+    flows: Arc<region_flow::RegionFlows>,
 ) -> Result<Replication, NodeError> {
     let endpoints: Vec<String> = config.list("pd.endpoints").to_vec();
     let store_id = pd_worker::store_id(&endpoints, node.data_dir.path(), &|| false)
@@ -348,6 +363,7 @@ fn start_raftstore(
         engine,
         driver.router(),
         driver.views.clone(),
+        flows,
     ));
     Ok(Replication {
         kv,

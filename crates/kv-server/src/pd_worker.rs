@@ -31,6 +31,7 @@ use proto::pd::{
 };
 use tonic::transport::Channel;
 
+use crate::raft_kv::RaftKv;
 use crate::regions::Regions;
 use raftstore::driver::{RaftRouter, RegionView, StoreMsg};
 use txn::ReplicatedKv;
@@ -329,12 +330,13 @@ async fn register(
 }
 
 /// Reports the regions this store's peers lead whose view changed since the last report
-/// (all of them when `force`), and hands PD's membership changes to raftstore.
+/// (all of them when `force`) with their flow and size, and hands PD's membership changes
+/// to raftstore.
 async fn leader_heartbeats(
     client: &mut PdClient<Channel>,
     store_id: u64,
-    router: &RaftRouter,
-    move_leader: &MoveLeader,
+    raft: &RaftKv,
+    orders: &Orders,
     views: Vec<RegionView>,
     reported: &mut std::collections::HashMap<u64, (Option<wire::RegionEpoch>, u64, Vec<u64>)>,
     force: bool,
@@ -351,6 +353,7 @@ async fn leader_heartbeats(
         if !force && reported.get(&view.region.id) == Some(&key) {
             continue;
         }
+        let report = raft.flows().take_report(view.region.id);
         let beat = client
             .region_heartbeat(RegionHeartbeatRequest {
                 region: Some(view.region.clone()),
@@ -362,6 +365,13 @@ async fn leader_heartbeats(
                     .filter(|p| view.pending_peers.contains(&p.id))
                     .copied()
                     .collect(),
+                bytes_written: report.flow.bytes_written,
+                keys_written: report.flow.keys_written,
+                bytes_read: report.flow.bytes_read,
+                keys_read: report.flow.keys_read,
+                interval_ms: report.interval_ms,
+                approximate_size: report.approximate_size,
+                approximate_keys: report.approximate_keys,
             })
             .await
             .map(|r| r.into_inner());
@@ -374,39 +384,42 @@ async fn leader_heartbeats(
             ),
             Ok(r) => {
                 reported.insert(region_id, key);
-                follow_order(
-                    router,
-                    move_leader,
+                let step = wire::RegionOperator {
                     region_id,
-                    r.change_peer,
-                    r.transfer_leader,
-                );
+                    change_peer: r.change_peer,
+                    transfer_leader: r.transfer_leader,
+                    split_region: r.split_region,
+                };
+                follow_order(raft.router(), orders, step);
             }
             Err(e) => tracing::warn!(region_id, "region heartbeat failed: {e}"),
         }
     }
 }
 
-/// Does what PD asked of a region this store leads: a membership change or a leader
-/// transfer; the outcome shows in a later heartbeat.
-fn follow_order(
-    router: &RaftRouter,
-    move_leader: &MoveLeader,
-    region_id: u64,
-    change_peer: Option<wire::ChangePeer>,
-    transfer_leader: Option<wire::TransferLeader>,
-) {
-    if let Some(step) = change_peer {
-        propose_change(router, region_id, step);
+/// Does what PD asked of a region this store leads: a membership change, a leader transfer
+/// or a split; the outcome shows in a later heartbeat.
+fn follow_order(router: &RaftRouter, orders: &Orders, step: wire::RegionOperator) {
+    let region_id = step.region_id;
+    if let Some(change) = step.change_peer {
+        propose_change(router, region_id, change);
     }
-    if let Some(to) = transfer_leader.and_then(|t| t.peer) {
-        move_leader(region_id, to.id);
+    if let Some(to) = step.transfer_leader.and_then(|t| t.peer) {
+        (orders.move_leader)(region_id, to.id);
+    }
+    if let Some(split) = step.split_region {
+        (orders.split_region)(region_id, split.keys);
     }
 }
 
-/// Moves a region's leadership to a peer, as PD asked (`hand_off::transfer_region`, off
-/// this thread): `(region id, peer id)`.
-pub type MoveLeader = Box<dyn Fn(u64, u64) + Send>;
+/// What PD may ask of a region led here that happens off this thread.
+pub struct Orders {
+    /// Move the leadership to a peer (`hand_off::transfer_region`): `(region id, peer id)`.
+    pub move_leader: Box<dyn Fn(u64, u64) + Send>,
+    /// Split the region at the keys, or in halves when there are none (the split
+    /// checker's [`crate::split_checker::Wake::Split`]).
+    pub split_region: Box<dyn Fn(u64, Vec<Vec<u8>>) + Send>,
+}
 
 /// Proposes PD's membership change; the outcome shows in a later heartbeat.
 fn propose_change(router: &RaftRouter, region_id: u64, step: wire::ChangePeer) {
@@ -444,7 +457,7 @@ async fn region_heartbeats(client: &mut PdClient<Channel>, store_id: u64, region
             .region_heartbeat(RegionHeartbeatRequest {
                 region: Some(region.clone()),
                 leader,
-                pending_peers: Vec::new(),
+                ..RegionHeartbeatRequest::default()
             })
             .await;
         match beat.map(|r| r.into_inner().error) {
@@ -465,7 +478,7 @@ pub fn spawn(
     info: StoreInfo,
     regions: Arc<Regions>,
     sync_max_ts: Box<dyn Fn(u64) + Send>,
-    move_leader: MoveLeader,
+    orders: Orders,
     stop: Receiver<()>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::Builder::new()
@@ -544,12 +557,11 @@ pub fn spawn(
                                     last_full_report = std::time::Instant::now();
                                 }
                                 let views = raft.views().all();
-                                let router = raft.router();
                                 leader_heartbeats(
                                     client,
                                     *id,
-                                    router,
-                                    &move_leader,
+                                    raft,
+                                    &orders,
                                     views,
                                     &mut reported,
                                     force,
@@ -583,13 +595,7 @@ pub fn spawn(
                                     }
                                     for op in r.operators {
                                         if let Some(raft) = regions.raft() {
-                                            follow_order(
-                                                raft.router(),
-                                                &move_leader,
-                                                op.region_id,
-                                                op.change_peer,
-                                                op.transfer_leader,
-                                            );
+                                            follow_order(raft.router(), &orders, op);
                                         }
                                     }
                                 }

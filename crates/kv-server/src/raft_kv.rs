@@ -27,6 +27,8 @@ use proto::raft::{RaftCmd, WriteOp};
 use raftstore::driver::{RaftRouter, RegionView, RegionViews, StoreMsg};
 use txn::{Durability, LocalKv, ReplicatedKv, WriteDone};
 
+use crate::region_flow::RegionFlows;
+
 /// A write batch that records its operations for a Raft command instead of writing them.
 #[derive(Default)]
 pub struct RecordingBatch {
@@ -81,12 +83,17 @@ pub struct RaftKv {
     pessimistic: Arc<PessimisticLocks>,
     /// The term of each region whose lock state this node loaded as its leader.
     loaded_terms: Mutex<BTreeMap<u64, u64>>,
-    /// Bytes each region this node leads took in writes since its last split check.
-    grown: Arc<Mutex<BTreeMap<u64, u64>>>,
+    /// What each region took in writes and served in reads, and its size.
+    flows: Arc<RegionFlows>,
 }
 
 impl RaftKv {
-    pub fn new(engine: RocksEngine, router: RaftRouter, views: Arc<RegionViews>) -> RaftKv {
+    pub fn new(
+        engine: RocksEngine,
+        router: RaftRouter,
+        views: Arc<RegionViews>,
+        flows: Arc<RegionFlows>,
+    ) -> RaftKv {
         RaftKv {
             engine,
             router,
@@ -98,27 +105,12 @@ impl RaftKv {
                 txn::replicated::PESSIMISTIC_LOCKS_LIMIT_BYTES,
             )),
             loaded_terms: Mutex::new(BTreeMap::new()),
-            grown: Arc::default(),
+            flows,
         }
     }
 
-    /// Counts `bytes` more toward region `region_id`'s next split check.
-    pub fn note_grown(&self, region_id: u64, bytes: u64) {
-        note_grown(&self.grown, region_id, bytes);
-    }
-
-    /// The regions that took at least `diff` bytes of writes through this node since they
-    /// were last returned here (the split checker's candidates); their counts start again.
-    pub fn take_grown(&self, diff: u64) -> Vec<u64> {
-        let mut grown = self.grown.lock().expect("grown regions poisoned");
-        let ids: Vec<u64> = (grown.iter())
-            .filter(|&(_, &bytes)| bytes >= diff)
-            .map(|(&id, _)| id)
-            .collect();
-        for id in &ids {
-            grown.remove(id);
-        }
-        ids
+    pub fn flows(&self) -> &Arc<RegionFlows> {
+        &self.flows
     }
 
     pub fn views(&self) -> &Arc<RegionViews> {
@@ -193,12 +185,12 @@ impl RaftKv {
             Ok(found) => found,
             Err(e) => return done(Err(e)),
         };
+        let (flows, bytes, keys) = (self.flows.clone(), batch.bytes as u64, batch.ops.len());
         cmd.writes = batch.ops;
-        let (grown, bytes) = (self.grown.clone(), batch.bytes as u64);
         let reply = Box::new(move |r: raftstore::Result<()>| match r {
             Ok(()) => {
                 apply_changes();
-                note_grown(&grown, region_id, bytes);
+                flows.wrote(region_id, bytes, keys as u64);
                 done(Ok(()));
             }
             Err(e) => done(Err(write_error(e))),
@@ -266,14 +258,6 @@ impl ReplicatedKv for RaftKv {
     fn pessimistic_locks(&self) -> &Arc<PessimisticLocks> {
         &self.pessimistic
     }
-}
-
-fn note_grown(grown: &Mutex<BTreeMap<u64, u64>>, region_id: u64, bytes: u64) {
-    *grown
-        .lock()
-        .expect("grown regions poisoned")
-        .entry(region_id)
-        .or_default() += bytes;
 }
 
 /// The engine error for a proposal raftstore refused or could not finish.

@@ -46,6 +46,8 @@ pub struct KvService {
     pub stopping: Arc<tokio::sync::watch::Sender<bool>>,
     /// Splits regions on request; none without replication (one region per store).
     pub splitter: Option<Arc<crate::split::Splitter>>,
+    /// Each region's read flow, counted here for PD.
+    pub flows: Arc<crate::region_flow::RegionFlows>,
 }
 
 /// Why a request produced no result.
@@ -233,13 +235,15 @@ impl KvService {
         }
     }
 
-    /// Runs `read` on a snapshot, on the unified read pool. `unlocked`: the caller found,
-    /// before this call, that no lock can block what `read` reads. `point`: `read` gets a
-    /// few keys (at most [`RUN_HERE_MAX_KEYS`]) without yielding, so the pool may run it on
-    /// this thread ([`pool::ReadPool::spawn_or_run_here`]).
+    /// Runs `read` on a snapshot, on the unified read pool, and counts what it read toward
+    /// `region_id`'s read flow. `unlocked`: the caller found, before this call, that no lock
+    /// can block what `read` reads. `point`: `read` gets a few keys (at most
+    /// [`RUN_HERE_MAX_KEYS`]) without yielding, so the pool may run it on this thread
+    /// ([`pool::ReadPool::spawn_or_run_here`]).
     async fn read<T, F>(
         &self,
         ctx: Option<&Context>,
+        region_id: Option<u64>,
         unlocked: bool,
         point: bool,
         read: F,
@@ -248,10 +252,15 @@ impl KvService {
         T: Send + 'static,
         F: FnOnce(&MvccReader<<Kv as ReplicatedKv>::Snap>) -> mvcc::Result<T> + Send + 'static,
     {
-        let kv = self.scheduler.kv().clone();
+        let (kv, flows) = (self.scheduler.kv().clone(), self.flows.clone());
         let work = async move {
             let reader = MvccReader::after_lock_probe(kv.snapshot()?, unlocked);
-            read(&reader)
+            let result = read(&reader);
+            if let Some(region_id) = region_id {
+                let (bytes, keys) = reader.read_flow();
+                flows.read(region_id, bytes, keys);
+            }
+            result
         };
         let options = task_options(ctx);
         let task = if point {
@@ -350,10 +359,10 @@ impl KvRpc for KvService {
         let r = req.into_inner();
         let ctx = r.context.as_ref();
         let outcome = match self.route(ctx, [r.key.as_slice()]) {
-            Ok(_) => {
+            Ok(region) => {
                 let (key, ts, resolved) = (r.key, r.version, resolved_locks(ctx));
                 let unlocked = self.unlocked(|t| t.probe_key(&key, ts)).await;
-                self.read(ctx, unlocked, true, move |reader| {
+                self.read(ctx, Some(region.id), unlocked, true, move |reader| {
                     reader.get(&key, ts, &resolved)
                 })
                 .await
@@ -378,11 +387,11 @@ impl KvRpc for KvService {
         check_count(r.keys.len())?;
         let ctx = r.context.as_ref();
         let outcome = match self.route(ctx, keys_of(&r.keys)) {
-            Ok(_) => {
+            Ok(region) => {
                 let (keys, ts, resolved) = (r.keys, r.version, resolved_locks(ctx));
                 let unlocked = self.unlocked(|t| t.probe_keys(keys_of(&keys), ts)).await;
                 let point = keys.len() <= RUN_HERE_MAX_KEYS;
-                self.read(ctx, unlocked, point, move |reader| {
+                self.read(ctx, Some(region.id), unlocked, point, move |reader| {
                     let mut pairs = Vec::new();
                     for key in keys {
                         if let Some(value) = reader.get(&key, ts, &resolved)? {
@@ -419,7 +428,7 @@ impl KvRpc for KvService {
                     (r.start_key, r.limit as usize, r.version, r.key_only);
                 let resolved = resolved_locks(ctx);
                 let unlocked = self.unlocked(|t| t.probe_range(&start, &end, ts)).await;
-                self.read(ctx, unlocked, false, move |reader| {
+                self.read(ctx, Some(region.id), unlocked, false, move |reader| {
                     Ok(reader
                         .scan(&start, &end, limit, ts, &resolved)?
                         .into_iter()
@@ -802,10 +811,16 @@ impl KvRpc for KvService {
         let region_id = region.id;
         Ok(Response::new(
             match splitter.split(region, r.split_keys).await {
-                Ok(regions) => SplitRegionResponse {
-                    regions,
-                    ..SplitRegionResponse::default()
-                },
+                Ok(regions) => {
+                    // Their sizes are measured by the split checker's next ticks.
+                    for r in &regions {
+                        self.flows.unmeasured(r.id);
+                    }
+                    SplitRegionResponse {
+                        regions,
+                        ..SplitRegionResponse::default()
+                    }
+                }
                 // The leadership or the range moved meanwhile: the client routes again.
                 Err(crate::split::SplitFailure::Moved(message)) => SplitRegionResponse {
                     region_error: Some(RegionError {
@@ -868,11 +883,14 @@ impl KvRpc for KvService {
                 t.probe_ranges(ranges, ts)
             })
             .await;
-        let kv = self.scheduler.kv().clone();
+        let (kv, flows, region_id) = (self.scheduler.kv().clone(), self.flows.clone(), region.id);
         let task = self.pool.spawn(task_options(ctx.as_ref()), async move {
             let snap = kv.snapshot().map_err(MvccError::from)?;
             let reader = MvccReader::after_lock_probe(snap, unlocked);
-            coprocessor::run(&dag, &reader, &ranges, ts, &resolved).await
+            let rows = coprocessor::run(&dag, &reader, &ranges, ts, &resolved).await;
+            let (bytes, keys) = reader.read_flow();
+            flows.read(region_id, bytes, keys);
+            rows
         });
         let result = match task {
             Ok(handle) => handle
@@ -953,7 +971,8 @@ impl KvService {
             .kv()
             .pessimistic_locks()
             .scan(&start, &end, max_ts, limit);
-        self.read(ctx, false, false, move |reader| {
+        // Lock scans count toward no region's read flow.
+        self.read(ctx, None, false, false, move |reader| {
             let stored = reader.scan_locks(&start, &end, max_ts, limit)?;
             Ok(mvcc::pessimistic_locks::merge(in_memory, stored, limit))
         })

@@ -18,6 +18,7 @@
 //! costs it no more than one written once.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use base::ts::LATEST;
 use codec::mvcc::{append_ts, encode_key, split_versioned};
@@ -64,6 +65,9 @@ pub struct MvccReader<S> {
     /// The pessimistic locks kept in memory, for commands that load a key's lock under its
     /// latch (`load_lock`); reads of values need not look, as such locks block no read.
     pessimistic: Option<Arc<PessimisticLocks>>,
+    /// Key and value bytes, and keys, that `get` and scans returned (the region's read flow).
+    read_bytes: AtomicU64,
+    read_keys: AtomicU64,
 }
 
 /// Whether `lock` on `key` blocks a read at `ts` (its txn may still commit at or below `ts`).
@@ -106,6 +110,8 @@ impl<S: Snapshot> MvccReader<S> {
             snap,
             no_blocking_locks: false,
             pessimistic: None,
+            read_bytes: AtomicU64::new(0),
+            read_keys: AtomicU64::new(0),
         }
     }
 
@@ -116,6 +122,8 @@ impl<S: Snapshot> MvccReader<S> {
             snap,
             no_blocking_locks,
             pessimistic: None,
+            read_bytes: AtomicU64::new(0),
+            read_keys: AtomicU64::new(0),
         }
     }
 
@@ -308,7 +316,24 @@ impl<S: Snapshot> MvccReader<S> {
     /// A snapshot-isolation read of `key` at `ts`; `resolved` lists txns known to be resolved.
     pub fn get(&self, key: &[u8], ts: u64, resolved: &[u64]) -> Result<Option<Vec<u8>>> {
         self.check_lock(key, ts, resolved)?;
-        self.get_committed(key, ts)
+        let value = self.get_committed(key, ts)?;
+        if let Some(v) = &value {
+            self.count_read(key.len() + v.len(), 1);
+        }
+        Ok(value)
+    }
+
+    fn count_read(&self, bytes: usize, keys: usize) {
+        self.read_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+        self.read_keys.fetch_add(keys as u64, Ordering::Relaxed);
+    }
+
+    /// Key and value bytes, and keys, that reads through `get` and scans returned so far.
+    pub fn read_flow(&self) -> (u64, u64) {
+        (
+            self.read_bytes.load(Ordering::Relaxed),
+            self.read_keys.load(Ordering::Relaxed),
+        )
     }
 
     /// Distinct user keys with write records in `[start, end)` (`end` empty = unbounded), in
@@ -449,6 +474,8 @@ impl<S: Snapshot> ScanCursor<'_, S> {
         self.reader
             .check_locks_in(&self.checked_to, &stopped_at, self.ts, self.resolved)?;
         self.checked_to = stopped_at;
+        let bytes = out.iter().map(|(k, v)| k.len() + v.len()).sum();
+        self.reader.count_read(bytes, out.len());
         Ok(out)
     }
 }

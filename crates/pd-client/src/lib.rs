@@ -21,7 +21,8 @@ use std::time::Duration;
 use proto::pd::pd_client::PdClient as Rpc;
 use proto::pd::{
     GetAllStoresRequest, GetGcSafePointRequest, GetMembersRequest, GetRegionRequest,
-    GetStoreRequest, Peer, Region, ScanRegionsRequest, Store, UpdateGcSafePointRequest,
+    GetStoreRequest, Peer, Region, RegionStats, ScanRegionsRequest, Store,
+    UpdateGcSafePointRequest,
 };
 use tonic::transport::{Channel, Endpoint};
 
@@ -267,6 +268,17 @@ impl PdClient {
         end: &[u8],
         limit: i32,
     ) -> Result<Vec<RegionInfo>, PdError> {
+        let regions = self.scan_regions_with_stats(start, end, limit).await?;
+        Ok(regions.into_iter().map(|(info, _)| info).collect())
+    }
+
+    /// `scan_regions`, with each region's size and flow as PD last heard them.
+    pub async fn scan_regions_with_stats(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        limit: i32,
+    ) -> Result<Vec<(RegionInfo, RegionStats)>, PdError> {
         let r = self
             .conn
             .call(|mut rpc| async move {
@@ -288,6 +300,11 @@ impl PdClient {
                     .chain(std::iter::repeat(None)),
             )
             .map(|(region, leader)| RegionInfo { region, leader })
+            .zip(
+                r.stats
+                    .into_iter()
+                    .chain(std::iter::repeat_with(Default::default)),
+            )
             .collect())
     }
 

@@ -4,12 +4,20 @@
 //! - balance-leader: leaders per store that is up. While the store with the most leads at
 //!   least two more than the one with the fewest, one of its regions that has a voter on
 //!   the other store moves its leadership there.
-//! - balance-region: replicas per store that is up (a count, not yet sizes). While the store
-//!   with the most holds at least two more than the one with the fewest, one of its regions
-//!   without a replica there moves one: add a learner on the emptier store, promote it, hand
-//!   leadership away first if the leaving peer leads, remove the leaving peer.
+//! - balance-region: the size of the replicas per store that is up (each region at least
+//!   1 MiB). While the fullest store holds at least twice a region's size more than the
+//!   emptiest, that region, if it has no replica there, moves one: add a learner on the
+//!   emptier store, promote it, hand leadership away first if the leaving peer leads, remove
+//!   the leaving peer.
 //!
+//! - balance-hot-region: the regions PD finds hot ([`crate::region_stats`]) spread their
+//!   load: a store's read (write) load is the rate of the hot regions it leads, and for
+//!   writes also of those it holds a replica of; a hot region of the most loaded store moves
+//!   its leadership, or for writes its replica, to the least loaded store, when that narrows
+//!   their gap by more than [`HOT_TOLERANCE`].
 //! - evict-leader (per store, on demand): every leadership on the store moves to another.
+//! - shuffle-leader and shuffle-region (on demand, for tests): random leadership and
+//!   replica moves.
 //!
 //! A region with an operator in flight, in a joint configuration, with a pending peer or a
 //! peer on a store that is not up is left alone. Ties go to the lowest store and region id,
@@ -84,30 +92,35 @@ pub fn balance_leader(
         })
 }
 
+/// A region's weight for balance-region: its size in MiB as last measured, at least 1 (PD
+/// counts an empty or unmeasured region as 1 MiB), by region id.
+pub type SizeOf<'a> = &'a dyn Fn(u64) -> u64;
+
 /// balance-region's next replica move: the region and its steps; `new_peer_id` is the id
-/// of the replica it adds.
+/// of the replica it adds. A store's score is the size of its replicas; a region of size
+/// `s` moves from the fullest store to the emptiest while the two differ by at least `2s`
+/// (so the move does not turn them around).
 pub fn balance_region(
     regions: &[&Region],
     stores: &[&Store],
     now_ms: u64,
     busy: &BTreeSet<u64>,
+    size_of: SizeOf,
     new_peer_id: impl FnOnce() -> Option<u64>,
 ) -> Option<(u64, Vec<Step>)> {
     let up = up_stores(stores, now_ms);
-    let mut replicas: BTreeMap<u64, usize> = up.iter().map(|&s| (s, 0)).collect();
+    let mut scores: BTreeMap<u64, usize> = up.iter().map(|&s| (s, 0)).collect();
     for r in regions {
         for p in &r.peers {
-            if let Some(n) = replicas.get_mut(&p.store_id) {
-                *n += 1;
+            if let Some(n) = scores.get_mut(&p.store_id) {
+                *n += size_of(r.id) as usize;
             }
         }
     }
-    let ((most, from), (fewest, to)) = extremes(&replicas)?;
-    if most < fewest + 2 {
-        return None;
-    }
+    let ((most, from), (fewest, to)) = extremes(&scores)?;
     let region = regions.iter().find(|r| {
         settled(r, &up, busy)
+            && fewest + 2 * size_of(r.id) as usize <= most
             && r.peers
                 .iter()
                 .any(|p| p.store_id == from && p.role == ROLE_VOTER)
@@ -166,6 +179,163 @@ pub fn evict_leader(
         })
 }
 
+/// The share of the larger load two stores' hot loads must differ by before
+/// balance-hot-region moves anything between them (rates wander from report to report).
+pub const HOT_TOLERANCE: f64 = 0.1;
+
+/// Of the hot regions `candidates` (`(region, bytes per second)`), the one whose move from
+/// a store of load `from_load` to one of `to_load` narrows the gap most: its rate below the
+/// gap, closest to half of it. None when the gap is within [`HOT_TOLERANCE`].
+fn best_hot_move<'r>(
+    candidates: impl Iterator<Item = (&'r Region, f64)>,
+    from_load: f64,
+    to_load: f64,
+) -> Option<&'r Region> {
+    let gap = from_load - to_load;
+    if gap <= 0.0 || gap < HOT_TOLERANCE * from_load {
+        return None;
+    }
+    candidates
+        .filter(|&(_, rate)| rate > 0.0 && rate < gap)
+        .min_by(|a, b| (a.1 - gap / 2.0).abs().total_cmp(&(b.1 - gap / 2.0).abs()))
+        .map(|(r, _)| r)
+}
+
+/// Stores that are up with their load: the summed rates of the hot regions `counts` says
+/// they carry, least loaded first (ties to the lowest id).
+fn hot_loads(
+    up: &BTreeSet<u64>,
+    regions: &[&Region],
+    rate_of: &BTreeMap<u64, f64>,
+    counts: impl Fn(&Region, u64) -> bool,
+) -> Vec<(f64, u64)> {
+    let mut loads: Vec<(f64, u64)> = up
+        .iter()
+        .map(|&s| {
+            let load = (regions.iter())
+                .filter(|r| counts(r, s))
+                .filter_map(|r| rate_of.get(&r.id))
+                .sum();
+            (load, s)
+        })
+        .collect();
+    loads.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    loads
+}
+
+/// balance-hot-region's next leadership move for the hot regions `hot` of one kind (read
+/// or write, `(region, bytes per second)`): a store's load is the rate of the hot regions
+/// it leads; a hot region of the most loaded store moves its leadership to the least
+/// loaded store holding a voter of it, when that narrows their gap ([`best_hot_move`]).
+pub fn balance_hot_leader(
+    regions: &[&Region],
+    stores: &[&Store],
+    now_ms: u64,
+    busy: &BTreeSet<u64>,
+    hot: &[(u64, f64)],
+) -> Option<(u64, Step)> {
+    let up = up_stores(stores, now_ms);
+    let rate_of: BTreeMap<u64, f64> = hot.iter().copied().collect();
+    let leads = |r: &Region, s: u64| r.leader.as_ref().is_some_and(|l| l.store_id == s);
+    let loads = hot_loads(&up, regions, &rate_of, leads);
+    let &(from_load, from) = loads.last()?;
+    loads.iter().find_map(|&(to_load, to)| {
+        let voter_on_to = |r: &Region| -> Option<Peer> {
+            (r.peers.iter())
+                .find(|p| p.store_id == to && p.role == ROLE_VOTER)
+                .cloned()
+        };
+        let candidates = (regions.iter().copied())
+            .filter(|r| leads(r, from) && settled(r, &up, busy) && voter_on_to(r).is_some())
+            .filter_map(|r| Some((r, *rate_of.get(&r.id)?)));
+        let region = best_hot_move(candidates, from_load, to_load)?;
+        Some((region.id, Step::TransferLeader(voter_on_to(region)?)))
+    })
+}
+
+/// balance-hot-region's next replica move for hot written regions: a store's load is the
+/// write rate of the hot regions it holds a replica of (every replica applies the writes);
+/// a hot region of the most loaded store moves that replica to the least loaded store
+/// without one, when that narrows their gap.
+pub fn balance_hot_peer(
+    regions: &[&Region],
+    stores: &[&Store],
+    now_ms: u64,
+    busy: &BTreeSet<u64>,
+    hot: &[(u64, f64)],
+    new_peer_id: impl FnOnce() -> Option<u64>,
+) -> Option<(u64, Vec<Step>)> {
+    let up = up_stores(stores, now_ms);
+    let rate_of: BTreeMap<u64, f64> = hot.iter().copied().collect();
+    let holds = |r: &Region, s: u64| r.peers.iter().any(|p| p.store_id == s);
+    let loads = hot_loads(&up, regions, &rate_of, holds);
+    let &(from_load, from) = loads.last()?;
+    let (region, to) = loads.iter().find_map(|&(to_load, to)| {
+        let candidates = (regions.iter().copied())
+            .filter(|r| {
+                settled(r, &up, busy)
+                    && !holds(r, to)
+                    && (r.peers.iter()).any(|p| p.store_id == from && p.role == ROLE_VOTER)
+            })
+            .filter_map(|r| Some((r, *rate_of.get(&r.id)?)));
+        Some((best_hot_move(candidates, from_load, to_load)?, to))
+    })?;
+    let leaving = region.peers.iter().find(|p| p.store_id == from)?.clone();
+    Some((region.id, move_peer(region, leaving, to, new_peer_id()?)))
+}
+
+/// shuffle-leader's next move (for tests, as PD's): a region picked at random hands its
+/// leadership to another of its voters, picked at random, on a store that is up. `pick(n)`
+/// returns a number below `n`.
+pub fn shuffle_leader(
+    regions: &[&Region],
+    stores: &[&Store],
+    now_ms: u64,
+    busy: &BTreeSet<u64>,
+    pick: &mut dyn FnMut(usize) -> usize,
+) -> Option<(u64, Step)> {
+    let up = up_stores(stores, now_ms);
+    let others = |r: &Region| -> Vec<Peer> {
+        (r.peers.iter())
+            .filter(|p| p.role == ROLE_VOTER && Some(p.id) != r.leader.as_ref().map(|l| l.id))
+            .cloned()
+            .collect()
+    };
+    let candidates: Vec<&Region> = (regions.iter().copied())
+        .filter(|r| settled(r, &up, busy) && !others(r).is_empty())
+        .collect();
+    let region = candidates.get(pick(candidates.len().max(1)))?;
+    let to = others(region);
+    Some((region.id, Step::TransferLeader(to[pick(to.len())].clone())))
+}
+
+/// shuffle-region's next move (for tests, as PD's): a region picked at random moves one of
+/// its replicas, picked at random, to a store that is up and holds none of it, picked at
+/// random.
+pub fn shuffle_region(
+    regions: &[&Region],
+    stores: &[&Store],
+    now_ms: u64,
+    busy: &BTreeSet<u64>,
+    pick: &mut dyn FnMut(usize) -> usize,
+    new_peer_id: impl FnOnce() -> Option<u64>,
+) -> Option<(u64, Vec<Step>)> {
+    let up = up_stores(stores, now_ms);
+    let free = |r: &Region| -> Vec<u64> {
+        (up.iter().copied())
+            .filter(|&s| r.peers.iter().all(|p| p.store_id != s))
+            .collect()
+    };
+    let candidates: Vec<&Region> = (regions.iter().copied())
+        .filter(|r| settled(r, &up, busy) && !free(r).is_empty())
+        .collect();
+    let region = candidates.get(pick(candidates.len().max(1)))?;
+    let leaving = region.peers[pick(region.peers.len())].clone();
+    let to = free(region);
+    let to = to[pick(to.len())];
+    Some((region.id, move_peer(region, leaving, to, new_peer_id()?)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,6 +349,7 @@ mod tests {
             status_address: String::new(),
             last_heartbeat_ms: 1_000,
             stopping: false,
+            labels: Default::default(),
         }
     }
 
@@ -268,13 +439,104 @@ mod tests {
     }
 
     #[test]
+    fn replicas_balance_by_size_and_a_region_too_big_to_even_out_stays() {
+        let stores = [store(1), store(2), store(3), store(4)];
+        let stores: Vec<&Store> = stores.iter().collect();
+        // Region 1 holds 100 MiB, regions 2-5 10 MiB each: stores 1-3 score 140, store 4 0.
+        let regions: Vec<Region> = (1..=5).map(|id| region(id, &[1, 2, 3], 1)).collect();
+        let refs: Vec<&Region> = regions.iter().collect();
+        let size = |id: u64| if id == 1 { 100 } else { 10 };
+        let (id, steps) =
+            balance_region(&refs, &stores, 1_000, &BTreeSet::new(), &size, || Some(99)).unwrap();
+        assert_eq!(id, 2, "moving region 1 would leave store 4 the fullest");
+        assert!(steps.contains(&Step::AddLearner { store_id: 4 }));
+        // Regions with an operator in flight are passed over; region 1 still never moves.
+        let busy = BTreeSet::from([2, 3, 4]);
+        let (id, _) = balance_region(&refs, &stores, 1_000, &busy, &size, || Some(99)).unwrap();
+        assert_eq!(id, 5);
+    }
+
+    #[test]
+    fn hot_leaders_spread_until_the_loads_are_even_and_cold_regions_stay() {
+        let stores = [store(1), store(2), store(3)];
+        let stores: Vec<&Store> = stores.iter().collect();
+        let mut regions: Vec<Region> = (1..=4).map(|id| region(id, &[1, 2, 3], 1)).collect();
+        let hot = [(1, 100.0), (2, 100.0), (3, 100.0)];
+        let mut moved = Vec::new();
+        loop {
+            let refs: Vec<&Region> = regions.iter().collect();
+            let Some((id, Step::TransferLeader(to))) =
+                balance_hot_leader(&refs, &stores, 1_000, &BTreeSet::new(), &hot)
+            else {
+                break;
+            };
+            moved.push((id, to.store_id));
+            regions.iter_mut().find(|r| r.id == id).unwrap().leader = Some(to);
+        }
+        assert_eq!(moved, vec![(1, 2), (2, 3)], "300/0/0 becomes 100/100/100");
+        assert_eq!(regions[3].leader.as_ref().unwrap().store_id, 1, "cold");
+        // A gap within the tolerance moves nothing: 100 against 95.
+        let refs: Vec<&Region> = regions.iter().collect();
+        let near = [(1, 95.0), (2, 100.0), (3, 100.0), (4, 0.0)];
+        assert_eq!(
+            balance_hot_leader(&refs, &stores, 1_000, &BTreeSet::new(), &near),
+            None
+        );
+    }
+
+    #[test]
+    fn a_hot_written_replica_moves_to_a_store_without_hot_load() {
+        let stores = [store(1), store(2), store(3), store(4)];
+        let stores: Vec<&Store> = stores.iter().collect();
+        let regions: Vec<Region> = (1..=3).map(|id| region(id, &[1, 2, 3], 1)).collect();
+        let refs: Vec<&Region> = regions.iter().collect();
+        let hot = [(1, 100.0), (2, 100.0)];
+        let (id, steps) =
+            balance_hot_peer(&refs, &stores, 1_000, &BTreeSet::new(), &hot, || Some(99)).unwrap();
+        assert_eq!(id, 1);
+        assert_eq!(steps[0], Step::AddLearner { store_id: 4 });
+        assert_eq!(
+            steps.last(),
+            Some(&Step::Remove(regions[0].peers[2].clone())),
+            "from the most loaded store (ties: the highest id)"
+        );
+    }
+
+    #[test]
+    fn shuffles_move_a_leader_and_a_replica_where_the_picks_say() {
+        let stores = [store(1), store(2), store(3), store(4)];
+        let stores: Vec<&Store> = stores.iter().collect();
+        let regions: Vec<Region> = (1..=3).map(|id| region(id, &[1, 2, 3], 1)).collect();
+        let refs: Vec<&Region> = regions.iter().collect();
+        let mut last = |n: usize| n - 1;
+        let (id, step) =
+            shuffle_leader(&refs, &stores, 1_000, &BTreeSet::new(), &mut last).unwrap();
+        assert_eq!(
+            (id, step),
+            (3, Step::TransferLeader(regions[2].peers[2].clone()))
+        );
+        let (id, steps) =
+            shuffle_region(&refs, &stores, 1_000, &BTreeSet::new(), &mut last, || {
+                Some(99)
+            })
+            .unwrap();
+        assert_eq!(id, 3);
+        assert_eq!(steps[0], Step::AddLearner { store_id: 4 });
+        let busy: BTreeSet<u64> = [1, 2, 3].into();
+        assert_eq!(
+            shuffle_leader(&refs, &stores, 1_000, &busy, &mut last),
+            None
+        );
+    }
+
+    #[test]
     fn a_new_store_receives_replicas_and_a_leaving_leader_hands_off_first() {
         let stores = [store(1), store(2), store(3), store(4)];
         let stores: Vec<&Store> = stores.iter().collect();
         let regions: Vec<Region> = (1..=4).map(|id| region(id, &[1, 2, 3], 1)).collect();
         let refs: Vec<&Region> = regions.iter().collect();
         let (id, steps) =
-            balance_region(&refs, &stores, 1_000, &BTreeSet::new(), || Some(99)).unwrap();
+            balance_region(&refs, &stores, 1_000, &BTreeSet::new(), &|_| 1, || Some(99)).unwrap();
         assert_eq!(id, 1);
         let learner = Peer {
             id: 99,
@@ -302,7 +564,7 @@ mod tests {
         ];
         let refs: Vec<&Region> = even.iter().collect();
         assert_eq!(
-            balance_region(&refs, &stores, 1_000, &BTreeSet::new(), || Some(99)),
+            balance_region(&refs, &stores, 1_000, &BTreeSet::new(), &|_| 1, || Some(99)),
             None
         );
     }

@@ -62,6 +62,9 @@ pub struct Store {
     /// Its last heartbeat said it is stopping (in memory only, as the heartbeat times).
     #[serde(skip)]
     pub stopping: bool,
+    /// Topology labels (`zone`, `host`, ...) a person set (`store label`).
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
 }
 
 /// Where a store is in its life, as PD records it (TiKV's `NodeState`); whether a serving
@@ -177,8 +180,7 @@ impl Cluster {
         if !self.bootstrapped {
             return Err(ClusterError::NotBootstrapped);
         }
-        let known = self.stores.get(&store.id).map(|s| s.node_state);
-        if known == Some(NodeState::Tombstone) {
+        if self.stores.get(&store.id).map(|s| s.node_state) == Some(NodeState::Tombstone) {
             return Err(ClusterError::Tombstone(store.id));
         }
         if let Some(owner) = self.stores.values().find(|s| {
@@ -189,15 +191,33 @@ impl Cluster {
                 owner: owner.id,
             });
         }
-        // A store keeps the state PD gave it when it registers again.
-        let node_state = known.unwrap_or(store.node_state);
+        // A store keeps the state and the labels PD gave it when it registers again.
+        let (node_state, labels) = match self.stores.get(&store.id) {
+            Some(s) => (s.node_state, s.labels.clone()),
+            None => (store.node_state, store.labels.clone()),
+        };
         self.stores.insert(
             store.id,
             Store {
                 node_state,
+                labels,
                 ..store
             },
         );
+        Ok(())
+    }
+
+    /// `store label ID k=v ...`: sets these labels of the store, keeping its others.
+    pub fn label_store(
+        &mut self,
+        id: u64,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<(), ClusterError> {
+        let store = (self.stores.get_mut(&id)).ok_or(ClusterError::UnknownStore(id))?;
+        if store.node_state == NodeState::Tombstone {
+            return Err(ClusterError::Tombstone(id));
+        }
+        store.labels.extend(labels.clone());
         Ok(())
     }
 
@@ -358,6 +378,7 @@ mod tests {
             status_address: String::new(),
             last_heartbeat_ms: 0,
             stopping: false,
+            labels: Default::default(),
         }
     }
 
@@ -432,6 +453,22 @@ mod tests {
         ));
         // The same report twice changes nothing.
         assert!(!c.region_heartbeat(region(2, b"m", b"", 2)).unwrap());
+    }
+
+    #[test]
+    fn store_labels_are_set_by_key_and_outlive_a_new_registration() {
+        let mut c = bootstrapped();
+        c.put_store(store(5)).unwrap();
+        let zone = BTreeMap::from([("zone".to_string(), "z1".to_string())]);
+        c.label_store(5, &zone).unwrap();
+        let host = BTreeMap::from([("host".to_string(), "h1".to_string())]);
+        c.label_store(5, &host).unwrap();
+        c.put_store(store(5)).unwrap();
+        let labels: Vec<(&str, &str)> = (c.store(5).unwrap().labels.iter())
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(labels, [("host", "h1"), ("zone", "z1")]);
+        assert_eq!(c.label_store(9, &zone), Err(ClusterError::UnknownStore(9)));
     }
 
     #[test]

@@ -3,13 +3,23 @@
 //!
 //! - `GET /pd/api/v1/stores`, `GET /pd/api/v1/store/{id}`: stores with their state (Up,
 //!   Disconnected, Down, Offline, Tombstone) and leader and region counts;
+//! - `POST /pd/api/v1/store/{id}/label` with `{"key": "value", ...}`: `store label`;
 //! - `DELETE /pd/api/v1/store/{id}`: `store delete`, the store goes Offline and its replicas
 //!   move away; refused (in the replicated command, so two deletes cannot both pass) when
 //!   the serving stores left would be fewer than `replication.max-replicas`;
-//! - `GET /pd/api/v1/regions`, `GET /pd/api/v1/region/id/{id}`: regions (keys in hex);
+//! - `GET /pd/api/v1/regions`, `GET /pd/api/v1/region/id/{id}`, `GET
+//!   /pd/api/v1/region/key/{key}` (the key percent-encoded): regions, keys in hex, with
+//!   their approximate size (MiB) and keys and the bytes written and read in the leader's
+//!   last reported interval;
+//! - `GET /pd/api/v1/regions/writeflow?limit=N`, `.../readflow?limit=N`: the N regions
+//!   that wrote (read) the most bytes in their last interval (`region topwrite|topread`);
+//! - `GET /pd/api/v1/hotspot/regions/write`, `.../read`: the hot regions by store, as
+//!   leader and as peer, with their byte and key rates and hot degree;
 //! - `GET /pd/api/v1/operators`; `POST /pd/api/v1/operators` with `{"name":
-//!   "transfer-leader", "region_id", "to_store_id"}` or `{"name": "transfer-peer",
-//!   "region_id", "from_store_id", "to_store_id"}`; `DELETE /pd/api/v1/operators/{region}`;
+//!   "transfer-leader", "region_id", "to_store_id"}`, `{"name": "transfer-peer",
+//!   "region_id", "from_store_id", "to_store_id"}` or `{"name": "split-region",
+//!   "region_id", "policy": "scan"|"approximate"|"usekey", "keys": [hex, ...]}`; `DELETE
+//!   /pd/api/v1/operators/{region}`;
 //! - `GET /pd/api/v1/schedulers`; `POST /pd/api/v1/schedulers` with `{"name", "store_id"}`;
 //!   `DELETE /pd/api/v1/schedulers/{name}`.
 //!
@@ -22,10 +32,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get};
+use axum::routing::{delete, get, post};
 use serde_json::{Value, json};
 
 use crate::cluster::{NodeState, Peer, Region, Store};
@@ -35,7 +45,9 @@ use crate::members::Members;
 use crate::metadata::{MetaError, Metadata};
 use crate::operators::Operators;
 use crate::oracle::wall_clock_ms;
+use crate::region_stats::{FlowKind, RegionStat};
 use crate::replica_checker::{ROLE_VOTER, STORE_DISCONNECTED_MS, Step, is_up};
+use crate::service::ScheduleLimits;
 use crate::state::Command;
 
 #[derive(Clone)]
@@ -47,6 +59,8 @@ struct Api {
     max_replicas: Arc<AtomicUsize>,
     /// `schedule.max-store-down-time` in milliseconds.
     store_down_ms: Arc<std::sync::atomic::AtomicU64>,
+    /// `schedule.*` limits (the hot region threshold).
+    limits: Arc<ScheduleLimits>,
 }
 
 pub fn router(
@@ -55,12 +69,19 @@ pub fn router(
     operators: Arc<Operators>,
     max_replicas: Arc<AtomicUsize>,
     store_down_ms: Arc<std::sync::atomic::AtomicU64>,
+    limits: Arc<ScheduleLimits>,
 ) -> Router {
     Router::new()
         .route("/pd/api/v1/stores", get(stores))
         .route("/pd/api/v1/store/{id}", get(store).delete(delete_store))
+        .route("/pd/api/v1/store/{id}/label", post(label_store))
         .route("/pd/api/v1/regions", get(regions))
         .route("/pd/api/v1/region/id/{id}", get(region))
+        .route("/pd/api/v1/region/key/{*key}", get(region_by_key))
+        .route("/pd/api/v1/regions/writeflow", get(top_write))
+        .route("/pd/api/v1/regions/readflow", get(top_read))
+        .route("/pd/api/v1/hotspot/regions/write", get(hot_write))
+        .route("/pd/api/v1/hotspot/regions/read", get(hot_read))
         .route(
             "/pd/api/v1/operators",
             get(list_operators).post(add_operator),
@@ -74,6 +95,7 @@ pub fn router(
             operators,
             max_replicas,
             store_down_ms,
+            limits,
         })
 }
 
@@ -135,6 +157,9 @@ fn store_json(api: &Api, s: &Store, regions: &[Region], now_ms: u64) -> Value {
             "address": s.address,
             "status_address": s.status_address,
             "state_name": api.state_name(s, now_ms),
+            "labels": (s.labels.iter())
+                .map(|(k, v)| json!({ "key": k, "value": v }))
+                .collect::<Vec<_>>(),
         },
         "status": {
             "leader_count": leader_count,
@@ -152,7 +177,8 @@ fn peer_json(p: &Peer) -> Value {
     })
 }
 
-fn region_json(r: &Region) -> Value {
+fn region_json(r: &Region, stat: Option<&RegionStat>) -> Value {
+    let stat = stat.cloned().unwrap_or_default();
     json!({
         "id": r.id,
         "start_key": hex(&r.start_key),
@@ -161,7 +187,38 @@ fn region_json(r: &Region) -> Value {
         "peers": r.peers.iter().map(peer_json).collect::<Vec<_>>(),
         "leader": r.leader.as_ref().map(peer_json),
         "pending_peers": r.pending_peers,
+        "written_bytes": stat.write.bytes,
+        "written_keys": stat.write.keys,
+        "read_bytes": stat.read.bytes,
+        "read_keys": stat.read.keys,
+        "approximate_size": stat.size_mib(),
+        "approximate_keys": stat.approximate_keys,
     })
+}
+
+/// A list of regions as PD answers it.
+fn regions_json<'r>(api: &Api, regions: impl Iterator<Item = &'r Region>) -> Response {
+    let stats = api.operators.stats.all();
+    let list: Vec<Value> = regions.map(|r| region_json(r, stats.get(&r.id))).collect();
+    axum::Json(json!({ "count": list.len(), "regions": list })).into_response()
+}
+
+/// `key` with its `%XX` escapes decoded (a key may hold any byte).
+fn percent_decode(key: &str) -> Result<Vec<u8>, String> {
+    let bytes = key.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = key.get(i + 1..i + 3).ok_or("a % escape is cut short")?;
+            out.push(u8::from_str_radix(hex, 16).map_err(|_| format!("%{hex} is no escape"))?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Ok(out)
 }
 
 fn all(api: &Api) -> (Vec<Store>, Vec<Region>) {
@@ -216,17 +273,172 @@ async fn delete_store(State(api): State<Api>, Path(id): Path<u64>) -> Response {
     }
 }
 
+/// `store label`: the body's `{"key": "value", ...}` become labels of the store.
+async fn label_store(
+    State(api): State<Api>,
+    Path(id): Path<u64>,
+    axum::Json(body): axum::Json<BTreeMap<String, Value>>,
+) -> Response {
+    if let Some(r) = api.not_leader() {
+        return r;
+    }
+    let mut labels = BTreeMap::new();
+    for (key, value) in body {
+        let Some(value) = value.as_str().filter(|v| !v.is_empty()) else {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("label {key:?} needs a non-empty string value"),
+            );
+        };
+        if key.is_empty() {
+            return error(StatusCode::BAD_REQUEST, "a label needs a key");
+        }
+        labels.insert(key, value.to_string());
+    }
+    let meta = api.meta();
+    let label = Command::LabelStore { id, labels };
+    match tokio::task::spawn_blocking(move || meta.propose(label)).await {
+        Ok(Ok(_)) => axum::Json("The store's label is updated.").into_response(),
+        Ok(Err(MetaError::Cluster(e))) => error(StatusCode::BAD_REQUEST, e.to_string()),
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
 async fn regions(State(api): State<Api>) -> Response {
     let (_, regions) = all(&api);
-    let list: Vec<Value> = regions.iter().map(region_json).collect();
-    axum::Json(json!({ "count": list.len(), "regions": list })).into_response()
+    regions_json(&api, regions.iter())
 }
 
 async fn region(State(api): State<Api>, Path(id): Path<u64>) -> Response {
     match api.meta().read(|c| c.region(id).cloned()) {
-        Some(r) => axum::Json(region_json(&r)).into_response(),
+        Some(r) => {
+            axum::Json(region_json(&r, api.operators.stats.get(id).as_ref())).into_response()
+        }
         None => error(StatusCode::NOT_FOUND, format!("region {id} not found")),
     }
+}
+
+/// The request path's raw key, since `Path` would refuse bytes that are not UTF-8.
+async fn region_by_key(State(api): State<Api>, uri: axum::http::Uri) -> Response {
+    let raw = uri
+        .path()
+        .strip_prefix("/pd/api/v1/region/key/")
+        .unwrap_or_default();
+    let key = match percent_decode(raw) {
+        Ok(key) => key,
+        Err(e) => return error(StatusCode::BAD_REQUEST, format!("key {raw:?}: {e}")),
+    };
+    match api.meta().read(|c| c.region_for(&key).cloned()) {
+        Some(r) => {
+            axum::Json(region_json(&r, api.operators.stats.get(r.id).as_ref())).into_response()
+        }
+        None => error(
+            StatusCode::NOT_FOUND,
+            format!("no region holds key {}", hex(&key)),
+        ),
+    }
+}
+
+/// The `limit` regions with the most bytes of `kind` in their last interval.
+fn top_flow(api: &Api, kind: FlowKind, query: &BTreeMap<String, String>) -> Response {
+    if let Some(r) = api.not_leader() {
+        return r;
+    }
+    let limit = match query.get("limit").map(|l| l.parse::<usize>()) {
+        None => 16,
+        Some(Ok(n)) => n,
+        Some(Err(_)) => return error(StatusCode::BAD_REQUEST, "limit is not a number"),
+    };
+    let stats = api.operators.stats.all();
+    let (_, mut regions) = all(api);
+    let bytes = |r: &Region| stats.get(&r.id).map_or(0, |s| s.rate(kind).bytes);
+    regions.sort_by_key(|r| (std::cmp::Reverse(bytes(r)), r.id));
+    regions.truncate(limit);
+    regions_json(api, regions.iter())
+}
+
+async fn top_write(
+    State(api): State<Api>,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Response {
+    top_flow(&api, FlowKind::Write, &query)
+}
+
+async fn top_read(
+    State(api): State<Api>,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Response {
+    top_flow(&api, FlowKind::Read, &query)
+}
+
+/// The hot regions of `kind` by store, as PD's hotspot API shapes them: `as_leader` counts
+/// a region on its leader's store, `as_peer` on every store holding a replica.
+fn hotspot(api: &Api, kind: FlowKind) -> Response {
+    if let Some(r) = api.not_leader() {
+        return r;
+    }
+    let threshold = api.limits.hot_hits.load(Ordering::Relaxed) as u32;
+    let hot = api.operators.stats.hot(kind, threshold);
+    let stats = api.operators.stats.all();
+    let (_, regions) = all(api);
+    let mut as_leader: BTreeMap<u64, Vec<Value>> = BTreeMap::new();
+    let mut as_peer: BTreeMap<u64, Vec<Value>> = BTreeMap::new();
+    for (id, _) in &hot {
+        let (Some(region), Some(stat)) = (regions.iter().find(|r| r.id == *id), stats.get(id))
+        else {
+            continue;
+        };
+        let rate = stat.rate(kind);
+        let entry = |store_id: u64| {
+            json!({
+                "region_id": id,
+                "store_id": store_id,
+                "flow_bytes": rate.bytes_per_sec,
+                "flow_keys": rate.keys_per_sec,
+                "hot_degree": rate.hot_degree,
+            })
+        };
+        if let Some(l) = &region.leader {
+            as_leader
+                .entry(l.store_id)
+                .or_default()
+                .push(entry(l.store_id));
+        }
+        for p in &region.peers {
+            as_peer
+                .entry(p.store_id)
+                .or_default()
+                .push(entry(p.store_id));
+        }
+    }
+    let by_store = |m: BTreeMap<u64, Vec<Value>>| -> Value {
+        let stores: serde_json::Map<String, Value> = m
+            .into_iter()
+            .map(|(store, list)| {
+                let total =
+                    |field: &str| -> f64 { list.iter().filter_map(|v| v[field].as_f64()).sum() };
+                let shown = json!({
+                    "total_flow_bytes": total("flow_bytes"),
+                    "total_flow_keys": total("flow_keys"),
+                    "regions_count": list.len(),
+                    "statistics": list,
+                });
+                (store.to_string(), shown)
+            })
+            .collect();
+        Value::Object(stores)
+    };
+    axum::Json(json!({ "as_leader": by_store(as_leader), "as_peer": by_store(as_peer) }))
+        .into_response()
+}
+
+async fn hot_write(State(api): State<Api>) -> Response {
+    hotspot(&api, FlowKind::Write)
+}
+
+async fn hot_read(State(api): State<Api>) -> Response {
+    hotspot(&api, FlowKind::Read)
 }
 
 async fn list_operators(State(api): State<Api>) -> Response {
@@ -244,6 +456,56 @@ async fn list_operators(State(api): State<Api>) -> Response {
         })
         .collect();
     axum::Json(list).into_response()
+}
+
+/// The keys a `split-region` operator splits `region` at: none for the `scan` and
+/// `approximate` policies (in halves), the `keys` (hex) for `usekey`, each inside the region.
+fn split_keys(region: &Region, body: &BTreeMap<String, Value>) -> Result<Vec<Vec<u8>>, String> {
+    let policy = body.get("policy").and_then(Value::as_str).unwrap_or("scan");
+    match policy {
+        "scan" | "approximate" => return Ok(Vec::new()),
+        "usekey" => {}
+        other => {
+            return Err(format!(
+                "unknown split policy {other:?}; known: scan, approximate, usekey"
+            ));
+        }
+    }
+    let listed = body.get("keys").and_then(Value::as_array);
+    let keys: Vec<Vec<u8>> = (listed.into_iter().flatten())
+        .map(|k| {
+            let text = k.as_str().ok_or("split keys are hex strings")?;
+            unhex(text).ok_or_else(|| format!("split key {text:?} is not hex"))
+        })
+        .collect::<Result<_, String>>()?;
+    if keys.is_empty() {
+        return Err("the usekey policy needs keys".into());
+    }
+    for key in &keys {
+        let inside = key.as_slice() > region.start_key.as_slice()
+            && (region.end_key.is_empty() || key.as_slice() < region.end_key.as_slice());
+        if !inside {
+            return Err(format!(
+                "split key {} is not inside region {} [{}, {})",
+                hex(key),
+                region.id,
+                hex(&region.start_key),
+                hex(&region.end_key)
+            ));
+        }
+    }
+    Ok(keys)
+}
+
+/// The bytes of hex digits `text` (either case), as PD's API and pd-ctl write keys.
+pub fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 /// The steps of an operator a person asked for, and the id of the peer it adds (0: none).
@@ -299,8 +561,13 @@ fn admin_steps(api: &Api, body: &BTreeMap<String, Value>) -> Result<(u64, Vec<St
                 id,
             ))
         }
+        Some("split-region") => {
+            let keys = split_keys(&region, body)?;
+            let version = region.epoch.version;
+            Ok((region_id, vec![Step::Split { version, keys }], 0))
+        }
         other => Err(format!(
-            "unknown operator {other:?}; known: transfer-leader, transfer-peer"
+            "unknown operator {other:?}; known: transfer-leader, transfer-peer, split-region"
         )),
     }
 }
@@ -394,5 +661,56 @@ async fn remove_scheduler(State(api): State<Api>, Path(name): Path<String>) -> R
     match removed {
         Ok(()) => axum::Json("The scheduler is removed.").into_response(),
         Err(e) => error(StatusCode::NOT_FOUND, e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::RegionEpoch;
+
+    fn body(json: Value) -> BTreeMap<String, Value> {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn split_keys_must_lie_inside_the_region_and_policies_are_known() {
+        let region = Region {
+            id: 5,
+            start_key: b"b".to_vec(),
+            end_key: b"d".to_vec(),
+            epoch: RegionEpoch::default(),
+            peers: Vec::new(),
+            leader: None,
+            pending_peers: Vec::new(),
+        };
+        let halves = split_keys(&region, &body(json!({ "policy": "approximate" }))).unwrap();
+        assert!(halves.is_empty());
+        let at_c = body(json!({ "policy": "usekey", "keys": [hex(b"c")] }));
+        assert_eq!(split_keys(&region, &at_c).unwrap(), vec![b"c".to_vec()]);
+        for outside in [b"b".as_slice(), b"a", b"d", b"e"] {
+            let asked = body(json!({ "policy": "usekey", "keys": [hex(outside)] }));
+            let refused = split_keys(&region, &asked).unwrap_err();
+            assert!(refused.contains("is not inside region 5"), "{refused}");
+        }
+        let not_hex = body(json!({ "policy": "usekey", "keys": ["zz"] }));
+        assert!(
+            split_keys(&region, &not_hex)
+                .unwrap_err()
+                .contains("not hex")
+        );
+        let unknown = body(json!({ "policy": "random" }));
+        assert!(
+            split_keys(&region, &unknown)
+                .unwrap_err()
+                .contains("unknown split policy")
+        );
+    }
+
+    #[test]
+    fn a_key_in_a_path_may_hold_any_byte() {
+        assert_eq!(percent_decode("t%00%FFa").unwrap(), b"t\x00\xffa".to_vec());
+        assert!(percent_decode("%4").is_err());
+        assert!(percent_decode("%zz").is_err());
     }
 }

@@ -8,6 +8,7 @@ use crate::cluster::{ClusterError, Peer, Region, RegionEpoch, Store};
 use crate::metadata::{MetaError, Metadata};
 use crate::operators::Operators;
 use crate::oracle::wall_clock_ms;
+use crate::region_stats::RegionStats;
 use crate::replica_checker::Limits;
 use crate::state::{Command, Outcome};
 
@@ -95,6 +96,7 @@ fn store_from(s: wire::Store) -> Store {
         last_heartbeat_ms: wall_clock_ms(),
         node_state: Default::default(),
         stopping: false,
+        labels: Default::default(),
     }
 }
 
@@ -214,6 +216,7 @@ pub fn store_heartbeat(
                 region_id: r.id,
                 change_peer: order.change_peer,
                 transfer_leader: order.transfer_leader,
+                split_region: order.split_region,
             })
         })
         .collect();
@@ -229,6 +232,9 @@ pub fn region_heartbeat(
     limits: Limits,
     req: wire::RegionHeartbeatRequest,
 ) -> wire::RegionHeartbeatResponse {
+    if let (Some(r), Some(leader)) = (&req.region, &req.leader) {
+        operators.stats.observe(r.id, leader.store_id, &req);
+    }
     let Some(region) = req.region else {
         return wire::RegionHeartbeatResponse {
             error: Some(invalid("region_heartbeat needs a region")),
@@ -250,6 +256,7 @@ pub fn region_heartbeat(
         error: None,
         change_peer: order.change_peer,
         transfer_leader: order.transfer_leader,
+        split_region: order.split_region,
     }
 }
 
@@ -270,7 +277,11 @@ pub fn get_region(meta: &Metadata, req: wire::GetRegionRequest) -> wire::GetRegi
     }
 }
 
-pub fn scan_regions(meta: &Metadata, req: wire::ScanRegionsRequest) -> wire::ScanRegionsResponse {
+pub fn scan_regions(
+    meta: &Metadata,
+    stats: &RegionStats,
+    req: wire::ScanRegionsRequest,
+) -> wire::ScanRegionsResponse {
     let limit = if req.limit <= 0 {
         usize::MAX
     } else {
@@ -289,5 +300,17 @@ pub fn scan_regions(meta: &Metadata, req: wire::ScanRegionsRequest) -> wire::Sca
             .map(|r| r.leader.as_ref().map(peer_to).unwrap_or_default())
             .collect(),
         regions: regions.iter().map(region_to).collect(),
+        stats: regions
+            .iter()
+            .map(|r| {
+                let s = stats.get(r.id).unwrap_or_default();
+                wire::RegionStats {
+                    approximate_size: s.approximate_size,
+                    approximate_keys: s.approximate_keys,
+                    bytes_written: s.write.bytes,
+                    bytes_read: s.read.bytes,
+                }
+            })
+            .collect(),
     }
 }

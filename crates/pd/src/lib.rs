@@ -4,11 +4,12 @@
 //! traffic between members, [`disk`] its log and checkpoints, [`members`] who the members
 //! are. The leader alone serves, under its lease: the timestamp oracle ([`tso`] pure,
 //! [`oracle`] running), cluster metadata ([`cluster`] pure, [`metadata`] and
-//! [`cluster_rpc`] as served), the replica checker ([`replica_checker`]) and the balance
-//! schedulers ([`balance`]), whose steps [`operators`] hands out; a follower
+//! [`cluster_rpc`] as served), the regions' sizes and flows ([`region_stats`], in memory),
+//! the replica checker ([`replica_checker`]) and the balance schedulers ([`balance`]),
+//! whose steps [`operators`] hands out; a follower
 //! forwards every call to it ([`service`]). Online knobs are the group's ([`config_sync`]).
-//! [`http_api`] is PD's members API, [`cluster_api`] its stores, regions, operators and
-//! schedulers API, [`metrics`] its Grafana names, [`server`] wires a
+//! [`http_api`] is PD's members API, [`cluster_api`] its stores, regions, hotspot,
+//! operators and schedulers API, [`metrics`] its Grafana names, [`server`] wires a
 //! member together.
 
 pub mod balance;
@@ -26,6 +27,7 @@ pub mod metrics;
 pub mod operators;
 pub mod oracle;
 pub mod peer;
+pub mod region_stats;
 pub mod replica_checker;
 pub mod server;
 pub mod service;

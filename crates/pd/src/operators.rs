@@ -21,10 +21,11 @@ use std::time::{Duration, Instant};
 use proto::pd as wire;
 
 use crate::balance;
-use crate::cluster::{NodeState, Peer, Region};
+use crate::cluster::{NodeState, Peer, Region, Store};
 use crate::cluster_rpc::{alloc_one, peer_to};
 use crate::metadata::Metadata;
 use crate::oracle::wall_clock_ms;
+use crate::region_stats::{FlowKind, RegionStats};
 use crate::replica_checker::{self, Limits, Step};
 use crate::state::Command;
 
@@ -58,6 +59,11 @@ pub enum Kind {
     Region,
     /// evict-leader's: a leadership moved off an evicted store.
     Evict,
+    /// balance-hot-region's: a hot region's leadership or replica moved.
+    Hot,
+    /// shuffle-leader's and shuffle-region's (for tests).
+    ShuffleLeader,
+    ShuffleRegion,
     /// Asked for by a person (`atoll ctl operator add`).
     Admin,
 }
@@ -69,6 +75,9 @@ impl Kind {
             Kind::Leader => "balance-leader",
             Kind::Region => "balance-region",
             Kind::Evict => "evict-leader",
+            Kind::Hot => "balance-hot-region",
+            Kind::ShuffleLeader => "shuffle-leader",
+            Kind::ShuffleRegion => "shuffle-region",
             Kind::Admin => "admin",
         }
     }
@@ -90,6 +99,7 @@ struct Operator {
 pub struct Order {
     pub change_peer: Option<wire::ChangePeer>,
     pub transfer_leader: Option<wire::TransferLeader>,
+    pub split_region: Option<wire::SplitRegion>,
 }
 
 fn order(step: &Step, new_peer_id: u64) -> Order {
@@ -98,7 +108,7 @@ fn order(step: &Step, new_peer_id: u64) -> Order {
             change_type: kind as i32,
             peer: Some(peer),
         }),
-        transfer_leader: None,
+        ..Order::default()
     };
     match step {
         Step::AddLearner { store_id } => change(
@@ -112,10 +122,14 @@ fn order(step: &Step, new_peer_id: u64) -> Order {
         Step::Promote(p) => change(wire::ConfChangeType::AddNode, peer_to(p)),
         Step::Remove(p) => change(wire::ConfChangeType::RemoveNode, peer_to(p)),
         Step::TransferLeader(p) => Order {
-            change_peer: None,
             transfer_leader: Some(wire::TransferLeader {
                 peer: Some(peer_to(p)),
             }),
+            ..Order::default()
+        },
+        Step::Split { keys, .. } => Order {
+            split_region: Some(wire::SplitRegion { keys: keys.clone() }),
+            ..Order::default()
         },
     }
 }
@@ -129,14 +143,19 @@ pub struct Shown {
     pub at: usize,
 }
 
-/// The schedulers that run: balance-leader, balance-region and evict-leader for the stores
-/// named. balance-region (on by default in PD) is off until asked for (`atoll ctl scheduler
-/// add balance-region-scheduler`): under load, its moves on a new store still stall regions
-/// for seconds (issue 30).
+/// The schedulers that run: balance-leader, balance-region, balance-hot-region,
+/// shuffle-leader, shuffle-region, and evict-leader for the stores named. balance-region
+/// and balance-hot-region (on by default in PD) are off until asked for (`atoll ctl
+/// scheduler add balance-region-scheduler`): under load, replica moves on a new store still
+/// stall regions for seconds, and the hot-region moves are not measured under load yet
+/// (issue 30).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Schedulers {
     pub balance_leader: bool,
     pub balance_region: bool,
+    pub balance_hot_region: bool,
+    pub shuffle_leader: bool,
+    pub shuffle_region: bool,
     pub evict_leader: BTreeSet<u64>,
 }
 
@@ -145,6 +164,9 @@ impl Default for Schedulers {
         Schedulers {
             balance_leader: true,
             balance_region: false,
+            balance_hot_region: false,
+            shuffle_leader: false,
+            shuffle_region: false,
             evict_leader: BTreeSet::new(),
         }
     }
@@ -152,18 +174,20 @@ impl Default for Schedulers {
 
 const BALANCE_LEADER: &str = "balance-leader-scheduler";
 const BALANCE_REGION: &str = "balance-region-scheduler";
+const BALANCE_HOT_REGION: &str = "balance-hot-region-scheduler";
+const SHUFFLE_LEADER: &str = "shuffle-leader-scheduler";
+const SHUFFLE_REGION: &str = "shuffle-region-scheduler";
 const EVICT_LEADER: &str = "evict-leader-scheduler";
 
 impl Schedulers {
     /// Their names, as PD lists them (`evict-leader-scheduler-<store>` for each store).
     pub fn names(&self) -> Vec<String> {
-        let mut names = Vec::new();
-        if self.balance_leader {
-            names.push(BALANCE_LEADER.to_string());
-        }
-        if self.balance_region {
-            names.push(BALANCE_REGION.to_string());
-        }
+        let mut names: Vec<String> = self
+            .switches()
+            .into_iter()
+            .filter(|(_, on)| *on)
+            .map(|(name, _)| name.to_string())
+            .collect();
         names.extend(
             self.evict_leader
                 .iter()
@@ -172,22 +196,48 @@ impl Schedulers {
         names
     }
 
+    /// The schedulers turned on and off by name alone, with whether they run.
+    fn switches(&self) -> [(&'static str, bool); 5] {
+        [
+            (BALANCE_LEADER, self.balance_leader),
+            (BALANCE_REGION, self.balance_region),
+            (BALANCE_HOT_REGION, self.balance_hot_region),
+            (SHUFFLE_LEADER, self.shuffle_leader),
+            (SHUFFLE_REGION, self.shuffle_region),
+        ]
+    }
+
+    fn switch(&mut self, name: &str) -> Option<&mut bool> {
+        match name {
+            BALANCE_LEADER => Some(&mut self.balance_leader),
+            BALANCE_REGION => Some(&mut self.balance_region),
+            BALANCE_HOT_REGION => Some(&mut self.balance_hot_region),
+            SHUFFLE_LEADER => Some(&mut self.shuffle_leader),
+            SHUFFLE_REGION => Some(&mut self.shuffle_region),
+            _ => None,
+        }
+    }
+
     /// Turns scheduler `name` on (evict-leader needs the store).
     pub fn add(&mut self, name: &str, store_id: Option<u64>) -> Result<(), String> {
+        if let Some(on) = self.switch(name) {
+            *on = true;
+            return Ok(());
+        }
         match (name, store_id) {
-            (BALANCE_LEADER, _) => self.balance_leader = true,
-            (BALANCE_REGION, _) => self.balance_region = true,
             (EVICT_LEADER, Some(store)) => {
                 self.evict_leader.insert(store);
+                Ok(())
             }
-            (EVICT_LEADER, None) => return Err(format!("{EVICT_LEADER} needs a store id")),
+            (EVICT_LEADER, None) => Err(format!("{EVICT_LEADER} needs a store id")),
             _ => {
-                return Err(format!(
-                    "unknown scheduler {name:?}; known: {BALANCE_LEADER}, {BALANCE_REGION}, {EVICT_LEADER}"
-                ));
+                let known: Vec<&str> = self.switches().iter().map(|(n, _)| *n).collect();
+                Err(format!(
+                    "unknown scheduler {name:?}; known: {}, {EVICT_LEADER}",
+                    known.join(", ")
+                ))
             }
         }
-        Ok(())
     }
 
     /// Turns scheduler `name` (as [`Schedulers::names`] gives it) off.
@@ -196,13 +246,14 @@ impl Schedulers {
             .strip_prefix(EVICT_LEADER)
             .and_then(|s| s.strip_prefix('-'))
             .and_then(|s| s.parse::<u64>().ok());
-        match (name, evicted) {
-            (BALANCE_LEADER, _) if self.balance_leader => self.balance_leader = false,
-            (BALANCE_REGION, _) if self.balance_region => self.balance_region = false,
-            (_, Some(store)) if self.evict_leader.remove(&store) => {}
-            _ => return Err(format!("no scheduler {name:?} runs")),
+        if let Some(on) = self.switch(name).filter(|on| **on) {
+            *on = false;
+            return Ok(());
         }
-        Ok(())
+        match evicted {
+            Some(store) if self.evict_leader.remove(&store) => Ok(()),
+            _ => Err(format!("no scheduler {name:?} runs")),
+        }
     }
 }
 
@@ -213,6 +264,10 @@ pub struct Operators {
     pub schedulers: Mutex<Schedulers>,
     /// Offline stores PD's map shows without replicas, since when.
     empty_since: Mutex<HashMap<u64, Instant>>,
+    /// Each region's size and flow, from its heartbeats.
+    pub stats: RegionStats,
+    /// The shuffle schedulers' random numbers (xorshift; seeded from the clock).
+    shuffle_seed: Mutex<u64>,
 }
 
 impl Operators {
@@ -259,6 +314,7 @@ impl Operators {
         let new_peer_id = match step {
             Step::AddLearner { .. } => alloc_one(meta).ok()?,
             Step::Promote(ref p) | Step::Remove(ref p) | Step::TransferLeader(ref p) => p.id,
+            Step::Split { .. } => 0,
         };
         tracing::info!(region_id = region.id, ?step, new_peer_id, "replica checker");
         let order = order(&step, new_peer_id);
@@ -324,7 +380,9 @@ impl Operators {
         // Each operator, in flight or made here, counts as done in `regions` (`Operator::foresee`),
         // so the next decision sees the balance it leads to.
         let leader_moves = |pending: &HashMap<u64, Operator>| {
-            in_flight(pending, Kind::Leader) + in_flight(pending, Kind::Evict)
+            in_flight(pending, Kind::Leader)
+                + in_flight(pending, Kind::Evict)
+                + in_flight(pending, Kind::ShuffleLeader)
         };
         while leader_moves(&pending) < limits.leader_schedule_limit {
             let busy: BTreeSet<u64> = pending.keys().copied().collect();
@@ -346,11 +404,13 @@ impl Operators {
             pending.insert(region_id, op);
         }
         let region_moves = limits.region_schedule_limit.min(REGION_MOVES_MAX);
+        let stats = self.stats.all();
+        let size_of = |id: u64| stats.get(&id).map_or(1, |s| s.size_mib().max(1));
         while schedulers.balance_region && in_flight(&pending, Kind::Region) < region_moves {
             let busy: BTreeSet<u64> = pending.keys().copied().collect();
             let refs: Vec<&Region> = regions.iter().collect();
             let mut new_peer_id = 0;
-            let made = balance::balance_region(&refs, &stores, now_ms, &busy, || {
+            let made = balance::balance_region(&refs, &stores, now_ms, &busy, &size_of, || {
                 new_peer_id = alloc_one(meta).ok()?;
                 Some(new_peer_id)
             });
@@ -362,6 +422,92 @@ impl Operators {
             op.foresee(&mut regions, region_id);
             pending.insert(region_id, op);
         }
+        if schedulers.balance_hot_region {
+            self.balance_hot(meta, limits, &mut pending, &mut regions, &stores, now_ms);
+        }
+        // The shuffles make one move a pass each, within the leader and region limits.
+        let mut pick = |n: usize| self.random_below(n);
+        if schedulers.shuffle_leader && leader_moves(&pending) < limits.leader_schedule_limit {
+            let busy: BTreeSet<u64> = pending.keys().copied().collect();
+            let refs: Vec<&Region> = regions.iter().collect();
+            if let Some((region_id, step)) =
+                balance::shuffle_leader(&refs, &stores, now_ms, &busy, &mut pick)
+            {
+                tracing::info!(region_id, ?step, "shuffle-leader");
+                pending.insert(region_id, operator(Kind::ShuffleLeader, vec![step], 0));
+            }
+        }
+        if schedulers.shuffle_region && in_flight(&pending, Kind::ShuffleRegion) < region_moves {
+            let busy: BTreeSet<u64> = pending.keys().copied().collect();
+            let refs: Vec<&Region> = regions.iter().collect();
+            let mut new_peer_id = 0;
+            let moved = balance::shuffle_region(&refs, &stores, now_ms, &busy, &mut pick, || {
+                new_peer_id = alloc_one(meta).ok()?;
+                Some(new_peer_id)
+            });
+            if let Some((region_id, steps)) = moved {
+                tracing::info!(region_id, ?steps, "shuffle-region");
+                pending.insert(region_id, operator(Kind::ShuffleRegion, steps, new_peer_id));
+            }
+        }
+        let known: std::collections::HashSet<u64> = regions.iter().map(|r| r.id).collect();
+        self.stats.retain(|id| known.contains(&id));
+    }
+
+    /// balance-hot-region's moves, within `schedule.hot-region-schedule-limit`: the
+    /// leaderships of hot read regions, then of hot written ones, then the replicas of hot
+    /// written ones.
+    fn balance_hot(
+        &self,
+        meta: &Metadata,
+        limits: Limits,
+        pending: &mut HashMap<u64, Operator>,
+        regions: &mut [Region],
+        stores: &[&Store],
+        now_ms: u64,
+    ) {
+        let hot_read = self
+            .stats
+            .hot(FlowKind::Read, limits.hot_region_cache_hits_threshold);
+        let hot_write = self
+            .stats
+            .hot(FlowKind::Write, limits.hot_region_cache_hits_threshold);
+        let in_flight = |pending: &HashMap<u64, Operator>| {
+            pending.values().filter(|o| o.kind == Kind::Hot).count()
+        };
+        while in_flight(pending) < limits.hot_region_schedule_limit {
+            let busy: BTreeSet<u64> = pending.keys().copied().collect();
+            let refs: Vec<&Region> = regions.iter().collect();
+            let mut new_peer_id = 0;
+            let made = (balance::balance_hot_leader(&refs, stores, now_ms, &busy, &hot_read))
+                .or_else(|| balance::balance_hot_leader(&refs, stores, now_ms, &busy, &hot_write))
+                .map(|(id, step)| (id, vec![step]))
+                .or_else(|| {
+                    balance::balance_hot_peer(&refs, stores, now_ms, &busy, &hot_write, || {
+                        new_peer_id = alloc_one(meta).ok()?;
+                        Some(new_peer_id)
+                    })
+                });
+            let Some((region_id, steps)) = made else {
+                break;
+            };
+            tracing::info!(region_id, ?steps, "balance-hot-region");
+            let op = operator(Kind::Hot, steps, new_peer_id);
+            op.foresee(regions, region_id);
+            pending.insert(region_id, op);
+        }
+    }
+
+    /// A number below `n` (`n` > 0), from the shuffle schedulers' xorshift.
+    fn random_below(&self, n: usize) -> usize {
+        let mut seed = self.shuffle_seed.lock().expect("shuffle seed poisoned");
+        if *seed == 0 {
+            *seed = wall_clock_ms() | 1;
+        }
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        (*seed % n.max(1) as u64) as usize
     }
 
     /// Starts an operator a person asked for on `region_id` (`atoll ctl operator add`),
@@ -437,7 +583,7 @@ impl Operator {
                 }
                 Step::Remove(p) => r.peers.retain(|q| q.id != p.id),
                 Step::TransferLeader(p) => r.leader = Some(p.clone()),
-                Step::AddLearner { .. } => {}
+                Step::AddLearner { .. } | Step::Split { .. } => {}
             }
         }
     }

@@ -30,6 +30,9 @@ pub enum Step {
     Remove(Peer),
     /// Hand the leadership to this voter (the balance schedulers').
     TransferLeader(Peer),
+    /// Split the region, which is at epoch version `version`: at `keys`, or in halves when
+    /// there are none (`operator add split-region`).
+    Split { version: u64, keys: Vec<Vec<u8>> },
 }
 
 /// Whether `store` serves (not deleted, not stopping) and was heard from lately: a place for
@@ -52,6 +55,11 @@ pub struct Limits {
     pub leader_schedule_limit: usize,
     /// `schedule.region-schedule-limit`: replica moves in flight at most.
     pub region_schedule_limit: usize,
+    /// `schedule.hot-region-schedule-limit`: balance-hot-region's moves in flight at most.
+    pub hot_region_schedule_limit: usize,
+    /// `schedule.hot-region-cache-hits-threshold`: reports in a row above the hot threshold
+    /// that make a region hot.
+    pub hot_region_cache_hits_threshold: u32,
 }
 
 /// The next step `region` needs, if any.
@@ -144,6 +152,7 @@ pub fn is_done(step: &Step, new_peer_id: u64, region: &Region) -> bool {
             .any(|p| p.id == peer.id && p.role == ROLE_VOTER),
         Step::Remove(peer) => region.peers.iter().all(|p| p.id != peer.id),
         Step::TransferLeader(peer) => region.leader.as_ref().is_some_and(|l| l.id == peer.id),
+        Step::Split { version, .. } => region.epoch.version > *version,
     }
 }
 
@@ -160,6 +169,7 @@ mod tests {
             status_address: String::new(),
             last_heartbeat_ms,
             stopping: false,
+            labels: Default::default(),
         }
     }
 
@@ -169,6 +179,8 @@ mod tests {
             store_down_ms: 60_000,
             leader_schedule_limit: 4,
             region_schedule_limit: 2048,
+            hot_region_schedule_limit: 4,
+            hot_region_cache_hits_threshold: 3,
         }
     }
 

@@ -143,8 +143,19 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         let down = c.duration("schedule.max-store-down-time").0;
         store_down_ms.store(down.as_millis() as u64, Relaxed);
         let limit = |name| c.int(name) as usize;
-        schedule_limits[0].store(limit("schedule.leader-schedule-limit"), Relaxed);
-        schedule_limits[1].store(limit("schedule.region-schedule-limit"), Relaxed);
+        let limits = &schedule_limits;
+        limits
+            .leader
+            .store(limit("schedule.leader-schedule-limit"), Relaxed);
+        limits
+            .region
+            .store(limit("schedule.region-schedule-limit"), Relaxed);
+        limits
+            .hot_region
+            .store(limit("schedule.hot-region-schedule-limit"), Relaxed);
+        limits
+            .hot_hits
+            .store(limit("schedule.hot-region-cache-hits-threshold"), Relaxed);
     };
     follow(&config);
     crate::config_sync::propose_local_changes(
@@ -171,6 +182,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         service.operators(),
         service.max_replicas.clone(),
         service.store_down_ms.clone(),
+        service.schedule_limits.clone(),
     );
     let routes = tonic::service::Routes::new(PdServer::new(service))
         .into_axum_router()

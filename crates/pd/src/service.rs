@@ -4,6 +4,7 @@
 //! does; then it answers `TSO_UNAVAILABLE` and the client backs off.
 
 use std::pin::Pin;
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -34,6 +35,29 @@ pub const LEADER_WAIT: Duration = Duration::from_secs(3);
 /// again (two members that each take the other for the leader answer instead of looping).
 const FORWARDED: &str = "atoll-pd-forwarded";
 
+/// The `schedule.*` limits as the config follower last set them (online knobs).
+pub struct ScheduleLimits {
+    /// `leader-schedule-limit`.
+    pub leader: AtomicUsize,
+    /// `region-schedule-limit`.
+    pub region: AtomicUsize,
+    /// `hot-region-schedule-limit`.
+    pub hot_region: AtomicUsize,
+    /// `hot-region-cache-hits-threshold`.
+    pub hot_hits: AtomicUsize,
+}
+
+impl Default for ScheduleLimits {
+    fn default() -> ScheduleLimits {
+        ScheduleLimits {
+            leader: AtomicUsize::new(4),
+            region: AtomicUsize::new(2048),
+            hot_region: AtomicUsize::new(4),
+            hot_hits: AtomicUsize::new(3),
+        }
+    }
+}
+
 pub struct PdService {
     oracle: Arc<Oracle>,
     meta: Metadata,
@@ -48,7 +72,7 @@ pub struct PdService {
     /// `schedule.max-store-down-time` in milliseconds, followed online.
     pub store_down_ms: Arc<std::sync::atomic::AtomicU64>,
     /// `schedule.leader-schedule-limit` and `schedule.region-schedule-limit`, followed online.
-    pub schedule_limits: Arc<[std::sync::atomic::AtomicUsize; 2]>,
+    pub schedule_limits: Arc<ScheduleLimits>,
     operators: Arc<crate::operators::Operators>,
     metrics: crate::metrics::PdMetrics,
 }
@@ -83,10 +107,7 @@ impl PdService {
             update_interval,
             max_replicas: Arc::new(std::sync::atomic::AtomicUsize::new(3)),
             store_down_ms: Arc::new(std::sync::atomic::AtomicU64::new(30 * 60 * 1000)),
-            schedule_limits: Arc::new([
-                std::sync::atomic::AtomicUsize::new(4),
-                std::sync::atomic::AtomicUsize::new(2048),
-            ]),
+            schedule_limits: Arc::default(),
             operators: Arc::default(),
             metrics,
         }
@@ -209,8 +230,10 @@ impl PdService {
         crate::replica_checker::Limits {
             max_replicas: self.max_replicas.load(Relaxed),
             store_down_ms: self.store_down_ms.load(Relaxed),
-            leader_schedule_limit: self.schedule_limits[0].load(Relaxed),
-            region_schedule_limit: self.schedule_limits[1].load(Relaxed),
+            leader_schedule_limit: self.schedule_limits.leader.load(Relaxed),
+            region_schedule_limit: self.schedule_limits.region.load(Relaxed),
+            hot_region_schedule_limit: self.schedule_limits.hot_region.load(Relaxed),
+            hot_region_cache_hits_threshold: self.schedule_limits.hot_hits.load(Relaxed) as u32,
         }
     }
 
@@ -389,7 +412,11 @@ impl Pd for PdService {
         r: Request<wire::ScanRegionsRequest>,
     ) -> Result<Response<wire::ScanRegionsResponse>, Status> {
         on_leader!(self, r, scan_regions);
-        Ok(Response::new(rpc::scan_regions(&self.meta, r.into_inner())))
+        Ok(Response::new(rpc::scan_regions(
+            &self.meta,
+            &self.operators.stats,
+            r.into_inner(),
+        )))
     }
 
     async fn add_member(

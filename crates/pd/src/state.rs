@@ -98,6 +98,11 @@ pub enum Command {
     },
     /// An Offline store without replicas becomes a Tombstone.
     BuryStore(u64),
+    /// `store label`: sets these labels of the store.
+    LabelStore {
+        id: u64,
+        labels: BTreeMap<String, String>,
+    },
 }
 
 /// What applying a command answers its proposer.
@@ -165,6 +170,10 @@ impl PdState {
                 Outcome::Done
             }
             Command::BuryStore(id) => Outcome::Changed(self.cluster.bury_store(*id)),
+            Command::LabelStore { id, labels } => {
+                self.cluster.label_store(*id, labels)?;
+                Outcome::Done
+            }
             Command::SetConfig(items) => {
                 self.config
                     .extend(items.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -226,6 +235,7 @@ mod tests {
                 last_heartbeat_ms: 0,
                 node_state: Default::default(),
                 stopping: false,
+                labels: Default::default(),
             },
             region: Region {
                 id: 2,

@@ -36,6 +36,9 @@ pub struct Checked {
     pub keys: u64,
     /// User keys to split at, rising; empty when the region is within its limits.
     pub split_keys: Vec<Vec<u8>>,
+    /// The size and keys of each part the split keys make, in key order (one more than
+    /// the split keys; the whole region when there are none).
+    pub parts: Vec<(u64, u64)>,
 }
 
 /// The user key of a write CF key (encoded user key, then the commit ts).
@@ -67,8 +70,10 @@ pub fn check(snap: &impl Iterable, region: &Region, limits: &SplitLimits) -> Res
         size,
         keys,
         split_keys: Vec::new(),
+        parts: Vec::new(),
     };
     if (size <= limits.max_size && keys <= limits.max_keys) || write_size == 0 {
+        checked.parts.push((size, keys));
         return Ok(checked);
     }
     // Each write CF byte stands for this many bytes of the region.
@@ -83,6 +88,7 @@ pub fn check(snap: &impl Iterable, region: &Region, limits: &SplitLimits) -> Res
         if last_user_key.as_ref() != Some(&key) {
             if full && last_user_key.is_some() {
                 checked.split_keys.push(key.clone());
+                checked.parts.push((part_size as u64, part_keys));
                 (part_size, part_keys) = (0.0, 0);
             }
             last_user_key = Some(key);
@@ -91,8 +97,37 @@ pub fn check(snap: &impl Iterable, region: &Region, limits: &SplitLimits) -> Res
         part_keys += 1;
         ok = it.next()?;
     }
+    let (before_size, before_keys) =
+        (checked.parts.iter()).fold((0, 0), |(s, k), &(ps, pk)| (s + ps, k + pk));
+    checked.parts.push((
+        size.saturating_sub(before_size),
+        keys.saturating_sub(before_keys),
+    ));
     Ok(checked)
 }
+
+/// Where `region` splits in two halves of its data (PD's `split-region` operator with the
+/// scan policy): at most one key; none when the region holds a single user key or nothing.
+/// Reads the region twice.
+pub fn halves(snap: &impl Iterable, region: &Region) -> Result<Checked> {
+    let whole = check(snap, region, &NEVER_SPLIT)?;
+    let half = SplitLimits {
+        max_size: 0,
+        split_size: (whole.size / 2).max(1),
+        batch_split_limit: 1,
+        ..NEVER_SPLIT
+    };
+    check(snap, region, &half)
+}
+
+/// Limits no region reaches.
+const NEVER_SPLIT: SplitLimits = SplitLimits {
+    max_size: u64::MAX,
+    split_size: u64::MAX,
+    max_keys: u64::MAX,
+    split_keys: u64::MAX,
+    batch_split_limit: 0,
+};
 
 #[cfg(test)]
 mod tests {
@@ -132,6 +167,7 @@ mod tests {
         assert_eq!(checked.keys, 100);
         assert!(checked.size > 100 * 200);
         assert!(checked.split_keys.is_empty());
+        assert_eq!(checked.parts, vec![(checked.size, 100)]);
     }
 
     #[test]
@@ -150,6 +186,13 @@ mod tests {
                 n.abs_diff(expected) <= 2,
                 "split key {n}, about {expected} expected"
             );
+        }
+        // One part more than split keys, each about the split size, adding up to the whole.
+        assert_eq!(checked.parts.len(), parts + 1);
+        let (size, keys) = (checked.parts.iter()).fold((0, 0), |(s, k), p| (s + p.0, k + p.1));
+        assert_eq!((size, keys), (checked.size, 3000));
+        for &(part, _) in &checked.parts[..parts] {
+            assert!(part.abs_diff(200_000) < 2_000, "part of {part} bytes");
         }
         // The batch limit holds, and a region narrower than the data is checked alone.
         let few = SplitLimits {
@@ -173,6 +216,28 @@ mod tests {
             half.split_keys
                 .iter()
                 .all(|k| k.as_slice() > b"k00500".as_slice())
+        );
+    }
+
+    #[test]
+    fn halves_split_the_data_in_the_middle_once() {
+        let engine = MemoryEngine::new();
+        put_versions(&engine, 1000, 2, 100);
+        let checked = halves(&engine.snapshot(), &Region::default()).unwrap();
+        assert_eq!(checked.split_keys.len(), 1);
+        let n: usize = std::str::from_utf8(&checked.split_keys[0][1..])
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(n.abs_diff(500) <= 2, "split at key {n}");
+        assert!(checked.parts[0].0.abs_diff(checked.parts[1].0) < checked.size / 100);
+        let one = MemoryEngine::new();
+        put_versions(&one, 1, 5, 100);
+        assert!(
+            halves(&one.snapshot(), &Region::default())
+                .unwrap()
+                .split_keys
+                .is_empty()
         );
     }
 

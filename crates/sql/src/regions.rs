@@ -265,7 +265,7 @@ pub async fn show(client: &Client, t: &TableInfo, index: Option<&str>) -> Result
     };
     let regions = (client
         .pd()
-        .scan_regions(&start, &end, SHOW_REGIONS_MAX)
+        .scan_regions_with_stats(&start, &end, SHOW_REGIONS_MAX)
         .await)
         .map_err(kv_client::KvError::from)?;
     let columns = [
@@ -283,7 +283,7 @@ pub async fn show(client: &Client, t: &TableInfo, index: Option<&str>) -> Result
     ];
     let rows = regions
         .into_iter()
-        .map(|info| {
+        .map(|(info, stats)| {
             let r = info.region;
             let peers: Vec<String> = r.peers.iter().map(|p| p.id.to_string()).collect();
             vec![
@@ -294,10 +294,14 @@ pub async fn show(client: &Client, t: &TableInfo, index: Option<&str>) -> Result
                 Datum::Int(info.leader.map_or(0, |l| l.store_id as i64)),
                 Datum::Bytes(peers.join(", ").into_bytes()),
                 Datum::Int(0),
-                Datum::Int(0),
-                Datum::Int(0),
-                Datum::Int(0),
-                Datum::Int(0),
+                Datum::Int(stats.bytes_written as i64),
+                Datum::Int(stats.bytes_read as i64),
+                // In MiB as PD keeps it: a region holding anything counts at least 1.
+                Datum::Int(match stats.approximate_size {
+                    0 => 0,
+                    bytes => (bytes >> 20).max(1) as i64,
+                }),
+                Datum::Int(stats.approximate_keys as i64),
             ]
         })
         .collect();
