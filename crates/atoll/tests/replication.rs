@@ -710,8 +710,13 @@ fn a_table_grown_past_the_split_size_splits_by_itself_and_reads_stay_whole() {
         measured.iter().all(|&(mb, keys)| mb >= 1 && keys > 0)
             && measured.iter().map(|m| m.1).sum::<i64>() >= 20_000
     });
-    // PD's split-region operator halves a region; a key outside it is refused.
-    let before = regions();
+    // PD's split-region operator halves a region (it keeps the right half); a key outside
+    // it (its start key) is refused. No split of the checker's own meanwhile.
+    c.mysql(
+        "SET CONFIG kv `coprocessor.region-max-size` = '768MiB'; \
+         SET CONFIG kv `coprocessor.region-split-size` = '512MiB'",
+    )
+    .unwrap();
     let shown = c.mysql("SHOW TABLE d.t REGIONS").unwrap();
     let first = shown
         .lines()
@@ -721,8 +726,17 @@ fn a_table_grown_past_the_split_size_splits_by_itself_and_reads_stay_whole() {
         .next()
         .unwrap()
         .to_string();
+    let start_key = || {
+        let region: serde_json::Value =
+            serde_json::from_str(&c.ctl(&["region", &first]).unwrap()).unwrap();
+        region["start_key"].as_str().unwrap().to_string()
+    };
+    let before = start_key();
     c.ctl(&["operator", "add", "split-region", &first]).unwrap();
-    wait_until("pd's split", Duration::from_secs(30), || regions() > before);
+    wait_until("pd's split", Duration::from_secs(30), || {
+        start_key() != before
+    });
+    let start = start_key();
     let outside = c
         .ctl(&[
             "operator",
@@ -732,7 +746,7 @@ fn a_table_grown_past_the_split_size_splits_by_itself_and_reads_stay_whole() {
             "--policy",
             "usekey",
             "--keys",
-            "00",
+            &start,
         ])
         .unwrap_err();
     assert!(outside.contains("is not inside region"), "{outside}");
@@ -871,7 +885,7 @@ impl Cluster {
 
 #[test]
 fn a_deleted_store_hands_its_replicas_over_and_becomes_a_tombstone() {
-    let c = Cluster::start_with(4, "");
+    let mut c = Cluster::start_with(4, "");
     wait_until("three replicas", Duration::from_secs(90), || {
         c.replicas() == 3
     });
@@ -913,6 +927,17 @@ fn a_deleted_store_hands_its_replicas_over_and_becomes_a_tombstone() {
             c.stores()
                 .iter()
                 .any(|s| s.0 == leaving && s.2 == "Tombstone" && s.3 == 0)
+        },
+    );
+    // Its node hears it is a tombstone and stops by itself.
+    let address = c.stores()[3].1.clone();
+    let node = c.kvs.iter().position(|k| k.addr == address).unwrap();
+    wait_until(
+        "the tombstone's node exits",
+        Duration::from_secs(30),
+        || {
+            let p = c.kvs[node].process.as_mut().unwrap();
+            p.0.try_wait().unwrap().is_some()
         },
     );
     let regions = c.stores().iter().map(|s| s.3).max().unwrap();

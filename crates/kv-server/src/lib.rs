@@ -159,8 +159,12 @@ pub fn run(node: Node) -> Result<(), NodeError> {
                         moves.start(region_id, to_peer_id);
                     }
                 }),
-                split_region: Box::new(move |region_id, keys| {
-                    let _ = wake.send(split_checker::Wake::Split { region_id, keys });
+                split_region: Box::new(move |region_id, split| {
+                    let _ = wake.send(split_checker::Wake::Split {
+                        region_id,
+                        version: split.version,
+                        keys: split.keys,
+                    });
                 }),
             }
         },

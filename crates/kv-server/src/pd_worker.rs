@@ -16,7 +16,8 @@
 //! at least every [`OPERATOR_POLL`] (its answer carries PD's steps for the regions led
 //! here), and a new leader term gets `max_ts` synced from a fresh timestamp. Once the node
 //! is stopping ([`Stopping`]), its store heartbeats say so at once and from then on, so PD
-//! moves no leader to it while it hands its own off.
+//! moves no leader to it while it hands its own off. A store PD reports as a tombstone
+//! (deleted and emptied) stops its node, as SIGTERM would.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -408,7 +409,7 @@ fn follow_order(router: &RaftRouter, orders: &Orders, step: wire::RegionOperator
         (orders.move_leader)(region_id, to.id);
     }
     if let Some(split) = step.split_region {
-        (orders.split_region)(region_id, split.keys);
+        (orders.split_region)(region_id, split);
     }
 }
 
@@ -416,9 +417,9 @@ fn follow_order(router: &RaftRouter, orders: &Orders, step: wire::RegionOperator
 pub struct Orders {
     /// Move the leadership to a peer (`hand_off::transfer_region`): `(region id, peer id)`.
     pub move_leader: Box<dyn Fn(u64, u64) + Send>,
-    /// Split the region at the keys, or in halves when there are none (the split
-    /// checker's [`crate::split_checker::Wake::Split`]).
-    pub split_region: Box<dyn Fn(u64, Vec<Vec<u8>>) + Send>,
+    /// Split the region, at the epoch version given, at the keys, or in halves when there
+    /// are none (the split checker's [`crate::split_checker::Wake::Split`]).
+    pub split_region: Box<dyn Fn(u64, wire::SplitRegion) + Send>,
 }
 
 /// Proposes PD's membership change; the outcome shows in a later heartbeat.
@@ -585,6 +586,20 @@ pub fn spawn(
                         if let Some(beat) = beat {
                             last_store_beat = std::time::Instant::now();
                             match beat.map(|r| r.into_inner()) {
+                                Ok(r)
+                                    if r.error.as_ref().is_some_and(|e| {
+                                        e.r#type == ErrorType::StoreTombstone as i32
+                                    }) =>
+                                {
+                                    // Deleted and emptied: this node has nothing left to
+                                    // serve and may not come back. It stops as on SIGTERM.
+                                    tracing::error!(
+                                        store_id = *id,
+                                        "pd says this store is a tombstone: stopping"
+                                    );
+                                    // SAFETY: signalling this process.
+                                    unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
+                                }
                                 Ok(r) if r.error.is_some() => tracing::warn!(
                                     "store heartbeat refused: {}",
                                     r.error.map(|e| e.message).unwrap_or_default()

@@ -185,12 +185,12 @@ impl RaftKv {
             Ok(found) => found,
             Err(e) => return done(Err(e)),
         };
-        let (flows, bytes, keys) = (self.flows.clone(), batch.bytes as u64, batch.ops.len());
+        let (flows, written) = (self.flows.clone(), written(&batch.ops));
         cmd.writes = batch.ops;
         let reply = Box::new(move |r: raftstore::Result<()>| match r {
             Ok(()) => {
                 apply_changes();
-                flows.wrote(region_id, bytes, keys as u64);
+                flows.wrote(region_id, written.0, written.1);
                 done(Ok(()));
             }
             Err(e) => done(Err(write_error(e))),
@@ -258,6 +258,18 @@ impl ReplicatedKv for RaftKv {
     fn pessimistic_locks(&self) -> &Arc<PessimisticLocks> {
         &self.pessimistic
     }
+}
+
+/// What a write batch adds to its region, as its flow and size count it: the bytes it puts,
+/// and the keys it commits (its write CF puts: one per committed version, as the split check
+/// counts a region's keys).
+fn written(ops: &[WriteOp]) -> (u64, u64) {
+    let puts = || ops.iter().filter(|op| op.kind == Kind::Put as i32);
+    let bytes = puts()
+        .map(|op| (op.key.len() + op.value.len()) as u64)
+        .sum();
+    let keys = puts().filter(|op| op.cf == Cf::Write.name()).count() as u64;
+    (bytes, keys)
 }
 
 /// The engine error for a proposal raftstore refused or could not finish.

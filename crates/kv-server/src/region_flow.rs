@@ -2,8 +2,8 @@
 //! is, for PD (the flow and approximate size of TiKV's region heartbeat): PD balances
 //! replicas by size and finds hot regions by their flow.
 //!
-//! - Writes count as they apply (key and value bytes of the command's write batch, one key
-//!   per operation); reads as they are answered (key and value bytes of what a get, a scan
+//! - Writes count as they apply (the key and value bytes the command's write batch puts,
+//!   one key per committed version); reads as they are answered (key and value bytes of what a get, a scan
 //!   or a coprocessor task read). Each region heartbeat takes what was counted since the
 //!   region's previous one ([`RegionFlows::take_report`]).
 //! - A region's size and keys are measured by the split checker's scan
@@ -76,7 +76,7 @@ impl RegionFlows {
         f(regions.entry(region_id).or_insert_with(Entry::new))
     }
 
-    /// `bytes` in `keys` operations applied to the region.
+    /// `bytes` put and `keys` committed in the region.
     pub fn wrote(&self, region_id: u64, bytes: u64, keys: u64) {
         self.with(region_id, |e| {
             e.flow.bytes_written += bytes;
@@ -149,9 +149,9 @@ impl RegionFlows {
         })
     }
 
-    /// Keeps only the regions `keep` accepts (those still on this node).
-    pub fn retain(&self, keep: impl Fn(u64) -> bool) {
-        (self.regions.lock().expect("region flows poisoned")).retain(|&id, _| keep(id));
+    /// Keeps only the regions in `on_node` (those still on this node).
+    pub fn retain(&self, on_node: &std::collections::HashSet<u64>) {
+        (self.regions.lock().expect("region flows poisoned")).retain(|id, _| on_node.contains(id));
     }
 }
 

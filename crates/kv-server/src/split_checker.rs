@@ -28,8 +28,13 @@ use crate::split::Splitter;
 pub enum Wake {
     /// The node stops.
     Stop,
-    /// PD asks for a split of a region led here: at `keys`, or in halves when empty.
-    Split { region_id: u64, keys: Vec<Vec<u8>> },
+    /// PD asks for a split of a region led here, at epoch version `version`: at `keys`, or
+    /// in halves when empty.
+    Split {
+        region_id: u64,
+        version: u64,
+        keys: Vec<Vec<u8>>,
+    },
 }
 
 fn limits(c: &Config) -> SplitLimits {
@@ -71,7 +76,11 @@ pub fn spawn(
             loop {
                 let wait = next_tick.saturating_duration_since(Instant::now());
                 match wakes.recv_timeout(wait) {
-                    Ok(Wake::Split { region_id, keys }) => checker.split_as_asked(region_id, keys),
+                    Ok(Wake::Split {
+                        region_id,
+                        version,
+                        keys,
+                    }) => checker.split_as_asked(region_id, version, keys),
                     Err(RecvTimeoutError::Timeout) => {
                         // The knobs as they are now, not as they were when the wait began.
                         checker.tick(&controller.current());
@@ -101,15 +110,17 @@ impl Checker {
         let limits = limits(config);
         let views = self.raft.views().all();
         // A region no longer on this node keeps no entry.
-        (self.flows()).retain(|id| views.iter().any(|v| v.region.id == id));
+        self.flows()
+            .retain(&views.iter().map(|v| v.region.id).collect());
         let led: Vec<u64> = (views.iter())
             .filter(|v| v.lease_until.is_some())
             .map(|v| v.region.id)
             .collect();
         for region_id in self.flows().to_check(&led, diff) {
-            let checked = self.check(region_id, |snap, region| {
-                split_check::check(snap, region, &limits)
-            });
+            let Some(region) = self.led(region_id) else {
+                continue;
+            };
+            let checked = self.check(&region, |snap| split_check::check(snap, &region, &limits));
             let Some(checked) = checked else {
                 continue;
             };
@@ -117,53 +128,62 @@ impl Checker {
                 // The rest (the region keeps the right part) is checked next tick.
                 self.flows().grow(region_id, diff);
             }
-            self.split(region_id, checked, "split a region grown past its limits");
+            self.split(region, checked, "split a region grown past its limits");
         }
     }
 
-    /// PD's `split-region`: at `keys`, or in halves of the data when there are none.
-    fn split_as_asked(&self, region_id: u64, keys: Vec<Vec<u8>>) {
-        let checked = self.check(region_id, |snap, region| match keys.is_empty() {
-            true => split_check::halves(snap, region),
+    /// The region, if this node leads it.
+    fn led(&self, region_id: u64) -> Option<proto::pd::Region> {
+        let view = self.raft.views().get(region_id)?;
+        view.lease_until.is_some().then_some(view.region)
+    }
+
+    /// PD's `split-region` of the region at epoch version `version`: at `keys`, or in
+    /// halves of the data when there are none. An order for an older version (PD repeats
+    /// its order until it sees the split) or for a region not led here is dropped.
+    fn split_as_asked(&self, region_id: u64, version: u64, keys: Vec<Vec<u8>>) {
+        let Some(region) = self.led(region_id) else {
+            return;
+        };
+        if region.region_epoch.map(|e| e.version) != Some(version) {
+            return;
+        }
+        let checked = self.check(&region, |snap| match keys.is_empty() {
+            true => split_check::halves(snap, &region),
             false => Ok(Checked {
                 split_keys: keys,
                 ..Checked::default()
             }),
         });
         if let Some(checked) = checked {
-            self.split(region_id, checked, "split a region as pd asked");
+            self.split(region, checked, "split a region as pd asked");
         }
     }
 
-    /// Runs `check` on the region, if this node holds it; a failed check is logged.
+    /// Runs `check` on a snapshot; a failed check is logged.
     fn check(
         &self,
-        region_id: u64,
-        check: impl FnOnce(
-            &engine_rocks::RocksSnapshot,
-            &proto::pd::Region,
-        ) -> raftstore::Result<Checked>,
+        region: &proto::pd::Region,
+        check: impl FnOnce(&engine_rocks::RocksSnapshot) -> raftstore::Result<Checked>,
     ) -> Option<Checked> {
-        let view = self.raft.views().get(region_id)?;
-        check(&self.engine.snapshot(), &view.region)
-            .inspect_err(|e| tracing::warn!(region_id, "split check failed: {e}"))
+        check(&self.engine.snapshot())
+            .inspect_err(|e| tracing::warn!(region_id = region.id, "split check failed: {e}"))
             .ok()
     }
 
-    /// Splits the region at the check's keys and notes the parts' sizes (the whole
-    /// region's when it does not split); a part the check did not measure (a split at
-    /// PD's keys) is measured by a later tick.
-    fn split(&self, region_id: u64, checked: Checked, why: &str) {
+    /// Splits `region`, as it was checked, at the check's keys (a region that changed
+    /// since is refused by its epoch) and notes the parts' sizes (the whole region's when
+    /// it does not split); a part the check did not measure (a split at PD's keys) is
+    /// measured by a later tick.
+    fn split(&self, region: proto::pd::Region, checked: Checked, why: &str) {
         let flows = self.flows();
-        let Some(view) = self.raft.views().get(region_id) else {
-            return;
-        };
+        let region_id = region.id;
         if checked.split_keys.is_empty() {
             flows.measured(region_id, checked.size, checked.keys);
             return;
         }
         let parts = checked.split_keys.len() + 1;
-        let split = self.splitter.split(view.region, checked.split_keys);
+        let split = self.splitter.split(region, checked.split_keys);
         match self.runtime.block_on(split) {
             Ok(regions) => {
                 for r in &regions {

@@ -57,13 +57,15 @@ fn up_stores(stores: &[&Store], now_ms: u64) -> BTreeSet<u64> {
 }
 
 /// balance-leader's next leadership move: the region and the peer to lead it. Stores in
-/// `evicted` (evict-leader's) are left out: they lead nothing.
+/// `evicted` (evict-leader's) are left out: they lead nothing. Regions not in `hot` move
+/// first.
 pub fn balance_leader(
     regions: &[&Region],
     stores: &[&Store],
     now_ms: u64,
     busy: &BTreeSet<u64>,
     evicted: &BTreeSet<u64>,
+    hot: &BTreeSet<u64>,
 ) -> Option<(u64, Step)> {
     let up = up_stores(stores, now_ms);
     let mut leaders: BTreeMap<u64, usize> = (up.iter())
@@ -79,17 +81,18 @@ pub fn balance_leader(
     if most < fewest + 2 {
         return None;
     }
-    regions
-        .iter()
-        .filter(|r| settled(r, &up, busy))
-        .filter(|r| r.leader.as_ref().is_some_and(|l| l.store_id == from))
-        .find_map(|r| {
-            let target = r
-                .peers
-                .iter()
-                .find(|p| p.store_id == to && p.role == ROLE_VOTER)?;
-            Some((r.id, Step::TransferLeader(target.clone())))
-        })
+    let movable = |r: &&&Region| {
+        settled(r, &up, busy) && r.leader.as_ref().is_some_and(|l| l.store_id == from)
+    };
+    let to_peer = |r: &&Region| {
+        let target = (r.peers.iter()).find(|p| p.store_id == to && p.role == ROLE_VOTER)?;
+        Some((r.id, Step::TransferLeader(target.clone())))
+    };
+    // Cold regions first: a hot one's leadership is balance-hot-region's to place.
+    (regions.iter().filter(movable))
+        .filter(|r| !hot.contains(&r.id))
+        .find_map(to_peer)
+        .or_else(|| regions.iter().filter(movable).find_map(to_peer))
 }
 
 /// A region's weight for balance-region: its size in MiB as last measured, at least 1 (PD
@@ -227,11 +230,13 @@ fn hot_loads(
 /// or write, `(region, bytes per second)`): a store's load is the rate of the hot regions
 /// it leads; a hot region of the most loaded store moves its leadership to the least
 /// loaded store holding a voter of it, when that narrows their gap ([`best_hot_move`]).
+/// Stores in `evicted` receive no leadership.
 pub fn balance_hot_leader(
     regions: &[&Region],
     stores: &[&Store],
     now_ms: u64,
     busy: &BTreeSet<u64>,
+    evicted: &BTreeSet<u64>,
     hot: &[(u64, f64)],
 ) -> Option<(u64, Step)> {
     let up = up_stores(stores, now_ms);
@@ -239,7 +244,8 @@ pub fn balance_hot_leader(
     let leads = |r: &Region, s: u64| r.leader.as_ref().is_some_and(|l| l.store_id == s);
     let loads = hot_loads(&up, regions, &rate_of, leads);
     let &(from_load, from) = loads.last()?;
-    loads.iter().find_map(|&(to_load, to)| {
+    let targets = loads.iter().filter(|(_, s)| !evicted.contains(s));
+    targets.into_iter().find_map(|&(to_load, to)| {
         let voter_on_to = |r: &Region| -> Option<Peer> {
             (r.peers.iter())
                 .find(|p| p.store_id == to && p.role == ROLE_VOTER)
@@ -256,12 +262,14 @@ pub fn balance_hot_leader(
 /// balance-hot-region's next replica move for hot written regions: a store's load is the
 /// write rate of the hot regions it holds a replica of (every replica applies the writes);
 /// a hot region of the most loaded store moves that replica to the least loaded store
-/// without one, when that narrows their gap.
+/// without one, when that narrows their gap. Stores in `evicted` receive none (the replica
+/// may take the leadership along).
 pub fn balance_hot_peer(
     regions: &[&Region],
     stores: &[&Store],
     now_ms: u64,
     busy: &BTreeSet<u64>,
+    evicted: &BTreeSet<u64>,
     hot: &[(u64, f64)],
     new_peer_id: impl FnOnce() -> Option<u64>,
 ) -> Option<(u64, Vec<Step>)> {
@@ -270,7 +278,8 @@ pub fn balance_hot_peer(
     let holds = |r: &Region, s: u64| r.peers.iter().any(|p| p.store_id == s);
     let loads = hot_loads(&up, regions, &rate_of, holds);
     let &(from_load, from) = loads.last()?;
-    let (region, to) = loads.iter().find_map(|&(to_load, to)| {
+    let targets = loads.iter().filter(|(_, s)| !evicted.contains(s));
+    let (region, to) = targets.into_iter().find_map(|&(to_load, to)| {
         let candidates = (regions.iter().copied())
             .filter(|r| {
                 settled(r, &up, busy)
@@ -310,7 +319,7 @@ pub fn shuffle_leader(
 }
 
 /// shuffle-region's next move (for tests, as PD's): a region picked at random moves one of
-/// its replicas, picked at random, to a store that is up and holds none of it, picked at
+/// its voters, picked at random, to a store that is up and holds none of it, picked at
 /// random.
 pub fn shuffle_region(
     regions: &[&Region],
@@ -330,7 +339,10 @@ pub fn shuffle_region(
         .filter(|r| settled(r, &up, busy) && !free(r).is_empty())
         .collect();
     let region = candidates.get(pick(candidates.len().max(1)))?;
-    let leaving = region.peers[pick(region.peers.len())].clone();
+    let voters: Vec<&Peer> = (region.peers.iter())
+        .filter(|p| p.role == ROLE_VOTER)
+        .collect();
+    let leaving = (*voters.get(pick(voters.len().max(1)))?).clone();
     let to = free(region);
     let to = to[pick(to.len())];
     Some((region.id, move_peer(region, leaving, to, new_peer_id()?)))
@@ -381,9 +393,14 @@ mod tests {
         let mut moves = 0;
         loop {
             let refs: Vec<&Region> = regions.iter().collect();
-            let Some((id, Step::TransferLeader(to))) =
-                balance_leader(&refs, &stores, 1_000, &BTreeSet::new(), &BTreeSet::new())
-            else {
+            let Some((id, Step::TransferLeader(to))) = balance_leader(
+                &refs,
+                &stores,
+                1_000,
+                &BTreeSet::new(),
+                &BTreeSet::new(),
+                &BTreeSet::new(),
+            ) else {
                 break;
             };
             let r = regions.iter_mut().find(|r| r.id == id).unwrap();
@@ -404,9 +421,31 @@ mod tests {
         let refs: Vec<&Region> = regions.iter().collect();
         let busy: BTreeSet<u64> = refs.iter().map(|r| r.id).collect();
         assert_eq!(
-            balance_leader(&refs, &stores, 1_000, &busy, &BTreeSet::new()),
+            balance_leader(
+                &refs,
+                &stores,
+                1_000,
+                &busy,
+                &BTreeSet::new(),
+                &BTreeSet::new()
+            ),
             None
         );
+        // A hot region's leadership is left to balance-hot-region while a cold one can move.
+        let mut regions: Vec<Region> = (1..=6).map(|id| region(id, &[1, 2, 3], 1)).collect();
+        regions.truncate(3);
+        let refs3: Vec<&Region> = regions.iter().collect();
+        let hot = BTreeSet::from([1]);
+        let (id, _) = balance_leader(
+            &refs3,
+            &stores,
+            1_000,
+            &BTreeSet::new(),
+            &BTreeSet::new(),
+            &hot,
+        )
+        .unwrap();
+        assert_eq!(id, 2);
         // evict-leader takes every leadership off store 1, to the first other voter.
         let evicted = BTreeSet::from([1]);
         let (id, step) = evict_leader(&refs, &stores, 1_000, &BTreeSet::new(), &evicted).unwrap();
@@ -427,7 +466,14 @@ mod tests {
         let refs: Vec<&Region> = regions.iter().collect();
         let decide = |stores: &[Store]| {
             let stores: Vec<&Store> = stores.iter().collect();
-            balance_leader(&refs, &stores, 1_000, &BTreeSet::new(), &BTreeSet::new())
+            balance_leader(
+                &refs,
+                &stores,
+                1_000,
+                &BTreeSet::new(),
+                &BTreeSet::new(),
+                &BTreeSet::new(),
+            )
         };
         assert_eq!(decide(&stores), None);
         // Restarted: its heartbeat no longer says it is stopping.
@@ -465,9 +511,14 @@ mod tests {
         let mut moved = Vec::new();
         loop {
             let refs: Vec<&Region> = regions.iter().collect();
-            let Some((id, Step::TransferLeader(to))) =
-                balance_hot_leader(&refs, &stores, 1_000, &BTreeSet::new(), &hot)
-            else {
+            let Some((id, Step::TransferLeader(to))) = balance_hot_leader(
+                &refs,
+                &stores,
+                1_000,
+                &BTreeSet::new(),
+                &BTreeSet::new(),
+                &hot,
+            ) else {
                 break;
             };
             moved.push((id, to.store_id));
@@ -479,7 +530,14 @@ mod tests {
         let refs: Vec<&Region> = regions.iter().collect();
         let near = [(1, 95.0), (2, 100.0), (3, 100.0), (4, 0.0)];
         assert_eq!(
-            balance_hot_leader(&refs, &stores, 1_000, &BTreeSet::new(), &near),
+            balance_hot_leader(
+                &refs,
+                &stores,
+                1_000,
+                &BTreeSet::new(),
+                &BTreeSet::new(),
+                &near
+            ),
             None
         );
     }
@@ -491,8 +549,16 @@ mod tests {
         let regions: Vec<Region> = (1..=3).map(|id| region(id, &[1, 2, 3], 1)).collect();
         let refs: Vec<&Region> = regions.iter().collect();
         let hot = [(1, 100.0), (2, 100.0)];
-        let (id, steps) =
-            balance_hot_peer(&refs, &stores, 1_000, &BTreeSet::new(), &hot, || Some(99)).unwrap();
+        let (id, steps) = balance_hot_peer(
+            &refs,
+            &stores,
+            1_000,
+            &BTreeSet::new(),
+            &BTreeSet::new(),
+            &hot,
+            || Some(99),
+        )
+        .unwrap();
         assert_eq!(id, 1);
         assert_eq!(steps[0], Step::AddLearner { store_id: 4 });
         assert_eq!(

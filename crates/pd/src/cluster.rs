@@ -269,6 +269,9 @@ impl Cluster {
             .stores
             .get_mut(&store_id)
             .ok_or(ClusterError::UnknownStore(store_id))?;
+        if store.node_state == NodeState::Tombstone {
+            return Err(ClusterError::Tombstone(store_id));
+        }
         store.last_heartbeat_ms = now_ms;
         store.stopping = stopping;
         Ok(())
@@ -486,6 +489,13 @@ mod tests {
         assert_eq!(
             c.store_heartbeat(9, 1, false),
             Err(ClusterError::UnknownStore(9))
+        );
+        // A deleted and emptied store is told so.
+        c.delete_store(5, 0).unwrap();
+        assert!(c.bury_store(5));
+        assert_eq!(
+            c.store_heartbeat(5, 2, false),
+            Err(ClusterError::Tombstone(5))
         );
     }
 }

@@ -382,11 +382,11 @@ fn hotspot(api: &Api, kind: FlowKind) -> Response {
     let hot = api.operators.stats.hot(kind, threshold);
     let stats = api.operators.stats.all();
     let (_, regions) = all(api);
+    let regions: BTreeMap<u64, Region> = regions.into_iter().map(|r| (r.id, r)).collect();
     let mut as_leader: BTreeMap<u64, Vec<Value>> = BTreeMap::new();
     let mut as_peer: BTreeMap<u64, Vec<Value>> = BTreeMap::new();
     for (id, _) in &hot {
-        let (Some(region), Some(stat)) = (regions.iter().find(|r| r.id == *id), stats.get(id))
-        else {
+        let (Some(region), Some(stat)) = (regions.get(id), stats.get(id)) else {
             continue;
         };
         let rate = stat.rate(kind);

@@ -21,10 +21,10 @@ fn error(e: MetaError) -> wire::Error {
         MetaError::Cluster(
             ClusterError::StaleEpoch { .. }
             | ClusterError::UnknownStore(_)
-            | ClusterError::Tombstone(_)
             | ClusterError::TooFewStores { .. }
             | ClusterError::Overlap { .. },
         ) => wire::ErrorType::StaleOrUnknown,
+        MetaError::Cluster(ClusterError::Tombstone(_)) => wire::ErrorType::StoreTombstone,
         MetaError::Cluster(
             ClusterError::BadFirstRegion | ClusterError::DuplicateAddress { .. },
         ) => wire::ErrorType::InvalidArgument,

@@ -94,6 +94,15 @@ struct Operator {
     step_started: Instant,
 }
 
+/// The hot regions balance-hot-region spreads (`(region, bytes per second)`), and the
+/// stores evict-leader keeps leaderless.
+#[derive(Clone, Copy)]
+struct Hot<'a> {
+    read: &'a [(u64, f64)],
+    write: &'a [(u64, f64)],
+    evicted: &'a BTreeSet<u64>,
+}
+
 /// What a region's leader is asked to do now.
 #[derive(Debug, Default, PartialEq)]
 pub struct Order {
@@ -127,8 +136,11 @@ fn order(step: &Step, new_peer_id: u64) -> Order {
             }),
             ..Order::default()
         },
-        Step::Split { keys, .. } => Order {
-            split_region: Some(wire::SplitRegion { keys: keys.clone() }),
+        Step::Split { version, keys } => Order {
+            split_region: Some(wire::SplitRegion {
+                keys: keys.clone(),
+                version: *version,
+            }),
             ..Order::default()
         },
     }
@@ -384,13 +396,17 @@ impl Operators {
                 + in_flight(pending, Kind::Evict)
                 + in_flight(pending, Kind::ShuffleLeader)
         };
+        let threshold = limits.hot_region_cache_hits_threshold;
+        let hot_read = self.stats.hot(FlowKind::Read, threshold);
+        let hot_write = self.stats.hot(FlowKind::Write, threshold);
+        let hot: BTreeSet<u64> = hot_read.iter().chain(&hot_write).map(|h| h.0).collect();
         while leader_moves(&pending) < limits.leader_schedule_limit {
             let busy: BTreeSet<u64> = pending.keys().copied().collect();
             let refs: Vec<&Region> = regions.iter().collect();
             let made = match balance::evict_leader(&refs, &stores, now_ms, &busy, evicted) {
                 Some(m) => Some((Kind::Evict, m)),
                 None if schedulers.balance_leader => {
-                    balance::balance_leader(&refs, &stores, now_ms, &busy, evicted)
+                    balance::balance_leader(&refs, &stores, now_ms, &busy, evicted, &hot)
                         .map(|m| (Kind::Leader, m))
                 }
                 None => None,
@@ -403,10 +419,19 @@ impl Operators {
             op.foresee(&mut regions, region_id);
             pending.insert(region_id, op);
         }
+        // Every scheduler's replica moves count toward one limit: each sends a snapshot.
         let region_moves = limits.region_schedule_limit.min(REGION_MOVES_MAX);
-        let stats = self.stats.all();
+        let replica_moves = |pending: &HashMap<u64, Operator>| {
+            (pending.values())
+                .filter(|o| o.steps.iter().any(|s| matches!(s, Step::AddLearner { .. })))
+                .count()
+        };
+        let stats = match schedulers.balance_region {
+            true => self.stats.all(),
+            false => Default::default(),
+        };
         let size_of = |id: u64| stats.get(&id).map_or(1, |s| s.size_mib().max(1));
-        while schedulers.balance_region && in_flight(&pending, Kind::Region) < region_moves {
+        while schedulers.balance_region && replica_moves(&pending) < region_moves {
             let busy: BTreeSet<u64> = pending.keys().copied().collect();
             let refs: Vec<&Region> = regions.iter().collect();
             let mut new_peer_id = 0;
@@ -423,7 +448,22 @@ impl Operators {
             pending.insert(region_id, op);
         }
         if schedulers.balance_hot_region {
-            self.balance_hot(meta, limits, &mut pending, &mut regions, &stores, now_ms);
+            let hot = Hot {
+                read: &hot_read,
+                write: &hot_write,
+                evicted,
+            };
+            let room = region_moves.saturating_sub(replica_moves(&pending));
+            self.balance_hot(
+                meta,
+                limits,
+                room,
+                hot,
+                &mut pending,
+                &mut regions,
+                &stores,
+                now_ms,
+            );
         }
         // The shuffles make one move a pass each, within the leader and region limits.
         let mut pick = |n: usize| self.random_below(n);
@@ -437,7 +477,7 @@ impl Operators {
                 pending.insert(region_id, operator(Kind::ShuffleLeader, vec![step], 0));
             }
         }
-        if schedulers.shuffle_region && in_flight(&pending, Kind::ShuffleRegion) < region_moves {
+        if schedulers.shuffle_region && replica_moves(&pending) < region_moves {
             let busy: BTreeSet<u64> = pending.keys().copied().collect();
             let refs: Vec<&Region> = regions.iter().collect();
             let mut new_peer_id = 0;
@@ -454,39 +494,51 @@ impl Operators {
         self.stats.retain(|id| known.contains(&id));
     }
 
-    /// balance-hot-region's moves, within `schedule.hot-region-schedule-limit`: the
-    /// leaderships of hot read regions, then of hot written ones, then the replicas of hot
-    /// written ones.
+    /// balance-hot-region's moves, within `schedule.hot-region-schedule-limit` and at most
+    /// `replica_room` replica moves: the leaderships of hot read regions, then of hot written
+    /// ones, then the replicas of hot written ones.
+    #[allow(clippy::too_many_arguments)]
     fn balance_hot(
         &self,
         meta: &Metadata,
         limits: Limits,
+        mut replica_room: usize,
+        hot: Hot,
         pending: &mut HashMap<u64, Operator>,
         regions: &mut [Region],
         stores: &[&Store],
         now_ms: u64,
     ) {
-        let hot_read = self
-            .stats
-            .hot(FlowKind::Read, limits.hot_region_cache_hits_threshold);
-        let hot_write = self
-            .stats
-            .hot(FlowKind::Write, limits.hot_region_cache_hits_threshold);
         let in_flight = |pending: &HashMap<u64, Operator>| {
             pending.values().filter(|o| o.kind == Kind::Hot).count()
         };
         while in_flight(pending) < limits.hot_region_schedule_limit {
             let busy: BTreeSet<u64> = pending.keys().copied().collect();
             let refs: Vec<&Region> = regions.iter().collect();
+            let leader_move = |hot_regions| {
+                balance::balance_hot_leader(&refs, stores, now_ms, &busy, hot.evicted, hot_regions)
+            };
             let mut new_peer_id = 0;
-            let made = (balance::balance_hot_leader(&refs, stores, now_ms, &busy, &hot_read))
-                .or_else(|| balance::balance_hot_leader(&refs, stores, now_ms, &busy, &hot_write))
+            let made = (leader_move(hot.read).or_else(|| leader_move(hot.write)))
                 .map(|(id, step)| (id, vec![step]))
                 .or_else(|| {
-                    balance::balance_hot_peer(&refs, stores, now_ms, &busy, &hot_write, || {
-                        new_peer_id = alloc_one(meta).ok()?;
-                        Some(new_peer_id)
-                    })
+                    if replica_room == 0 {
+                        return None;
+                    }
+                    replica_room -= 1;
+                    let evicted = hot.evicted;
+                    balance::balance_hot_peer(
+                        &refs,
+                        stores,
+                        now_ms,
+                        &busy,
+                        evicted,
+                        hot.write,
+                        || {
+                            new_peer_id = alloc_one(meta).ok()?;
+                            Some(new_peer_id)
+                        },
+                    )
                 });
             let Some((region_id, steps)) = made else {
                 break;

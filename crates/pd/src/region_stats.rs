@@ -9,6 +9,12 @@
 //! below; it is hot once its degree reaches `schedule.hot-region-cache-hits-threshold`.
 //! A size of 0 means the leader has not measured the region yet: the last size known stays.
 //!
+//! Two kinds of report do not move the rates: the first from a new leader (its interval
+//! covers a time it did not lead; the region keeps its rates and degree, as PD's hot peer
+//! cache lets a new leader inherit them), and reports closer together than
+//! [`MIN_RATE_INTERVAL_MS`] (those sent on a leader or epoch change), whose flow adds to the
+//! next report's.
+//!
 //! Bounds: one entry per region PD has heard a report of; entries of regions PD no longer
 //! knows are dropped by [`RegionStats::retain`].
 
@@ -30,6 +36,10 @@ pub const MIN_HOT: [(FlowKind, f64, f64); 2] = [
     (FlowKind::Read, 8.0 * 1024.0, 128.0),
 ];
 
+/// Reports covering less than this add their flow to the next one instead of making a rate
+/// of their own (a few milliseconds of flow make wild rates).
+pub const MIN_RATE_INTERVAL_MS: u64 = 800;
+
 fn min_hot(kind: FlowKind) -> (f64, f64) {
     let (_, bytes, keys) = MIN_HOT
         .iter()
@@ -48,11 +58,23 @@ pub struct Rate {
     pub keys_per_sec: f64,
     /// Reports in a row at or above the hot threshold.
     pub hot_degree: u32,
+    /// Flow of reports too short for a rate, added to the next: bytes, keys, milliseconds.
+    pending: (u64, u64, u64),
 }
 
 impl Rate {
     fn observe(&mut self, bytes: u64, keys: u64, interval_ms: u64, kind: FlowKind) {
-        let secs = (interval_ms.max(1) as f64) / 1000.0;
+        let (bytes, keys, interval_ms) = (
+            self.pending.0 + bytes,
+            self.pending.1 + keys,
+            self.pending.2 + interval_ms,
+        );
+        if interval_ms < MIN_RATE_INTERVAL_MS {
+            self.pending = (bytes, keys, interval_ms);
+            return;
+        }
+        self.pending = (0, 0, 0);
+        let secs = interval_ms as f64 / 1000.0;
         self.bytes = bytes;
         self.keys = keys;
         self.bytes_per_sec = bytes as f64 / secs;
@@ -73,7 +95,7 @@ pub struct RegionStat {
     pub approximate_keys: u64,
     pub write: Rate,
     pub read: Rate,
-    /// The store whose leader sent the last report.
+    /// The store whose leader sent the last report (0: none yet).
     pub leader_store: u64,
 }
 
@@ -109,10 +131,16 @@ impl RegionStats {
             stat.approximate_size = req.approximate_size;
             stat.approximate_keys = req.approximate_keys;
         }
+        let new_leader = stat.leader_store != 0 && stat.leader_store != leader_store;
+        stat.leader_store = leader_store;
+        if new_leader {
+            stat.write.pending = (0, 0, 0);
+            stat.read.pending = (0, 0, 0);
+            return;
+        }
         let ms = req.interval_ms;
         (stat.write).observe(req.bytes_written, req.keys_written, ms, FlowKind::Write);
         (stat.read).observe(req.bytes_read, req.keys_read, ms, FlowKind::Read);
-        stat.leader_store = leader_store;
     }
 
     pub fn get(&self, region_id: u64) -> Option<RegionStat> {
@@ -181,14 +209,20 @@ mod tests {
             "one hit is not hot yet"
         );
         stats.observe(7, 1, &report(20_000, 0, 10_000, 0));
-        stats.observe(7, 2, &report(30_000, 0, 10_000, 0));
+        // Two short reports count as one of their summed flow and interval.
+        stats.observe(7, 1, &report(15_000, 0, 500, 0));
+        assert_eq!(stats.get(7).unwrap().write.hot_degree, 2);
+        stats.observe(7, 1, &report(15_000, 0, 9_500, 0));
         assert_eq!(stats.hot(FlowKind::Write, 3), vec![(7, 3_000.0)]);
-        assert_eq!(stats.get(7).unwrap().leader_store, 2);
         assert_eq!(
             stats.get(7).unwrap().approximate_size,
             5 << 20,
             "an unmeasured report keeps the size known"
         );
+        // A new leader's first report (no flow yet) keeps the region's rates.
+        stats.observe(7, 2, &report(0, 0, 60_000, 0));
+        assert_eq!(stats.hot(FlowKind::Write, 3), vec![(7, 3_000.0)]);
+        assert_eq!(stats.get(7).unwrap().leader_store, 2);
         // One cold report and the region is cold again.
         stats.observe(7, 2, &report(100, 0, 10_000, 0));
         assert!(stats.hot(FlowKind::Write, 3).is_empty());

@@ -71,7 +71,7 @@ pub struct PdService {
     pub max_replicas: Arc<std::sync::atomic::AtomicUsize>,
     /// `schedule.max-store-down-time` in milliseconds, followed online.
     pub store_down_ms: Arc<std::sync::atomic::AtomicU64>,
-    /// `schedule.leader-schedule-limit` and `schedule.region-schedule-limit`, followed online.
+    /// The `schedule.*` limits, followed online.
     pub schedule_limits: Arc<ScheduleLimits>,
     operators: Arc<crate::operators::Operators>,
     metrics: crate::metrics::PdMetrics,

@@ -108,7 +108,7 @@ pub fn check(snap: &impl Iterable, region: &Region, limits: &SplitLimits) -> Res
 
 /// Where `region` splits in two halves of its data (PD's `split-region` operator with the
 /// scan policy): at most one key; none when the region holds a single user key or nothing.
-/// Reads the region twice.
+/// Reads the region's data twice and its write CF once more.
 pub fn halves(snap: &impl Iterable, region: &Region) -> Result<Checked> {
     let whole = check(snap, region, &NEVER_SPLIT)?;
     let half = SplitLimits {
