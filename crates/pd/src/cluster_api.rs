@@ -263,10 +263,16 @@ async fn delete_store(State(api): State<Api>, Path(id): Path<u64>) -> Response {
         );
     }
     let min_serving = api.max_replicas.load(Ordering::Relaxed);
-    let meta = api.meta();
     let delete = Command::DeleteStore { id, min_serving };
-    match tokio::task::spawn_blocking(move || meta.propose(delete)).await {
-        Ok(Ok(_)) => axum::Json("The store is set as Offline.").into_response(),
+    propose(&api, delete, "The store is set as Offline.").await
+}
+
+/// Proposes `command` through PD's Raft group (off the async threads) and answers `done`,
+/// or why the cluster refused it (400) or the proposal failed (500).
+async fn propose(api: &Api, command: Command, done: &'static str) -> Response {
+    let meta = api.meta();
+    match tokio::task::spawn_blocking(move || meta.propose(command)).await {
+        Ok(Ok(_)) => axum::Json(done).into_response(),
         Ok(Err(MetaError::Cluster(e))) => error(StatusCode::BAD_REQUEST, e.to_string()),
         Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
@@ -295,14 +301,8 @@ async fn label_store(
         }
         labels.insert(key, value.to_string());
     }
-    let meta = api.meta();
     let label = Command::LabelStore { id, labels };
-    match tokio::task::spawn_blocking(move || meta.propose(label)).await {
-        Ok(Ok(_)) => axum::Json("The store's label is updated.").into_response(),
-        Ok(Err(MetaError::Cluster(e))) => error(StatusCode::BAD_REQUEST, e.to_string()),
-        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    }
+    propose(&api, label, "The store's label is updated.").await
 }
 
 async fn regions(State(api): State<Api>) -> Response {

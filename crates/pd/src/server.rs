@@ -142,20 +142,15 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         max_replicas.store(c.int("replication.max-replicas") as usize, Relaxed);
         let down = c.duration("schedule.max-store-down-time").0;
         store_down_ms.store(down.as_millis() as u64, Relaxed);
-        let limit = |name| c.int(name) as usize;
         let limits = &schedule_limits;
-        limits
-            .leader
-            .store(limit("schedule.leader-schedule-limit"), Relaxed);
-        limits
-            .region
-            .store(limit("schedule.region-schedule-limit"), Relaxed);
-        limits
-            .hot_region
-            .store(limit("schedule.hot-region-schedule-limit"), Relaxed);
-        limits
-            .hot_hits
-            .store(limit("schedule.hot-region-cache-hits-threshold"), Relaxed);
+        for (slot, name) in [
+            (&limits.leader, "schedule.leader-schedule-limit"),
+            (&limits.region, "schedule.region-schedule-limit"),
+            (&limits.hot_region, "schedule.hot-region-schedule-limit"),
+            (&limits.hot_hits, "schedule.hot-region-cache-hits-threshold"),
+        ] {
+            slot.store(c.int(name) as usize, Relaxed);
+        }
     };
     follow(&config);
     crate::config_sync::propose_local_changes(
