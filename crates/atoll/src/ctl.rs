@@ -1,5 +1,6 @@
 //! `atoll ctl`: the admin client. `config show` and `config set` talk to any role's status
-//! port (`GET` / `POST /config`), like `tikv-ctl modify-tikv-config` and `curl` in TiDB's docs.
+//! port (`GET` / `POST /config`), like `tikv-ctl modify-tikv-config` and `curl` in TiDB's docs,
+//! or with `--pd` to PD's `/pd/api/v1/config`, as pd-ctl's `config show|set` does.
 //! `member ...` shows and moves the PD members as pd-ctl's `member` does, through PD's HTTP
 //! API on any member (`--pd`, comma separated: the first that answers). `store`, `region`
 //! (with `key`, `topread` and `topwrite`), `hot`, `operator` and `scheduler` are pd-ctl's
@@ -153,16 +154,23 @@ enum LeaderCommand {
 
 #[derive(Subcommand)]
 enum ConfigCommand {
-    /// Print the effective configuration as JSON.
+    /// Print the effective configuration as JSON: a process's (`--host`), or PD's
+    /// `schedule` and `replication` knobs as pd-ctl's `config show` (`--pd`).
     Show {
         /// The process's status address, HOST:STATUS_PORT.
+        #[arg(long, required_unless_present = "pd", conflicts_with = "pd")]
+        host: Option<String>,
+        /// PD client addresses, comma separated.
         #[arg(long)]
-        host: String,
+        pd: Option<String>,
     },
-    /// Change an online knob, e.g. `gc.max-write-bytes-per-sec 300K`.
+    /// Change an online knob, e.g. `gc.max-write-bytes-per-sec 300K` (`--host`), or
+    /// `leader-schedule-limit 8` as pd-ctl's `config set` (`--pd`: every PD member).
     Set {
+        #[arg(long, required_unless_present = "pd", conflicts_with = "pd")]
+        host: Option<String>,
         #[arg(long)]
-        host: String,
+        pd: Option<String>,
         name: String,
         value: String,
     },
@@ -249,11 +257,25 @@ pub fn run(args: CtlArgs) -> anyhow::Result<()> {
         }
     };
     match command {
-        ConfigCommand::Show { host } => {
+        ConfigCommand::Show { pd: Some(pd), .. } => on_leader(&agent, &pd, "GET", "config", None)?,
+        ConfigCommand::Set {
+            pd: Some(pd),
+            name,
+            value,
+            ..
+        } => {
+            let body = serde_json::json!({ name: value });
+            on_leader(&agent, &pd, "POST", "config", Some(body))?
+        }
+        ConfigCommand::Show { host, .. } => {
+            let host = host.expect("clap asks for --host or --pd");
             let body = send(agent.get(format!("http://{host}/config")).call(), &host)?;
             println!("{}", serde_json::to_string_pretty(&body)?);
         }
-        ConfigCommand::Set { host, name, value } => {
+        ConfigCommand::Set {
+            host, name, value, ..
+        } => {
+            let host = host.expect("clap asks for --host or --pd");
             let request = serde_json::json!({ name.as_str(): value });
             let body = send(
                 agent

@@ -847,6 +847,15 @@ fn hot_read_regions_show_in_pd_and_balance_hot_region_spreads_their_leaders() {
     assert_eq!(first["start_key"], "", "{first}");
     let bad = c.ctl(&["region", "key", "zz"]).unwrap_err();
     assert!(bad.contains("is not hex"), "{bad}");
+    // pd-ctl's `config set` and `config show`, by the short names.
+    c.ctl(&["config", "set", "hot-region-schedule-limit", "8"])
+        .unwrap();
+    let shown: serde_json::Value =
+        serde_json::from_str(&c.ctl(&["config", "show"]).unwrap()).unwrap();
+    assert_eq!(shown["schedule"]["hot-region-schedule-limit"], 8, "{shown}");
+    assert_eq!(shown["replication"]["max-replicas"], 3, "{shown}");
+    let unknown = c.ctl(&["config", "set", "no-such-item", "1"]).unwrap_err();
+    assert!(unknown.contains("unknown config item"), "{unknown}");
 }
 
 impl Cluster {

@@ -21,7 +21,11 @@
 //!   "region_id", "policy": "scan"|"approximate"|"usekey", "keys": [hex, ...]}`; `DELETE
 //!   /pd/api/v1/operators/{region}`;
 //! - `GET /pd/api/v1/schedulers`; `POST /pd/api/v1/schedulers` with `{"name", "store_id"}`;
-//!   `DELETE /pd/api/v1/schedulers/{name}`.
+//!   `DELETE /pd/api/v1/schedulers/{name}`;
+//! - `GET /pd/api/v1/config`: the `schedule` and `replication` knobs; `POST
+//!   /pd/api/v1/config` with `{"name": value, ...}`, names as pd-ctl's `config set` sends
+//!   them (`leader-schedule-limit`, `max-replicas`, or the full `schedule.` name): set on
+//!   this member and replicated to every member, as `POST /config` does.
 //!
 //! Reads answer from any member's replicated state; what changes the cluster, and the
 //! operators and schedulers (kept in the leader's memory), is the leader's: a follower
@@ -49,6 +53,7 @@ use crate::region_stats::{FlowKind, RegionStat};
 use crate::replica_checker::{ROLE_VOTER, STORE_DISCONNECTED_MS, Step, is_up};
 use crate::service::ScheduleLimits;
 use crate::state::Command;
+use config::{ConfigController, Raw, Role};
 
 #[derive(Clone)]
 struct Api {
@@ -61,6 +66,8 @@ struct Api {
     store_down_ms: Arc<std::sync::atomic::AtomicU64>,
     /// `schedule.*` limits (the hot region threshold).
     limits: Arc<ScheduleLimits>,
+    /// This member's knobs.
+    controller: Arc<ConfigController>,
 }
 
 pub fn router(
@@ -70,6 +77,7 @@ pub fn router(
     max_replicas: Arc<AtomicUsize>,
     store_down_ms: Arc<std::sync::atomic::AtomicU64>,
     limits: Arc<ScheduleLimits>,
+    controller: Arc<ConfigController>,
 ) -> Router {
     Router::new()
         .route("/pd/api/v1/stores", get(stores))
@@ -89,6 +97,7 @@ pub fn router(
         .route("/pd/api/v1/operators/{region}", delete(remove_operator))
         .route("/pd/api/v1/schedulers", get(schedulers).post(add_scheduler))
         .route("/pd/api/v1/schedulers/{name}", delete(remove_scheduler))
+        .route("/pd/api/v1/config", get(show_config).post(set_config))
         .with_state(Api {
             driver,
             members,
@@ -96,6 +105,7 @@ pub fn router(
             max_replicas,
             store_down_ms,
             limits,
+            controller,
         })
 }
 
@@ -664,10 +674,75 @@ async fn remove_scheduler(State(api): State<Api>, Path(name): Path<String>) -> R
     }
 }
 
+/// The sections of PD's knobs pd-ctl's `config` shows and sets.
+const CONFIG_SECTIONS: [&str; 2] = ["schedule", "replication"];
+
+async fn show_config(State(api): State<Api>) -> Response {
+    let all = api.controller.current().to_json();
+    let shown: serde_json::Map<String, Value> = CONFIG_SECTIONS
+        .iter()
+        .map(|section| (section.to_string(), all[section].clone()))
+        .collect();
+    axum::Json(Value::Object(shown)).into_response()
+}
+
+/// The knob pd-ctl's `config set NAME` means: NAME itself when PD has it, else NAME in
+/// the first section that has it.
+fn knob_name(name: &str) -> Option<String> {
+    std::iter::once(name.to_string())
+        .chain(CONFIG_SECTIONS.iter().map(|s| format!("{s}.{name}")))
+        .find(|n| Role::Pd.knob(n).is_some())
+}
+
+async fn set_config(
+    State(api): State<Api>,
+    axum::Json(body): axum::Json<BTreeMap<String, Value>>,
+) -> Response {
+    let mut changes = Vec::new();
+    for (name, value) in &body {
+        let Some(knob) = knob_name(name) else {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("unknown config item {name:?}"),
+            );
+        };
+        let Some(raw) = Raw::from_json(value) else {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("invalid value for {name:?}"),
+            );
+        };
+        changes.push((knob, raw));
+    }
+    let controller = api.controller.clone();
+    match tokio::task::spawn_blocking(move || controller.update(&changes)).await {
+        Ok(Ok(_)) => axum::Json("The config is updated.").into_response(),
+        Ok(Err(e)) => error(StatusCode::BAD_REQUEST, e.to_string()),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cluster::RegionEpoch;
+
+    #[test]
+    fn pd_ctl_names_find_their_knobs() {
+        assert_eq!(
+            knob_name("leader-schedule-limit").as_deref(),
+            Some("schedule.leader-schedule-limit")
+        );
+        assert_eq!(
+            knob_name("max-replicas").as_deref(),
+            Some("replication.max-replicas")
+        );
+        assert_eq!(
+            knob_name("schedule.max-store-down-time").as_deref(),
+            Some("schedule.max-store-down-time")
+        );
+        assert_eq!(knob_name("no-such-knob"), None);
+    }
 
     fn body(json: Value) -> BTreeMap<String, Value> {
         serde_json::from_value(json).unwrap()

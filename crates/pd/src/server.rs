@@ -178,6 +178,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         service.max_replicas.clone(),
         service.store_down_ms.clone(),
         service.schedule_limits.clone(),
+        node.controller.clone(),
     );
     let routes = tonic::service::Routes::new(PdServer::new(service))
         .into_axum_router()
