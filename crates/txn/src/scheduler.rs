@@ -133,14 +133,7 @@ impl<K: ReplicatedKv> Scheduler<K> {
             inner.check_gate()?;
         }
         let bytes = command.write_bytes();
-        let threshold = inner.threshold.load(Ordering::Relaxed);
-        let pending = inner.pending_bytes.fetch_add(bytes, Ordering::AcqRel);
-        if pending > 0 && pending + bytes > threshold {
-            inner.pending_bytes.fetch_sub(bytes, Ordering::AcqRel);
-            return Err(TxnError::Busy(format!(
-                "{pending} bytes of writes pending, limit {threshold} (storage.scheduler-pending-write-threshold)"
-            )));
-        }
+        inner.admit(bytes)?;
         inner
             .queue
             .lock()
@@ -183,6 +176,17 @@ impl<K: ReplicatedKv> Scheduler<K> {
         let Some(latches) = inner.latches.try_acquire_owned(command.keys()) else {
             return Err((Box::new(command), reply));
         };
+        // Admitted as a queued command is: its locks may go through Raft after all.
+        let bytes = command.write_bytes();
+        if let Err(busy) = inner.admit(bytes) {
+            reply(Err(busy));
+            return Ok(());
+        }
+        let admitted = inner.clone();
+        let reply: Reply = Box::new(move |result| {
+            admitted.pending_bytes.fetch_sub(bytes, Ordering::AcqRel);
+            reply(result);
+        });
         inner.run_latched(command, latches, None, reply);
         Ok(())
     }
@@ -249,6 +253,21 @@ impl<K: ReplicatedKv> Drop for Scheduler<K> {
 }
 
 impl<K: ReplicatedKv> Inner<K> {
+    /// Counts `bytes` more of writes pending, or refuses them as busy when the pending
+    /// writes would pass `storage.scheduler-pending-write-threshold` (one command is always
+    /// admitted, however large). The caller subtracts them once the command is answered.
+    fn admit(&self, bytes: usize) -> Result<(), TxnError> {
+        let threshold = self.threshold.load(Ordering::Relaxed);
+        let pending = self.pending_bytes.fetch_add(bytes, Ordering::AcqRel);
+        if pending > 0 && pending + bytes > threshold {
+            self.pending_bytes.fetch_sub(bytes, Ordering::AcqRel);
+            return Err(TxnError::Busy(format!(
+                "{pending} bytes of writes pending, limit {threshold} (storage.scheduler-pending-write-threshold)"
+            )));
+        }
+        Ok(())
+    }
+
     /// Flow control's say on a command that writes.
     fn check_gate(&self) -> Result<(), TxnError> {
         let gate = self.gate.lock().expect("gate lock poisoned").clone();

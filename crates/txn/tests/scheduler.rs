@@ -341,6 +341,68 @@ fn a_small_pessimistic_lock_runs_on_the_callers_thread_when_nothing_can_block_it
 }
 
 #[test]
+fn a_lock_request_run_here_is_refused_while_pending_writes_pass_the_threshold() {
+    let s = Scheduler::new(
+        LocalKv::open(MemoryEngine::new()).expect("the lock CF loads"),
+        SchedulerConfig {
+            pending_write_threshold_bytes: 1,
+            ..config(1)
+        },
+    );
+    s.kv().pessimistic_locks().configure(true, usize::MAX);
+    let lock = Command::AcquirePessimisticLock {
+        keys: vec![b"y".to_vec()],
+        primary: b"y".to_vec(),
+        start_ts: 20,
+        for_update_ts: 20,
+        ttl_ms: 3000,
+        return_values: false,
+    };
+    let answer = |command: Command| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reply = Box::new(move |r| {
+            let _ = tx.send(r);
+        });
+        assert!(s.try_run_here(command, 16, reply).is_ok(), "runs here");
+        rx.recv().expect("answered")
+    };
+    // A prewrite queued behind a held latch stays pending.
+    let latches = s.latches();
+    let held = latches.acquire([b"x".as_slice()]);
+    let (tx, prewritten) = std::sync::mpsc::channel();
+    let prewrite = Command::Prewrite {
+        mutations: vec![Mutation::Put(b"x".to_vec(), vec![0; 100])],
+        props: TxnProps {
+            primary: b"x".to_vec(),
+            start_ts: 10,
+            ttl_ms: 3000,
+            for_update_ts: 0,
+            txn_size: 1,
+            min_commit_ts: 0,
+        },
+        pessimistic: vec![],
+        covered: vec![],
+        try_one_pc: false,
+    };
+    s.schedule(
+        prewrite,
+        Box::new(move |r| {
+            let _ = tx.send(r);
+        }),
+    )
+    .unwrap();
+    match answer(lock.clone()) {
+        Err(TxnError::Busy(why)) => {
+            assert!(why.contains("scheduler-pending-write-threshold"), "{why}")
+        }
+        other => panic!("a lock admitted past the threshold: {other:?}"),
+    }
+    drop(held);
+    prewritten.recv().unwrap().unwrap();
+    assert!(matches!(answer(lock), Ok(CommandOutput::Done)));
+}
+
+#[test]
 fn resize_changes_the_worker_count() {
     let s = Scheduler::new(
         LocalKv::open(MemoryEngine::new()).expect("the lock CF loads"),
