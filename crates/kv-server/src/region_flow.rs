@@ -3,9 +3,9 @@
 //! replicas by size and finds hot regions by their flow.
 //!
 //! - Writes count as they apply (the key and value bytes the command's write batch puts,
-//!   one key per committed version); reads as they are answered (key and value bytes of what a get, a scan
-//!   or a coprocessor task read). Each region heartbeat takes what was counted since the
-//!   region's previous one ([`RegionFlows::take_report`]).
+//!   one key per committed version); reads as they are answered (key and value bytes of
+//!   what a get, a scan or a coprocessor task read). Each region heartbeat takes what was
+//!   counted since the region's previous one ([`RegionFlows::take_report`]).
 //! - A region's size and keys are measured by the split checker's scan
 //!   ([`raftstore::split_check`]) and grow with the writes after it; a region this node has
 //!   not measured yet (after a restart, a split or a leader change) reports 0, which PD reads

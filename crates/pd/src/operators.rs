@@ -435,10 +435,8 @@ impl Operators {
             let busy: BTreeSet<u64> = pending.keys().copied().collect();
             let refs: Vec<&Region> = regions.iter().collect();
             let mut new_peer_id = 0;
-            let made = balance::balance_region(&refs, &stores, now_ms, &busy, &size_of, || {
-                new_peer_id = alloc_one(meta).ok()?;
-                Some(new_peer_id)
-            });
+            let new_peer = alloc_into(meta, &mut new_peer_id);
+            let made = balance::balance_region(&refs, &stores, now_ms, &busy, &size_of, new_peer);
             let Some((region_id, steps)) = made else {
                 break;
             };
@@ -481,10 +479,8 @@ impl Operators {
             let busy: BTreeSet<u64> = pending.keys().copied().collect();
             let refs: Vec<&Region> = regions.iter().collect();
             let mut new_peer_id = 0;
-            let moved = balance::shuffle_region(&refs, &stores, now_ms, &busy, &mut pick, || {
-                new_peer_id = alloc_one(meta).ok()?;
-                Some(new_peer_id)
-            });
+            let new_peer = alloc_into(meta, &mut new_peer_id);
+            let moved = balance::shuffle_region(&refs, &stores, now_ms, &busy, &mut pick, new_peer);
             if let Some((region_id, steps)) = moved {
                 tracing::info!(region_id, ?steps, "shuffle-region");
                 pending.insert(region_id, operator(Kind::ShuffleRegion, steps, new_peer_id));
@@ -527,17 +523,9 @@ impl Operators {
                     }
                     replica_room -= 1;
                     let evicted = hot.evicted;
+                    let new_peer = alloc_into(meta, &mut new_peer_id);
                     balance::balance_hot_peer(
-                        &refs,
-                        stores,
-                        now_ms,
-                        &busy,
-                        evicted,
-                        hot.write,
-                        || {
-                            new_peer_id = alloc_one(meta).ok()?;
-                            Some(new_peer_id)
-                        },
+                        &refs, stores, now_ms, &busy, evicted, hot.write, new_peer,
                     )
                 });
             let Some((region_id, steps)) = made else {
@@ -638,6 +626,15 @@ impl Operator {
                 Step::AddLearner { .. } | Step::Split { .. } => {}
             }
         }
+    }
+}
+
+/// For a scheduler that may add a replica: a new peer id from PD's allocator, asked for
+/// only when it makes a move, and noted in `slot` for the operator.
+fn alloc_into<'a>(meta: &'a Metadata, slot: &'a mut u64) -> impl FnOnce() -> Option<u64> + 'a {
+    move || {
+        *slot = alloc_one(meta).ok()?;
+        Some(*slot)
     }
 }
 

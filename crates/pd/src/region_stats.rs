@@ -5,7 +5,7 @@
 //! A heartbeat carries the bytes and keys the region took in writes and served in reads
 //! since the leader's previous one, and the interval they cover: their rates are the
 //! region's flow. A region whose write (read) byte or key rate is at least PD's minimum hot
-//! threshold ([`MIN_HOT`]) in a report gains one hot degree, and loses it all in a report
+//! threshold ([`FlowKind::min_hot`]) in a report gains one hot degree, and loses it all in a report
 //! below; it is hot once its degree reaches `schedule.hot-region-cache-hits-threshold`.
 //! A size of 0 means the leader has not measured the region yet: the last size known stays.
 //!
@@ -30,23 +30,20 @@ pub enum FlowKind {
     Read,
 }
 
-/// PD's minimum hot thresholds (`statistics.minHotThresholds`): bytes and keys per second.
-pub const MIN_HOT: [(FlowKind, f64, f64); 2] = [
-    (FlowKind::Write, 1024.0, 32.0),
-    (FlowKind::Read, 8.0 * 1024.0, 128.0),
-];
+impl FlowKind {
+    /// PD's minimum hot thresholds (`statistics.minHotThresholds`): bytes and keys per
+    /// second.
+    pub fn min_hot(self) -> (f64, f64) {
+        match self {
+            FlowKind::Write => (1024.0, 32.0),
+            FlowKind::Read => (8.0 * 1024.0, 128.0),
+        }
+    }
+}
 
 /// Reports covering less than this add their flow to the next one instead of making a rate
 /// of their own (a few milliseconds of flow make wild rates).
 pub const MIN_RATE_INTERVAL_MS: u64 = 800;
-
-fn min_hot(kind: FlowKind) -> (f64, f64) {
-    let (_, bytes, keys) = MIN_HOT
-        .iter()
-        .find(|(k, _, _)| *k == kind)
-        .expect("both kinds listed");
-    (*bytes, *keys)
-}
 
 /// One direction of a region's flow as last reported.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -79,7 +76,7 @@ impl Rate {
         self.keys = keys;
         self.bytes_per_sec = bytes as f64 / secs;
         self.keys_per_sec = keys as f64 / secs;
-        let (min_bytes, min_keys) = min_hot(kind);
+        let (min_bytes, min_keys) = kind.min_hot();
         self.hot_degree = if self.bytes_per_sec >= min_bytes || self.keys_per_sec >= min_keys {
             self.hot_degree + 1
         } else {
