@@ -104,9 +104,27 @@ fn metrics_profiles_and_the_debug_zip_answer() {
         "process_cpu_seconds_total",
         "process_resident_memory_bytes",
         "atoll_thread_cpu_seconds_total{name=\"status\"",
+        "atoll_process_cpu_limit_cores",
+        "atoll_process_memory_limit_bytes",
     ] {
         assert!(metrics.contains(needle), "no {needle} in\n{metrics}");
     }
+
+    // The host's counters, with the disk under the data dir where /proc/diskstats lists it.
+    let (code, host) = get(&format!("http://{status}/debug/host"));
+    assert_eq!(code, 200);
+    let host: serde_json::Value = serde_json::from_slice(&host).unwrap();
+    assert!(host["cpus"].as_u64().unwrap() >= 1, "{host}");
+    assert!(host["cpu"]["idle"].as_f64().is_some(), "{host}");
+    let disks = host["disks"].as_array().unwrap();
+    let missing = host["missing"].as_array().unwrap();
+    assert!(
+        disks.iter().any(|d| d["dirs"][0] == "storage.data-dir")
+            || missing
+                .iter()
+                .any(|m| m.as_str().unwrap().starts_with("storage.data-dir")),
+        "the data dir's disk is neither reported nor named missing: {host}"
+    );
 
     let (code, status_json) = get(&format!("http://{status}/status"));
     assert_eq!(code, 200);

@@ -61,3 +61,8 @@ pub const LOCK_WAIT_SLOTS: usize = 1024;
 /// engine's figures again (15 RocksDB properties, a few per cent of a write's CPU if read
 /// for each). RocksDB's own stall triggers act at once behind it.
 pub const FLOW_CONTROL_SAMPLE_MS: u64 = 100;
+
+/// How often a sql node tells PD where it serves (`ReportSqlNode`).
+pub const SQL_NODE_REPORT_INTERVAL_MS: u64 = 10_000;
+/// After this long without a report PD stops listing a sql node (three missed reports).
+pub const SQL_NODE_FORGET_AFTER_MS: u64 = 30_000;

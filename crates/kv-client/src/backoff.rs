@@ -3,6 +3,7 @@
 //! is spent the operation fails with the last error instead of retrying forever. One
 //! operation's tasks (a 2PC phase's region batches) share one `Backoff`.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::error::KvError;
@@ -36,6 +37,39 @@ impl BackoffKind {
             BackoffKind::PdRpc => (500, 3000),
         }
     }
+}
+
+impl BackoffKind {
+    pub const ALL: [BackoffKind; 6] = [
+        BackoffKind::RegionMiss,
+        BackoffKind::ServerBusy,
+        BackoffKind::TxnLock,
+        BackoffKind::LockWait,
+        BackoffKind::KvRpc,
+        BackoffKind::PdRpc,
+    ];
+
+    /// The `type` label of TiDB's `tidb_tikvclient_backoff_seconds` (lockWait is ours).
+    pub fn name(self) -> &'static str {
+        match self {
+            BackoffKind::RegionMiss => "regionMiss",
+            BackoffKind::ServerBusy => "serverBusy",
+            BackoffKind::TxnLock => "txnLock",
+            BackoffKind::LockWait => "lockWait",
+            BackoffKind::KvRpc => "tikvRPC",
+            BackoffKind::PdRpc => "pdRPC",
+        }
+    }
+}
+
+/// Every wait of this process by kind: how many, and the milliseconds they took
+/// (a lock wait held on the kv node included).
+static TOTALS: [(AtomicU64, AtomicU64); 6] = [const { (AtomicU64::new(0), AtomicU64::new(0)) }; 6];
+
+/// (waits, milliseconds) of `kind` since the process started, for `/metrics`.
+pub fn totals(kind: BackoffKind) -> (u64, u64) {
+    let (count, ms) = &TOTALS[kind as usize];
+    (count.load(Ordering::Relaxed), ms.load(Ordering::Relaxed))
 }
 
 /// TiDB's budgets (ms): reads 20 s (`GetMaxBackoff` etc.), prewrite 20 s, commit 41 s.
@@ -133,6 +167,9 @@ impl Backoff {
         );
         tokio::time::sleep(Duration::from_millis(sleep - waited_ms)).await;
         self.state.lock().expect("backoff lock poisoned").slept_ms += sleep;
+        let (count, ms) = &TOTALS[kind as usize];
+        count.fetch_add(1, Ordering::Relaxed);
+        ms.fetch_add(sleep, Ordering::Relaxed);
         Ok(())
     }
 }

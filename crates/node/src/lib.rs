@@ -3,7 +3,8 @@
 //! - [`data_dir`]: create, check and lock the data directory (one process per directory).
 //! - [`logging`]: `tracing` to stderr and to `<data-dir>/<role>.log`.
 //! - [`status_server`]: the HTTP status port (`/status`, `/metrics`, `/config`,
-//!   `/debug/pprof/profile`, `/debug/zip`), the same for pd, kv and sql.
+//!   `/debug/pprof/profile`, `/debug/zip`, `/debug/host`), the same for pd, kv and sql.
+//! - [`host`]: the host's CPU, memory, network and disk counters that `/debug/host` serves.
 //! - [`metrics`]: process figures and CPU seconds per named thread pool.
 //! - [`profile`], [`thread_stacks`], [`debug_zip`]: what the debug endpoints collect.
 //! - [`lifecycle`]: start-up and shutdown of a role process in that order.
@@ -11,6 +12,7 @@
 pub mod data_dir;
 pub mod debug_zip;
 pub mod error;
+pub mod host;
 pub mod lifecycle;
 pub mod logging;
 pub mod metrics;

@@ -8,7 +8,7 @@
 //! Every failure comes back as a [`NodeError`] that the binary prints as one line.
 
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -27,6 +27,8 @@ pub struct Node {
     pub registry: Registry,
     status_listener: std::net::TcpListener,
     status_addr: String,
+    /// The directories whose disks `/debug/host` reports, by knob name.
+    dirs: Vec<(String, PathBuf)>,
 }
 
 impl Node {
@@ -46,6 +48,14 @@ impl Node {
             status_addr = %status_addr,
             "starting"
         );
+        let mut dirs = vec![(
+            role.data_dir_knob().to_string(),
+            data_dir.path().to_path_buf(),
+        )];
+        if role == Role::Kv && !config.str("raft-engine.dir").is_empty() {
+            let raft_dir = PathBuf::from(config.str("raft-engine.dir"));
+            dirs.push(("raft-engine.dir".to_string(), raft_dir));
+        }
         Ok(Node {
             role,
             data_dir,
@@ -53,6 +63,7 @@ impl Node {
             registry: metrics::new_registry(),
             status_listener,
             status_addr,
+            dirs,
         })
     }
 
@@ -105,6 +116,7 @@ impl Node {
             registry: self.registry.clone(),
             started: SystemTime::now(),
             serving: serving.to_string(),
+            dirs: self.dirs,
         });
         tracing::info!(status_addr = %self.status_addr, serving, "ready");
         let result = runtime.block_on(async {

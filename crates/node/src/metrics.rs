@@ -1,6 +1,7 @@
 //! Metrics every role exports: process CPU and memory (Prometheus' standard `process_*`
 //! family) and `atoll_thread_cpu_seconds_total{name, tid}`, the CPU each thread used, read
-//! from `/proc/self/task/<tid>/stat` at scrape time.
+//! from `/proc/self/task/<tid>/stat` at scrape time; and the CPU and memory limits the
+//! kernel enforces on the process.
 //!
 //! `name` is the thread's name with a trailing `-<n>` index removed, so every thread of a pool
 //! (`grpc-0`, `grpc-1`) shares one name; a dashboard sums by `name` to draw "gRPC poll CPU",
@@ -21,7 +22,31 @@ pub fn new_registry() -> Registry {
     registry
         .register(Box::new(ThreadCpuCollector::new()))
         .expect("thread collector registers once");
+    register_limits(&registry, config::resources::Resources::detect());
     registry
+}
+
+/// `atoll_process_cpu_limit_cores` and `atoll_process_memory_limit_bytes`: what the kernel
+/// lets this process use (cgroup quota and affinity; the host's figures without them), not
+/// the share a launcher handed down, so that CPU used can be set against what is enforced.
+fn register_limits(registry: &Registry, enforced: config::resources::Resources) {
+    let cpu = prometheus::Gauge::new(
+        "atoll_process_cpu_limit_cores",
+        "CPU cores the process may use: its cgroup quota or affinity, else the host's",
+    )
+    .expect("valid metric");
+    cpu.set(enforced.cpu_cores);
+    let memory = prometheus::Gauge::new(
+        "atoll_process_memory_limit_bytes",
+        "Memory the process may use: its cgroup limit, else the host's",
+    )
+    .expect("valid metric");
+    memory.set(enforced.memory_bytes as f64);
+    for gauge in [cpu, memory] {
+        registry
+            .register(Box::new(gauge))
+            .expect("limit gauges register once");
+    }
 }
 
 /// Prometheus text exposition of everything in `registry`.

@@ -8,6 +8,7 @@
 //! | `POST /config` | `{"name": "value", ...}`: online change through the config controller; 400 naming the key otherwise |
 //! | `GET /debug/pprof/profile?seconds=N&frequency=F` | CPU profile: pprof protobuf, or an SVG flame graph with `format=svg` or `Accept: image/svg+xml` |
 //! | `GET /debug/zip?seconds=N` | zip of profile, config, version and thread stacks |
+//! | `GET /debug/host` | the host's CPU, run queue, pressure, memory, network and disk counters (JSON, [`crate::host`]) |
 //!
 //! Handlers that block (profiles, stacks) run on tokio's blocking pool.
 
@@ -40,6 +41,8 @@ pub struct StatusState {
     pub started: SystemTime,
     /// One line on what this process serves besides the status port.
     pub serving: String,
+    /// The node's directories by knob name, whose disks `/debug/host` reports.
+    pub dirs: Vec<(String, std::path::PathBuf)>,
 }
 
 pub fn router(state: Arc<StatusState>) -> Router {
@@ -49,6 +52,7 @@ pub fn router(state: Arc<StatusState>) -> Router {
         .route("/config", get(get_config).post(post_config))
         .route("/debug/pprof/profile", get(profile))
         .route("/debug/zip", get(debug_zip))
+        .route("/debug/host", get(host_figures))
         .layer(DefaultBodyLimit::max(STATUS_REQUEST_BODY_BYTES_MAX))
         .with_state(state)
 }
@@ -109,6 +113,13 @@ async fn status(State(s): State<Arc<StatusState>>) -> Response {
 async fn metrics_text(State(s): State<Arc<StatusState>>) -> Response {
     let text = metrics::render(&s.registry);
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+}
+
+async fn host_figures(State(s): State<Arc<StatusState>>) -> Response {
+    match tokio::task::spawn_blocking(move || crate::host::read(&s.dirs)).await {
+        Ok(figures) => axum::Json(figures).into_response(),
+        Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
 }
 
 async fn get_config(State(s): State<Arc<StatusState>>) -> Response {

@@ -21,7 +21,7 @@ use std::time::Duration;
 use proto::pd::pd_client::PdClient as Rpc;
 use proto::pd::{
     GetAllStoresRequest, GetGcSafePointRequest, GetMembersRequest, GetRegionRequest,
-    GetStoreRequest, Peer, Region, RegionStats, ScanRegionsRequest, Store,
+    GetStoreRequest, Peer, Region, RegionStats, ReportSqlNodeRequest, ScanRegionsRequest, Store,
     UpdateGcSafePointRequest,
 };
 use tonic::transport::{Channel, Endpoint};
@@ -326,6 +326,19 @@ impl PdClient {
             .await?;
         check(r.error)?;
         Ok(r.stores)
+    }
+
+    /// A sql node says where it serves (`ReportSqlNode`; call every
+    /// `base::limits::SQL_NODE_REPORT_INTERVAL_MS`).
+    pub async fn report_sql_node(&self, report: ReportSqlNodeRequest) -> Result<(), PdError> {
+        let r = self
+            .conn
+            .call(|mut rpc| {
+                let report = report.clone();
+                async move { rpc.report_sql_node(report).await }
+            })
+            .await?;
+        check(r.error)
     }
 
     pub async fn get_gc_safe_point(&self) -> Result<u64, PdError> {

@@ -32,11 +32,15 @@ pub const MAX_WAIT_CEILING: Duration = Duration::from_millis(10);
 
 type Waiter = oneshot::Sender<Result<u64, PdError>>;
 
-/// Requests sent and timestamps handed out, for `/metrics` and benchmarks.
+/// Requests sent, timestamps handed out, and how long callers waited for them (TiDB's
+/// "PD TSO Wait Duration"), for `/metrics` and benchmarks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TsoStats {
     pub requests: u64,
     pub timestamps: u64,
+    /// Calls of [`TsoBatcher::get_ts`] answered, and their wait summed.
+    pub waits: u64,
+    pub wait_us: u64,
 }
 
 pub struct TsoBatcher {
@@ -65,9 +69,15 @@ impl TsoBatcher {
     }
 
     pub async fn get_ts(&self) -> Result<u64, PdError> {
+        let asked = Instant::now();
         let (tx, rx) = oneshot::channel();
         self.queue.send(tx).map_err(|_| PdError::Stopped)?;
-        rx.await.map_err(|_| PdError::Stopped)?
+        let ts = rx.await.map_err(|_| PdError::Stopped)?;
+        let waited = u64::try_from(asked.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let mut stats = self.stats.lock().expect("tso stats lock poisoned");
+        stats.waits += 1;
+        stats.wait_us = stats.wait_us.saturating_add(waited);
+        ts
     }
 
     pub fn set_max_wait(&self, wait: Duration) {

@@ -117,26 +117,29 @@ fn hex(key: &[u8]) -> String {
     key.iter().map(|b| format!("{b:02X}")).collect()
 }
 
+/// `None` on the leader; on a follower, the 503 that names the leader.
+pub fn not_leader(driver: &DriverHandle, members: &Members) -> Option<Response> {
+    let status = driver.shared().status();
+    if status.leader == status.id {
+        return None;
+    }
+    let at = members
+        .get(status.leader)
+        .map(|m| m.client_url)
+        .unwrap_or_default();
+    Some(error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("this pd member does not lead; the leader is at {at:?}"),
+    ))
+}
+
 impl Api {
     fn meta(&self) -> Metadata {
         Metadata::new(self.driver.clone())
     }
 
-    /// `None` on the leader; on a follower, the 503 that names the leader.
     fn not_leader(&self) -> Option<Response> {
-        let status = self.driver.shared().status();
-        if status.leader == status.id {
-            return None;
-        }
-        let at = self
-            .members
-            .get(status.leader)
-            .map(|m| m.client_url)
-            .unwrap_or_default();
-        Some(error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("this pd member does not lead; the leader is at {at:?}"),
-        ))
+        not_leader(&self.driver, &self.members)
     }
 
     /// A store's state as PD names it.

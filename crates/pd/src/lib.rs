@@ -6,7 +6,7 @@
 //! [`oracle`] running), cluster metadata ([`cluster`] pure, [`metadata`] and
 //! [`cluster_rpc`] as served), the regions' sizes and flows ([`region_stats`], in memory),
 //! the replica checker ([`replica_checker`]) and the balance schedulers ([`balance`]),
-//! whose steps [`operators`] hands out; a follower
+//! whose steps [`operators`] hands out, and the live sql nodes ([`sql_nodes`]); a follower
 //! forwards every call to it ([`service`]). Online knobs are the group's ([`config_sync`]).
 //! [`http_api`] is PD's members API, [`cluster_api`] its stores, regions, hotspot,
 //! operators and schedulers API, [`metrics`] its Grafana names, [`server`] wires a
@@ -31,5 +31,6 @@ pub mod region_stats;
 pub mod replica_checker;
 pub mod server;
 pub mod service;
+pub mod sql_nodes;
 pub mod state;
 pub mod tso;

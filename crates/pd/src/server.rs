@@ -180,10 +180,13 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         service.schedule_limits.clone(),
         node.controller.clone(),
     );
+    let sql_nodes =
+        crate::sql_nodes::router(handle.clone(), members.clone(), service.sql_nodes.clone());
     let routes = tonic::service::Routes::new(PdServer::new(service))
         .into_axum_router()
         .merge(crate::http_api::router(handle.clone(), members.clone()))
-        .merge(cluster_api);
+        .merge(cluster_api)
+        .merge(sql_nodes);
     let serving = "the TSO, the GC safe point and cluster metadata (gRPC Pd) replicated over the pd members, the replica checker, the balance-leader, balance-region and evict-leader schedulers, store deletion, PD's members, stores, regions, operators and schedulers API and the status API";
     tracing::warn!(member = name, id = my_id, "{serving}");
     let stopping = handle.clone();

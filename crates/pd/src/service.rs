@@ -75,6 +75,8 @@ pub struct PdService {
     pub schedule_limits: Arc<ScheduleLimits>,
     operators: Arc<crate::operators::Operators>,
     metrics: crate::metrics::PdMetrics,
+    /// The sql nodes that reported to this member as leader.
+    pub sql_nodes: Arc<crate::sql_nodes::SqlNodes>,
 }
 
 /// Where a call is answered.
@@ -110,6 +112,7 @@ impl PdService {
             schedule_limits: Arc::default(),
             operators: Arc::default(),
             metrics,
+            sql_nodes: Arc::default(),
         }
     }
 
@@ -488,6 +491,15 @@ impl Pd for PdService {
                 message: e.to_string(),
             }),
         }))
+    }
+
+    async fn report_sql_node(
+        &self,
+        r: Request<wire::ReportSqlNodeRequest>,
+    ) -> Result<Response<wire::ReportSqlNodeResponse>, Status> {
+        on_leader!(self, r, report_sql_node);
+        self.sql_nodes.report(r.into_inner());
+        Ok(Response::new(wire::ReportSqlNodeResponse { error: None }))
     }
 
     async fn get_members(

@@ -6,6 +6,7 @@
 //! ends the connection.
 
 mod connection;
+mod metrics;
 
 use std::sync::Arc;
 
@@ -70,6 +71,20 @@ async fn background(shared: Arc<Shared>, gc: sql::gc::GcWorker) {
     }
 }
 
+/// Tells PD where this node serves, every `SQL_NODE_REPORT_INTERVAL_MS`, so that `atoll diag` and the
+/// dashboard find it; a missed report is only logged.
+async fn report_to_pd(shared: Arc<Shared>, report: proto::pd::ReportSqlNodeRequest) {
+    let interval = std::time::Duration::from_millis(base::limits::SQL_NODE_REPORT_INTERVAL_MS);
+    let mut ticks = tokio::time::interval(interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        if let Err(e) = shared.client.pd().report_sql_node(report.clone()).await {
+            tracing::debug!("report to pd failed, will retry: {e}");
+        }
+    }
+}
+
 /// Runs the sql node until SIGINT or SIGTERM.
 pub fn run(node: Node) -> Result<(), NodeError> {
     let config = node.controller.current();
@@ -95,6 +110,16 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         .enable_all()
         .build()
         .map_err(NodeError::Runtime)?;
+    let registry = node.registry.clone();
+    let report = proto::pd::ReportSqlNodeRequest {
+        address: addr.clone(),
+        status_address: config.status_address(),
+        version: node::BUILD.version.to_string(),
+        git_hash: node::BUILD.git_hash.to_string(),
+        start_timestamp: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64),
+    };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let serving = runtime.spawn(async move {
         let client = loop {
@@ -108,9 +133,14 @@ pub fn run(node: Node) -> Result<(), NodeError> {
             }
         };
         let shared = Shared::new(client, slow_log);
+        if let Err(e) = registry.register(Box::new(metrics::SqlCollector::new(Arc::clone(&shared))))
+        {
+            tracing::warn!("sql metrics not registered: {e}");
+        }
         // Sessions start from the stored global variables: read them before the first client.
         reload_globals(&shared).await;
         tokio::spawn(check_schema(Arc::clone(&shared)));
+        tokio::spawn(report_to_pd(Arc::clone(&shared), report));
         tokio::spawn(background(
             Arc::clone(&shared),
             sql::gc::GcWorker::new(Arc::clone(&shared), addr.clone()),

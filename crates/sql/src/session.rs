@@ -52,6 +52,8 @@ pub struct Shared {
     started: std::time::Instant,
     /// The node's status counters (SHOW GLOBAL STATUS).
     counts: crate::status::NodeCounts,
+    /// Every statement's time, for `/metrics`.
+    pub statement_time: crate::status::StatementTime,
 }
 
 /// A connection as SHOW PROCESSLIST shows it.
@@ -112,6 +114,7 @@ impl Shared {
             next_connection: AtomicU32::new(1),
             started: std::time::Instant::now(),
             counts: crate::status::NodeCounts::default(),
+            statement_time: crate::status::StatementTime::default(),
             node_id: {
                 let started = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
@@ -124,6 +127,16 @@ impl Shared {
 
     fn processes(&self) -> std::sync::MutexGuard<'_, BTreeMap<u32, Process>> {
         self.processes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Connections open now.
+    pub fn connections(&self) -> usize {
+        self.processes().len()
+    }
+
+    /// The node's status counters, over every session it has had.
+    pub fn node_counts(&self) -> &crate::status::NodeCounts {
+        &self.counts
     }
 
     /// The start ts of the oldest transaction open on this node.
@@ -1613,12 +1626,14 @@ impl Session {
             _ => -1,
         };
         self.show_process(None);
+        let elapsed = started.elapsed();
+        self.shared.statement_time.record(elapsed, result.is_ok());
         let slow = self.shared.slow_log.record(&crate::slow_log::Entry {
             conn_id: self.connection_id,
             user: &self.user,
             db: self.db.as_deref(),
             query: &text,
-            elapsed: started.elapsed(),
+            elapsed,
             succeeded: result.is_ok(),
         });
         if slow {

@@ -102,6 +102,42 @@ impl NodeCounts {
     }
 }
 
+/// Statements the node ran, those that failed, and the time they took together: its
+/// statements per second, mean latency and statements in flight on average (`/metrics`).
+#[derive(Debug, Default)]
+pub struct StatementTime {
+    count: AtomicU64,
+    errors: AtomicU64,
+    busy_us: AtomicU64,
+}
+
+/// [`StatementTime`] read at one instant.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StatementTotals {
+    pub count: u64,
+    pub errors: u64,
+    pub busy_seconds: f64,
+}
+
+impl StatementTime {
+    pub fn record(&self, elapsed: std::time::Duration, succeeded: bool) {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        if !succeeded {
+            self.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        let us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+        self.busy_us.fetch_add(us, Ordering::Relaxed);
+    }
+
+    pub fn totals(&self) -> StatementTotals {
+        StatementTotals {
+            count: self.count.load(Ordering::Relaxed),
+            errors: self.errors.load(Ordering::Relaxed),
+            busy_seconds: self.busy_us.load(Ordering::Relaxed) as f64 / 1e6,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
