@@ -393,7 +393,7 @@ fn member(agent: &ureq::Agent, pd: &str, command: Option<MemberCommand>) -> anyh
 }
 
 /// The PD leader's client address, asked of the first of `pd` that answers.
-fn pd_leader(agent: &ureq::Agent, pd: &str) -> anyhow::Result<String> {
+pub(crate) fn pd_leader(agent: &ureq::Agent, pd: &str) -> anyhow::Result<String> {
     let mut last = anyhow::anyhow!("no pd address given");
     for host in pd
         .split(',')
@@ -439,7 +439,7 @@ fn on_leader(
     Ok(())
 }
 
-fn send(
+pub(crate) fn send(
     response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
     host: &str,
 ) -> anyhow::Result<serde_json::Value> {

@@ -1,5 +1,5 @@
 //! `atoll`: the one binary. Parses arguments and dispatches; each subcommand lives in its
-//! own module ([`role`] for pd/kv/sql, [`playground`], [`ctl`]). Every failure ends the
+//! own module ([`role`] for pd/kv/sql, [`playground`], [`ctl`], [`diag`]). Every failure ends the
 //! process with one line on stderr and a non-zero exit code.
 //!
 //! Rust allocations go to jemalloc, as in TiKV: glibc's malloc, free and consolidation were
@@ -7,6 +7,7 @@
 
 mod bench;
 mod ctl;
+mod diag;
 mod nemesis;
 mod playground;
 mod role;
@@ -41,11 +42,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Faults on purpose: three simulated hosts, a workload, a nemesis, and a checker.
     Nemesis(nemesis::NemesisArgs),
-    /// Collect profiles and system figures and name the bottleneck (not built yet).
-    Diag {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-        rest: Vec<String>,
-    },
+    /// Find the bottleneck: read every node for a while, name what limits the cluster with its evidence and the knob to turn.
+    Diag(diag::DiagArgs),
 }
 
 fn main() -> ExitCode {
@@ -58,12 +56,7 @@ fn main() -> ExitCode {
         Command::Ctl(args) => ("ctl", ctl::run(args)),
         Command::Bench(args) => ("bench", bench::run(args)),
         Command::Nemesis(args) => ("nemesis", nemesis::run(args)),
-        Command::Diag { .. } => (
-            "diag",
-            Err(anyhow::anyhow!(
-                "not built yet: the diagnosis command has no issue yet"
-            )),
-        ),
+        Command::Diag(args) => ("diag", diag::run(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -104,6 +104,7 @@ fn metrics_profiles_and_the_debug_zip_answer() {
         "process_cpu_seconds_total",
         "process_resident_memory_bytes",
         "atoll_thread_cpu_seconds_total{name=\"status\"",
+        "atoll_process_cpu_seconds_total",
         "atoll_process_cpu_limit_cores",
         "atoll_process_memory_limit_bytes",
     ] {

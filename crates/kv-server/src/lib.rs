@@ -88,9 +88,11 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         config.duration("pessimistic-txn.wait-for-lock-timeout").0,
     ));
     lock_waits::follow_config(&lock_waits, &node.controller);
-    node.registry
-        .register(Box::new(lock_waits.waiting.clone()))
-        .expect("lock wait metrics register once");
+    for metric in lock_waits.metrics() {
+        node.registry
+            .register(metric)
+            .expect("lock wait metrics register once");
+    }
     let mut regions =
         regions::Regions::load(engine.clone()).map_err(|e| NodeError::Storage(e.to_string()))?;
     if let Some(r) = &replication {

@@ -16,13 +16,13 @@
 //! asks), trying again at least every [`RETRY_EVERY`] so its deadlock-detector edge stays
 //! fresh; waiters are tasks, not threads, and there are no more than requests in flight.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base::limits::LOCK_WAIT_SLOTS;
 use config::ConfigController;
-use prometheus::IntGauge;
+use prometheus::{Counter, IntCounter, IntGauge, IntGaugeVec, Opts};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -38,7 +38,20 @@ pub struct LockWaits {
     timeout_ms: AtomicU64,
     /// Requests waiting now, exported in `/metrics`.
     pub waiting: IntGauge,
+    /// Waits ended, and the seconds they lasted (`atoll diag` sets them against statements'
+    /// time).
+    pub waits: IntCounter,
+    pub wait_seconds: Counter,
+    /// The keys waited for most: `atoll_lock_wait_key_waits{key}` (hex), at most
+    /// [`HOT_KEYS`] of them.
+    pub hot_keys: IntGaugeVec,
+    counted: Mutex<Vec<(Vec<u8>, i64)>>,
 }
+
+/// How many keys [`LockWaits::hot_keys`] follows. When it is full a new key takes the place
+/// of the least waited-for one and starts from that count plus one ("space saving"), so a
+/// key waited for often enough always shows, whenever its waits began.
+pub const HOT_KEYS: usize = 16;
 
 #[derive(Default)]
 struct Slot {
@@ -60,7 +73,64 @@ impl LockWaits {
                 "Pessimistic lock requests waiting for another txn's lock to be released",
             )
             .expect("valid metric"),
+            waits: IntCounter::new(
+                "atoll_lock_wait_total",
+                "Waits of pessimistic lock requests for another txn's lock, ended",
+            )
+            .expect("valid metric"),
+            wait_seconds: Counter::new(
+                "atoll_lock_wait_seconds_total",
+                "Time pessimistic lock requests waited for other txns' locks",
+            )
+            .expect("valid metric"),
+            hot_keys: IntGaugeVec::new(
+                Opts::new(
+                    "atoll_lock_wait_key_waits",
+                    "Waits for the keys waited for most (hex key), approximately",
+                ),
+                &["key"],
+            )
+            .expect("valid metric"),
+            counted: Mutex::new(Vec::with_capacity(HOT_KEYS)),
         }
+    }
+
+    /// Every metric of lock waiting, to register.
+    pub fn metrics(&self) -> Vec<Box<dyn prometheus::core::Collector>> {
+        vec![
+            Box::new(self.waiting.clone()),
+            Box::new(self.waits.clone()),
+            Box::new(self.wait_seconds.clone()),
+            Box::new(self.hot_keys.clone()),
+        ]
+    }
+
+    /// Counts one wait for `key` that lasted `waited`.
+    fn count(&self, key: &[u8], waited: Duration) {
+        self.waits.inc();
+        self.wait_seconds.inc_by(waited.as_secs_f64());
+        let mut counted = self.counted.lock().unwrap_or_else(|p| p.into_inner());
+        let hex = |k: &[u8]| k.iter().map(|b| format!("{b:02X}")).collect::<String>();
+        let n = match counted.iter().position(|(k, _)| k == key) {
+            Some(i) => {
+                counted[i].1 += 1;
+                counted[i].1
+            }
+            None if counted.len() < HOT_KEYS => {
+                counted.push((key.to_vec(), 1));
+                1
+            }
+            None => {
+                let least = (0..counted.len())
+                    .min_by_key(|&i| counted[i].1)
+                    .expect("full, so not empty");
+                let (old, n) = std::mem::replace(&mut counted[least], (key.to_vec(), 0));
+                let _ = self.hot_keys.remove_label_values(&[&hex(&old)]);
+                counted[least].1 = n + 1;
+                n + 1
+            }
+        };
+        self.hot_keys.with_label_values(&[&hex(key)]).set(n);
     }
 
     pub fn set_timeout(&self, timeout: Duration) {
@@ -106,7 +176,7 @@ impl LockWaits {
     pub async fn wait(&self, key: &[u8], epoch: u64, until: Instant) -> bool {
         let slot = &self.slots[self.slot_of(key)];
         // Counted out on drop, also when the request's future is dropped mid-wait.
-        let _registered = Registered::new(self, slot);
+        let _registered = Registered::new(self, slot, key);
         let notified = slot.notify.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
@@ -117,17 +187,25 @@ impl LockWaits {
     }
 }
 
-/// A waiter counted in its slot and in the gauge while it lives.
+/// A waiter counted in its slot and in the gauge while it lives; its wait is counted when
+/// it ends.
 struct Registered<'a> {
     waits: &'a LockWaits,
     slot: &'a Slot,
+    key: &'a [u8],
+    since: Instant,
 }
 
 impl<'a> Registered<'a> {
-    fn new(waits: &'a LockWaits, slot: &'a Slot) -> Registered<'a> {
+    fn new(waits: &'a LockWaits, slot: &'a Slot, key: &'a [u8]) -> Registered<'a> {
         waits.waiting.inc();
         slot.waiters.fetch_add(1, SeqCst);
-        Registered { waits, slot }
+        Registered {
+            waits,
+            slot,
+            key,
+            since: Instant::now(),
+        }
     }
 }
 
@@ -135,6 +213,7 @@ impl Drop for Registered<'_> {
     fn drop(&mut self) {
         self.slot.waiters.fetch_sub(1, SeqCst);
         self.waits.waiting.dec();
+        self.waits.count(self.key, self.since.elapsed());
     }
 }
 
@@ -179,6 +258,37 @@ mod tests {
         // A release before the epoch was read does not count, and the wait ends at `until`.
         let epoch = waits.epoch();
         assert!(!waits.wait(b"k", epoch, Instant::now()).await);
+    }
+
+    #[test]
+    fn the_most_waited_for_keys_show_and_a_full_table_replaces_the_least() {
+        let waits = LockWaits::new(Duration::from_secs(1));
+        for _ in 0..5 {
+            waits.count(b"hot", Duration::from_millis(100));
+        }
+        for i in 0..HOT_KEYS as u8 {
+            waits.count(&[i], Duration::ZERO);
+        }
+        assert_eq!(waits.waits.get(), 5 + HOT_KEYS as u64);
+        assert!((waits.wait_seconds.get() - 0.5).abs() < 1e-9);
+        let shown = |key: &[u8]| {
+            let hex: String = key.iter().map(|b| format!("{b:02X}")).collect();
+            (prometheus::core::Collector::collect(&waits.hot_keys)[0]
+                .get_metric()
+                .iter())
+            .find(|m| m.get_label()[0].get_value() == hex)
+            .map(|m| m.get_gauge().get_value())
+        };
+        assert_eq!(shown(b"hot"), Some(5.0));
+        // The table was full: key 15 replaced key 0 (waited for once) and counts 2.
+        assert_eq!(shown(&[0]), None);
+        assert_eq!(shown(&[15]), Some(2.0));
+        assert_eq!(
+            prometheus::core::Collector::collect(&waits.hot_keys)[0]
+                .get_metric()
+                .len(),
+            HOT_KEYS
+        );
     }
 
     #[test]

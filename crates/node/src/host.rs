@@ -9,10 +9,10 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Everything `/debug/host` answers.
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct HostFigures {
     /// `/proc/sys/kernel/random/boot_id`: nodes that report the same one share a kernel,
     /// hence the CPUs, memory and disks counted here.
@@ -35,7 +35,7 @@ pub struct HostFigures {
     pub missing: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Default, PartialEq)]
 pub struct CpuTimes {
     pub user: f64,
     pub nice: f64,
@@ -47,20 +47,20 @@ pub struct CpuTimes {
     pub steal: f64,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Default, PartialEq)]
 pub struct Pressure {
     pub cpu: u64,
     pub io: u64,
     pub memory: u64,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Default, PartialEq)]
 pub struct Memory {
     pub total_bytes: u64,
     pub available_bytes: u64,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Default, PartialEq)]
 pub struct Network {
     pub rx_bytes: u64,
     pub tx_bytes: u64,
@@ -69,7 +69,7 @@ pub struct Network {
 }
 
 /// One block device and the node directories on it, with `/proc/diskstats`' counters.
-#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct Disk {
     /// The knobs whose directories live on this device (`data-dir`, `raft-engine.dir`).
     pub dirs: Vec<String>,

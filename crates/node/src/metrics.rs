@@ -1,7 +1,7 @@
 //! Metrics every role exports: process CPU and memory (Prometheus' standard `process_*`
 //! family) and `atoll_thread_cpu_seconds_total{name, tid}`, the CPU each thread used, read
 //! from `/proc/self/task/<tid>/stat` at scrape time; and the CPU and memory limits the
-//! kernel enforces on the process.
+//! kernel enforces on the process, also read at scrape time.
 //!
 //! `name` is the thread's name with a trailing `-<n>` index removed, so every thread of a pool
 //! (`grpc-0`, `grpc-1`) shares one name; a dashboard sums by `name` to draw "gRPC poll CPU",
@@ -22,31 +22,10 @@ pub fn new_registry() -> Registry {
     registry
         .register(Box::new(ThreadCpuCollector::new()))
         .expect("thread collector registers once");
-    register_limits(&registry, config::resources::Resources::detect());
     registry
-}
-
-/// `atoll_process_cpu_limit_cores` and `atoll_process_memory_limit_bytes`: what the kernel
-/// lets this process use (cgroup quota and affinity; the host's figures without them), not
-/// the share a launcher handed down, so that CPU used can be set against what is enforced.
-fn register_limits(registry: &Registry, enforced: config::resources::Resources) {
-    let cpu = prometheus::Gauge::new(
-        "atoll_process_cpu_limit_cores",
-        "CPU cores the process may use: its cgroup quota or affinity, else the host's",
-    )
-    .expect("valid metric");
-    cpu.set(enforced.cpu_cores);
-    let memory = prometheus::Gauge::new(
-        "atoll_process_memory_limit_bytes",
-        "Memory the process may use: its cgroup limit, else the host's",
-    )
-    .expect("valid metric");
-    memory.set(enforced.memory_bytes as f64);
-    for gauge in [cpu, memory] {
-        registry
-            .register(Box::new(gauge))
-            .expect("limit gauges register once");
-    }
+        .register(Box::new(ProcessFigures::new()))
+        .expect("process figures register once");
+    registry
 }
 
 /// Prometheus text exposition of everything in `registry`.
@@ -68,10 +47,14 @@ pub struct ThreadStat {
     pub cpu_seconds: f64,
 }
 
+fn ticks_per_second() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64
+}
+
 /// Every thread of this process, in tid order.
 pub fn threads() -> Vec<ThreadStat> {
-    // SAFETY: sysconf has no preconditions.
-    let ticks_per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let ticks_per_sec = ticks_per_second();
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
         return Vec::new();
     };
@@ -160,6 +143,65 @@ impl Collector for ThreadCpuCollector {
                 .inc_by(t.cpu_seconds);
         }
         counters.collect()
+    }
+}
+
+/// `atoll_process_cpu_seconds_total`, to the clock tick; `atoll_process_cpu_limit_cores` and
+/// `atoll_process_memory_limit_bytes`: what the kernel lets this process use (cgroup quota and affinity; the host's figures without them), read
+/// at each scrape so that a quota changed at run time shows; not the share a launcher handed
+/// down, so that the CPU used can be set against what is enforced.
+struct ProcessFigures {
+    descs: [Desc; 3],
+}
+
+const PROCESS: [(&str, &str); 3] = [
+    (
+        "atoll_process_cpu_seconds_total",
+        "CPU seconds the process used, to the tick (process_cpu_seconds_total counts whole seconds)",
+    ),
+    (
+        "atoll_process_cpu_limit_cores",
+        "CPU cores the process may use: its cgroup quota or affinity, else the host's",
+    ),
+    (
+        "atoll_process_memory_limit_bytes",
+        "Memory the process may use: its cgroup limit, else the host's",
+    ),
+];
+
+impl ProcessFigures {
+    fn new() -> ProcessFigures {
+        let desc = |(name, help): (&str, &str)| {
+            Desc::new(name.into(), help.into(), Vec::new(), Default::default())
+                .expect("valid metric description")
+        };
+        ProcessFigures {
+            descs: PROCESS.map(desc),
+        }
+    }
+}
+
+impl Collector for ProcessFigures {
+    fn desc(&self) -> Vec<&Desc> {
+        self.descs.iter().collect()
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        let enforced = config::resources::Resources::detect();
+        let cpu = std::fs::read_to_string("/proc/self/stat")
+            .ok()
+            .and_then(|stat| parse_stat(0, &stat, ticks_per_second()))
+            .map_or(0.0, |t| t.cpu_seconds);
+        let counter = prometheus::Counter::new(PROCESS[0].0, PROCESS[0].1).expect("valid metric");
+        counter.inc_by(cpu);
+        let mut out = counter.collect();
+        let values = [enforced.cpu_cores, enforced.memory_bytes as f64];
+        for (&(name, help), value) in PROCESS[1..].iter().zip(values) {
+            let gauge = prometheus::Gauge::new(name, help).expect("valid metric");
+            gauge.set(value);
+            out.extend(gauge.collect());
+        }
+        out
     }
 }
 

@@ -235,6 +235,7 @@ pub fn table(
                 "CHECKSUM",
                 "CREATE_OPTIONS",
                 "TABLE_COMMENT",
+                "TIDB_TABLE_ID",
             ]),
             tables()
                 .map(|(db, t)| {
@@ -252,6 +253,8 @@ pub fn table(
                     row.push(int(t.stats.as_ref().map_or(0, |s| s.row_count as i64)));
                     row.extend(std::iter::repeat_n(Datum::Null, 9));
                     row.extend([text("utf8mb4_bin"), Datum::Null, text(""), text("")]);
+                    // TiDB's: the id in the table's keys (`atoll diag` names hot rows by it).
+                    row.push(int(t.id));
                     row
                 })
                 .collect(),

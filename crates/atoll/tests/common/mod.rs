@@ -295,6 +295,16 @@ impl SqlCluster {
         self.try_run_with(db, sql, &[])
     }
 
+    /// PD's client address (`host:port`).
+    pub fn pd(&self) -> String {
+        format!("127.0.0.1:{}", self.pd_port)
+    }
+
+    /// The kv node's process id.
+    pub fn kv_pid(&self) -> u32 {
+        self._kv.0.id()
+    }
+
     /// The sql node's data dir (its slow log is there).
     pub fn sql_dir(&self) -> std::path::PathBuf {
         self._dir.path().join("sql")

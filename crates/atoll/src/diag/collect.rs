@@ -1,0 +1,393 @@
+//! What diag reads, and from where: the nodes PD knows (its members, the stores that are not
+//! Tombstone, the sql nodes that reported in the last 30 s), then from each node's status
+//! port `/metrics` and `/debug/host` every interval, `/config` once, and a CPU profile over
+//! the whole window. A node that does not answer is named in [`Collection::missing`] and the
+//! verdict is made from the others.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use node::host::HostFigures;
+use serde_json::Value;
+
+use super::prom::Metrics;
+use super::verdict::{HostWindow, NodeWindow, Role, StoreLoad, Window};
+use crate::ctl::{pd_leader, send};
+
+/// A node to read: its role, the name the verdict gives it, and its status port.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub role: Role,
+    pub name: String,
+    pub status: String,
+}
+
+/// One reading of one node.
+#[derive(Debug, Clone)]
+pub struct Reading {
+    /// Seconds since the collection began.
+    pub at: f64,
+    pub metrics_text: String,
+    pub metrics: Metrics,
+    pub host: Option<HostFigures>,
+}
+
+/// Everything read from one node.
+#[derive(Debug, Default)]
+pub struct NodeData {
+    pub readings: Vec<Reading>,
+    pub config: Option<Value>,
+    pub profile: Option<Vec<u8>>,
+}
+
+/// Everything diag read, with what it could not.
+#[derive(Debug, Default)]
+pub struct Collection {
+    pub pd_leader: String,
+    pub targets: Vec<Target>,
+    pub nodes: Vec<NodeData>,
+    pub stores: Vec<StoreLoad>,
+    /// PD's stores and hot regions as it answered, for the report.
+    pub pd_views: Vec<(String, Value)>,
+    pub missing: Vec<String>,
+}
+
+pub fn agent(timeout: Duration) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(timeout))
+        .build()
+        .into()
+}
+
+/// The nodes PD knows, asked of its leader (found through any of `pd`, comma separated).
+pub fn discover(agent: &ureq::Agent, pd: &str) -> anyhow::Result<Collection> {
+    let leader = pd_leader(agent, pd)?;
+    let get = |path: &str| {
+        send(
+            agent
+                .get(format!("http://{leader}/pd/api/v1/{path}"))
+                .call(),
+            &leader,
+        )
+    };
+    let mut out = Collection {
+        pd_leader: leader.clone(),
+        ..Collection::default()
+    };
+    let members = get("members").context("cannot list the pd members")?;
+    for m in members["members"].as_array().into_iter().flatten() {
+        if let Some(url) = m["client_urls"][0].as_str() {
+            let host = url.trim_start_matches("http://").to_string();
+            out.targets.push(Target {
+                role: Role::Pd,
+                name: format!("pd {host}"),
+                status: host,
+            });
+        }
+    }
+    let stores = get("stores").context("cannot list the stores")?;
+    for s in stores["stores"].as_array().into_iter().flatten() {
+        let store = &s["store"];
+        let (Some(address), Some(status)) =
+            (store["address"].as_str(), store["status_address"].as_str())
+        else {
+            continue;
+        };
+        match store["state_name"].as_str() {
+            Some("Tombstone") => continue,
+            Some(state @ ("Disconnected" | "Down")) => {
+                out.missing.push(format!(
+                    "kv {address}: PD has it {state}, so it was not read"
+                ));
+                continue;
+            }
+            _ => {}
+        }
+        out.targets.push(Target {
+            role: Role::Kv,
+            name: format!("kv {address}"),
+            status: reachable(status, address),
+        });
+    }
+    match get("sql-nodes") {
+        Ok(sql) => {
+            for n in sql["sql_nodes"].as_array().into_iter().flatten() {
+                let (Some(address), Some(status)) =
+                    (n["address"].as_str(), n["status_address"].as_str())
+                else {
+                    continue;
+                };
+                out.targets.push(Target {
+                    role: Role::Sql,
+                    name: format!("sql {address}"),
+                    status: reachable(status, address),
+                });
+            }
+        }
+        Err(e) => out.missing.push(format!("the sql nodes (PD: {e:#})")),
+    }
+    out.nodes = out.targets.iter().map(|_| NodeData::default()).collect();
+    Ok(out)
+}
+
+/// A status address that binds every interface (`0.0.0.0:10080`) is reached at the host of
+/// the node's service address.
+fn reachable(status: &str, service: &str) -> String {
+    match status.rsplit_once(':') {
+        Some((host, port)) if host == "0.0.0.0" || host == "[::]" || host.is_empty() => {
+            let service_host = service.rsplit_once(':').map_or(service, |(h, _)| h);
+            format!("{service_host}:{port}")
+        }
+        _ => status.to_string(),
+    }
+}
+
+fn text(agent: &ureq::Agent, url: &str) -> Result<String, String> {
+    let mut response = agent.get(url).call().map_err(|e| e.to_string())?;
+    let status = response.status();
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(64 << 20)
+        .read_to_string()
+        .map_err(|e| e.to_string())?;
+    if !status.is_success() {
+        return Err(format!("answered {status}: {}", body.trim()));
+    }
+    Ok(body)
+}
+
+impl Collection {
+    /// Reads every node once (in parallel), adding to its readings; `started` is the
+    /// collection's start.
+    pub fn read_all(&mut self, agent: &ureq::Agent, started: Instant) {
+        let results: Vec<(Result<String, String>, Result<String, String>)> =
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = (self.targets.iter())
+                    .map(|t| {
+                        scope.spawn(move || {
+                            (
+                                text(agent, &format!("http://{}/metrics", t.status)),
+                                text(agent, &format!("http://{}/debug/host", t.status)),
+                            )
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("a reader thread does not panic"))
+                    .collect()
+            });
+        let at = started.elapsed().as_secs_f64();
+        for ((target, data), (metrics, host)) in
+            self.targets.iter().zip(&mut self.nodes).zip(results)
+        {
+            let metrics_text = match metrics {
+                Ok(t) => t,
+                Err(e) => {
+                    note(&mut self.missing, format!("{} /metrics: {e}", target.name));
+                    continue;
+                }
+            };
+            let host = match host.map(|h| serde_json::from_str::<HostFigures>(&h)) {
+                Ok(Ok(h)) => {
+                    for m in &h.missing {
+                        note(&mut self.missing, format!("{} host: {m}", target.name));
+                    }
+                    Some(h)
+                }
+                Ok(Err(e)) => {
+                    note(
+                        &mut self.missing,
+                        format!("{} /debug/host: {e}", target.name),
+                    );
+                    None
+                }
+                Err(e) => {
+                    note(
+                        &mut self.missing,
+                        format!("{} /debug/host: {e}", target.name),
+                    );
+                    None
+                }
+            };
+            data.readings.push(Reading {
+                at,
+                metrics: Metrics::parse(&metrics_text),
+                metrics_text,
+                host,
+            });
+        }
+    }
+
+    /// Every node's config, once.
+    pub fn read_configs(&mut self, agent: &ureq::Agent) {
+        for (target, data) in self.targets.iter().zip(&mut self.nodes) {
+            match text(agent, &format!("http://{}/config", target.status))
+                .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+            {
+                Ok(config) => data.config = Some(config),
+                Err(e) => note(&mut self.missing, format!("{} /config: {e}", target.name)),
+            }
+        }
+    }
+
+    /// Keeps each node's profile, or names the node whose profile failed.
+    pub fn set_profiles(&mut self, profiles: Vec<Result<Vec<u8>, String>>) {
+        for ((target, data), result) in self.targets.iter().zip(&mut self.nodes).zip(profiles) {
+            match result {
+                Ok(profile) => data.profile = Some(profile),
+                Err(e) => note(
+                    &mut self.missing,
+                    format!("{} CPU profile: {e}", target.name),
+                ),
+            }
+        }
+    }
+
+    /// Leaders per store and the hot regions' flow, from PD's leader.
+    pub fn read_pd(&mut self, agent: &ureq::Agent) {
+        let get = |path: &str| {
+            send(
+                agent
+                    .get(format!("http://{}/pd/api/v1/{path}", self.pd_leader))
+                    .call(),
+                &self.pd_leader,
+            )
+        };
+        let (stores, hot_write, hot_read) = (
+            get("stores"),
+            get("hotspot/regions/write"),
+            get("hotspot/regions/read"),
+        );
+        let (stores, hot_write, hot_read) = match (stores, hot_write, hot_read) {
+            (Ok(s), Ok(w), Ok(r)) => (s, w, r),
+            (s, w, r) => {
+                let e = [s.err(), w.err(), r.err()].into_iter().flatten().next();
+                note(
+                    &mut self.missing,
+                    format!("PD's stores and hot regions: {e:?}"),
+                );
+                return;
+            }
+        };
+        let flow = |hot: &Value, id: u64| {
+            hot["as_leader"][id.to_string()]["total_flow_bytes"]
+                .as_f64()
+                .unwrap_or(0.0)
+        };
+        self.stores = (stores["stores"].as_array().into_iter().flatten())
+            .filter(|s| s["store"]["state_name"] != "Tombstone")
+            .map(|s| {
+                let id = s["store"]["id"].as_u64().unwrap_or(0);
+                StoreLoad {
+                    address: s["store"]["address"].as_str().unwrap_or("").to_string(),
+                    leaders: s["status"]["leader_count"].as_u64().unwrap_or(0),
+                    hot_write_bytes: flow(&hot_write, id),
+                    hot_read_bytes: flow(&hot_read, id),
+                }
+            })
+            .collect();
+        self.pd_views = vec![
+            ("stores.json".into(), stores),
+            ("hotspot-write.json".into(), hot_write),
+            ("hotspot-read.json".into(), hot_read),
+        ];
+    }
+
+    /// The verdict's input over readings `from..=to` of each node (the first and the last
+    /// when `None`): nodes with two readings in that span, and each host through the first
+    /// node on it.
+    pub fn window(&self, span: Option<(usize, usize)>) -> Window {
+        let mut w = Window {
+            stores: self.stores.clone(),
+            ..Window::default()
+        };
+        for (target, data) in self.targets.iter().zip(&self.nodes) {
+            let (first, last) = match span {
+                Some((from, to)) => (data.readings.get(from), data.readings.get(to)),
+                None => (data.readings.first(), data.readings.last()),
+            };
+            let (Some(first), Some(last)) = (first, last) else {
+                continue;
+            };
+            if last.at <= first.at {
+                continue;
+            }
+            w.seconds = w.seconds.max(last.at - first.at);
+            let host = match (&first.host, &last.host) {
+                (Some(a), Some(b)) if !b.host_id.is_empty() => {
+                    w.hosts
+                        .entry(b.host_id.clone())
+                        .or_insert_with(|| HostWindow {
+                            first: a.clone(),
+                            last: b.clone(),
+                        });
+                    Some(b.host_id.clone())
+                }
+                _ => None,
+            };
+            w.nodes.push(NodeWindow {
+                role: target.role,
+                name: target.name.clone(),
+                first: first.metrics.clone(),
+                last: last.metrics.clone(),
+                config: data.config.clone().unwrap_or(Value::Null),
+                host,
+            });
+        }
+        w
+    }
+}
+
+/// A CPU profile of `seconds` from every target at once (pprof protobuf), in their order.
+pub fn profiles(
+    agent: &ureq::Agent,
+    targets: &[Target],
+    seconds: u64,
+) -> Vec<Result<Vec<u8>, String>> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (targets.iter())
+            .map(|t| {
+                scope.spawn(move || {
+                    let url = format!("http://{}/debug/pprof/profile?seconds={seconds}", t.status);
+                    let mut response = agent.get(url).call().map_err(|e| e.to_string())?;
+                    if !response.status().is_success() {
+                        return Err(format!("answered {}", response.status()));
+                    }
+                    (response.body_mut().with_config().limit(256 << 20))
+                        .read_to_vec()
+                        .map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        (handles.into_iter())
+            .map(|h| h.join().expect("a profile thread does not panic"))
+            .collect()
+    })
+}
+
+/// Adds `what` to `missing` once.
+fn note(missing: &mut Vec<String>, what: String) {
+    if !missing.contains(&what) {
+        missing.push(what);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_port_on_every_interface_is_reached_at_the_service_host() {
+        assert_eq!(
+            reachable("0.0.0.0:10080", "10.0.0.5:4000"),
+            "10.0.0.5:10080"
+        );
+        assert_eq!(
+            reachable("127.0.0.1:10080", "10.0.0.5:4000"),
+            "127.0.0.1:10080"
+        );
+    }
+}

@@ -1,0 +1,162 @@
+//! Prometheus text exposition, read back: every sample line as name, labels and value, and
+//! the sums diag takes over them. Comments, histograms' `_bucket` lines and values that are
+//! not numbers are kept or skipped as a scrape would; a malformed line is skipped, not fatal.
+
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub name: String,
+    pub labels: Vec<(String, String)>,
+    pub value: f64,
+}
+
+impl Sample {
+    pub fn label(&self, name: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One scrape of one node's `/metrics`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Metrics {
+    samples: Vec<Sample>,
+}
+
+impl Metrics {
+    pub fn parse(text: &str) -> Metrics {
+        Metrics {
+            samples: text.lines().filter_map(parse_line).collect(),
+        }
+    }
+
+    pub fn samples(&self, name: &str) -> impl Iterator<Item = &Sample> {
+        self.samples.iter().filter(move |s| s.name == name)
+    }
+
+    /// `name` summed over its label sets; `None` when the scrape has no such metric.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        let mut found = self.samples(name).peekable();
+        found.peek()?;
+        Some(found.map(|s| s.value).sum())
+    }
+
+    /// `name` summed over its label sets, 0 when absent.
+    pub fn sum(&self, name: &str) -> f64 {
+        self.get(name).unwrap_or(0.0)
+    }
+
+    /// `name` summed by the value of `label`.
+    pub fn by_label(&self, name: &str, label: &str) -> BTreeMap<String, f64> {
+        let mut out = BTreeMap::new();
+        for s in self.samples(name) {
+            *out.entry(s.label(label).unwrap_or("").to_string())
+                .or_insert(0.0) += s.value;
+        }
+        out
+    }
+
+    /// How many label sets of `name` have each value of `label` (threads per pool name).
+    pub fn count_by_label(&self, name: &str, label: &str) -> BTreeMap<String, usize> {
+        let mut out = BTreeMap::new();
+        for s in self.samples(name) {
+            *out.entry(s.label(label).unwrap_or("").to_string())
+                .or_insert(0) += 1;
+        }
+        out
+    }
+}
+
+/// `name{a="x",b="y"} value [timestamp]`, or `name value`.
+fn parse_line(line: &str) -> Option<Sample> {
+    let line = line.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return None;
+    }
+    let (name, labels, rest) = match line.find('{') {
+        Some(open) => {
+            let close = open + line[open..].find('}')?;
+            (
+                &line[..open],
+                parse_labels(&line[open + 1..close])?,
+                &line[close + 1..],
+            )
+        }
+        None => {
+            let (name, rest) = line.split_once(char::is_whitespace)?;
+            (name, Vec::new(), rest)
+        }
+    };
+    let value = rest.split_whitespace().next()?;
+    let value = match value {
+        "+Inf" => f64::INFINITY,
+        "-Inf" => f64::NEG_INFINITY,
+        v => v.parse().ok()?,
+    };
+    Some(Sample {
+        name: name.trim().to_string(),
+        labels,
+        value,
+    })
+}
+
+/// `a="x",b="y\"z"`: values are quoted, with `\\`, `\"` and `\n` escaped.
+fn parse_labels(text: &str) -> Option<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    let mut rest = text.trim();
+    while !rest.is_empty() {
+        let (key, after) = rest.split_once('=')?;
+        let mut chars = after.strip_prefix('"')?.char_indices();
+        let mut value = String::new();
+        let end = loop {
+            match chars.next()? {
+                (_, '\\') => match chars.next()?.1 {
+                    'n' => value.push('\n'),
+                    c => value.push(c),
+                },
+                (i, '"') => break i,
+                (_, c) => value.push(c),
+            }
+        };
+        out.push((key.trim().to_string(), value));
+        rest = after[end + 2..].trim_start_matches(',').trim();
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = r#"# HELP atoll_thread_cpu_seconds_total CPU seconds
+# TYPE atoll_thread_cpu_seconds_total counter
+atoll_thread_cpu_seconds_total{name="unified-read",tid="11"} 1.5
+atoll_thread_cpu_seconds_total{name="unified-read",tid="12"} 0.5
+atoll_thread_cpu_seconds_total{name="grpc-server",tid="13"} 2
+process_cpu_seconds_total 4.25
+odd{path="a\"b,c=d"} 3 1700000000
+h_bucket{le="+Inf"} 7
+broken{name="x" 1
+"#;
+
+    #[test]
+    fn lines_parse_into_sums_by_label() {
+        let m = Metrics::parse(TEXT);
+        assert_eq!(m.get("process_cpu_seconds_total"), Some(4.25));
+        assert_eq!(m.get("no_such"), None);
+        assert_eq!(m.sum("atoll_thread_cpu_seconds_total"), 4.0);
+        let by_pool = m.by_label("atoll_thread_cpu_seconds_total", "name");
+        assert_eq!(by_pool["unified-read"], 2.0);
+        assert_eq!(by_pool["grpc-server"], 2.0);
+        let threads = m.count_by_label("atoll_thread_cpu_seconds_total", "name");
+        assert_eq!(threads["unified-read"], 2);
+        let odd: Vec<_> = m.samples("odd").collect();
+        assert_eq!(odd[0].label("path"), Some("a\"b,c=d"));
+        assert_eq!(odd[0].value, 3.0);
+        assert_eq!(m.get("h_bucket"), Some(7.0));
+        assert_eq!(m.get("broken"), None);
+    }
+}

@@ -1,0 +1,966 @@
+//! The verdict: from two readings of every node and host, the bottlenecks ranked, each with
+//! its evidence in numbers and the action that relieves it (the knob, in TiDB's name).
+//!
+//! Pure: a [`Window`] in, [`Finding`]s out, so that each rule is tested on made-up figures.
+//! Every rule measures how much of some limit the cluster used over the window (a CPU
+//! quota, a thread pool's threads, a disk's time, statements' time spent waiting); that
+//! share is the finding's score, and the verdict lists findings by score. The thresholds
+//! are the constants below; a share under its threshold is no finding.
+
+use std::collections::BTreeMap;
+
+use node::host::HostFigures;
+use serde::Serialize;
+
+use super::prom::Metrics;
+
+/// A node's CPU over its enforced limit, or a host's over its cores, from which it counts.
+pub const CPU_BUSY: f64 = 0.8;
+/// A pool's CPU over its threads, from which it counts...
+pub const POOL_BUSY: f64 = 0.8;
+/// ...when it also uses this much CPU (a quarter of a core), so an idle pool never counts.
+pub const POOL_MIN_CORES: f64 = 0.25;
+/// A disk's busy time over the window, from which it counts.
+pub const DISK_BUSY: f64 = 0.8;
+/// The raftstore's time in log appends over the window, from which fsync latency counts.
+pub const APPEND_BUSY: f64 = 0.5;
+/// Time RocksDB stalled writes over the window, from which it counts.
+pub const STALL_SHARE: f64 = 0.01;
+/// Statements' time waiting on locks (or on PD for timestamps) over their whole time.
+pub const WAIT_SHARE: f64 = 0.2;
+/// Resident memory over the enforced limit.
+pub const MEMORY_USED: f64 = 0.85;
+/// One store's share of the hot regions' flow, from which it counts (with two stores or more).
+pub const HOT_SHARE: f64 = 0.6;
+/// The client: at most this many statements in flight on average...
+pub const CLIENT_MAX_IN_FLIGHT: f64 = 2.0;
+/// ...while no node and no host used more than this share of its CPU.
+pub const CLIENT_IDLE_CPU: f64 = 0.7;
+/// Below this many statements per second, with no limit reached, the cluster is idle.
+pub const IDLE_QPS: f64 = 1.0;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    Cpu,
+    ThreadPool,
+    DiskFsync,
+    DiskBandwidth,
+    WriteStall,
+    LockContention,
+    Tso,
+    HotRegion,
+    Client,
+    Memory,
+    None,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub kind: Kind,
+    pub node: String,
+    pub evidence: String,
+    pub action: String,
+    /// The share of its limit, by which findings rank.
+    #[serde(skip)]
+    pub score: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Pd,
+    Kv,
+    Sql,
+}
+
+/// One node's two readings.
+#[derive(Debug, Clone)]
+pub struct NodeWindow {
+    pub role: Role,
+    /// `kv 127.0.0.1:20160`: the role and the address clients use.
+    pub name: String,
+    pub first: Metrics,
+    pub last: Metrics,
+    /// The node's effective config (`GET /config`), `Null` when it was not read.
+    pub config: serde_json::Value,
+    /// The `host_id` of the host it runs on, when its `/debug/host` answered.
+    pub host: Option<String>,
+}
+
+/// One host's two readings (any node on it answers for it).
+#[derive(Debug, Clone)]
+pub struct HostWindow {
+    pub first: HostFigures,
+    pub last: HostFigures,
+}
+
+/// A store's leaders and its share of the hot regions' flow, as PD reports them.
+#[derive(Debug, Clone, Default)]
+pub struct StoreLoad {
+    pub address: String,
+    pub leaders: u64,
+    /// Bytes per second of the hot regions it leads, written and read.
+    pub hot_write_bytes: f64,
+    pub hot_read_bytes: f64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Window {
+    pub seconds: f64,
+    pub nodes: Vec<NodeWindow>,
+    pub hosts: BTreeMap<String, HostWindow>,
+    pub stores: Vec<StoreLoad>,
+}
+
+impl NodeWindow {
+    /// How much `name` (summed over its labels) grew per second.
+    fn rate(&self, name: &str, seconds: f64) -> f64 {
+        ((self.last.sum(name) - self.first.sum(name)) / seconds).max(0.0)
+    }
+
+    fn cpu(&self, seconds: f64) -> f64 {
+        self.rate("atoll_process_cpu_seconds_total", seconds)
+    }
+
+    fn cpu_limit(&self) -> Option<f64> {
+        self.last
+            .get("atoll_process_cpu_limit_cores")
+            .filter(|l| *l > 0.0)
+    }
+
+    /// CPU per second of each thread pool, by pool name.
+    fn pool_cpu(&self, seconds: f64) -> BTreeMap<String, f64> {
+        const THREADS: &str = "atoll_thread_cpu_seconds_total";
+        let before = self.first.by_label(THREADS, "name");
+        (self.last.by_label(THREADS, "name").into_iter())
+            .map(|(pool, after)| {
+                let grew = after - before.get(&pool).copied().unwrap_or(0.0);
+                (pool, (grew / seconds).max(0.0))
+            })
+            .collect()
+    }
+
+    /// A knob's value as `/config` shows it, by its dotted name.
+    fn knob(&self, name: &str) -> Option<String> {
+        let value = name
+            .split('.')
+            .try_fold(&self.config, |v, part| v.get(part))?;
+        Some(match value {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+    }
+}
+
+/// A thread pool diag watches, the knob that sizes it and what to do when it is full.
+struct PoolKnob {
+    role: Role,
+    pool: &'static str,
+    what: &'static str,
+    knob: &'static str,
+    action: &'static str,
+}
+
+const POOLS: [PoolKnob; 8] = [
+    PoolKnob {
+        role: Role::Kv,
+        pool: "grpc-server",
+        what: "gRPC poll",
+        knob: "server.grpc-concurrency",
+        action: "raise server.grpc-concurrency, if the node has CPU to spare",
+    },
+    PoolKnob {
+        role: Role::Kv,
+        pool: "unified-read",
+        what: "unified read pool",
+        knob: "readpool.unified.max-thread-count",
+        action: "raise readpool.unified.max-thread-count, if the node has CPU to spare",
+    },
+    PoolKnob {
+        role: Role::Kv,
+        pool: "sched-worker",
+        what: "scheduler worker",
+        knob: "storage.scheduler-worker-pool-size",
+        action: "raise storage.scheduler-worker-pool-size, if the node has CPU to spare",
+    },
+    PoolKnob {
+        role: Role::Kv,
+        pool: "raftstore",
+        what: "Raft store",
+        knob: "raftstore.store-io-pool-size",
+        action: "set raftstore.store-io-pool-size to 1 or more so that log writes leave the raftstore thread",
+    },
+    PoolKnob {
+        role: Role::Kv,
+        pool: "store-io",
+        what: "Raft store I/O",
+        knob: "raftstore.store-io-pool-size",
+        action: "raise raftstore.store-io-pool-size",
+    },
+    PoolKnob {
+        role: Role::Kv,
+        pool: "rocksdb:low",
+        what: "RocksDB compaction",
+        knob: "rocksdb.max-background-jobs",
+        action: "raise rocksdb.max-background-jobs, or write less (compression, Titan for large values)",
+    },
+    PoolKnob {
+        role: Role::Kv,
+        pool: "gc-worker",
+        what: "GC worker",
+        knob: "gc.max-write-bytes-per-sec",
+        action: "GC competes with the workload: set gc.max-write-bytes-per-sec to limit it, or raise tidb_gc_life_time so it runs less",
+    },
+    PoolKnob {
+        role: Role::Sql,
+        pool: "sql-conn",
+        what: "connection threads",
+        knob: "performance.max-procs",
+        action: "raise performance.max-procs, if the node has CPU to spare, or add sql nodes",
+    },
+];
+
+/// The findings, highest score first; one `none` finding when there is nothing to name.
+pub fn diagnose(w: &Window) -> Vec<Finding> {
+    let seconds = w.seconds.max(0.001);
+    let mut out = Vec::new();
+    for node in &w.nodes {
+        cpu_of_node(node, seconds, &mut out);
+        pools_of_node(node, seconds, &mut out);
+        memory_of_node(node, &mut out);
+        match node.role {
+            Role::Kv => {
+                write_stall(node, seconds, &mut out);
+                log_append(node, w, seconds, &mut out);
+            }
+            Role::Sql => tso_waits(node, seconds, &mut out),
+            Role::Pd => {}
+        }
+    }
+    for (id, host) in &w.hosts {
+        cpu_of_host(id, host, w, seconds, &mut out);
+        disks_of_host(host, seconds, &mut out);
+        memory_of_host(host, seconds, &mut out);
+    }
+    lock_contention(w, seconds, &mut out);
+    hot_stores(w, &mut out);
+    if out.is_empty() {
+        out.push(client_or_idle(w, seconds));
+    }
+    out.sort_by(|a, b| b.score.total_cmp(&a.score));
+    out
+}
+
+fn percent(share: f64) -> String {
+    format!("{:.0}%", share * 100.0)
+}
+
+fn cpu_of_node(node: &NodeWindow, seconds: f64, out: &mut Vec<Finding>) {
+    let Some(limit) = node.cpu_limit() else {
+        return;
+    };
+    let used = node.cpu(seconds);
+    let share = used / limit;
+    if share < CPU_BUSY {
+        return;
+    }
+    let mut pools: Vec<(String, f64)> = node.pool_cpu(seconds).into_iter().collect();
+    pools.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let top: Vec<String> = (pools.iter().take(3))
+        .map(|(p, c)| format!("{p} {c:.2}"))
+        .collect();
+    out.push(Finding {
+        kind: Kind::Cpu,
+        node: node.name.clone(),
+        evidence: format!(
+            "used {used:.2} CPU of the {limit:.2} it may use ({}); busiest pools: {}",
+            percent(share),
+            top.join(", ")
+        ),
+        action: "give the node more CPU (a larger cgroup quota, or fewer other processes on its host), or add nodes of its role".into(),
+        score: share,
+    });
+}
+
+fn pools_of_node(node: &NodeWindow, seconds: f64, out: &mut Vec<Finding>) {
+    let cpu = node.pool_cpu(seconds);
+    let threads = node
+        .last
+        .count_by_label("atoll_thread_cpu_seconds_total", "name");
+    for p in POOLS.iter().filter(|p| p.role == node.role) {
+        let (Some(&used), Some(&n)) = (cpu.get(p.pool), threads.get(p.pool)) else {
+            continue;
+        };
+        let share = used / n as f64;
+        if share < POOL_BUSY || used < POOL_MIN_CORES {
+            continue;
+        }
+        let knob = node
+            .knob(p.knob)
+            .map_or(String::new(), |v| format!(" ({} = {v})", p.knob));
+        out.push(Finding {
+            kind: Kind::ThreadPool,
+            node: node.name.clone(),
+            evidence: format!(
+                "the {} threads ({n}) are busy {} of the time: {used:.2} CPU{knob}",
+                p.what,
+                percent(share)
+            ),
+            action: p.action.into(),
+            score: share.min(1.0),
+        });
+    }
+}
+
+fn memory_of_node(node: &NodeWindow, out: &mut Vec<Finding>) {
+    let (Some(rss), Some(limit)) = (
+        node.last.get("process_resident_memory_bytes"),
+        node.last.get("atoll_process_memory_limit_bytes"),
+    ) else {
+        return;
+    };
+    let share = rss / limit.max(1.0);
+    if share < MEMORY_USED {
+        return;
+    }
+    out.push(Finding {
+        kind: Kind::Memory,
+        node: node.name.clone(),
+        evidence: format!(
+            "resident memory {:.0} MiB of the {:.0} MiB it may use ({})",
+            rss / 1048576.0,
+            limit / 1048576.0,
+            percent(share)
+        ),
+        action: "lower storage.block-cache.capacity (kv) or the memory quota of queries (sql), or give the node more memory".into(),
+        score: share,
+    });
+}
+
+fn write_stall(node: &NodeWindow, seconds: f64, out: &mut Vec<Finding>) {
+    let stalled = node.rate("atoll_rocksdb_write_stall_micros_total", seconds) / 1e6;
+    let stopped = node.last.sum("atoll_rocksdb_write_stopped") > 0.0;
+    if stalled < STALL_SHARE && !stopped {
+        return;
+    }
+    let pending = node.last.sum("atoll_rocksdb_compaction_pending_bytes");
+    out.push(Finding {
+        kind: Kind::WriteStall,
+        node: node.name.clone(),
+        evidence: format!(
+            "RocksDB stalled writes {} of the time{}; compaction pending {:.0} MiB",
+            percent(stalled.min(1.0)),
+            if stopped { ", and writes are stopped now" } else { "" },
+            pending / 1048576.0
+        ),
+        action: "compaction does not keep up: raise rocksdb.max-background-jobs and rocksdb.rate-bytes-per-sec if it is set low, write less (compression), or give RocksDB a faster disk".into(),
+        score: if stopped { 1.0 } else { stalled.clamp(0.6, 1.0) },
+    });
+}
+
+/// The raftstore waiting on log appends (each ends in an fsync) most of the time.
+fn log_append(node: &NodeWindow, w: &Window, seconds: f64, out: &mut Vec<Finding>) {
+    let appends = node.rate("atoll_raftstore_append_log_total", seconds);
+    let busy = node.rate(
+        "atoll_raftstore_append_log_duration_microseconds_total",
+        seconds,
+    ) / 1e6;
+    if busy < APPEND_BUSY || appends <= 0.0 {
+        return;
+    }
+    let mean_ms = busy * 1000.0 / appends;
+    let shared_disk = node
+        .host
+        .as_ref()
+        .and_then(|h| w.hosts.get(h))
+        .is_some_and(|h| {
+            h.last
+                .disks
+                .iter()
+                .any(|d| d.dirs.iter().any(|k| k == "storage.data-dir") && d.dirs.len() == 1)
+        });
+    let action = if node.knob("raft-engine.dir").is_none_or(|d| d.is_empty()) || shared_disk {
+        "put raft-engine.dir on a disk of its own (fast fsync, not shared with RocksDB's compaction), or a faster disk"
+    } else {
+        "the Raft log's disk syncs slowly: a faster disk for raft-engine.dir"
+    };
+    out.push(Finding {
+        kind: Kind::DiskFsync,
+        node: node.name.clone(),
+        evidence: format!(
+            "the raftstore spent {} of the time appending the Raft log: {appends:.0} appends/s at {mean_ms:.1} ms each",
+            percent(busy.min(1.0))
+        ),
+        action: action.into(),
+        score: busy.min(1.0),
+    });
+}
+
+/// Statements' time waiting on PD for timestamps.
+fn tso_waits(node: &NodeWindow, seconds: f64, out: &mut Vec<Finding>) {
+    let busy = node.rate("atoll_sql_statement_seconds_total", seconds);
+    if busy <= 0.0 {
+        return;
+    }
+    let tso = node.rate("atoll_tso_wait_seconds_total", seconds);
+    let tso_share = tso / busy;
+    if tso_share >= WAIT_SHARE {
+        let waits = node.rate("atoll_tso_waits_total", seconds);
+        out.push(Finding {
+            kind: Kind::Tso,
+            node: node.name.clone(),
+            evidence: format!(
+                "statements spent {} of their time waiting for PD timestamps: {waits:.0}/s at {:.1} ms each",
+                percent(tso_share.min(1.0)),
+                tso * 1000.0 / waits.max(1.0)
+            ),
+            action: "PD answers timestamps slowly: check the PD leader's CPU and the network to it; tidb_tso_client_batch_max_wait_time batches more requests into one".into(),
+            score: tso_share.min(1.0),
+        });
+    }
+}
+
+/// Statements' time waiting for other transactions' locks: on the kv nodes (a lock request
+/// held until the lock is released) and on the sql nodes (backing off before a retry),
+/// against the time statements took; with the key waited for most.
+fn lock_contention(w: &Window, seconds: f64, out: &mut Vec<Finding>) {
+    let sum = |role: Role, name: &str| -> f64 {
+        (w.nodes.iter())
+            .filter(|n| n.role == role)
+            .map(|n| n.rate(name, seconds))
+            .sum()
+    };
+    let busy = sum(Role::Sql, "atoll_sql_statement_seconds_total");
+    const BACKOFF: &str = "tidb_tikvclient_backoff_seconds_total";
+    let backed_off: f64 = (w.nodes.iter().filter(|n| n.role == Role::Sql))
+        .map(|n| {
+            let (before, after) = (
+                n.first.by_label(BACKOFF, "type"),
+                n.last.by_label(BACKOFF, "type"),
+            );
+            let grew = |k: &str| after.get(k).unwrap_or(&0.0) - before.get(k).unwrap_or(&0.0);
+            ((grew("txnLock") + grew("lockWait")) / seconds).max(0.0)
+        })
+        .sum();
+    let waited = sum(Role::Kv, "atoll_lock_wait_seconds_total") + backed_off;
+    let share = waited / busy.max(f64::MIN_POSITIVE);
+    if busy <= 0.0 || share < WAIT_SHARE {
+        return;
+    }
+    // The key waited for most in the window, and the kv node that counted it.
+    let hottest = (w.nodes.iter().filter(|n| n.role == Role::Kv))
+        .flat_map(|n| {
+            let before = n.first.by_label("atoll_lock_wait_key_waits", "key");
+            (n.last
+                .by_label("atoll_lock_wait_key_waits", "key")
+                .into_iter())
+            .map(move |(key, after)| (n, after - before.get(&key).unwrap_or(&0.0), key))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let (node, key_note) = match hottest {
+        Some((n, waits, key)) if waits > 0.0 => (
+            n.name.clone(),
+            format!(
+                "; the key waited for most: {} ({waits:.0} waits)",
+                describe_key(&key)
+            ),
+        ),
+        _ => ("cluster".to_string(), String::new()),
+    };
+    out.push(Finding {
+        kind: Kind::LockContention,
+        node,
+        evidence: format!(
+            "statements spent {} of their time waiting for other transactions' locks ({waited:.2} of {busy:.2} statement-seconds per second){key_note}",
+            percent(share.min(1.0))
+        ),
+        action: "transactions contend for the same rows: update a hot row less often or in fewer transactions (a counter row per client, summed when read), keep transactions short, and update rows in the same order".into(),
+        score: share.min(1.0),
+    });
+}
+
+/// A key as a person finds it: `row 1 of table 45` (the table's TIDB_TABLE_ID in
+/// information_schema.tables), an index entry, or the hex as given.
+pub fn describe_key(hex: &str) -> String {
+    let bytes: Option<Vec<u8>> = (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect();
+    let Some(key) = bytes.filter(|k| k.len() >= codec::table::PREFIX_LEN && k[0] == b't') else {
+        return hex.to_string();
+    };
+    let Ok(table) = codec::number::decode_i64(&key[1..9]) else {
+        return hex.to_string();
+    };
+    let rest = &key[codec::table::PREFIX_LEN..];
+    match &key[9..11] {
+        sep if sep == codec::table::ROW_SEP && rest.len() == 8 => {
+            match codec::number::decode_i64(rest) {
+                Ok(handle) => format!(
+                    "row {handle} of table {table} (information_schema.tables.TIDB_TABLE_ID)"
+                ),
+                Err(_) => hex.to_string(),
+            }
+        }
+        sep if sep == codec::table::INDEX_SEP && rest.len() >= 8 => {
+            match codec::number::decode_i64(&rest[..8]) {
+                Ok(index) => format!(
+                    "an entry of index {index} of table {table} (information_schema.tables.TIDB_TABLE_ID), key {hex}"
+                ),
+                Err(_) => hex.to_string(),
+            }
+        }
+        _ => hex.to_string(),
+    }
+}
+
+/// Busy CPU seconds per second of a host, and those of the nodes diag reads on it.
+fn host_busy(host: &HostWindow, seconds: f64) -> Option<(f64, f64)> {
+    let (a, b) = (host.first.cpu?, host.last.cpu?);
+    let busy = |c: node::host::CpuTimes| c.user + c.nice + c.system + c.irq + c.softirq + c.steal;
+    Some((
+        ((busy(b) - busy(a)) / seconds).max(0.0),
+        ((b.steal - a.steal) / seconds).max(0.0),
+    ))
+}
+
+fn cpu_of_host(id: &str, host: &HostWindow, w: &Window, seconds: f64, out: &mut Vec<Finding>) {
+    let Some((busy, steal)) = host_busy(host, seconds) else {
+        return;
+    };
+    let cores = host.last.cpus.max(1) as f64;
+    let share = busy / cores;
+    if share < CPU_BUSY {
+        return;
+    }
+    let mut nodes: Vec<(String, f64)> = (w.nodes.iter())
+        .filter(|n| n.host.as_deref() == Some(id))
+        .map(|n| (n.name.clone(), n.cpu(seconds)))
+        .collect();
+    nodes.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let ours: f64 = nodes.iter().map(|(_, c)| c).sum();
+    let others = (busy - ours).max(0.0);
+    let listed: Vec<String> = (nodes.iter())
+        .map(|(n, c)| format!("{n} {c:.2}"))
+        .chain((others >= 0.05).then(|| format!("other processes {others:.2}")))
+        .collect();
+    let steal_note = if steal >= 0.1 * busy {
+        format!("; the hypervisor took {steal:.2} (steal)")
+    } else {
+        String::new()
+    };
+    let evidence = format!(
+        "host {} is busy {} of its {cores:.0} cores ({busy:.2} CPU{steal_note}): {}",
+        host.last.hostname,
+        percent(share),
+        listed.join(", ")
+    );
+    // Most of the CPU going to processes that are not Atoll's is the client's doing, when
+    // the load generator runs on the host; otherwise the nodes compete for the host.
+    let (kind, action) = if others > ours {
+        (
+            Kind::Client,
+            "processes other than Atoll's use most of the host's CPU: run the load generator (sysbench, the application) on another host, or give the host more cores",
+        )
+    } else {
+        (
+            Kind::Cpu,
+            "the nodes on this host compete for its cores: give it more cores, or move nodes to other hosts; cap each node with a cgroup quota so its pools size themselves to its share",
+        )
+    };
+    out.push(Finding {
+        kind,
+        node: format!("host {}", host.last.hostname),
+        evidence,
+        action: action.into(),
+        score: share.min(1.0),
+    });
+}
+
+fn disks_of_host(host: &HostWindow, seconds: f64, out: &mut Vec<Finding>) {
+    for disk in &host.last.disks {
+        let Some(before) = host.first.disks.iter().find(|d| d.device == disk.device) else {
+            continue;
+        };
+        let busy = (disk.io_ms.saturating_sub(before.io_ms) as f64 / 1000.0 / seconds).min(1.0);
+        if busy < DISK_BUSY {
+            continue;
+        }
+        let writes = disk.writes.saturating_sub(before.writes) as f64;
+        let written = disk.write_bytes.saturating_sub(before.write_bytes) as f64;
+        let read = disk.read_bytes.saturating_sub(before.read_bytes) as f64;
+        let write_ms = disk.write_ms.saturating_sub(before.write_ms) as f64;
+        let flushes = disk.flushes.saturating_sub(before.flushes) as f64;
+        let flush_ms = disk.flush_ms.saturating_sub(before.flush_ms) as f64;
+        let mean_write_ms = write_ms / writes.max(1.0);
+        let mean_flush_ms = flush_ms / flushes.max(1.0);
+        let mib_s = |b: f64| b / 1048576.0 / seconds;
+        let evidence = format!(
+            "{} (holding {}) is busy {} of the time: {:.1} MiB/s written in {:.0} writes/s ({:.0} KiB each, {mean_write_ms:.1} ms), {:.1} MiB/s read, {:.0} flushes/s at {mean_flush_ms:.1} ms",
+            disk.device,
+            disk.dirs.join(", "),
+            percent(busy),
+            mib_s(written),
+            writes / seconds,
+            written / writes.max(1.0) / 1024.0,
+            mib_s(read),
+            flushes / seconds,
+        );
+        // Small writes that each wait long are fsync-bound; large ones fill the bandwidth.
+        let small = written / writes.max(1.0) < 64.0 * 1024.0;
+        let (kind, action) = if small && (mean_flush_ms >= 2.0 || mean_write_ms >= 2.0) {
+            (
+                Kind::DiskFsync,
+                "small synced writes wait on the disk: put raft-engine.dir on a disk of its own with fast fsync, or a faster disk",
+            )
+        } else {
+            (
+                Kind::DiskBandwidth,
+                "the disk's bandwidth is used up: cap compaction with rocksdb.rate-bytes-per-sec, write less (compression, Titan for large values), or a faster disk",
+            )
+        };
+        out.push(Finding {
+            kind,
+            node: format!("host {}", host.last.hostname),
+            evidence,
+            action: action.into(),
+            score: busy,
+        });
+    }
+}
+
+fn memory_of_host(host: &HostWindow, seconds: f64, out: &mut Vec<Finding>) {
+    let stalled = match (host.first.pressure_stall_us, host.last.pressure_stall_us) {
+        (Some(a), Some(b)) => (b.memory.saturating_sub(a.memory) as f64 / 1e6 / seconds).min(1.0),
+        _ => 0.0,
+    };
+    let Some(memory) = host.last.memory else {
+        return;
+    };
+    let used = 1.0 - memory.available_bytes as f64 / memory.total_bytes.max(1) as f64;
+    if used < MEMORY_USED && stalled < STALL_SHARE * 5.0 {
+        return;
+    }
+    out.push(Finding {
+        kind: Kind::Memory,
+        node: format!("host {}", host.last.hostname),
+        evidence: format!(
+            "{} of the host's memory is in use ({:.0} MiB available); tasks stalled on memory {} of the time",
+            percent(used),
+            memory.available_bytes as f64 / 1048576.0,
+            percent(stalled)
+        ),
+        action: "lower storage.block-cache.capacity on the kv nodes of this host, or give it more memory".into(),
+        score: used.max(stalled),
+    });
+}
+
+fn hot_stores(w: &Window, out: &mut Vec<Finding>) {
+    if w.stores.len() < 2 {
+        return;
+    }
+    for (what, flow) in [
+        (
+            "written",
+            (|s: &StoreLoad| s.hot_write_bytes) as fn(&StoreLoad) -> f64,
+        ),
+        ("read", |s: &StoreLoad| s.hot_read_bytes),
+    ] {
+        let total: f64 = w.stores.iter().map(flow).sum();
+        let Some(top) = w.stores.iter().max_by(|a, b| flow(a).total_cmp(&flow(b))) else {
+            continue;
+        };
+        let share = flow(top) / total.max(1.0);
+        if total <= 0.0 || share < HOT_SHARE {
+            continue;
+        }
+        out.push(Finding {
+            kind: Kind::HotRegion,
+            node: format!("kv {}", top.address),
+            evidence: format!(
+                "its leaders serve {} of the bytes {what} in hot regions ({:.0} KiB/s of {:.0} KiB/s) over {} stores",
+                percent(share),
+                flow(top) / 1024.0,
+                total / 1024.0,
+                w.stores.len()
+            ),
+            action: "let PD spread the hot regions: `atoll ctl scheduler add balance-hot-region-scheduler`; split a hot table (SPLIT TABLE) or shard its key (AUTO_RANDOM / SHARD_ROW_ID_BITS) so its writes land on several regions".into(),
+            score: share * 0.8,
+        });
+    }
+    let leaders: Vec<u64> = w.stores.iter().map(|s| s.leaders).collect();
+    let mean = leaders.iter().sum::<u64>() as f64 / leaders.len() as f64;
+    let (max, min) = (
+        *leaders.iter().max().unwrap_or(&0),
+        *leaders.iter().min().unwrap_or(&0),
+    );
+    if mean >= 10.0 && (max as f64) > mean * 1.5 {
+        out.push(Finding {
+            kind: Kind::HotRegion,
+            node: "pd".into(),
+            evidence: format!(
+                "leaders are unbalanced: {min} to {max} per store (mean {mean:.0})"
+            ),
+            action: "check that balance-leader-scheduler runs (`atoll ctl scheduler show`) and that no evict-leader scheduler holds leaders away".into(),
+            score: 0.5,
+        });
+    }
+}
+
+/// With nothing to name: a client that keeps too few statements in flight, or an idle
+/// cluster, or a cluster that serves its load without a limit in sight.
+fn client_or_idle(w: &Window, seconds: f64) -> Finding {
+    let sql: Vec<&NodeWindow> = w.nodes.iter().filter(|n| n.role == Role::Sql).collect();
+    let qps: f64 = (sql.iter())
+        .map(|n| n.rate("tidb_server_query_total", seconds))
+        .sum();
+    let in_flight: f64 = (sql.iter())
+        .map(|n| n.rate("atoll_sql_statement_seconds_total", seconds))
+        .sum();
+    let connections: f64 = (sql.iter())
+        .map(|n| n.last.sum("tidb_server_connections"))
+        .sum();
+    let busiest = |of_hosts: bool| {
+        (w.nodes.iter())
+            .filter_map(|n| Some((n.name.as_str(), n.cpu(seconds) / n.cpu_limit()?)))
+            .chain(w.hosts.values().filter(|_| of_hosts).filter_map(|h| {
+                let (busy, _) = host_busy(h, seconds)?;
+                Some((h.last.hostname.as_str(), busy / h.last.cpus.max(1) as f64))
+            }))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap_or(("no node", 0.0))
+    };
+    let latency_ms = in_flight * 1000.0 / qps.max(f64::MIN_POSITIVE);
+    let (node, node_share) = busiest(false);
+    if qps < IDLE_QPS {
+        return Finding {
+            kind: Kind::None,
+            node: "cluster".into(),
+            evidence: format!(
+                "no bottleneck found: the cluster is mostly idle ({qps:.1} statements/s; the busiest node, {node}, used {} of its CPU)",
+                percent(node_share)
+            ),
+            action: "nothing to do; run diag while the workload runs".into(),
+            score: 0.0,
+        };
+    }
+    // The hosts count here: a client on a busy host may be slow for want of CPU.
+    let (busiest, busiest_share) = busiest(true);
+    if in_flight <= CLIENT_MAX_IN_FLIGHT && busiest_share < CLIENT_IDLE_CPU {
+        return Finding {
+            kind: Kind::Client,
+            node: "client".into(),
+            evidence: format!(
+                "the clients keep {in_flight:.1} statements in flight on average over {connections:.0} connections ({qps:.0} statements/s at {latency_ms:.1} ms), while the busiest, {busiest}, used {} of its CPU",
+                percent(busiest_share)
+            ),
+            action: "the cluster waits for the client: run more client threads or connections (sysbench --threads), or batch statements".into(),
+            score: 0.3,
+        };
+    }
+    Finding {
+        kind: Kind::None,
+        node: "cluster".into(),
+        evidence: format!(
+            "no bottleneck found: {qps:.0} statements/s at {latency_ms:.1} ms with {in_flight:.1} in flight; the busiest, {busiest}, used {} of its CPU",
+            percent(busiest_share)
+        ),
+        action: "nothing limits the load yet: it can grow".into(),
+        score: 0.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(role: Role, name: &str, first: &str, last: &str) -> NodeWindow {
+        NodeWindow {
+            role,
+            name: name.into(),
+            first: Metrics::parse(first),
+            last: Metrics::parse(last),
+            config: serde_json::json!({
+                "readpool": {"unified": {"max-thread-count": 1}},
+                "server": {"grpc-concurrency": 4}
+            }),
+            host: None,
+        }
+    }
+
+    fn window(nodes: Vec<NodeWindow>) -> Window {
+        Window {
+            seconds: 10.0,
+            nodes,
+            ..Window::default()
+        }
+    }
+
+    #[test]
+    fn an_idle_cluster_is_named_idle() {
+        let w = window(vec![node(
+            Role::Kv,
+            "kv a",
+            "atoll_process_cpu_seconds_total 1\natoll_process_cpu_limit_cores 2",
+            "atoll_process_cpu_seconds_total 1.1\natoll_process_cpu_limit_cores 2",
+        )]);
+        let found = diagnose(&w);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].kind, Kind::None);
+        assert!(found[0].evidence.contains("mostly idle"), "{found:?}");
+    }
+
+    #[test]
+    fn a_full_read_pool_of_one_thread_names_its_knob() {
+        let w = window(vec![node(
+            Role::Kv,
+            "kv a",
+            "atoll_process_cpu_seconds_total 0\natoll_process_cpu_limit_cores 4\natoll_thread_cpu_seconds_total{name=\"unified-read\",tid=\"1\"} 0",
+            "atoll_process_cpu_seconds_total 12\natoll_process_cpu_limit_cores 4\natoll_thread_cpu_seconds_total{name=\"unified-read\",tid=\"1\"} 9.5",
+        )]);
+        let found = diagnose(&w);
+        assert_eq!(found[0].kind, Kind::ThreadPool, "{found:?}");
+        assert!(
+            found[0]
+                .evidence
+                .contains("(readpool.unified.max-thread-count = 1)"),
+            "{found:?}"
+        );
+        assert!(found[0].evidence.contains("95%"), "{found:?}");
+    }
+
+    #[test]
+    fn a_node_at_its_quota_outranks_a_half_busy_pool() {
+        let w = window(vec![node(
+            Role::Kv,
+            "kv a",
+            "atoll_process_cpu_seconds_total 0\natoll_process_cpu_limit_cores 0.5\natoll_thread_cpu_seconds_total{name=\"unified-read\",tid=\"1\"} 0",
+            "atoll_process_cpu_seconds_total 4.9\natoll_process_cpu_limit_cores 0.5\natoll_thread_cpu_seconds_total{name=\"unified-read\",tid=\"1\"} 4",
+        )]);
+        let found = diagnose(&w);
+        assert_eq!(found[0].kind, Kind::Cpu, "{found:?}");
+        assert!(
+            found[0].evidence.contains("0.49 CPU of the 0.50"),
+            "{found:?}"
+        );
+        assert!(found[0].evidence.contains("unified-read 0.40"), "{found:?}");
+    }
+
+    #[test]
+    fn lock_waits_that_fill_statement_time_are_contention_with_the_hot_row() {
+        let hot: String = (codec::table::row_key(45, 1).iter())
+            .map(|b| format!("{b:02X}"))
+            .collect();
+        let w = window(vec![
+            node(
+                Role::Sql,
+                "sql a",
+                "atoll_sql_statement_seconds_total 0\ntidb_tikvclient_backoff_seconds_total{type=\"lockWait\"} 0\ntidb_server_query_total{result=\"OK\"} 0",
+                "atoll_sql_statement_seconds_total 40\ntidb_tikvclient_backoff_seconds_total{type=\"lockWait\"} 10\ntidb_server_query_total{result=\"OK\"} 400",
+            ),
+            node(
+                Role::Kv,
+                "kv b",
+                &format!(
+                    "atoll_lock_wait_seconds_total 0\natoll_lock_wait_key_waits{{key=\"{hot}\"}} 100\natoll_lock_wait_key_waits{{key=\"74\"}} 50"
+                ),
+                &format!(
+                    "atoll_lock_wait_seconds_total 20\natoll_lock_wait_key_waits{{key=\"{hot}\"}} 400\natoll_lock_wait_key_waits{{key=\"74\"}} 60"
+                ),
+            ),
+        ]);
+        let found = diagnose(&w);
+        assert_eq!(found[0].kind, Kind::LockContention, "{found:?}");
+        assert_eq!(found[0].node, "kv b");
+        assert!(found[0].evidence.contains("75%"), "{found:?}");
+        assert!(
+            found[0].evidence.contains("row 1 of table 45")
+                && found[0].evidence.contains("(300 waits)"),
+            "{found:?}"
+        );
+        assert_eq!(describe_key("7A7A"), "7A7A");
+    }
+
+    #[test]
+    fn few_statements_in_flight_on_an_idle_cluster_is_the_client() {
+        let w = window(vec![
+            node(
+                Role::Sql,
+                "sql a",
+                "atoll_sql_statement_seconds_total 0\ntidb_server_query_total{result=\"OK\"} 0\ntidb_server_connections 1\natoll_process_cpu_seconds_total 0\natoll_process_cpu_limit_cores 2",
+                "atoll_sql_statement_seconds_total 9\ntidb_server_query_total{result=\"OK\"} 5000\ntidb_server_connections 1\natoll_process_cpu_seconds_total 3\natoll_process_cpu_limit_cores 2",
+            ),
+            node(
+                Role::Kv,
+                "kv a",
+                "atoll_process_cpu_seconds_total 0\natoll_process_cpu_limit_cores 2",
+                "atoll_process_cpu_seconds_total 4\natoll_process_cpu_limit_cores 2",
+            ),
+        ]);
+        let found = diagnose(&w);
+        assert_eq!(found[0].kind, Kind::Client, "{found:?}");
+        assert!(
+            found[0].evidence.contains("0.9 statements in flight"),
+            "{found:?}"
+        );
+        assert!(
+            found[0].evidence.contains("over 1 connections"),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn a_host_busy_with_other_processes_points_at_the_client() {
+        let cpu = |busy: f64| node::host::CpuTimes {
+            user: busy,
+            idle: 100.0,
+            ..Default::default()
+        };
+        let figures = |busy: f64| HostFigures {
+            host_id: "h".into(),
+            hostname: "box".into(),
+            cpus: 2,
+            cpu: Some(cpu(busy)),
+            ..Default::default()
+        };
+        let mut kv = node(
+            Role::Kv,
+            "kv a",
+            "atoll_process_cpu_seconds_total 0\natoll_process_cpu_limit_cores 2",
+            "atoll_process_cpu_seconds_total 5\natoll_process_cpu_limit_cores 2",
+        );
+        kv.host = Some("h".into());
+        let mut w = window(vec![kv]);
+        w.hosts.insert(
+            "h".into(),
+            HostWindow {
+                first: figures(0.0),
+                last: figures(19.0),
+            },
+        );
+        let found = diagnose(&w);
+        assert_eq!(found[0].kind, Kind::Client, "{found:?}");
+        assert!(
+            found[0].evidence.contains("other processes 1.40"),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn one_store_serving_most_hot_writes_is_a_hot_region() {
+        let store = |address: &str, hot: f64| StoreLoad {
+            address: address.into(),
+            leaders: 3,
+            hot_write_bytes: hot,
+            hot_read_bytes: 0.0,
+        };
+        let mut w = window(Vec::new());
+        w.stores = vec![
+            store("a", 900_000.0),
+            store("b", 50_000.0),
+            store("c", 50_000.0),
+        ];
+        let found = diagnose(&w);
+        assert_eq!(found[0].kind, Kind::HotRegion, "{found:?}");
+        assert_eq!(found[0].node, "kv a");
+    }
+}
