@@ -133,6 +133,64 @@ impl Drop for CpuQuota {
     }
 }
 
+/// A small ext4 file system on a loop device under `dir`, whose writes a cgroup v1 `blkio`
+/// group holds to a few per second for the processes put in it; all undone on drop.
+struct SlowDisk {
+    mount: std::path::PathBuf,
+    device: String,
+    group: std::path::PathBuf,
+}
+
+impl SlowDisk {
+    fn new(dir: &Path, writes_per_second: u32) -> Option<SlowDisk> {
+        let run = |cmd: &mut Command| cmd.output().ok().filter(|o| o.status.success());
+        let image = dir.join("slow.img");
+        std::fs::File::create(&image)
+            .ok()?
+            .set_len(256 << 20)
+            .ok()?;
+        let out = run(Command::new("losetup").args(["-f", "--show"]).arg(&image))?;
+        let device = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let group = Path::new("/sys/fs/cgroup/blkio")
+            .join(format!("atoll-diag-test-{}", std::process::id()));
+        // From here on a failed step drops `disk`, which undoes the steps before it.
+        let disk = SlowDisk {
+            mount: dir.join("slow"),
+            device,
+            group,
+        };
+        run(Command::new("mkfs.ext4").args(["-q", &disk.device]))?;
+        std::fs::create_dir_all(&disk.mount).ok()?;
+        run(Command::new("mount").arg(&disk.device).arg(&disk.mount))?;
+        std::fs::create_dir(&disk.group).ok()?;
+        let rdev = std::os::unix::fs::MetadataExt::rdev(&std::fs::metadata(&disk.device).ok()?);
+        let limit = format!(
+            "{}:{} {writes_per_second}",
+            libc::major(rdev),
+            libc::minor(rdev)
+        );
+        std::fs::write(disk.group.join("blkio.throttle.write_iops_device"), limit).ok()?;
+        Some(disk)
+    }
+
+    fn slow_down(&self, pid: u32) -> bool {
+        std::fs::write(self.group.join("cgroup.procs"), pid.to_string()).is_ok()
+    }
+}
+
+impl Drop for SlowDisk {
+    fn drop(&mut self) {
+        if let Ok(procs) = std::fs::read_to_string(self.group.join("cgroup.procs")) {
+            for pid in procs.lines() {
+                let _ = std::fs::write("/sys/fs/cgroup/blkio/cgroup.procs", pid);
+            }
+        }
+        let _ = std::fs::remove_dir(&self.group);
+        let _ = Command::new("umount").arg("-l").arg(&self.mount).status();
+        let _ = Command::new("losetup").args(["-d", &self.device]).status();
+    }
+}
+
 #[test]
 fn diag_names_the_bottleneck_it_is_shown() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
@@ -182,6 +240,23 @@ fn diag_names_the_bottleneck_it_is_shown() {
         html.contains("<svg") && html.contains("CPU of kv"),
         "{html}"
     );
+
+    // --live: a verdict every interval, one JSON array per line.
+    let output = atoll()
+        .args(["diag", "--pd", &cluster.pd(), "--live", "--format", "json"])
+        .args(["--seconds", "3", "--interval", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<Value> = (String::from_utf8_lossy(&output.stdout).lines())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.len() >= 2, "{lines:?}");
+    assert!(lines.iter().all(|l| l[0]["kind"] == "none"), "{lines:?}");
 
     prepare(&cluster);
 
@@ -280,4 +355,34 @@ fn a_read_pool_of_one_thread_is_named_with_its_knob() {
         "{top}"
     );
     assert!(readers.wait().unwrap().success());
+}
+
+#[test]
+fn a_raft_log_on_a_slow_disk_is_named_with_its_knob() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let Some(disk) = SlowDisk::new(dir.path(), 20) else {
+        println!("skipped: no loop device, ext4 or cgroup v1 blkio here");
+        return;
+    };
+    let cluster = SqlCluster::start_with_kv_config(&format!(
+        "[raftstore]\nreplication = true\n[raft-engine]\ndir = \"{}\"\n",
+        disk.mount.join("raft").display()
+    ));
+    wait_for_sql_node(&cluster);
+    prepare(&cluster);
+    assert!(disk.slow_down(cluster.kv_pid()));
+    let mut writers = load(&cluster, &["oltp_update_non_index", "--threads=4"], 10);
+    let top = first(
+        &diag(&cluster, 5, &dir.path().join("disk.zip"), false),
+        "disk-fsync",
+    );
+    assert!(top["node"].as_str().unwrap().starts_with("kv "), "{top}");
+    let evidence = top["evidence"].as_str().unwrap();
+    assert!(evidence.contains("appending the Raft log"), "{top}");
+    assert!(
+        top["action"].as_str().unwrap().contains("raft-engine.dir"),
+        "{top}"
+    );
+    assert!(writers.wait().unwrap().success());
 }

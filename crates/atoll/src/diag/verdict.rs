@@ -369,17 +369,18 @@ fn log_append(node: &NodeWindow, w: &Window, seconds: f64, out: &mut Vec<Finding
         return;
     }
     let mean_ms = busy * 1000.0 / appends;
-    let shared_disk = node
-        .host
-        .as_ref()
+    // The log shares RocksDB's disk when its dir is not set (it is then under the data
+    // dir) or when both dirs are on one device.
+    let own_dir = node.knob("raft-engine.dir").is_some_and(|d| !d.is_empty());
+    let same_device = (node.host.as_ref())
         .and_then(|h| w.hosts.get(h))
         .is_some_and(|h| {
-            h.last
-                .disks
-                .iter()
-                .any(|d| d.dirs.iter().any(|k| k == "storage.data-dir") && d.dirs.len() == 1)
+            h.last.disks.iter().any(|d| {
+                d.dirs.iter().any(|k| k == "storage.data-dir")
+                    && d.dirs.iter().any(|k| k == "raft-engine.dir")
+            })
         });
-    let action = if node.knob("raft-engine.dir").is_none_or(|d| d.is_empty()) || shared_disk {
+    let action = if !own_dir || same_device {
         "put raft-engine.dir on a disk of its own (fast fsync, not shared with RocksDB's compaction), or a faster disk"
     } else {
         "the Raft log's disk syncs slowly: a faster disk for raft-engine.dir"
@@ -942,6 +943,29 @@ mod tests {
         assert!(
             found[0].evidence.contains("other processes 1.40"),
             "{found:?}"
+        );
+    }
+
+    #[test]
+    fn a_raftstore_waiting_on_appends_is_fsync_bound_and_the_log_wants_its_own_disk() {
+        let w = window(vec![node(
+            Role::Kv,
+            "kv a",
+            "atoll_raftstore_append_log_total 0\natoll_raftstore_append_log_duration_microseconds_total 0",
+            "atoll_raftstore_append_log_total 200\natoll_raftstore_append_log_duration_microseconds_total 8000000",
+        )]);
+        let found = diagnose(&w);
+        assert_eq!(found[0].kind, Kind::DiskFsync, "{found:?}");
+        assert!(found[0].evidence.contains("80% of the time"), "{found:?}");
+        assert!(
+            found[0].evidence.contains("20 appends/s at 40.0 ms"),
+            "{found:?}"
+        );
+        // raft-engine.dir is not set: the log is under the data dir, on RocksDB's disk.
+        assert!(
+            found[0]
+                .action
+                .starts_with("put raft-engine.dir on a disk of its own")
         );
     }
 
