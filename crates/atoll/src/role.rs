@@ -97,7 +97,13 @@ pub fn run_pd(args: PdArgs) -> anyhow::Result<()> {
         ("initial-cluster", args.initial_cluster),
         ("join", args.join),
     ];
-    run(Role::Pd, args.common, flags, pd::server::run)
+    run(Role::Pd, args.common, flags, |node| {
+        let config = node.controller.current();
+        let client = config::pd::advertised_url(&config, "client");
+        let dashboard =
+            crate::diag::dashboard::router(config::value::strip_scheme(client).to_string());
+        pd::server::run_with(node, Some(dashboard))
+    })
 }
 
 pub fn run_kv(args: KvArgs) -> anyhow::Result<()> {

@@ -386,3 +386,47 @@ fn a_raft_log_on_a_slow_disk_is_named_with_its_knob() {
     );
     assert!(writers.wait().unwrap().success());
 }
+
+#[test]
+fn the_dashboard_shows_every_node_in_a_real_browser() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let cluster = SqlCluster::start();
+    wait_for_sql_node(&cluster);
+    let url = format!("http://{}/dashboard", cluster.pd());
+    // The first request starts the readings; the diagnosis needs two of them.
+    let (code, _) = common::get(&url);
+    assert_eq!(code, 200);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !String::from_utf8_lossy(&common::get(&url).1).contains("<h2>Diagnosis</h2>") {
+        assert!(
+            Instant::now() < deadline,
+            "the dashboard never showed a diagnosis"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--log-level=0",
+        ])
+        .arg(format!("--user-data-dir={}", dir.path().display()))
+        .args(["--dump-dom", &url])
+        .output()
+        .expect("chromium runs (scripts/install-deps installs it)");
+    let dom = String::from_utf8_lossy(&output.stdout);
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{log}");
+    for node in [
+        format!("pd {}", cluster.pd()),
+        format!("sql 127.0.0.1:{}", cluster.port),
+        "kv 127.0.0.1:".to_string(),
+    ] {
+        assert!(dom.contains(&format!("<td>{node}")), "no {node} in {dom}");
+    }
+    assert!(dom.contains("<svg") && dom.contains("CPU of kv"), "{dom}");
+    assert!(!log.contains("CONSOLE"), "console messages: {log}");
+}

@@ -30,6 +30,11 @@ fn storage(e: impl std::fmt::Display) -> NodeError {
 }
 
 pub fn run(node: Node) -> Result<(), NodeError> {
+    run_with(node, None)
+}
+
+/// As [`run`], serving `extra` routes on the client port too (the binary's `/dashboard`).
+pub fn run_with(node: Node, extra: Option<axum::Router>) -> Result<(), NodeError> {
     let config = node.controller.current();
     let name = config.str("name").to_string();
     let advertised =
@@ -186,7 +191,8 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         .into_axum_router()
         .merge(crate::http_api::router(handle.clone(), members.clone()))
         .merge(cluster_api)
-        .merge(sql_nodes);
+        .merge(sql_nodes)
+        .merge(extra.unwrap_or_default());
     let serving = "the TSO, the GC safe point and cluster metadata (gRPC Pd) replicated over the pd members, the replica checker, the balance-leader, balance-region and evict-leader schedulers, store deletion, PD's members, stores, regions, operators and schedulers API and the status API";
     tracing::warn!(member = name, id = my_id, "{serving}");
     let stopping = handle.clone();

@@ -221,15 +221,46 @@ impl Collection {
         }
     }
 
-    /// Every node's config, once.
+    /// Asks PD for the nodes again: new ones join, gone ones leave, and the others keep
+    /// their readings and config.
+    pub fn rediscover(&mut self, agent: &ureq::Agent, pd: &str) -> anyhow::Result<()> {
+        let mut fresh = discover(agent, pd)?;
+        let mut old: Vec<(Target, NodeData)> = std::mem::take(&mut self.targets)
+            .into_iter()
+            .zip(std::mem::take(&mut self.nodes))
+            .collect();
+        for (target, data) in fresh.targets.iter().zip(&mut fresh.nodes) {
+            if let Some(i) = old.iter().position(|(t, _)| t.name == target.name) {
+                *data = old.swap_remove(i).1;
+            }
+        }
+        self.targets = fresh.targets;
+        self.nodes = fresh.nodes;
+        self.pd_leader = fresh.pd_leader;
+        self.missing = fresh.missing;
+        Ok(())
+    }
+
+    /// Reads the config of every node that has none yet.
     pub fn read_configs(&mut self, agent: &ureq::Agent) {
         for (target, data) in self.targets.iter().zip(&mut self.nodes) {
+            if data.config.is_some() {
+                continue;
+            }
             match text(agent, &format!("http://{}/config", target.status))
                 .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
             {
                 Ok(config) => data.config = Some(config),
                 Err(e) => note(&mut self.missing, format!("{} /config: {e}", target.name)),
             }
+        }
+    }
+
+    /// Keeps at most the last `n` readings of each node.
+    pub fn keep_last(&mut self, n: usize) {
+        for data in &mut self.nodes {
+            let extra = data.readings.len().saturating_sub(n);
+            data.readings.drain(..extra);
         }
     }
 
@@ -296,19 +327,17 @@ impl Collection {
         ];
     }
 
-    /// The verdict's input over readings `from..=to` of each node (the first and the last
-    /// when `None`): nodes with two readings in that span, and each host through the first
-    /// node on it.
-    pub fn window(&self, span: Option<(usize, usize)>) -> Window {
+    /// The verdict's input from each node's first reading at or after `since` (seconds
+    /// since the collection began; 0 for all) to its last: the nodes with two readings in
+    /// that span, and each host through the first node on it.
+    pub fn window(&self, since: f64) -> Window {
         let mut w = Window {
             stores: self.stores.clone(),
             ..Window::default()
         };
         for (target, data) in self.targets.iter().zip(&self.nodes) {
-            let (first, last) = match span {
-                Some((from, to)) => (data.readings.get(from), data.readings.get(to)),
-                None => (data.readings.first(), data.readings.last()),
-            };
+            let first = data.readings.iter().find(|r| r.at >= since);
+            let last = data.readings.last();
             let (Some(first), Some(last)) = (first, last) else {
                 continue;
             };

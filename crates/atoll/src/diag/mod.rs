@@ -7,9 +7,11 @@
 //! - [`prom`]: Prometheus text read back;
 //! - [`verdict`]: the rules, pure: two readings in, ranked findings out;
 //! - [`report`]: the terminal text, the JSON, the zip with its HTML report;
-//! - [`svg`]: the report's charts.
+//! - [`svg`]: the report's charts;
+//! - [`dashboard`]: the live page PD serves at `/dashboard`, from the same readings.
 
 mod collect;
+pub mod dashboard;
 mod prom;
 mod report;
 mod svg;
@@ -92,7 +94,7 @@ pub fn run(args: DiagArgs) -> anyhow::Result<()> {
         c.set_profiles(profiles.join().expect("the profile thread does not panic"));
     }
     c.read_pd(&agent);
-    let window = c.window(None);
+    let window = c.window(0.0);
     if window.nodes.is_empty() {
         bail!(
             "no node answered twice; not collected: {}",
@@ -129,12 +131,13 @@ fn live(
 ) -> anyhow::Result<()> {
     let started = Instant::now();
     let mut round = 0u32;
+    let mut previous: Option<f64> = None;
     loop {
+        let now = started.elapsed().as_secs_f64();
         c.read_all(agent, started);
-        let readings = c.nodes.iter().map(|n| n.readings.len()).max().unwrap_or(0);
-        if readings >= 2 {
+        if let Some(since) = previous.replace(now) {
             c.read_pd(agent);
-            let window = c.window(Some((readings - 2, readings - 1)));
+            let window = c.window(since);
             let findings = verdict::diagnose(&window);
             if format == "json" {
                 println!("{}", serde_json::to_string(&findings)?);
@@ -144,11 +147,8 @@ fn live(
                     report::text(&report::summary(&window), &findings, &c.missing)
                 );
             }
-            // Only the last two readings matter from here on.
-            for n in &mut c.nodes {
-                let keep = n.readings.len().saturating_sub(1);
-                n.readings.drain(..keep);
-            }
+            // Only the last reading matters from here on.
+            c.keep_last(1);
             c.missing.clear();
         }
         if seconds.is_some_and(|s| started.elapsed() >= Duration::from_secs(s)) {

@@ -181,13 +181,27 @@ fn ratio(a: &[(f64, f64)], b: &[(f64, f64)], scale: f64) -> Vec<(f64, f64)> {
 
 /// The report: the verdict, then charts per node and per host.
 pub fn html(c: &Collection, summary: &str, findings: &[Finding]) -> String {
-    let mut body = String::new();
-    body.push_str(&format!(
-        "<h1>atoll diag</h1><p>{}</p><ol>",
-        escape(summary)
-    ));
+    let body = format!(
+        "<h1>atoll diag</h1><p>{}</p>{}{}",
+        escape(summary),
+        verdict_list(findings),
+        charts(c)
+    );
+    page("atoll diag", "", &body)
+}
+
+/// A whole HTML page: `head` goes into its head (a refresh, say).
+pub fn page(title: &str, head: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{title}</title>{head}<style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto}} svg{{display:block;margin:1em 0}} table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;padding:2px 8px;text-align:left}}</style></head><body>{body}</body></html>"
+    )
+}
+
+/// The findings as an ordered list.
+pub fn verdict_list(findings: &[Finding]) -> String {
+    let mut out = String::from("<ol>");
     for f in findings {
-        body.push_str(&format!(
+        out.push_str(&format!(
             "<li><b>{}</b> on {}: {}<br><i>action:</i> {}</li>",
             f.kind_name(),
             escape(&f.node),
@@ -195,7 +209,14 @@ pub fn html(c: &Collection, summary: &str, findings: &[Finding]) -> String {
             escape(&f.action)
         ));
     }
-    body.push_str("</ol>");
+    out.push_str("</ol>");
+    out
+}
+
+/// Charts over every node's readings: statements and their latency per sql node, CPU per
+/// thread pool per node, utilisation and write latency per disk.
+pub fn charts(c: &Collection) -> String {
+    let mut body = String::new();
     let sql: Vec<_> = (c.targets.iter().zip(&c.nodes))
         .filter(|(t, _)| t.role == Role::Sql)
         .collect();
@@ -298,12 +319,10 @@ pub fn html(c: &Collection, summary: &str, findings: &[Finding]) -> String {
             ));
         }
     }
-    format!(
-        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>atoll diag</title><style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto}} svg{{display:block;margin:1em 0}}</style></head><body>{body}</body></html>"
-    )
+    body
 }
 
-fn escape(text: &str) -> String {
+pub fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
