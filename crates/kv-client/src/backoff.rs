@@ -62,8 +62,8 @@ impl BackoffKind {
     }
 }
 
-/// Every wait of this process by kind: how many, and the milliseconds they took
-/// (a lock wait held on the kv node included).
+/// Every wait of this process by kind: how many, and the milliseconds slept here (a lock
+/// request the kv node held is counted there, in `atoll_lock_wait_seconds_total`).
 static TOTALS: [(AtomicU64, AtomicU64); 6] = [const { (AtomicU64::new(0), AtomicU64::new(0)) }; 6];
 
 /// (waits, milliseconds) of `kind` since the process started, for `/metrics`.
@@ -169,7 +169,7 @@ impl Backoff {
         self.state.lock().expect("backoff lock poisoned").slept_ms += sleep;
         let (count, ms) = &TOTALS[kind as usize];
         count.fetch_add(1, Ordering::Relaxed);
-        ms.fetch_add(sleep, Ordering::Relaxed);
+        ms.fetch_add(sleep - waited_ms, Ordering::Relaxed);
         Ok(())
     }
 }

@@ -18,7 +18,7 @@ pub struct HostFigures {
     /// hence the CPUs, memory and disks counted here.
     pub host_id: String,
     pub hostname: String,
-    /// CPUs online on the host (not this process's share).
+    /// CPUs online on the host, whatever this process's quota or affinity.
     pub cpus: usize,
     /// Seconds each CPU kind used since boot, summed over the CPUs (`/proc/stat`).
     pub cpu: Option<CpuTimes>,
@@ -88,8 +88,10 @@ pub struct Disk {
 
 /// Reads the figures of this host; `dirs` are the node's directories by knob name.
 pub fn read(dirs: &[(String, PathBuf)]) -> HostFigures {
+    // SAFETY: sysconf has no preconditions.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     let mut out = HostFigures {
-        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cpus: usize::try_from(online).unwrap_or(1).max(1),
         ..HostFigures::default()
     };
     let mut file = |path: &str| match std::fs::read_to_string(path) {
@@ -109,9 +111,7 @@ pub fn read(dirs: &[(String, PathBuf)]) -> HostFigures {
     out.host_id = host_id.unwrap_or_default().trim().to_string();
     out.hostname = hostname.unwrap_or_default().trim().to_string();
     if let Some(stat) = stat {
-        // SAFETY: sysconf has no preconditions.
-        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-        out.cpu = parse_cpu_times(&stat, ticks);
+        out.cpu = parse_cpu_times(&stat, crate::metrics::ticks_per_second());
         out.procs_running = parse_procs_running(&stat);
     }
     out.memory = meminfo.as_deref().and_then(parse_meminfo);

@@ -47,7 +47,8 @@ pub struct ThreadStat {
     pub cpu_seconds: f64,
 }
 
-fn ticks_per_second() -> f64 {
+/// `_SC_CLK_TCK`: the unit of the CPU times in `/proc`.
+pub fn ticks_per_second() -> f64 {
     // SAFETY: sysconf has no preconditions.
     unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64
 }

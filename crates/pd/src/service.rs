@@ -497,6 +497,15 @@ impl Pd for PdService {
         &self,
         r: Request<wire::ReportSqlNodeRequest>,
     ) -> Result<Response<wire::ReportSqlNodeResponse>, Status> {
+        // A node listening on every interface (0.0.0.0) is reached at the address it called
+        // from; the member it called fixes that before any forwarding.
+        let from = r.remote_addr().map(|a| a.ip());
+        let (metadata, extensions, mut report) = r.into_parts();
+        if let Some(ip) = from {
+            report.address = crate::sql_nodes::reachable_at(&report.address, ip);
+            report.status_address = crate::sql_nodes::reachable_at(&report.status_address, ip);
+        }
+        let r = Request::from_parts(metadata, extensions, report);
         on_leader!(self, r, report_sql_node);
         self.sql_nodes.report(r.into_inner());
         Ok(Response::new(wire::ReportSqlNodeResponse { error: None }))

@@ -20,6 +20,15 @@ use crate::members::Members;
 /// A sql node silent this long is no longer listed.
 const FORGET_AFTER: Duration = Duration::from_millis(base::limits::SQL_NODE_FORGET_AFTER_MS);
 
+/// `address` with an unspecified host (`0.0.0.0:4000`, `[::]:4000`) put at `ip`; any
+/// other address as it is.
+pub fn reachable_at(address: &str, ip: std::net::IpAddr) -> String {
+    match address.parse::<std::net::SocketAddr>() {
+        Ok(a) if a.ip().is_unspecified() => std::net::SocketAddr::new(ip, a.port()).to_string(),
+        _ => address.to_string(),
+    }
+}
+
 #[derive(Default)]
 pub struct SqlNodes {
     by_address: Mutex<BTreeMap<String, (ReportSqlNodeRequest, Instant)>>,
@@ -83,6 +92,15 @@ async fn list(State(api): State<Api>) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_address_on_every_interface_is_put_where_the_report_came_from() {
+        let ip: std::net::IpAddr = "10.0.0.5".parse().unwrap();
+        assert_eq!(reachable_at("0.0.0.0:4000", ip), "10.0.0.5:4000");
+        assert_eq!(reachable_at("[::]:10080", ip), "10.0.0.5:10080");
+        assert_eq!(reachable_at("127.0.0.1:4000", ip), "127.0.0.1:4000");
+        assert_eq!(reachable_at("db.example:4000", ip), "db.example:4000");
+    }
 
     #[test]
     fn a_second_report_replaces_the_first() {

@@ -36,6 +36,8 @@ pub struct Reading {
 #[derive(Debug, Default)]
 pub struct NodeData {
     pub readings: Vec<Reading>,
+    /// Whether it answered the last round.
+    pub answered: bool,
     pub config: Option<Value>,
     pub profile: Option<Vec<u8>>,
 }
@@ -160,50 +162,37 @@ fn text(agent: &ureq::Agent, url: &str) -> Result<String, String> {
 
 impl Collection {
     /// Reads every node once (in parallel), adding to its readings; `started` is the
-    /// collection's start.
+    /// collection's start. Each reading is timed when its node's `/metrics` answered. Only
+    /// the first and the newest reading keep their text (for the zip).
     pub fn read_all(&mut self, agent: &ureq::Agent, started: Instant) {
-        let results: Vec<(Result<String, String>, Result<String, String>)> =
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = (self.targets.iter())
-                    .map(|t| {
-                        scope.spawn(move || {
-                            (
-                                text(agent, &format!("http://{}/metrics", t.status)),
-                                text(agent, &format!("http://{}/debug/host", t.status)),
-                            )
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().expect("a reader thread does not panic"))
-                    .collect()
-            });
-        let at = started.elapsed().as_secs_f64();
+        type Answer = (Result<(String, f64), String>, Result<String, String>);
+        let results: Vec<Answer> = each(&self.targets, |_, t| {
+            let metrics = text(agent, &format!("http://{}/metrics", t.status))
+                .map(|m| (m, started.elapsed().as_secs_f64()));
+            let host = text(agent, &format!("http://{}/debug/host", t.status));
+            (metrics, host)
+        });
         for ((target, data), (metrics, host)) in
             self.targets.iter().zip(&mut self.nodes).zip(results)
         {
-            let metrics_text = match metrics {
-                Ok(t) => t,
+            let (metrics_text, at) = match metrics {
+                Ok(answer) => answer,
                 Err(e) => {
+                    data.answered = false;
                     note(&mut self.missing, format!("{} /metrics: {e}", target.name));
                     continue;
                 }
             };
-            let host = match host.map(|h| serde_json::from_str::<HostFigures>(&h)) {
-                Ok(Ok(h)) => {
+            data.answered = true;
+            let host = host
+                .and_then(|h| serde_json::from_str::<HostFigures>(&h).map_err(|e| e.to_string()));
+            let host = match host {
+                Ok(h) => {
                     for m in &h.missing {
                         note(&mut self.missing, format!("{} host: {m}", target.name));
                     }
                     Some(h)
                 }
-                Ok(Err(e)) => {
-                    note(
-                        &mut self.missing,
-                        format!("{} /debug/host: {e}", target.name),
-                    );
-                    None
-                }
                 Err(e) => {
                     note(
                         &mut self.missing,
@@ -212,6 +201,9 @@ impl Collection {
                     None
                 }
             };
+            if let [_, .., newest] = data.readings.as_mut_slice() {
+                newest.metrics_text = String::new();
+            }
             data.readings.push(Reading {
                 at,
                 metrics: Metrics::parse(&metrics_text),
@@ -241,17 +233,20 @@ impl Collection {
         Ok(())
     }
 
-    /// Reads the config of every node that has none yet.
+    /// Reads the config of every node that has none yet (in parallel).
     pub fn read_configs(&mut self, agent: &ureq::Agent) {
-        for (target, data) in self.targets.iter().zip(&mut self.nodes) {
-            if data.config.is_some() {
-                continue;
-            }
-            match text(agent, &format!("http://{}/config", target.status))
-                .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
-            {
-                Ok(config) => data.config = Some(config),
-                Err(e) => note(&mut self.missing, format!("{} /config: {e}", target.name)),
+        let wanted: Vec<bool> = self.nodes.iter().map(|n| n.config.is_none()).collect();
+        let results = each(&self.targets, |i, t| {
+            wanted[i].then(|| {
+                text(agent, &format!("http://{}/config", t.status))
+                    .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+            })
+        });
+        for ((target, data), result) in self.targets.iter().zip(&mut self.nodes).zip(results) {
+            match result {
+                Some(Ok(config)) => data.config = Some(config),
+                Some(Err(e)) => note(&mut self.missing, format!("{} /config: {e}", target.name)),
+                None => {}
             }
         }
     }
@@ -277,8 +272,9 @@ impl Collection {
         }
     }
 
-    /// Leaders per store and the hot regions' flow, from PD's leader.
-    pub fn read_pd(&mut self, agent: &ureq::Agent) {
+    /// Leaders per store and the hot regions' flow, from PD's leader; `false` when PD did
+    /// not answer (its leader may have moved).
+    pub fn read_pd(&mut self, agent: &ureq::Agent) -> bool {
         let get = |path: &str| {
             send(
                 agent
@@ -296,27 +292,34 @@ impl Collection {
             (Ok(s), Ok(w), Ok(r)) => (s, w, r),
             (s, w, r) => {
                 let e = [s.err(), w.err(), r.err()].into_iter().flatten().next();
+                let why = e.map_or(String::new(), |e| format!("{e:#}"));
                 note(
                     &mut self.missing,
-                    format!("PD's stores and hot regions: {e:?}"),
+                    format!("PD's stores and hot regions: {why}"),
                 );
-                return;
+                return false;
             }
         };
         let flow = |hot: &Value, id: u64| {
-            hot["as_leader"][id.to_string()]["total_flow_bytes"]
-                .as_f64()
-                .unwrap_or(0.0)
+            let store = &hot["as_leader"][id.to_string()];
+            (
+                store["total_flow_bytes"].as_f64().unwrap_or(0.0),
+                store["regions_count"].as_u64().unwrap_or(0),
+            )
         };
         self.stores = (stores["stores"].as_array().into_iter().flatten())
             .filter(|s| s["store"]["state_name"] != "Tombstone")
             .map(|s| {
                 let id = s["store"]["id"].as_u64().unwrap_or(0);
+                let ((write_bytes, write_regions), (read_bytes, read_regions)) =
+                    (flow(&hot_write, id), flow(&hot_read, id));
                 StoreLoad {
                     address: s["store"]["address"].as_str().unwrap_or("").to_string(),
                     leaders: s["status"]["leader_count"].as_u64().unwrap_or(0),
-                    hot_write_bytes: flow(&hot_write, id),
-                    hot_read_bytes: flow(&hot_read, id),
+                    hot_write_bytes: write_bytes,
+                    hot_read_bytes: read_bytes,
+                    hot_write_regions: write_regions,
+                    hot_read_regions: read_regions,
                 }
             })
             .collect();
@@ -325,11 +328,13 @@ impl Collection {
             ("hotspot-write.json".into(), hot_write),
             ("hotspot-read.json".into(), hot_read),
         ];
+        true
     }
 
     /// The verdict's input from each node's first reading at or after `since` (seconds
     /// since the collection began; 0 for all) to its last: the nodes with two readings in
-    /// that span, and each host through the first node on it.
+    /// that span, and each host with the disks of every node on it (a directory named by
+    /// its node and knob: `kv 127.0.0.1:20160 storage.data-dir`).
     pub fn window(&self, since: f64) -> Window {
         let mut w = Window {
             stores: self.stores.clone(),
@@ -344,21 +349,33 @@ impl Collection {
             if last.at <= first.at {
                 continue;
             }
-            w.seconds = w.seconds.max(last.at - first.at);
+            let seconds = last.at - first.at;
+            w.seconds = w.seconds.max(seconds);
             let host = match (&first.host, &last.host) {
                 (Some(a), Some(b)) if !b.host_id.is_empty() => {
-                    w.hosts
+                    let host = w
+                        .hosts
                         .entry(b.host_id.clone())
                         .or_insert_with(|| HostWindow {
-                            first: a.clone(),
-                            last: b.clone(),
+                            seconds,
+                            first: HostFigures {
+                                disks: Vec::new(),
+                                ..a.clone()
+                            },
+                            last: HostFigures {
+                                disks: Vec::new(),
+                                ..b.clone()
+                            },
                         });
+                    merge_disks(&mut host.first.disks, &a.disks, &target.name);
+                    merge_disks(&mut host.last.disks, &b.disks, &target.name);
                     Some(b.host_id.clone())
                 }
                 _ => None,
             };
             w.nodes.push(NodeWindow {
                 role: target.role,
+                seconds,
                 name: target.name.clone(),
                 first: first.metrics.clone(),
                 last: last.metrics.clone(),
@@ -370,29 +387,54 @@ impl Collection {
     }
 }
 
+/// Adds a node's disks to its host's: one entry per device, each directory named with its
+/// node.
+fn merge_disks(host: &mut Vec<node::host::Disk>, node: &[node::host::Disk], name: &str) {
+    for disk in node {
+        let dirs = disk.dirs.iter().map(|d| format!("{name} {d}"));
+        match host.iter_mut().find(|d| d.device == disk.device) {
+            Some(known) => known.dirs.extend(dirs),
+            None => host.push(node::host::Disk {
+                dirs: dirs.collect(),
+                ..disk.clone()
+            }),
+        }
+    }
+}
+
 /// A CPU profile of `seconds` from every target at once (pprof protobuf), in their order.
 pub fn profiles(
     agent: &ureq::Agent,
     targets: &[Target],
     seconds: u64,
 ) -> Vec<Result<Vec<u8>, String>> {
+    let seconds = seconds.min(base::limits::PROFILE_SECONDS_MAX);
+    each(targets, |_, t| {
+        let url = format!("http://{}/debug/pprof/profile?seconds={seconds}", t.status);
+        let mut response = agent.get(url).call().map_err(|e| e.to_string())?;
+        let body = response
+            .body_mut()
+            .with_config()
+            .limit(256 << 20)
+            .read_to_vec();
+        let body = body.map_err(|e| e.to_string())?;
+        if !response.status().is_success() {
+            let why = String::from_utf8_lossy(&body);
+            return Err(format!("answered {}: {}", response.status(), why.trim()));
+        }
+        Ok(body)
+    })
+}
+
+/// `read` of every target with its index, each on a thread of its own, in their order.
+fn each<T: Send>(targets: &[Target], read: impl Fn(usize, &Target) -> T + Sync) -> Vec<T> {
     std::thread::scope(|scope| {
-        let handles: Vec<_> = (targets.iter())
-            .map(|t| {
-                scope.spawn(move || {
-                    let url = format!("http://{}/debug/pprof/profile?seconds={seconds}", t.status);
-                    let mut response = agent.get(url).call().map_err(|e| e.to_string())?;
-                    if !response.status().is_success() {
-                        return Err(format!("answered {}", response.status()));
-                    }
-                    (response.body_mut().with_config().limit(256 << 20))
-                        .read_to_vec()
-                        .map_err(|e| e.to_string())
-                })
-            })
+        let read = &read;
+        let handles: Vec<_> = (targets.iter().enumerate())
+            .map(|(i, t)| scope.spawn(move || read(i, t)))
             .collect();
         (handles.into_iter())
-            .map(|h| h.join().expect("a profile thread does not panic"))
+            .map(|h| h.join().expect("a reader thread does not panic"))
             .collect()
     })
 }

@@ -109,7 +109,6 @@ fn read_while_watched(d: &Dashboard) {
     let started = Instant::now();
     let mut collection: Option<Collection> = None;
     let mut discovered = Instant::now();
-    let mut round = 0u32;
     loop {
         {
             let mut shared = d.shared.lock().unwrap_or_else(|p| p.into_inner());
@@ -124,9 +123,7 @@ fn read_while_watched(d: &Dashboard) {
             Err(e) => error_page(&format!("cannot read the cluster: {e:#}")),
         };
         d.shared.lock().unwrap_or_else(|p| p.into_inner()).page = page;
-        round += 1;
-        let next = started + REFRESH * round;
-        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        super::sleep_to_next_tick(started, REFRESH);
     }
 }
 
@@ -151,7 +148,10 @@ fn one_round(
     c.read_configs(agent);
     c.read_all(agent, started);
     c.keep_last(HISTORY);
-    c.read_pd(agent);
+    if !c.read_pd(agent) {
+        // PD's leader may have moved: ask for it (and the nodes) again next round.
+        *discovered = Instant::now() - REDISCOVER;
+    }
     Ok(render(c, started.elapsed().as_secs_f64()))
 }
 
@@ -187,13 +187,10 @@ fn nodes_table(c: &Collection) -> String {
     let mut out = String::from(
         "<h2>Nodes</h2><table><tr><th>node</th><th>status port</th><th>state</th><th>CPU (cores, last 5 s)</th><th>CPU limit</th><th>memory</th><th>up</th></tr>",
     );
-    let newest = (c.nodes.iter())
-        .filter_map(|n| n.readings.last().map(|r| r.at))
-        .fold(0.0, f64::max);
     for (target, data) in c.targets.iter().zip(&c.nodes) {
         let last = data.readings.last();
         let state = match last {
-            Some(r) if r.at >= newest => "up",
+            Some(_) if data.answered => "up",
             Some(_) => "not answering",
             None => "never answered",
         };
@@ -282,6 +279,7 @@ mod tests {
             nodes: vec![
                 NodeData {
                     readings: vec![reading(0.0, 1.0), reading(5.0, 3.0)],
+                    answered: true,
                     ..NodeData::default()
                 },
                 NodeData {

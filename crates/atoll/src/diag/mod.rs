@@ -51,14 +51,29 @@ pub struct DiagArgs {
 /// How long a node has to answer one reading.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
 const SECONDS_DEFAULT: u64 = 30;
+/// The longest collection: an hour of readings (the profiles cover at most
+/// `base::limits::PROFILE_SECONDS_MAX` of it).
+const SECONDS_MAX: u64 = 3600;
+
+/// Sleeps until the next multiple of `interval` since `started`: a slow round is followed by
+/// a whole interval, never by rounds back to back.
+pub(crate) fn sleep_to_next_tick(started: Instant, interval: Duration) {
+    let elapsed = started.elapsed().as_secs_f64();
+    let ticks = (elapsed / interval.as_secs_f64()).floor() + 1.0;
+    let next = started + interval.mul_f64(ticks);
+    std::thread::sleep(next.saturating_duration_since(Instant::now()));
+}
 
 pub fn run(args: DiagArgs) -> anyhow::Result<()> {
     let interval = args.interval.unwrap_or(if args.live { 5.0 } else { 1.0 });
     if !(0.2..=600.0).contains(&interval) {
         bail!("--interval must be between 0.2 and 600 seconds, not {interval}");
     }
-    if args.seconds.is_some_and(|s| (s as f64) < interval.max(1.0)) {
-        bail!("--seconds must be at least --interval ({interval}) and 1");
+    if args
+        .seconds
+        .is_some_and(|s| (s as f64) < interval.max(1.0) || s > SECONDS_MAX)
+    {
+        bail!("--seconds must be between --interval ({interval}), at least 1, and {SECONDS_MAX}");
     }
     if args.live && args.out.is_some() {
         bail!("--out is not written with --live");
@@ -77,18 +92,16 @@ pub fn run(args: DiagArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let profiles = (!args.no_profile).then(|| {
         let targets = c.targets.clone();
-        let agent = collect::agent(READ_TIMEOUT + Duration::from_secs(seconds));
+        let profiled = seconds.min(base::limits::PROFILE_SECONDS_MAX);
+        let agent = collect::agent(READ_TIMEOUT + Duration::from_secs(profiled));
         std::thread::spawn(move || collect::profiles(&agent, &targets, seconds))
     });
-    let mut round = 0u32;
     loop {
         c.read_all(&agent, started);
         if started.elapsed() >= Duration::from_secs(seconds) {
             break;
         }
-        round += 1;
-        let next = started + interval * round;
-        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        sleep_to_next_tick(started, interval);
     }
     if let Some(profiles) = profiles {
         c.set_profiles(profiles.join().expect("the profile thread does not panic"));
@@ -130,7 +143,6 @@ fn live(
     format: &str,
 ) -> anyhow::Result<()> {
     let started = Instant::now();
-    let mut round = 0u32;
     let mut previous: Option<f64> = None;
     loop {
         let now = started.elapsed().as_secs_f64();
@@ -138,8 +150,17 @@ fn live(
         if let Some(since) = previous.replace(now) {
             c.read_pd(agent);
             let window = c.window(since);
-            let findings = verdict::diagnose(&window);
-            if format == "json" {
+            let findings = if window.nodes.is_empty() {
+                Vec::new()
+            } else {
+                verdict::diagnose(&window)
+            };
+            if window.nodes.is_empty() && format != "json" {
+                println!(
+                    "atoll diag: no node answered twice; not collected: {}",
+                    c.missing.join("; ")
+                );
+            } else if format == "json" {
                 println!("{}", serde_json::to_string(&findings)?);
             } else {
                 println!(
@@ -154,8 +175,6 @@ fn live(
         if seconds.is_some_and(|s| started.elapsed() >= Duration::from_secs(s)) {
             return Ok(());
         }
-        round += 1;
-        let next = started + interval * round;
-        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        sleep_to_next_tick(started, interval);
     }
 }

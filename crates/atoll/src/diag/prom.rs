@@ -1,6 +1,6 @@
 //! Prometheus text exposition, read back: every sample line as name, labels and value, and
-//! the sums diag takes over them. Comments, histograms' `_bucket` lines and values that are
-//! not numbers are kept or skipped as a scrape would; a malformed line is skipped, not fatal.
+//! the sums diag takes over them. Comments are skipped; so are a malformed line and a value
+//! that is not a finite number, without failing the rest.
 
 use std::collections::BTreeMap;
 
@@ -58,56 +58,40 @@ impl Metrics {
         }
         out
     }
-
-    /// How many label sets of `name` have each value of `label` (threads per pool name).
-    pub fn count_by_label(&self, name: &str, label: &str) -> BTreeMap<String, usize> {
-        let mut out = BTreeMap::new();
-        for s in self.samples(name) {
-            *out.entry(s.label(label).unwrap_or("").to_string())
-                .or_insert(0) += 1;
-        }
-        out
-    }
 }
 
-/// `name{a="x",b="y"} value [timestamp]`, or `name value`.
+/// `name{a="x",b="y"} value [timestamp]`, or `name value`; a value that is not a finite
+/// number (`NaN`, `+Inf`) is left out, as no sum can use it.
 fn parse_line(line: &str) -> Option<Sample> {
     let line = line.trim();
     if line.is_empty() || line.starts_with('#') {
         return None;
     }
-    let (name, labels, rest) = match line.find('{') {
-        Some(open) => {
-            let close = open + line[open..].find('}')?;
-            (
-                &line[..open],
-                parse_labels(&line[open + 1..close])?,
-                &line[close + 1..],
-            )
-        }
-        None => {
-            let (name, rest) = line.split_once(char::is_whitespace)?;
-            (name, Vec::new(), rest)
-        }
-    };
-    let value = rest.split_whitespace().next()?;
-    let value = match value {
-        "+Inf" => f64::INFINITY,
-        "-Inf" => f64::NEG_INFINITY,
-        v => v.parse().ok()?,
-    };
-    Some(Sample {
-        name: name.trim().to_string(),
+    let name_end = line.find(|c: char| c == '{' || c.is_whitespace())?;
+    let (name, mut rest) = line.split_at(name_end);
+    let mut labels = Vec::new();
+    if let Some(inner) = rest.strip_prefix('{') {
+        let (parsed, after) = parse_labels(inner)?;
+        labels = parsed;
+        rest = after;
+    }
+    let value: f64 = rest.split_whitespace().next()?.parse().ok()?;
+    value.is_finite().then(|| Sample {
+        name: name.to_string(),
         labels,
         value,
     })
 }
 
-/// `a="x",b="y\"z"`: values are quoted, with `\\`, `\"` and `\n` escaped.
-fn parse_labels(text: &str) -> Option<Vec<(String, String)>> {
+/// `a="x",b="y\"}z"}rest`: the labels up to the closing brace, and what follows it. Values
+/// are quoted, with `\\`, `\"` and `\n` escaped.
+fn parse_labels(text: &str) -> Option<(Vec<(String, String)>, &str)> {
     let mut out = Vec::new();
-    let mut rest = text.trim();
-    while !rest.is_empty() {
+    let mut rest = text.trim_start();
+    loop {
+        if let Some(after) = rest.strip_prefix('}') {
+            return Some((out, after));
+        }
         let (key, after) = rest.split_once('=')?;
         let mut chars = after.strip_prefix('"')?.char_indices();
         let mut value = String::new();
@@ -122,9 +106,11 @@ fn parse_labels(text: &str) -> Option<Vec<(String, String)>> {
             }
         };
         out.push((key.trim().to_string(), value));
-        rest = after[end + 2..].trim_start_matches(',').trim();
+        rest = after[end + 2..]
+            .trim_start()
+            .trim_start_matches(',')
+            .trim_start();
     }
-    Some(out)
 }
 
 #[cfg(test)]
@@ -137,8 +123,9 @@ atoll_thread_cpu_seconds_total{name="unified-read",tid="11"} 1.5
 atoll_thread_cpu_seconds_total{name="unified-read",tid="12"} 0.5
 atoll_thread_cpu_seconds_total{name="grpc-server",tid="13"} 2
 process_cpu_seconds_total 4.25
-odd{path="a\"b,c=d"} 3 1700000000
+odd{path="a\"b,c=}d"} 3 1700000000
 h_bucket{le="+Inf"} 7
+nan_one NaN
 broken{name="x" 1
 "#;
 
@@ -151,12 +138,11 @@ broken{name="x" 1
         let by_pool = m.by_label("atoll_thread_cpu_seconds_total", "name");
         assert_eq!(by_pool["unified-read"], 2.0);
         assert_eq!(by_pool["grpc-server"], 2.0);
-        let threads = m.count_by_label("atoll_thread_cpu_seconds_total", "name");
-        assert_eq!(threads["unified-read"], 2);
         let odd: Vec<_> = m.samples("odd").collect();
-        assert_eq!(odd[0].label("path"), Some("a\"b,c=d"));
+        assert_eq!(odd[0].label("path"), Some("a\"b,c=}d"));
         assert_eq!(odd[0].value, 3.0);
         assert_eq!(m.get("h_bucket"), Some(7.0));
         assert_eq!(m.get("broken"), None);
+        assert_eq!(m.get("nan_one"), None);
     }
 }

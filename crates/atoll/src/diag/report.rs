@@ -8,6 +8,7 @@ use std::io::Write;
 use anyhow::Context;
 
 use super::collect::{Collection, Reading};
+pub use super::svg::escape;
 use super::svg::{Series, line_chart};
 use super::verdict::{Finding, Role, Window};
 
@@ -243,13 +244,20 @@ pub fn charts(c: &Collection) -> String {
     }
     body.push_str("<h2>CPU per thread pool</h2>");
     for (target, data) in c.targets.iter().zip(&c.nodes) {
-        let Some(last) = data.readings.last() else {
+        let (Some(first), Some(last)) = (data.readings.first(), data.readings.last()) else {
             continue;
         };
-        let mut pools: Vec<(String, f64)> = last
+        // The pools busiest over the readings shown, not since the process started.
+        let before = first
             .metrics
+            .by_label("atoll_thread_cpu_seconds_total", "name");
+        let mut pools: Vec<(String, f64)> = (last.metrics)
             .by_label("atoll_thread_cpu_seconds_total", "name")
             .into_iter()
+            .map(|(pool, cpu)| {
+                let used = cpu - before.get(&pool).copied().unwrap_or(0.0);
+                (pool, used)
+            })
             .collect();
         pools.sort_by(|a, b| b.1.total_cmp(&a.1));
         let mut series: Vec<Series> = (pools.iter().take(POOLS_CHARTED))
@@ -320,12 +328,6 @@ pub fn charts(c: &Collection) -> String {
         }
     }
     body
-}
-
-pub fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ const COLOURS: [&str; 8] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
 ];
 
-fn escape(text: &str) -> String {
+pub fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -30,11 +30,14 @@ fn escape(text: &str) -> String {
 /// A chart of `series` titled `title`, y in `unit`; an empty chart says there was no data.
 pub fn line_chart(title: &str, unit: &str, series: &[Series]) -> String {
     let points = || series.iter().flat_map(|s| s.points.iter());
-    let x_max = points().map(|p| p.0).fold(0.0, f64::max).max(1.0);
+    // The x axis spans the points (the dashboard's last minutes, not all since it started).
+    let x_min = points().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let x_min = if x_min.is_finite() { x_min } else { 0.0 };
+    let x_max = points().map(|p| p.0).fold(x_min, f64::max).max(x_min + 1.0);
     let y_max = nice_ceiling(points().map(|p| p.1).fold(0.0, f64::max));
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = HEIGHT - TOP - BOTTOM;
-    let x = |v: f64| LEFT + v / x_max * plot_w;
+    let x = |v: f64| LEFT + (v - x_min) / (x_max - x_min) * plot_w;
     let y = |v: f64| TOP + plot_h - v / y_max * plot_h;
     let mut svg = String::new();
     let _ = write!(
@@ -54,7 +57,7 @@ pub fn line_chart(title: &str, unit: &str, series: &[Series]) -> String {
             r##"<line x1="{LEFT}" x2="{right}" y1="{at:.1}" y2="{at:.1}" stroke="#eee"/><text x="{label_x}" y="{:.1}" text-anchor="end">{label}</text>"##,
             at + 4.0,
         );
-        let t = x_max * f64::from(i) / 4.0;
+        let t = x_min + (x_max - x_min) * f64::from(i) / 4.0;
         let _ = write!(
             svg,
             r#"<text x="{:.1}" y="{}" text-anchor="middle">{:.0} s</text>"#,

@@ -30,8 +30,12 @@ pub const STALL_SHARE: f64 = 0.01;
 pub const WAIT_SHARE: f64 = 0.2;
 /// Resident memory over the enforced limit.
 pub const MEMORY_USED: f64 = 0.85;
-/// One store's share of the hot regions' flow, from which it counts (with two stores or more).
+/// One store's share of the hot regions' flow, from which it counts: with two stores or
+/// more, [`HOT_REGIONS_MIN`] hot regions or more (one hot region cannot be spread), and
+/// that store's kv node using [`HOT_STORE_BUSY`] of its CPU or more.
 pub const HOT_SHARE: f64 = 0.6;
+pub const HOT_REGIONS_MIN: u64 = 3;
+pub const HOT_STORE_BUSY: f64 = 0.5;
 /// The client: at most this many statements in flight on average...
 pub const CLIENT_MAX_IN_FLIGHT: f64 = 2.0;
 /// ...while no node and no host used more than this share of its CPU.
@@ -77,6 +81,8 @@ pub enum Role {
 #[derive(Debug, Clone)]
 pub struct NodeWindow {
     pub role: Role,
+    /// Seconds between the two readings.
+    pub seconds: f64,
     /// `kv 127.0.0.1:20160`: the role and the address clients use.
     pub name: String,
     pub first: Metrics,
@@ -90,6 +96,8 @@ pub struct NodeWindow {
 /// One host's two readings (any node on it answers for it).
 #[derive(Debug, Clone)]
 pub struct HostWindow {
+    /// Seconds between the two readings.
+    pub seconds: f64,
     pub first: HostFigures,
     pub last: HostFigures,
 }
@@ -99,9 +107,11 @@ pub struct HostWindow {
 pub struct StoreLoad {
     pub address: String,
     pub leaders: u64,
-    /// Bytes per second of the hot regions it leads, written and read.
+    /// Bytes per second of the hot regions it leads, written and read, and how many.
     pub hot_write_bytes: f64,
     pub hot_read_bytes: f64,
+    pub hot_write_regions: u64,
+    pub hot_read_regions: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -114,12 +124,12 @@ pub struct Window {
 
 impl NodeWindow {
     /// How much `name` (summed over its labels) grew per second.
-    fn rate(&self, name: &str, seconds: f64) -> f64 {
-        ((self.last.sum(name) - self.first.sum(name)) / seconds).max(0.0)
+    fn rate(&self, name: &str) -> f64 {
+        ((self.last.sum(name) - self.first.sum(name)) / self.seconds.max(0.001)).max(0.0)
     }
 
-    fn cpu(&self, seconds: f64) -> f64 {
-        self.rate("atoll_process_cpu_seconds_total", seconds)
+    fn cpu(&self) -> f64 {
+        self.rate("atoll_process_cpu_seconds_total")
     }
 
     fn cpu_limit(&self) -> Option<f64> {
@@ -128,16 +138,24 @@ impl NodeWindow {
             .filter(|l| *l > 0.0)
     }
 
-    /// CPU per second of each thread pool, by pool name.
-    fn pool_cpu(&self, seconds: f64) -> BTreeMap<String, f64> {
+    /// Each thread pool's CPU per second and its threads, by pool name: over the threads
+    /// in both readings (one that started or ended in between has no difference to take).
+    fn pool_cpu(&self) -> BTreeMap<String, (f64, usize)> {
         const THREADS: &str = "atoll_thread_cpu_seconds_total";
-        let before = self.first.by_label(THREADS, "name");
-        (self.last.by_label(THREADS, "name").into_iter())
-            .map(|(pool, after)| {
-                let grew = after - before.get(&pool).copied().unwrap_or(0.0);
-                (pool, (grew / seconds).max(0.0))
-            })
-            .collect()
+        let before: BTreeMap<&str, f64> = (self.first.samples(THREADS))
+            .filter_map(|s| Some((s.label("tid")?, s.value)))
+            .collect();
+        let mut out: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+        for s in self.last.samples(THREADS) {
+            let (Some(tid), Some(name)) = (s.label("tid"), s.label("name")) else {
+                continue;
+            };
+            let Some(was) = before.get(tid) else { continue };
+            let pool = out.entry(name.to_string()).or_default();
+            pool.0 += ((s.value - was) / self.seconds.max(0.001)).max(0.0);
+            pool.1 += 1;
+        }
+        out
     }
 
     /// A knob's value as `/config` shows it, by its dotted name.
@@ -158,7 +176,19 @@ struct PoolKnob {
     pool: &'static str,
     what: &'static str,
     knob: &'static str,
+    /// Where its size is read, when its threads may share their name with others (tokio's
+    /// blocking threads take the runtime's thread name).
+    size: Size,
     action: &'static str,
+}
+
+enum Size {
+    /// The threads of that name.
+    Threads,
+    /// The knob's value.
+    Knob,
+    /// A gauge of the node's.
+    Gauge(&'static str),
 }
 
 const POOLS: [PoolKnob; 8] = [
@@ -167,6 +197,7 @@ const POOLS: [PoolKnob; 8] = [
         pool: "grpc-server",
         what: "gRPC poll",
         knob: "server.grpc-concurrency",
+        size: Size::Knob,
         action: "raise server.grpc-concurrency, if the node has CPU to spare",
     },
     PoolKnob {
@@ -174,6 +205,7 @@ const POOLS: [PoolKnob; 8] = [
         pool: "unified-read",
         what: "unified read pool",
         knob: "readpool.unified.max-thread-count",
+        size: Size::Gauge("atoll_unified_read_pool_threads"),
         action: "raise readpool.unified.max-thread-count, if the node has CPU to spare",
     },
     PoolKnob {
@@ -181,6 +213,7 @@ const POOLS: [PoolKnob; 8] = [
         pool: "sched-worker",
         what: "scheduler worker",
         knob: "storage.scheduler-worker-pool-size",
+        size: Size::Knob,
         action: "raise storage.scheduler-worker-pool-size, if the node has CPU to spare",
     },
     PoolKnob {
@@ -188,13 +221,15 @@ const POOLS: [PoolKnob; 8] = [
         pool: "raftstore",
         what: "Raft store",
         knob: "raftstore.store-io-pool-size",
-        action: "set raftstore.store-io-pool-size to 1 or more so that log writes leave the raftstore thread",
+        size: Size::Threads,
+        action: "set raftstore.store-io-pool-size to 1 or more so that log writes leave the raftstore thread; if it is set, spread the regions over more kv nodes",
     },
     PoolKnob {
         role: Role::Kv,
         pool: "store-io",
         what: "Raft store I/O",
         knob: "raftstore.store-io-pool-size",
+        size: Size::Knob,
         action: "raise raftstore.store-io-pool-size",
     },
     PoolKnob {
@@ -202,6 +237,7 @@ const POOLS: [PoolKnob; 8] = [
         pool: "rocksdb:low",
         what: "RocksDB compaction",
         knob: "rocksdb.max-background-jobs",
+        size: Size::Threads,
         action: "raise rocksdb.max-background-jobs, or write less (compression, Titan for large values)",
     },
     PoolKnob {
@@ -209,6 +245,7 @@ const POOLS: [PoolKnob; 8] = [
         pool: "gc-worker",
         what: "GC worker",
         knob: "gc.max-write-bytes-per-sec",
+        size: Size::Threads,
         action: "GC competes with the workload: set gc.max-write-bytes-per-sec to limit it, or raise tidb_gc_life_time so it runs less",
     },
     PoolKnob {
@@ -216,36 +253,36 @@ const POOLS: [PoolKnob; 8] = [
         pool: "sql-conn",
         what: "connection threads",
         knob: "performance.max-procs",
+        size: Size::Threads,
         action: "raise performance.max-procs, if the node has CPU to spare, or add sql nodes",
     },
 ];
 
 /// The findings, highest score first; one `none` finding when there is nothing to name.
 pub fn diagnose(w: &Window) -> Vec<Finding> {
-    let seconds = w.seconds.max(0.001);
     let mut out = Vec::new();
     for node in &w.nodes {
-        cpu_of_node(node, seconds, &mut out);
-        pools_of_node(node, seconds, &mut out);
+        cpu_of_node(node, w, &mut out);
+        pools_of_node(node, &mut out);
         memory_of_node(node, &mut out);
         match node.role {
             Role::Kv => {
-                write_stall(node, seconds, &mut out);
-                log_append(node, w, seconds, &mut out);
+                write_stall(node, &mut out);
+                log_append(node, w, &mut out);
             }
-            Role::Sql => tso_waits(node, seconds, &mut out),
+            Role::Sql => tso_waits(node, &mut out),
             Role::Pd => {}
         }
     }
     for (id, host) in &w.hosts {
-        cpu_of_host(id, host, w, seconds, &mut out);
-        disks_of_host(host, seconds, &mut out);
-        memory_of_host(host, seconds, &mut out);
+        cpu_of_host(id, host, w, &mut out);
+        disks_of_host(host, &mut out);
+        memory_of_host(host, &mut out);
     }
-    lock_contention(w, seconds, &mut out);
+    lock_contention(w, &mut out);
     hot_stores(w, &mut out);
     if out.is_empty() {
-        out.push(client_or_idle(w, seconds));
+        out.push(client_or_idle(w));
     }
     out.sort_by(|a, b| b.score.total_cmp(&a.score));
     out
@@ -255,16 +292,26 @@ fn percent(share: f64) -> String {
     format!("{:.0}%", share * 100.0)
 }
 
-fn cpu_of_node(node: &NodeWindow, seconds: f64, out: &mut Vec<Finding>) {
+/// A node at the CPU its cgroup quota or affinity allows. Without either, the limit is the
+/// host's cores, which the host's rule judges with every process on it.
+fn cpu_of_node(node: &NodeWindow, w: &Window, out: &mut Vec<Finding>) {
     let Some(limit) = node.cpu_limit() else {
         return;
     };
-    let used = node.cpu(seconds);
+    let host_cores = (node.host.as_ref())
+        .and_then(|h| w.hosts.get(h))
+        .map(|h| h.last.cpus as f64);
+    if host_cores.is_some_and(|cores| limit >= cores) {
+        return;
+    }
+    let used = node.cpu();
     let share = used / limit;
     if share < CPU_BUSY {
         return;
     }
-    let mut pools: Vec<(String, f64)> = node.pool_cpu(seconds).into_iter().collect();
+    let mut pools: Vec<(String, f64)> = (node.pool_cpu().into_iter())
+        .map(|(pool, (cpu, _))| (pool, cpu))
+        .collect();
     pools.sort_by(|a, b| b.1.total_cmp(&a.1));
     let top: Vec<String> = (pools.iter().take(3))
         .map(|(p, c)| format!("{p} {c:.2}"))
@@ -277,21 +324,24 @@ fn cpu_of_node(node: &NodeWindow, seconds: f64, out: &mut Vec<Finding>) {
             percent(share),
             top.join(", ")
         ),
-        action: "give the node more CPU (a larger cgroup quota, or fewer other processes on its host), or add nodes of its role".into(),
-        score: share,
+        action: "give the node more CPU (a larger cgroup quota), or add nodes of its role".into(),
+        score: share.min(1.0),
     });
 }
 
-fn pools_of_node(node: &NodeWindow, seconds: f64, out: &mut Vec<Finding>) {
-    let cpu = node.pool_cpu(seconds);
-    let threads = node
-        .last
-        .count_by_label("atoll_thread_cpu_seconds_total", "name");
+fn pools_of_node(node: &NodeWindow, out: &mut Vec<Finding>) {
+    let cpu = node.pool_cpu();
     for p in POOLS.iter().filter(|p| p.role == node.role) {
-        let (Some(&used), Some(&n)) = (cpu.get(p.pool), threads.get(p.pool)) else {
+        let Some(&(used, threads)) = cpu.get(p.pool) else {
             continue;
         };
-        let share = used / n as f64;
+        let sized = match p.size {
+            Size::Threads => None,
+            Size::Knob => node.knob(p.knob).and_then(|v| v.parse::<f64>().ok()),
+            Size::Gauge(name) => node.last.get(name),
+        };
+        let n = sized.filter(|n| *n >= 1.0).unwrap_or(threads as f64);
+        let share = used / n.max(1.0);
         if share < POOL_BUSY || used < POOL_MIN_CORES {
             continue;
         }
@@ -337,8 +387,8 @@ fn memory_of_node(node: &NodeWindow, out: &mut Vec<Finding>) {
     });
 }
 
-fn write_stall(node: &NodeWindow, seconds: f64, out: &mut Vec<Finding>) {
-    let stalled = node.rate("atoll_rocksdb_write_stall_micros_total", seconds) / 1e6;
+fn write_stall(node: &NodeWindow, out: &mut Vec<Finding>) {
+    let stalled = node.rate("atoll_rocksdb_write_stall_micros_total") / 1e6;
     let stopped = node.last.sum("atoll_rocksdb_write_stopped") > 0.0;
     if stalled < STALL_SHARE && !stopped {
         return;
@@ -354,31 +404,36 @@ fn write_stall(node: &NodeWindow, seconds: f64, out: &mut Vec<Finding>) {
             pending / 1048576.0
         ),
         action: "compaction does not keep up: raise rocksdb.max-background-jobs and rocksdb.rate-bytes-per-sec if it is set low, write less (compression), or give RocksDB a faster disk".into(),
-        score: if stopped { 1.0 } else { stalled.clamp(0.6, 1.0) },
+        score: if stopped { 1.0 } else { stalled.min(1.0) },
     });
 }
 
-/// The raftstore waiting on log appends (each ends in an fsync) most of the time.
-fn log_append(node: &NodeWindow, w: &Window, seconds: f64, out: &mut Vec<Finding>) {
-    let appends = node.rate("atoll_raftstore_append_log_total", seconds);
-    let busy = node.rate(
-        "atoll_raftstore_append_log_duration_microseconds_total",
-        seconds,
-    ) / 1e6;
+/// The threads that append the Raft log (the raftstore thread, or the store-io threads when
+/// `raftstore.store-io-pool-size` has some) waiting on appends, each ending in an fsync,
+/// most of the time.
+fn log_append(node: &NodeWindow, w: &Window, out: &mut Vec<Finding>) {
+    let appends = node.rate("atoll_raftstore_append_log_total");
+    let appending = node.rate("atoll_raftstore_append_log_duration_microseconds_total") / 1e6;
+    let threads = (node.knob("raftstore.store-io-pool-size"))
+        .and_then(|n| n.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        .max(1.0);
+    let busy = appending / threads;
     if busy < APPEND_BUSY || appends <= 0.0 {
         return;
     }
-    let mean_ms = busy * 1000.0 / appends;
+    let mean_ms = appending * 1000.0 / appends;
     // The log shares RocksDB's disk when its dir is not set (it is then under the data
     // dir) or when both dirs are on one device.
     let own_dir = node.knob("raft-engine.dir").is_some_and(|d| !d.is_empty());
     let same_device = (node.host.as_ref())
         .and_then(|h| w.hosts.get(h))
         .is_some_and(|h| {
-            h.last.disks.iter().any(|d| {
-                d.dirs.iter().any(|k| k == "storage.data-dir")
-                    && d.dirs.iter().any(|k| k == "raft-engine.dir")
-            })
+            let (data, log) = (
+                format!("{} storage.data-dir", node.name),
+                format!("{} raft-engine.dir", node.name),
+            );
+            (h.last.disks.iter()).any(|d| d.dirs.contains(&data) && d.dirs.contains(&log))
         });
     let action = if !own_dir || same_device {
         "put raft-engine.dir on a disk of its own (fast fsync, not shared with RocksDB's compaction), or a faster disk"
@@ -389,7 +444,7 @@ fn log_append(node: &NodeWindow, w: &Window, seconds: f64, out: &mut Vec<Finding
         kind: Kind::DiskFsync,
         node: node.name.clone(),
         evidence: format!(
-            "the raftstore spent {} of the time appending the Raft log: {appends:.0} appends/s at {mean_ms:.1} ms each",
+            "the threads that write the Raft log ({threads:.0}) spent {} of the time appending it: {appends:.0} appends/s at {mean_ms:.1} ms each",
             percent(busy.min(1.0))
         ),
         action: action.into(),
@@ -398,22 +453,22 @@ fn log_append(node: &NodeWindow, w: &Window, seconds: f64, out: &mut Vec<Finding
 }
 
 /// Statements' time waiting on PD for timestamps.
-fn tso_waits(node: &NodeWindow, seconds: f64, out: &mut Vec<Finding>) {
-    let busy = node.rate("atoll_sql_statement_seconds_total", seconds);
-    if busy <= 0.0 {
+fn tso_waits(node: &NodeWindow, out: &mut Vec<Finding>) {
+    let busy = node.rate("atoll_sql_statement_seconds_total");
+    let waits = node.rate("atoll_tso_waits_total");
+    if busy <= 0.0 || waits <= 0.0 {
         return;
     }
-    let tso = node.rate("atoll_tso_wait_seconds_total", seconds);
+    let tso = node.rate("atoll_tso_wait_seconds_total");
     let tso_share = tso / busy;
     if tso_share >= WAIT_SHARE {
-        let waits = node.rate("atoll_tso_waits_total", seconds);
         out.push(Finding {
             kind: Kind::Tso,
             node: node.name.clone(),
             evidence: format!(
                 "statements spent {} of their time waiting for PD timestamps: {waits:.0}/s at {:.1} ms each",
                 percent(tso_share.min(1.0)),
-                tso * 1000.0 / waits.max(1.0)
+                tso * 1000.0 / waits
             ),
             action: "PD answers timestamps slowly: check the PD leader's CPU and the network to it; tidb_tso_client_batch_max_wait_time batches more requests into one".into(),
             score: tso_share.min(1.0),
@@ -424,11 +479,11 @@ fn tso_waits(node: &NodeWindow, seconds: f64, out: &mut Vec<Finding>) {
 /// Statements' time waiting for other transactions' locks: on the kv nodes (a lock request
 /// held until the lock is released) and on the sql nodes (backing off before a retry),
 /// against the time statements took; with the key waited for most.
-fn lock_contention(w: &Window, seconds: f64, out: &mut Vec<Finding>) {
+fn lock_contention(w: &Window, out: &mut Vec<Finding>) {
     let sum = |role: Role, name: &str| -> f64 {
         (w.nodes.iter())
             .filter(|n| n.role == role)
-            .map(|n| n.rate(name, seconds))
+            .map(|n| n.rate(name))
             .sum()
     };
     let busy = sum(Role::Sql, "atoll_sql_statement_seconds_total");
@@ -440,7 +495,7 @@ fn lock_contention(w: &Window, seconds: f64, out: &mut Vec<Finding>) {
                 n.last.by_label(BACKOFF, "type"),
             );
             let grew = |k: &str| after.get(k).unwrap_or(&0.0) - before.get(k).unwrap_or(&0.0);
-            ((grew("txnLock") + grew("lockWait")) / seconds).max(0.0)
+            ((grew("txnLock") + grew("lockWait")) / n.seconds.max(0.001)).max(0.0)
         })
         .sum();
     let waited = sum(Role::Kv, "atoll_lock_wait_seconds_total") + backed_off;
@@ -448,21 +503,22 @@ fn lock_contention(w: &Window, seconds: f64, out: &mut Vec<Finding>) {
     if busy <= 0.0 || share < WAIT_SHARE {
         return;
     }
-    // The key waited for most in the window, and the kv node that counted it.
+    // The key waited for most in the window, and the kv node that counted it: among the
+    // keys followed in both readings (one that took another's place started from its count).
     let hottest = (w.nodes.iter().filter(|n| n.role == Role::Kv))
         .flat_map(|n| {
             let before = n.first.by_label("atoll_lock_wait_key_waits", "key");
             (n.last
                 .by_label("atoll_lock_wait_key_waits", "key")
                 .into_iter())
-            .map(move |(key, after)| (n, after - before.get(&key).unwrap_or(&0.0), key))
+            .filter_map(move |(key, after)| Some((n, after - before.get(&key)?, key)))
         })
         .max_by(|a, b| a.1.total_cmp(&b.1));
     let (node, key_note) = match hottest {
         Some((n, waits, key)) if waits > 0.0 => (
             n.name.clone(),
             format!(
-                "; the key waited for most: {} ({waits:.0} waits)",
+                "; the key waited for most: {} (about {waits:.0} waits)",
                 describe_key(&key)
             ),
         ),
@@ -514,18 +570,32 @@ pub fn describe_key(hex: &str) -> String {
     }
 }
 
-/// Busy CPU seconds per second of a host, and those of the nodes diag reads on it.
-fn host_busy(host: &HostWindow, seconds: f64) -> Option<(f64, f64)> {
-    let (a, b) = (host.first.cpu?, host.last.cpu?);
-    let busy = |c: node::host::CpuTimes| c.user + c.nice + c.system + c.irq + c.softirq + c.steal;
-    Some((
-        ((busy(b) - busy(a)) / seconds).max(0.0),
-        ((b.steal - a.steal) / seconds).max(0.0),
-    ))
+/// A host's CPU per second over the window: busy in all, and the parts no process is
+/// charged for: interrupts (a cluster on loopback has many) and the hypervisor's steal.
+struct HostCpu {
+    busy: f64,
+    interrupts: f64,
+    steal: f64,
 }
 
-fn cpu_of_host(id: &str, host: &HostWindow, w: &Window, seconds: f64, out: &mut Vec<Finding>) {
-    let Some((busy, steal)) = host_busy(host, seconds) else {
+fn host_cpu(host: &HostWindow) -> Option<HostCpu> {
+    let (a, b) = (host.first.cpu?, host.last.cpu?);
+    let per_second =
+        |f: fn(&node::host::CpuTimes) -> f64| ((f(&b) - f(&a)) / host.seconds.max(0.001)).max(0.0);
+    Some(HostCpu {
+        busy: per_second(|c| c.user + c.nice + c.system + c.irq + c.softirq + c.steal),
+        interrupts: per_second(|c| c.irq + c.softirq),
+        steal: per_second(|c| c.steal),
+    })
+}
+
+fn cpu_of_host(id: &str, host: &HostWindow, w: &Window, out: &mut Vec<Finding>) {
+    let Some(HostCpu {
+        busy,
+        interrupts,
+        steal,
+    }) = host_cpu(host)
+    else {
         return;
     };
     let cores = host.last.cpus.max(1) as f64;
@@ -535,14 +605,15 @@ fn cpu_of_host(id: &str, host: &HostWindow, w: &Window, seconds: f64, out: &mut 
     }
     let mut nodes: Vec<(String, f64)> = (w.nodes.iter())
         .filter(|n| n.host.as_deref() == Some(id))
-        .map(|n| (n.name.clone(), n.cpu(seconds)))
+        .map(|n| (n.name.clone(), n.cpu()))
         .collect();
     nodes.sort_by(|a, b| b.1.total_cmp(&a.1));
     let ours: f64 = nodes.iter().map(|(_, c)| c).sum();
-    let others = (busy - ours).max(0.0);
+    let others = (busy - ours - interrupts - steal).max(0.0);
     let listed: Vec<String> = (nodes.iter())
         .map(|(n, c)| format!("{n} {c:.2}"))
         .chain((others >= 0.05).then(|| format!("other processes {others:.2}")))
+        .chain((interrupts >= 0.05).then(|| format!("interrupts {interrupts:.2}")))
         .collect();
     let steal_note = if steal >= 0.1 * busy {
         format!("; the hypervisor took {steal:.2} (steal)")
@@ -577,7 +648,8 @@ fn cpu_of_host(id: &str, host: &HostWindow, w: &Window, seconds: f64, out: &mut 
     });
 }
 
-fn disks_of_host(host: &HostWindow, seconds: f64, out: &mut Vec<Finding>) {
+fn disks_of_host(host: &HostWindow, out: &mut Vec<Finding>) {
+    let seconds = host.seconds.max(0.001);
     for disk in &host.last.disks {
         let Some(before) = host.first.disks.iter().find(|d| d.device == disk.device) else {
             continue;
@@ -629,9 +701,12 @@ fn disks_of_host(host: &HostWindow, seconds: f64, out: &mut Vec<Finding>) {
     }
 }
 
-fn memory_of_host(host: &HostWindow, seconds: f64, out: &mut Vec<Finding>) {
+fn memory_of_host(host: &HostWindow, out: &mut Vec<Finding>) {
     let stalled = match (host.first.pressure_stall_us, host.last.pressure_stall_us) {
-        (Some(a), Some(b)) => (b.memory.saturating_sub(a.memory) as f64 / 1e6 / seconds).min(1.0),
+        (Some(a), Some(b)) => {
+            let us = b.memory.saturating_sub(a.memory) as f64;
+            (us / 1e6 / host.seconds.max(0.001)).min(1.0)
+        }
         _ => 0.0,
     };
     let Some(memory) = host.last.memory else {
@@ -659,33 +734,39 @@ fn hot_stores(w: &Window, out: &mut Vec<Finding>) {
     if w.stores.len() < 2 {
         return;
     }
-    for (what, flow) in [
-        (
-            "written",
-            (|s: &StoreLoad| s.hot_write_bytes) as fn(&StoreLoad) -> f64,
-        ),
-        ("read", |s: &StoreLoad| s.hot_read_bytes),
-    ] {
-        let total: f64 = w.stores.iter().map(flow).sum();
-        let Some(top) = w.stores.iter().max_by(|a, b| flow(a).total_cmp(&flow(b))) else {
+    type Flow = fn(&StoreLoad) -> (f64, u64);
+    let kinds: [(&str, Flow); 2] = [
+        ("written", |s| (s.hot_write_bytes, s.hot_write_regions)),
+        ("read", |s| (s.hot_read_bytes, s.hot_read_regions)),
+    ];
+    for (what, flow) in kinds {
+        let total: f64 = w.stores.iter().map(|s| flow(s).0).sum();
+        let regions: u64 = w.stores.iter().map(|s| flow(s).1).sum();
+        let Some(top) = (w.stores.iter()).max_by(|a, b| flow(a).0.total_cmp(&flow(b).0)) else {
             continue;
         };
-        let share = flow(top) / total.max(1.0);
-        if total <= 0.0 || share < HOT_SHARE {
+        let share = flow(top).0 / total.max(1.0);
+        let kv = format!("kv {}", top.address);
+        let busy = (w.nodes.iter())
+            .find(|n| n.name == kv)
+            .and_then(|n| Some(n.cpu() / n.cpu_limit()?))
+            .unwrap_or(0.0);
+        if total <= 0.0 || share < HOT_SHARE || regions < HOT_REGIONS_MIN || busy < HOT_STORE_BUSY {
             continue;
         }
         out.push(Finding {
             kind: Kind::HotRegion,
-            node: format!("kv {}", top.address),
+            node: kv,
             evidence: format!(
-                "its leaders serve {} of the bytes {what} in hot regions ({:.0} KiB/s of {:.0} KiB/s) over {} stores",
+                "its leaders serve {} of the bytes {what} in the {regions} hot regions ({:.0} KiB/s of {:.0} KiB/s over {} stores), and it used {} of its CPU",
                 percent(share),
-                flow(top) / 1024.0,
+                flow(top).0 / 1024.0,
                 total / 1024.0,
-                w.stores.len()
+                w.stores.len(),
+                percent(busy)
             ),
             action: "let PD spread the hot regions: `atoll ctl scheduler add balance-hot-region-scheduler`; split a hot table (SPLIT TABLE) or shard its key (AUTO_RANDOM / SHARD_ROW_ID_BITS) so its writes land on several regions".into(),
-            score: share * 0.8,
+            score: (share * busy).min(1.0),
         });
     }
     let leaders: Vec<u64> = w.stores.iter().map(|s| s.leaders).collect();
@@ -709,22 +790,31 @@ fn hot_stores(w: &Window, out: &mut Vec<Finding>) {
 
 /// With nothing to name: a client that keeps too few statements in flight, or an idle
 /// cluster, or a cluster that serves its load without a limit in sight.
-fn client_or_idle(w: &Window, seconds: f64) -> Finding {
+fn client_or_idle(w: &Window) -> Finding {
     let sql: Vec<&NodeWindow> = w.nodes.iter().filter(|n| n.role == Role::Sql).collect();
+    if sql.is_empty() {
+        return Finding {
+            kind: Kind::None,
+            node: "cluster".into(),
+            evidence: "no bottleneck found among the nodes read, but no sql node was read, so the load is not known".into(),
+            action: "check that PD lists the sql nodes (GET /pd/api/v1/sql-nodes) and that their status ports answer".into(),
+            score: 0.0,
+        };
+    }
     let qps: f64 = (sql.iter())
-        .map(|n| n.rate("tidb_server_query_total", seconds))
+        .map(|n| n.rate("tidb_server_query_total"))
         .sum();
     let in_flight: f64 = (sql.iter())
-        .map(|n| n.rate("atoll_sql_statement_seconds_total", seconds))
+        .map(|n| n.rate("atoll_sql_statement_seconds_total"))
         .sum();
     let connections: f64 = (sql.iter())
         .map(|n| n.last.sum("tidb_server_connections"))
         .sum();
     let busiest = |of_hosts: bool| {
         (w.nodes.iter())
-            .filter_map(|n| Some((n.name.as_str(), n.cpu(seconds) / n.cpu_limit()?)))
+            .filter_map(|n| Some((n.name.as_str(), n.cpu() / n.cpu_limit()?)))
             .chain(w.hosts.values().filter(|_| of_hosts).filter_map(|h| {
-                let (busy, _) = host_busy(h, seconds)?;
+                let busy = host_cpu(h)?.busy;
                 Some((h.last.hostname.as_str(), busy / h.last.cpus.max(1) as f64))
             }))
             .max_by(|a, b| a.1.total_cmp(&b.1))
@@ -777,6 +867,7 @@ mod tests {
     fn node(role: Role, name: &str, first: &str, last: &str) -> NodeWindow {
         NodeWindow {
             role,
+            seconds: 10.0,
             name: name.into(),
             first: Metrics::parse(first),
             last: Metrics::parse(last),
@@ -797,17 +888,28 @@ mod tests {
     }
 
     #[test]
-    fn an_idle_cluster_is_named_idle() {
-        let w = window(vec![node(
+    fn an_idle_cluster_is_named_idle_and_one_without_sql_nodes_unknown() {
+        let kv = node(
             Role::Kv,
             "kv a",
             "atoll_process_cpu_seconds_total 1\natoll_process_cpu_limit_cores 2",
             "atoll_process_cpu_seconds_total 1.1\natoll_process_cpu_limit_cores 2",
-        )]);
-        let found = diagnose(&w);
+        );
+        let sql = node(
+            Role::Sql,
+            "sql a",
+            "tidb_server_query_total{result=\"OK\"} 5",
+            "tidb_server_query_total{result=\"OK\"} 6",
+        );
+        let found = diagnose(&window(vec![kv.clone(), sql]));
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].kind, Kind::None);
         assert!(found[0].evidence.contains("mostly idle"), "{found:?}");
+        let found = diagnose(&window(vec![kv]));
+        assert!(
+            found[0].evidence.contains("no sql node was read"),
+            "{found:?}"
+        );
     }
 
     #[test]
@@ -875,7 +977,7 @@ mod tests {
         assert!(found[0].evidence.contains("75%"), "{found:?}");
         assert!(
             found[0].evidence.contains("row 1 of table 45")
-                && found[0].evidence.contains("(300 waits)"),
+                && found[0].evidence.contains("(about 300 waits)"),
             "{found:?}"
         );
         assert_eq!(describe_key("7A7A"), "7A7A");
@@ -934,6 +1036,7 @@ mod tests {
         w.hosts.insert(
             "h".into(),
             HostWindow {
+                seconds: 10.0,
                 first: figures(0.0),
                 last: figures(19.0),
             },
@@ -970,21 +1073,34 @@ mod tests {
     }
 
     #[test]
-    fn one_store_serving_most_hot_writes_is_a_hot_region() {
-        let store = |address: &str, hot: f64| StoreLoad {
+    fn one_busy_store_serving_most_hot_writes_is_a_hot_region() {
+        let store = |address: &str, hot: f64, regions: u64| StoreLoad {
             address: address.into(),
             leaders: 3,
             hot_write_bytes: hot,
-            hot_read_bytes: 0.0,
+            hot_write_regions: regions,
+            ..StoreLoad::default()
         };
-        let mut w = window(Vec::new());
+        let kv = |name: &str, cpu: &str| {
+            node(
+                Role::Kv,
+                name,
+                "atoll_process_cpu_seconds_total 0\natoll_process_cpu_limit_cores 1",
+                &format!("atoll_process_cpu_seconds_total {cpu}\natoll_process_cpu_limit_cores 1"),
+            )
+        };
+        let mut w = window(vec![kv("kv a", "7"), kv("kv b", "1"), kv("kv c", "1")]);
         w.stores = vec![
-            store("a", 900_000.0),
-            store("b", 50_000.0),
-            store("c", 50_000.0),
+            store("a", 900_000.0, 3),
+            store("b", 50_000.0, 1),
+            store("c", 50_000.0, 0),
         ];
         let found = diagnose(&w);
         assert_eq!(found[0].kind, Kind::HotRegion, "{found:?}");
         assert_eq!(found[0].node, "kv a");
+        assert!(found[0].evidence.contains("the 4 hot regions"), "{found:?}");
+        // One hot region cannot be spread: no finding.
+        w.stores = vec![store("a", 900_000.0, 1), store("b", 0.0, 0)];
+        assert_ne!(diagnose(&w)[0].kind, Kind::HotRegion);
     }
 }
