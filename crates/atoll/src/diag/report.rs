@@ -284,16 +284,32 @@ pub fn charts(c: &Collection) -> String {
         ));
     }
     body.push_str("<h2>Disks</h2>");
-    let mut hosts_seen = Vec::new();
+    // Each device of each host once, read through the first node that has a directory on
+    // it, and titled with every node's directories there.
+    let last_host =
+        |data: &super::collect::NodeData| data.readings.last().and_then(|r| r.host.clone());
+    let mut seen: Vec<(String, String)> = Vec::new();
     for data in &c.nodes {
-        let Some(host) = data.readings.last().and_then(|r| r.host.as_ref()) else {
+        let Some(host) = last_host(data) else {
             continue;
         };
-        if hosts_seen.contains(&host.host_id) {
-            continue;
-        }
-        hosts_seen.push(host.host_id.clone());
         for disk in &host.disks {
+            let key = (host.host_id.clone(), disk.device.clone());
+            if seen.contains(&key) {
+                continue;
+            }
+            seen.push(key);
+            let dirs: Vec<String> = (c.targets.iter().zip(&c.nodes))
+                .filter_map(|(t, d)| Some((t, last_host(d)?)))
+                .filter(|(_, h)| h.host_id == host.host_id)
+                .flat_map(|(t, h)| {
+                    (h.disks.into_iter())
+                        .filter(|d| d.device == disk.device)
+                        .flat_map(|d| d.dirs)
+                        .map(|dir| format!("{} {dir}", t.name))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
             let device = |r: &Reading| {
                 r.host
                     .as_ref()
@@ -303,12 +319,12 @@ pub fn charts(c: &Collection) -> String {
             let writes = rates(&data.readings, |r| device(r).map(|d| d.writes as f64));
             let write_ms = rates(&data.readings, |r| device(r).map(|d| d.write_ms as f64));
             let await_ms = ratio(&write_ms, &writes, 1.0);
-            let title = format!(
-                "{} on {} ({})",
-                disk.device,
-                host.hostname,
-                disk.dirs.join(", ")
-            );
+            let title = format!("{} on {}", disk.device, host.hostname);
+            body.push_str(&format!(
+                "<p>{}: {}</p>",
+                escape(&title),
+                escape(&dirs.join(", "))
+            ));
             body.push_str(&line_chart(
                 &format!("Utilisation of {title}"),
                 "% busy",
