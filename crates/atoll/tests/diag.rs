@@ -474,4 +474,38 @@ fn the_dashboard_shows_every_node_in_a_real_browser() {
     }
     assert!(dom.contains("<svg") && dom.contains("CPU of kv"), "{dom}");
     assert!(!log.contains("CONSOLE"), "console messages: {log}");
+
+    // A node that does not answer (PD lists a killed sql node for 30 s): diag says what it
+    // did not collect and gives the verdict it can.
+    let mut cluster = cluster;
+    cluster.kill_sql();
+    let output = atoll()
+        .args([
+            "diag",
+            "--pd",
+            &cluster.pd(),
+            "--format",
+            "json",
+            "--seconds",
+            "2",
+        ])
+        .arg("--out")
+        .arg(dir.path().join("missing.zip"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let sql = format!("sql 127.0.0.1:{}", cluster.port);
+    assert!(
+        stderr.contains("not collected: ") && stderr.contains(&format!("{sql} /metrics")),
+        "{stderr}"
+    );
+    let findings: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(findings[0]["kind"], "none", "{findings}");
+    assert!(
+        findings[0]["evidence"]
+            .as_str()
+            .unwrap()
+            .contains("no sql node was read")
+    );
 }

@@ -301,9 +301,16 @@ fn a_port_in_use_and_a_data_dir_in_use_are_refused() {
 }
 
 #[test]
-fn commands_not_built_yet_say_so_and_fail() {
-    let line = one_line_failure(&["diag"]);
-    assert!(line.contains("not built yet"), "{line}");
+fn diag_without_a_pd_or_with_bad_arguments_fails_with_one_line() {
+    let line = one_line_failure(&["diag", "--pd", "127.0.0.1:1", "--seconds", "2"]);
+    assert!(
+        line.starts_with("atoll diag: cannot reach 127.0.0.1:1"),
+        "{line}"
+    );
+    let line = one_line_failure(&["diag", "--seconds", "0"]);
+    assert!(line.contains("--seconds must be between"), "{line}");
+    let line = one_line_failure(&["diag", "--live", "--out", "x.zip"]);
+    assert!(line.contains("--out is not written with --live"), "{line}");
     let out = atoll()
         .arg("kv")
         .arg("--bogus")

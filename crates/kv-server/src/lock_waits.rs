@@ -42,6 +42,8 @@ pub struct LockWaits {
     /// time).
     pub waits: IntCounter,
     pub wait_seconds: Counter,
+    /// Lock requests refused because their wait would close a cycle.
+    pub deadlocks: IntCounter,
     /// The keys waited for most: `atoll_lock_wait_key_waits{key}` (hex), at most
     /// [`HOT_KEYS`] of them.
     pub hot_keys: IntGaugeVec,
@@ -83,6 +85,11 @@ impl LockWaits {
                 "Time pessimistic lock requests waited for other txns' locks",
             )
             .expect("valid metric"),
+            deadlocks: IntCounter::new(
+                "atoll_deadlocks_total",
+                "Pessimistic lock requests refused as deadlocks",
+            )
+            .expect("valid metric"),
             hot_keys: IntGaugeVec::new(
                 Opts::new(
                     "atoll_lock_wait_key_waits",
@@ -101,6 +108,7 @@ impl LockWaits {
             Box::new(self.waiting.clone()),
             Box::new(self.waits.clone()),
             Box::new(self.wait_seconds.clone()),
+            Box::new(self.deadlocks.clone()),
             Box::new(self.hot_keys.clone()),
         ]
     }

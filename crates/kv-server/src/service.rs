@@ -559,6 +559,7 @@ impl KvRpc for KvService {
                 .deadlocks
                 .wait(start_ts, lock.lock_version, std::time::Instant::now())
             {
+                self.lock_waits.deadlocks.inc();
                 break Err(Failure::Key(Box::new(KeyError {
                     deadlock: Some(Deadlock {
                         lock_ts: lock.lock_version,

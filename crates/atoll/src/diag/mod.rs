@@ -125,6 +125,9 @@ pub fn run(args: DiagArgs) -> anyhow::Result<()> {
     report::write_zip(&out, &c, &summary, &findings)?;
     if args.format == "json" {
         println!("{}", report::json(&findings));
+        if !c.missing.is_empty() {
+            eprintln!("not collected: {}", c.missing.join("; "));
+        }
         eprintln!("report: {}", out.display());
     } else {
         print!("{}", report::text(&summary, &findings, &c.missing));

@@ -260,9 +260,14 @@ pub fn charts(c: &Collection) -> String {
             })
             .collect();
         pools.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let threads = |pool: &str| {
+            (last.metrics.samples("atoll_thread_cpu_seconds_total"))
+                .filter(|s| s.label("name") == Some(pool))
+                .count()
+        };
         let mut series: Vec<Series> = (pools.iter().take(POOLS_CHARTED))
             .map(|(pool, _)| Series {
-                name: pool.clone(),
+                name: format!("{pool} ({} threads)", threads(pool)),
                 points: rates(&data.readings, |r| {
                     r.metrics
                         .by_label("atoll_thread_cpu_seconds_total", "name")

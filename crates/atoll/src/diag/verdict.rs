@@ -524,6 +524,14 @@ fn lock_contention(w: &Window, out: &mut Vec<Finding>) {
         ),
         _ => ("cluster".to_string(), String::new()),
     };
+    let deadlocks: f64 = (w.nodes.iter().filter(|n| n.role == Role::Kv))
+        .map(|n| n.last.sum("atoll_deadlocks_total") - n.first.sum("atoll_deadlocks_total"))
+        .sum();
+    let key_note = if deadlocks > 0.0 {
+        format!("{key_note}; {deadlocks:.0} deadlocks")
+    } else {
+        key_note
+    };
     out.push(Finding {
         kind: Kind::LockContention,
         node,
@@ -964,10 +972,10 @@ mod tests {
                 Role::Kv,
                 "kv b",
                 &format!(
-                    "atoll_lock_wait_seconds_total 0\natoll_lock_wait_key_waits{{key=\"{hot}\"}} 100\natoll_lock_wait_key_waits{{key=\"74\"}} 50"
+                    "atoll_lock_wait_seconds_total 0\natoll_deadlocks_total 1\natoll_lock_wait_key_waits{{key=\"{hot}\"}} 100\natoll_lock_wait_key_waits{{key=\"74\"}} 50"
                 ),
                 &format!(
-                    "atoll_lock_wait_seconds_total 20\natoll_lock_wait_key_waits{{key=\"{hot}\"}} 400\natoll_lock_wait_key_waits{{key=\"74\"}} 60"
+                    "atoll_lock_wait_seconds_total 20\natoll_deadlocks_total 3\natoll_lock_wait_key_waits{{key=\"{hot}\"}} 400\natoll_lock_wait_key_waits{{key=\"74\"}} 60"
                 ),
             ),
         ]);
@@ -977,7 +985,7 @@ mod tests {
         assert!(found[0].evidence.contains("75%"), "{found:?}");
         assert!(
             found[0].evidence.contains("row 1 of table 45")
-                && found[0].evidence.contains("(about 300 waits)"),
+                && found[0].evidence.contains("(about 300 waits); 2 deadlocks"),
             "{found:?}"
         );
         assert_eq!(describe_key("7A7A"), "7A7A");

@@ -300,6 +300,12 @@ impl SqlCluster {
         format!("127.0.0.1:{}", self.pd_port)
     }
 
+    /// Kills the first sql node (SIGKILL) and waits for it.
+    pub fn kill_sql(&mut self) {
+        let _ = self._sql.0.kill();
+        let _ = self._sql.0.wait();
+    }
+
     /// The kv node's process id.
     pub fn kv_pid(&self) -> u32 {
         self._kv.0.id()
