@@ -1058,6 +1058,85 @@ mod tests {
     }
 
     #[test]
+    fn statements_waiting_on_pd_for_timestamps_are_tso() {
+        let w = window(vec![node(
+            Role::Sql,
+            "sql a",
+            "atoll_sql_statement_seconds_total 0\natoll_tso_waits_total 0\natoll_tso_wait_seconds_total 0\ntidb_server_query_total 0",
+            "atoll_sql_statement_seconds_total 20\natoll_tso_waits_total 1000\natoll_tso_wait_seconds_total 8\ntidb_server_query_total 1000",
+        )]);
+        let found = diagnose(&w);
+        assert_eq!(found[0].kind, Kind::Tso, "{found:?}");
+        assert!(found[0].evidence.contains("40% of their time"), "{found:?}");
+        assert!(
+            found[0].evidence.contains("100/s at 8.0 ms each"),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn stalled_writes_and_a_full_memory_limit_are_named() {
+        let w = window(vec![node(
+            Role::Kv,
+            "kv a",
+            "atoll_rocksdb_write_stall_micros_total 0\nprocess_resident_memory_bytes 950\natoll_process_memory_limit_bytes 1000",
+            "atoll_rocksdb_write_stall_micros_total 3000000\nprocess_resident_memory_bytes 950\natoll_process_memory_limit_bytes 1000",
+        )]);
+        let found = diagnose(&w);
+        let kinds: Vec<Kind> = found.iter().map(|f| f.kind).collect();
+        // Memory at 95% of its limit outranks writes stalled 30% of the time.
+        assert_eq!(kinds, [Kind::Memory, Kind::WriteStall], "{found:?}");
+        assert!(
+            found[1].evidence.contains("stalled writes 30% of the time"),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn a_busy_disk_of_large_writes_is_bandwidth_and_of_small_synced_ones_fsync() {
+        let disk = |io_ms: u64, writes: u64, bytes: u64, write_ms: u64| node::host::Disk {
+            dirs: vec!["kv a storage.data-dir".into()],
+            device: "vda".into(),
+            io_ms,
+            writes,
+            write_bytes: bytes,
+            write_ms,
+            ..Default::default()
+        };
+        let figures = |d: node::host::Disk| HostFigures {
+            hostname: "box".into(),
+            cpus: 2,
+            disks: vec![d],
+            ..Default::default()
+        };
+        let host = |a, b| HostWindow {
+            seconds: 10.0,
+            first: figures(a),
+            last: figures(b),
+        };
+        let mut w = window(Vec::new());
+        // 9 s busy of 10, 1000 writes of 1 MiB.
+        w.hosts.insert(
+            "h".into(),
+            host(disk(0, 0, 0, 0), disk(9000, 1000, 1000 << 20, 5000)),
+        );
+        let found = diagnose(&w);
+        assert_eq!(found[0].kind, Kind::DiskBandwidth, "{found:?}");
+        assert!(
+            found[0]
+                .evidence
+                .contains("vda (holding kv a storage.data-dir) is busy 90%"),
+            "{found:?}"
+        );
+        // 9 s busy of 10, 2000 writes of 4 KiB at 4.5 ms each.
+        w.hosts.insert(
+            "h".into(),
+            host(disk(0, 0, 0, 0), disk(9000, 2000, 2000 * 4096, 9000)),
+        );
+        assert_eq!(diagnose(&w)[0].kind, Kind::DiskFsync);
+    }
+
+    #[test]
     fn a_raftstore_waiting_on_appends_is_fsync_bound_and_the_log_wants_its_own_disk() {
         let w = window(vec![node(
             Role::Kv,
