@@ -243,13 +243,19 @@ fn diag_names_the_bottleneck_it_is_shown() {
     let cluster = SqlCluster::start();
     wait_for_sql_node(&cluster);
 
-    // Idle: nothing to name, and the zip holds every node's readings, config and profile.
-    let zip_path = dir.path().join("idle.zip");
-    let idle = first(&diag(&cluster, 3, &zip_path, true), "none");
+    // Idle: nothing to name.
+    let idle = first(
+        &diag(&cluster, 3, &dir.path().join("idle.zip"), false),
+        "none",
+    );
     assert!(
         idle["evidence"].as_str().unwrap().contains("mostly idle"),
         "{idle}"
     );
+    // The zip holds every node's readings, config and profile (profiles cost a debug build
+    // enough CPU to be seen, so the verdict above is taken without them).
+    let zip_path = dir.path().join("profiled.zip");
+    diag(&cluster, 2, &zip_path, true);
     let mut archive = zip::ZipArchive::new(std::fs::File::open(&zip_path).unwrap()).unwrap();
     let names: Vec<String> = archive.file_names().map(str::to_string).collect();
     let sql_dir = format!("sql-127.0.0.1-{}", cluster.port);
@@ -301,7 +307,9 @@ fn diag_names_the_bottleneck_it_is_shown() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert!(lines.len() >= 2, "{lines:?}");
-    assert!(lines.iter().all(|l| l[0]["kind"] == "none"), "{lines:?}");
+    for line in &lines {
+        first(line.as_array().unwrap(), "none");
+    }
 
     prepare(&cluster);
 

@@ -281,7 +281,8 @@ pub fn diagnose(w: &Window) -> Vec<Finding> {
     }
     lock_contention(w, &mut out);
     hot_stores(w, &mut out);
-    if out.is_empty() {
+    // Other processes filling the host say nothing of the cluster: what it does is told too.
+    if (out.iter()).all(|f| f.kind == Kind::Client && f.node.starts_with("host ")) {
         out.push(client_or_idle(w));
     }
     out.sort_by(|a, b| b.score.total_cmp(&a.score));
@@ -818,12 +819,17 @@ fn client_or_idle(w: &Window) -> Finding {
     let connections: f64 = (sql.iter())
         .map(|n| n.last.sum("tidb_server_connections"))
         .sum();
+    // A host counts by what its nodes use of it: a busy host with idle nodes is the host
+    // finding's to tell.
     let busiest = |of_hosts: bool| {
         (w.nodes.iter())
             .filter_map(|n| Some((n.name.as_str(), n.cpu() / n.cpu_limit()?)))
-            .chain(w.hosts.values().filter(|_| of_hosts).filter_map(|h| {
-                let busy = host_cpu(h)?.busy;
-                Some((h.last.hostname.as_str(), busy / h.last.cpus.max(1) as f64))
+            .chain(w.hosts.iter().filter(|_| of_hosts).map(|(id, h)| {
+                let ours: f64 = (w.nodes.iter())
+                    .filter(|n| n.host.as_deref() == Some(id.as_str()))
+                    .map(|n| n.cpu())
+                    .sum();
+                (h.last.hostname.as_str(), ours / h.last.cpus.max(1) as f64)
             }))
             .max_by(|a, b| a.1.total_cmp(&b.1))
             .unwrap_or(("no node", 0.0))
