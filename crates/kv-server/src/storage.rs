@@ -260,6 +260,15 @@ impl StorageCollector {
                 "Transaction scheduler worker threads",
                 self.scheduler.workers() as i64,
             ),
+            {
+                let c = prometheus::Counter::new(
+                    "atoll_scheduler_latch_wait_seconds_total",
+                    "Time scheduler workers waited for commands' latches (writes to the same keys)",
+                )
+                .expect("valid metric");
+                c.inc_by(self.scheduler.latch_wait_seconds());
+                Box::new(c)
+            },
             gauge(
                 "atoll_gc_max_write_bytes_per_sec",
                 "GC write limit in force, 0 = none",

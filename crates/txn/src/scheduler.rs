@@ -19,7 +19,7 @@
 //! Resize: workers at or above the target count finish their command and exit.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -79,6 +79,9 @@ struct Inner<K> {
     stopping: AtomicBool,
     next_worker: AtomicUsize,
     gate: Mutex<Option<Arc<dyn WriteGate>>>,
+    /// Microseconds workers waited for commands' latches, summed (TiKV's "scheduler latch
+    /// wait duration"): commands on the same keys queue here.
+    latch_wait_us: AtomicU64,
 }
 
 pub struct Scheduler<K: ReplicatedKv> {
@@ -101,6 +104,7 @@ impl<K: ReplicatedKv> Scheduler<K> {
                 stopping: AtomicBool::new(false),
                 next_worker: AtomicUsize::new(0),
                 gate: Mutex::new(None),
+                latch_wait_us: AtomicU64::new(0),
             }),
             threads: Mutex::new(Vec::new()),
         };
@@ -231,6 +235,11 @@ impl<K: ReplicatedKv> Scheduler<K> {
         self.inner.running_workers.load(Ordering::Acquire)
     }
 
+    /// Seconds workers waited for latches since start.
+    pub fn latch_wait_seconds(&self) -> f64 {
+        self.inner.latch_wait_us.load(Ordering::Relaxed) as f64 / 1e6
+    }
+
     /// Finishes the queued commands and joins the workers.
     pub fn shutdown(&self) {
         self.inner.stopping.store(true, Ordering::Release);
@@ -323,7 +332,10 @@ impl<K: ReplicatedKv> Inner<K> {
     /// at once when it fails before writing).
     fn execute_then(self: &Arc<Self>, command: Command, reply: Reply) {
         let keys: Vec<Vec<u8>> = command.keys().into_iter().map(<[u8]>::to_vec).collect();
+        let asked = std::time::Instant::now();
         let latches = self.latches.acquire_owned(keys.iter().map(Vec::as_slice));
+        let waited = u64::try_from(asked.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.latch_wait_us.fetch_add(waited, Ordering::Relaxed);
         // Durable, failed or panicked: either way the committing entries go, before the latches.
         let one_pc = command.tries_one_pc().then(|| OnePcEntries {
             kv: self.clone(),

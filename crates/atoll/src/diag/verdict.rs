@@ -478,7 +478,8 @@ fn tso_waits(node: &NodeWindow, out: &mut Vec<Finding>) {
 }
 
 /// Statements' time waiting for other transactions' locks: on the kv nodes (a lock request
-/// held until the lock is released) and on the sql nodes (backing off before a retry),
+/// held until the lock is released, a write queued for the scheduler's latches) and on the
+/// sql nodes (backing off before a retry),
 /// against the time statements took; with the key waited for most.
 fn lock_contention(w: &Window, out: &mut Vec<Finding>) {
     let sum = |role: Role, name: &str| -> f64 {
@@ -499,7 +500,9 @@ fn lock_contention(w: &Window, out: &mut Vec<Finding>) {
             ((grew("txnLock") + grew("lockWait")) / n.seconds.max(0.001)).max(0.0)
         })
         .sum();
-    let waited = sum(Role::Kv, "atoll_lock_wait_seconds_total") + backed_off;
+    // Writes to the same keys also queue for the scheduler's latches on the kv node.
+    let latched = sum(Role::Kv, "atoll_scheduler_latch_wait_seconds_total");
+    let waited = sum(Role::Kv, "atoll_lock_wait_seconds_total") + backed_off + latched;
     let share = waited / busy.max(f64::MIN_POSITIVE);
     if busy <= 0.0 || share < WAIT_SHARE {
         return;
@@ -530,6 +533,11 @@ fn lock_contention(w: &Window, out: &mut Vec<Finding>) {
         .sum();
     let key_note = if deadlocks > 0.0 {
         format!("{key_note}; {deadlocks:.0} deadlocks")
+    } else {
+        key_note
+    };
+    let key_note = if latched >= 0.01 {
+        format!("{key_note}; {latched:.2} of them in the scheduler's latches")
     } else {
         key_note
     };
