@@ -27,6 +27,8 @@ pub struct Target {
 pub struct Reading {
     /// Seconds since the collection began.
     pub at: f64,
+    /// The `/metrics` text as it came, kept for the first and the newest reading only (the
+    /// zip holds those); empty for the others.
     pub metrics_text: String,
     pub metrics: Metrics,
     pub host: Option<HostFigures>,
@@ -54,6 +56,8 @@ pub struct Collection {
     pub missing: Vec<String>,
 }
 
+/// An HTTP client whose every call gives up after `timeout`, and that hands back error
+/// statuses as answers (their bodies say why).
 pub fn agent(timeout: Duration) -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)

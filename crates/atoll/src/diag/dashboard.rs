@@ -150,7 +150,9 @@ fn one_round(
     c.keep_last(HISTORY);
     if !c.read_pd(agent) {
         // PD's leader may have moved: ask for it (and the nodes) again next round.
-        *discovered = Instant::now() - REDISCOVER;
+        *discovered = Instant::now()
+            .checked_sub(REDISCOVER)
+            .unwrap_or(*discovered);
     }
     Ok(render(c, started.elapsed().as_secs_f64()))
 }
