@@ -732,7 +732,17 @@ fn a_table_grown_past_the_split_size_splits_by_itself_and_reads_stay_whole() {
         region["start_key"].as_str().unwrap().to_string()
     };
     let before = start_key();
-    c.ctl(&["operator", "add", "split-region", &first]).unwrap();
+    // PD may be moving a replica of the region (its replica checker or a balancer): the
+    // split is refused while that operator is in flight, then taken.
+    wait_until(
+        "pd takes the split operator",
+        Duration::from_secs(30),
+        || match c.ctl(&["operator", "add", "split-region", &first]) {
+            Ok(_) => true,
+            Err(e) if e.contains("has an operator in flight") => false,
+            Err(e) => panic!("split-region refused: {e}"),
+        },
+    );
     wait_until("pd's split", Duration::from_secs(30), || {
         start_key() != before
     });
