@@ -312,9 +312,7 @@ fn region_path(format: &str, args: &[String]) -> anyhow::Result<String> {
         [by, key] if by == "key" => {
             let bytes = match format {
                 "raw" => key.as_bytes().to_vec(),
-                _ => {
-                    (pd::cluster_api::unhex(key)).with_context(|| format!("{key:?} is not hex"))?
-                }
+                _ => (base::hex::decode(key)).with_context(|| format!("{key:?} is not hex"))?,
             };
             let escaped: String = (bytes.iter())
                 .map(|&b| match b {

@@ -2,9 +2,10 @@
 //!
 //! It holds what has no better home and no dependencies of its own: the unit types
 //! that configuration and metrics speak in ([`units`]) and the written-down bounds of
-//! the system ([`limits`]), the layout of PD timestamps ([`ts`]), and what a network error
-//! means ([`net`]). Nothing here does I/O.
+//! the system ([`limits`]), the layout of PD timestamps ([`ts`]), what a network error
+//! means ([`net`]), and keys as hex digits ([`hex`]). Nothing here does I/O.
 
+pub mod hex;
 pub mod limits;
 pub mod net;
 pub mod ts;

@@ -86,17 +86,21 @@ fn affinity_cpus() -> usize {
 
 fn host_memory_bytes() -> u64 {
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|rest| {
-            rest.trim()
-                .trim_end_matches("kB")
-                .trim()
-                .parse::<u64>()
-                .ok()
-        })
-        .map_or(u64::MAX, |kib| kib * 1024)
+    meminfo_bytes(&meminfo, "MemTotal").unwrap_or(u64::MAX)
+}
+
+/// The bytes of `field` (`MemTotal`, `MemAvailable`, ...) in `/proc/meminfo`'s text.
+pub fn meminfo_bytes(meminfo: &str, field: &str) -> Option<u64> {
+    meminfo.lines().find_map(|l| {
+        let rest = l.strip_prefix(field)?.strip_prefix(':')?;
+        let kib = rest
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse::<u64>()
+            .ok()?;
+        Some(kib * 1024)
+    })
 }
 
 /// One mount of a cgroup hierarchy: its root inside the hierarchy and where it is mounted.

@@ -118,7 +118,6 @@ impl LockWaits {
         self.waits.inc();
         self.wait_seconds.inc_by(waited.as_secs_f64());
         let mut counted = self.counted.lock().unwrap_or_else(|p| p.into_inner());
-        let hex = |k: &[u8]| k.iter().map(|b| format!("{b:02X}")).collect::<String>();
         let n = match counted.iter().position(|(k, _)| k == key) {
             Some(i) => {
                 counted[i].1 += 1;
@@ -133,12 +132,16 @@ impl LockWaits {
                     .min_by_key(|&i| counted[i].1)
                     .expect("full, so not empty");
                 let (old, n) = std::mem::replace(&mut counted[least], (key.to_vec(), 0));
-                let _ = self.hot_keys.remove_label_values(&[&hex(&old)]);
+                let _ = self
+                    .hot_keys
+                    .remove_label_values(&[&base::hex::encode(&old)]);
                 counted[least].1 = n + 1;
                 n + 1
             }
         };
-        self.hot_keys.with_label_values(&[&hex(key)]).set(n);
+        self.hot_keys
+            .with_label_values(&[&base::hex::encode(key)])
+            .set(n);
     }
 
     pub fn set_timeout(&self, timeout: Duration) {
@@ -280,7 +283,7 @@ mod tests {
         assert_eq!(waits.waits.get(), 5 + HOT_KEYS as u64);
         assert!((waits.wait_seconds.get() - 0.5).abs() < 1e-9);
         let shown = |key: &[u8]| {
-            let hex: String = key.iter().map(|b| format!("{b:02X}")).collect();
+            let hex = base::hex::encode(key);
             (prometheus::core::Collector::collect(&waits.hot_keys)[0]
                 .get_metric()
                 .iter())

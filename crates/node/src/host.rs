@@ -198,19 +198,10 @@ pub fn parse_procs_running(stat: &str) -> Option<u64> {
 
 /// `MemTotal` and `MemAvailable` of `/proc/meminfo`.
 pub fn parse_meminfo(meminfo: &str) -> Option<Memory> {
-    let kib = |name: &str| {
-        meminfo.lines().find_map(|l| {
-            let rest = l.strip_prefix(name)?.strip_prefix(':')?;
-            rest.trim()
-                .trim_end_matches("kB")
-                .trim()
-                .parse::<u64>()
-                .ok()
-        })
-    };
+    use config::resources::meminfo_bytes;
     Some(Memory {
-        total_bytes: kib("MemTotal")? * 1024,
-        available_bytes: kib("MemAvailable")? * 1024,
+        total_bytes: meminfo_bytes(meminfo, "MemTotal")?,
+        available_bytes: meminfo_bytes(meminfo, "MemAvailable")?,
     })
 }
 

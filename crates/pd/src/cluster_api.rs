@@ -53,6 +53,7 @@ use crate::region_stats::{FlowKind, RegionStat};
 use crate::replica_checker::{ROLE_VOTER, STORE_DISCONNECTED_MS, Step, is_up};
 use crate::service::ScheduleLimits;
 use crate::state::Command;
+use base::hex;
 use config::{ConfigController, Raw, Role};
 
 #[derive(Clone)]
@@ -111,10 +112,6 @@ pub fn router(
 
 fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, axum::Json(json!({ "error": message.into() }))).into_response()
-}
-
-fn hex(key: &[u8]) -> String {
-    key.iter().map(|b| format!("{b:02X}")).collect()
 }
 
 /// `None` on the leader; on a follower, the 503 that names the leader.
@@ -194,8 +191,8 @@ fn region_json(r: &Region, stat: Option<&RegionStat>) -> Value {
     let stat = stat.cloned().unwrap_or_default();
     json!({
         "id": r.id,
-        "start_key": hex(&r.start_key),
-        "end_key": hex(&r.end_key),
+        "start_key": hex::encode(&r.start_key),
+        "end_key": hex::encode(&r.end_key),
         "epoch": { "conf_ver": r.epoch.conf_ver, "version": r.epoch.version },
         "peers": r.peers.iter().map(peer_json).collect::<Vec<_>>(),
         "leader": r.leader.as_ref().map(peer_json),
@@ -348,7 +345,7 @@ async fn region_by_key(State(api): State<Api>, uri: axum::http::Uri) -> Response
         }
         None => error(
             StatusCode::NOT_FOUND,
-            format!("no region holds key {}", hex(&key)),
+            format!("no region holds key {}", hex::encode(&key)),
         ),
     }
 }
@@ -488,7 +485,7 @@ fn split_keys(region: &Region, body: &BTreeMap<String, Value>) -> Result<Vec<Vec
     let keys: Vec<Vec<u8>> = (listed.into_iter().flatten())
         .map(|k| {
             let text = k.as_str().ok_or("split keys are hex strings")?;
-            unhex(text).ok_or_else(|| format!("split key {text:?} is not hex"))
+            hex::decode(text).ok_or_else(|| format!("split key {text:?} is not hex"))
         })
         .collect::<Result<_, String>>()?;
     if keys.is_empty() {
@@ -500,25 +497,14 @@ fn split_keys(region: &Region, body: &BTreeMap<String, Value>) -> Result<Vec<Vec
         if !inside {
             return Err(format!(
                 "split key {} is not inside region {} [{}, {})",
-                hex(key),
+                hex::encode(key),
                 region.id,
-                hex(&region.start_key),
-                hex(&region.end_key)
+                hex::encode(&region.start_key),
+                hex::encode(&region.end_key)
             ));
         }
     }
     Ok(keys)
-}
-
-/// The bytes of hex digits `text` (either case), as PD's API and pd-ctl write keys.
-pub fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 /// The steps of an operator a person asked for, and the id of the peer it adds (0: none).
@@ -764,10 +750,10 @@ mod tests {
         };
         let halves = split_keys(&region, &body(json!({ "policy": "approximate" }))).unwrap();
         assert!(halves.is_empty());
-        let at_c = body(json!({ "policy": "usekey", "keys": [hex(b"c")] }));
+        let at_c = body(json!({ "policy": "usekey", "keys": [hex::encode(b"c")] }));
         assert_eq!(split_keys(&region, &at_c).unwrap(), vec![b"c".to_vec()]);
         for outside in [b"b".as_slice(), b"a", b"d", b"e"] {
-            let asked = body(json!({ "policy": "usekey", "keys": [hex(outside)] }));
+            let asked = body(json!({ "policy": "usekey", "keys": [hex::encode(outside)] }));
             let refused = split_keys(&region, &asked).unwrap_err();
             assert!(refused.contains("is not inside region 5"), "{refused}");
         }

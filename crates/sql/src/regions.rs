@@ -321,7 +321,7 @@ fn describe_key(key: &[u8]) -> String {
         .then(|| codec::number::decode_i64(&key[1..9]).ok())
         .flatten();
     let Some(id) = table_id else {
-        return engine_hex(key);
+        return base::hex::encode(key);
     };
     let rest = &key[9..];
     if rest.is_empty() {
@@ -340,14 +340,10 @@ fn describe_key(key: &[u8]) -> String {
         let values = &rest[10..];
         return match values.is_empty() {
             true => format!("t_{id}_i_{index}_"),
-            false => format!("t_{id}_i_{index}_{}", engine_hex(values)),
+            false => format!("t_{id}_i_{index}_{}", base::hex::encode(values)),
         };
     }
-    engine_hex(key)
-}
-
-fn engine_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02X}")).collect()
+    base::hex::encode(key)
 }
 
 #[cfg(test)]

@@ -556,10 +556,9 @@ fn lock_contention(w: &Window, out: &mut Vec<Finding>) {
 /// A key as a person finds it: `row 1 of table 45` (the table's TIDB_TABLE_ID in
 /// information_schema.tables), an index entry, or the hex as given.
 pub fn describe_key(hex: &str) -> String {
-    let bytes: Option<Vec<u8>> = (0..hex.len() / 2)
-        .map(|i| u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok())
-        .collect();
-    let Some(key) = bytes.filter(|k| k.len() >= codec::table::PREFIX_LEN && k[0] == b't') else {
+    let Some(key) =
+        base::hex::decode(hex).filter(|k| k.len() >= codec::table::PREFIX_LEN && k[0] == b't')
+    else {
         return hex.to_string();
     };
     let Ok(table) = codec::number::decode_i64(&key[1..9]) else {
@@ -972,9 +971,7 @@ mod tests {
 
     #[test]
     fn lock_waits_that_fill_statement_time_are_contention_with_the_hot_row() {
-        let hot: String = (codec::table::row_key(45, 1).iter())
-            .map(|b| format!("{b:02X}"))
-            .collect();
+        let hot = base::hex::encode(&codec::table::row_key(45, 1));
         let w = window(vec![
             node(
                 Role::Sql,
