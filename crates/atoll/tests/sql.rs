@@ -349,6 +349,256 @@ fn accounts_log_in_with_their_passwords() {
     assert!(c.try_run_as("root", "rootpw", "SELECT 1").is_ok());
 }
 
+/// Runs `sql` as `user` (password `pw`) in `db`: Ok with the output, or the error's
+/// "code (state)".
+fn as_user(c: &Cluster, user: &str, db: &str, sql: &str) -> Result<String, String> {
+    c.try_run_with(
+        db,
+        sql,
+        &["-u", user, "--password=pw", "--skip-column-names"],
+    )
+    .map_err(|e| {
+        // "ERROR 1142 (42000) at line 1: message" as "1142 (42000): message".
+        let error = e.split("ERROR ").nth(1).unwrap_or(&e);
+        error.replacen(" at line 1", "", 1)
+    })
+}
+
+#[test]
+fn privileges_allow_and_refuse_each_statement_kind() {
+    let c = Cluster::start();
+    c.run(
+        "",
+        "CREATE DATABASE shop; CREATE DATABASE hr; \
+         CREATE TABLE shop.items (id INT PRIMARY KEY, n INT); \
+         CREATE TABLE shop.orders (id INT PRIMARY KEY); \
+         CREATE TABLE hr.pay (id INT PRIMARY KEY, amount INT); \
+         INSERT INTO shop.items VALUES (1, 10); INSERT INTO hr.pay VALUES (1, 100); \
+         CREATE USER app IDENTIFIED BY 'pw', bob IDENTIFIED BY 'pw'",
+    );
+    // (what root grants or revokes first, the statement app runs, its outcome: the output
+    // or the error code that MySQL gives).
+    let ok = |out: &str| Ok::<String, String>(out.to_string());
+    let no = |code: &str| Err::<String, String>(code.to_string());
+    let cases: &[(&str, &str, Result<String, String>)] = &[
+        ("", "SHOW GRANTS", ok("GRANT USAGE ON *.* TO `app`@`%`\n")),
+        (
+            "",
+            "SELECT n FROM shop.items",
+            no("1142 (42000): SELECT command denied to user 'app'@'%' for table 'items'"),
+        ),
+        ("", "SHOW DATABASES", ok("information_schema\n")),
+        (
+            "",
+            "USE shop",
+            no("1044 (42000): Access denied for user 'app'@'%' to database 'shop'"),
+        ),
+        (
+            "",
+            "CREATE DATABASE x",
+            no("1044 (42000): Access denied for user 'app'@'%' to database 'x'"),
+        ),
+        (
+            "",
+            "CREATE USER carol",
+            no(
+                "1227 (42000): Access denied; you need (at least one of) the CREATE USER privilege(s) for this operation",
+            ),
+        ),
+        ("", "ALTER USER app IDENTIFIED BY 'pw'", ok("")),
+        (
+            "",
+            "SET GLOBAL tidb_txn_mode = 'optimistic'",
+            no(
+                "1227 (42000): Access denied; you need (at least one of) the SUPER or SYSTEM_VARIABLES_ADMIN privilege(s) for this operation",
+            ),
+        ),
+        (
+            "",
+            "SET CONFIG kv `raftstore.store-pool-size` = 2",
+            no(
+                "1227 (42000): Access denied; you need (at least one of) the CONFIG privilege(s) for this operation",
+            ),
+        ),
+        (
+            "",
+            "SELECT 1 INTO OUTFILE '/tmp/atoll-denied.txt'",
+            no(
+                "1227 (42000): Access denied; you need (at least one of) the FILE privilege(s) for this operation",
+            ),
+        ),
+        (
+            "",
+            "SHOW GRANTS FOR root",
+            no("1044 (42000): Access denied for user 'app'@'%' to database 'mysql'"),
+        ),
+        (
+            "GRANT SELECT ON shop.* TO app",
+            "SELECT n FROM shop.items",
+            ok("10\n"),
+        ),
+        ("", "SHOW DATABASES", ok("information_schema\nshop\n")),
+        (
+            "",
+            "SELECT TABLE_NAME FROM information_schema.tables WHERE TABLE_SCHEMA <> 'information_schema' ORDER BY 1",
+            ok("items\norders\n"),
+        ),
+        ("", "USE shop", ok("")),
+        (
+            "",
+            "SELECT amount FROM hr.pay",
+            no("1142 (42000): SELECT command denied to user 'app'@'%' for table 'pay'"),
+        ),
+        (
+            "",
+            "SELECT n FROM shop.items WHERE id IN (SELECT id FROM hr.pay)",
+            no("1142 (42000): SELECT command denied to user 'app'@'%' for table 'pay'"),
+        ),
+        (
+            "",
+            "DESCRIBE hr.pay",
+            no("1142 (42000): SELECT command denied to user 'app'@'%' for table 'pay'"),
+        ),
+        (
+            "",
+            "SHOW CREATE TABLE hr.pay",
+            no("1142 (42000): SHOW command denied to user 'app'@'%' for table 'pay'"),
+        ),
+        (
+            "",
+            "INSERT INTO shop.items VALUES (2, 20)",
+            no("1142 (42000): INSERT command denied to user 'app'@'%' for table 'items'"),
+        ),
+        (
+            "",
+            "DELETE FROM shop.items",
+            no("1142 (42000): DELETE command denied to user 'app'@'%' for table 'items'"),
+        ),
+        (
+            "",
+            "CREATE TABLE shop.t (id INT PRIMARY KEY)",
+            no("1142 (42000): CREATE command denied to user 'app'@'%' for table 't'"),
+        ),
+        (
+            "",
+            "DROP TABLE shop.orders",
+            no("1142 (42000): DROP command denied to user 'app'@'%' for table 'orders'"),
+        ),
+        (
+            "",
+            "GRANT SELECT ON shop.* TO bob",
+            no("1044 (42000): Access denied for user 'app'@'%' to database 'shop'"),
+        ),
+        (
+            "GRANT INSERT, UPDATE ON shop.items TO app",
+            "INSERT INTO shop.items VALUES (2, 20)",
+            ok(""),
+        ),
+        ("", "UPDATE shop.items SET n = n + 1 WHERE id = 2", ok("")),
+        (
+            "",
+            "UPDATE shop.orders SET id = 5",
+            no("1142 (42000): UPDATE command denied to user 'app'@'%' for table 'orders'"),
+        ),
+        (
+            "",
+            "SHOW GRANTS",
+            ok(
+                "GRANT USAGE ON *.* TO `app`@`%`\nGRANT SELECT ON `shop`.* TO `app`@`%`\nGRANT INSERT, UPDATE ON `shop`.`items` TO `app`@`%`\n",
+            ),
+        ),
+        (
+            "GRANT ALL ON shop.* TO app WITH GRANT OPTION",
+            "CREATE TABLE shop.t (id INT PRIMARY KEY)",
+            ok(""),
+        ),
+        ("", "CREATE INDEX i ON shop.t (id)", ok("")),
+        ("", "DROP TABLE shop.t", ok("")),
+        ("", "GRANT SELECT ON shop.* TO bob", ok("")),
+        (
+            "",
+            "GRANT SELECT ON hr.* TO bob",
+            no("1044 (42000): Access denied for user 'app'@'%' to database 'hr'"),
+        ),
+        (
+            "",
+            "GRANT SELECT ON *.* TO bob",
+            no("1045 (28000): Access denied for user 'app'@'%' (using password: YES)"),
+        ),
+        (
+            "REVOKE ALL ON shop.* FROM app",
+            "DELETE FROM shop.items WHERE id = 2",
+            no("1142 (42000): DELETE command denied to user 'app'@'%' for table 'items'"),
+        ),
+        (
+            "",
+            "SELECT n FROM shop.orders",
+            no("1142 (42000): SELECT command denied to user 'app'@'%' for table 'orders'"),
+        ),
+        (
+            "",
+            "SELECT n FROM shop.items WHERE id = 2",
+            no("1142 (42000): SELECT command denied to user 'app'@'%' for table 'items'"),
+        ),
+        (
+            "GRANT SELECT ON *.* TO app",
+            "SELECT amount FROM hr.pay",
+            ok("100\n"),
+        ),
+        (
+            "",
+            "SHOW GRANTS FOR bob",
+            ok("GRANT USAGE ON *.* TO `bob`@`%`\nGRANT SELECT ON `shop`.* TO `bob`@`%`\n"),
+        ),
+        (
+            "GRANT CREATE USER, SYSTEM_VARIABLES_ADMIN ON *.* TO app",
+            "CREATE USER carol",
+            ok(""),
+        ),
+        ("", "SET GLOBAL tidb_slow_log_threshold = 300", ok("")),
+        (
+            "GRANT FILE ON *.* TO app",
+            "SELECT 1 INTO OUTFILE '/dev/null'",
+            no("1086 (HY000): File '/dev/null' already exists"),
+        ),
+    ];
+    for (by_root, statement, expected) in cases {
+        if !by_root.is_empty() {
+            c.run("", by_root);
+        }
+        assert_eq!(
+            &as_user(&c, "app", "", statement),
+            expected,
+            "{statement} after {by_root:?}"
+        );
+    }
+    // Levels that cannot hold a privilege, and REVOKE of what was never granted.
+    c.fails("", "GRANT FILE ON shop.* TO app", "1221 (HY000)");
+    c.fails("", "GRANT EXECUTE ON shop.items TO app", "1144 (42000)");
+    c.fails("", "GRANT SELECT ON *.* TO nobody", "1410 (42000)");
+    c.fails("", "REVOKE SELECT ON hr.* FROM bob", "1141 (42000)");
+    c.fails("", "REVOKE SELECT ON hr.pay FROM bob", "1147 (42000)");
+    c.fails("", "GRANT NOPE ON *.* TO bob", "3929 (HY000)");
+}
+
+#[test]
+fn a_revoke_holds_on_every_sql_node_once_it_returns() {
+    let mut c = Cluster::start();
+    let other = c.add_sql().to_string();
+    c.run(
+        "",
+        "CREATE DATABASE d; CREATE TABLE d.t (id INT PRIMARY KEY); \
+         CREATE USER app IDENTIFIED BY 'pw'; GRANT SELECT ON d.* TO app",
+    );
+    let on_other =
+        |sql: &str| c.try_run_with("", sql, &["-P", &other, "-u", "app", "--password=pw"]);
+    // The other node reads the grant (and caches it).
+    assert!(on_other("SELECT COUNT(*) FROM d.t").is_ok());
+    c.run("", "REVOKE SELECT ON d.* FROM app");
+    let denied = on_other("SELECT COUNT(*) FROM d.t").unwrap_err();
+    assert!(denied.contains("ERROR 1142"), "{denied}");
+}
+
 #[test]
 fn slow_statements_reach_the_slow_log() {
     let c = Cluster::start();

@@ -17,6 +17,7 @@ use codec::datum::Datum;
 
 use crate::catalog::{Schema, TableInfo};
 use crate::error::{Result, SqlError};
+use crate::privileges::Grants;
 use crate::types::SqlType;
 
 pub const DB: &str = "information_schema";
@@ -68,6 +69,34 @@ pub fn column_key(t: &TableInfo, i: usize) -> &'static str {
     } else {
         ""
     }
+}
+
+/// Keeps the rows of an information_schema table that name only what `grants` may see: a
+/// row with a `TABLE_SCHEMA` (or `SCHEMA_NAME`) and `TABLE_NAME` needs some privilege on that
+/// table, one with a schema alone some privilege in that database. information_schema's own
+/// rows stay.
+pub fn retain_visible(columns: &[String], rows: &mut Vec<Vec<Datum>>, grants: &Grants) {
+    let at = |names: &[&str]| {
+        columns
+            .iter()
+            .position(|c| names.iter().any(|n| c.eq_ignore_ascii_case(n)))
+    };
+    let Some(schema) = at(&["TABLE_SCHEMA", "SCHEMA_NAME"]) else {
+        return;
+    };
+    let table = at(&["TABLE_NAME"]);
+    let name = |d: &Datum| match d {
+        Datum::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        _ => String::new(),
+    };
+    rows.retain(|row| {
+        let db = name(&row[schema]);
+        db.eq_ignore_ascii_case(DB)
+            || match table {
+                Some(t) => grants.sees_table(&db, &name(&row[t])),
+                None => grants.sees_db(&db),
+            }
+    });
 }
 
 fn text(v: &str) -> Datum {

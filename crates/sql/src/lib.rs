@@ -20,8 +20,11 @@
 //!   prepared statements.
 //! - [`show`]: SHOW statements as SELECTs over information_schema, with LIKE and WHERE.
 //! - [`set_config`]: `SET CONFIG kv ...`, forwarded to every kv node's `/config`.
-//! - [`users`]: accounts (CREATE/ALTER/DROP USER) and the login password check;
-//!   [`caching_sha2`]: the `caching_sha2_password` exchange (fast auth, RSA).
+//! - [`users`]: accounts (CREATE/ALTER/DROP USER), the login password check, and each
+//!   node's cache of the accounts' privileges; [`caching_sha2`]: the
+//!   `caching_sha2_password` exchange (fast auth, RSA).
+//! - [`privileges`]: MySQL's privileges at the global, database and table levels; GRANT
+//!   and REVOKE; [`authorize`]: what each statement needs, and MySQL's 1142/1044/1227.
 //! - [`variables`]: system variables: defaults, checks, global values stored in KV.
 //! - [`gc`]: the GC leader: moves the cluster's GC safe point in PD.
 //! - [`slow_log`]: statements slower than `tidb_slow_log_threshold`, in TiDB's format.
@@ -31,6 +34,7 @@
 //! - [`error`]: MySQL error codes and SQLSTATEs.
 
 pub mod access;
+pub mod authorize;
 pub mod bind;
 pub mod caching_sha2;
 pub mod catalog;
@@ -45,6 +49,7 @@ pub mod info_schema;
 pub mod join;
 pub mod load_data;
 pub mod outfile;
+pub mod privileges;
 pub mod query;
 pub mod regions;
 pub mod rows;

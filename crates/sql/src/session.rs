@@ -24,6 +24,7 @@ use crate::ddl::{self, split_name};
 use crate::dml::{self, DmlContext};
 use crate::error::{Result, SqlError};
 use crate::field_type::FieldType;
+use crate::privileges::Grants;
 use crate::query::{self, QueryContext, ResultSet};
 use crate::status::Counter;
 use crate::types::text;
@@ -43,6 +44,8 @@ pub struct Shared {
     pub globals: crate::variables::Globals,
     /// `caching_sha2_password` logins: the RSA key pair and the fast-auth cache.
     pub sha2_logins: crate::caching_sha2::Logins,
+    /// The accounts' privileges, as this node last read them.
+    pub grants: crate::users::GrantCache,
     /// Every connection's session, as SHOW PROCESSLIST lists them.
     processes: std::sync::Mutex<BTreeMap<u32, Process>>,
     /// This process among the SQL nodes (its GC report's key).
@@ -110,6 +113,7 @@ impl Shared {
             slow_log,
             globals: crate::variables::Globals::default(),
             sha2_logins: crate::caching_sha2::Logins::default(),
+            grants: crate::users::GrantCache::default(),
             processes: std::sync::Mutex::new(BTreeMap::new()),
             next_connection: AtomicU32::new(1),
             started: std::time::Instant::now(),
@@ -228,6 +232,8 @@ pub struct Session {
     pub connection_id: u32,
     /// The account logged in.
     pub user: String,
+    /// Its privileges, read when the running statement began.
+    grants: Arc<Grants>,
     /// The last statement's warnings (SHOW WARNINGS): (level, code, message).
     warnings: Vec<(&'static str, u16, String)>,
     pub db: Option<String>,
@@ -471,6 +477,7 @@ impl Session {
             shared,
             connection_id,
             user: "root".into(),
+            grants: Arc::default(),
             warnings: Vec::new(),
             db: None,
             txn: None,
@@ -575,6 +582,7 @@ impl Session {
             return Ok(());
         }
         self.count(Counter::Questions);
+        self.grants = self.fresh_grants().await?;
         // SHOW WARNINGS / SHOW ERRORS (the parser does not know them).
         if let Some(shown) = self.show_diagnostics(sql) {
             out.push(Output::Rows(shown?));
@@ -583,13 +591,28 @@ impl Session {
         self.warnings.clear();
         if let Some(account) = crate::users::parse(sql) {
             let account = account?;
+            self.may_change_accounts(&account)?;
             // As DDL: the open transaction commits first.
             self.commit_open().await?;
             crate::users::execute(&self.shared.client, &account).await?;
+            let dropped = matches!(account, crate::users::AccountStatement::Drop { .. });
+            self.accounts_changed(dropped).await;
+            out.push(Output::done(0));
+            return Ok(());
+        }
+        if let Some(change) = crate::privileges::parse(sql) {
+            let change = change?;
+            let level = self.grant_level(&change)?;
+            self.commit_open().await?;
+            crate::users::change_privileges(&self.shared.client, &change, &level).await?;
+            self.accounts_changed(!change.grant).await;
             out.push(Output::done(0));
             return Ok(());
         }
         if let Some(change) = crate::set_config::parse(sql) {
+            if !self.grants.dynamic("CONFIG") {
+                return Err(crate::authorize::need_privilege("CONFIG"));
+            }
             let warnings = crate::set_config::apply(&self.shared.client, &change?).await?;
             self.warnings
                 .extend(warnings.into_iter().map(|w| ("Warning", 1105, w)));
@@ -677,20 +700,16 @@ impl Session {
         Ok(())
     }
 
-    /// `SELECT ... INTO OUTFILE`: the rows of `select` written to a new file on this host.
-    /// Only root may (MySQL's FILE privilege, until there are privileges).
+    /// `SELECT ... INTO OUTFILE`: the rows of `select` written to a new file on this host
+    /// (MySQL's FILE privilege).
     async fn select_into_outfile(
         &mut self,
         sql: &str,
         select: &str,
         outfile: crate::outfile::Outfile,
     ) -> Result<Output> {
-        if self.user != "root" {
-            return Err(SqlError {
-                code: 1227,
-                state: "42000",
-                message: "Access denied; you need (at least one of) the FILE privilege(s) for this operation".into(),
-            });
+        if !self.grants.global.contains(crate::privileges::FILE) {
+            return Err(crate::authorize::need_privilege("FILE"));
         }
         let statement = match parse(select)?.pop() {
             Some(s @ Statement::Query(_)) => s,
@@ -782,10 +801,15 @@ impl Session {
             set?
         } else if let Some(show) = crate::show::rewrite(sql, self.db.as_deref(), &self.user) {
             let show = show?;
-            if let Some(target) = &show.target {
-                self.check_exists(target).await?;
+            match &show.target {
+                Some(crate::show::Target::Account(name)) => self.show_grants(name).await?,
+                Some(target) => {
+                    self.check_exists(target).await?;
+                    self.check_visible(target)?;
+                    show.select
+                }
+                None => show.select,
             }
-            show.select
         } else {
             return Ok(None);
         };
@@ -803,7 +827,46 @@ impl Session {
         self.shared.catalog.schema(&snapshot).await
     }
 
-    /// Refuses a SHOW of a database (1049), table (1146) or account (1141) that does not exist.
+    /// The SELECT that answers SHOW GRANTS for `name`: another account's grants only for one
+    /// that may read the `mysql` database (1044), and 1141 for an account that does not exist.
+    async fn show_grants(&self, name: &str) -> Result<String> {
+        if name != self.user
+            && !self
+                .grants
+                .on("mysql", None)
+                .contains(crate::privileges::SELECT)
+        {
+            return Err(crate::authorize::db_denied(&self.user, "mysql"));
+        }
+        let Some(account) = crate::users::lookup(&self.shared.client, name).await? else {
+            return Err(SqlError {
+                code: 1141,
+                state: "42000",
+                message: format!("There is no such grant defined for user '{name}' on host '%'"),
+            });
+        };
+        Ok(crate::show::grants_select(name, &account.grants.show(name)))
+    }
+
+    /// Refuses a SHOW of a database (1044) or table (1142) this account may not see.
+    fn check_visible(&self, target: &crate::show::Target) -> Result<()> {
+        match target {
+            crate::show::Target::Db(db)
+                if !db.eq_ignore_ascii_case(crate::info_schema::DB) && !self.grants.sees_db(db) =>
+            {
+                Err(crate::authorize::db_denied(&self.user, db))
+            }
+            crate::show::Target::Table { db, table }
+                if !db.eq_ignore_ascii_case(crate::info_schema::DB)
+                    && !self.grants.sees_table(db, table) =>
+            {
+                Err(crate::authorize::table_denied("SELECT", &self.user, table))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Refuses a SHOW of a database (1049) or table (1146) that does not exist.
     async fn check_exists(&self, target: &crate::show::Target) -> Result<()> {
         let schema = self.current_schema().await?;
         match target {
@@ -812,18 +875,7 @@ impl Session {
             }
             crate::show::Target::Db(db) => schema.db(db).map(|_| ()),
             crate::show::Target::Table { db, table } => schema.table(db, table).map(|_| ()),
-            crate::show::Target::Account(name) => {
-                match crate::users::lookup(&self.shared.client, name).await? {
-                    Some(_) => Ok(()),
-                    None => Err(SqlError {
-                        code: 1141,
-                        state: "42000",
-                        message: format!(
-                            "There is no such grant defined for user '{name}' on host '%'"
-                        ),
-                    }),
-                }
-            }
+            crate::show::Target::Account(_) => Ok(()),
         }
     }
 
@@ -843,6 +895,7 @@ impl Session {
                     .into(),
             });
         }
+        self.grants = self.fresh_grants().await?;
         let (mut statement, command) = match self.rewrite(sql).await? {
             Some(statement) => (statement, None),
             None => {
@@ -892,6 +945,13 @@ impl Session {
         table: &str,
         wildcard: &str,
     ) -> Result<Vec<(String, FieldType)>> {
+        if !self
+            .fresh_grants()
+            .await?
+            .sees_table(self.current_db()?, table)
+        {
+            return Err(crate::authorize::table_denied("SELECT", &self.user, table));
+        }
         let query = format!("SELECT * FROM `{}`", table.replace('`', "``"));
         let Some(Statement::Query(q)) = parse(&query)?.pop() else {
             return Err(SqlError::unknown(format!("{query} is not a query")));
@@ -915,6 +975,7 @@ impl Session {
     pub async fn execute_prepared(&mut self, id: u32, params: &[Datum]) -> Result<Output> {
         self.count(Counter::Questions);
         self.count(Counter::StmtExecute);
+        self.grants = self.fresh_grants().await?;
         self.run_prepared(id, params).await
     }
 
@@ -988,8 +1049,8 @@ impl Session {
 
     /// `KILL [CONNECTION | QUERY] id`: ends connection `id`, or stops the statement it runs
     /// (which fails with 1317 and is rolled back; its transaction stays). 1094 if there is no
-    /// such connection; 1095 for another account's unless this is root (the one account with
-    /// MySQL's CONNECTION_ADMIN until there are privileges). A QUERY of an idle connection
+    /// such connection; 1095 for another account's without CONNECTION_ADMIN (or SUPER). A
+    /// QUERY of an idle connection
     /// does nothing, as in MySQL; one of DDL, ANALYZE or LOAD DATA neither (they run to
     /// their end).
     fn kill(&self, modifier: Option<ast::KillType>, id: u64) -> Result<Output> {
@@ -1002,7 +1063,7 @@ impl Session {
                 state: "HY000",
                 message: format!("Unknown thread id: {id}"),
             })?;
-        if process.user != self.user && self.user != "root" {
+        if process.user != self.user && !self.grants.dynamic("CONNECTION_ADMIN") {
             return Err(SqlError {
                 code: 1095,
                 state: "HY000",
@@ -1193,6 +1254,15 @@ impl Session {
             None => self.current_db()?.to_string(),
         };
         let t = schema.table(&db, &load.spec.table)?;
+        let grants = self.fresh_grants().await?;
+        if !grants
+            .on(&db, Some(&t.name))
+            .contains(crate::privileges::INSERT)
+        {
+            return Err(crate::authorize::table_denied(
+                "INSERT", &self.user, &t.name,
+            ));
+        }
         load.batch_rows = crate::load_data::batch_rows(&t);
         load.table = Some(t.clone());
         Ok(t)
@@ -1330,6 +1400,14 @@ impl Session {
             None => self.current_db()?.to_string(),
         };
         let t = self.current_schema().await?.table(&db, &target.table)?;
+        // TiDB's: INSERT to split a table, SELECT to see its regions.
+        let (command, privs) = match &statement {
+            RegionStatement::Split { .. } => ("INSERT", crate::privileges::INSERT),
+            RegionStatement::Show(_) => ("SELECT", crate::privileges::SELECT),
+        };
+        if !self.grants.on(&db, Some(&t.name)).contains(privs) {
+            return Err(crate::authorize::table_denied(command, &self.user, &t.name));
+        }
         let client = &self.shared.client;
         match &statement {
             RegionStatement::Split { target, at } => {
@@ -1340,6 +1418,88 @@ impl Session {
                 crate::regions::show(client, &t, target.index.as_deref()).await
             }
         }
+    }
+
+    /// The privileges of this session's account, as this node knows them now.
+    async fn fresh_grants(&self) -> Result<Arc<Grants>> {
+        self.shared
+            .grants
+            .get(&self.shared.client, &self.user)
+            .await
+    }
+
+    /// CREATE and DROP USER need CREATE USER; so does ALTER USER of another account.
+    fn may_change_accounts(&self, s: &crate::users::AccountStatement) -> Result<()> {
+        use crate::users::AccountStatement;
+        let own = matches!(s, AccountStatement::Alter { accounts, .. }
+            if accounts.iter().all(|a| a.name == self.user));
+        if own || self.grants.global.contains(crate::privileges::CREATE_USER) {
+            return Ok(());
+        }
+        Err(crate::authorize::need_privilege("CREATE USER"))
+    }
+
+    /// After this node changed accounts: its cache forgets them, and when privileges were
+    /// taken away (REVOKE, DROP USER) the statement returns only once every node's cached
+    /// copy has expired.
+    async fn accounts_changed(&self, took_away: bool) {
+        self.shared.grants.clear();
+        if took_away {
+            tokio::time::sleep(crate::users::GRANTS_TTL).await;
+        }
+    }
+
+    /// Where a GRANT or REVOKE applies (`*` and a bare table name in the current database),
+    /// once this account is found to hold the grant option there and every privilege it
+    /// passes on or takes (1045 globally, 1044 for a database, 1142 for a table).
+    fn grant_level(&self, change: &crate::privileges::Change) -> Result<crate::privileges::Level> {
+        use crate::privileges::{GRANT_OPTION, Level};
+        let level = match &change.level {
+            None => Level::Db(self.current_db()?.to_lowercase()),
+            Some(Level::Table { db, table }) if db.is_empty() => Level::Table {
+                db: self.current_db()?.to_lowercase(),
+                table: table.clone(),
+            },
+            Some(level) => level.clone(),
+        };
+        let needed = Grants::resolve(&change.named, &level)? | GRANT_OPTION;
+        let held = match &level {
+            Level::Global => self.grants.global,
+            Level::Db(db) => self.grants.on(db, None),
+            Level::Table { db, table } => self.grants.on(db, Some(table)),
+        };
+        if !held.contains(needed) {
+            return Err(match &level {
+                Level::Global => SqlError {
+                    code: 1045,
+                    state: "28000",
+                    message: format!(
+                        "Access denied for user '{}'@'%' (using password: YES)",
+                        self.user
+                    ),
+                },
+                Level::Db(db) => crate::authorize::db_denied(&self.user, db),
+                Level::Table { table, .. } => {
+                    crate::authorize::table_denied("GRANT", &self.user, table)
+                }
+            });
+        }
+        let passes_dynamic = |d: &String| {
+            self.grants.dynamic.get(d) == Some(&true)
+                || self
+                    .grants
+                    .global
+                    .contains(crate::privileges::SUPER | GRANT_OPTION)
+        };
+        if !change.named.dynamic.iter().all(passes_dynamic) {
+            return Err(crate::authorize::need_privilege("GRANT OPTION"));
+        }
+        Ok(level)
+    }
+
+    /// Whether this account may see other accounts' connections and transactions (PROCESS).
+    fn sees_all_processes(&self) -> bool {
+        self.grants.global.contains(crate::privileges::PROCESS)
     }
 
     fn current_db(&self) -> Result<&str> {
@@ -1358,7 +1518,9 @@ impl Session {
     fn resolve(&self, schema: &Schema, name: &ast::ObjectName) -> Result<crate::join::Resolved> {
         let (db, t) = self.qualified(name)?;
         if db.eq_ignore_ascii_case(crate::info_schema::DB) {
-            let (columns, rows) = crate::info_schema::table(schema, &t, &self.session_tables(&t))?;
+            let (columns, mut rows) =
+                crate::info_schema::table(schema, &t, &self.session_tables(&t))?;
+            crate::info_schema::retain_visible(&columns, &mut rows, &self.grants);
             return Ok(crate::join::Resolved::Memory { columns, rows });
         }
         schema.table(&db, &t).map(crate::join::Resolved::Table)
@@ -1506,6 +1668,7 @@ impl Session {
         self.shared
             .processes()
             .iter()
+            .filter(|(_, p)| p.user == self.user || self.sees_all_processes())
             .filter_map(|(id, p)| {
                 let start_ts = p.txn_start_ts?;
                 // A TSO's physical part: milliseconds since the Unix epoch.
@@ -1534,6 +1697,7 @@ impl Session {
         let text = |v: &str| Datum::Bytes(v.as_bytes().to_vec());
         let rows = all
             .iter()
+            .filter(|(_, p)| p.user == self.user || self.sees_all_processes())
             .map(|(id, p)| {
                 let info = p.info.as_ref().map(|i| match full {
                     true => i.to_string(),
@@ -1664,6 +1828,8 @@ impl Session {
     }
 
     async fn run(&mut self, s: &Statement) -> Result<Output> {
+        let needs = crate::authorize::needs(s, self.db.as_deref());
+        crate::authorize::check(&self.grants, &self.user, &needs)?;
         match s {
             Statement::StartTransaction { .. } => {
                 self.commit_open().await?;
@@ -1799,6 +1965,13 @@ impl Session {
             return Err(crate::variables::wrong_scope(name, "read only"));
         }
         let (value, typed) = crate::variables::check(name, v)?;
+        if (global || crate::variables::scope(name) == Scope::Instance)
+            && !self.grants.dynamic("SYSTEM_VARIABLES_ADMIN")
+        {
+            return Err(crate::authorize::need_privilege(
+                "SUPER or SYSTEM_VARIABLES_ADMIN",
+            ));
+        }
         let unsupported_level =
             matches!(&value, Datum::Bytes(l) if l == b"SERIALIZABLE" || l == b"READ-UNCOMMITTED");
         if matches!(name, "transaction_isolation" | "tx_isolation")

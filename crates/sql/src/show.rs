@@ -10,8 +10,8 @@
 //! `SHOW ENGINES`, `SHOW {CHARSET | CHARACTER SET}`, `SHOW COLLATION`, each with `LIKE
 //! 'pattern'` (on the first column) or `WHERE expr`; `SHOW CREATE {DATABASE | SCHEMA}
 //! [IF NOT EXISTS] db`; `{DESCRIBE | DESC} t [column]`, which is SHOW COLUMNS; and `SHOW
-//! GRANTS [FOR CURRENT_USER[()] | user]`: every account may do everything until privileges
-//! are built, and says so.
+//! GRANTS [FOR CURRENT_USER[()] | user]`, whose lines the session reads from the account
+//! ([`grants_select`]).
 
 use crate::error::{Result, SqlError};
 use crate::words::{Token, tokens};
@@ -24,7 +24,8 @@ pub enum Target {
         db: String,
         table: String,
     },
-    /// SHOW GRANTS FOR an account (1141 if there is none).
+    /// SHOW GRANTS of an account (1141 if there is none): the select is left empty for the
+    /// session, which reads the account's grants ([`grants_select`]).
     Account(String),
 }
 
@@ -478,28 +479,32 @@ fn build(
     })
 }
 
-/// `SHOW GRANTS [FOR user]`: ALL PRIVILEGES WITH GRANT OPTION, which is what every account
-/// has until privileges are built (issue 35).
+/// `SHOW GRANTS [FOR user]`: the account it names, the select left to the session.
 fn grants(toks: &[Token], words: &[String], user: &str) -> Result<Show> {
-    let (user, named) = match (words.first().map(String::as_str), toks.get(1)) {
-        (None, _) => (user.to_string(), false),
+    let user = match (words.first().map(String::as_str), toks.get(1)) {
+        (None, _) => user.to_string(),
         (Some("FOR"), Some(Token::Word(w) | Token::Quoted(w)))
             if !w.eq_ignore_ascii_case("CURRENT_USER") =>
         {
-            (w.clone(), true)
+            w.clone()
         }
-        (Some("FOR"), Some(_)) => (user.to_string(), false),
+        (Some("FOR"), Some(_)) => user.to_string(),
         _ => return Err(syntax("SHOW GRANTS")),
     };
-    let grant = format!("GRANT ALL PRIVILEGES ON *.* TO `{user}`@`%` WITH GRANT OPTION");
     Ok(Show {
-        select: format!(
-            "SELECT {} AS {}",
-            quote(&grant),
-            ident(&format!("Grants for {user}@%"))
-        ),
-        target: named.then_some(Target::Account(user)),
+        select: String::new(),
+        target: Some(Target::Account(user)),
     })
+}
+
+/// The SELECT that answers SHOW GRANTS for `user`: one row per line of `lines`.
+pub fn grants_select(user: &str, lines: &[String]) -> String {
+    let column = ident(&format!("Grants for {user}@%"));
+    lines
+        .iter()
+        .map(|l| format!("SELECT {} AS {column}", quote(l)))
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ")
 }
 
 /// `{DESCRIBE | DESC} t [column | 'pattern']`: SHOW COLUMNS FROM t [LIKE ...].
@@ -620,12 +625,18 @@ mod tests {
                 .contains("`Auto_increment`")
         );
         assert!(show("SHOW CHARACTER SET").select.contains("CHARACTER_SETS"));
-        assert!(
-            show("SHOW GRANTS FOR app")
-                .select
-                .contains("TO `app`@`%` WITH GRANT OPTION")
+        assert_eq!(
+            show("SHOW GRANTS FOR app").target,
+            Some(Target::Account("app".into()))
         );
-        assert!(show("SHOW GRANTS").select.contains("`Grants for root@%`"));
+        assert_eq!(
+            show("SHOW GRANTS FOR CURRENT_USER()").target,
+            Some(Target::Account("root".into()))
+        );
+        assert_eq!(
+            grants_select("a", &["x".into(), "y".into()]),
+            "SELECT 'x' AS `Grants for a@%` UNION ALL SELECT 'y' AS `Grants for a@%`"
+        );
         let s = show("DESCRIBE `o`.`items`");
         assert_eq!(
             s.target,

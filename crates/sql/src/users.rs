@@ -6,20 +6,33 @@
 //! `caching_sha2_password` a salted, stretched SHA-256 ([`crate::caching_sha2`]). Accounts
 //! are kept in KV under `m/user/<name>`, so every SQL node sees one as soon as the statement
 //! returns. ALTER USER without `WITH` keeps the account's plugin, and without `IDENTIFIED`
-//! changes nothing. `root` with no password exists until an account named root is stored;
-//! root cannot be dropped. The host part of `'name'@'host'` is accepted and not checked
-//! (every account may connect from anywhere), and there are no privileges yet: every
-//! account may do everything.
+//! changes nothing. `root` with no password and every privilege exists until an account
+//! named root is stored; root cannot be dropped. The host part of `'name'@'host'` is accepted
+//! and not checked (every account may connect from anywhere).
+//!
+//! An account's privileges ([`crate::privileges::Grants`]) live in its record: a new account
+//! has none (USAGE), and GRANT and REVOKE ([`change_privileges`]) change them. Each node reads
+//! them through a [`GrantCache`] whose entries live [`GRANTS_TTL`]; a statement that takes
+//! privileges away waits that long before it returns, so from then on no node allows what
+//! it took.
 //!
 //! sqlparser does not know MySQL's account statements, so [`parse`] reads them.
 
-use kv_client::Client;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kv_client::{Client, Transaction};
 use serde::{Deserialize, Serialize};
 use sha1::{Digest, Sha1};
 use subtle::ConstantTimeEq;
 
 use crate::error::{Result, SqlError};
+use crate::privileges::{Change, Grants, Level};
 use crate::words::Cursor;
+
+/// How long a node trusts the privileges it read of an account.
+pub const GRANTS_TTL: Duration = Duration::from_secs(1);
 
 /// How an account logs in.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,20 +70,38 @@ pub struct Account {
     /// [`crate::caching_sha2::stored_hash`] for `caching_sha2_password`; else empty.
     #[serde(default)]
     pub sha2_hash: Vec<u8>,
+    #[serde(default)]
+    pub grants: Grants,
 }
 
 impl Account {
+    /// A new account: no privileges.
     fn new(name: &str, plugin: Plugin, password: &str) -> Account {
-        let (native_hash, sha2_hash) = match plugin {
+        let mut account = Account {
+            name: name.into(),
+            plugin,
+            native_hash: Vec::new(),
+            sha2_hash: Vec::new(),
+            grants: Grants::default(),
+        };
+        account.set_password(plugin, password);
+        account
+    }
+
+    /// root as a new cluster has it: no password, every privilege.
+    fn root() -> Account {
+        Account {
+            grants: Grants::all(),
+            ..Account::new("root", Plugin::Native, "")
+        }
+    }
+
+    fn set_password(&mut self, plugin: Plugin, password: &str) {
+        self.plugin = plugin;
+        (self.native_hash, self.sha2_hash) = match plugin {
             Plugin::Native => (native_hash(password), Vec::new()),
             Plugin::CachingSha2 => (Vec::new(), crate::caching_sha2::stored_hash(password)),
         };
-        Account {
-            name: name.into(),
-            plugin,
-            native_hash,
-            sha2_hash,
-        }
     }
 
     /// No password: any login with an empty answer passes.
@@ -127,8 +158,61 @@ pub async fn lookup(client: &Client, name: &str) -> Result<Option<Account>> {
     let snapshot = client.snapshot(client.current_ts().await?, 0);
     match snapshot.get(&key(name)).await? {
         Some(v) => decode(name, &v).map(Some),
-        None if name == "root" => Ok(Some(Account::new(name, Plugin::Native, ""))),
+        None if name == "root" => Ok(Some(Account::root())),
         None => Ok(None),
+    }
+}
+
+/// The account `name` read and locked in `txn`, if it exists.
+async fn lock(txn: &mut Transaction, name: &str) -> Result<Option<Account>> {
+    match txn.get_for_update(&key(name)).await? {
+        Some(v) => decode(name, &v).map(Some),
+        None if name == "root" => Ok(Some(Account::root())),
+        None => Ok(None),
+    }
+}
+
+fn store(txn: &mut Transaction, account: &Account) {
+    txn.put(
+        key(&account.name),
+        serde_json::to_vec(account).expect("an account serializes"),
+    );
+}
+
+/// One node's copy of the accounts' privileges, each read at most [`GRANTS_TTL`] ago.
+#[derive(Default)]
+pub struct GrantCache {
+    read: Mutex<HashMap<String, (Instant, Arc<Grants>)>>,
+}
+
+impl GrantCache {
+    /// The privileges of `name` (none for an account that does not exist any more).
+    pub async fn get(&self, client: &Client, name: &str) -> Result<Arc<Grants>> {
+        if let Some((at, grants)) = self.entries().get(name)
+            && at.elapsed() < GRANTS_TTL
+        {
+            return Ok(grants.clone());
+        }
+        // Timed from before the read, so an entry never outlives a change by more than the TTL.
+        let started = Instant::now();
+        let grants = Arc::new(
+            lookup(client, name)
+                .await?
+                .map(|a| a.grants)
+                .unwrap_or_default(),
+        );
+        self.entries()
+            .insert(name.to_string(), (started, grants.clone()));
+        Ok(grants)
+    }
+
+    /// Forgets every entry: this node changed an account.
+    pub fn clear(&self) {
+        self.entries().clear();
+    }
+
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, Arc<Grants>)>> {
+        self.read.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -150,7 +234,7 @@ pub enum AccountStatement {
 }
 
 /// `name[@host]`: the name (the host is not kept).
-fn account(c: &mut Cursor) -> Result<String> {
+pub(crate) fn account(c: &mut Cursor) -> Result<String> {
     let name = c.name("an account name")?;
     if c.symbol('@') {
         c.name("a host name")?;
@@ -268,13 +352,15 @@ pub async fn execute(client: &Client, s: &AccountStatement) -> Result<()> {
             accounts,
         } => {
             for c in accounts {
-                if txn.get_for_update(&key(&c.name)).await?.is_some() || c.name == "root" {
+                if lock(&mut txn, &c.name).await?.is_some() {
                     if !if_not_exists {
                         failed.push(c.name.clone());
                     }
                     continue;
                 }
-                put(&mut txn, c, Plugin::default());
+                let plugin = c.plugin.unwrap_or_default();
+                let password = c.password.as_deref().unwrap_or_default();
+                store(&mut txn, &Account::new(&c.name, plugin, password));
             }
             "CREATE USER"
         }
@@ -283,19 +369,15 @@ pub async fn execute(client: &Client, s: &AccountStatement) -> Result<()> {
             accounts,
         } => {
             for c in accounts {
-                let current = match txn.get_for_update(&key(&c.name)).await? {
-                    Some(v) => Some(decode(&c.name, &v)?.plugin),
-                    None if c.name == "root" => Some(Plugin::default()),
-                    None => None,
-                };
-                let Some(current) = current else {
+                let Some(mut account) = lock(&mut txn, &c.name).await? else {
                     if !if_exists {
                         failed.push(c.name.clone());
                     }
                     continue;
                 };
-                if c.password.is_some() {
-                    put(&mut txn, c, current);
+                if let Some(password) = &c.password {
+                    account.set_password(c.plugin.unwrap_or(account.plugin), password);
+                    store(&mut txn, &account);
                 }
             }
             "ALTER USER"
@@ -326,14 +408,46 @@ pub async fn execute(client: &Client, s: &AccountStatement) -> Result<()> {
     Ok(())
 }
 
-/// Stores the account `c` names, with its plugin or else `plugin`.
-fn put(txn: &mut kv_client::Transaction, c: &Credentials, plugin: Plugin) {
-    let password = c.password.as_deref().unwrap_or_default();
-    let account = Account::new(&c.name, c.plugin.unwrap_or(plugin), password);
-    txn.put(
-        key(&c.name),
-        serde_json::to_vec(&account).expect("an account serializes"),
-    );
+/// Carries out a GRANT or REVOKE (`change`, at `level` resolved against the current
+/// database) for every account it names, in one transaction: all change, or none. An account
+/// that does not exist is 1410 for GRANT (it creates none, as MySQL 8) and 1141 for REVOKE.
+pub async fn change_privileges(client: &Client, change: &Change, level: &Level) -> Result<()> {
+    let privs = Grants::resolve(&change.named, level)?;
+    let mut txn = client.begin_pessimistic().await?;
+    let mut result = Ok(());
+    for name in &change.accounts {
+        let Some(mut account) = lock(&mut txn, name).await? else {
+            result = Err(match change.grant {
+                true => SqlError {
+                    code: 1410,
+                    state: "42000",
+                    message: "You are not allowed to create a user with GRANT".into(),
+                },
+                false => SqlError {
+                    code: 1141,
+                    state: "42000",
+                    message: format!(
+                        "There is no such grant defined for user '{name}' on host '%'"
+                    ),
+                },
+            });
+            break;
+        };
+        result = account
+            .grants
+            .change(change.grant, level, privs, &change.named.dynamic, name);
+        if result.is_err() {
+            break;
+        }
+        store(&mut txn, &account);
+    }
+    match result {
+        Ok(()) => Ok(txn.commit().await.map(|_| ())?),
+        Err(e) => {
+            txn.rollback().await?;
+            Err(e)
+        }
+    }
 }
 
 fn decode(name: &str, record: &[u8]) -> Result<Account> {

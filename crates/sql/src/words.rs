@@ -146,6 +146,11 @@ impl Cursor {
         })
     }
 
+    /// The next token, left in place.
+    pub fn peek(&self) -> Option<&Token> {
+        self.tokens.get(self.at)
+    }
+
     /// The next token, taken.
     pub fn take(&mut self) -> Option<Token> {
         let t = self.tokens.get(self.at).cloned();

@@ -226,6 +226,8 @@ public class DriverSuite {
             }
             exec(c, "DROP USER IF EXISTS jchanged");
             exec(c, "CREATE USER jchanged IDENTIFIED BY 'pw'");
+            // changeUser keeps the connection's database: the account needs a privilege there.
+            exec(c, "GRANT SELECT ON " + c.getCatalog() + ".* TO jchanged");
             c.unwrap(com.mysql.cj.jdbc.JdbcConnection.class).changeUser("jchanged", "pw");
             try (Statement s = c.createStatement(); ResultSet r = s.executeQuery("SELECT CURRENT_USER()")) {
                 check(r.next(), "a row");

@@ -515,6 +515,7 @@ def test_protocol_commands_tools_send():
     cur = c.cursor()
     cur.execute("DROP USER IF EXISTS changed")
     cur.execute("CREATE USER changed IDENTIFIED BY 'pw'")
+    cur.execute("GRANT SELECT ON drv_commands.* TO changed")
     cur.execute("SET @gone = 1")
     c.cmd_change_user(username="changed", password="pw", database="drv_commands")
     cur = c.cursor()

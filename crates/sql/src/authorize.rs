@@ -1,0 +1,445 @@
+//! Which privileges a statement needs, and MySQL's error when the account lacks one: 1142
+//! for a table, 1044 for a database, 1227 for a global or dynamic privilege.
+//!
+//! What each statement needs, as MySQL 8 documents it:
+//! - a query (also inside EXPLAIN, INSERT ... SELECT, subqueries of UPDATE and DELETE):
+//!   SELECT on every table it reads; information_schema needs nothing (its rows show only
+//!   what the account may see), nor does a CTE's name;
+//! - INSERT: INSERT on the table, and DELETE for REPLACE, UPDATE for ON DUPLICATE KEY UPDATE;
+//!   UPDATE: UPDATE, and SELECT when a WHERE or a SET reads the table's columns;
+//!   DELETE: DELETE, and SELECT with a WHERE;
+//! - CREATE and DROP DATABASE: CREATE or DROP on it; CREATE TABLE: CREATE (and SELECT on the
+//!   table of LIKE or the query of AS SELECT); DROP TABLE and TRUNCATE: DROP; ALTER TABLE:
+//!   ALTER, CREATE and INSERT; CREATE and DROP INDEX: INDEX; ANALYZE TABLE: SELECT and INSERT;
+//! - SHOW CREATE TABLE, DESCRIBE and SHOW COLUMNS/INDEX: some privilege on the table; USE and
+//!   SHOW TABLES FROM db: some privilege on the database or one of its tables.
+//!
+//! The session checks the rest where it runs them: CREATE/ALTER/DROP USER (CREATE USER; an
+//! account may change its own password), GRANT and REVOKE (the grant option and the
+//! privileges passed on), SET GLOBAL (SYSTEM_VARIABLES_ADMIN), SET CONFIG (CONFIG), KILL of
+//! another account's connection (CONNECTION_ADMIN), SELECT ... INTO OUTFILE (FILE), LOAD
+//! DATA (INSERT), SPLIT TABLE (INSERT) and SHOW TABLE REGIONS (SELECT), the process list
+//! (PROCESS to see other accounts').
+
+use std::collections::BTreeSet;
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{self, ObjectType, Statement, Visit, Visitor};
+
+use crate::ddl::split_name;
+use crate::error::{Result, SqlError};
+use crate::privileges::{
+    self as p, ALTER, CREATE, DELETE, DROP, Grants, INDEX, INSERT, Privs, SELECT, UPDATE,
+};
+
+/// One thing a statement needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Need {
+    /// `privs` on a table (1142 names the first missing one: "SELECT command denied...");
+    /// a statement that needs several lists its own command's first, as MySQL checks it.
+    Table {
+        db: String,
+        table: String,
+        privs: Privs,
+    },
+    /// Some privilege on the table (SHOW CREATE TABLE, DESCRIBE).
+    SeeTable { db: String, table: String },
+    /// `privs` on a database (1044).
+    Db { db: String, privs: Privs },
+    /// Some privilege on the database or one of its tables (USE).
+    SeeDb(String),
+}
+
+/// What `s` needs; `current_db` resolves unqualified names (a name that needs it while none
+/// is chosen is left to the statement, which fails with 1046).
+pub fn needs(s: &Statement, current_db: Option<&str>) -> Vec<Need> {
+    let mut out = Needs {
+        current_db,
+        ctes: cte_names(s),
+        needs: Vec::new(),
+    };
+    out.statement(s);
+    out.needs
+}
+
+/// Checks `needs` against `grants`: the first unmet one as MySQL's error for `user`.
+pub fn check(grants: &Grants, user: &str, needs: &[Need]) -> Result<()> {
+    for need in needs {
+        match need {
+            Need::Table { db, table, privs } if !grants.on(db, Some(table)).contains(*privs) => {
+                return Err(table_denied(&p::describe(*privs), user, table));
+            }
+            Need::SeeTable { db, table } if !grants.sees_table(db, table) => {
+                return Err(table_denied("SHOW", user, table));
+            }
+            Need::Db { db, privs } if !grants.on(db, None).contains(*privs) => {
+                return Err(db_denied(user, db));
+            }
+            Need::SeeDb(db) if !grants.sees_db(db) => return Err(db_denied(user, db)),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// 1142: `command` (SELECT, INSERT...) refused on `table`.
+pub fn table_denied(command: &str, user: &str, table: &str) -> SqlError {
+    SqlError {
+        code: 1142,
+        state: "42000",
+        message: format!("{command} command denied to user '{user}'@'%' for table '{table}'"),
+    }
+}
+
+/// 1044: the account may not use database `db` so.
+pub fn db_denied(user: &str, db: &str) -> SqlError {
+    SqlError {
+        code: 1044,
+        state: "42000",
+        message: format!("Access denied for user '{user}'@'%' to database '{db}'"),
+    }
+}
+
+/// 1227: the statement needs one of `privileges` (`"SUPER or SYSTEM_VARIABLES_ADMIN"`).
+pub fn need_privilege(privileges: &str) -> SqlError {
+    SqlError {
+        code: 1227,
+        state: "42000",
+        message: format!(
+            "Access denied; you need (at least one of) the {privileges} privilege(s) for this operation"
+        ),
+    }
+}
+
+/// The names the statement's WITH clauses give their CTEs (lowercased).
+fn cte_names(s: &Statement) -> BTreeSet<String> {
+    struct Ctes(BTreeSet<String>);
+    impl Visitor for Ctes {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &ast::Query) -> ControlFlow<()> {
+            for cte in q.with.iter().flat_map(|w| &w.cte_tables) {
+                self.0.insert(cte.alias.name.value.to_lowercase());
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut ctes = Ctes(BTreeSet::new());
+    let _ = s.visit(&mut ctes);
+    ctes.0
+}
+
+struct Needs<'a> {
+    current_db: Option<&'a str>,
+    ctes: BTreeSet<String>,
+    needs: Vec<Need>,
+}
+
+impl Needs<'_> {
+    /// `name` as (db, table), or `None` for information_schema, a CTE, or an unqualified name
+    /// with no current database.
+    fn name(&self, name: &ast::ObjectName) -> Option<(String, String)> {
+        let (db, table) = split_name(name);
+        let db = match db {
+            Some(db) => db,
+            None if self.ctes.contains(&table.to_lowercase()) => return None,
+            None => self.current_db?.to_string(),
+        };
+        if db.eq_ignore_ascii_case(crate::info_schema::DB) {
+            return None;
+        }
+        Some((db, table))
+    }
+
+    /// Each of `privs` on table `name`, in the order given.
+    fn table(&mut self, name: &ast::ObjectName, privs: &[Privs]) {
+        if let Some((db, table)) = self.name(name) {
+            for &privs in privs {
+                self.needs.push(Need::Table {
+                    db: db.clone(),
+                    table: table.clone(),
+                    privs,
+                });
+            }
+        }
+    }
+
+    /// SELECT on every table `part` reads.
+    fn reads<V: Visit>(&mut self, part: &V) {
+        let mut names = Vec::new();
+        let _ = ast::visit_relations(part, |n| {
+            names.push(n.clone());
+            ControlFlow::<()>::Continue(())
+        });
+        for n in &names {
+            self.table(n, &[SELECT]);
+        }
+    }
+
+    fn statement(&mut self, s: &Statement) {
+        match s {
+            Statement::Query(q) => self.reads(q),
+            Statement::Explain { statement, .. } => self.statement(statement),
+            Statement::Insert(ins) => {
+                if let ast::TableObject::TableName(name) = &ins.table {
+                    let mut privs = vec![INSERT];
+                    if ins.replace_into {
+                        privs.push(DELETE);
+                    }
+                    if matches!(ins.on, Some(ast::OnInsert::DuplicateKeyUpdate(_))) {
+                        privs.push(UPDATE);
+                    }
+                    self.table(name, &privs);
+                }
+                if let Some(source) = &ins.source {
+                    self.reads(source);
+                }
+                if let Some(on) = &ins.on {
+                    self.reads(on);
+                }
+            }
+            Statement::Update(u) => {
+                if let ast::TableFactor::Table { name, .. } = &u.table.relation {
+                    let reads_columns = u.selection.is_some()
+                        || u.assignments.iter().any(|a| reads_columns(&a.value));
+                    let privs: &[Privs] = if reads_columns {
+                        &[UPDATE, SELECT]
+                    } else {
+                        &[UPDATE]
+                    };
+                    self.table(name, privs);
+                }
+                self.reads(&u.table.joins);
+                self.reads(&u.from);
+                self.reads(&u.selection);
+                self.reads(&u.assignments);
+            }
+            Statement::Delete(d) => {
+                let (ast::FromTable::WithFromKeyword(from) | ast::FromTable::WithoutKeyword(from)) =
+                    &d.from;
+                for twj in from {
+                    if let ast::TableFactor::Table { name, .. } = &twj.relation {
+                        let privs: &[Privs] = if d.selection.is_some() {
+                            &[DELETE, SELECT]
+                        } else {
+                            &[DELETE]
+                        };
+                        self.table(name, privs);
+                    }
+                    self.reads(&twj.joins);
+                }
+                self.reads(&d.using);
+                self.reads(&d.selection);
+            }
+            Statement::CreateDatabase { db_name, .. } => self.needs.push(Need::Db {
+                db: split_name(db_name).1,
+                privs: CREATE,
+            }),
+            Statement::CreateTable(ct) => {
+                self.table(&ct.name, &[CREATE]);
+                if let Some(q) = &ct.query {
+                    self.reads(q);
+                }
+                if let Some(
+                    ast::CreateTableLikeKind::Plain(like)
+                    | ast::CreateTableLikeKind::Parenthesized(like),
+                ) = &ct.like
+                {
+                    self.table(&like.name, &[SELECT]);
+                }
+            }
+            Statement::CreateIndex(ci) => self.table(&ci.table_name, &[INDEX]),
+            Statement::AlterTable(at) => self.table(&at.name, &[ALTER, CREATE, INSERT]),
+            Statement::Drop {
+                object_type,
+                names,
+                table,
+                ..
+            } => match object_type {
+                ObjectType::Table => names.iter().for_each(|n| self.table(n, &[DROP])),
+                ObjectType::Schema | ObjectType::Database => {
+                    for n in names {
+                        self.needs.push(Need::Db {
+                            db: split_name(n).1,
+                            privs: DROP,
+                        });
+                    }
+                }
+                ObjectType::Index => {
+                    if let Some(t) = table {
+                        self.table(t, &[INDEX]);
+                    }
+                }
+                _ => {}
+            },
+            Statement::Truncate(t) => t
+                .table_names
+                .iter()
+                .for_each(|n| self.table(&n.name, &[DROP])),
+            Statement::Analyze(a) => {
+                if let Some(name) = &a.table_name {
+                    self.table(name, &[SELECT, INSERT]);
+                }
+            }
+            Statement::ShowCreate {
+                obj_type: ast::ShowCreateObject::Table,
+                obj_name,
+            } => {
+                if let Some((db, table)) = self.name(obj_name) {
+                    self.needs.push(Need::SeeTable { db, table });
+                }
+            }
+            Statement::Use(ast::Use::Object(n) | ast::Use::Database(n) | ast::Use::Schema(n)) => {
+                let db = split_name(n).1;
+                if !db.eq_ignore_ascii_case(crate::info_schema::DB) {
+                    self.needs.push(Need::SeeDb(db));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Whether `e` reads a column (a SET value such as `c = c + 1`).
+fn reads_columns(e: &ast::Expr) -> bool {
+    ast::visit_expressions(e, |e| match e {
+        ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) => ControlFlow::Break(()),
+        _ => ControlFlow::Continue(()),
+    })
+    .is_break()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::privileges::Level;
+
+    fn needs_of(sql: &str) -> Vec<Need> {
+        let s = crate::session::parse(sql).unwrap().pop().unwrap();
+        needs(&s, Some("shop"))
+    }
+
+    fn table(db: &str, table: &str, privs: Privs) -> Need {
+        Need::Table {
+            db: db.into(),
+            table: table.into(),
+            privs,
+        }
+    }
+
+    #[test]
+    fn each_statement_needs_what_mysql_checks() {
+        assert_eq!(
+            needs_of("SELECT * FROM items JOIN hr.pay ON 1 WHERE id IN (SELECT id FROM orders)"),
+            [
+                table("shop", "items", SELECT),
+                table("hr", "pay", SELECT),
+                table("shop", "orders", SELECT)
+            ]
+        );
+        assert_eq!(
+            needs_of("WITH c AS (SELECT 1) SELECT * FROM c, information_schema.tables"),
+            []
+        );
+        assert_eq!(
+            needs_of("INSERT INTO items SELECT * FROM old ON DUPLICATE KEY UPDATE n = 1"),
+            [
+                table("shop", "items", INSERT),
+                table("shop", "items", UPDATE),
+                table("shop", "old", SELECT)
+            ]
+        );
+        assert_eq!(
+            needs_of("REPLACE INTO items VALUES (1)"),
+            [
+                table("shop", "items", INSERT),
+                table("shop", "items", DELETE)
+            ]
+        );
+        assert_eq!(
+            needs_of("UPDATE items SET n = 1"),
+            [table("shop", "items", UPDATE)]
+        );
+        assert_eq!(
+            needs_of("UPDATE items SET n = n + 1"),
+            [
+                table("shop", "items", UPDATE),
+                table("shop", "items", SELECT)
+            ]
+        );
+        assert_eq!(
+            needs_of("DELETE FROM items WHERE id = 1"),
+            [
+                table("shop", "items", DELETE),
+                table("shop", "items", SELECT)
+            ]
+        );
+        assert_eq!(
+            needs_of("DELETE FROM items"),
+            [table("shop", "items", DELETE)]
+        );
+        assert_eq!(
+            needs_of("CREATE DATABASE d"),
+            [Need::Db {
+                db: "d".into(),
+                privs: CREATE
+            }]
+        );
+        assert_eq!(
+            needs_of("DROP TABLE a, x.b"),
+            [table("shop", "a", DROP), table("x", "b", DROP)]
+        );
+        assert_eq!(needs_of("TRUNCATE TABLE a"), [table("shop", "a", DROP)]);
+        assert_eq!(
+            needs_of("ALTER TABLE a ADD COLUMN c INT"),
+            [
+                table("shop", "a", ALTER),
+                table("shop", "a", CREATE),
+                table("shop", "a", INSERT)
+            ]
+        );
+        assert_eq!(
+            needs_of("CREATE INDEX i ON a (c)"),
+            [table("shop", "a", INDEX)]
+        );
+        assert_eq!(needs_of("USE hr"), [Need::SeeDb("hr".into())]);
+        assert_eq!(
+            needs_of("EXPLAIN SELECT * FROM a"),
+            [table("shop", "a", SELECT)]
+        );
+        assert_eq!(needs_of("SET @a = 1"), []);
+    }
+
+    #[test]
+    fn a_missing_privilege_is_refused_with_mysqls_code() {
+        let mut g = Grants::default();
+        g.change(true, &Level::Db("shop".into()), SELECT, &[], "app")
+            .unwrap();
+        assert!(check(&g, "app", &needs_of("SELECT * FROM items")).is_ok());
+        let e = check(&g, "app", &needs_of("DELETE FROM items WHERE id = 1")).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                1142,
+                "DELETE command denied to user 'app'@'%' for table 'items'"
+            )
+        );
+        assert_eq!(
+            check(&g, "app", &needs_of("SELECT * FROM hr.pay"))
+                .unwrap_err()
+                .code,
+            1142
+        );
+        assert_eq!(
+            check(&g, "app", &needs_of("CREATE DATABASE x"))
+                .unwrap_err()
+                .code,
+            1044
+        );
+        assert_eq!(
+            check(&g, "app", &needs_of("USE hr")).unwrap_err().code,
+            1044
+        );
+        assert!(check(&g, "app", &needs_of("USE shop")).is_ok());
+        assert!(check(&Grants::all(), "root", &needs_of("DROP DATABASE shop")).is_ok());
+    }
+}
