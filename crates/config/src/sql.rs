@@ -103,6 +103,41 @@ pub static KNOBS: &[KnobSpec] = &[
         default: |_| Value::Float(1000.0),
         online: false,
     },
+    // TLS for MySQL clients (TiDB's names): the server's certificate and key (PEM); with
+    // `ssl-ca`, clients may present certificates that CA signed (REQUIRE X509 needs one).
+    KnobSpec {
+        name: "security.ssl-ca",
+        kind: Kind::Path,
+        default: |_| text(""),
+        online: false,
+    },
+    KnobSpec {
+        name: "security.ssl-cert",
+        kind: Kind::Path,
+        default: |_| text(""),
+        online: false,
+    },
+    KnobSpec {
+        name: "security.ssl-key",
+        kind: Kind::Path,
+        default: |_| text(""),
+        online: false,
+    },
+    // Without `ssl-cert`: a self-signed certificate made at start, so clients can still ask
+    // for TLS (as TiDB's `auto-tls`).
+    KnobSpec {
+        name: "security.auto-tls",
+        kind: Kind::Bool,
+        default: |_| Value::Bool(false),
+        online: false,
+    },
+    // Refuse connections that did not switch to TLS (MySQL's error 3159).
+    KnobSpec {
+        name: "security.require-secure-transport",
+        kind: Kind::Bool,
+        default: |_| Value::Bool(false),
+        online: false,
+    },
 ];
 
 /// Worker threads of the runtime that serves connections: `performance.max-procs` when set,
@@ -123,6 +158,21 @@ pub fn check(c: &Config) -> Result<(), ConfigError> {
         return Err(ConfigError::bad_value(
             "status.status-port",
             "must differ from `port`",
+        ));
+    }
+    if c.str("security.ssl-cert").is_empty() != c.str("security.ssl-key").is_empty() {
+        return Err(ConfigError::bad_value(
+            "security.ssl-key",
+            "`security.ssl-cert` and `security.ssl-key` are set together or not at all",
+        ));
+    }
+    if c.bool("security.require-secure-transport")
+        && c.str("security.ssl-cert").is_empty()
+        && !c.bool("security.auto-tls")
+    {
+        return Err(ConfigError::bad_value(
+            "security.require-secure-transport",
+            "needs a certificate: set `security.ssl-cert` and `security.ssl-key`, or `security.auto-tls`",
         ));
     }
     Ok(())

@@ -25,4 +25,6 @@ pub enum NodeError {
     Profile(String),
     #[error("storage: {0}")]
     Storage(String),
+    #[error("TLS: {0}")]
+    Tls(String),
 }

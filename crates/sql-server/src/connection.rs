@@ -6,14 +6,14 @@ use std::sync::Arc;
 use codec::datum::Datum;
 use opensrv_mysql::{
     AsyncMysqlIntermediary, AsyncMysqlShim, AuthStep, Column, ColumnFlags, ColumnType, InitWriter,
-    OkResponse, ParamParser, QueryResultWriter, RowWriter, StatementMetaWriter, StatusFlags,
-    ToMysqlValue, ValueInner,
+    IntermediaryOptions, OkResponse, ParamParser, QueryResultWriter, RowWriter,
+    StatementMetaWriter, StatusFlags, ToMysqlValue, ValueInner,
 };
 use sql::SqlError;
 use sql::caching_sha2;
 use sql::field_type::{FieldType, Type};
 use sql::session::{Output, Session, Shared};
-use sql::users::{Account, Plugin};
+use sql::users::{Account, Plugin, Require};
 use tokio::io::AsyncWrite;
 use tokio::net::TcpStream;
 
@@ -36,6 +36,12 @@ struct Connection {
     /// This connection's scramble for the password check: random printable bytes, never
     /// NUL or '$' (as opensrv's own scramble avoids).
     salt: [u8; 20],
+    /// The client switched to TLS before logging in.
+    secure: bool,
+    /// It presented a certificate that `security.ssl-ca` verified.
+    certified: bool,
+    /// `security.require-secure-transport`: a login in the clear is refused (3159).
+    require_secure: bool,
 }
 
 impl Connection {
@@ -131,24 +137,44 @@ impl Connection {
     }
 }
 
-pub async fn serve(shared: Arc<Shared>, stream: TcpStream) -> io::Result<()> {
-    let (r, w) = stream.into_split();
+/// Serves one client: over TLS when `tls` is set and the client asks for it.
+pub async fn serve(
+    shared: Arc<Shared>,
+    stream: TcpStream,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    require_secure: bool,
+) -> io::Result<()> {
+    let (r, mut w) = stream.into_split();
     let salt = std::array::from_fn(|_| match rand::random_range(b'!'..=b'~') {
         b'$' => b'%',
         c => c,
     });
-    let conn = Connection {
+    let mut conn = Connection {
         session: Session::new(shared.clone()),
         shared,
         user: std::sync::Mutex::new("root".into()),
         account: tokio::sync::OnceCell::new(),
         sha2_round: std::sync::atomic::AtomicU8::new(0),
         salt,
+        secure: false,
+        certified: false,
+        require_secure,
     };
     // KILL [CONNECTION] of this connection closes it, wherever it is.
     let killed = conn.session.kill_signal();
+    let served = async move {
+        let (asked_for_tls, handshake) =
+            AsyncMysqlIntermediary::init_before_ssl(&mut conn, r, &mut w, &tls).await?;
+        let options = IntermediaryOptions::default();
+        match tls {
+            Some(tls) if asked_for_tls => {
+                opensrv_mysql::secure_run_with_options(conn, w, options, tls, handshake).await
+            }
+            _ => opensrv_mysql::plain_run_with_options(conn, w, options, handshake).await,
+        }
+    };
     tokio::select! {
-        served = AsyncMysqlIntermediary::run_on(conn, r, w) => served,
+        served = served => served,
         () = killed.notified() => Ok(()),
     }
 }
@@ -457,6 +483,11 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         self.session.count_fetch();
     }
 
+    fn on_tls(&mut self, peer_certificates: Option<Vec<Vec<u8>>>) {
+        self.secure = true;
+        self.certified = peer_certificates.is_some_and(|chain| !chain.is_empty());
+    }
+
     fn statistics(&mut self) -> String {
         self.session.statistics()
     }
@@ -505,9 +536,39 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
             }
             Plugin::CachingSha2 => self.caching_sha2_step(account, salt, auth_data).await,
         };
-        if matches!(step, AuthStep::Accept { .. }) {
-            *self.user.lock().unwrap_or_else(|p| p.into_inner()) = account.name.clone();
+        if !matches!(step, AuthStep::Accept { .. }) {
+            return step;
         }
+        // The password was right: now what the account and the node ask of the connection.
+        let refuse = |code, message: String| AuthStep::Refuse {
+            code,
+            state: *b"HY000",
+            message,
+        };
+        if self.require_secure && !self.secure {
+            return refuse(
+                3159,
+                "Connections using insecure transport are prohibited while --require_secure_transport=ON.".into(),
+            );
+        }
+        if account.locked {
+            return refuse(
+                3118,
+                format!(
+                    "Access denied for user '{}'@'%'. Account is locked.",
+                    account.name
+                ),
+            );
+        }
+        let transport_ok = match account.require {
+            Require::None => true,
+            Require::Ssl => self.secure,
+            Require::X509 => self.certified,
+        };
+        if !transport_ok {
+            return AuthStep::Deny;
+        }
+        *self.user.lock().unwrap_or_else(|p| p.into_inner()) = account.name.clone();
         step
     }
 

@@ -7,6 +7,7 @@
 
 mod connection;
 mod metrics;
+mod tls;
 
 use std::sync::Arc;
 
@@ -94,6 +95,8 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         what: "MySQL port",
         error,
     };
+    let tls = tls::server_config(&config).map_err(NodeError::Tls)?;
+    let require_secure = config.bool("security.require-secure-transport");
     let listener = std::net::TcpListener::bind(&addr).map_err(bind_error)?;
     listener.set_nonblocking(true).map_err(bind_error)?;
     let endpoints: Vec<String> = config.list("path").to_vec();
@@ -147,15 +150,17 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         ));
         let listener = tokio::net::TcpListener::from_std(listener)
             .expect("a bound listener joins the runtime");
-        tracing::info!(addr = %addr, "MySQL protocol listening");
+        tracing::info!(addr = %addr, tls = tls.is_some(), "MySQL protocol listening");
         let accept = async {
             loop {
                 match listener.accept().await {
                     Ok((stream, peer)) => {
-                        let shared = shared.clone();
+                        let (shared, tls) = (shared.clone(), tls.clone());
                         tokio::spawn(async move {
                             let _ = stream.set_nodelay(true);
-                            if let Err(e) = connection::serve(Arc::clone(&shared), stream).await {
+                            let served =
+                                connection::serve(shared, stream, tls, require_secure).await;
+                            if let Err(e) = served {
                                 tracing::debug!(%peer, "connection ended: {e}");
                             }
                         });

@@ -1428,11 +1428,12 @@ impl Session {
             .await
     }
 
-    /// CREATE and DROP USER need CREATE USER; so does ALTER USER of another account.
+    /// CREATE and DROP USER need CREATE USER; so does ALTER USER but of one's own password.
     fn may_change_accounts(&self, s: &crate::users::AccountStatement) -> Result<()> {
         use crate::users::AccountStatement;
-        let own = matches!(s, AccountStatement::Alter { accounts, .. }
-            if accounts.iter().all(|a| a.name == self.user));
+        // Its own password an account may change; its other options it may not.
+        let own = matches!(s, AccountStatement::Alter { accounts, options, .. }
+            if options.is_empty() && accounts.iter().all(|a| a.name == self.user));
         if own || self.grants.global.contains(crate::privileges::CREATE_USER) {
             return Ok(());
         }

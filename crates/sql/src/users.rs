@@ -72,6 +72,41 @@ pub struct Account {
     pub sha2_hash: Vec<u8>,
     #[serde(default)]
     pub grants: Grants,
+    /// What the connection must be for a login (`REQUIRE`).
+    #[serde(default)]
+    pub require: Require,
+    /// `ACCOUNT LOCK`: no login at all (MySQL's 3118).
+    #[serde(default)]
+    pub locked: bool,
+}
+
+/// `REQUIRE NONE | SSL | X509`: the transport a login needs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Require {
+    #[default]
+    None,
+    /// TLS.
+    Ssl,
+    /// TLS with a client certificate the node's `security.ssl-ca` verified.
+    X509,
+}
+
+/// The options after the accounts of CREATE or ALTER USER; `None` leaves one as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AccountOptions {
+    pub require: Option<Require>,
+    pub locked: Option<bool>,
+}
+
+impl AccountOptions {
+    fn apply(&self, account: &mut Account) {
+        account.require = self.require.unwrap_or(account.require);
+        account.locked = self.locked.unwrap_or(account.locked);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == AccountOptions::default()
+    }
 }
 
 impl Account {
@@ -83,6 +118,8 @@ impl Account {
             native_hash: Vec::new(),
             sha2_hash: Vec::new(),
             grants: Grants::default(),
+            require: Require::None,
+            locked: false,
         };
         account.set_password(plugin, password);
         account
@@ -222,10 +259,12 @@ pub enum AccountStatement {
     Create {
         if_not_exists: bool,
         accounts: Vec<Credentials>,
+        options: AccountOptions,
     },
     Alter {
         if_exists: bool,
         accounts: Vec<Credentials>,
+        options: AccountOptions,
     },
     Drop {
         if_exists: bool,
@@ -270,6 +309,32 @@ fn credentials(c: &mut Cursor) -> Result<Credentials> {
     Ok(out)
 }
 
+/// `[REQUIRE {NONE | SSL | X509}] [ACCOUNT {LOCK | UNLOCK}]`, in either order.
+fn account_options(c: &mut Cursor) -> Result<AccountOptions> {
+    let mut out = AccountOptions::default();
+    loop {
+        if c.keyword("REQUIRE") {
+            out.require = Some(if c.keyword("NONE") {
+                Require::None
+            } else if c.keyword("SSL") {
+                Require::Ssl
+            } else if c.keyword("X509") {
+                Require::X509
+            } else {
+                return Err(SqlError::not_supported(
+                    "REQUIRE other than NONE, SSL or X509 (SUBJECT, ISSUER, CIPHER)",
+                ));
+            });
+        } else if c.keywords(&["ACCOUNT", "LOCK"]) {
+            out.locked = Some(true);
+        } else if c.keywords(&["ACCOUNT", "UNLOCK"]) {
+            out.locked = Some(false);
+        } else {
+            return Ok(out);
+        }
+    }
+}
+
 /// `sql` as an account statement, or `None` if it is not one.
 pub fn parse(sql: &str) -> Option<Result<AccountStatement>> {
     let head: Vec<String> = sql
@@ -302,15 +367,18 @@ fn parse_account_statement(sql: &str) -> Result<AccountStatement> {
                     break;
                 }
             }
+            let options = account_options(&mut c)?;
             if verb == "CREATE" {
                 AccountStatement::Create {
                     if_not_exists: conditional,
                     accounts,
+                    options,
                 }
             } else {
                 AccountStatement::Alter {
                     if_exists: conditional,
                     accounts,
+                    options,
                 }
             }
         }
@@ -350,6 +418,7 @@ pub async fn execute(client: &Client, s: &AccountStatement) -> Result<()> {
         AccountStatement::Create {
             if_not_exists,
             accounts,
+            options,
         } => {
             for c in accounts {
                 if lock(&mut txn, &c.name).await?.is_some() {
@@ -360,13 +429,16 @@ pub async fn execute(client: &Client, s: &AccountStatement) -> Result<()> {
                 }
                 let plugin = c.plugin.unwrap_or_default();
                 let password = c.password.as_deref().unwrap_or_default();
-                store(&mut txn, &Account::new(&c.name, plugin, password));
+                let mut account = Account::new(&c.name, plugin, password);
+                options.apply(&mut account);
+                store(&mut txn, &account);
             }
             "CREATE USER"
         }
         AccountStatement::Alter {
             if_exists,
             accounts,
+            options,
         } => {
             for c in accounts {
                 let Some(mut account) = lock(&mut txn, &c.name).await? else {
@@ -377,6 +449,9 @@ pub async fn execute(client: &Client, s: &AccountStatement) -> Result<()> {
                 };
                 if let Some(password) = &c.password {
                     account.set_password(c.plugin.unwrap_or(account.plugin), password);
+                }
+                options.apply(&mut account);
+                if c.password.is_some() || !options.is_empty() {
                     store(&mut txn, &account);
                 }
             }
@@ -477,6 +552,7 @@ mod tests {
                     credentials("sb", None, Some("p'w")),
                     credentials("bob", None, None)
                 ],
+                options: AccountOptions::default(),
             })
         );
         assert_eq!(
@@ -485,6 +561,7 @@ mod tests {
             Ok(AccountStatement::Alter {
                 if_exists: false,
                 accounts: vec![credentials("root", Some(Plugin::Native), Some("x"))],
+                options: AccountOptions::default(),
             })
         );
         assert_eq!(
@@ -499,8 +576,21 @@ mod tests {
             Ok(AccountStatement::Create {
                 if_not_exists: false,
                 accounts: vec![credentials("u", Some(Plugin::CachingSha2), Some("pw"))],
+                options: AccountOptions::default(),
             })
         );
+        assert_eq!(
+            parse("ALTER USER a, b REQUIRE X509 ACCOUNT LOCK").unwrap(),
+            Ok(AccountStatement::Alter {
+                if_exists: false,
+                accounts: vec![credentials("a", None, None), credentials("b", None, None)],
+                options: AccountOptions {
+                    require: Some(Require::X509),
+                    locked: Some(true)
+                },
+            })
+        );
+        assert!(parse("CREATE USER a REQUIRE SUBJECT 'x'").unwrap().is_err());
         assert!(parse("SELECT 1").is_none());
         assert!(parse("CREATE USER 'a' IDENTIFIED BY").unwrap().is_err());
         assert!(

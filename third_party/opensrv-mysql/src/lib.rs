@@ -160,6 +160,12 @@ pub enum AuthStep {
     Accept { notice: Option<Vec<u8>> },
     /// Refuse with 1045.
     Deny,
+    /// Atoll: refuse with another error (a locked account's 3118, an insecure transport's 3159).
+    Refuse {
+        code: u16,
+        state: [u8; 5],
+        message: String,
+    },
     /// Send AuthMoreData (0x01 + data) and read the client's next packet.
     More(Vec<u8>),
 }
@@ -249,6 +255,10 @@ pub trait AsyncMysqlShim<W: Send> {
     /// what the last login learnt (its account, its exchange's state). After a successful
     /// login `on_reset` follows, as MySQL starts the new user's session afresh.
     async fn on_change_user(&mut self) {}
+
+    /// Atoll: the connection switched to TLS before the login; `peer_certificates` is the
+    /// chain (DER) the client presented, if it presented one.
+    fn on_tls(&mut self, _peer_certificates: Option<Vec<Vec<u8>>>) {}
 
     /// Atoll: a COM_STMT_FETCH arrived (the server counts them).
     fn on_fetch(&mut self) {}
@@ -718,6 +728,16 @@ where
                     break true;
                 }
                 AuthStep::Deny => break false,
+                AuthStep::Refuse {
+                    code,
+                    state,
+                    message,
+                } => {
+                    writers::write_err_code(code, &state, message.as_bytes(), &mut self.writer)
+                        .await?;
+                    self.writer.flush_all().await?;
+                    return Ok(false);
+                }
                 AuthStep::More(data) => {
                     self.writer.write_all(&[0x01])?;
                     self.writer.write_all(&data)?;

@@ -70,7 +70,9 @@ where
     W: AsyncWrite + Send + Unpin,
 {
     let (handshake, seq, client_capabilities, reader) = init_params;
-    let (reader, writer) = switch_to_tls(tls_config, reader, writer).await?;
+    let (reader, writer, peer_certificates) = switch_to_tls(tls_config, reader, writer).await?;
+    let mut shim = shim;
+    shim.on_tls(peer_certificates);
     let reader = PacketReader::new(reader);
     let writer = PacketWriter::new(writer);
 
@@ -95,12 +97,19 @@ pub async fn switch_to_tls<R: AsyncRead + Send + Unpin, W: AsyncWrite + Send + U
 ) -> std::io::Result<(
     ReadHalf<TlsStream<Duplex<R, W>>>,
     WriteHalf<TlsStream<Duplex<R, W>>>,
+    Option<Vec<Vec<u8>>>,
 )> {
     let stream = Duplex::new(reader, writer);
     let acceptor = TlsAcceptor::from(config);
     let stream = acceptor.accept(stream).await?;
+    // Atoll: the client's certificate chain (DER), for the shim's REQUIRE X509 checks.
+    let peer_certificates = stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .map(|chain| chain.iter().map(|c| c.to_vec()).collect());
     let (r, w) = tokio::io::split(stream);
-    Ok((r, w))
+    Ok((r, w, peer_certificates))
 }
 
 pin_project! {

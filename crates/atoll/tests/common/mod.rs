@@ -201,22 +201,26 @@ pub fn start_kv_with_pd(dir: &std::path::Path, pd_port: u16, addr: &str, status:
 /// Starts `atoll sql` on free ports against the pd endpoints `pd` (comma separated); the
 /// process and its MySQL port.
 pub fn start_sql(dir: &std::path::Path, pd: &str) -> (Running, u16) {
+    start_sql_with(dir, pd, &[])
+}
+
+/// As [`start_sql`], with more arguments (`--config FILE`).
+pub fn start_sql_with(dir: &std::path::Path, pd: &str, extra: &[&str]) -> (Running, u16) {
     let (port, status) = (free_port(), free_port());
-    let sql = start_role(
-        &[
-            "sql",
-            "--host",
-            "127.0.0.1",
-            "-P",
-            &port.to_string(),
-            "--status",
-            &status.to_string(),
-            "--path",
-            pd,
-        ],
-        dir,
-        &format!("127.0.0.1:{status}"),
-    );
+    let (port_arg, status_arg) = (port.to_string(), status.to_string());
+    let mut args = vec![
+        "sql",
+        "--host",
+        "127.0.0.1",
+        "-P",
+        &port_arg,
+        "--status",
+        &status_arg,
+        "--path",
+        pd,
+    ];
+    args.extend_from_slice(extra);
+    let sql = start_role(&args, dir, &format!("127.0.0.1:{status}"));
     (sql, port)
 }
 
@@ -323,11 +327,26 @@ impl SqlCluster {
 
     /// Starts another sql node on the cluster; its MySQL port.
     pub fn add_sql(&mut self) -> u16 {
+        self.add_sql_with_config("")
+    }
+
+    /// As [`SqlCluster::add_sql`], the node reading `config` (TOML).
+    pub fn add_sql_with_config(&mut self, config: &str) -> u16 {
         let n = self.more_sql.len() + 1;
+        let dir = self._dir.path().join(format!("sql{n}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("sql.toml");
+        std::fs::write(&file, config).unwrap();
         let pd = format!("127.0.0.1:{}", self.pd_port);
-        let (sql, port) = start_sql(&self._dir.path().join(format!("sql{n}")), &pd);
+        let file = file.display().to_string();
+        let (sql, port) = start_sql_with(&dir, &pd, &["--config", &file]);
         self.more_sql.push(sql);
         port
+    }
+
+    /// A scratch directory that lives as long as the cluster.
+    pub fn dir(&self) -> &std::path::Path {
+        self._dir.path()
     }
 
     /// The mysql client, as root in batch mode, pointed at this cluster's sql node.
