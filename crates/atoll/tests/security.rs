@@ -262,3 +262,191 @@ fn a_bad_certificate_setting_stops_the_sql_node_with_one_clear_line() {
     ));
     assert!(line.contains("no PEM certificate"), "{line}");
 }
+
+/// How a login by hand ended.
+#[derive(Debug, PartialEq)]
+enum Answer {
+    LoggedIn,
+    Refused(u16),
+    /// The server closed the connection without an answer.
+    Closed,
+}
+
+fn read_packet(s: &mut std::net::TcpStream) -> Option<(u8, Vec<u8>)> {
+    use std::io::Read;
+    let mut header = [0u8; 4];
+    s.read_exact(&mut header).ok()?;
+    let len = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
+    let mut payload = vec![0; len];
+    s.read_exact(&mut payload).ok()?;
+    Some((header[3], payload))
+}
+
+fn write_packet(s: &mut std::net::TcpStream, seq: u8, payload: &[u8]) {
+    use std::io::Write;
+    let len = (payload.len() as u32).to_le_bytes();
+    let _ = s.write_all(&[&[len[0], len[1], len[2], seq][..], payload].concat());
+}
+
+/// mysql_native_password's answer for `password` to `scramble`.
+fn native_answer(password: &[u8], scramble: &[u8]) -> Vec<u8> {
+    use sha1::{Digest, Sha1};
+    let once = Sha1::digest(password);
+    let mask = Sha1::digest([scramble, Sha1::digest(once).as_slice()].concat());
+    once.iter().zip(mask.iter()).map(|(a, b)| a ^ b).collect()
+}
+
+/// A login by hand over the MySQL protocol as `user` with `password` (native or, after an
+/// auth switch, caching_sha2's full exchange with the password in the clear); `auth`, when
+/// given, replaces the first answer (a truncated or empty one).
+fn login(port: u16, user: &str, password: &[u8], auth: Option<&[u8]>) -> Answer {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let Some((_, greeting)) = read_packet(&mut s) else {
+        return Answer::Closed;
+    };
+    // Version, NUL, id (4), scramble part 1 (8), filler, caps (2), charset, status (2),
+    // caps (2), auth data length, 10 reserved, scramble part 2 (12) and its NUL.
+    let at = greeting.iter().position(|&b| b == 0).unwrap() + 1 + 4;
+    let mut scramble = greeting[at..at + 8].to_vec();
+    let part2 = at + 8 + 1 + 2 + 1 + 2 + 2 + 1 + 10;
+    scramble.extend_from_slice(&greeting[part2..part2 + 12]);
+    let first = auth.map_or_else(|| native_answer(password, &scramble), <[u8]>::to_vec);
+    let caps: u32 = 0x1 | 0x200 | 0x8000 | 0x80000;
+    let mut response = caps.to_le_bytes().to_vec();
+    response.extend(16_777_216u32.to_le_bytes());
+    response.push(33);
+    response.extend([0; 23]);
+    response.extend(user.as_bytes());
+    response.push(0);
+    response.push(first.len() as u8);
+    response.extend(&first);
+    response.extend(b"mysql_native_password\0");
+    write_packet(&mut s, 1, &response);
+    loop {
+        let Some((seq, reply)) = read_packet(&mut s) else {
+            return Answer::Closed;
+        };
+        match reply.first() {
+            Some(0x00) => return Answer::LoggedIn,
+            Some(0xFF) => return Answer::Refused(u16::from_le_bytes([reply[1], reply[2]])),
+            // Auth switch to caching_sha2_password: its scramble answer (wrong on purpose
+            // unless the password is right, which this test never sends).
+            Some(0xFE) => {
+                let name_end = reply.iter().skip(1).position(|&b| b == 0).unwrap() + 2;
+                let salt = &reply[name_end..reply.len() - 1];
+                write_packet(
+                    &mut s,
+                    seq + 1,
+                    &native_answer(password, salt)[..20]
+                        .iter()
+                        .chain(&[0u8; 12])
+                        .copied()
+                        .collect::<Vec<_>>(),
+                );
+            }
+            // caching_sha2_password asks for the full login: the password in the clear.
+            Some(0x01) if reply.get(1) == Some(&4) => {
+                write_packet(&mut s, seq + 1, &[password, b"\0"].concat());
+            }
+            Some(0x01) => {}
+            _ => return Answer::Closed,
+        }
+    }
+}
+
+#[test]
+fn ten_thousand_wrong_logins_get_nobody_in_and_a_stalled_handshake_is_dropped() {
+    let c = Cluster::start();
+    c.run(
+        "",
+        "CREATE USER native IDENTIFIED BY 'right-password'; \
+         CREATE USER sha IDENTIFIED WITH caching_sha2_password BY 'right-password'",
+    );
+    assert_eq!(
+        login(c.port, "native", b"right-password", None),
+        Answer::LoggedIn,
+        "positive control"
+    );
+    assert_eq!(
+        login(c.port, "sha", b"right-password", None),
+        Answer::LoggedIn,
+        "positive control"
+    );
+    let seed: u64 = rand::random();
+    println!("seed {seed}");
+    let attempts = 10_000;
+    let logged_in: usize = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..4u64)
+            .map(|w| {
+                let port = c.port;
+                scope.spawn(move || {
+                    use rand::{Rng, SeedableRng};
+                    let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ w);
+                    let mut logged_in = 0;
+                    for i in (w as usize..attempts).step_by(4) {
+                        let len = rng.random_range(0..40);
+                        let password: Vec<u8> =
+                            (0..len).map(|_| rng.random_range(b'!'..=b'~')).collect();
+                        let user = if i % 5 == 4 { "sha" } else { "native" };
+                        // Every tenth answer is cut short or empty instead.
+                        let cut: Vec<u8> =
+                            (0..rng.random_range(0..20)).map(|_| rng.random()).collect();
+                        let auth = (i % 10 == 3).then_some(cut.as_slice());
+                        let answer = login(port, user, &password, auth);
+                        if answer == Answer::LoggedIn {
+                            logged_in += 1;
+                        } else {
+                            assert!(
+                                matches!(answer, Answer::Refused(1045)),
+                                "{user} {password:?}: {answer:?}"
+                            );
+                        }
+                    }
+                    logged_in
+                })
+            })
+            .collect();
+        workers.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    println!("T5: {logged_in} logins out of {attempts} wrong or cut-short answers");
+    assert_eq!(logged_in, 0);
+
+    // An unknown account and a wrong password look the same from outside.
+    let mut times = [Vec::new(), Vec::new()];
+    for i in 0..400 {
+        let (user, which) = if i % 2 == 0 {
+            ("native", 0)
+        } else {
+            ("nobody", 1)
+        };
+        let started = std::time::Instant::now();
+        assert_eq!(login(c.port, user, b"wrong", None), Answer::Refused(1045));
+        times[which].push(started.elapsed());
+    }
+    for t in &mut times {
+        t.sort();
+    }
+    println!(
+        "T5: median login refusal {:?} for a wrong password, {:?} for an unknown account",
+        times[0][100], times[1][100]
+    );
+
+    // A client that connects and says nothing is dropped after the login timeout (10 s).
+    let mut stalled = std::net::TcpStream::connect(("127.0.0.1", c.port)).unwrap();
+    stalled
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let started = std::time::Instant::now();
+    assert!(read_packet(&mut stalled).is_some(), "the greeting");
+    assert!(read_packet(&mut stalled).is_none(), "an answer to nothing");
+    let held = started.elapsed();
+    println!("T5: a silent client was dropped after {held:?}");
+    assert!(held < std::time::Duration::from_secs(20), "{held:?}");
+    // The node still serves.
+    assert_eq!(
+        login(c.port, "native", b"right-password", None),
+        Answer::LoggedIn
+    );
+}

@@ -24,6 +24,10 @@ fn error_packet(e: &SqlError) -> (u16, [u8; 5], &[u8]) {
     (e.code, state, e.message.as_bytes())
 }
 
+/// How long a client has from connecting to being logged in (MySQL's `connect_timeout`
+/// default): one that stalls in its handshake is dropped then.
+const LOGIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 struct Connection {
     shared: Arc<Shared>,
     session: Session,
@@ -42,6 +46,8 @@ struct Connection {
     certified: bool,
     /// `security.require-secure-transport`: a login in the clear is refused (3159).
     require_secure: bool,
+    /// Set once a login succeeded (the [`LOGIN_TIMEOUT`] then no longer applies).
+    logged_in: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Connection {
@@ -159,9 +165,17 @@ pub async fn serve(
         secure: false,
         certified: false,
         require_secure,
+        logged_in: Arc::default(),
     };
     // KILL [CONNECTION] of this connection closes it, wherever it is.
     let killed = conn.session.kill_signal();
+    let logged_in = Arc::clone(&conn.logged_in);
+    let login_deadline = async move {
+        tokio::time::sleep(LOGIN_TIMEOUT).await;
+        if logged_in.load(std::sync::atomic::Ordering::Acquire) {
+            std::future::pending::<()>().await;
+        }
+    };
     let served = async move {
         let (asked_for_tls, handshake) =
             AsyncMysqlIntermediary::init_before_ssl(&mut conn, r, &mut w, &tls).await?;
@@ -176,6 +190,7 @@ pub async fn serve(
     tokio::select! {
         served = served => served,
         () = killed.notified() => Ok(()),
+        () = login_deadline => Ok(()),
     }
 }
 
@@ -569,6 +584,8 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
             return AuthStep::Deny;
         }
         *self.user.lock().unwrap_or_else(|p| p.into_inner()) = account.name.clone();
+        self.logged_in
+            .store(true, std::sync::atomic::Ordering::Release);
         step
     }
 
