@@ -6,6 +6,7 @@
 //! a seventh of a SQL node's CPU under sysbench point selects.
 
 mod bench;
+mod certs;
 mod ctl;
 mod diag;
 mod nemesis;

@@ -42,6 +42,10 @@ pub struct PlaygroundArgs {
     /// playgrounds.
     #[arg(long, default_value_t = 0)]
     port_offset: u16,
+    /// Certificates of a CA made for the playground (in `<data-dir>/tls/`): the sql nodes
+    /// serve MySQL clients over TLS and refuse them in the clear.
+    #[arg(long)]
+    tls: bool,
 }
 
 struct Member {
@@ -132,13 +136,39 @@ pub fn run(args: PlaygroundArgs) -> anyhow::Result<()> {
             format!("kv at {addr} (status {status})"),
         ));
     }
+    // With --tls: the sql nodes' config, and what a client adds to verify them.
+    let (sql_config, client_tls) = match args.tls {
+        true => {
+            let tls = crate::certs::ensure(&args.data_dir.join("tls"))?;
+            let config = args.data_dir.join("sql-tls.toml");
+            let toml = format!(
+                "[security]\nssl-ca = {:?}\nssl-cert = {:?}\nssl-key = {:?}\nrequire-secure-transport = true\n",
+                tls.ca, tls.node_cert, tls.node_key
+            );
+            std::fs::write(&config, toml)
+                .with_context(|| format!("cannot write {}", config.display()))?;
+            let client = format!(" --ssl-ca {} --ssl-verify-server-cert", tls.ca.display());
+            (Some(config), client)
+        }
+        false => (None, String::new()),
+    };
     for i in 0..args.sql {
         let (mysql, status) = (port(4000, i)?, port(10080, i)?);
+        let mut sql_args = vec![
+            "sql".into(),
+            "--host=127.0.0.1".into(),
+            format!("-P{mysql}"),
+            format!("--status={status}"),
+            format!("--path={pd_addr}"),
+        ];
+        if let Some(config) = &sql_config {
+            sql_args.push(format!("--config={}", config.display()));
+        }
         plan.push((
             format!("sql-{i}"),
-            vec!["sql".into(), "--host=127.0.0.1".into(), format!("-P{mysql}"), format!("--status={status}"), format!("--path={pd_addr}")],
+            sql_args,
             format!("127.0.0.1:{status}"),
-            format!("sql at 127.0.0.1:{mysql} (status 127.0.0.1:{status}): mysql --host 127.0.0.1 --port {mysql} -u root"),
+            format!("sql at 127.0.0.1:{mysql} (status 127.0.0.1:{status}): mysql --host 127.0.0.1 --port {mysql} -u root{client_tls}"),
         ));
     }
 

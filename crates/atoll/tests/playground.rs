@@ -17,6 +17,10 @@ fn port_offset() -> u16 {
 }
 
 fn start(data_dir: &std::path::Path, offset: u16) -> (Running, Vec<String>) {
+    start_with(data_dir, offset, &[])
+}
+
+fn start_with(data_dir: &std::path::Path, offset: u16, extra: &[&str]) -> (Running, Vec<String>) {
     let mut child = atoll()
         .args([
             "playground",
@@ -29,6 +33,7 @@ fn start(data_dir: &std::path::Path, offset: u16) -> (Running, Vec<String>) {
             "--data-dir",
         ])
         .arg(data_dir)
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -88,4 +93,44 @@ fn playground_starts_reports_and_stops_the_whole_cluster() {
     let log = std::fs::read_to_string(dir.path().join("kv-0").join("kv.log")).unwrap();
     assert_eq!(log.matches(" ready ").count(), 2, "{log}");
     assert!(again.terminate().success());
+}
+
+#[test]
+fn a_tls_playground_serves_mysql_clients_over_tls_with_its_own_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    // Clear of the other test's ports (each role uses its default + offset, pd two of them).
+    let offset = port_offset() + 3;
+    let (_playground, lines) = start_with(dir.path(), offset, &["--tls"]);
+    let sql_line = lines.iter().find(|l| l.contains("sql at")).unwrap();
+    // The summary says how to connect: run exactly that, with a query.
+    let command = sql_line.split(": ").nth(1).unwrap();
+    let mut words = command.split_whitespace();
+    assert_eq!(words.next(), Some("mysql"));
+    let args: Vec<&str> = words.collect();
+    let out = std::process::Command::new("mysql")
+        .args(&args)
+        .args(["--batch", "-e", "status"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Cipher in use is TLS"), "{text} {out:?}");
+    let port = (4000 + offset).to_string();
+    let clear = std::process::Command::new("mysql")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-P",
+            &port,
+            "-u",
+            "root",
+            "--skip-ssl",
+            "-e",
+            "SELECT 1",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&clear.stderr).contains("ERROR 3159"),
+        "{clear:?}"
+    );
 }
