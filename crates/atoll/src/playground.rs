@@ -43,7 +43,7 @@ pub struct PlaygroundArgs {
     #[arg(long, default_value_t = 0)]
     port_offset: u16,
     /// Certificates of a CA made for the playground (in `<data-dir>/tls/`): the sql nodes
-    /// serve MySQL clients over TLS and refuse them in the clear.
+    /// serve MySQL clients over TLS (clients that do not ask for it still in the clear).
     #[arg(long)]
     tls: bool,
 }
@@ -142,7 +142,7 @@ pub fn run(args: PlaygroundArgs) -> anyhow::Result<()> {
             let tls = crate::certs::ensure(&args.data_dir.join("tls"))?;
             let config = args.data_dir.join("sql-tls.toml");
             let toml = format!(
-                "[security]\nssl-ca = {:?}\nssl-cert = {:?}\nssl-key = {:?}\nrequire-secure-transport = true\n",
+                "[security]\nssl-ca = {:?}\nssl-cert = {:?}\nssl-key = {:?}\n",
                 tls.ca, tls.node_cert, tls.node_key
             );
             std::fs::write(&config, toml)
