@@ -450,3 +450,27 @@ fn ten_thousand_wrong_logins_get_nobody_in_and_a_stalled_handshake_is_dropped() 
         Answer::LoggedIn
     );
 }
+
+#[test]
+fn skip_grant_table_lets_anyone_in_from_this_host_with_every_privilege() {
+    let mut c = Cluster::start();
+    c.run(
+        "",
+        "ALTER USER root IDENTIFIED BY 'lost'; CREATE USER app IDENTIFIED BY 'pw'",
+    );
+    let port = c.add_sql_with_config("[security]\nskip-grant-table = true\n");
+    // The lost root password does not matter here, nor does an account's privileges.
+    let args = ["-u", "root", "--password=anything", "--skip-column-names"];
+    assert_eq!(mysql(port, &args, "SELECT 1"), Ok("1\n".into()));
+    assert_eq!(
+        mysql(
+            port,
+            &["-u", "app", "--password=x"],
+            "CREATE DATABASE made_by_app"
+        ),
+        Ok(String::new())
+    );
+    // Recovery: root gets its password back through the node that skips the checks.
+    mysql(port, &args, "ALTER USER root IDENTIFIED BY 'found'").unwrap();
+    assert!(c.try_run_as("root", "found", "SELECT 1").is_ok());
+}

@@ -572,6 +572,35 @@ fn privileges_allow_and_refuse_each_statement_kind() {
             "{statement} after {by_root:?}"
         );
     }
+    // MySQL's grant tables show the same, to those who may read them.
+    assert_eq!(
+        as_user(&c, "bob", "", "SELECT User FROM mysql.user"),
+        Err("1142 (42000): SELECT command denied to user 'bob'@'%' for table 'user'".into())
+    );
+    assert_eq!(
+        c.run(
+            "mysql",
+            "SELECT User, Select_priv, Create_user_priv, account_locked FROM user ORDER BY User"
+        ),
+        "User\tSelect_priv\tCreate_user_priv\taccount_locked\n\
+         app\tY\tY\tN\nbob\tN\tN\tN\ncarol\tN\tN\tN\nroot\tY\tY\tN\n"
+    );
+    assert_eq!(
+        c.run(
+            "",
+            "SELECT Db, User, Select_priv, Insert_priv, Grant_priv FROM mysql.db"
+        ),
+        // REVOKE ALL left app the grant option on shop (ALL never includes it).
+        "Db\tUser\tSelect_priv\tInsert_priv\tGrant_priv\n\
+         shop\tapp\tN\tN\tY\nshop\tbob\tY\tN\tN\n"
+    );
+    assert_eq!(
+        c.run(
+            "",
+            "SELECT Db, User, Table_name, Table_priv FROM mysql.tables_priv"
+        ),
+        "Db\tUser\tTable_name\tTable_priv\nshop\tapp\titems\tInsert,Update\n"
+    );
     // Levels that cannot hold a privilege, and REVOKE of what was never granted.
     c.fails("", "GRANT FILE ON shop.* TO app", "1221 (HY000)");
     c.fails("", "GRANT EXECUTE ON shop.items TO app", "1144 (42000)");
@@ -579,6 +608,79 @@ fn privileges_allow_and_refuse_each_statement_kind() {
     c.fails("", "REVOKE SELECT ON hr.* FROM bob", "1141 (42000)");
     c.fails("", "REVOKE SELECT ON hr.pay FROM bob", "1147 (42000)");
     c.fails("", "GRANT NOPE ON *.* TO bob", "3929 (HY000)");
+}
+
+#[test]
+fn roles_lend_their_privileges_to_the_accounts_that_hold_them() {
+    let c = Cluster::start();
+    c.run(
+        "",
+        "CREATE DATABASE shop; CREATE TABLE shop.items (id INT PRIMARY KEY); \
+         INSERT INTO shop.items VALUES (1); CREATE ROLE reader, writer; \
+         GRANT SELECT ON shop.* TO reader; GRANT INSERT ON shop.* TO writer; \
+         CREATE USER app IDENTIFIED BY 'pw'; GRANT reader, writer TO app",
+    );
+    let app = |sql: &str| as_user(&c, "app", "", sql);
+    // Granted but not active: nothing yet.
+    assert_eq!(app("SELECT CURRENT_ROLE()"), Ok("NONE\n".into()));
+    assert!(
+        app("SELECT id FROM shop.items")
+            .unwrap_err()
+            .starts_with("1142")
+    );
+    assert_eq!(
+        app("SET ROLE reader; SELECT CURRENT_ROLE(); SELECT id FROM shop.items"),
+        Ok("`reader`@`%`\n1\n".into())
+    );
+    assert!(
+        app("SET ROLE reader; INSERT INTO shop.items VALUES (2)")
+            .unwrap_err()
+            .starts_with("1142")
+    );
+    assert_eq!(
+        app("SET ROLE ALL; INSERT INTO shop.items VALUES (2); SELECT COUNT(*) FROM shop.items"),
+        Ok("2\n".into())
+    );
+    assert!(app("SET ROLE nobody").unwrap_err().starts_with("3530"));
+    // Default roles are on at login.
+    c.run("", "SET DEFAULT ROLE reader TO app");
+    assert_eq!(app("SELECT COUNT(*) FROM shop.items"), Ok("2\n".into()));
+    assert_eq!(
+        app("SHOW GRANTS"),
+        Ok(
+            "GRANT USAGE ON *.* TO `app`@`%`\nGRANT `reader`@`%`,`writer`@`%` TO `app`@`%`\n"
+                .into()
+        )
+    );
+    // A role cannot log in; an account may not grant roles without ROLE_ADMIN.
+    c.run("", "ALTER USER reader IDENTIFIED BY 'pw'");
+    assert!(
+        c.try_run_as("reader", "pw", "SELECT 1")
+            .unwrap_err()
+            .contains("3118")
+    );
+    assert!(app("GRANT writer TO app").unwrap_err().starts_with("1227"));
+    c.fails("", "GRANT nosuchrole TO app", "3523 (HY000)");
+    // Revoked or dropped, a role lends nothing.
+    c.run("", "REVOKE reader FROM app");
+    assert!(
+        app("SELECT id FROM shop.items")
+            .unwrap_err()
+            .starts_with("1142")
+    );
+    c.run(
+        "",
+        "GRANT reader TO app; SET DEFAULT ROLE ALL TO app; DROP ROLE reader",
+    );
+    assert!(
+        app("SELECT id FROM shop.items")
+            .unwrap_err()
+            .starts_with("1142")
+    );
+    assert_eq!(
+        app("SHOW GRANTS"),
+        Ok("GRANT USAGE ON *.* TO `app`@`%`\nGRANT `writer`@`%` TO `app`@`%`\n".into())
+    );
 }
 
 #[test]

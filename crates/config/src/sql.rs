@@ -131,6 +131,14 @@ pub static KNOBS: &[KnobSpec] = &[
         default: |_| Value::Bool(false),
         online: false,
     },
+    // Recovery (a lost root password): every account logs in from this host without a
+    // password and holds every privilege; other hosts are refused.
+    KnobSpec {
+        name: "security.skip-grant-table",
+        kind: Kind::Bool,
+        default: |_| Value::Bool(false),
+        online: false,
+    },
     // Refuse connections that did not switch to TLS (MySQL's error 3159).
     KnobSpec {
         name: "security.require-secure-transport",

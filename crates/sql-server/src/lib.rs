@@ -97,6 +97,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     };
     let tls = tls::server_config(&config).map_err(NodeError::Tls)?;
     let require_secure = config.bool("security.require-secure-transport");
+    let skip_grant_table = config.bool("security.skip-grant-table");
     let listener = std::net::TcpListener::bind(&addr).map_err(bind_error)?;
     listener.set_nonblocking(true).map_err(bind_error)?;
     let endpoints: Vec<String> = config.list("path").to_vec();
@@ -135,7 +136,12 @@ pub fn run(node: Node) -> Result<(), NodeError> {
                 }
             }
         };
-        let shared = Shared::new(client, slow_log);
+        if skip_grant_table {
+            tracing::warn!(
+                "security.skip-grant-table is on: any account logs in from this host without a password and may do everything; connections from other hosts are refused"
+            );
+        }
+        let shared = Shared::new(client, slow_log, skip_grant_table);
         if let Err(e) = registry.register(Box::new(metrics::SqlCollector::new(Arc::clone(&shared))))
         {
             tracing::warn!("sql metrics not registered: {e}");

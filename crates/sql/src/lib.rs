@@ -24,7 +24,9 @@
 //!   node's cache of the accounts' privileges; [`caching_sha2`]: the
 //!   `caching_sha2_password` exchange (fast auth, RSA).
 //! - [`privileges`]: MySQL's privileges at the global, database and table levels; GRANT
-//!   and REVOKE; [`authorize`]: what each statement needs, and MySQL's 1142/1044/1227.
+//!   and REVOKE; [`authorize`]: what each statement needs, and MySQL's 1142/1044/1227;
+//!   [`roles`]: CREATE ROLE's accounts granted to others, SET ROLE, SET DEFAULT ROLE;
+//!   [`grant_tables`]: `mysql.user`, `mysql.db`, `mysql.tables_priv`... made from the accounts.
 //! - [`variables`]: system variables: defaults, checks, global values stored in KV.
 //! - [`gc`]: the GC leader: moves the cluster's GC safe point in PD.
 //! - [`slow_log`]: statements slower than `tidb_slow_log_threshold`, in TiDB's format.
@@ -45,6 +47,7 @@ pub mod error;
 pub mod explain;
 pub mod field_type;
 pub mod gc;
+pub mod grant_tables;
 pub mod info_schema;
 pub mod join;
 pub mod load_data;
@@ -52,6 +55,7 @@ pub mod outfile;
 pub mod privileges;
 pub mod query;
 pub mod regions;
+pub mod roles;
 pub mod rows;
 pub mod session;
 pub mod set_config;

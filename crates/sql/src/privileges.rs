@@ -66,39 +66,48 @@ enum Narrowest {
     Global,
 }
 
-/// The static privileges in the order SHOW GRANTS lists them (MySQL's), each with its bit and
-/// the narrowest level it is granted at.
-const STATIC: &[(&str, Narrowest)] = &[
-    ("SELECT", Narrowest::Table),
-    ("INSERT", Narrowest::Table),
-    ("UPDATE", Narrowest::Table),
-    ("DELETE", Narrowest::Table),
-    ("CREATE", Narrowest::Table),
-    ("DROP", Narrowest::Table),
-    ("RELOAD", Narrowest::Global),
-    ("SHUTDOWN", Narrowest::Global),
-    ("PROCESS", Narrowest::Global),
-    ("FILE", Narrowest::Global),
-    ("REFERENCES", Narrowest::Table),
-    ("INDEX", Narrowest::Table),
-    ("ALTER", Narrowest::Table),
-    ("SHOW DATABASES", Narrowest::Global),
-    ("SUPER", Narrowest::Global),
-    ("CREATE TEMPORARY TABLES", Narrowest::Db),
-    ("LOCK TABLES", Narrowest::Db),
-    ("EXECUTE", Narrowest::Db),
-    ("REPLICATION SLAVE", Narrowest::Global),
-    ("REPLICATION CLIENT", Narrowest::Global),
-    ("CREATE VIEW", Narrowest::Table),
-    ("SHOW VIEW", Narrowest::Table),
-    ("CREATE ROUTINE", Narrowest::Db),
-    ("ALTER ROUTINE", Narrowest::Db),
-    ("CREATE USER", Narrowest::Global),
-    ("EVENT", Narrowest::Db),
-    ("TRIGGER", Narrowest::Table),
-    ("CREATE TABLESPACE", Narrowest::Global),
-    ("CREATE ROLE", Narrowest::Global),
-    ("DROP ROLE", Narrowest::Global),
+/// The static privileges in the order SHOW GRANTS lists them (MySQL's), each with the
+/// narrowest level it is granted at and its column in MySQL's grant tables (`mysql.user`).
+/// A privilege's bit is its index here.
+const STATIC: &[(&str, Narrowest, &str)] = &[
+    ("SELECT", Narrowest::Table, "Select_priv"),
+    ("INSERT", Narrowest::Table, "Insert_priv"),
+    ("UPDATE", Narrowest::Table, "Update_priv"),
+    ("DELETE", Narrowest::Table, "Delete_priv"),
+    ("CREATE", Narrowest::Table, "Create_priv"),
+    ("DROP", Narrowest::Table, "Drop_priv"),
+    ("RELOAD", Narrowest::Global, "Reload_priv"),
+    ("SHUTDOWN", Narrowest::Global, "Shutdown_priv"),
+    ("PROCESS", Narrowest::Global, "Process_priv"),
+    ("FILE", Narrowest::Global, "File_priv"),
+    ("REFERENCES", Narrowest::Table, "References_priv"),
+    ("INDEX", Narrowest::Table, "Index_priv"),
+    ("ALTER", Narrowest::Table, "Alter_priv"),
+    ("SHOW DATABASES", Narrowest::Global, "Show_db_priv"),
+    ("SUPER", Narrowest::Global, "Super_priv"),
+    (
+        "CREATE TEMPORARY TABLES",
+        Narrowest::Db,
+        "Create_tmp_table_priv",
+    ),
+    ("LOCK TABLES", Narrowest::Db, "Lock_tables_priv"),
+    ("EXECUTE", Narrowest::Db, "Execute_priv"),
+    ("REPLICATION SLAVE", Narrowest::Global, "Repl_slave_priv"),
+    ("REPLICATION CLIENT", Narrowest::Global, "Repl_client_priv"),
+    ("CREATE VIEW", Narrowest::Table, "Create_view_priv"),
+    ("SHOW VIEW", Narrowest::Table, "Show_view_priv"),
+    ("CREATE ROUTINE", Narrowest::Db, "Create_routine_priv"),
+    ("ALTER ROUTINE", Narrowest::Db, "Alter_routine_priv"),
+    ("CREATE USER", Narrowest::Global, "Create_user_priv"),
+    ("EVENT", Narrowest::Db, "Event_priv"),
+    ("TRIGGER", Narrowest::Table, "Trigger_priv"),
+    (
+        "CREATE TABLESPACE",
+        Narrowest::Global,
+        "Create_tablespace_priv",
+    ),
+    ("CREATE ROLE", Narrowest::Global, "Create_role_priv"),
+    ("DROP ROLE", Narrowest::Global, "Drop_role_priv"),
 ];
 
 /// The bit of the static privilege `name` (as [`STATIC`] spells it).
@@ -141,6 +150,8 @@ pub const ALTER: Privs = bit("ALTER");
 pub const SHOW_DATABASES: Privs = bit("SHOW DATABASES");
 pub const SUPER: Privs = bit("SUPER");
 pub const CREATE_USER: Privs = bit("CREATE USER");
+pub const CREATE_ROLE: Privs = bit("CREATE ROLE");
+pub const DROP_ROLE: Privs = bit("DROP ROLE");
 /// The grant option of a level: the right to pass that level's privileges on.
 pub const GRANT_OPTION: Privs = Privs(1 << 31);
 
@@ -167,7 +178,7 @@ fn all_at(level: Narrowest) -> Privs {
     STATIC
         .iter()
         .enumerate()
-        .filter(|(_, (_, narrowest))| *narrowest <= level)
+        .filter(|(_, (_, narrowest, _))| *narrowest <= level)
         .fold(Privs::NONE, |all, (i, _)| all | Privs(1 << i))
 }
 
@@ -177,7 +188,7 @@ fn names(p: Privs) -> Vec<&'static str> {
         .iter()
         .enumerate()
         .filter(|(i, _)| p.contains(Privs(1 << i)))
-        .map(|(_, (name, _))| *name)
+        .map(|(_, (name, _, _))| *name)
         .collect()
 }
 
@@ -572,6 +583,25 @@ fn no_such_grant(account: &str, level: &Level) -> SqlError {
             message: format!("There is no such grant defined for user '{account}' on host '%'"),
         },
     }
+}
+
+/// The grant tables' columns of the privileges a level may hold, in MySQL's order, each with
+/// its privilege: `mysql.user`'s (`Global`) or `mysql.db`'s (`Db`); `Grant_priv` is the grant
+/// option.
+pub fn grant_table_columns(global: bool) -> Vec<(&'static str, Privs)> {
+    let level = if global {
+        Narrowest::Global
+    } else {
+        Narrowest::Db
+    };
+    let mut out: Vec<(&'static str, Privs)> = STATIC
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, narrowest, _))| *narrowest <= level)
+        .map(|(i, (_, _, column))| (*column, Privs(1 << i)))
+        .collect();
+    out.push(("Grant_priv", GRANT_OPTION));
+    out
 }
 
 /// The names of the static privileges in `p`, for an error message (`SELECT, INSERT`).

@@ -106,14 +106,22 @@ impl Interrupt {
 }
 
 impl Shared {
-    pub fn new(client: Client, slow_log: crate::slow_log::SlowLog) -> Arc<Shared> {
+    /// `skip_grant_table`: no password or privilege is checked (`security.skip-grant-table`).
+    pub fn new(
+        client: Client,
+        slow_log: crate::slow_log::SlowLog,
+        skip_grant_table: bool,
+    ) -> Arc<Shared> {
         Arc::new(Shared {
             catalog: Catalog::new(client.clone()),
             client,
             slow_log,
             globals: crate::variables::Globals::default(),
             sha2_logins: crate::caching_sha2::Logins::default(),
-            grants: crate::users::GrantCache::default(),
+            grants: match skip_grant_table {
+                true => crate::users::GrantCache::skipping(),
+                false => crate::users::GrantCache::default(),
+            },
             processes: std::sync::Mutex::new(BTreeMap::new()),
             next_connection: AtomicU32::new(1),
             started: std::time::Instant::now(),
@@ -232,8 +240,14 @@ pub struct Session {
     pub connection_id: u32,
     /// The account logged in.
     pub user: String,
-    /// Its privileges, read when the running statement began.
+    /// Its privileges, read when the running statement began (its active roles' included).
     grants: Arc<Grants>,
+    /// The roles SET ROLE chose (`None`: the account's default roles).
+    active_roles: Option<Vec<String>>,
+    /// The roles active when the running statement began (CURRENT_ROLE()).
+    roles_on: Vec<String>,
+    /// The accounts, read for a statement that reads MySQL's grant tables.
+    grant_tables: Option<Arc<Vec<crate::users::Account>>>,
     /// The last statement's warnings (SHOW WARNINGS): (level, code, message).
     warnings: Vec<(&'static str, u16, String)>,
     pub db: Option<String>,
@@ -478,6 +492,9 @@ impl Session {
             connection_id,
             user: "root".into(),
             grants: Arc::default(),
+            active_roles: None,
+            roles_on: Vec::new(),
+            grant_tables: None,
             warnings: Vec::new(),
             db: None,
             txn: None,
@@ -542,6 +559,14 @@ impl Session {
                     Datum::Bytes(crate::time::DateTime::now().date_text().into_bytes())
                 }
                 "connection_id" => Datum::UInt(u64::from(self.connection_id)),
+                "current_role" => Datum::Bytes(match self.roles_on.is_empty() {
+                    true => b"NONE".to_vec(),
+                    false => (self.roles_on.iter())
+                        .map(|r| format!("`{r}`@`%`"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                        .into_bytes(),
+                }),
                 "row_count" => Datum::Int(self.row_count),
                 "last_insert_id" => Datum::UInt(self.last_insert_id),
                 "user" | "current_user" | "session_user" | "system_user" => {
@@ -582,7 +607,7 @@ impl Session {
             return Ok(());
         }
         self.count(Counter::Questions);
-        self.grants = self.fresh_grants().await?;
+        (self.grants, self.roles_on) = self.fresh_grants().await?;
         // SHOW WARNINGS / SHOW ERRORS (the parser does not know them).
         if let Some(shown) = self.show_diagnostics(sql) {
             out.push(Output::Rows(shown?));
@@ -597,6 +622,11 @@ impl Session {
             crate::users::execute(&self.shared.client, &account).await?;
             let dropped = matches!(account, crate::users::AccountStatement::Drop { .. });
             self.accounts_changed(dropped).await;
+            out.push(Output::done(0));
+            return Ok(());
+        }
+        if let Some(role) = crate::roles::parse(sql) {
+            self.role_statement(role?).await?;
             out.push(Output::done(0));
             return Ok(());
         }
@@ -845,7 +875,9 @@ impl Session {
                 message: format!("There is no such grant defined for user '{name}' on host '%'"),
             });
         };
-        Ok(crate::show::grants_select(name, &account.grants.show(name)))
+        let mut lines = account.grants.show(name);
+        lines.extend(crate::roles::show(name, &account.roles));
+        Ok(crate::show::grants_select(name, &lines))
     }
 
     /// Refuses a SHOW of a database (1044) or table (1142) this account may not see.
@@ -895,7 +927,7 @@ impl Session {
                     .into(),
             });
         }
-        self.grants = self.fresh_grants().await?;
+        (self.grants, self.roles_on) = self.fresh_grants().await?;
         let (mut statement, command) = match self.rewrite(sql).await? {
             Some(statement) => (statement, None),
             None => {
@@ -948,6 +980,7 @@ impl Session {
         if !self
             .fresh_grants()
             .await?
+            .0
             .sees_table(self.current_db()?, table)
         {
             return Err(crate::authorize::table_denied("SELECT", &self.user, table));
@@ -975,7 +1008,7 @@ impl Session {
     pub async fn execute_prepared(&mut self, id: u32, params: &[Datum]) -> Result<Output> {
         self.count(Counter::Questions);
         self.count(Counter::StmtExecute);
-        self.grants = self.fresh_grants().await?;
+        (self.grants, self.roles_on) = self.fresh_grants().await?;
         self.run_prepared(id, params).await
     }
 
@@ -1254,7 +1287,7 @@ impl Session {
             None => self.current_db()?.to_string(),
         };
         let t = schema.table(&db, &load.spec.table)?;
-        let grants = self.fresh_grants().await?;
+        let (grants, _) = self.fresh_grants().await?;
         if !grants
             .on(&db, Some(&t.name))
             .contains(crate::privileges::INSERT)
@@ -1383,6 +1416,7 @@ impl Session {
         self.warnings.clear();
         self.last_insert_id = 0;
         self.row_count = -1;
+        self.active_roles = None;
         self.show_process(None);
     }
 
@@ -1420,24 +1454,84 @@ impl Session {
         }
     }
 
-    /// The privileges of this session's account, as this node knows them now.
-    async fn fresh_grants(&self) -> Result<Arc<Grants>> {
-        self.shared
-            .grants
-            .get(&self.shared.client, &self.user)
-            .await
+    /// The privileges of this session's account and its active roles (which it still holds),
+    /// as this node knows them now; and those roles.
+    async fn fresh_grants(&self) -> Result<(Arc<Grants>, Vec<String>)> {
+        let (cache, client) = (&self.shared.grants, &self.shared.client);
+        let own = cache.get(client, &self.user).await?;
+        let active: Vec<String> = match &self.active_roles {
+            Some(chosen) => chosen
+                .iter()
+                .filter(|r| own.roles.contains(r))
+                .cloned()
+                .collect(),
+            None => own.default_roles.clone(),
+        };
+        let grants = crate::roles::effective(cache, client, &own, &active).await?;
+        Ok((grants, active))
     }
 
-    /// CREATE and DROP USER need CREATE USER; so does ALTER USER but of one's own password.
+    /// A role statement: SET ROLE for this session; GRANT and REVOKE of roles (ROLE_ADMIN);
+    /// SET DEFAULT ROLE (CREATE USER, but for one's own).
+    async fn role_statement(&mut self, s: crate::roles::RoleStatement) -> Result<()> {
+        use crate::roles::RoleStatement;
+        if let RoleStatement::Set(choice) = &s {
+            let own = self
+                .shared
+                .grants
+                .get(&self.shared.client, &self.user)
+                .await?;
+            self.active_roles = Some(choice.pick(&self.user, &own.roles, &own.default_roles)?);
+            return Ok(());
+        }
+        match &s {
+            RoleStatement::SetDefault { accounts, .. }
+                if accounts.iter().any(|a| *a != self.user)
+                    && !self.grants.global.contains(crate::privileges::CREATE_USER) =>
+            {
+                return Err(crate::authorize::need_privilege("CREATE USER"));
+            }
+            RoleStatement::Grant { .. } | RoleStatement::Revoke { .. }
+                if !self.grants.dynamic("ROLE_ADMIN") =>
+            {
+                return Err(crate::authorize::need_privilege("SUPER or ROLE_ADMIN"));
+            }
+            _ => {}
+        }
+        self.commit_open().await?;
+        crate::roles::execute(&self.shared.client, &s).await?;
+        self.accounts_changed(matches!(s, RoleStatement::Revoke { .. }))
+            .await;
+        Ok(())
+    }
+
+    /// CREATE and DROP USER need CREATE USER; so does ALTER USER but of one's own password;
+    /// CREATE and DROP ROLE need that or CREATE ROLE and DROP ROLE.
     fn may_change_accounts(&self, s: &crate::users::AccountStatement) -> Result<()> {
         use crate::users::AccountStatement;
         // Its own password an account may change; its other options it may not.
-        let own = matches!(s, AccountStatement::Alter { accounts, options, .. }
-            if options.is_empty() && accounts.iter().all(|a| a.name == self.user));
-        if own || self.grants.global.contains(crate::privileges::CREATE_USER) {
+        use crate::privileges::{CREATE_ROLE, CREATE_USER, DROP_ROLE};
+        let (allowed, needs) = match s {
+            AccountStatement::Alter {
+                accounts, options, ..
+            } => (
+                options.is_empty() && accounts.iter().all(|a| a.name == self.user),
+                "CREATE USER",
+            ),
+            AccountStatement::Create { role: true, .. } => (
+                self.grants.global.contains(CREATE_ROLE),
+                "CREATE USER or CREATE ROLE",
+            ),
+            AccountStatement::Drop { role: true, .. } => (
+                self.grants.global.contains(DROP_ROLE),
+                "CREATE USER or DROP ROLE",
+            ),
+            _ => (false, "CREATE USER"),
+        };
+        if allowed || self.grants.global.contains(CREATE_USER) {
             return Ok(());
         }
-        Err(crate::authorize::need_privilege("CREATE USER"))
+        Err(crate::authorize::need_privilege(needs))
     }
 
     /// After this node changed accounts: its cache forgets them, and when privileges were
@@ -1522,6 +1616,11 @@ impl Session {
             let (columns, mut rows) =
                 crate::info_schema::table(schema, &t, &self.session_tables(&t))?;
             crate::info_schema::retain_visible(&columns, &mut rows, &self.grants);
+            return Ok(crate::join::Resolved::Memory { columns, rows });
+        }
+        if db.eq_ignore_ascii_case(crate::grant_tables::DB) {
+            let accounts = self.grant_tables.as_deref().map_or(&[][..], Vec::as_slice);
+            let (columns, rows) = crate::grant_tables::table(&t, accounts)?;
             return Ok(crate::join::Resolved::Memory { columns, rows });
         }
         schema.table(&db, &t).map(crate::join::Resolved::Table)
@@ -1831,6 +1930,14 @@ impl Session {
     async fn run(&mut self, s: &Statement) -> Result<Output> {
         let needs = crate::authorize::needs(s, self.db.as_deref());
         crate::authorize::check(&self.grants, &self.user, &needs)?;
+        let reads_grant_tables = needs.iter().any(|n| {
+            matches!(n, crate::authorize::Need::Table { db, .. }
+                if db.eq_ignore_ascii_case(crate::grant_tables::DB))
+        });
+        self.grant_tables = match reads_grant_tables {
+            true => Some(Arc::new(crate::users::all(&self.shared.client).await?)),
+            false => None,
+        };
         match s {
             Statement::StartTransaction { .. } => {
                 self.commit_open().await?;
@@ -1863,6 +1970,8 @@ impl Session {
                 let schema = self.shared.catalog.schema(&snapshot).await?;
                 self.db = Some(if name.eq_ignore_ascii_case(crate::info_schema::DB) {
                     crate::info_schema::DB.to_string()
+                } else if name.eq_ignore_ascii_case(crate::grant_tables::DB) {
+                    crate::grant_tables::DB.to_string()
                 } else {
                     schema.db(&name)?.name.clone()
                 });

@@ -75,9 +75,15 @@ pub struct Account {
     /// What the connection must be for a login (`REQUIRE`).
     #[serde(default)]
     pub require: Require,
-    /// `ACCOUNT LOCK`: no login at all (MySQL's 3118).
+    /// `ACCOUNT LOCK`: no login at all (MySQL's 3118). A role is a locked account.
     #[serde(default)]
     pub locked: bool,
+    /// The roles granted to this account ([`crate::roles`]).
+    #[serde(default)]
+    pub roles: Vec<String>,
+    /// Those of them active at login.
+    #[serde(default)]
+    pub default_roles: Vec<String>,
 }
 
 /// `REQUIRE NONE | SSL | X509`: the transport a login needs.
@@ -120,6 +126,8 @@ impl Account {
             grants: Grants::default(),
             require: Require::None,
             locked: false,
+            roles: Vec::new(),
+            default_roles: Vec::new(),
         };
         account.set_password(plugin, password);
         account
@@ -200,8 +208,22 @@ pub async fn lookup(client: &Client, name: &str) -> Result<Option<Account>> {
     }
 }
 
+/// Every account (root as a new cluster has it until root is stored).
+pub async fn all(client: &Client) -> Result<Vec<Account>> {
+    let snapshot = client.snapshot(client.current_ts().await?, 0);
+    let mut out = Vec::new();
+    for (k, v) in snapshot.scan(b"m/user/", b"m/user0", usize::MAX).await? {
+        let name = String::from_utf8_lossy(&k["m/user/".len()..]).into_owned();
+        out.push(decode(&name, &v)?);
+    }
+    if !out.iter().any(|a| a.name == "root") {
+        out.insert(0, Account::root());
+    }
+    Ok(out)
+}
+
 /// The account `name` read and locked in `txn`, if it exists.
-async fn lock(txn: &mut Transaction, name: &str) -> Result<Option<Account>> {
+pub(crate) async fn lock(txn: &mut Transaction, name: &str) -> Result<Option<Account>> {
     match txn.get_for_update(&key(name)).await? {
         Some(v) => decode(name, &v).map(Some),
         None if name == "root" => Ok(Some(Account::root())),
@@ -209,38 +231,69 @@ async fn lock(txn: &mut Transaction, name: &str) -> Result<Option<Account>> {
     }
 }
 
-fn store(txn: &mut Transaction, account: &Account) {
+pub(crate) fn store(txn: &mut Transaction, account: &Account) {
     txn.put(
         key(&account.name),
         serde_json::to_vec(account).expect("an account serializes"),
     );
 }
 
+/// What a node keeps of an account to check its statements.
+#[derive(Debug, Default)]
+pub struct Cached {
+    pub grants: Arc<Grants>,
+    pub roles: Vec<String>,
+    pub default_roles: Vec<String>,
+}
+
 /// One node's copy of the accounts' privileges, each read at most [`GRANTS_TTL`] ago.
 #[derive(Default)]
 pub struct GrantCache {
-    read: Mutex<HashMap<String, (Instant, Arc<Grants>)>>,
+    read: Mutex<HashMap<String, (Instant, Arc<Cached>)>>,
+    /// `security.skip-grant-table`: every account has every privilege (recovery).
+    skip: bool,
 }
 
 impl GrantCache {
-    /// The privileges of `name` (none for an account that does not exist any more).
-    pub async fn get(&self, client: &Client, name: &str) -> Result<Arc<Grants>> {
-        if let Some((at, grants)) = self.entries().get(name)
+    /// A cache that reads nothing and grants everything (`security.skip-grant-table`).
+    pub fn skipping() -> GrantCache {
+        GrantCache {
+            skip: true,
+            ..GrantCache::default()
+        }
+    }
+
+    /// Whether privileges and passwords are not checked at all.
+    pub fn skips(&self) -> bool {
+        self.skip
+    }
+
+    /// The privileges and roles of `name` (none for an account that does not exist any more).
+    pub async fn get(&self, client: &Client, name: &str) -> Result<Arc<Cached>> {
+        if self.skip {
+            return Ok(Arc::new(Cached {
+                grants: Arc::new(Grants::all()),
+                ..Cached::default()
+            }));
+        }
+        if let Some((at, cached)) = self.entries().get(name)
             && at.elapsed() < GRANTS_TTL
         {
-            return Ok(grants.clone());
+            return Ok(cached.clone());
         }
         // Timed from before the read, so an entry never outlives a change by more than the TTL.
         let started = Instant::now();
-        let grants = Arc::new(
-            lookup(client, name)
-                .await?
-                .map(|a| a.grants)
-                .unwrap_or_default(),
-        );
+        let cached = Arc::new(match lookup(client, name).await? {
+            Some(a) => Cached {
+                grants: Arc::new(a.grants),
+                roles: a.roles,
+                default_roles: a.default_roles,
+            },
+            None => Cached::default(),
+        });
         self.entries()
-            .insert(name.to_string(), (started, grants.clone()));
-        Ok(grants)
+            .insert(name.to_string(), (started, cached.clone()));
+        Ok(cached)
     }
 
     /// Forgets every entry: this node changed an account.
@@ -248,7 +301,7 @@ impl GrantCache {
         self.entries().clear();
     }
 
-    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, Arc<Grants>)>> {
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, Arc<Cached>)>> {
         self.read.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -256,19 +309,23 @@ impl GrantCache {
 /// A parsed account statement.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AccountStatement {
+    /// CREATE USER, or CREATE ROLE (`role`: locked, no password).
     Create {
         if_not_exists: bool,
         accounts: Vec<Credentials>,
         options: AccountOptions,
+        role: bool,
     },
     Alter {
         if_exists: bool,
         accounts: Vec<Credentials>,
         options: AccountOptions,
     },
+    /// DROP USER or DROP ROLE (`role`); either drops any account, as in MySQL.
     Drop {
         if_exists: bool,
         names: Vec<String>,
+        role: bool,
     },
 }
 
@@ -342,18 +399,44 @@ pub fn parse(sql: &str) -> Option<Result<AccountStatement>> {
         .take(2)
         .map(str::to_ascii_uppercase)
         .collect();
-    if !matches!(head.as_slice(), [verb, user] if ["CREATE", "ALTER", "DROP"].contains(&verb.as_str()) && user == "USER")
-    {
-        return None;
-    }
-    Some(parse_account_statement(sql))
+    let role = match head.as_slice() {
+        [verb, what] if ["CREATE", "ALTER", "DROP"].contains(&verb.as_str()) && what == "USER" => {
+            false
+        }
+        [verb, what] if ["CREATE", "DROP"].contains(&verb.as_str()) && what == "ROLE" => true,
+        _ => return None,
+    };
+    Some(parse_account_statement(sql, role))
 }
 
-fn parse_account_statement(sql: &str) -> Result<AccountStatement> {
+fn parse_account_statement(sql: &str, role: bool) -> Result<AccountStatement> {
     let mut c = Cursor::new(sql)?;
     let verb = c.name("CREATE, ALTER or DROP")?.to_ascii_uppercase();
-    c.keyword("USER");
+    c.take();
     let statement = match verb.as_str() {
+        "CREATE" if role => {
+            let if_not_exists = c.keywords(&["IF", "NOT", "EXISTS"]);
+            let mut accounts = Vec::new();
+            loop {
+                accounts.push(Credentials {
+                    name: account(&mut c)?,
+                    plugin: None,
+                    password: None,
+                });
+                if !c.symbol(',') {
+                    break;
+                }
+            }
+            AccountStatement::Create {
+                if_not_exists,
+                accounts,
+                options: AccountOptions {
+                    require: None,
+                    locked: Some(true),
+                },
+                role,
+            }
+        }
         "CREATE" | "ALTER" => {
             let conditional = if verb == "CREATE" {
                 c.keywords(&["IF", "NOT", "EXISTS"])
@@ -373,6 +456,7 @@ fn parse_account_statement(sql: &str) -> Result<AccountStatement> {
                     if_not_exists: conditional,
                     accounts,
                     options,
+                    role,
                 }
             } else {
                 AccountStatement::Alter {
@@ -388,7 +472,11 @@ fn parse_account_statement(sql: &str) -> Result<AccountStatement> {
             while c.symbol(',') {
                 names.push(account(&mut c)?);
             }
-            AccountStatement::Drop { if_exists, names }
+            AccountStatement::Drop {
+                if_exists,
+                names,
+                role,
+            }
         }
     };
     c.end("an account statement")?;
@@ -419,6 +507,7 @@ pub async fn execute(client: &Client, s: &AccountStatement) -> Result<()> {
             if_not_exists,
             accounts,
             options,
+            role,
         } => {
             for c in accounts {
                 if lock(&mut txn, &c.name).await?.is_some() {
@@ -433,7 +522,7 @@ pub async fn execute(client: &Client, s: &AccountStatement) -> Result<()> {
                 options.apply(&mut account);
                 store(&mut txn, &account);
             }
-            "CREATE USER"
+            if *role { "CREATE ROLE" } else { "CREATE USER" }
         }
         AccountStatement::Alter {
             if_exists,
@@ -457,7 +546,11 @@ pub async fn execute(client: &Client, s: &AccountStatement) -> Result<()> {
             }
             "ALTER USER"
         }
-        AccountStatement::Drop { if_exists, names } => {
+        AccountStatement::Drop {
+            if_exists,
+            names,
+            role,
+        } => {
             for name in names {
                 // Without its record root would come back with no password.
                 if name == "root" {
@@ -472,7 +565,19 @@ pub async fn execute(client: &Client, s: &AccountStatement) -> Result<()> {
                 }
                 txn.delete(key(name));
             }
-            "DROP USER"
+            // Nobody holds a dropped account as a role any more.
+            for (k, v) in txn.scan(b"m/user/", b"m/user0", usize::MAX).await? {
+                let name = String::from_utf8_lossy(&k["m/user/".len()..]).into_owned();
+                let mut account = decode(&name, &v)?;
+                if names.contains(&name) || !account.roles.iter().any(|r| names.contains(r)) {
+                    continue;
+                }
+                account.roles.retain(|r| !names.contains(r));
+                account.default_roles.retain(|r| !names.contains(r));
+                lock(&mut txn, &name).await?;
+                store(&mut txn, &account);
+            }
+            if *role { "DROP ROLE" } else { "DROP USER" }
         }
     };
     if !failed.is_empty() {
@@ -553,6 +658,7 @@ mod tests {
                     credentials("bob", None, None)
                 ],
                 options: AccountOptions::default(),
+                role: false,
             })
         );
         assert_eq!(
@@ -569,6 +675,7 @@ mod tests {
             Ok(AccountStatement::Drop {
                 if_exists: true,
                 names: vec!["a".into(), "b".into()],
+                role: false,
             })
         );
         assert_eq!(
@@ -577,6 +684,7 @@ mod tests {
                 if_not_exists: false,
                 accounts: vec![credentials("u", Some(Plugin::CachingSha2), Some("pw"))],
                 options: AccountOptions::default(),
+                role: false,
             })
         );
         assert_eq!(
@@ -591,6 +699,29 @@ mod tests {
             })
         );
         assert!(parse("CREATE USER a REQUIRE SUBJECT 'x'").unwrap().is_err());
+        assert_eq!(
+            parse("CREATE ROLE IF NOT EXISTS reader, 'writer'@'%'").unwrap(),
+            Ok(AccountStatement::Create {
+                if_not_exists: true,
+                accounts: vec![
+                    credentials("reader", None, None),
+                    credentials("writer", None, None)
+                ],
+                options: AccountOptions {
+                    require: None,
+                    locked: Some(true)
+                },
+                role: true,
+            })
+        );
+        assert_eq!(
+            parse("DROP ROLE reader").unwrap(),
+            Ok(AccountStatement::Drop {
+                if_exists: false,
+                names: vec!["reader".into()],
+                role: true,
+            })
+        );
         assert!(parse("SELECT 1").is_none());
         assert!(parse("CREATE USER 'a' IDENTIFIED BY").unwrap().is_err());
         assert!(

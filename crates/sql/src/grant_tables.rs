@@ -1,0 +1,186 @@
+//! MySQL's grant tables, read-only, made from the accounts ([`crate::users`]) when a statement
+//! reads them: `mysql.user` (one row per account: its global privileges as `Y`/`N` columns,
+//! plugin, hash, `account_locked`), `mysql.db` (one per account and database), `mysql.tables_priv`
+//! (one per account and table, `Table_priv` a set as MySQL writes it), `mysql.role_edges` and
+//! `mysql.default_roles`. Reading them takes SELECT on them, as any table (root has it).
+
+use codec::datum::Datum;
+
+use crate::error::{Result, SqlError};
+use crate::privileges::{Privs, grant_table_columns};
+use crate::users::Account;
+
+/// The database the grant tables are in.
+pub const DB: &str = "mysql";
+
+fn text(v: &str) -> Datum {
+    Datum::Bytes(v.as_bytes().to_vec())
+}
+
+fn yes_no(p: Privs, bit: Privs) -> Datum {
+    text(if p.contains(bit) { "Y" } else { "N" })
+}
+
+/// The columns and rows of grant table `name` (1146 for another name in `mysql`).
+pub fn table(name: &str, accounts: &[Account]) -> Result<(Vec<String>, Vec<Vec<Datum>>)> {
+    let owned = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+    Ok(match name.to_ascii_lowercase().as_str() {
+        "user" => {
+            let privs = grant_table_columns(true);
+            let mut columns = owned(&["Host", "User"]);
+            columns.extend(privs.iter().map(|(c, _)| c.to_string()));
+            columns.extend(owned(&[
+                "ssl_type",
+                "plugin",
+                "authentication_string",
+                "account_locked",
+            ]));
+            let rows = accounts
+                .iter()
+                .map(|a| {
+                    let mut row = vec![text("%"), text(&a.name)];
+                    row.extend(privs.iter().map(|(_, bit)| yes_no(a.grants.global, *bit)));
+                    let hash = match a.plugin {
+                        crate::users::Plugin::Native if a.has_password() => {
+                            format!(
+                                "*{}",
+                                base::hex::encode(&a.native_hash).to_ascii_uppercase()
+                            )
+                        }
+                        crate::users::Plugin::Native => String::new(),
+                        crate::users::Plugin::CachingSha2 => base::hex::encode(&a.sha2_hash),
+                    };
+                    let ssl_type = match a.require {
+                        crate::users::Require::None => "",
+                        crate::users::Require::Ssl => "ANY",
+                        crate::users::Require::X509 => "X509",
+                    };
+                    row.extend([
+                        text(ssl_type),
+                        text(a.plugin.name()),
+                        text(&hash),
+                        text(if a.locked { "Y" } else { "N" }),
+                    ]);
+                    row
+                })
+                .collect();
+            (columns, rows)
+        }
+        "db" => {
+            let privs = grant_table_columns(false);
+            let mut columns = owned(&["Host", "Db", "User"]);
+            columns.extend(privs.iter().map(|(c, _)| c.to_string()));
+            let rows = accounts
+                .iter()
+                .flat_map(|a| a.grants.dbs.iter().map(move |(db, p)| (a, db, *p)))
+                .map(|(a, db, p)| {
+                    let mut row = vec![text("%"), text(db), text(&a.name)];
+                    row.extend(privs.iter().map(|(_, bit)| yes_no(p, *bit)));
+                    row
+                })
+                .collect();
+            (columns, rows)
+        }
+        "tables_priv" => {
+            let columns = owned(&[
+                "Host",
+                "Db",
+                "User",
+                "Table_name",
+                "Grantor",
+                "Table_priv",
+                "Column_priv",
+            ]);
+            let rows = accounts
+                .iter()
+                .flat_map(|a| {
+                    a.grants.tables.iter().flat_map(move |(db, tables)| {
+                        tables.iter().map(move |(t, p)| (a, db, t, *p))
+                    })
+                })
+                .map(|(a, db, t, p)| {
+                    vec![
+                        text("%"),
+                        text(db),
+                        text(&a.name),
+                        text(t),
+                        text(""),
+                        text(&table_priv_set(p)),
+                        text(""),
+                    ]
+                })
+                .collect();
+            (columns, rows)
+        }
+        "role_edges" => {
+            let columns = owned(&[
+                "FROM_HOST",
+                "FROM_USER",
+                "TO_HOST",
+                "TO_USER",
+                "WITH_ADMIN_OPTION",
+            ]);
+            let rows = accounts
+                .iter()
+                .flat_map(|a| a.roles.iter().map(move |r| (a, r)))
+                .map(|(a, r)| vec![text("%"), text(r), text("%"), text(&a.name), text("N")])
+                .collect();
+            (columns, rows)
+        }
+        "default_roles" => {
+            let columns = owned(&["HOST", "USER", "DEFAULT_ROLE_HOST", "DEFAULT_ROLE_USER"]);
+            let rows = accounts
+                .iter()
+                .flat_map(|a| a.default_roles.iter().map(move |r| (a, r)))
+                .map(|(a, r)| vec![text("%"), text(&a.name), text("%"), text(r)])
+                .collect();
+            (columns, rows)
+        }
+        _ => {
+            return Err(SqlError::no_table(DB, name));
+        }
+    })
+}
+
+/// A table grant's privileges as `mysql.tables_priv.Table_priv` writes them:
+/// `Select,Insert,Create View,Grant`.
+fn table_priv_set(p: Privs) -> String {
+    let mut names: Vec<String> = crate::privileges::describe(p)
+        .split(", ")
+        .filter(|n| !n.is_empty())
+        .map(|n| match n {
+            "GRANT OPTION" => "Grant".to_string(),
+            "CREATE VIEW" => "Create View".to_string(),
+            other => {
+                let lower = other.to_lowercase();
+                let mut chars = lower.chars();
+                chars
+                    .next()
+                    .map(|c| c.to_uppercase().chain(chars).collect())
+                    .unwrap_or_default()
+            }
+        })
+        .collect();
+    names.dedup();
+    names.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::privileges::{GRANT_OPTION, SELECT};
+
+    #[test]
+    fn a_table_grant_reads_as_mysqls_set() {
+        let create_view = crate::privileges::grant_table_columns(false)
+            .into_iter()
+            .find(|(c, _)| *c == "Create_view_priv")
+            .unwrap()
+            .1;
+        assert_eq!(
+            table_priv_set(SELECT | create_view | GRANT_OPTION),
+            "Select,Create View,Grant"
+        );
+        assert!(table("nope", &[]).is_err());
+    }
+}
