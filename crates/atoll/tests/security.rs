@@ -474,3 +474,35 @@ fn skip_grant_table_lets_anyone_in_from_this_host_with_every_privilege() {
     mysql(port, &args, "ALTER USER root IDENTIFIED BY 'found'").unwrap();
     assert!(c.try_run_as("root", "found", "SELECT 1").is_ok());
 }
+
+#[test]
+fn wrong_passwords_in_a_row_block_an_account_and_an_expired_password_must_be_changed_first() {
+    let c = Cluster::start();
+    c.run(
+        "",
+        "CREATE USER app IDENTIFIED BY 'pw' FAILED_LOGIN_ATTEMPTS 2 PASSWORD_LOCK_TIME 1",
+    );
+    // A right password between wrong ones starts the count again.
+    fails_with(c.try_run_as("app", "wrong", "SELECT 1"), "ERROR 1045");
+    assert!(c.try_run_as("app", "pw", "SELECT 1").is_ok());
+    fails_with(c.try_run_as("app", "wrong", "SELECT 1"), "ERROR 1045");
+    fails_with(c.try_run_as("app", "wrong", "SELECT 1"), "ERROR 1045");
+    // Two in a row: blocked for a day, the right password included.
+    let blocked = c.try_run_as("app", "pw", "SELECT 1").unwrap_err();
+    assert!(
+        blocked.contains("ERROR 3955")
+            && blocked.contains("Account is blocked for 1 day(s) (1 day(s) remaining) due to 2 consecutive failed logins."),
+        "{blocked}"
+    );
+    c.run("", "ALTER USER app ACCOUNT UNLOCK");
+    assert!(c.try_run_as("app", "pw", "SELECT 1").is_ok());
+
+    // An expired password: in, but nothing else until it is changed.
+    c.run("", "ALTER USER app PASSWORD EXPIRE");
+    fails_with(c.try_run_as("app", "pw", "SELECT 1"), "ERROR 1820");
+    assert_eq!(
+        c.try_run_as("app", "pw", "SET PASSWORD = 'new'; SELECT 2"),
+        Ok("2\n2\n".into())
+    );
+    assert!(c.try_run_as("app", "new", "SELECT 1").is_ok());
+}

@@ -555,6 +555,14 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         let Some(account) = self.account(user).await else {
             return AuthStep::Deny;
         };
+        let now = sql::users::unix_now();
+        if let Some(until) = account.blocked(now) {
+            return AuthStep::Refuse {
+                code: 3955,
+                state: *b"HY000",
+                message: account.blocked_message(until, now),
+            };
+        }
         let step = match account.plugin {
             Plugin::Native => {
                 if sql::users::verify_native(&account.native_hash, salt, auth_data) {
@@ -565,7 +573,17 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
             }
             Plugin::CachingSha2 => self.caching_sha2_step(account, salt, auth_data).await,
         };
-        if !matches!(step, AuthStep::Accept { .. }) {
+        // Wrong passwords in a row count toward FAILED_LOGIN_ATTEMPTS; a right one resets them.
+        let accepted = matches!(step, AuthStep::Accept { .. });
+        if matches!(step, AuthStep::Deny) && account.counts_failed_logins()
+            || accepted && account.failed_logins > 0
+        {
+            let recorded = sql::users::record_login(&self.shared.client, &account.name, accepted);
+            if let Err(e) = recorded.await {
+                tracing::warn!(user = %account.name, "login not recorded: {}", e.message);
+            }
+        }
+        if !accepted {
             return step;
         }
         // The password was right: now what the account and the node ask of the connection.

@@ -235,6 +235,14 @@ impl std::fmt::Display for StatementText {
     }
 }
 
+/// An account's privileges as a statement begins ([`Session::fresh_grants`]).
+struct FreshGrants {
+    grants: Arc<Grants>,
+    /// The roles active.
+    roles: Vec<String>,
+    password_expired: bool,
+}
+
 pub struct Session {
     shared: Arc<Shared>,
     pub connection_id: u32,
@@ -246,6 +254,8 @@ pub struct Session {
     active_roles: Option<Vec<String>>,
     /// The roles active when the running statement began (CURRENT_ROLE()).
     roles_on: Vec<String>,
+    /// The account's password has expired: nothing but setting a new one (1820).
+    password_expired: bool,
     /// The accounts, read for a statement that reads MySQL's grant tables.
     grant_tables: Option<Arc<Vec<crate::users::Account>>>,
     /// The last statement's warnings (SHOW WARNINGS): (level, code, message).
@@ -494,6 +504,7 @@ impl Session {
             grants: Arc::default(),
             active_roles: None,
             roles_on: Vec::new(),
+            password_expired: false,
             grant_tables: None,
             warnings: Vec::new(),
             db: None,
@@ -607,14 +618,14 @@ impl Session {
             return Ok(());
         }
         self.count(Counter::Questions);
-        (self.grants, self.roles_on) = self.fresh_grants().await?;
+        self.refresh_grants().await?;
         // SHOW WARNINGS / SHOW ERRORS (the parser does not know them).
         if let Some(shown) = self.show_diagnostics(sql) {
             out.push(Output::Rows(shown?));
             return Ok(());
         }
         self.warnings.clear();
-        if let Some(account) = crate::users::parse(sql) {
+        if let Some(account) = crate::users::parse(sql, &self.user) {
             let account = account?;
             self.may_change_accounts(&account)?;
             // As DDL: the open transaction commits first.
@@ -625,6 +636,7 @@ impl Session {
             out.push(Output::done(0));
             return Ok(());
         }
+        self.refuse_if_password_expired()?;
         if let Some(role) = crate::roles::parse(sql) {
             self.role_statement(role?).await?;
             out.push(Output::done(0));
@@ -927,7 +939,8 @@ impl Session {
                     .into(),
             });
         }
-        (self.grants, self.roles_on) = self.fresh_grants().await?;
+        self.refresh_grants().await?;
+        self.refuse_if_password_expired()?;
         let (mut statement, command) = match self.rewrite(sql).await? {
             Some(statement) => (statement, None),
             None => {
@@ -980,7 +993,7 @@ impl Session {
         if !self
             .fresh_grants()
             .await?
-            .0
+            .grants
             .sees_table(self.current_db()?, table)
         {
             return Err(crate::authorize::table_denied("SELECT", &self.user, table));
@@ -1008,7 +1021,8 @@ impl Session {
     pub async fn execute_prepared(&mut self, id: u32, params: &[Datum]) -> Result<Output> {
         self.count(Counter::Questions);
         self.count(Counter::StmtExecute);
-        (self.grants, self.roles_on) = self.fresh_grants().await?;
+        self.refresh_grants().await?;
+        self.refuse_if_password_expired()?;
         self.run_prepared(id, params).await
     }
 
@@ -1287,7 +1301,7 @@ impl Session {
             None => self.current_db()?.to_string(),
         };
         let t = schema.table(&db, &load.spec.table)?;
-        let (grants, _) = self.fresh_grants().await?;
+        let grants = self.fresh_grants().await?.grants;
         if !grants
             .on(&db, Some(&t.name))
             .contains(crate::privileges::INSERT)
@@ -1454,9 +1468,30 @@ impl Session {
         }
     }
 
+    /// 1820 while the account's password has expired (only ALTER USER and SET PASSWORD of
+    /// its own pass then, as in MySQL's sandbox mode).
+    fn refuse_if_password_expired(&self) -> Result<()> {
+        match self.password_expired {
+            true => Err(SqlError {
+                code: 1820,
+                state: "HY000",
+                message: "You must reset your password using ALTER USER statement before executing this statement.".into(),
+            }),
+            false => Ok(()),
+        }
+    }
+
+    /// Reads [`Session::fresh_grants`] into the session, for the statement that begins.
+    async fn refresh_grants(&mut self) -> Result<()> {
+        let fresh = self.fresh_grants().await?;
+        (self.grants, self.roles_on, self.password_expired) =
+            (fresh.grants, fresh.roles, fresh.password_expired);
+        Ok(())
+    }
+
     /// The privileges of this session's account and its active roles (which it still holds),
     /// as this node knows them now; and those roles.
-    async fn fresh_grants(&self) -> Result<(Arc<Grants>, Vec<String>)> {
+    async fn fresh_grants(&self) -> Result<FreshGrants> {
         let (cache, client) = (&self.shared.grants, &self.shared.client);
         let own = cache.get(client, &self.user).await?;
         let active: Vec<String> = match &self.active_roles {
@@ -1467,8 +1502,11 @@ impl Session {
                 .collect(),
             None => own.default_roles.clone(),
         };
-        let grants = crate::roles::effective(cache, client, &own, &active).await?;
-        Ok((grants, active))
+        Ok(FreshGrants {
+            grants: crate::roles::effective(cache, client, &own, &active).await?,
+            roles: active,
+            password_expired: own.password_expired,
+        })
     }
 
     /// A role statement: SET ROLE for this session; GRANT and REVOKE of roles (ROLE_ADMIN);

@@ -84,6 +84,56 @@ pub struct Account {
     /// Those of them active at login.
     #[serde(default)]
     pub default_roles: Vec<String>,
+    /// `PASSWORD EXPIRE`: the account must set a new password before anything else (1820).
+    #[serde(default)]
+    pub password_expired: bool,
+    /// `PASSWORD EXPIRE INTERVAL N DAY`: the password expires N days after it was set.
+    #[serde(default)]
+    pub password_lifetime_days: Option<u32>,
+    /// When the password was last set (Unix seconds).
+    #[serde(default)]
+    pub password_changed_at: u64,
+    /// `FAILED_LOGIN_ATTEMPTS N` (0: not tracked) and `PASSWORD_LOCK_TIME`: after N wrong
+    /// passwords in a row the account is blocked that long (MySQL 8.0.19's 3955).
+    #[serde(default)]
+    pub failed_login_attempts: u32,
+    #[serde(default)]
+    pub password_lock_time: LockTime,
+    /// Wrong passwords in a row so far, and until when (Unix seconds) the account is blocked.
+    #[serde(default)]
+    pub failed_logins: u32,
+    #[serde(default)]
+    pub blocked_until: u64,
+}
+
+/// `PASSWORD_LOCK_TIME {N | UNBOUNDED}`: days an account stays blocked (0: never blocked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LockTime {
+    Days(u32),
+    Unbounded,
+}
+
+impl Default for LockTime {
+    fn default() -> LockTime {
+        LockTime::Days(0)
+    }
+}
+
+/// `PASSWORD EXPIRE [DEFAULT | NEVER | INTERVAL N DAY]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PasswordExpire {
+    /// `PASSWORD EXPIRE`: now.
+    Now,
+    /// `NEVER` or `DEFAULT` (Atoll's default policy is never).
+    Never,
+    IntervalDays(u32),
+}
+
+/// Now, in Unix seconds.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// `REQUIRE NONE | SSL | X509`: the transport a login needs.
@@ -102,12 +152,34 @@ pub enum Require {
 pub struct AccountOptions {
     pub require: Option<Require>,
     pub locked: Option<bool>,
+    pub password_expire: Option<PasswordExpire>,
+    pub failed_login_attempts: Option<u32>,
+    pub password_lock_time: Option<LockTime>,
 }
 
 impl AccountOptions {
     fn apply(&self, account: &mut Account) {
         account.require = self.require.unwrap_or(account.require);
-        account.locked = self.locked.unwrap_or(account.locked);
+        if let Some(locked) = self.locked {
+            account.locked = locked;
+            // ACCOUNT UNLOCK also ends a block for wrong passwords, as in MySQL.
+            if !locked {
+                (account.failed_logins, account.blocked_until) = (0, 0);
+            }
+        }
+        match self.password_expire {
+            Some(PasswordExpire::Now) => account.password_expired = true,
+            Some(PasswordExpire::Never) => account.password_lifetime_days = None,
+            Some(PasswordExpire::IntervalDays(d)) => account.password_lifetime_days = Some(d),
+            None => {}
+        }
+        if let Some(n) = self.failed_login_attempts {
+            account.failed_login_attempts = n;
+            account.failed_logins = 0;
+        }
+        account.password_lock_time = self
+            .password_lock_time
+            .unwrap_or(account.password_lock_time);
     }
 
     pub fn is_empty(&self) -> bool {
@@ -128,6 +200,13 @@ impl Account {
             locked: false,
             roles: Vec::new(),
             default_roles: Vec::new(),
+            password_expired: false,
+            password_lifetime_days: None,
+            password_changed_at: 0,
+            failed_login_attempts: 0,
+            password_lock_time: LockTime::default(),
+            failed_logins: 0,
+            blocked_until: 0,
         };
         account.set_password(plugin, password);
         account
@@ -141,7 +220,22 @@ impl Account {
         }
     }
 
+    /// Whether the password must be changed before anything else.
+    pub fn password_is_expired(&self, now: u64) -> bool {
+        self.password_expired
+            || self
+                .password_lifetime_days
+                .is_some_and(|days| now >= self.password_changed_at + u64::from(days) * 86_400)
+    }
+
+    /// Until when (Unix seconds) wrong passwords keep it blocked, if they do now.
+    pub fn blocked(&self, now: u64) -> Option<u64> {
+        (self.blocked_until > now).then_some(self.blocked_until)
+    }
+
     fn set_password(&mut self, plugin: Plugin, password: &str) {
+        self.password_expired = false;
+        self.password_changed_at = unix_now();
         self.plugin = plugin;
         (self.native_hash, self.sha2_hash) = match plugin {
             Plugin::Native => (native_hash(password), Vec::new()),
@@ -244,6 +338,8 @@ pub struct Cached {
     pub grants: Arc<Grants>,
     pub roles: Vec<String>,
     pub default_roles: Vec<String>,
+    /// The password must be changed first (1820 for anything else).
+    pub password_expired: bool,
 }
 
 /// One node's copy of the accounts' privileges, each read at most [`GRANTS_TTL`] ago.
@@ -285,6 +381,7 @@ impl GrantCache {
         let started = Instant::now();
         let cached = Arc::new(match lookup(client, name).await? {
             Some(a) => Cached {
+                password_expired: a.password_is_expired(unix_now()),
                 grants: Arc::new(a.grants),
                 roles: a.roles,
                 default_roles: a.default_roles,
@@ -366,10 +463,48 @@ fn credentials(c: &mut Cursor) -> Result<Credentials> {
     Ok(out)
 }
 
-/// `[REQUIRE {NONE | SSL | X509}] [ACCOUNT {LOCK | UNLOCK}]`, in either order.
+/// A number of days or attempts, 0 to 32767 as MySQL bounds them.
+fn small_number(c: &mut Cursor, what: &str) -> Result<u32> {
+    let word = c.name(what)?;
+    word.parse::<u32>()
+        .ok()
+        .filter(|n| *n <= 32_767)
+        .ok_or_else(|| SqlError::syntax(format!("{what}: {word} is not a number from 0 to 32767")))
+}
+
+/// `[REQUIRE {NONE | SSL | X509}] [ACCOUNT {LOCK | UNLOCK}] [PASSWORD EXPIRE [DEFAULT |
+/// NEVER | INTERVAL N DAY]] [FAILED_LOGIN_ATTEMPTS N] [PASSWORD_LOCK_TIME {N | UNBOUNDED}]`,
+/// in any order.
 fn account_options(c: &mut Cursor) -> Result<AccountOptions> {
     let mut out = AccountOptions::default();
     loop {
+        if c.keywords(&["PASSWORD", "EXPIRE"]) {
+            out.password_expire = Some(if c.keyword("NEVER") || c.keyword("DEFAULT") {
+                PasswordExpire::Never
+            } else if c.keyword("INTERVAL") {
+                let days = small_number(c, "PASSWORD EXPIRE INTERVAL")?;
+                if !c.keyword("DAY") {
+                    return Err(SqlError::syntax(
+                        "expected DAY after PASSWORD EXPIRE INTERVAL N",
+                    ));
+                }
+                PasswordExpire::IntervalDays(days)
+            } else {
+                PasswordExpire::Now
+            });
+            continue;
+        }
+        if c.keyword("FAILED_LOGIN_ATTEMPTS") {
+            out.failed_login_attempts = Some(small_number(c, "FAILED_LOGIN_ATTEMPTS")?);
+            continue;
+        }
+        if c.keyword("PASSWORD_LOCK_TIME") {
+            out.password_lock_time = Some(match c.keyword("UNBOUNDED") {
+                true => LockTime::Unbounded,
+                false => LockTime::Days(small_number(c, "PASSWORD_LOCK_TIME")?),
+            });
+            continue;
+        }
         if c.keyword("REQUIRE") {
             out.require = Some(if c.keyword("NONE") {
                 Require::None
@@ -392,13 +527,18 @@ fn account_options(c: &mut Cursor) -> Result<AccountOptions> {
     }
 }
 
-/// `sql` as an account statement, or `None` if it is not one.
-pub fn parse(sql: &str) -> Option<Result<AccountStatement>> {
+/// `sql` as an account statement, or `None` if it is not one; `user` is the session's account
+/// (`SET PASSWORD = 'x'` without FOR changes its password).
+pub fn parse(sql: &str, user: &str) -> Option<Result<AccountStatement>> {
     let head: Vec<String> = sql
         .split_whitespace()
         .take(2)
         .map(str::to_ascii_uppercase)
         .collect();
+    if matches!(head.as_slice(), [set, password] if set == "SET" && password.starts_with("PASSWORD"))
+    {
+        return Some(parse_set_password(sql, user));
+    }
     let role = match head.as_slice() {
         [verb, what] if ["CREATE", "ALTER", "DROP"].contains(&verb.as_str()) && what == "USER" => {
             false
@@ -407,6 +547,31 @@ pub fn parse(sql: &str) -> Option<Result<AccountStatement>> {
         _ => return None,
     };
     Some(parse_account_statement(sql, role))
+}
+
+/// `SET PASSWORD [FOR user] = 'password'`: ALTER USER ... IDENTIFIED BY, keeping the plugin.
+fn parse_set_password(sql: &str, user: &str) -> Result<AccountStatement> {
+    let mut c = Cursor::new(sql)?;
+    c.keyword("SET");
+    c.keyword("PASSWORD");
+    let name = match c.keyword("FOR") {
+        true => account(&mut c)?,
+        false => user.to_string(),
+    };
+    if !c.symbol('=') {
+        return Err(SqlError::syntax("expected = in SET PASSWORD"));
+    }
+    let password = c.quoted("a quoted password")?;
+    c.end("SET PASSWORD")?;
+    Ok(AccountStatement::Alter {
+        if_exists: false,
+        accounts: vec![Credentials {
+            name,
+            plugin: None,
+            password: Some(password),
+        }],
+        options: AccountOptions::default(),
+    })
 }
 
 fn parse_account_statement(sql: &str, role: bool) -> Result<AccountStatement> {
@@ -431,8 +596,8 @@ fn parse_account_statement(sql: &str, role: bool) -> Result<AccountStatement> {
                 if_not_exists,
                 accounts,
                 options: AccountOptions {
-                    require: None,
                     locked: Some(true),
+                    ..AccountOptions::default()
                 },
                 role,
             }
@@ -588,6 +753,53 @@ pub async fn execute(client: &Client, s: &AccountStatement) -> Result<()> {
     Ok(())
 }
 
+/// After a login of `name` that gave a wrong password: when the account counts them
+/// (FAILED_LOGIN_ATTEMPTS and a PASSWORD_LOCK_TIME), one more, and the account blocked once
+/// there were FAILED_LOGIN_ATTEMPTS in a row. After a successful one (`ok`): the count back to 0.
+pub async fn record_login(client: &Client, name: &str, ok: bool) -> Result<()> {
+    let mut txn = client.begin_pessimistic().await?;
+    let Some(mut account) = lock(&mut txn, name).await? else {
+        return Ok(txn.rollback().await?);
+    };
+    if ok {
+        account.failed_logins = 0;
+    } else {
+        account.failed_logins = account.failed_logins.saturating_add(1);
+        if account.failed_logins >= account.failed_login_attempts {
+            account.blocked_until = match account.password_lock_time {
+                LockTime::Days(days) => unix_now() + u64::from(days) * 86_400,
+                LockTime::Unbounded => u64::MAX,
+            };
+            account.failed_logins = 0;
+        }
+    }
+    store(&mut txn, &account);
+    txn.commit().await?;
+    Ok(())
+}
+
+impl Account {
+    /// Whether wrong passwords are counted for it.
+    pub fn counts_failed_logins(&self) -> bool {
+        self.failed_login_attempts > 0 && self.password_lock_time != LockTime::Days(0)
+    }
+
+    /// MySQL's 3955 message for an account blocked until `until`.
+    pub fn blocked_message(&self, until: u64, now: u64) -> String {
+        let (days, left) = match self.password_lock_time {
+            LockTime::Unbounded => ("unlimited".to_string(), "unlimited".to_string()),
+            LockTime::Days(d) => (
+                d.to_string(),
+                until.saturating_sub(now).div_ceil(86_400).to_string(),
+            ),
+        };
+        format!(
+            "Access denied for user '{}'@'%'. Account is blocked for {days} day(s) ({left} day(s) remaining) due to {} consecutive failed logins.",
+            self.name, self.failed_login_attempts
+        )
+    }
+}
+
 /// Carries out a GRANT or REVOKE (`change`, at `level` resolved against the current
 /// database) for every account it names, in one transaction: all change, or none. An account
 /// that does not exist is 1410 for GRANT (it creates none, as MySQL 8) and 1141 for REVOKE.
@@ -638,6 +850,10 @@ fn decode(name: &str, record: &[u8]) -> Result<Account> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(sql: &str) -> Option<Result<AccountStatement>> {
+        super::parse(sql, "me")
+    }
 
     fn credentials(name: &str, plugin: Option<Plugin>, password: Option<&str>) -> Credentials {
         Credentials {
@@ -694,7 +910,8 @@ mod tests {
                 accounts: vec![credentials("a", None, None), credentials("b", None, None)],
                 options: AccountOptions {
                     require: Some(Require::X509),
-                    locked: Some(true)
+                    locked: Some(true),
+                    ..AccountOptions::default()
                 },
             })
         );
@@ -708,8 +925,8 @@ mod tests {
                     credentials("writer", None, None)
                 ],
                 options: AccountOptions {
-                    require: None,
-                    locked: Some(true)
+                    locked: Some(true),
+                    ..AccountOptions::default()
                 },
                 role: true,
             })
@@ -722,6 +939,53 @@ mod tests {
                 role: true,
             })
         );
+        assert_eq!(
+            parse(
+                "ALTER USER a PASSWORD EXPIRE FAILED_LOGIN_ATTEMPTS 3 PASSWORD_LOCK_TIME UNBOUNDED"
+            )
+            .unwrap(),
+            Ok(AccountStatement::Alter {
+                if_exists: false,
+                accounts: vec![credentials("a", None, None)],
+                options: AccountOptions {
+                    password_expire: Some(PasswordExpire::Now),
+                    failed_login_attempts: Some(3),
+                    password_lock_time: Some(LockTime::Unbounded),
+                    ..AccountOptions::default()
+                },
+            })
+        );
+        assert_eq!(
+            parse("CREATE USER a PASSWORD EXPIRE INTERVAL 90 DAY PASSWORD_LOCK_TIME 2").unwrap(),
+            Ok(AccountStatement::Create {
+                if_not_exists: false,
+                accounts: vec![credentials("a", None, None)],
+                options: AccountOptions {
+                    password_expire: Some(PasswordExpire::IntervalDays(90)),
+                    password_lock_time: Some(LockTime::Days(2)),
+                    ..AccountOptions::default()
+                },
+                role: false,
+            })
+        );
+        assert!(
+            parse("ALTER USER a FAILED_LOGIN_ATTEMPTS 40000")
+                .unwrap()
+                .is_err()
+        );
+        for (sql, name) in [
+            ("SET PASSWORD = 'n'", "me"),
+            ("set password for 'b'@'%' = 'n'", "b"),
+        ] {
+            assert_eq!(
+                parse(sql).unwrap(),
+                Ok(AccountStatement::Alter {
+                    if_exists: false,
+                    accounts: vec![credentials(name, None, Some("n"))],
+                    options: AccountOptions::default(),
+                })
+            );
+        }
         assert!(parse("SELECT 1").is_none());
         assert!(parse("CREATE USER 'a' IDENTIFIED BY").unwrap().is_err());
         assert!(
