@@ -4,55 +4,8 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-
 use common::SqlCluster as Cluster;
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
-};
-
-/// A CA and certificates it signed, as PEM files in one directory.
-struct Ca {
-    dir: PathBuf,
-    issuer: CertifiedIssuer<'static, KeyPair>,
-}
-
-impl Ca {
-    fn new(dir: &Path, name: &str) -> Ca {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.distinguished_name.push(DnType::CommonName, name);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
-        let dir = dir.join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("ca.pem"), issuer.pem()).unwrap();
-        Ca { dir, issuer }
-    }
-
-    fn ca(&self) -> String {
-        self.dir.join("ca.pem").display().to_string()
-    }
-
-    /// A certificate for `cn` (and the names `localhost` and 127.0.0.1): its cert and key files.
-    fn issue(&self, cn: &str) -> (String, String) {
-        let mut params =
-            CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
-        params.distinguished_name.push(DnType::CommonName, cn);
-        let key = KeyPair::generate().unwrap();
-        let cert = params.signed_by(&key, &self.issuer).unwrap();
-        let (cert_file, key_file) = (
-            self.dir.join(format!("{cn}.pem")),
-            self.dir.join(format!("{cn}-key.pem")),
-        );
-        std::fs::write(&cert_file, cert.pem()).unwrap();
-        std::fs::write(&key_file, key.serialize_pem()).unwrap();
-        (
-            cert_file.display().to_string(),
-            key_file.display().to_string(),
-        )
-    }
-}
+use common::certs::Ca;
 
 /// Runs `sql` on `port` with the mysql client and `args`: the output, or the error.
 fn mysql(port: u16, args: &[&str], sql: &str) -> Result<String, String> {

@@ -11,6 +11,8 @@ package drivers
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -34,13 +36,34 @@ func open(t *testing.T, db, params string) *sql.DB {
 	if port == "" {
 		t.Fatal("ATOLL_PORT is not set")
 	}
-	dsn := fmt.Sprintf("root@tcp(127.0.0.1:%s)/%s?parseTime=true&%s", port, db, params)
+	dsn := fmt.Sprintf("root@tcp(127.0.0.1:%s)/%s?parseTime=true&%s%s", port, db, params, tlsParam(t))
 	d, err := sql.Open("mysql", dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
 	return d
+}
+
+// tlsParam is "&tls=atoll" when ATOLL_TLS_CA names a CA (the suite then runs against a node
+// that serves only TLS, and verifies its certificate against that CA), else "".
+func tlsParam(t *testing.T) string {
+	ca := os.Getenv("ATOLL_TLS_CA")
+	if ca == "" {
+		return ""
+	}
+	pem, err := os.ReadFile(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		t.Fatalf("no certificate in %s", ca)
+	}
+	if err := mysql.RegisterTLSConfig("atoll", &tls.Config{RootCAs: roots}); err != nil {
+		t.Fatal(err)
+	}
+	return "&tls=atoll"
 }
 
 // forEachMode runs `f` once per mode, each with a fresh database of its own.

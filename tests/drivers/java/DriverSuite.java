@@ -22,6 +22,11 @@ public class DriverSuite {
     }
 
     static final String PORT = System.getenv("ATOLL_PORT");
+    // With ATOLL_TLS_TRUSTSTORE (a PKCS12 store holding the test's CA, password "atoll-ca") the
+    // suite runs against a node that serves only TLS, and verifies its certificate.
+    static final String TLS = System.getenv("ATOLL_TLS_TRUSTSTORE") == null ? "sslMode=DISABLED"
+            : "sslMode=VERIFY_CA&trustCertificateKeyStoreType=PKCS12&trustCertificateKeyStorePassword=atoll-ca"
+              + "&trustCertificateKeyStoreUrl=file:" + System.getenv("ATOLL_TLS_TRUSTSTORE");
     static final Map<String, String> MODES = new LinkedHashMap<>();
 
     static {
@@ -31,7 +36,7 @@ public class DriverSuite {
 
     static Connection connect(String db, String mode) throws SQLException {
         String url = "jdbc:mysql://127.0.0.1:" + PORT + "/" + db + "?" + MODES.get(mode)
-                + "&sslMode=DISABLED&allowPublicKeyRetrieval=true&rewriteBatchedStatements=true";
+                + "&" + TLS + "&allowPublicKeyRetrieval=true&rewriteBatchedStatements=true";
         return DriverManager.getConnection(url, "root", "");
     }
 
@@ -206,7 +211,7 @@ public class DriverSuite {
             exec(c, values.toString());
             // useCursorFetch: COM_STMT_EXECUTE opens a cursor, COM_STMT_FETCH reads 7 rows at a time.
             String url = "jdbc:mysql://127.0.0.1:" + PORT + "/" + c.getCatalog()
-                    + "?useCursorFetch=true&sslMode=DISABLED&allowPublicKeyRetrieval=true";
+                    + "?useCursorFetch=true&" + TLS + "&allowPublicKeyRetrieval=true";
             try (Connection cc = DriverManager.getConnection(url, "root", "");
                  PreparedStatement p = cc.prepareStatement("SELECT id FROM cur WHERE id >= ? ORDER BY id")) {
                 p.setFetchSize(7);

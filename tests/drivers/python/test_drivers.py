@@ -19,25 +19,30 @@ import pytest
 
 PORT = int(os.environ["ATOLL_PORT"])
 HOST = "127.0.0.1"
+# Set when the suite runs against a node that serves only TLS: every connection then uses TLS
+# and verifies the node's certificate against this CA.
+TLS_CA = os.environ.get("ATOLL_TLS_CA")
+PYMYSQL_TLS = {"ssl": {"ca": TLS_CA}} if TLS_CA else {}
+CONNECTOR_TLS = {"ssl_ca": TLS_CA, "ssl_verify_cert": True} if TLS_CA else {}
 
 # Driver modes: (name, connect(**kwargs), whether its cursors use the binary protocol).
 MODES = {
-    "pymysql": (lambda **kw: pymysql.connect(host=HOST, port=PORT, user="root", **kw), False),
+    "pymysql": (lambda **kw: pymysql.connect(host=HOST, port=PORT, **PYMYSQL_TLS, user="root", **kw), False),
     "connector-text": (
-        lambda **kw: mysql.connector.connect(host=HOST, port=PORT, user="root", use_pure=True, **kw),
+        lambda **kw: mysql.connector.connect(host=HOST, port=PORT, **CONNECTOR_TLS, user="root", use_pure=True, **kw),
         False,
     ),
     "connector-prepared": (
-        lambda **kw: mysql.connector.connect(host=HOST, port=PORT, user="root", use_pure=True, **kw),
+        lambda **kw: mysql.connector.connect(host=HOST, port=PORT, **CONNECTOR_TLS, user="root", use_pure=True, **kw),
         True,
     ),
     # The same driver over its C extension (libmysqlclient), as most installs run it.
     "connector-c-text": (
-        lambda **kw: mysql.connector.connect(host=HOST, port=PORT, user="root", use_pure=False, **kw),
+        lambda **kw: mysql.connector.connect(host=HOST, port=PORT, **CONNECTOR_TLS, user="root", use_pure=False, **kw),
         False,
     ),
     "connector-c-prepared": (
-        lambda **kw: mysql.connector.connect(host=HOST, port=PORT, user="root", use_pure=False, **kw),
+        lambda **kw: mysql.connector.connect(host=HOST, port=PORT, **CONNECTOR_TLS, user="root", use_pure=False, **kw),
         True,
     ),
 }
@@ -274,7 +279,7 @@ def test_reset_and_close(conn):
 def test_several_statements_in_one_query_answer_each():
     from pymysql.constants import CLIENT
 
-    c = pymysql.connect(host=HOST, port=PORT, user="root", client_flag=CLIENT.MULTI_STATEMENTS)
+    c = pymysql.connect(host=HOST, port=PORT, **PYMYSQL_TLS, user="root", client_flag=CLIENT.MULTI_STATEMENTS)
     cur = c.cursor()
     cur.execute("SELECT 1; SET @m = 5; SELECT @m, 'x'")
     results = [list(cur.fetchall())]
@@ -349,7 +354,7 @@ def test_sql_prepare_execute_and_deallocate(conn):
 def test_load_data_local_infile(conn, tmp_path):
     if conn.mode != "pymysql":
         return  # one driver is enough for the protocol exchange; the SQL is the same
-    c = pymysql.connect(host=HOST, port=PORT, user="root", local_infile=True,
+    c = pymysql.connect(host=HOST, port=PORT, **PYMYSQL_TLS, user="root", local_infile=True,
                         database="drv_pymysql", autocommit=True)
     cur = c.cursor()
     cur.execute("CREATE TABLE ld (id INT PRIMARY KEY, name VARCHAR(4), v DOUBLE, note VARCHAR(40))")
@@ -463,13 +468,13 @@ def test_kill_of_another_accounts_connection_is_refused(conn):
         return
     conn.run("DROP USER IF EXISTS killer")
     conn.run("CREATE USER killer IDENTIFIED BY 'k'")
-    killer = pymysql.connect(host=HOST, port=PORT, user="killer", password="k")
+    killer = pymysql.connect(host=HOST, port=PORT, **PYMYSQL_TLS, user="killer", password="k")
     root_id = conn.query("SELECT CONNECTION_ID()")[0][0][0]
     with pytest.raises(pymysql.err.OperationalError) as refused:
         killer.cursor().execute(f"KILL {root_id}")
     assert refused.value.args[0] == 1095
     # Its own connection it may end, also by COM_PROCESS_KILL (PyMySQL's kill()).
-    other = pymysql.connect(host=HOST, port=PORT, user="killer", password="k")
+    other = pymysql.connect(host=HOST, port=PORT, **PYMYSQL_TLS, user="killer", password="k")
     killer.kill(other.thread_id())
     with pytest.raises(pymysql.err.OperationalError):
         other.cursor().execute("SELECT 1")
@@ -477,7 +482,7 @@ def test_kill_of_another_accounts_connection_is_refused(conn):
 
 
 def test_protocol_commands_tools_send():
-    c = mysql.connector.connect(host=HOST, port=PORT, user="root", use_pure=True)
+    c = mysql.connector.connect(host=HOST, port=PORT, **CONNECTOR_TLS, user="root", use_pure=True)
     cur = c.cursor()
     cur.execute("DROP DATABASE IF EXISTS drv_commands")
     cur.execute("CREATE DATABASE drv_commands")
@@ -542,7 +547,7 @@ def test_status_counters_and_executable_comments(conn):
 def test_select_into_outfile_writes_what_load_data_reads_back(conn, tmp_path):
     if conn.mode != "pymysql":
         return
-    c = pymysql.connect(host=HOST, port=PORT, user="root", local_infile=True,
+    c = pymysql.connect(host=HOST, port=PORT, **PYMYSQL_TLS, user="root", local_infile=True,
                         database="drv_pymysql", autocommit=True)
     cur = c.cursor()
     cur.execute("CREATE TABLE o (id INT PRIMARY KEY, s VARCHAR(20), p DECIMAL(6,2))")

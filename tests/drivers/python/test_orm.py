@@ -13,6 +13,8 @@ import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 URL = f"mysql+pymysql://root@127.0.0.1:{os.environ['ATOLL_PORT']}"
+# Over TLS when the suite runs against a node that serves only TLS (see test_drivers.py).
+CONNECT_ARGS = {"ssl": {"ca": os.environ["ATOLL_TLS_CA"]}} if os.environ.get("ATOLL_TLS_CA") else {}
 
 
 class Base(DeclarativeBase):
@@ -30,10 +32,10 @@ class Account(Base):
 
 
 def test_create_all_crud_and_reflection():
-    with sa.create_engine(URL + "/").connect() as c:
+    with sa.create_engine(URL + "/", connect_args=CONNECT_ARGS).connect() as c:
         c.execute(sa.text("DROP DATABASE IF EXISTS orm_sqlalchemy"))
         c.execute(sa.text("CREATE DATABASE orm_sqlalchemy"))
-    engine = sa.create_engine(URL + "/orm_sqlalchemy")
+    engine = sa.create_engine(URL + "/orm_sqlalchemy", connect_args=CONNECT_ARGS)
     Base.metadata.create_all(engine)
     Base.metadata.create_all(engine)  # again: it finds the table and leaves it
 

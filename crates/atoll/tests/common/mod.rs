@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod certs;
+
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
