@@ -1,0 +1,199 @@
+//! `security`: mutual TLS between the nodes of a cluster (TiDB's `security.cluster-ssl-ca`,
+//! `cluster-ssl-cert`, `cluster-ssl-key` and `cluster-verify-cn`), on rustls with ring.
+//!
+//! Every node holds a certificate the cluster's CA signed, and presents it both as a server
+//! and as a client. A server accepts a connection only from a client whose certificate chains
+//! to the CA, is valid now, and (when `cluster-verify-cn` lists names) carries one of those
+//! names as its subject's common name; a client accepts a server whose certificate chains to
+//! the CA and names the host it dialled (a DNS name or an IP address in its SANs).
+//! [`ClusterTls::accept`] and [`ClusterTls::connect`] do the handshakes, each bounded by
+//! [`HANDSHAKE_TIMEOUT`].
+
+mod common_name;
+
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::client::danger::HandshakeSignatureValid;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::server::WebPkiClientVerifier;
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::{ClientConfig, DigitallySignedStruct, DistinguishedName, RootCertStore, ServerConfig};
+use tokio::net::TcpStream;
+
+pub use common_name::common_name;
+
+/// The longest a TLS handshake may take before the connection is dropped.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The ALPN protocol the nodes speak over TLS: HTTP/2 (gRPC), also HTTP/1.1 on status ports.
+const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
+
+/// The cluster's TLS: what a node serves with and dials with.
+#[derive(Clone)]
+pub struct ClusterTls {
+    pub server: Arc<ServerConfig>,
+    pub client: Arc<ClientConfig>,
+}
+
+impl std::fmt::Debug for ClusterTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClusterTls")
+    }
+}
+
+impl ClusterTls {
+    /// The configs from PEM files: the CA's certificate(s), this node's chain and its key;
+    /// `allowed_cn` empty allows any client the CA signed. Errors name the file at fault.
+    pub fn load(
+        ca: &Path,
+        cert: &Path,
+        key: &Path,
+        allowed_cn: Vec<String>,
+    ) -> Result<ClusterTls, String> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = RootCertStore::empty();
+        for c in read_certificates(ca)? {
+            roots.add(c).map_err(|e| format!("{}: {e}", ca.display()))?;
+        }
+        let roots = Arc::new(roots);
+        let chain = read_certificates(cert)?;
+        let key_der =
+            PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: {e}", key.display()))?;
+
+        let webpki = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone())
+            .build()
+            .map_err(|e| format!("{}: {e}", ca.display()))?;
+        let verifier = Arc::new(NamedClients {
+            inner: webpki,
+            allowed_cn,
+        });
+        let versions = |e: rustls::Error| format!("TLS versions: {e}");
+        let mut server = ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(versions)?
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(chain.clone(), key_der.clone_key())
+            .map_err(|e| format!("{} and {}: {e}", cert.display(), key.display()))?;
+        server.alpn_protocols = ALPN.iter().map(|p| p.to_vec()).collect();
+
+        let mut client = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(versions)?
+            .with_root_certificates(roots)
+            .with_client_auth_cert(chain, key_der)
+            .map_err(|e| format!("{} and {}: {e}", cert.display(), key.display()))?;
+        client.alpn_protocols = vec![b"h2".to_vec()];
+        Ok(ClusterTls {
+            server: Arc::new(server),
+            client: Arc::new(client),
+        })
+    }
+
+    /// The server side of a handshake on `tcp`, within [`HANDSHAKE_TIMEOUT`].
+    pub async fn accept(
+        &self,
+        tcp: TcpStream,
+    ) -> io::Result<tokio_rustls::server::TlsStream<TcpStream>> {
+        let acceptor = tokio_rustls::TlsAcceptor::from(self.server.clone());
+        timed(acceptor.accept(tcp)).await
+    }
+
+    /// Dials `addr` (`host:port`) and does the client side of a handshake, within
+    /// [`HANDSHAKE_TIMEOUT`]; the server's certificate must name `host`.
+    pub async fn connect(
+        &self,
+        addr: &str,
+    ) -> io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
+        let host = host_of(addr);
+        let name = ServerName::try_from(host.to_string())
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{addr}: {e}")))?;
+        let tcp = TcpStream::connect(addr).await?;
+        tcp.set_nodelay(true)?;
+        let connector = tokio_rustls::TlsConnector::from(self.client.clone());
+        timed(connector.connect(name, tcp)).await
+    }
+}
+
+/// The host part of `host:port` (`[v6]:port` too).
+fn host_of(addr: &str) -> &str {
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
+async fn timed<T>(handshake: impl Future<Output = io::Result<T>>) -> io::Result<T> {
+    tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake)
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))?
+}
+
+fn read_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs = CertificateDer::pem_file_iter(path)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if certs.is_empty() {
+        return Err(format!("{}: no PEM certificate in it", path.display()));
+    }
+    Ok(certs)
+}
+
+/// The CA's verification of a client's chain, then `cluster-verify-cn`'s check of its name.
+#[derive(Debug)]
+struct NamedClients {
+    inner: Arc<dyn ClientCertVerifier>,
+    allowed_cn: Vec<String>,
+}
+
+impl ClientCertVerifier for NamedClients {
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.inner.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        let verified = self
+            .inner
+            .verify_client_cert(end_entity, intermediates, now)?;
+        if self.allowed_cn.is_empty() {
+            return Ok(verified);
+        }
+        match common_name(end_entity) {
+            Some(cn) if self.allowed_cn.contains(&cn) => Ok(verified),
+            cn => Err(rustls::Error::General(format!(
+                "client certificate's common name {cn:?} is not in cluster-verify-cn"
+            ))),
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests;
