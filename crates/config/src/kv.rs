@@ -103,7 +103,7 @@ pub fn max_background_jobs(cpu: f64) -> i64 {
     ((cpu.floor() as i64).max(1) - 1).clamp(2, 9)
 }
 
-pub static KNOBS: &[KnobSpec] = &[
+pub static KNOBS: &[KnobSpec] = knob_table![
     KnobSpec {
         name: "server.addr",
         kind: Kind::Address,
@@ -712,6 +712,7 @@ pub static KNOBS: &[KnobSpec] = &[
 
 /// Rules that involve more than one knob or the machine's size.
 pub fn check(c: &Config) -> Result<(), ConfigError> {
+    check_cluster_tls(c)?;
     let cpu = c.resources().cpu_cores;
     let min_threads = c.int("readpool.unified.min-thread-count");
     let max_threads = c.int("readpool.unified.max-thread-count");

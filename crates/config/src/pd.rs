@@ -13,7 +13,7 @@ use crate::error::ConfigError;
 use crate::spec::*;
 use crate::value::{Kind, strip_scheme};
 
-pub static KNOBS: &[KnobSpec] = &[
+pub static KNOBS: &[KnobSpec] = knob_table![
     KnobSpec {
         name: "name",
         kind: Kind::Text,
@@ -203,6 +203,7 @@ pub fn initial_cluster(c: &Config) -> Result<Vec<(String, String)>, ConfigError>
 }
 
 pub fn check(c: &Config) -> Result<(), ConfigError> {
+    check_cluster_tls(c)?;
     for knob in ["advertise-client-urls", "advertise-peer-urls"] {
         let url = c.str(knob);
         if !url.is_empty() {

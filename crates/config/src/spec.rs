@@ -73,6 +73,62 @@ pub(crate) fn list(items: &[&str]) -> Value {
     Value::List(items.iter().map(|s| s.to_string()).collect())
 }
 
+/// A role's knob table: `entries`, then the knobs every role has: the cluster's mutual TLS
+/// (TiDB's `security.cluster-ssl-ca`, `cluster-ssl-cert`, `cluster-ssl-key`, PEM files, all
+/// three or none; `cluster-verify-cn`: the common names a client certificate may carry, any
+/// when empty). See the `security` crate.
+macro_rules! knob_table {
+    ($($entry:expr),* $(,)?) => {
+        &[
+            $($entry,)*
+            $crate::spec::KnobSpec {
+                name: "security.cluster-ssl-ca",
+                kind: $crate::value::Kind::Path,
+                default: |_| $crate::value::Value::Str(String::new()),
+                online: false,
+            },
+            $crate::spec::KnobSpec {
+                name: "security.cluster-ssl-cert",
+                kind: $crate::value::Kind::Path,
+                default: |_| $crate::value::Value::Str(String::new()),
+                online: false,
+            },
+            $crate::spec::KnobSpec {
+                name: "security.cluster-ssl-key",
+                kind: $crate::value::Kind::Path,
+                default: |_| $crate::value::Value::Str(String::new()),
+                online: false,
+            },
+            $crate::spec::KnobSpec {
+                name: "security.cluster-verify-cn",
+                kind: $crate::value::Kind::TextList,
+                default: |_| $crate::value::Value::List(Vec::new()),
+                online: false,
+            },
+        ]
+    };
+}
+pub(crate) use knob_table;
+
+/// The cluster's TLS files are all set or none (every role's check calls this).
+pub(crate) fn check_cluster_tls(
+    c: &crate::config::Config,
+) -> Result<(), crate::error::ConfigError> {
+    let set = [
+        "security.cluster-ssl-ca",
+        "security.cluster-ssl-cert",
+        "security.cluster-ssl-key",
+    ]
+    .map(|k| !c.str(k).is_empty());
+    if set.iter().any(|s| *s) && !set.iter().all(|s| *s) {
+        return Err(crate::error::ConfigError::bad_value(
+            "security.cluster-ssl-ca",
+            "`security.cluster-ssl-ca`, `cluster-ssl-cert` and `cluster-ssl-key` are set together or not at all",
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) const INT_POSITIVE: Kind = Kind::Int {
     min: 1,
     max: i64::MAX,

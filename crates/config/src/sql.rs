@@ -12,7 +12,7 @@ use crate::error::ConfigError;
 use crate::spec::*;
 use crate::value::{Kind, Value};
 
-pub static KNOBS: &[KnobSpec] = &[
+pub static KNOBS: &[KnobSpec] = knob_table![
     KnobSpec {
         name: "host",
         kind: Kind::Text,
@@ -162,6 +162,7 @@ pub fn connection_threads(c: &Config) -> usize {
 }
 
 pub fn check(c: &Config) -> Result<(), ConfigError> {
+    check_cluster_tls(c)?;
     if c.int("port") == c.int("status.status-port") {
         return Err(ConfigError::bad_value(
             "status.status-port",

@@ -143,6 +143,8 @@ pub enum Kind {
     Text,
     /// Any text; empty means "not set" (the knob's meaning says what stands in).
     OptionalText,
+    /// Any number of words (`["a", "b"]`, or `"a,b"`); none is fine.
+    TextList,
 }
 
 impl Kind {
@@ -244,6 +246,24 @@ impl Kind {
             Kind::Path => match raw {
                 Raw::Str(s) => Ok(Value::Str(s.clone())),
                 _ => Err(wrong("a path")),
+            },
+            Kind::TextList => match raw {
+                Raw::Str(s) => Ok(Value::List(
+                    s.split(',')
+                        .map(str::trim)
+                        .filter(|w| !w.is_empty())
+                        .map(str::to_string)
+                        .collect(),
+                )),
+                Raw::Array(items) => items
+                    .iter()
+                    .map(|i| match i {
+                        Raw::Str(s) => Ok(s.clone()),
+                        other => Err(format!("expected strings, got {}", other.type_name())),
+                    })
+                    .collect::<Result<_, _>>()
+                    .map(Value::List),
+                _ => Err(wrong("a list of words")),
             },
             Kind::Text => match raw {
                 Raw::Str(s) if !s.trim().is_empty() => Ok(Value::Str(s.clone())),

@@ -151,7 +151,7 @@ impl Connections {
                     std::future::ready(connected)
                 }))
             }
-            Err(_) => endpoint.connect_lazy(),
+            Err(_) => security::connect_lazy(endpoint),
         };
         let mut client = KvClient::new(channel)
             .accept_compressed(CompressionEncoding::Gzip)

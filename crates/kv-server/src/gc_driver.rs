@@ -25,9 +25,11 @@ pub static SAFE_POINT: AtomicU64 = AtomicU64::new(0);
 
 async fn fetch(endpoint: &str) -> Result<u64, String> {
     let url = format!("http://{}", config::value::strip_scheme(endpoint));
-    let mut client = PdClient::connect(url)
-        .await
-        .map_err(|e| format!("cannot reach pd at {endpoint}: {e}"))?;
+    let mut client = PdClient::new(
+        security::channel(url)
+            .await
+            .map_err(|e| format!("cannot reach pd at {endpoint}: {e}"))?,
+    );
     let r = client
         .get_gc_safe_point(GetGcSafePointRequest {})
         .await

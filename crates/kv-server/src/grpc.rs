@@ -85,17 +85,6 @@ impl GrpcServer {
                 runtime.block_on(async move {
                     let listener = tokio::net::TcpListener::from_std(listener)
                         .expect("a bound listener joins the runtime");
-                    // Replies go out at once: with Nagle on, a reply split into frames waits
-                    // for the client's delayed ACK (40 ms). The builder's tcp_nodelay only
-                    // reaches listeners it opens itself, so set it on each accepted stream.
-                    let incoming = tokio_stream::StreamExt::map(
-                        tokio_stream::wrappers::TcpListenerStream::new(listener),
-                        |stream| {
-                            stream.inspect(|s| {
-                                let _ = s.set_nodelay(true);
-                            })
-                        },
-                    );
                     let (begin, deadline) = node::graceful_with_deadline(async {
                         let _ = stopped.await;
                     });
@@ -117,10 +106,36 @@ impl GrpcServer {
                         RaftTransportServer::new(r)
                             .max_decoding_message_size(RAFT_MESSAGE_BYTES_MAX)
                     });
-                    let tcp = builder()
+                    let router = builder()
                         .add_service(server.clone())
-                        .add_optional_service(raft)
-                        .serve_with_incoming_shutdown(incoming, shutdown());
+                        .add_optional_service(raft);
+                    let tcp = async {
+                        match security::cluster() {
+                            Some(tls) => {
+                                let incoming = security::incoming(listener, tls);
+                                router
+                                    .serve_with_incoming_shutdown(incoming, shutdown())
+                                    .await
+                            }
+                            None => {
+                                // Replies go out at once: with Nagle on, a reply split into
+                                // frames waits for the client's delayed ACK (40 ms). The
+                                // builder's tcp_nodelay only reaches listeners it opens itself,
+                                // so set it on each accepted stream.
+                                let incoming = tokio_stream::StreamExt::map(
+                                    tokio_stream::wrappers::TcpListenerStream::new(listener),
+                                    |stream| {
+                                        stream.inspect(|s| {
+                                            let _ = s.set_nodelay(true);
+                                        })
+                                    },
+                                );
+                                router
+                                    .serve_with_incoming_shutdown(incoming, shutdown())
+                                    .await
+                            }
+                        }
+                    };
                     let unix = async {
                         let Some(local) = local else { return Ok(()) };
                         let listener = tokio::net::UnixListener::from_std(local)

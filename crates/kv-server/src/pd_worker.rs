@@ -121,8 +121,8 @@ fn check(error: Option<wire::Error>) -> Result<(), wire::Error> {
 pub(crate) async fn connect(endpoints: &[String]) -> Result<PdClient<Channel>, String> {
     let mut last = String::from("no pd endpoints configured");
     for e in endpoints {
-        match PdClient::connect(format!("http://{}", config::value::strip_scheme(e))).await {
-            Ok(c) => return Ok(c),
+        match security::channel(format!("http://{}", config::value::strip_scheme(e))).await {
+            Ok(c) => return Ok(PdClient::new(c)),
             Err(err) => last = format!("cannot reach pd at {e}: {err}"),
         }
     }

@@ -421,8 +421,9 @@ async fn connect(
         .get_store(store_id)
         .await
         .map_err(|e| Unreachable::Other(e.to_string()))?;
-    RaftTransportClient::connect(format!("http://{}", store.address))
+    security::channel(format!("http://{}", store.address))
         .await
+        .map(RaftTransportClient::new)
         .map_err(|e| {
             let why = format!("store {store_id} at {}: {e}", store.address);
             if base::net::is_connection_refused(&e) {

@@ -31,11 +31,32 @@ pub struct Node {
     dirs: Vec<(String, PathBuf)>,
 }
 
+/// With `security.cluster-ssl-*` set, makes the cluster's TLS the process's: its status port
+/// and gRPC servers then accept only clients the cluster's CA certified, and its clients dial
+/// every other node through TLS (crate `security`).
+fn install_cluster_tls(config: &Config) -> Result<(), NodeError> {
+    let ca = config.str("security.cluster-ssl-ca");
+    if ca.is_empty() {
+        return Ok(());
+    }
+    let tls = security::ClusterTls::load(
+        Path::new(ca),
+        Path::new(config.str("security.cluster-ssl-cert")),
+        Path::new(config.str("security.cluster-ssl-key")),
+        config.list("security.cluster-verify-cn").to_vec(),
+    )
+    .map_err(NodeError::Tls)?;
+    security::install(tls);
+    tracing::info!("cluster TLS on: every node port and connection uses the cluster's CA");
+    Ok(())
+}
+
 impl Node {
     pub fn start(config: Config) -> Result<Node, NodeError> {
         let role = config.role();
         let data_dir = DataDir::open(Path::new(config.str(role.data_dir_knob())))?;
         logging::init(role.name(), data_dir.path())?;
+        install_cluster_tls(&config)?;
         let status_addr = config.status_address();
         let status_listener = status_server::bind(&status_addr)?;
         tracing::info!(

@@ -70,26 +70,74 @@ pub fn bind(addr: &str) -> Result<std::net::TcpListener, NodeError> {
 }
 
 /// Serves the status routes, plus `extra` (e.g. a gRPC service, which PD serves on the same
-/// port as its HTTP API), over HTTP/1 and HTTP/2.
+/// port as its HTTP API), over HTTP/1 and HTTP/2; over the cluster's TLS when it is on.
 pub async fn serve(
     listener: std::net::TcpListener,
     state: Arc<StatusState>,
     extra: Option<Router>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    // Replies go out at once (PD serves its gRPC here too): no Nagle delay.
-    let listener =
-        axum::serve::ListenerExt::tap_io(tokio::net::TcpListener::from_std(listener)?, |tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
+    let listener = tokio::net::TcpListener::from_std(listener)?;
     let app = match extra {
         Some(extra) => router(state).merge(extra),
         None => router(state),
     };
     let (begin, deadline) = crate::lifecycle::graceful_with_deadline(shutdown);
+    let served = async {
+        match security::cluster() {
+            Some(tls) => {
+                let local = listener.local_addr()?;
+                let listener = TlsListener {
+                    accepted: security::incoming(listener, tls),
+                    local,
+                };
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(begin)
+                    .await
+            }
+            None => {
+                // Replies go out at once (PD serves its gRPC here too): no Nagle delay.
+                let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                    let _ = tcp.set_nodelay(true);
+                });
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(begin)
+                    .await
+            }
+        }
+    };
     tokio::select! {
-        served = axum::serve(listener, app).with_graceful_shutdown(begin) => served,
+        served = served => served,
         () = deadline => Ok(()),
+    }
+}
+
+/// The status port under the cluster's TLS: the connections whose handshake succeeded.
+struct TlsListener {
+    accepted: tokio_stream::wrappers::ReceiverStream<std::io::Result<security::ServerStream>>,
+    local: std::net::SocketAddr,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = security::ServerStream;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            match tokio_stream::StreamExt::next(&mut self.accepted).await {
+                Some(Ok(stream)) => {
+                    let peer = stream.peer_addr().unwrap_or(self.local);
+                    return (stream, peer);
+                }
+                Some(Err(_)) => continue,
+                // The acceptor ended: nothing more will come.
+                None => std::future::pending().await,
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        Ok(self.local)
     }
 }
 

@@ -161,7 +161,7 @@ async fn find_leader(endpoints: &[String]) -> Result<(Rpc<Channel>, Vec<String>)
     let mut reason = String::from("no endpoints given");
     for e in endpoints {
         let channel = match endpoint(e) {
-            Ok(ep) => match ep.connect().await {
+            Ok(ep) => match security::connect(ep).await {
                 Ok(c) => c,
                 Err(err) => {
                     reason = format!("{e}: {err}");
@@ -189,7 +189,7 @@ async fn find_leader(endpoints: &[String]) -> Result<(Rpc<Channel>, Vec<String>)
         let leader_url = members.leader.and_then(|l| l.client_urls.first().cloned());
         if let Some(url) = leader_url.filter(|u| !same_host(u, e))
             && let Ok(ep) = endpoint(&url)
-            && let Ok(channel) = ep.connect().await
+            && let Ok(channel) = security::connect(ep).await
         {
             return Ok((Rpc::new(channel), urls));
         }

@@ -76,7 +76,8 @@ pub fn propose_local_changes(
                 let url = format!("http://{}", config::value::strip_scheme(&url));
                 runtime.spawn(async move {
                     let sent = async {
-                        let mut c = proto::pd::pd_client::PdClient::connect(url).await?;
+                        let mut c =
+                            proto::pd::pd_client::PdClient::new(security::channel(url).await?);
                         let r = c.set_config(SetConfigRequest { items }).await?.into_inner();
                         match r.error {
                             Some(e) => Err(e.message.into()),

@@ -123,7 +123,7 @@ async fn send_loop(
         let endpoint = endpoint
             .connect_timeout(Duration::from_secs(1))
             .tcp_nodelay(true);
-        let mut client = match endpoint.connect().await {
+        let mut client = match security::connect(endpoint).await {
             Ok(channel) => PdPeerClient::new(channel),
             Err(e) => {
                 if base::net::is_connection_refused(&e) {

@@ -111,14 +111,19 @@ pub fn run_with(node: Node, extra: Option<axum::Router>) -> Result<(), NodeError
         let _guard = peer_runtime.enter();
         let listener =
             tokio::net::TcpListener::from_std(peer_listener).map_err(NodeError::Runtime)?;
-        peer_runtime.spawn(
-            tonic::transport::Server::builder()
-                .add_service(
-                    PdPeerServer::new(peer_service)
-                        .max_decoding_message_size(crate::peer::MESSAGE_BYTES_MAX),
-                )
-                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+        let router = tonic::transport::Server::builder().add_service(
+            PdPeerServer::new(peer_service)
+                .max_decoding_message_size(crate::peer::MESSAGE_BYTES_MAX),
         );
+        match security::cluster() {
+            Some(tls) => {
+                peer_runtime.spawn(router.serve_with_incoming(security::incoming(listener, tls)))
+            }
+            None => peer_runtime.spawn(
+                router
+                    .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+            ),
+        };
     }
 
     let update_interval: Duration = config.duration("tso-update-physical-interval").0;
@@ -330,7 +335,8 @@ fn join_group(
         for url in join.split(',').map(str::trim) {
             let url = format!("http://{}", config::value::strip_scheme(url));
             let answer = runtime.block_on(async {
-                let mut c = proto::pd::pd_client::PdClient::connect(url.clone()).await?;
+                let mut c =
+                    proto::pd::pd_client::PdClient::new(security::channel(url.clone()).await?);
                 Ok::<_, Box<dyn std::error::Error>>(c.add_member(request.clone()).await?)
             });
             match answer.map(|r| r.into_inner()) {

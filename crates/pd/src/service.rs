@@ -161,7 +161,7 @@ impl PdService {
         .ok()?
         .connect_timeout(Duration::from_secs(1))
         .tcp_nodelay(true);
-        let client = PdClient::new(endpoint.connect_lazy());
+        let client = PdClient::new(security::connect_lazy(endpoint));
         *cached = Some((leader, url, client.clone()));
         Some(client)
     }

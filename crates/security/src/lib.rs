@@ -7,9 +7,11 @@
 //! names as its subject's common name; a client accepts a server whose certificate chains to
 //! the CA and names the host it dialled (a DNS name or an IP address in its SANs).
 //! [`ClusterTls::accept`] and [`ClusterTls::connect`] do the handshakes, each bounded by
-//! [`HANDSHAKE_TIMEOUT`].
+//! [`HANDSHAKE_TIMEOUT`]; the `wire` module puts them under the nodes' servers and gRPC
+//! channels.
 
 mod common_name;
+mod wire;
 
 use std::io;
 use std::path::Path;
@@ -25,6 +27,7 @@ use rustls::{ClientConfig, DigitallySignedStruct, DistinguishedName, RootCertSto
 use tokio::net::TcpStream;
 
 pub use common_name::common_name;
+pub use wire::{ServerStream, channel, cluster, connect, connect_lazy, incoming, install};
 
 /// The longest a TLS handshake may take before the connection is dropped.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);

@@ -29,16 +29,29 @@ impl Ca {
         self.dir.join("ca.pem").display().to_string()
     }
 
+    /// As [`Ca::issue`], but its validity ended in 2021.
+    pub fn issue_expired(&self, cn: &str) -> (String, String) {
+        self.issue_with(cn, true)
+    }
+
     /// A certificate for `cn` (and the names `localhost` and 127.0.0.1): its cert and key files.
     pub fn issue(&self, cn: &str) -> (String, String) {
+        self.issue_with(cn, false)
+    }
+
+    fn issue_with(&self, cn: &str, expired: bool) -> (String, String) {
         let mut params =
             CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
         params.distinguished_name.push(DnType::CommonName, cn);
+        if expired {
+            params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+            params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+        }
         let key = KeyPair::generate().unwrap();
         let cert = params.signed_by(&key, &self.issuer).unwrap();
         let (cert_file, key_file) = (
-            self.dir.join(format!("{cn}.pem")),
-            self.dir.join(format!("{cn}-key.pem")),
+            self.dir.join(format!("{cn}-{expired}.pem")),
+            self.dir.join(format!("{cn}-{expired}-key.pem")),
         );
         std::fs::write(&cert_file, cert.pem()).unwrap();
         std::fs::write(&key_file, key.serialize_pem()).unwrap();
