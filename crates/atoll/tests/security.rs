@@ -205,6 +205,8 @@ fn a_bad_certificate_setting_stops_the_sql_node_with_one_clear_line() {
         line.contains("`security.ssl-cert` and `security.ssl-key` are set together"),
         "{line}"
     );
+    let line = start("[security]\nskip-grant-table = true\n");
+    assert!(line.contains("needs `host` = \"127.0.0.1\""), "{line}");
     let line = start("[security]\nrequire-secure-transport = true\n");
     assert!(line.contains("needs a certificate"), "{line}");
     let garbage = dir.path().join("garbage.pem");
@@ -411,7 +413,7 @@ fn skip_grant_table_lets_anyone_in_from_this_host_with_every_privilege() {
         "",
         "ALTER USER root IDENTIFIED BY 'lost'; CREATE USER app IDENTIFIED BY 'pw'",
     );
-    let port = c.add_sql_with_config("[security]\nskip-grant-table = true\n");
+    let port = c.add_sql_with_config("host = \"127.0.0.1\"\n[security]\nskip-grant-table = true\n");
     // The lost root password does not matter here, nor does an account's privileges.
     let args = ["-u", "root", "--password=anything", "--skip-column-names"];
     assert_eq!(mysql(port, &args, "SELECT 1"), Ok("1\n".into()));

@@ -433,6 +433,11 @@ fn privileges_allow_and_refuse_each_statement_kind() {
             no("1044 (42000): Access denied for user 'app'@'%' to database 'mysql'"),
         ),
         (
+            "",
+            "PREPARE s FROM 'SELECT amount FROM hr.pay'",
+            no("1142 (42000): SELECT command denied to user 'app'@'%' for table 'pay'"),
+        ),
+        (
             "GRANT SELECT ON shop.* TO app",
             "SELECT n FROM shop.items",
             ok("10\n"),
@@ -540,6 +545,12 @@ fn privileges_allow_and_refuse_each_statement_kind() {
             "SELECT n FROM shop.items WHERE id = 2",
             no("1142 (42000): SELECT command denied to user 'app'@'%' for table 'items'"),
         ),
+        // A CTE named like a table does not stand in for it in its own query.
+        (
+            "",
+            "USE shop; WITH orders AS (SELECT * FROM orders) SELECT * FROM orders",
+            no("1142 (42000): SELECT command denied to user 'app'@'%' for table 'orders'"),
+        ),
         (
             "GRANT SELECT ON *.* TO app",
             "SELECT amount FROM hr.pay",
@@ -556,10 +567,26 @@ fn privileges_allow_and_refuse_each_statement_kind() {
             ok(""),
         ),
         ("", "SET GLOBAL tidb_slow_log_threshold = 300", ok("")),
+        // root holds SYSTEM_USER: CREATE USER alone does not reach it.
+        (
+            "",
+            "ALTER USER root IDENTIFIED BY 'x'",
+            no(
+                "1227 (42000): Access denied; you need (at least one of) the SYSTEM_USER privilege(s) for this operation",
+            ),
+        ),
         (
             "GRANT FILE ON *.* TO app",
             "SELECT 1 INTO OUTFILE '/dev/null'",
             no("1086 (HY000): File '/dev/null' already exists"),
+        ),
+        // REVOKE ALL ON *.* takes the dynamic privileges too.
+        (
+            "REVOKE ALL ON *.* FROM app",
+            "SET GLOBAL tidb_slow_log_threshold = 300",
+            no(
+                "1227 (42000): Access denied; you need (at least one of) the SUPER or SYSTEM_VARIABLES_ADMIN privilege(s) for this operation",
+            ),
         ),
     ];
     for (by_root, statement, expected) in cases {
@@ -583,7 +610,7 @@ fn privileges_allow_and_refuse_each_statement_kind() {
             "SELECT User, Select_priv, Create_user_priv, account_locked FROM user ORDER BY User"
         ),
         "User\tSelect_priv\tCreate_user_priv\taccount_locked\n\
-         app\tY\tY\tN\nbob\tN\tN\tN\ncarol\tN\tN\tN\nroot\tY\tY\tN\n"
+         app\tN\tN\tN\nbob\tN\tN\tN\ncarol\tN\tN\tN\nroot\tY\tY\tN\n"
     );
     assert_eq!(
         c.run(

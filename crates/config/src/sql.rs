@@ -131,8 +131,8 @@ pub static KNOBS: &[KnobSpec] = knob_table![
         default: |_| Value::Bool(false),
         online: false,
     },
-    // Recovery (a lost root password): every account logs in from this host without a
-    // password and holds every privilege; other hosts are refused.
+    // Recovery (a lost root password): every account logs in without a password and holds
+    // every privilege; `host` must then be 127.0.0.1, and other peers are refused too.
     KnobSpec {
         name: "security.skip-grant-table",
         kind: Kind::Bool,
@@ -167,6 +167,15 @@ pub fn check(c: &Config) -> Result<(), ConfigError> {
         return Err(ConfigError::bad_value(
             "status.status-port",
             "must differ from `port`",
+        ));
+    }
+    // As MySQL's skip_networking with skip-grant-tables: only this host may reach the node.
+    if c.bool("security.skip-grant-table")
+        && !["127.0.0.1", "localhost", "::1"].contains(&c.str("host"))
+    {
+        return Err(ConfigError::bad_value(
+            "security.skip-grant-table",
+            "needs `host` = \"127.0.0.1\": with no password checked, only this host may connect",
         ));
     }
     if c.str("security.ssl-cert").is_empty() != c.str("security.ssl-key").is_empty() {

@@ -152,7 +152,9 @@ pub async fn serve(
     tls: Option<Arc<rustls::ServerConfig>>,
     require_secure: bool,
 ) -> io::Result<()> {
-    let local = stream.peer_addr().is_ok_and(|a| a.ip().is_loopback());
+    let local = stream
+        .peer_addr()
+        .is_ok_and(|a| a.ip().to_canonical().is_loopback());
     let (r, mut w) = stream.into_split();
     let salt = std::array::from_fn(|_| match rand::random_range(b'!'..=b'~') {
         b'$' => b'%',
@@ -161,7 +163,7 @@ pub async fn serve(
     let mut conn = Connection {
         session: Session::new(shared.clone()),
         shared,
-        user: std::sync::Mutex::new("root".into()),
+        user: std::sync::Mutex::new(String::new()),
         account: tokio::sync::OnceCell::new(),
         sha2_round: std::sync::atomic::AtomicU8::new(0),
         salt,
@@ -516,7 +518,7 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         table: &str,
         wildcard: &str,
     ) -> Result<Vec<Column>, (u16, [u8; 5], String)> {
-        match self.session.field_list(table, wildcard).await {
+        match self.session().field_list(table, wildcard).await {
             Ok(columns) => Ok(columns
                 .into_iter()
                 .map(|(name, mut t)| column(&name, &mut t))
@@ -542,6 +544,14 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         salt: &[u8],
         auth_data: &[u8],
     ) -> AuthStep {
+        // Before any password is checked: a client in the clear learns nothing of it.
+        if self.require_secure && !self.secure {
+            return AuthStep::Refuse {
+                code: 3159,
+                state: *b"HY000",
+                message: "Connections using insecure transport are prohibited while --require_secure_transport=ON.".into(),
+            };
+        }
         if self.shared.grants.skips() {
             if !self.local {
                 return AuthStep::Deny;
@@ -592,12 +602,6 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
             state: *b"HY000",
             message,
         };
-        if self.require_secure && !self.secure {
-            return refuse(
-                3159,
-                "Connections using insecure transport are prohibited while --require_secure_transport=ON.".into(),
-            );
-        }
         if account.locked {
             return refuse(
                 3118,

@@ -3,13 +3,13 @@
 //!
 //! What each statement needs, as MySQL 8 documents it:
 //! - a query (also inside EXPLAIN, INSERT ... SELECT, subqueries of UPDATE and DELETE):
-//!   SELECT on every table it reads; information_schema needs nothing (its rows show only
-//!   what the account may see), nor does a CTE's name;
+//!   SELECT on every table it reads, CTEs followed to the tables their queries read;
+//!   information_schema needs nothing (its rows show only what the account may see);
 //! - INSERT: INSERT on the table, and DELETE for REPLACE, UPDATE for ON DUPLICATE KEY UPDATE;
 //!   UPDATE: UPDATE, and SELECT when a WHERE or a SET reads the table's columns;
 //!   DELETE: DELETE, and SELECT with a WHERE;
 //! - CREATE and DROP DATABASE: CREATE or DROP on it; CREATE TABLE: CREATE (and SELECT on the
-//!   table of LIKE or the query of AS SELECT); DROP TABLE and TRUNCATE: DROP; ALTER TABLE:
+//!   table of LIKE, INSERT and SELECT for AS SELECT); DROP TABLE and TRUNCATE: DROP; ALTER TABLE:
 //!   ALTER, CREATE and INSERT; CREATE and DROP INDEX: INDEX; ANALYZE TABLE: SELECT and INSERT;
 //! - SHOW CREATE TABLE, DESCRIBE and SHOW COLUMNS/INDEX: some privilege on the table; USE and
 //!   SHOW TABLES FROM db: some privilege on the database or one of its tables.
@@ -21,10 +21,9 @@
 //! DATA (INSERT), SPLIT TABLE (INSERT) and SHOW TABLE REGIONS (SELECT), the process list
 //! (PROCESS to see other accounts').
 
-use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{self, ObjectType, Statement, Visit, Visitor};
+use sqlparser::ast::{self, ObjectType, Statement, Visit, VisitMut, Visitor, VisitorMut};
 
 use crate::ddl::split_name;
 use crate::error::{Result, SqlError};
@@ -53,9 +52,16 @@ pub enum Need {
 /// What `s` needs; `current_db` resolves unqualified names (a name that needs it while none
 /// is chosen is left to the statement, which fails with 1046).
 pub fn needs(s: &Statement, current_db: Option<&str>) -> Vec<Need> {
+    let inlined;
+    let s = match has_with(s) {
+        true => {
+            inlined = inline_ctes(s);
+            &inlined
+        }
+        false => s,
+    };
     let mut out = Needs {
         current_db,
-        ctes: cte_names(s),
         needs: Vec::new(),
     };
     out.statement(s);
@@ -111,37 +117,52 @@ pub fn need_privilege(privileges: &str) -> SqlError {
     }
 }
 
-/// The names the statement's WITH clauses give their CTEs (lowercased).
-fn cte_names(s: &Statement) -> BTreeSet<String> {
-    struct Ctes(BTreeSet<String>);
-    impl Visitor for Ctes {
+/// Whether `s` has a WITH anywhere.
+fn has_with(s: &Statement) -> bool {
+    struct With;
+    impl Visitor for With {
         type Break = ();
         fn pre_visit_query(&mut self, q: &ast::Query) -> ControlFlow<()> {
-            for cte in q.with.iter().flat_map(|w| &w.cte_tables) {
-                self.0.insert(cte.alias.name.value.to_lowercase());
+            match q.with {
+                Some(_) => ControlFlow::Break(()),
+                None => ControlFlow::Continue(()),
+            }
+        }
+    }
+    s.visit(&mut With).is_break()
+}
+
+/// `s` with every CTE replaced by its query where it is read ([`crate::cte::inline`], inner
+/// WITHs first), so the tables left are the ones the statement really reads: a CTE's name in
+/// its own query, or a DML target named like a CTE, is a table and needs its privileges.
+fn inline_ctes(s: &Statement) -> Statement {
+    struct InlineAll;
+    impl VisitorMut for InlineAll {
+        type Break = ();
+        fn post_visit_query(&mut self, q: &mut ast::Query) -> ControlFlow<()> {
+            if let Some(Ok(inlined)) = crate::cte::inline(q) {
+                *q = inlined;
             }
             ControlFlow::Continue(())
         }
     }
-    let mut ctes = Ctes(BTreeSet::new());
-    let _ = s.visit(&mut ctes);
-    ctes.0
+    let mut s = s.clone();
+    let _ = VisitMut::visit(&mut s, &mut InlineAll);
+    s
 }
 
 struct Needs<'a> {
     current_db: Option<&'a str>,
-    ctes: BTreeSet<String>,
     needs: Vec<Need>,
 }
 
 impl Needs<'_> {
-    /// `name` as (db, table), or `None` for information_schema, a CTE, or an unqualified name
-    /// with no current database.
+    /// `name` as (db, table), or `None` for information_schema or an unqualified name with no
+    /// current database.
     fn name(&self, name: &ast::ObjectName) -> Option<(String, String)> {
         let (db, table) = split_name(name);
         let db = match db {
             Some(db) => db,
-            None if self.ctes.contains(&table.to_lowercase()) => return None,
             None => self.current_db?.to_string(),
         };
         if db.eq_ignore_ascii_case(crate::info_schema::DB) {
@@ -237,6 +258,7 @@ impl Needs<'_> {
             Statement::CreateTable(ct) => {
                 self.table(&ct.name, &[CREATE]);
                 if let Some(q) = &ct.query {
+                    self.table(&ct.name, &[INSERT]);
                     self.reads(q);
                 }
                 if let Some(
@@ -339,6 +361,19 @@ mod tests {
         assert_eq!(
             needs_of("WITH c AS (SELECT 1) SELECT * FROM c, information_schema.tables"),
             []
+        );
+        // A CTE's own name in its query, and a target named like a CTE, are tables.
+        assert_eq!(
+            needs_of("WITH pay AS (SELECT * FROM pay) SELECT * FROM pay"),
+            [table("shop", "pay", SELECT)]
+        );
+        assert_eq!(
+            needs_of("INSERT INTO items WITH items AS (SELECT 1) SELECT * FROM items"),
+            [table("shop", "items", INSERT)]
+        );
+        assert_eq!(
+            needs_of("SELECT (WITH o AS (SELECT * FROM orders) SELECT COUNT(*) FROM o)"),
+            [table("shop", "orders", SELECT)]
         );
         assert_eq!(
             needs_of("INSERT INTO items SELECT * FROM old ON DUPLICATE KEY UPDATE n = 1"),

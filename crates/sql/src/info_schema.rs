@@ -72,7 +72,7 @@ pub fn column_key(t: &TableInfo, i: usize) -> &'static str {
 }
 
 /// Keeps the rows of an information_schema table that name only what `grants` may see: a
-/// row with a `TABLE_SCHEMA` (or `SCHEMA_NAME`) and `TABLE_NAME` needs some privilege on that
+/// row with a `TABLE_SCHEMA` (`SCHEMA_NAME`, `CONSTRAINT_SCHEMA`) and `TABLE_NAME` needs some privilege on that
 /// table, one with a schema alone some privilege in that database. information_schema's own
 /// rows stay.
 pub fn retain_visible(columns: &[String], rows: &mut Vec<Vec<Datum>>, grants: &Grants) {
@@ -81,7 +81,7 @@ pub fn retain_visible(columns: &[String], rows: &mut Vec<Vec<Datum>>, grants: &G
             .iter()
             .position(|c| names.iter().any(|n| c.eq_ignore_ascii_case(n)))
     };
-    let Some(schema) = at(&["TABLE_SCHEMA", "SCHEMA_NAME"]) else {
+    let Some(schema) = at(&["TABLE_SCHEMA", "SCHEMA_NAME", "CONSTRAINT_SCHEMA"]) else {
         return;
     };
     let table = at(&["TABLE_NAME"]);

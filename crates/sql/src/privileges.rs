@@ -423,21 +423,26 @@ impl Grants {
         have
     }
 
-    /// Whether the account may see database `db` at all: some privilege on it or on one of its
-    /// tables (USE, SHOW DATABASES, information_schema). SHOW DATABASES shows every one.
+    /// Whether the account may see database `db` at all (USE, SHOW DATABASES,
+    /// information_schema): a privilege on databases' objects on it, on one of its tables, or
+    /// globally, or the global SHOW DATABASES. Global privileges on other things (PROCESS,
+    /// FILE, CREATE USER...) show no database.
     pub fn sees_db(&self, db: &str) -> bool {
         let db = db.to_lowercase();
-        !self.global.without(GRANT_OPTION).is_empty()
-            || self.dbs.get(&db).is_some_and(|p| !p.is_empty())
+        let on_objects = all_at(Narrowest::Db);
+        self.global.contains(SHOW_DATABASES)
+            || self.global.0 & on_objects.0 != 0
+            || self.dbs.get(&db).is_some_and(|p| p.0 & on_objects.0 != 0)
             || self
                 .tables
                 .get(&db)
-                .is_some_and(|ts| ts.values().any(|p| !p.is_empty()))
+                .is_some_and(|ts| ts.values().any(|p| !p.without(GRANT_OPTION).is_empty()))
     }
 
-    /// Whether the account may see table `db`.`table` (its columns and definition).
+    /// Whether the account may see table `db`.`table` (its columns and definition): some
+    /// table privilege on it, from any level.
     pub fn sees_table(&self, db: &str, table: &str) -> bool {
-        !self.on(db, Some(table)).without(GRANT_OPTION).is_empty()
+        self.on(db, Some(table)).0 & all_at(Narrowest::Table).0 != 0
     }
 
     /// Whether the account holds the dynamic privilege `name`, or SUPER, which covers every
@@ -446,9 +451,10 @@ impl Grants {
         self.global.contains(SUPER) || self.dynamic.contains_key(name)
     }
 
-    /// What `named` means at `level`: ALL made concrete. 1221 for a privilege that level
-    /// cannot hold (FILE on `db.*`), 1144 for one a table cannot.
-    pub fn resolve(named: &Named, level: &Level) -> Result<Privs> {
+    /// What `named` means at `level`: ALL made concrete, the static privileges and the
+    /// dynamic ones (ALL ON *.* is every dynamic privilege too, as in MySQL). 1221 for a
+    /// privilege that level cannot hold (FILE on `db.*`), 1144 for one a table cannot.
+    pub fn resolve(named: &Named, level: &Level) -> Result<(Privs, Vec<String>)> {
         let allowed = all_at(level.narrowest()) | GRANT_OPTION;
         if !allowed.contains(named.privs) || (!named.dynamic.is_empty() && *level != Level::Global)
         {
@@ -466,8 +472,12 @@ impl Grants {
             });
         }
         Ok(match named.all {
-            true => named.privs | all_at(level.narrowest()),
-            false => named.privs,
+            true if *level == Level::Global => (
+                named.privs | all_at(Narrowest::Global),
+                DYNAMIC.iter().map(|d| d.to_string()).collect(),
+            ),
+            true => (named.privs | all_at(level.narrowest()), Vec::new()),
+            false => (named.privs, named.dynamic.clone()),
         })
     }
 
@@ -663,7 +673,8 @@ mod tests {
 
     #[test]
     fn levels_hold_only_what_mysql_allows_there() {
-        let at = |sql: &str, level: Level| Grants::resolve(&change(sql).named, &level);
+        let at =
+            |sql: &str, level: Level| Grants::resolve(&change(sql).named, &level).map(|(p, _)| p);
         let db = Level::Db("d".into());
         let table = Level::Table {
             db: "d".into(),
@@ -707,6 +718,11 @@ mod tests {
         assert!(!g.on("shop", Some("orders")).contains(INSERT));
         assert!(g.sees_db("shop") && !g.sees_db("other"));
         assert!(g.sees_table("shop", "orders") && !g.sees_table("other", "t"));
+        let mut process_only = Grants::default();
+        process_only
+            .change(true, &Level::Global, PROCESS, &[], "u")
+            .unwrap();
+        assert!(!process_only.sees_db("shop") && !process_only.sees_table("shop", "items"));
         g.change(false, &items, INSERT, &[], "u").unwrap();
         assert!(g.tables.is_empty(), "an emptied table grant goes");
         assert_eq!(

@@ -500,7 +500,8 @@ impl Session {
         let session = Session {
             shared,
             connection_id,
-            user: "root".into(),
+            // Set by the login before any statement runs.
+            user: String::new(),
             grants: Arc::default(),
             active_roles: None,
             roles_on: Vec::new(),
@@ -627,7 +628,10 @@ impl Session {
         self.warnings.clear();
         if let Some(account) = crate::users::parse(sql, &self.user) {
             let account = account?;
-            self.may_change_accounts(&account)?;
+            if !self.own_password_only(&account) {
+                self.refuse_if_password_expired()?;
+            }
+            self.may_change_accounts(&account).await?;
             // As DDL: the open transaction commits first.
             self.commit_open().await?;
             crate::users::execute(&self.shared.client, &account).await?;
@@ -645,6 +649,11 @@ impl Session {
         if let Some(change) = crate::privileges::parse(sql) {
             let change = change?;
             let level = self.grant_level(&change)?;
+            self.may_touch_system_users(&change.accounts).await?;
+            if let (true, crate::privileges::Level::Table { db, table }) = (change.grant, &level) {
+                // MySQL grants on tables that exist (1146).
+                self.current_schema().await?.table(db, table)?;
+            }
             self.commit_open().await?;
             crate::users::change_privileges(&self.shared.client, &change, &level).await?;
             self.accounts_changed(!change.grant).await;
@@ -724,7 +733,7 @@ impl Session {
                         .collect();
                     self.execute_named(&split_name(name).1, &args).await?
                 }
-                Statement::Kill { modifier, id } => self.kill(*modifier, *id)?,
+                Statement::Kill { modifier, id } => self.kill(*modifier, *id).await?,
                 Statement::Deallocate { name, .. } => {
                     let id = self.named_statement(&name.value, "DEALLOCATE PREPARE")?;
                     self.named.remove(&name.value.to_ascii_lowercase());
@@ -846,8 +855,8 @@ impl Session {
             match &show.target {
                 Some(crate::show::Target::Account(name)) => self.show_grants(name).await?,
                 Some(target) => {
-                    self.check_exists(target).await?;
                     self.check_visible(target)?;
+                    self.check_exists(target).await?;
                     show.select
                 }
                 None => show.select,
@@ -919,6 +928,7 @@ impl Session {
             }
             crate::show::Target::Db(db) => schema.db(db).map(|_| ()),
             crate::show::Target::Table { db, table } => schema.table(db, table).map(|_| ()),
+            // SHOW GRANTS reads the account itself (show_grants).
             crate::show::Target::Account(_) => Ok(()),
         }
     }
@@ -955,6 +965,10 @@ impl Session {
                 (statement, command)
             }
         };
+        // MySQL checks privileges when a statement is prepared too: its columns are not
+        // shown to an account that may not read them.
+        let needs = crate::authorize::needs(&statement, self.db.as_deref());
+        crate::authorize::check(&self.grants, &self.user, &needs)?;
         self.count(Counter::StmtPrepare);
         let slots = param_slots(&mut statement);
         let params = slots.len();
@@ -1096,27 +1110,36 @@ impl Session {
 
     /// `KILL [CONNECTION | QUERY] id`: ends connection `id`, or stops the statement it runs
     /// (which fails with 1317 and is rolled back; its transaction stays). 1094 if there is no
-    /// such connection; 1095 for another account's without CONNECTION_ADMIN (or SUPER). A
-    /// QUERY of an idle connection
+    /// such connection; 1095 for another account's without CONNECTION_ADMIN (or SUPER), and
+    /// 1227 for a SYSTEM_USER account's without SYSTEM_USER. A QUERY of an idle connection
     /// does nothing, as in MySQL; one of DDL, ANALYZE or LOAD DATA neither (they run to
     /// their end).
-    fn kill(&self, modifier: Option<ast::KillType>, id: u64) -> Result<Output> {
-        let all = self.shared.processes();
-        let process = u32::try_from(id)
-            .ok()
-            .and_then(|id| all.get(&id))
-            .ok_or_else(|| SqlError {
-                code: 1094,
-                state: "HY000",
-                message: format!("Unknown thread id: {id}"),
-            })?;
-        if process.user != self.user && !self.grants.dynamic("CONNECTION_ADMIN") {
-            return Err(SqlError {
-                code: 1095,
-                state: "HY000",
-                message: format!("You are not owner of thread {id}"),
-            });
+    async fn kill(&self, modifier: Option<ast::KillType>, id: u64) -> Result<Output> {
+        let unknown = || SqlError {
+            code: 1094,
+            state: "HY000",
+            message: format!("Unknown thread id: {id}"),
+        };
+        let id = u32::try_from(id).map_err(|_| unknown())?;
+        let owner = self
+            .shared
+            .processes()
+            .get(&id)
+            .map(|p| p.user.clone())
+            .ok_or_else(unknown)?;
+        if owner != self.user {
+            if !self.grants.dynamic("CONNECTION_ADMIN") {
+                return Err(SqlError {
+                    code: 1095,
+                    state: "HY000",
+                    message: format!("You are not owner of thread {id}"),
+                });
+            }
+            self.may_touch_system_users(std::slice::from_ref(&owner))
+                .await?;
         }
+        let all = self.shared.processes();
+        let process = all.get(&id).ok_or_else(unknown)?;
         match modifier {
             Some(ast::KillType::Query) => process.interrupt.raise(),
             _ => process.kill.notify_one(),
@@ -1300,16 +1323,25 @@ impl Session {
             Some(db) => db.clone(),
             None => self.current_db()?.to_string(),
         };
-        let t = schema.table(&db, &load.spec.table)?;
-        let grants = self.fresh_grants().await?.grants;
-        if !grants
-            .on(&db, Some(&t.name))
-            .contains(crate::privileges::INSERT)
-        {
-            return Err(crate::authorize::table_denied(
-                "INSERT", &self.user, &t.name,
-            ));
+        let fresh = self.fresh_grants().await?;
+        if fresh.password_expired {
+            self.refuse_if_password_expired()?;
         }
+        // LOAD DATA ... REPLACE deletes the rows it replaces.
+        let mut needs = vec![("INSERT", crate::privileges::INSERT)];
+        if load.spec.replace {
+            needs.push(("DELETE", crate::privileges::DELETE));
+        }
+        for (command, privs) in needs {
+            if !fresh.grants.on(&db, Some(&load.spec.table)).contains(privs) {
+                return Err(crate::authorize::table_denied(
+                    command,
+                    &self.user,
+                    &load.spec.table,
+                ));
+            }
+        }
+        let t = schema.table(&db, &load.spec.table)?;
         load.batch_rows = crate::load_data::batch_rows(&t);
         load.table = Some(t.clone());
         Ok(t)
@@ -1447,15 +1479,20 @@ impl Session {
             Some(db) => db.clone(),
             None => self.current_db()?.to_string(),
         };
-        let t = self.current_schema().await?.table(&db, &target.table)?;
-        // TiDB's: INSERT to split a table, SELECT to see its regions.
+        // TiDB's: INSERT to split a table, SELECT to see its regions (checked before the
+        // table is looked up, so a hidden table and a missing one look the same).
         let (command, privs) = match &statement {
             RegionStatement::Split { .. } => ("INSERT", crate::privileges::INSERT),
             RegionStatement::Show(_) => ("SELECT", crate::privileges::SELECT),
         };
-        if !self.grants.on(&db, Some(&t.name)).contains(privs) {
-            return Err(crate::authorize::table_denied(command, &self.user, &t.name));
+        if !self.grants.on(&db, Some(&target.table)).contains(privs) {
+            return Err(crate::authorize::table_denied(
+                command,
+                &self.user,
+                &target.table,
+            ));
         }
+        let t = self.current_schema().await?.table(&db, &target.table)?;
         let client = &self.shared.client;
         match &statement {
             RegionStatement::Split { target, at } => {
@@ -1536,6 +1573,18 @@ impl Session {
             }
             _ => {}
         }
+        // A SYSTEM_USER account may be neither changed nor lent as a role by others.
+        match &s {
+            RoleStatement::Grant { roles, accounts }
+            | RoleStatement::Revoke { roles, accounts } => {
+                self.may_touch_system_users(roles).await?;
+                self.may_touch_system_users(accounts).await?;
+            }
+            RoleStatement::SetDefault { accounts, .. } => {
+                self.may_touch_system_users(accounts).await?
+            }
+            RoleStatement::Set(_) => {}
+        }
         self.commit_open().await?;
         crate::roles::execute(&self.shared.client, &s).await?;
         self.accounts_changed(matches!(s, RoleStatement::Revoke { .. }))
@@ -1543,19 +1592,46 @@ impl Session {
         Ok(())
     }
 
+    /// Whether `s` changes only this account's own password (ALTER USER or SET PASSWORD of
+    /// itself, no other option): what an account may always do, also with its password expired.
+    fn own_password_only(&self, s: &crate::users::AccountStatement) -> bool {
+        matches!(s, crate::users::AccountStatement::Alter { accounts, options, .. }
+            if options.is_empty() && accounts.iter().all(|a| a.name == self.user))
+    }
+
+    /// 1227 unless this account holds SYSTEM_USER, when one of `names` does (MySQL 8.0.16's
+    /// protection of system accounts: root cannot be changed, dropped, killed or lent as a
+    /// role by an account that only holds CREATE USER, ROLE_ADMIN or CONNECTION_ADMIN).
+    async fn may_touch_system_users(&self, names: &[String]) -> Result<()> {
+        if self.grants.dynamic("SYSTEM_USER") {
+            return Ok(());
+        }
+        for name in names {
+            let account = self.shared.grants.get(&self.shared.client, name).await?;
+            if account.grants.dynamic.contains_key("SYSTEM_USER") {
+                return Err(crate::authorize::need_privilege("SYSTEM_USER"));
+            }
+        }
+        Ok(())
+    }
+
     /// CREATE and DROP USER need CREATE USER; so does ALTER USER but of one's own password;
-    /// CREATE and DROP ROLE need that or CREATE ROLE and DROP ROLE.
-    fn may_change_accounts(&self, s: &crate::users::AccountStatement) -> Result<()> {
-        use crate::users::AccountStatement;
-        // Its own password an account may change; its other options it may not.
+    /// CREATE and DROP ROLE need that or CREATE ROLE and DROP ROLE. An account that holds
+    /// SYSTEM_USER is changed only by one that holds it too.
+    async fn may_change_accounts(&self, s: &crate::users::AccountStatement) -> Result<()> {
         use crate::privileges::{CREATE_ROLE, CREATE_USER, DROP_ROLE};
+        use crate::users::AccountStatement;
+        let names: Vec<String> = match s {
+            AccountStatement::Alter { accounts, .. } => {
+                accounts.iter().map(|a| a.name.clone()).collect()
+            }
+            AccountStatement::Drop { names, .. } => names.clone(),
+            AccountStatement::Create { .. } => Vec::new(),
+        };
+        let others: Vec<String> = names.into_iter().filter(|n| *n != self.user).collect();
+        self.may_touch_system_users(&others).await?;
         let (allowed, needs) = match s {
-            AccountStatement::Alter {
-                accounts, options, ..
-            } => (
-                options.is_empty() && accounts.iter().all(|a| a.name == self.user),
-                "CREATE USER",
-            ),
+            AccountStatement::Alter { .. } => (self.own_password_only(s), "CREATE USER"),
             AccountStatement::Create { role: true, .. } => (
                 self.grants.global.contains(CREATE_ROLE),
                 "CREATE USER or CREATE ROLE",
@@ -1595,7 +1671,8 @@ impl Session {
             },
             Some(level) => level.clone(),
         };
-        let needed = Grants::resolve(&change.named, &level)? | GRANT_OPTION;
+        let (privs, dynamic) = Grants::resolve(&change.named, &level)?;
+        let needed = privs | GRANT_OPTION;
         let held = match &level {
             Level::Global => self.grants.global,
             Level::Db(db) => self.grants.on(db, None),
@@ -1624,7 +1701,7 @@ impl Session {
                     .global
                     .contains(crate::privileges::SUPER | GRANT_OPTION)
         };
-        if !change.named.dynamic.iter().all(passes_dynamic) {
+        if !dynamic.iter().all(passes_dynamic) {
             return Err(crate::authorize::need_privilege("GRANT OPTION"));
         }
         Ok(level)
@@ -1753,7 +1830,9 @@ impl Session {
             "tidb_trx" => out.transactions = self.transactions(),
             "slow_query" => {
                 let text = |v: &str| Datum::Bytes(v.as_bytes().to_vec());
+                let everyone = self.sees_all_processes();
                 out.slow_queries = (self.shared.slow_log.read_back().into_iter())
+                    .filter(|(_, user, ..)| everyone || *user == self.user)
                     .map(|(time, user, conn, secs, db, succ, query)| {
                         vec![
                             text(&time),
@@ -2181,7 +2260,17 @@ impl Session {
                 db_name,
                 if_not_exists,
                 ..
-            } => ddl::create_database(&client, &split_name(db_name).1, *if_not_exists).await,
+            } => {
+                let name = split_name(db_name).1;
+                // `mysql` holds the grant tables (crate::grant_tables).
+                if name.eq_ignore_ascii_case(crate::grant_tables::DB) {
+                    return match if_not_exists {
+                        true => Ok(()),
+                        false => Err(SqlError::database_exists(&name)),
+                    };
+                }
+                ddl::create_database(&client, &name, *if_not_exists).await
+            }
             Statement::CreateTable(ct) => {
                 let (db, _) = self.qualified(&ct.name)?;
                 let like = match &ct.like {

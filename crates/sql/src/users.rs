@@ -535,7 +535,8 @@ pub fn parse(sql: &str, user: &str) -> Option<Result<AccountStatement>> {
         .take(2)
         .map(str::to_ascii_uppercase)
         .collect();
-    if matches!(head.as_slice(), [set, password] if set == "SET" && password.starts_with("PASSWORD"))
+    if matches!(head.as_slice(), [set, password]
+        if set == "SET" && (password == "PASSWORD" || password.starts_with("PASSWORD=")))
     {
         return Some(parse_set_password(sql, user));
     }
@@ -804,7 +805,7 @@ impl Account {
 /// database) for every account it names, in one transaction: all change, or none. An account
 /// that does not exist is 1410 for GRANT (it creates none, as MySQL 8) and 1141 for REVOKE.
 pub async fn change_privileges(client: &Client, change: &Change, level: &Level) -> Result<()> {
-    let privs = Grants::resolve(&change.named, level)?;
+    let (privs, dynamic) = Grants::resolve(&change.named, level)?;
     let mut txn = client.begin_pessimistic().await?;
     let mut result = Ok(());
     for name in &change.accounts {
@@ -827,7 +828,7 @@ pub async fn change_privileges(client: &Client, change: &Change, level: &Level) 
         };
         result = account
             .grants
-            .change(change.grant, level, privs, &change.named.dynamic, name);
+            .change(change.grant, level, privs, &dynamic, name);
         if result.is_err() {
             break;
         }
