@@ -13,6 +13,8 @@ use clap::{Args, Subcommand};
 pub struct CtlArgs {
     #[command(subcommand)]
     command: CtlCommand,
+    #[command(flatten)]
+    tls: crate::cluster_tls::ClusterTlsArgs,
 }
 
 #[derive(Subcommand)]
@@ -177,11 +179,8 @@ enum ConfigCommand {
 }
 
 pub fn run(args: CtlArgs) -> anyhow::Result<()> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(std::time::Duration::from_secs(30)))
-        .build()
-        .into();
+    args.tls.install()?;
+    let agent = security::http_agent(std::time::Duration::from_secs(30));
     let command = match args.command {
         CtlCommand::Config { command } => command,
         CtlCommand::Member { pd, command } => return member(&agent, &pd, command),

@@ -7,6 +7,7 @@
 
 mod bench;
 mod certs;
+mod cluster_tls;
 mod ctl;
 mod diag;
 mod nemesis;

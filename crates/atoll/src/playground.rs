@@ -42,8 +42,10 @@ pub struct PlaygroundArgs {
     /// playgrounds.
     #[arg(long, default_value_t = 0)]
     port_offset: u16,
-    /// Certificates of a CA made for the playground (in `<data-dir>/tls/`): the sql nodes
-    /// serve MySQL clients over TLS (clients that do not ask for it still in the clear).
+    /// Certificates of a CA made for the playground (in `<data-dir>/tls/`): mutual TLS between
+    /// every node, and the sql nodes serve MySQL clients over TLS (clients that do not ask
+    /// for it still in the clear). `atoll ctl` and `diag` then need `--cacert
+    /// <data-dir>/tls/ca.pem --cert <data-dir>/tls/client.pem --key <data-dir>/tls/client-key.pem`.
     #[arg(long)]
     tls: bool,
 }
@@ -93,18 +95,60 @@ pub fn run(args: PlaygroundArgs) -> anyhow::Result<()> {
         .map(|(_, client, _)| client.as_str())
         .collect::<Vec<_>>()
         .join(",");
+    // With --tls: every node's certificate and the cluster's CA (mutual TLS between the
+    // nodes; this process dials them with the same certificate), and for the sql nodes the
+    // same certificate toward MySQL clients.
+    let tls = match args.tls {
+        true => {
+            let files = crate::certs::ensure(&args.data_dir.join("tls"))?;
+            let tls = security::ClusterTls::load(
+                &files.ca,
+                &files.node_cert,
+                &files.node_key,
+                Vec::new(),
+            )
+            .map_err(anyhow::Error::msg)?;
+            security::install(tls);
+            Some(files)
+        }
+        false => None,
+    };
+    let cluster_toml = tls.as_ref().map_or(String::new(), |f| {
+        format!(
+            "[security]\ncluster-ssl-ca = {:?}\ncluster-ssl-cert = {:?}\ncluster-ssl-key = {:?}\n",
+            f.ca, f.node_cert, f.node_key
+        )
+    });
+    let write_config = |file: &str, toml: &str| -> anyhow::Result<Option<PathBuf>> {
+        if toml.is_empty() {
+            return Ok(None);
+        }
+        let path = args.data_dir.join(file);
+        std::fs::write(&path, toml).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(Some(path))
+    };
+    let with_config = |mut role_args: Vec<String>, config: &Option<PathBuf>| {
+        if let Some(config) = config {
+            role_args.push(format!("--config={}", config.display()));
+        }
+        role_args
+    };
+    let pd_config = write_config("pd.toml", &cluster_toml)?;
     let mut plan: Vec<(String, Vec<String>, String, String)> = pd_members
         .iter()
         .map(|(name, client, peer)| {
             (
                 name.clone(),
-                vec![
-                    "pd".into(),
-                    format!("--name={name}"),
-                    format!("--client-urls=http://{client}"),
-                    format!("--peer-urls=http://{peer}"),
-                    format!("--initial-cluster={initial_cluster}"),
-                ],
+                with_config(
+                    vec![
+                        "pd".into(),
+                        format!("--name={name}"),
+                        format!("--client-urls=http://{client}"),
+                        format!("--peer-urls=http://{peer}"),
+                        format!("--initial-cluster={initial_cluster}"),
+                    ],
+                    &pd_config,
+                ),
                 client.clone(),
                 format!("{name} at {client}"),
             )
@@ -112,23 +156,23 @@ pub fn run(args: PlaygroundArgs) -> anyhow::Result<()> {
         .collect();
     // More than one kv node: every region is a Raft group that PD grows to three replicas.
     let replicated = args.kv > 1;
-    let kv_config = args.data_dir.join("kv-replicated.toml");
-    if replicated {
-        std::fs::write(&kv_config, REPLICATED_KV_CONFIG)
-            .with_context(|| format!("cannot write {}", kv_config.display()))?;
-    }
+    let kv_toml = match replicated {
+        true => format!("{REPLICATED_KV_CONFIG}\n{cluster_toml}"),
+        false => cluster_toml.clone(),
+    };
+    let kv_config = write_config("kv.toml", &kv_toml)?;
     for i in 0..args.kv {
         let addr = format!("127.0.0.1:{}", port(20160, i)?);
         let status = format!("127.0.0.1:{}", port(20180, i)?);
-        let mut kv_args = vec![
-            "kv".into(),
-            format!("--addr={addr}"),
-            format!("--status-addr={status}"),
-            format!("--pd={pd_addr}"),
-        ];
-        if replicated {
-            kv_args.push(format!("--config={}", kv_config.display()));
-        }
+        let kv_args = with_config(
+            vec![
+                "kv".into(),
+                format!("--addr={addr}"),
+                format!("--status-addr={status}"),
+                format!("--pd={pd_addr}"),
+            ],
+            &kv_config,
+        );
         plan.push((
             format!("kv-{i}"),
             kv_args,
@@ -136,34 +180,30 @@ pub fn run(args: PlaygroundArgs) -> anyhow::Result<()> {
             format!("kv at {addr} (status {status})"),
         ));
     }
-    // With --tls: the sql nodes' config, and what a client adds to verify them.
-    let (sql_config, client_tls) = match args.tls {
-        true => {
-            let tls = crate::certs::ensure(&args.data_dir.join("tls"))?;
-            let config = args.data_dir.join("sql-tls.toml");
+    // The sql nodes serve MySQL clients over TLS with the node certificate too.
+    let (sql_config, client_tls) = match &tls {
+        Some(f) => {
             let toml = format!(
-                "[security]\nssl-ca = {:?}\nssl-cert = {:?}\nssl-key = {:?}\n",
-                tls.ca, tls.node_cert, tls.node_key
+                "{cluster_toml}ssl-ca = {:?}\nssl-cert = {:?}\nssl-key = {:?}\n",
+                f.ca, f.node_cert, f.node_key
             );
-            std::fs::write(&config, toml)
-                .with_context(|| format!("cannot write {}", config.display()))?;
-            let client = format!(" --ssl-ca {} --ssl-verify-server-cert", tls.ca.display());
-            (Some(config), client)
+            let client = format!(" --ssl-ca {} --ssl-verify-server-cert", f.ca.display());
+            (write_config("sql.toml", &toml)?, client)
         }
-        false => (None, String::new()),
+        None => (None, String::new()),
     };
     for i in 0..args.sql {
         let (mysql, status) = (port(4000, i)?, port(10080, i)?);
-        let mut sql_args = vec![
-            "sql".into(),
-            "--host=127.0.0.1".into(),
-            format!("-P{mysql}"),
-            format!("--status={status}"),
-            format!("--path={pd_addr}"),
-        ];
-        if let Some(config) = &sql_config {
-            sql_args.push(format!("--config={}", config.display()));
-        }
+        let sql_args = with_config(
+            vec![
+                "sql".into(),
+                "--host=127.0.0.1".into(),
+                format!("-P{mysql}"),
+                format!("--status={status}"),
+                format!("--path={pd_addr}"),
+            ],
+            &sql_config,
+        );
         plan.push((
             format!("sql-{i}"),
             sql_args,
@@ -285,10 +325,7 @@ fn last_words(m: &Member) -> String {
 }
 
 fn wait_ready(members: &mut [Member]) -> anyhow::Result<()> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(2)))
-        .build()
-        .into();
+    let agent = security::http_agent(Duration::from_secs(2));
     let deadline = Instant::now() + Duration::from_millis(PLAYGROUND_READY_WAIT_MS);
     for m in members.iter_mut() {
         loop {
@@ -298,7 +335,7 @@ fn wait_ready(members: &mut [Member]) -> anyhow::Result<()> {
             if agent
                 .get(format!("http://{}/status", m.status_addr))
                 .call()
-                .is_ok()
+                .is_ok_and(|r| r.status().is_success())
             {
                 break;
             }

@@ -115,6 +115,26 @@ fn a_tls_playground_serves_mysql_clients_over_tls_with_its_own_ca() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Cipher in use is TLS"), "{text} {out:?}");
     let port = (4000 + offset).to_string();
+    // Between the nodes it is mutual TLS: `atoll ctl` gets in with the playground's client
+    // certificate, and not without one.
+    let pd = format!("127.0.0.1:{}", 2379 + offset);
+    let tls = dir.path().join("tls");
+    let ctl = |with_certs: bool| {
+        let mut cmd = atoll();
+        cmd.args(["ctl", "store", "--pd", &pd]);
+        if with_certs {
+            cmd.arg("--cacert").arg(tls.join("ca.pem"));
+            cmd.arg("--cert").arg(tls.join("client.pem"));
+            cmd.arg("--key").arg(tls.join("client-key.pem"));
+        }
+        cmd.output().unwrap()
+    };
+    let with = ctl(true);
+    assert!(
+        with.status.success() && String::from_utf8_lossy(&with.stdout).contains("\"count\": 1"),
+        "{with:?}"
+    );
+    assert!(!ctl(false).status.success());
     // A client that does not ask for TLS is still served, in the clear.
     let clear = std::process::Command::new("mysql")
         .args(["-h", "127.0.0.1", "-P", &port, "-u", "root", "--skip-ssl"])

@@ -40,6 +40,8 @@ const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
 pub struct ClusterTls {
     pub server: Arc<ServerConfig>,
     pub client: Arc<ClientConfig>,
+    /// The same for HTTP clients (ureq: `http_agent`).
+    http: ureq::tls::TlsConfig,
 }
 
 impl std::fmt::Debug for ClusterTls {
@@ -93,6 +95,7 @@ impl ClusterTls {
         Ok(ClusterTls {
             server: Arc::new(server),
             client: Arc::new(client),
+            http: http_tls(ca, cert, key)?,
         })
     }
 
@@ -119,6 +122,54 @@ impl ClusterTls {
         let connector = tokio_rustls::TlsConnector::from(self.client.clone());
         timed(connector.connect(name, tcp)).await
     }
+}
+
+/// ureq's TLS from the same files: the CA as the only root, this node's certificate.
+fn http_tls(ca: &Path, cert: &Path, key: &Path) -> Result<ureq::tls::TlsConfig, String> {
+    use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, RootCerts, TlsConfig};
+    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+    let certificates = |p: &Path| -> Result<Vec<Certificate<'static>>, String> {
+        let pem = read(p)?;
+        ureq::tls::parse_pem(&pem)
+            .filter_map(|item| match item {
+                Ok(PemItem::Certificate(c)) => Some(Ok(c)),
+                Ok(_) => None,
+                Err(e) => Some(Err(format!("{}: {e}", p.display()))),
+            })
+            .collect()
+    };
+    let key = PrivateKey::from_pem(&read(key)?).map_err(|e| format!("{}: {e}", key.display()))?;
+    Ok(TlsConfig::builder()
+        .provider(ureq::tls::TlsProvider::Rustls)
+        .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .root_certs(RootCerts::new_with_certs(&certificates(ca)?))
+        .client_cert(Some(ClientCert::new_with_certs(&certificates(cert)?, key)))
+        .build())
+}
+
+/// An HTTP client for the nodes' status ports (and PD's API) that gives up after `timeout`
+/// and hands back error statuses as answers: over the cluster's TLS when it is installed,
+/// `http://` URLs then going out as `https://` with this process's certificate.
+pub fn http_agent(timeout: Duration) -> ureq::Agent {
+    let config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(timeout));
+    let config = match cluster() {
+        Some(tls) => config.tls_config(tls.http.clone()).middleware(
+            |mut request: ureq::http::Request<ureq::SendBody>,
+             next: ureq::middleware::MiddlewareNext| {
+                let uri = request.uri().to_string();
+                if let Some(rest) = uri.strip_prefix("http://")
+                    && let Ok(secure) = format!("https://{rest}").parse()
+                {
+                    *request.uri_mut() = secure;
+                }
+                next.handle(request)
+            },
+        ),
+        None => config,
+    };
+    config.build().into()
 }
 
 /// The host part of `host:port` (`[v6]:port` too).

@@ -118,11 +118,7 @@ pub async fn apply(client: &Client, s: &SetConfig) -> Result<Vec<String>> {
     };
     let body = serde_json::json!({ s.name.as_str(): s.value });
     let posted = tokio::task::spawn_blocking(move || {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(HTTP_TIMEOUT))
-            .build()
-            .into();
+        let agent = security::http_agent(HTTP_TIMEOUT);
         addresses
             .iter()
             .filter_map(|address| {

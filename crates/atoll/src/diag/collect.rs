@@ -59,11 +59,7 @@ pub struct Collection {
 /// An HTTP client whose every call gives up after `timeout`, and that hands back error
 /// statuses as answers (their bodies say why).
 pub fn agent(timeout: Duration) -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(timeout))
-        .build()
-        .into()
+    security::http_agent(timeout)
 }
 
 /// The nodes PD knows, asked of its leader (found through any of `pd`, comma separated).

@@ -25,6 +25,8 @@ use clap::Args;
 
 #[derive(Args)]
 pub struct DiagArgs {
+    #[command(flatten)]
+    tls: crate::cluster_tls::ClusterTlsArgs,
     /// PD client addresses, comma separated (the first that answers is asked).
     #[arg(long, default_value = "127.0.0.1:2379")]
     pd: String,
@@ -65,6 +67,7 @@ pub(crate) fn sleep_to_next_tick(started: Instant, interval: Duration) {
 }
 
 pub fn run(args: DiagArgs) -> anyhow::Result<()> {
+    args.tls.install()?;
     let interval = args.interval.unwrap_or(if args.live { 5.0 } else { 1.0 });
     if !(0.2..=600.0).contains(&interval) {
         bail!("--interval must be between 0.2 and 600 seconds, not {interval}");
