@@ -16,6 +16,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("codec", 1),
     ("pool", 1),
     ("config", 1),
+    ("security", 1),
     ("engine", 2),
     ("expr", 2),
     ("mysql-proto", 2),
