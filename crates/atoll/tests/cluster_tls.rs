@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use common::certs::Ca;
 use common::{Running, atoll, free_port};
 use security::ClusterTls;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// HTTP/2's connection preface and an empty SETTINGS frame: any HTTP/2 server (gRPC and the
 /// status ports) answers with a frame of its own.
@@ -20,25 +20,22 @@ const H2_HELLO: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x
 
 /// Whether the server at `addr` answers HTTP/2 to a client holding `tls`.
 async fn answers(tls: &ClusterTls, addr: &str) -> bool {
-    let Ok(Ok(mut s)) = tokio::time::timeout(Duration::from_secs(5), tls.connect(addr)).await
-    else {
-        return false;
-    };
-    if s.write_all(H2_HELLO).await.is_err() {
-        return false;
+    match tokio::time::timeout(Duration::from_secs(5), tls.connect(addr)).await {
+        Ok(Ok(s)) => speaks_http2(s).await,
+        _ => false,
     }
-    let mut frame = [0u8; 9];
-    matches!(
-        tokio::time::timeout(Duration::from_secs(5), s.read_exact(&mut frame)).await,
-        Ok(Ok(_))
-    )
 }
 
 /// Whether the server at `addr` answers a client that speaks HTTP/2 in the clear.
 async fn answers_plaintext(addr: &str) -> bool {
-    let Ok(mut s) = tokio::net::TcpStream::connect(addr).await else {
-        return false;
-    };
+    match tokio::net::TcpStream::connect(addr).await {
+        Ok(s) => speaks_http2(s).await,
+        Err(_) => false,
+    }
+}
+
+/// Whether a frame comes back on `s` for HTTP/2's preface and SETTINGS.
+async fn speaks_http2(mut s: impl AsyncRead + AsyncWrite + Unpin) -> bool {
     if s.write_all(H2_HELLO).await.is_err() {
         return false;
     }
