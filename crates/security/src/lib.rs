@@ -60,14 +60,17 @@ impl ClusterTls {
         allowed_cn: Vec<String>,
     ) -> Result<ClusterTls, String> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let ca_certs = read_certificates(ca)?;
         let mut roots = RootCertStore::empty();
-        for c in read_certificates(ca)? {
-            roots.add(c).map_err(|e| format!("{}: {e}", ca.display()))?;
+        for c in &ca_certs {
+            roots
+                .add(c.clone())
+                .map_err(|e| format!("{}: {e}", ca.display()))?;
         }
         let roots = Arc::new(roots);
         let chain = read_certificates(cert)?;
-        let key_der =
-            PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: {e}", key.display()))?;
+        let key_der = read_key(key)?;
+        let http = http_tls(&ca_certs, &chain, key)?;
 
         let webpki = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone())
             .build()
@@ -95,7 +98,7 @@ impl ClusterTls {
         Ok(ClusterTls {
             server: Arc::new(server),
             client: Arc::new(client),
-            http: http_tls(ca, cert, key)?,
+            http,
         })
     }
 
@@ -124,26 +127,28 @@ impl ClusterTls {
     }
 }
 
-/// ureq's TLS from the same files: the CA as the only root, this node's certificate.
-fn http_tls(ca: &Path, cert: &Path, key: &Path) -> Result<ureq::tls::TlsConfig, String> {
-    use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, RootCerts, TlsConfig};
-    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
-    let certificates = |p: &Path| -> Result<Vec<Certificate<'static>>, String> {
-        let pem = read(p)?;
-        ureq::tls::parse_pem(&pem)
-            .filter_map(|item| match item {
-                Ok(PemItem::Certificate(c)) => Some(Ok(c)),
-                Ok(_) => None,
-                Err(e) => Some(Err(format!("{}: {e}", p.display()))),
-            })
+/// ureq's TLS from the same certificates: the CA as the only root, this node's chain, and
+/// its key read again from `key` (ureq takes a key only from PEM, or with a kind it does not
+/// export).
+fn http_tls(
+    ca: &[CertificateDer<'static>],
+    chain: &[CertificateDer<'static>],
+    key: &Path,
+) -> Result<ureq::tls::TlsConfig, String> {
+    use ureq::tls::{Certificate, ClientCert, PrivateKey, RootCerts, TlsConfig};
+    let certificates = |certs: &[CertificateDer<'static>]| -> Vec<Certificate<'static>> {
+        certs
+            .iter()
+            .map(|c| Certificate::from_der(c).to_owned())
             .collect()
     };
-    let key = PrivateKey::from_pem(&read(key)?).map_err(|e| format!("{}: {e}", key.display()))?;
+    let pem = std::fs::read(key).map_err(|e| format!("{}: {e}", key.display()))?;
+    let key = PrivateKey::from_pem(&pem).map_err(|e| format!("{}: {e}", key.display()))?;
     Ok(TlsConfig::builder()
         .provider(ureq::tls::TlsProvider::Rustls)
         .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .root_certs(RootCerts::new_with_certs(&certificates(ca)?))
-        .client_cert(Some(ClientCert::new_with_certs(&certificates(cert)?, key)))
+        .root_certs(RootCerts::new_with_certs(&certificates(ca)))
+        .client_cert(Some(ClientCert::new_with_certs(&certificates(chain), key)))
         .build())
 }
 
@@ -184,7 +189,8 @@ async fn timed<T>(handshake: impl Future<Output = io::Result<T>>) -> io::Result<
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))?
 }
 
-fn read_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+/// The certificates of PEM file `path` (at least one); errors name the file.
+pub fn read_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
     let certs = CertificateDer::pem_file_iter(path)
         .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
         .map_err(|e| format!("{}: {e}", path.display()))?;
@@ -192,6 +198,11 @@ fn read_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, String
         return Err(format!("{}: no PEM certificate in it", path.display()));
     }
     Ok(certs)
+}
+
+/// The private key of PEM file `path`; errors name the file.
+pub fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
+    PrivateKeyDer::from_pem_file(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// The CA's verification of a client's chain, then `cluster-verify-cn`'s check of its name.

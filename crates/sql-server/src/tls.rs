@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use config::Config;
 use rustls::ServerConfig;
-use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 /// The TLS setup of the MySQL port, or `None` when no certificate is configured or made.
@@ -21,8 +20,8 @@ pub fn server_config(config: &Config) -> Result<Option<Arc<ServerConfig>>, Strin
     );
     let (chain, key) = if !cert.is_empty() {
         (
-            read_certificates(Path::new(cert))?,
-            read_key(Path::new(key_file))?,
+            security::read_certificates(Path::new(cert))?,
+            security::read_key(Path::new(key_file))?,
         )
     } else if config.bool("security.auto-tls") {
         self_signed()?
@@ -38,7 +37,7 @@ pub fn server_config(config: &Config) -> Result<Option<Arc<ServerConfig>>, Strin
         builder.with_no_client_auth()
     } else {
         let mut roots = rustls::RootCertStore::empty();
-        for c in read_certificates(Path::new(ca))? {
+        for c in security::read_certificates(Path::new(ca))? {
             roots
                 .add(c)
                 .map_err(|e| format!("security.ssl-ca {ca}: {e}"))?;
@@ -54,20 +53,6 @@ pub fn server_config(config: &Config) -> Result<Option<Arc<ServerConfig>>, Strin
         .with_single_cert(chain, key)
         .map_err(|e| format!("security.ssl-cert {cert} and security.ssl-key {key_file}: {e}"))?;
     Ok(Some(Arc::new(server)))
-}
-
-fn read_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let chain = CertificateDer::pem_file_iter(path)
-        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    if chain.is_empty() {
-        return Err(format!("{}: no PEM certificate in it", path.display()));
-    }
-    Ok(chain)
-}
-
-fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
-    PrivateKeyDer::from_pem_file(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// A certificate for `localhost` and this host's name, signed by its own key.
