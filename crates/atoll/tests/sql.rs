@@ -638,6 +638,97 @@ fn privileges_allow_and_refuse_each_statement_kind() {
 }
 
 #[test]
+fn column_privileges_allow_only_their_columns_and_show_only_them() {
+    let c = Cluster::start();
+    c.run(
+        "",
+        "CREATE DATABASE hr; \
+         CREATE TABLE hr.pay (id INT PRIMARY KEY, name VARCHAR(20), salary INT); \
+         INSERT INTO hr.pay VALUES (1, 'ann', 100); \
+         CREATE USER app IDENTIFIED BY 'pw'; \
+         GRANT SELECT (id, name), UPDATE (name) ON hr.pay TO app",
+    );
+    let denied = |command: &str, column: &str| {
+        Err(format!(
+            "1143 (42000): {command} command denied to user 'app'@'%' for column '{column}' in table 'pay'"
+        ))
+    };
+    let cases: &[(&str, Result<String, String>)] = &[
+        (
+            "SELECT id, name FROM pay ORDER BY name",
+            Ok("1\tann\n".into()),
+        ),
+        ("SELECT COUNT(*) FROM pay", Ok("1\n".into())),
+        ("SELECT name, salary FROM pay", denied("SELECT", "salary")),
+        (
+            "SELECT id FROM pay WHERE salary > 0",
+            denied("SELECT", "salary"),
+        ),
+        (
+            "SELECT * FROM pay",
+            Err("1142 (42000): SELECT command denied to user 'app'@'%' for table 'pay'".into()),
+        ),
+        ("UPDATE pay SET name = 'bo' WHERE id = 1", Ok("".into())),
+        (
+            "UPDATE pay SET salary = 0 WHERE id = 1",
+            denied("UPDATE", "salary"),
+        ),
+        (
+            "INSERT INTO pay (id) VALUES (2)",
+            Err("1142 (42000): INSERT command denied to user 'app'@'%' for table 'pay'".into()),
+        ),
+        (
+            "SHOW COLUMNS FROM pay",
+            Ok("id\tint\tNO\tPRI\tNULL\t\nname\tvarchar(20)\tYES\t\tNULL\t\n".into()),
+        ),
+        (
+            "SELECT COLUMN_NAME FROM information_schema.columns WHERE TABLE_NAME = 'pay' ORDER BY 1",
+            Ok("id\nname\n".into()),
+        ),
+        (
+            "SHOW GRANTS",
+            Ok("GRANT USAGE ON *.* TO `app`@`%`\n\
+                GRANT SELECT (`id`, `name`), UPDATE (`name`) ON `hr`.`pay` TO `app`@`%`\n"
+                .into()),
+        ),
+    ];
+    for (statement, expected) in cases {
+        assert_eq!(
+            &as_user(&c, "app", "hr", statement),
+            expected,
+            "{statement}"
+        );
+    }
+    assert_eq!(
+        c.run(
+            "",
+            "SELECT User, Table_name, Column_name, Column_priv FROM mysql.columns_priv; \
+             SELECT Table_name, Table_priv, Column_priv FROM mysql.tables_priv"
+        ),
+        "User\tTable_name\tColumn_name\tColumn_priv\n\
+         app\tpay\tid\tSelect\napp\tpay\tname\tSelect,Update\n\
+         Table_name\tTable_priv\tColumn_priv\npay\t\tSelect,Update\n"
+    );
+    c.fails("", "GRANT SELECT (nope) ON hr.pay TO app", "1054 (42S22)");
+    c.fails("", "GRANT SELECT (id) ON hr.* TO app", "1221 (HY000)");
+    c.fails("", "GRANT DELETE (id) ON hr.pay TO app", "1144 (42000)");
+    c.fails(
+        "",
+        "REVOKE SELECT (salary) ON hr.pay FROM app",
+        "1147 (42000)",
+    );
+    c.run("", "REVOKE SELECT (id) ON hr.pay FROM app");
+    assert_eq!(
+        as_user(&c, "app", "hr", "SELECT id FROM pay"),
+        denied("SELECT", "id")
+    );
+    assert_eq!(
+        as_user(&c, "app", "hr", "SELECT name FROM pay"),
+        Ok("bo\n".into())
+    );
+}
+
+#[test]
 fn roles_lend_their_privileges_to_the_accounts_that_hold_them() {
     let c = Cluster::start();
     c.run(

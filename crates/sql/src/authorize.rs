@@ -14,6 +14,14 @@
 //! - SHOW CREATE TABLE, DESCRIBE and SHOW COLUMNS/INDEX: some privilege on the table; USE and
 //!   SHOW TABLES FROM db: some privilege on the database or one of its tables.
 //!
+//! An account that holds SELECT, INSERT or UPDATE only on some columns of a table is checked
+//! column by column ([`check_columns`]): the columns a query names as the table's (`t.c`),
+//! the unqualified names that are columns of the table (`c`, wherever in the statement), every
+//! column for `*` or an INSERT without a column list, the columns an UPDATE sets. A missing
+//! column is 1143, a missing column under `*` 1142, as MySQL reports them. The names are
+//! matched over the whole statement, not per query block, so an account may be refused a
+//! column another table of the statement also has.
+//!
 //! The session checks the rest where it runs them: CREATE/ALTER/DROP USER (CREATE USER; an
 //! account may change its own password), GRANT and REVOKE (the grant option and the
 //! privileges passed on), SET GLOBAL (SYSTEM_VARIABLES_ADMIN), SET CONFIG (CONFIG), KILL of
@@ -21,6 +29,7 @@
 //! DATA (INSERT), SPLIT TABLE (INSERT) and SHOW TABLE REGIONS (SELECT), the process list
 //! (PROCESS to see other accounts').
 
+use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{self, ObjectType, Statement, Visit, VisitMut, Visitor, VisitorMut};
@@ -68,12 +77,22 @@ pub fn needs(s: &Statement, current_db: Option<&str>) -> Vec<Need> {
     out.needs
 }
 
-/// Checks `needs` against `grants`: the first unmet one as MySQL's error for `user`.
-pub fn check(grants: &Grants, user: &str, needs: &[Need]) -> Result<()> {
+/// Checks `needs` against `grants`: the first unmet one as MySQL's error for `user`. The
+/// needs left for [`check_columns`] are returned: a privilege on a table the account holds
+/// only on some of its columns.
+pub fn check<'a>(grants: &Grants, user: &str, needs: &'a [Need]) -> Result<Vec<&'a Need>> {
+    let mut by_columns = Vec::new();
     for need in needs {
         match need {
             Need::Table { db, table, privs } if !grants.on(db, Some(table)).contains(*privs) => {
-                return Err(table_denied(&p::describe(*privs), user, table));
+                let on_some_columns = p::COLUMN_PRIVS.contains(*privs)
+                    && grants
+                        .columns_of(db, table)
+                        .is_some_and(|cs| cs.values().any(|have| have.contains(*privs)));
+                match on_some_columns {
+                    true => by_columns.push(need),
+                    false => return Err(table_denied(&p::describe(*privs), user, table)),
+                }
             }
             Need::SeeTable { db, table } if !grants.sees_table(db, table) => {
                 return Err(table_denied("SHOW", user, table));
@@ -85,7 +104,248 @@ pub fn check(grants: &Grants, user: &str, needs: &[Need]) -> Result<()> {
             _ => {}
         }
     }
+    Ok(by_columns)
+}
+
+/// Checks the needs [`check`] left (`by_columns`, of statement `s`) column by column: 1143
+/// for a column `s` uses without the privilege, 1142 when it uses every column (`*`) and
+/// lacks one. `table_columns` gives a table's column names, lowercase.
+pub fn check_columns(
+    grants: &Grants,
+    user: &str,
+    s: &Statement,
+    current_db: Option<&str>,
+    by_columns: &[&Need],
+    table_columns: &dyn Fn(&str, &str) -> Vec<String>,
+) -> Result<()> {
+    let inlined;
+    let s = match has_with(s) {
+        true => {
+            inlined = inline_ctes(s);
+            &inlined
+        }
+        false => s,
+    };
+    for need in by_columns {
+        let Need::Table { db, table, privs } = need else {
+            continue;
+        };
+        let uses = column_use(s, current_db, db, table, *privs);
+        let columns = table_columns(db, table);
+        let lacks = |c: &String| !grants.on_column(db, table, c).contains(*privs);
+        let command = p::describe(*privs);
+        if uses.all && columns.iter().any(lacks) {
+            return Err(table_denied(&command, user, table));
+        }
+        let used = uses
+            .named
+            .iter()
+            .chain(uses.unqualified.iter().filter(|c| columns.contains(c)));
+        if let Some(c) = used.into_iter().find(|c| lacks(c)) {
+            return Err(SqlError {
+                code: 1143,
+                state: "42000",
+                message: format!(
+                    "{command} command denied to user '{user}'@'%' for column '{c}' in table '{table}'"
+                ),
+            });
+        }
+    }
     Ok(())
+}
+
+/// The columns of one table a statement uses for one privilege ([`column_use`]).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct ColumnUse {
+    /// Every column: `*` or `t.*` over it, an INSERT without a column list.
+    all: bool,
+    /// Columns named as the table's: `t.c` (or its alias's), an INSERT's list, UPDATE's SET.
+    named: BTreeSet<String>,
+    /// Names written without a table; those that are the table's columns are used.
+    unqualified: BTreeSet<String>,
+}
+
+/// How `s` uses the columns of `db`.`table` for `privs` (SELECT: what it reads; INSERT: the
+/// columns given values; UPDATE: the columns set). Names lowercase.
+fn column_use(
+    s: &Statement,
+    current_db: Option<&str>,
+    db: &str,
+    table: &str,
+    privs: Privs,
+) -> ColumnUse {
+    let resolver = Needs {
+        current_db,
+        needs: Vec::new(),
+    };
+    let mut refs = ColumnRefs {
+        target: (db, table),
+        resolver: &resolver,
+        qualifiers: BTreeSet::new(),
+        qualified: BTreeSet::new(),
+        unqualified: BTreeSet::new(),
+        stars: BTreeSet::new(),
+    };
+    let _ = s.visit(&mut refs);
+    let s = match s {
+        Statement::Explain { statement, .. } => statement,
+        s => s,
+    };
+    let lower = |i: &ast::Ident| i.value.to_lowercase();
+    let mut uses = ColumnUse::default();
+    let mine = |parts: &[ast::ObjectNamePart]| match parts {
+        [.., q, _] => q
+            .as_ident()
+            .is_some_and(|q| refs.qualifiers.contains(&lower(q))),
+        _ => true,
+    };
+    let mut set = |assignments: &[ast::Assignment]| {
+        for a in assignments {
+            let targets = match &a.target {
+                ast::AssignmentTarget::ColumnName(n) => std::slice::from_ref(n),
+                ast::AssignmentTarget::Tuple(ns) => ns.as_slice(),
+            };
+            for n in targets.iter().filter(|n| mine(&n.0)) {
+                if let Some(c) = n.0.last().and_then(|c| c.as_ident()) {
+                    uses.named.insert(lower(c));
+                }
+            }
+        }
+    };
+    match (privs, s) {
+        (p::INSERT, Statement::Insert(ins)) => {
+            uses.all = ins.columns.is_empty();
+            uses.named = ins
+                .columns
+                .iter()
+                .filter_map(|n| n.0.last()?.as_ident().map(lower))
+                .collect();
+        }
+        (p::UPDATE, Statement::Update(u)) => set(&u.assignments),
+        (p::UPDATE, Statement::Insert(ins)) => {
+            if let Some(ast::OnInsert::DuplicateKeyUpdate(assignments)) = &ins.on {
+                set(assignments);
+            }
+        }
+        _ => {
+            uses.all = !refs.qualifiers.is_disjoint(&refs.stars);
+            uses.named = refs
+                .qualified
+                .iter()
+                .filter(|(q, _)| refs.qualifiers.contains(q))
+                .map(|(_, c)| c.clone())
+                .collect();
+            uses.unqualified = refs.unqualified;
+        }
+    }
+    uses
+}
+
+/// The column references of a statement, for one table ([`column_use`]).
+struct ColumnRefs<'a> {
+    target: (&'a str, &'a str),
+    resolver: &'a Needs<'a>,
+    /// The names the target is known by in the statement: its aliases, or its own name.
+    qualifiers: BTreeSet<String>,
+    /// `q.c` as (q, c).
+    qualified: BTreeSet<(String, String)>,
+    unqualified: BTreeSet<String>,
+    /// The names whose every column a `*` or `q.*` reads.
+    stars: BTreeSet<String>,
+}
+
+impl Visitor for ColumnRefs<'_> {
+    type Break = ();
+
+    fn pre_visit_table_factor(&mut self, factor: &ast::TableFactor) -> ControlFlow<()> {
+        if let ast::TableFactor::Table { name, alias, .. } = factor {
+            let is_target = self.resolver.name(name).is_some_and(|(db, t)| {
+                db.eq_ignore_ascii_case(self.target.0) && t.eq_ignore_ascii_case(self.target.1)
+            });
+            if is_target {
+                self.qualifiers.insert(qualifier(name, alias.as_ref()));
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_select(&mut self, select: &ast::Select) -> ControlFlow<()> {
+        for item in &select.projection {
+            match item {
+                ast::SelectItem::Wildcard(_) => {
+                    let mut names = Vec::new();
+                    for twj in &select.from {
+                        factor_names(&twj.relation, &mut names);
+                        for j in &twj.joins {
+                            factor_names(&j.relation, &mut names);
+                        }
+                    }
+                    self.stars.extend(names);
+                }
+                ast::SelectItem::QualifiedWildcard(
+                    ast::SelectItemQualifiedWildcardKind::ObjectName(n),
+                    _,
+                ) => {
+                    if let Some(q) = n.0.last().and_then(|q| q.as_ident()) {
+                        self.stars.insert(q.value.to_lowercase());
+                    }
+                }
+                _ => {}
+            }
+        }
+        for j in select.from.iter().flat_map(|twj| &twj.joins) {
+            if let ast::JoinOperator::Join(ast::JoinConstraint::Using(names))
+            | ast::JoinOperator::Inner(ast::JoinConstraint::Using(names))
+            | ast::JoinOperator::Left(ast::JoinConstraint::Using(names))
+            | ast::JoinOperator::LeftOuter(ast::JoinConstraint::Using(names))
+            | ast::JoinOperator::Right(ast::JoinConstraint::Using(names))
+            | ast::JoinOperator::RightOuter(ast::JoinConstraint::Using(names)) = &j.join_operator
+            {
+                let columns = names.iter().filter_map(|n| n.0.last()?.as_ident());
+                self.unqualified
+                    .extend(columns.map(|c| c.value.to_lowercase()));
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, e: &ast::Expr) -> ControlFlow<()> {
+        match e {
+            ast::Expr::Identifier(c) => _ = self.unqualified.insert(c.value.to_lowercase()),
+            ast::Expr::CompoundIdentifier(parts) => {
+                if let [.., q, c] = parts.as_slice() {
+                    let pair = (q.value.to_lowercase(), c.value.to_lowercase());
+                    self.qualified.insert(pair);
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// The name a table of FROM is known by: its alias, or its own name (lowercase).
+fn qualifier(name: &ast::ObjectName, alias: Option<&ast::TableAlias>) -> String {
+    match alias {
+        Some(a) => a.name.value.to_lowercase(),
+        None => split_name(name).1.to_lowercase(),
+    }
+}
+
+/// The names the tables of `factor` are known by (a join in parentheses gives several).
+fn factor_names(factor: &ast::TableFactor, out: &mut Vec<String>) {
+    match factor {
+        ast::TableFactor::Table { name, alias, .. } => out.push(qualifier(name, alias.as_ref())),
+        ast::TableFactor::NestedJoin {
+            table_with_joins, ..
+        } => {
+            factor_names(&table_with_joins.relation, out);
+            for j in &table_with_joins.joins {
+                factor_names(&j.relation, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// 1142: `command` (SELECT, INSERT...) refused on `table`.
@@ -447,7 +707,11 @@ mod tests {
     #[test]
     fn a_missing_privilege_is_refused_with_mysqls_code() {
         let mut g = Grants::default();
-        g.change(true, &Level::Db("shop".into()), SELECT, &[], "app")
+        let select = crate::privileges::Resolved {
+            privs: SELECT,
+            ..Default::default()
+        };
+        g.change(true, &Level::Db("shop".into()), &select, "app")
             .unwrap();
         assert!(check(&g, "app", &needs_of("SELECT * FROM items")).is_ok());
         let e = check(&g, "app", &needs_of("DELETE FROM items WHERE id = 1")).unwrap_err();
@@ -476,5 +740,67 @@ mod tests {
         );
         assert!(check(&g, "app", &needs_of("USE shop")).is_ok());
         assert!(check(&Grants::all(), "root", &needs_of("DROP DATABASE shop")).is_ok());
+    }
+
+    #[test]
+    fn column_grants_are_checked_against_the_columns_a_statement_uses() {
+        let mut g = Grants::default();
+        let select = crate::privileges::Resolved {
+            privs: SELECT,
+            ..Default::default()
+        };
+        let pay = Level::Table {
+            db: "shop".into(),
+            table: "pay".into(),
+        };
+        let sql = "GRANT SELECT (id, name), INSERT (id, name), UPDATE (name) ON pay TO app";
+        let what = Grants::resolve(&crate::privileges::parse(sql).unwrap().unwrap().named, &pay);
+        g.change(true, &pay, &what.unwrap(), "app").unwrap();
+        let orders = Level::Table {
+            db: "shop".into(),
+            table: "orders".into(),
+        };
+        g.change(true, &orders, &select, "app").unwrap();
+        let columns = |_: &str, _: &str| vec!["id".to_string(), "name".into(), "salary".into()];
+        let run = |sql: &str| {
+            let s = crate::session::parse(sql).unwrap().pop().unwrap();
+            let needs = needs(&s, Some("shop"));
+            let by_columns = check(&g, "app", &needs)?;
+            check_columns(&g, "app", &s, Some("shop"), &by_columns, &columns)
+        };
+        let code = |sql: &str| run(sql).map_err(|e| e.code).err();
+        for allowed in [
+            "SELECT id, name FROM pay WHERE id > 1 ORDER BY name",
+            "SELECT p.name FROM pay AS p JOIN orders o USING (id) WHERE o.salary > 1",
+            "SELECT COUNT(*) FROM pay",
+            "SELECT * FROM (SELECT id FROM pay) d",
+            "INSERT INTO pay (id, name) VALUES (1, 'a')",
+            "UPDATE pay SET name = 'b' WHERE id = 1",
+            "WITH c AS (SELECT name FROM pay) SELECT * FROM c",
+        ] {
+            assert_eq!(code(allowed), None, "{allowed}");
+        }
+        let e = run("SELECT name, salary FROM pay").unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                1143,
+                "SELECT command denied to user 'app'@'%' for column 'salary' in table 'pay'"
+            )
+        );
+        for (refused, expected) in [
+            ("SELECT * FROM pay", 1142),
+            ("SELECT p.* FROM pay p", 1142),
+            ("SELECT id FROM pay WHERE pay.salary > 0", 1143),
+            ("SELECT (SELECT MAX(salary) FROM pay)", 1143),
+            ("INSERT INTO pay VALUES (1, 'a', 2)", 1142),
+            ("INSERT INTO pay (id, salary) VALUES (1, 2)", 1143),
+            ("UPDATE pay SET salary = 0 WHERE id = 1", 1143),
+            ("UPDATE pay SET name = 'x' WHERE salary > 1", 1143),
+            ("DELETE FROM pay WHERE id = 1", 1142),
+            ("WITH c AS (SELECT * FROM pay) SELECT id FROM c", 1142),
+        ] {
+            assert_eq!(code(refused), Some(expected), "{refused}");
+        }
     }
 }

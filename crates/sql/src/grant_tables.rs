@@ -1,7 +1,8 @@
 //! MySQL's grant tables, read-only, made from the accounts ([`crate::users`]) when a statement
 //! reads them: `mysql.user` (one row per account: its global privileges as `Y`/`N` columns,
 //! plugin, hash, `account_locked`), `mysql.db` (one per account and database), `mysql.tables_priv`
-//! (one per account and table, `Table_priv` a set as MySQL writes it), `mysql.role_edges` and
+//! (one per account and table, `Table_priv` and `Column_priv` sets as MySQL writes them),
+//! `mysql.columns_priv` (one per account and column), `mysql.role_edges` and
 //! `mysql.default_roles`. Reading them takes SELECT on them, as any table (root has it).
 
 use codec::datum::Datum;
@@ -91,23 +92,60 @@ pub fn table(name: &str, accounts: &[Account]) -> Result<(Vec<String>, Vec<Vec<D
                 "Table_priv",
                 "Column_priv",
             ]);
-            let rows = accounts
-                .iter()
-                .flat_map(|a| {
-                    a.grants.tables.iter().flat_map(move |(db, tables)| {
-                        tables.iter().map(move |(t, p)| (a, db, t, *p))
-                    })
-                })
-                .map(|(a, db, t, p)| {
+            let mut rows = Vec::new();
+            for a in accounts {
+                let mut tables = std::collections::BTreeMap::<(&str, &str), (Privs, Privs)>::new();
+                for (db, ts) in &a.grants.tables {
+                    for (t, p) in ts {
+                        tables.entry((db, t)).or_default().0 = *p;
+                    }
+                }
+                for (db, ts) in &a.grants.columns {
+                    for (t, cs) in ts {
+                        let on_columns = cs.values().fold(Privs::NONE, |all, p| all | *p);
+                        tables.entry((db, t)).or_default().1 = on_columns;
+                    }
+                }
+                rows.extend(tables.into_iter().map(|((db, t), (table, columns))| {
                     vec![
                         text("%"),
                         text(db),
                         text(&a.name),
                         text(t),
                         text(""),
-                        text(&table_priv_set(p)),
-                        text(""),
+                        text(&priv_set(table)),
+                        text(&priv_set(columns)),
                     ]
+                }));
+            }
+            (columns, rows)
+        }
+        "columns_priv" => {
+            let columns = owned(&[
+                "Host",
+                "Db",
+                "User",
+                "Table_name",
+                "Column_name",
+                "Column_priv",
+            ]);
+            let rows = accounts
+                .iter()
+                .flat_map(|a| {
+                    a.grants.columns.iter().flat_map(move |(db, ts)| {
+                        ts.iter().flat_map(move |(t, cs)| {
+                            cs.iter().map(move |(c, p)| {
+                                vec![
+                                    text("%"),
+                                    text(db),
+                                    text(&a.name),
+                                    text(t),
+                                    text(c),
+                                    text(&priv_set(*p)),
+                                ]
+                            })
+                        })
+                    })
                 })
                 .collect();
             (columns, rows)
@@ -142,9 +180,9 @@ pub fn table(name: &str, accounts: &[Account]) -> Result<(Vec<String>, Vec<Vec<D
     })
 }
 
-/// A table grant's privileges as `mysql.tables_priv.Table_priv` writes them:
+/// Privileges as the grant tables' sets write them (`mysql.tables_priv.Table_priv`):
 /// `Select,Insert,Create View,Grant`.
-fn table_priv_set(p: Privs) -> String {
+fn priv_set(p: Privs) -> String {
     let mut names: Vec<String> = crate::privileges::describe(p)
         .split(", ")
         .filter(|n| !n.is_empty())
@@ -178,7 +216,7 @@ mod tests {
             .unwrap()
             .1;
         assert_eq!(
-            table_priv_set(SELECT | create_view | GRANT_OPTION),
+            priv_set(SELECT | create_view | GRANT_OPTION),
             "Select,Create View,Grant"
         );
         assert!(table("nope", &[]).is_err());

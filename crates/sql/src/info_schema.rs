@@ -72,9 +72,9 @@ pub fn column_key(t: &TableInfo, i: usize) -> &'static str {
 }
 
 /// Keeps the rows of an information_schema table that name only what `grants` may see: a
-/// row with a `TABLE_SCHEMA` (`SCHEMA_NAME`, `CONSTRAINT_SCHEMA`) and `TABLE_NAME` needs some privilege on that
-/// table, one with a schema alone some privilege in that database. information_schema's own
-/// rows stay.
+/// row with a `TABLE_SCHEMA` (`SCHEMA_NAME`, `CONSTRAINT_SCHEMA`) and `TABLE_NAME` needs some
+/// privilege on that table (and with a `COLUMN_NAME`, on the table or that column), one with
+/// a schema alone some privilege in that database. information_schema's own rows stay.
 pub fn retain_visible(columns: &[String], rows: &mut Vec<Vec<Datum>>, grants: &Grants) {
     let at = |names: &[&str]| {
         columns
@@ -85,6 +85,7 @@ pub fn retain_visible(columns: &[String], rows: &mut Vec<Vec<Datum>>, grants: &G
         return;
     };
     let table = at(&["TABLE_NAME"]);
+    let column = at(&["COLUMN_NAME"]);
     let name = |d: &Datum| match d {
         Datum::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
         _ => String::new(),
@@ -92,9 +93,10 @@ pub fn retain_visible(columns: &[String], rows: &mut Vec<Vec<Datum>>, grants: &G
     rows.retain(|row| {
         let db = name(&row[schema]);
         db.eq_ignore_ascii_case(DB)
-            || match table {
-                Some(t) => grants.sees_table(&db, &name(&row[t])),
-                None => grants.sees_db(&db),
+            || match (table, column) {
+                (Some(t), Some(c)) => grants.sees_column(&db, &name(&row[t]), &name(&row[c])),
+                (Some(t), None) => grants.sees_table(&db, &name(&row[t])),
+                (None, _) => grants.sees_db(&db),
             }
     });
 }

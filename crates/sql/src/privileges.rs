@@ -8,13 +8,15 @@
 //!   among them, per level.
 //! - Dynamic privileges (SYSTEM_VARIABLES_ADMIN, CONNECTION_ADMIN, TiDB's CONFIG and
 //!   RESTRICTED_*_ADMIN...) are global only, each with its own grant option.
+//! - Column privileges: SELECT, INSERT, UPDATE and REFERENCES may be granted on some columns
+//!   of a table (`GRANT SELECT (a, b) ON db.t`); [`crate::authorize`] checks the columns a
+//!   statement uses against them when the table's own privileges do not suffice.
 //! - [`Grants`]: one account's privileges at every level; kept in its account record
 //!   ([`crate::users`]). Levels add up: SELECT on `*.*` allows SELECT of every table.
 //!
-//! Database and table names are kept lowercased (`lower_case_table_names=2`) and matched
-//! literally: the wildcards `%` and `_` in a database name of a GRANT are not patterns here.
-//! Column-level privileges are refused (1221-style errors name them); an account's host part
-//! is not kept ([`crate::users`]).
+//! Database, table and column names are kept lowercased (`lower_case_table_names=2`) and
+//! matched literally: the wildcards `%` and `_` in a database name of a GRANT are not
+//! patterns here. An account's host part is not kept ([`crate::users`]).
 
 use std::collections::BTreeMap;
 
@@ -145,6 +147,7 @@ pub const CREATE: Privs = bit("CREATE");
 pub const DROP: Privs = bit("DROP");
 pub const PROCESS: Privs = bit("PROCESS");
 pub const FILE: Privs = bit("FILE");
+pub const REFERENCES: Privs = bit("REFERENCES");
 pub const INDEX: Privs = bit("INDEX");
 pub const ALTER: Privs = bit("ALTER");
 pub const SHOW_DATABASES: Privs = bit("SHOW DATABASES");
@@ -154,6 +157,8 @@ pub const CREATE_ROLE: Privs = bit("CREATE ROLE");
 pub const DROP_ROLE: Privs = bit("DROP ROLE");
 /// The grant option of a level: the right to pass that level's privileges on.
 pub const GRANT_OPTION: Privs = Privs(1 << 31);
+/// The privileges that may be granted on columns.
+pub const COLUMN_PRIVS: Privs = Privs(SELECT.0 | INSERT.0 | UPDATE.0 | REFERENCES.0);
 
 /// The dynamic privileges this server knows (MySQL 8's that TiDB has, and TiDB's own).
 const DYNAMIC: &[&str] = &[
@@ -227,6 +232,8 @@ pub struct Named {
     pub all: bool,
     /// Dynamic privileges, uppercase.
     pub dynamic: Vec<String>,
+    /// Column privileges: `SELECT (a, b)` as (SELECT, [a, b]), names lowercased.
+    pub columns: Vec<(Privs, Vec<String>)>,
 }
 
 /// A parsed GRANT or REVOKE of privileges.
@@ -288,8 +295,9 @@ fn parse_change(sql: &str, grant: bool) -> Result<Change> {
     })
 }
 
-/// One privilege of the list, added to `named`.
+/// One privilege of the list, with its columns if it names some, added to `named`.
 fn privilege(c: &mut Cursor, named: &mut Named) -> Result<()> {
+    let mut static_bit = None;
     if c.keyword("ALL") {
         c.keyword("PRIVILEGES");
         named.all = true;
@@ -300,7 +308,7 @@ fn privilege(c: &mut Cursor, named: &mut Named) -> Result<()> {
         .into_iter()
         .find(|&i| c.keywords(&STATIC[i].0.split(' ').collect::<Vec<_>>()))
     {
-        named.privs |= Privs(1 << i);
+        static_bit = Some(Privs(1 << i));
     } else {
         let name = c.name("a privilege")?.to_ascii_uppercase();
         if !DYNAMIC.contains(&name.as_str()) {
@@ -313,9 +321,30 @@ fn privilege(c: &mut Cursor, named: &mut Named) -> Result<()> {
         named.dynamic.push(name);
     }
     if c.symbol('(') {
-        return Err(SqlError::not_supported("column-level privileges"));
+        let Some(p) = static_bit.filter(|p| COLUMN_PRIVS.contains(*p)) else {
+            return Err(illegal_for_table());
+        };
+        let mut columns = vec![c.name("a column")?.to_lowercase()];
+        while c.symbol(',') {
+            columns.push(c.name("a column")?.to_lowercase());
+        }
+        if !c.symbol(')') {
+            return Err(SqlError::syntax("expected ) after the columns"));
+        }
+        named.columns.push((p, columns));
+    } else if let Some(p) = static_bit {
+        named.privs |= p;
     }
     Ok(())
+}
+
+/// 1144: a privilege a table (or a column) cannot hold.
+fn illegal_for_table() -> SqlError {
+    SqlError {
+        code: 1144,
+        state: "42000",
+        message: "Illegal GRANT/REVOKE command; please consult the manual to see which privileges can be used".into(),
+    }
 }
 
 /// The indexes of [`STATIC`], names of more words first (CREATE USER before CREATE).
@@ -379,6 +408,18 @@ pub struct Grants {
     /// Database → table → its privileges.
     #[serde(default)]
     pub tables: BTreeMap<String, BTreeMap<String, Privs>>,
+    /// Database → table → column → its privileges (of [`COLUMN_PRIVS`]).
+    #[serde(default)]
+    pub columns: BTreeMap<String, BTreeMap<String, BTreeMap<String, Privs>>>,
+}
+
+/// What a GRANT or REVOKE names, made concrete for its level ([`Grants::resolve`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resolved {
+    pub privs: Privs,
+    pub dynamic: Vec<String>,
+    /// Column → the privileges named on it.
+    pub columns: BTreeMap<String, Privs>,
 }
 
 impl Grants {
@@ -406,6 +447,32 @@ impl Grants {
                 *mine.entry(t.clone()).or_default() |= *p;
             }
         }
+        for (db, tables) in &other.columns {
+            let mine = self.columns.entry(db.clone()).or_default();
+            for (t, columns) in tables {
+                let mine = mine.entry(t.clone()).or_default();
+                for (column, p) in columns {
+                    *mine.entry(column.clone()).or_default() |= *p;
+                }
+            }
+        }
+    }
+
+    /// The column privileges held on `db`.`table`, if any (names lowercase).
+    pub fn columns_of(&self, db: &str, table: &str) -> Option<&BTreeMap<String, Privs>> {
+        self.columns
+            .get(&db.to_lowercase())?
+            .get(&table.to_lowercase())
+    }
+
+    /// The privileges held on column `column` of `db`.`table`, from every level.
+    pub fn on_column(&self, db: &str, table: &str, column: &str) -> Privs {
+        let on_column = self
+            .columns_of(db, table)
+            .and_then(|cs| cs.get(&column.to_lowercase()))
+            .copied()
+            .unwrap_or_default();
+        self.on(db, Some(table)) | on_column
     }
 
     /// The privileges held on `db`.`table` from every level (`table` `None`: on the database).
@@ -437,12 +504,20 @@ impl Grants {
                 .tables
                 .get(&db)
                 .is_some_and(|ts| ts.values().any(|p| !p.without(GRANT_OPTION).is_empty()))
+            || self.columns.contains_key(&db)
     }
 
-    /// Whether the account may see table `db`.`table` (its columns and definition): some
-    /// table privilege on it, from any level.
+    /// Whether the account may see table `db`.`table` (its definition): some table privilege
+    /// on it, from any level, or a privilege on one of its columns.
     pub fn sees_table(&self, db: &str, table: &str) -> bool {
         self.on(db, Some(table)).0 & all_at(Narrowest::Table).0 != 0
+            || self.columns_of(db, table).is_some()
+    }
+
+    /// Whether the account may see column `column` of `db`.`table` (information_schema,
+    /// SHOW COLUMNS): some privilege on the table, or one on that column.
+    pub fn sees_column(&self, db: &str, table: &str, column: &str) -> bool {
+        self.on_column(db, table, column).0 & all_at(Narrowest::Table).0 != 0
     }
 
     /// Whether the account holds the dynamic privilege `name`, or SUPER, which covers every
@@ -452,45 +527,73 @@ impl Grants {
     }
 
     /// What `named` means at `level`: ALL made concrete, the static privileges and the
-    /// dynamic ones (ALL ON *.* is every dynamic privilege too, as in MySQL). 1221 for a
-    /// privilege that level cannot hold (FILE on `db.*`), 1144 for one a table cannot.
-    pub fn resolve(named: &Named, level: &Level) -> Result<(Privs, Vec<String>)> {
+    /// dynamic ones (ALL ON *.* is every dynamic privilege too, as in MySQL), the columns'.
+    /// 1221 for a privilege that level cannot hold (FILE on `db.*`, columns of no table),
+    /// 1144 for one a table cannot.
+    pub fn resolve(named: &Named, level: &Level) -> Result<Resolved> {
         let allowed = all_at(level.narrowest()) | GRANT_OPTION;
+        let wrong_usage = |what: &str| SqlError {
+            code: 1221,
+            state: "HY000",
+            message: format!("Incorrect usage of {what}"),
+        };
+        if !named.columns.is_empty() && !matches!(level, Level::Table { .. }) {
+            return Err(wrong_usage("COLUMN GRANT and NON-TABLE GRANT"));
+        }
         if !allowed.contains(named.privs) || (!named.dynamic.is_empty() && *level != Level::Global)
         {
             return Err(match level {
-                Level::Table { .. } => SqlError {
-                    code: 1144,
-                    state: "42000",
-                    message: "Illegal GRANT/REVOKE command; please consult the manual to see which privileges can be used".into(),
-                },
-                _ => SqlError {
-                    code: 1221,
-                    state: "HY000",
-                    message: "Incorrect usage of DB GRANT and GLOBAL PRIVILEGES".into(),
-                },
+                Level::Table { .. } => illegal_for_table(),
+                _ => wrong_usage("DB GRANT and GLOBAL PRIVILEGES"),
             });
         }
-        Ok(match named.all {
+        let (privs, dynamic) = match named.all {
             true if *level == Level::Global => (
                 named.privs | all_at(Narrowest::Global),
                 DYNAMIC.iter().map(|d| d.to_string()).collect(),
             ),
             true => (named.privs | all_at(level.narrowest()), Vec::new()),
             false => (named.privs, named.dynamic.clone()),
+        };
+        let mut columns = BTreeMap::<String, Privs>::new();
+        for (p, names) in &named.columns {
+            for name in names {
+                *columns.entry(name.clone()).or_default() |= *p;
+            }
+        }
+        Ok(Resolved {
+            privs,
+            dynamic,
+            columns,
         })
     }
 
-    /// Applies a GRANT (`grant`) or REVOKE of `privs` and `dynamic` at `level`. A REVOKE of
-    /// something never granted at that level is 1141 (1147 for a table), as in MySQL.
+    /// Applies a GRANT (`grant`) or REVOKE of `what` at `level`. A REVOKE of something never
+    /// granted at that level is 1141 (1147 for a table), as in MySQL; a REVOKE at a table
+    /// takes the privileges from its columns too.
     pub fn change(
         &mut self,
         grant: bool,
         level: &Level,
-        privs: Privs,
-        dynamic: &[String],
+        what: &Resolved,
         account: &str,
     ) -> Result<()> {
+        let Resolved {
+            privs,
+            dynamic,
+            columns,
+        } = what;
+        let privs = *privs;
+        if let Level::Table { db, table } = level {
+            let had_columns = self.columns_of(db, table).is_some();
+            if !self.change_columns(grant, db, table, privs, columns) {
+                return Err(no_such_grant(account, level));
+            }
+            let has_table_grant = self.tables.get(db).is_some_and(|ts| ts.contains_key(table));
+            if privs.is_empty() || (!grant && had_columns && !has_table_grant) {
+                return Ok(());
+            }
+        }
         let slot = match level {
             Level::Global => Some(&mut self.global),
             Level::Db(db) if grant => Some(self.dbs.entry(db.clone()).or_default()),
@@ -530,15 +633,75 @@ impl Grants {
         Ok(())
     }
 
+    /// The column part of a GRANT or REVOKE on `db`.`table`: grants `columns`, or revokes
+    /// them and the table-level `privs` from every column. False for a REVOKE that finds a
+    /// named column without the privilege named on it.
+    fn change_columns(
+        &mut self,
+        grant: bool,
+        db: &str,
+        table: &str,
+        privs: Privs,
+        columns: &BTreeMap<String, Privs>,
+    ) -> bool {
+        let held = self
+            .columns
+            .entry(db.to_string())
+            .or_default()
+            .entry(table.to_string())
+            .or_default();
+        let mut found = true;
+        for (column, p) in columns {
+            match grant {
+                true => *held.entry(column.clone()).or_default() |= *p,
+                false => match held.get_mut(column) {
+                    Some(have) if have.contains(*p) => *have = have.without(*p),
+                    _ => found = false,
+                },
+            }
+        }
+        if !grant {
+            held.values_mut()
+                .for_each(|have| *have = have.without(privs));
+        }
+        held.retain(|_, p| !p.is_empty());
+        if let Some(tables) = self.columns.get_mut(db) {
+            tables.retain(|_, cs| !cs.is_empty());
+        }
+        self.columns.retain(|_, ts| !ts.is_empty());
+        found
+    }
+
     /// SHOW GRANTS's lines for `account`, as MySQL 8 writes them: USAGE when it holds nothing
     /// globally, the dynamic privileges on a line of their own, then each database and table.
     pub fn show(&self, account: &str) -> Vec<String> {
         let to = format!("TO `{account}`@`%`");
-        let line = |p: Privs, level: &Level| {
+        let no_columns = BTreeMap::new();
+        let line = |p: Privs, level: &Level, columns: &BTreeMap<String, Privs>| {
             let list = match p.without(GRANT_OPTION) {
-                p if p.is_empty() => "USAGE".to_string(),
                 p if p == all_at(level.narrowest()) => "ALL PRIVILEGES".to_string(),
-                p => names(p).join(", "),
+                p => {
+                    let items: Vec<String> = STATIC
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, (name, _, _))| {
+                            let bit = Privs(1 << i);
+                            if p.contains(bit) {
+                                return Some(name.to_string());
+                            }
+                            let on: Vec<String> = columns
+                                .iter()
+                                .filter(|(_, have)| have.contains(bit))
+                                .map(|(c, _)| format!("`{c}`"))
+                                .collect();
+                            (!on.is_empty()).then(|| format!("{name} ({})", on.join(", ")))
+                        })
+                        .collect();
+                    match items.is_empty() {
+                        true => "USAGE".to_string(),
+                        false => items.join(", "),
+                    }
+                }
             };
             let option = match p.contains(GRANT_OPTION) {
                 true => " WITH GRANT OPTION",
@@ -546,7 +709,7 @@ impl Grants {
             };
             format!("GRANT {list} ON {} {to}{option}", level.text())
         };
-        let mut out = vec![line(self.global, &Level::Global)];
+        let mut out = vec![line(self.global, &Level::Global, &no_columns)];
         for option in [false, true] {
             let list: Vec<&str> = self
                 .dynamic
@@ -560,18 +723,23 @@ impl Grants {
             }
         }
         for (db, p) in &self.dbs {
-            out.push(line(*p, &Level::Db(db.clone())));
+            out.push(line(*p, &Level::Db(db.clone()), &no_columns));
         }
-        for (db, tables) in &self.tables {
-            for (table, p) in tables {
-                out.push(line(
-                    *p,
-                    &Level::Table {
-                        db: db.clone(),
-                        table: table.clone(),
-                    },
-                ));
-            }
+        let mut tables = std::collections::BTreeSet::new();
+        for (db, ts) in &self.tables {
+            tables.extend(ts.keys().map(|t| (db.clone(), t.clone())));
+        }
+        for (db, ts) in &self.columns {
+            tables.extend(ts.keys().map(|t| (db.clone(), t.clone())));
+        }
+        for (db, table) in tables {
+            let p = self.tables.get(&db).and_then(|ts| ts.get(&table)).copied();
+            let columns = self.columns_of(&db, &table).unwrap_or(&no_columns);
+            out.push(line(
+                p.unwrap_or_default(),
+                &Level::Table { db, table },
+                columns,
+            ));
         }
         out
     }
@@ -631,6 +799,13 @@ mod tests {
         parse(sql).expect("a GRANT or REVOKE").expect("parses")
     }
 
+    fn only(privs: Privs) -> Resolved {
+        Resolved {
+            privs,
+            ..Resolved::default()
+        }
+    }
+
     #[test]
     fn grants_parse_with_their_levels_multiword_names_and_accounts() {
         let c = change("GRANT SELECT, CREATE USER, insert ON *.* TO 'a'@'%', b WITH GRANT OPTION");
@@ -666,7 +841,25 @@ mod tests {
             parse("GRANT NOPE ON *.* TO a").unwrap().unwrap_err().code,
             3929
         );
-        assert!(parse("GRANT SELECT (a) ON t TO u").unwrap().is_err());
+        assert_eq!(
+            change("GRANT SELECT (a, `B`), insert (c), UPDATE ON t TO u").named,
+            Named {
+                privs: UPDATE,
+                columns: vec![
+                    (SELECT, vec!["a".into(), "b".into()]),
+                    (INSERT, vec!["c".into()])
+                ],
+                ..Named::default()
+            }
+        );
+        assert_eq!(
+            parse("GRANT DELETE (a) ON t TO u")
+                .unwrap()
+                .unwrap_err()
+                .code,
+            1144
+        );
+        assert!(parse("GRANT SELECT (a ON t TO u").unwrap().is_err());
         assert!(parse("GRANT SELECT ON *.* u").unwrap().is_err());
         assert!(parse("SELECT 1").is_none());
     }
@@ -674,7 +867,7 @@ mod tests {
     #[test]
     fn levels_hold_only_what_mysql_allows_there() {
         let at =
-            |sql: &str, level: Level| Grants::resolve(&change(sql).named, &level).map(|(p, _)| p);
+            |sql: &str, level: Level| Grants::resolve(&change(sql).named, &level).map(|r| r.privs);
         let db = Level::Db("d".into());
         let table = Level::Table {
             db: "d".into(),
@@ -712,33 +905,43 @@ mod tests {
             db: "shop".into(),
             table: "items".into(),
         };
-        g.change(true, &db, SELECT, &[], "u").unwrap();
-        g.change(true, &items, INSERT, &[], "u").unwrap();
+        g.change(true, &db, &only(SELECT), "u").unwrap();
+        g.change(true, &items, &only(INSERT), "u").unwrap();
         assert!(g.on("Shop", Some("Items")).contains(SELECT | INSERT));
         assert!(!g.on("shop", Some("orders")).contains(INSERT));
         assert!(g.sees_db("shop") && !g.sees_db("other"));
         assert!(g.sees_table("shop", "orders") && !g.sees_table("other", "t"));
         let mut process_only = Grants::default();
         process_only
-            .change(true, &Level::Global, PROCESS, &[], "u")
+            .change(true, &Level::Global, &only(PROCESS), "u")
             .unwrap();
         assert!(!process_only.sees_db("shop") && !process_only.sees_table("shop", "items"));
-        g.change(false, &items, INSERT, &[], "u").unwrap();
+        g.change(false, &items, &only(INSERT), "u").unwrap();
         assert!(g.tables.is_empty(), "an emptied table grant goes");
         assert_eq!(
-            g.change(false, &items, INSERT, &[], "u").unwrap_err().code,
+            g.change(false, &items, &only(INSERT), "u")
+                .unwrap_err()
+                .code,
             1147
         );
         assert_eq!(
-            g.change(false, &Level::Db("x".into()), SELECT, &[], "u")
+            g.change(false, &Level::Db("x".into()), &only(SELECT), "u")
                 .unwrap_err()
                 .code,
             1141
         );
-        g.change(true, &Level::Global, Privs::NONE, &["CONFIG".into()], "u")
-            .unwrap();
+        g.change(
+            true,
+            &Level::Global,
+            &Resolved {
+                dynamic: vec!["CONFIG".into()],
+                ..only(Privs::NONE)
+            },
+            "u",
+        )
+        .unwrap();
         assert!(g.dynamic("CONFIG") && !g.dynamic("CONNECTION_ADMIN"));
-        g.change(true, &Level::Global, SUPER, &[], "u").unwrap();
+        g.change(true, &Level::Global, &only(SUPER), "u").unwrap();
         assert!(
             g.dynamic("CONNECTION_ADMIN"),
             "SUPER covers the dynamic privileges"
@@ -752,8 +955,7 @@ mod tests {
         g.change(
             true,
             &Level::Db("shop".into()),
-            all_at(Narrowest::Db) | GRANT_OPTION,
-            &[],
+            &only(all_at(Narrowest::Db) | GRANT_OPTION),
             "app",
         )
         .unwrap();
@@ -763,13 +965,20 @@ mod tests {
                 db: "hr".into(),
                 table: "pay".into(),
             },
-            SELECT | UPDATE,
-            &[],
+            &only(SELECT | UPDATE),
             "app",
         )
         .unwrap();
-        g.change(true, &Level::Global, PROCESS, &["CONFIG".into()], "app")
-            .unwrap();
+        g.change(
+            true,
+            &Level::Global,
+            &Resolved {
+                dynamic: vec!["CONFIG".into()],
+                ..only(PROCESS)
+            },
+            "app",
+        )
+        .unwrap();
         assert_eq!(
             g.show("app"),
             [
@@ -783,5 +992,57 @@ mod tests {
             Grants::all().show("root"),
             ["GRANT ALL PRIVILEGES ON *.* TO `root`@`%` WITH GRANT OPTION"]
         );
+    }
+
+    #[test]
+    fn column_grants_add_to_the_table_and_show_as_mysql_writes_them() {
+        let t = Level::Table {
+            db: "hr".into(),
+            table: "pay".into(),
+        };
+        let resolve = |sql: &str, level: &Level| Grants::resolve(&change(sql).named, level);
+        assert_eq!(
+            resolve("GRANT SELECT (a) ON hr.* TO u", &Level::Db("hr".into()))
+                .unwrap_err()
+                .code,
+            1221
+        );
+        let mut g = Grants::default();
+        let what = resolve(
+            "GRANT SELECT (name, dept), UPDATE (dept), INSERT ON hr.pay TO u",
+            &t,
+        );
+        g.change(true, &t, &what.unwrap(), "u").unwrap();
+        assert!(
+            g.on_column("HR", "Pay", "Dept")
+                .contains(SELECT | UPDATE | INSERT)
+        );
+        assert!(!g.on_column("hr", "pay", "salary").contains(SELECT));
+        assert!(!g.on("hr", Some("pay")).contains(SELECT));
+        assert!(g.sees_db("hr") && g.sees_table("hr", "pay"));
+        assert!(
+            g.sees_column("hr", "pay", "salary"),
+            "INSERT on the table shows it"
+        );
+        assert_eq!(
+            g.show("u")[1],
+            "GRANT SELECT (`dept`, `name`), INSERT, UPDATE (`dept`) ON `hr`.`pay` TO `u`@`%`"
+        );
+        let revoke = resolve("REVOKE SELECT (salary) ON hr.pay FROM u", &t).unwrap();
+        assert_eq!(g.change(false, &t, &revoke, "u").unwrap_err().code, 1147);
+        let revoke = resolve("REVOKE SELECT, INSERT ON hr.pay FROM u", &t).unwrap();
+        g.change(false, &t, &revoke, "u").unwrap();
+        assert!(
+            !g.on_column("hr", "pay", "name").contains(SELECT),
+            "the table's REVOKE takes the columns'"
+        );
+        assert_eq!(
+            g.show("u")[1],
+            "GRANT UPDATE (`dept`) ON `hr`.`pay` TO `u`@`%`"
+        );
+        assert!(!g.sees_column("hr", "pay", "name"));
+        let revoke = resolve("REVOKE UPDATE (dept) ON hr.pay FROM u", &t).unwrap();
+        g.change(false, &t, &revoke, "u").unwrap();
+        assert_eq!(g, Grants::default(), "nothing is left behind");
     }
 }

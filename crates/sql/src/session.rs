@@ -651,8 +651,16 @@ impl Session {
             let level = self.grant_level(&change)?;
             self.may_touch_system_users(&change.accounts).await?;
             if let (true, crate::privileges::Level::Table { db, table }) = (change.grant, &level) {
-                // MySQL grants on tables that exist (1146).
-                self.current_schema().await?.table(db, table)?;
+                // MySQL grants on tables and columns that exist (1146, 1054).
+                let info = self.current_schema().await?.table(db, table)?;
+                for (_, columns) in &change.named.columns {
+                    if let Some(c) = columns
+                        .iter()
+                        .find(|c| !info.columns.iter().any(|i| i.name.eq_ignore_ascii_case(c)))
+                    {
+                        return Err(SqlError::unknown_column(c, table));
+                    }
+                }
             }
             self.commit_open().await?;
             crate::users::change_privileges(&self.shared.client, &change, &level).await?;
@@ -967,8 +975,7 @@ impl Session {
         };
         // MySQL checks privileges when a statement is prepared too: its columns are not
         // shown to an account that may not read them.
-        let needs = crate::authorize::needs(&statement, self.db.as_deref());
-        crate::authorize::check(&self.grants, &self.user, &needs)?;
+        self.authorize(&statement).await?;
         self.count(Counter::StmtPrepare);
         let slots = param_slots(&mut statement);
         let params = slots.len();
@@ -1004,12 +1011,9 @@ impl Session {
         table: &str,
         wildcard: &str,
     ) -> Result<Vec<(String, FieldType)>> {
-        if !self
-            .fresh_grants()
-            .await?
-            .grants
-            .sees_table(self.current_db()?, table)
-        {
+        let grants = self.fresh_grants().await?.grants;
+        let db = self.current_db()?;
+        if !grants.sees_table(db, table) {
             return Err(crate::authorize::table_denied("SELECT", &self.user, table));
         }
         let query = format!("SELECT * FROM `{}`", table.replace('`', "``"));
@@ -1021,6 +1025,7 @@ impl Session {
         Ok(names
             .into_iter()
             .zip(types)
+            .filter(|(name, _)| grants.sees_column(db, table, name))
             .filter(|(name, _)| {
                 wildcard.is_empty()
                     || expr::eval::like(
@@ -1671,14 +1676,24 @@ impl Session {
             },
             Some(level) => level.clone(),
         };
-        let (privs, dynamic) = Grants::resolve(&change.named, &level)?;
-        let needed = privs | GRANT_OPTION;
+        let what = Grants::resolve(&change.named, &level)?;
+        let needed = what.privs | GRANT_OPTION;
         let held = match &level {
             Level::Global => self.grants.global,
             Level::Db(db) => self.grants.on(db, None),
             Level::Table { db, table } => self.grants.on(db, Some(table)),
         };
-        if !held.contains(needed) {
+        let holds_columns = |db: &str, table: &str| {
+            what.columns
+                .iter()
+                .all(|(c, p)| self.grants.on_column(db, table, c).contains(*p))
+        };
+        let holds_all = held.contains(needed)
+            && match &level {
+                Level::Table { db, table } => holds_columns(db, table),
+                _ => true,
+            };
+        if !holds_all {
             return Err(match &level {
                 Level::Global => SqlError {
                     code: 1045,
@@ -1701,7 +1716,7 @@ impl Session {
                     .global
                     .contains(crate::privileges::SUPER | GRANT_OPTION)
         };
-        if !dynamic.iter().all(passes_dynamic) {
+        if !what.dynamic.iter().all(passes_dynamic) {
             return Err(crate::authorize::need_privilege("GRANT OPTION"));
         }
         Ok(level)
@@ -2044,9 +2059,34 @@ impl Session {
         )
     }
 
-    async fn run(&mut self, s: &Statement) -> Result<Output> {
+    /// Checks `s` against this account's privileges, column by column on tables where it
+    /// holds a privilege only on some columns; what `s` needs, for the caller's own use.
+    async fn authorize(&self, s: &Statement) -> Result<Vec<crate::authorize::Need>> {
         let needs = crate::authorize::needs(s, self.db.as_deref());
-        crate::authorize::check(&self.grants, &self.user, &needs)?;
+        let by_columns = crate::authorize::check(&self.grants, &self.user, &needs)?;
+        if !by_columns.is_empty() {
+            let schema = self.current_schema().await?;
+            let columns = |db: &str, table: &str| {
+                schema.table(db, table).map_or_else(
+                    |_| Vec::new(),
+                    |t| t.columns.iter().map(|c| c.name.to_lowercase()).collect(),
+                )
+            };
+            let db = self.db.as_deref();
+            crate::authorize::check_columns(
+                &self.grants,
+                &self.user,
+                s,
+                db,
+                &by_columns,
+                &columns,
+            )?;
+        }
+        Ok(needs)
+    }
+
+    async fn run(&mut self, s: &Statement) -> Result<Output> {
+        let needs = self.authorize(s).await?;
         let reads_grant_tables = needs.iter().any(|n| {
             matches!(n, crate::authorize::Need::Table { db, .. }
                 if db.eq_ignore_ascii_case(crate::grant_tables::DB))

@@ -805,7 +805,7 @@ impl Account {
 /// database) for every account it names, in one transaction: all change, or none. An account
 /// that does not exist is 1410 for GRANT (it creates none, as MySQL 8) and 1141 for REVOKE.
 pub async fn change_privileges(client: &Client, change: &Change, level: &Level) -> Result<()> {
-    let (privs, dynamic) = Grants::resolve(&change.named, level)?;
+    let what = Grants::resolve(&change.named, level)?;
     let mut txn = client.begin_pessimistic().await?;
     let mut result = Ok(());
     for name in &change.accounts {
@@ -826,9 +826,7 @@ pub async fn change_privileges(client: &Client, change: &Change, level: &Level) 
             });
             break;
         };
-        result = account
-            .grants
-            .change(change.grant, level, privs, &dynamic, name);
+        result = account.grants.change(change.grant, level, &what, name);
         if result.is_err() {
             break;
         }
