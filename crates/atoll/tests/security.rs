@@ -1,6 +1,6 @@
 //! Who gets in: TLS on the MySQL port (certificates from a CA the test makes, auto-tls,
-//! require-secure-transport), accounts that REQUIRE SSL or X509, and locked accounts, all
-//! through the real `mysql` client.
+//! require-secure-transport), accounts that REQUIRE SSL, X509, SUBJECT, ISSUER or CIPHER, and
+//! locked accounts, all through the real `mysql` client.
 
 mod common;
 
@@ -122,6 +122,54 @@ fn the_mysql_port_speaks_tls_with_the_configured_certificate_and_checks_client_o
         .is_ok()
     );
     fails_with(c.try_run_as("tls_only", "pw", "SELECT 1"), "ERROR 1045");
+
+    // The node names the cipher as the client does (OpenSSL's names).
+    let root_tls = [&root[..], &["--ssl", "--skip-column-names"]].concat();
+    assert_eq!(
+        mysql(port, &root_tls, "SHOW STATUS LIKE 'Ssl_cipher'"),
+        Ok(format!("Ssl_cipher\t{tls}\n"))
+    );
+    // REQUIRE SUBJECT, ISSUER and CIPHER: compared with the certificate's names in OpenSSL's
+    // one-line form and the cipher in use.
+    c.run(
+        "",
+        &format!(
+            "CREATE USER by_subject IDENTIFIED BY 'pw' REQUIRE SUBJECT '/CN=app'; \
+             CREATE USER by_issuer IDENTIFIED BY 'pw' REQUIRE ISSUER '/CN=cluster-ca' AND CIPHER '{tls}'; \
+             CREATE USER other_subject IDENTIFIED BY 'pw' REQUIRE SUBJECT '/CN=someone-else'; \
+             CREATE USER other_cipher IDENTIFIED BY 'pw' REQUIRE CIPHER 'ECDHE-RSA-AES128-GCM-SHA256'"
+        ),
+    );
+    let login = |user: &str, cert: bool| {
+        let mut args = vec!["-u", user, "--password=pw", "--ssl"];
+        if cert {
+            args.extend([with_cert[0].as_str(), with_cert[1].as_str()]);
+        }
+        mysql(port, &args, "SELECT CURRENT_USER()")
+    };
+    assert_eq!(
+        login("by_subject", true),
+        Ok("CURRENT_USER()\nby_subject@%\n".into())
+    );
+    assert_eq!(
+        login("by_issuer", true),
+        Ok("CURRENT_USER()\nby_issuer@%\n".into())
+    );
+    fails_with(login("by_subject", false), "ERROR 1045");
+    fails_with(login("by_issuer", false), "ERROR 1045");
+    fails_with(login("other_subject", true), "ERROR 1045");
+    fails_with(login("other_cipher", true), "ERROR 1045");
+    assert_eq!(
+        c.run(
+            "mysql",
+            "SELECT User, ssl_type, ssl_cipher = '', x509_issuer, x509_subject FROM user \
+             WHERE User IN ('by_issuer', 'by_subject', 'cert_only') ORDER BY User"
+        ),
+        "User\tssl_type\tssl_cipher = ''\tx509_issuer\tx509_subject\n\
+         by_issuer\tSPECIFIED\t0\t/CN=cluster-ca\t\n\
+         by_subject\tSPECIFIED\t1\t\t/CN=app\n\
+         cert_only\tX509\t1\t\t\n"
+    );
 }
 
 #[test]

@@ -10,7 +10,7 @@
 //! [`HANDSHAKE_TIMEOUT`]; the `wire` module puts them under the nodes' servers and gRPC
 //! channels.
 
-mod common_name;
+mod cert_names;
 mod wire;
 
 use std::io;
@@ -26,7 +26,7 @@ use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{ClientConfig, DigitallySignedStruct, DistinguishedName, RootCertStore, ServerConfig};
 use tokio::net::TcpStream;
 
-pub use common_name::common_name;
+pub use cert_names::{common_name, subject_and_issuer};
 pub use wire::{ServerStream, channel, cluster, connect, connect_lazy, incoming, install};
 
 /// The longest a TLS handshake may take before the connection is dropped.

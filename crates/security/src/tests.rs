@@ -152,4 +152,33 @@ fn the_common_name_is_the_subjects_not_the_issuers() {
     let der = CertificateDer::from_pem_file(&cert).unwrap();
     assert_eq!(common_name(&der).as_deref(), Some("the-node"));
     assert_eq!(common_name(b"\x30\x03\x02\x01"), None);
+    assert_eq!(
+        subject_and_issuer(&der),
+        Some(("/CN=the-node".to_string(), "/CN=the-ca".to_string()))
+    );
+}
+
+#[test]
+fn names_read_as_openssls_one_line_form() {
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    params.distinguished_name.push(DnType::CountryName, "SE");
+    params
+        .distinguished_name
+        .push(DnType::OrganizationName, "Acme Ltd");
+    params
+        .distinguished_name
+        .push(DnType::CustomDnType(vec![1, 3, 6, 1, 4, 1, 99999, 1]), "x");
+    params.distinguished_name.push(DnType::CommonName, "client");
+    params.distinguished_name.push(
+        DnType::CustomDnType(vec![1, 2, 840, 113549, 1, 9, 1]),
+        "a@b.c",
+    );
+    let key = KeyPair::generate().unwrap();
+    let der = params.self_signed(&key).unwrap().der().to_vec();
+    // As `openssl x509 -noout -subject -nameopt compat` prints it.
+    let expected = "/C=SE/O=Acme Ltd/1.3.6.1.4.1.99999.1=x/CN=client/emailAddress=a@b.c";
+    let expected = expected.to_string();
+    assert_eq!(subject_and_issuer(&der), Some((expected.clone(), expected)));
+    assert_eq!(subject_and_issuer(&der[..der.len() / 2]), None);
 }

@@ -7,13 +7,13 @@ use codec::datum::Datum;
 use opensrv_mysql::{
     AsyncMysqlIntermediary, AsyncMysqlShim, AuthStep, Column, ColumnFlags, ColumnType, InitWriter,
     IntermediaryOptions, OkResponse, ParamParser, QueryResultWriter, RowWriter,
-    StatementMetaWriter, StatusFlags, ToMysqlValue, ValueInner,
+    StatementMetaWriter, StatusFlags, TlsSession, ToMysqlValue, ValueInner,
 };
 use sql::SqlError;
 use sql::caching_sha2;
 use sql::field_type::{FieldType, Type};
 use sql::session::{Output, Session, Shared};
-use sql::users::{Account, Plugin, Require};
+use sql::users::{Account, Plugin};
 use tokio::io::AsyncWrite;
 use tokio::net::TcpStream;
 
@@ -40,10 +40,6 @@ struct Connection {
     /// This connection's scramble for the password check: random printable bytes, never
     /// NUL or '$' (as opensrv's own scramble avoids).
     salt: [u8; 20],
-    /// The client switched to TLS before logging in.
-    secure: bool,
-    /// It presented a certificate that `security.ssl-ca` verified.
-    certified: bool,
     /// `security.require-secure-transport`: a login in the clear is refused (3159).
     require_secure: bool,
     /// Set once a login succeeded (the [`LOGIN_TIMEOUT`] then no longer applies).
@@ -167,8 +163,6 @@ pub async fn serve(
         account: tokio::sync::OnceCell::new(),
         sha2_round: std::sync::atomic::AtomicU8::new(0),
         salt,
-        secure: false,
-        certified: false,
         require_secure,
         logged_in: Arc::default(),
         local,
@@ -504,9 +498,8 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         self.session.count_fetch();
     }
 
-    fn on_tls(&mut self, peer_certificates: Option<Vec<Vec<u8>>>) {
-        self.secure = true;
-        self.certified = peer_certificates.is_some_and(|chain| !chain.is_empty());
+    fn on_tls(&mut self, session: TlsSession) {
+        self.session.transport = crate::tls::transport(&session);
     }
 
     fn statistics(&mut self) -> String {
@@ -545,7 +538,7 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         auth_data: &[u8],
     ) -> AuthStep {
         // Before any password is checked: a client in the clear learns nothing of it.
-        if self.require_secure && !self.secure {
+        if self.require_secure && !self.session.transport.secure {
             return AuthStep::Refuse {
                 code: 3159,
                 state: *b"HY000",
@@ -611,12 +604,7 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
                 ),
             );
         }
-        let transport_ok = match account.require {
-            Require::None => true,
-            Require::Ssl => self.secure,
-            Require::X509 => self.certified,
-        };
-        if !transport_ok {
+        if !account.require.allows(&self.session.transport) {
             return AuthStep::Deny;
         }
         *self.user.lock().unwrap_or_else(|p| p.into_inner()) = account.name.clone();

@@ -2,15 +2,18 @@
 //! `security.ssl-cert` and `security.ssl-key` (PEM), or, with `security.auto-tls` and no
 //! certificate given, a self-signed one made at start (as TiDB's `auto-tls`). With
 //! `security.ssl-ca`, a client may present a certificate; it must chain to that CA, and an
-//! account that says `REQUIRE X509` needs one. A client that does not ask for TLS is served in
+//! account that says `REQUIRE X509` (or SUBJECT or ISSUER) needs one; [`transport`] names
+//! what a handshake settled as MySQL does (OpenSSL's names). A client that does not ask for TLS is served in
 //! the clear unless `security.require-secure-transport` is on (3159 at login).
 
 use std::path::Path;
 use std::sync::Arc;
 
 use config::Config;
+use opensrv_mysql::TlsSession;
 use rustls::ServerConfig;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use sql::users::Transport;
 
 /// The TLS setup of the MySQL port, or `None` when no certificate is configured or made.
 pub fn server_config(config: &Config) -> Result<Option<Arc<ServerConfig>>, String> {
@@ -65,4 +68,39 @@ fn self_signed() -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>
         rcgen::generate_simple_self_signed(names).map_err(|e| format!("security.auto-tls: {e}"))?;
     let key = PrivatePkcs8KeyDer::from(made.signing_key.serialize_der());
     Ok((vec![made.cert.der().clone()], key.into()))
+}
+
+/// What a TLS handshake settled, in the words MySQL uses: OpenSSL's names of the protocol
+/// and the cipher (`Ssl_version`, `Ssl_cipher`, `REQUIRE CIPHER`), the client certificate's
+/// subject and issuer in OpenSSL's one-line form (`REQUIRE SUBJECT`, `ISSUER`). A
+/// certificate is only there when `security.ssl-ca` verified it.
+pub fn transport(session: &TlsSession) -> Transport {
+    let certificate = session
+        .peer_certificates
+        .as_ref()
+        .and_then(|chain| chain.first())
+        .map(|der| security::subject_and_issuer(der).unwrap_or_default());
+    Transport {
+        secure: true,
+        certificate,
+        version: session.version.replace("TLSv1_", "TLSv1."),
+        cipher: openssl_cipher(session.cipher_suite).to_string(),
+    }
+}
+
+/// The OpenSSL name of the rustls cipher suite `suite` (those rustls offers; another is left
+/// as it is).
+fn openssl_cipher(suite: &str) -> &str {
+    match suite {
+        "TLS13_AES_128_GCM_SHA256" => "TLS_AES_128_GCM_SHA256",
+        "TLS13_AES_256_GCM_SHA384" => "TLS_AES_256_GCM_SHA384",
+        "TLS13_CHACHA20_POLY1305_SHA256" => "TLS_CHACHA20_POLY1305_SHA256",
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256" => "ECDHE-ECDSA-AES128-GCM-SHA256",
+        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384" => "ECDHE-ECDSA-AES256-GCM-SHA384",
+        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256" => "ECDHE-ECDSA-CHACHA20-POLY1305",
+        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256" => "ECDHE-RSA-AES128-GCM-SHA256",
+        "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384" => "ECDHE-RSA-AES256-GCM-SHA384",
+        "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256" => "ECDHE-RSA-CHACHA20-POLY1305",
+        other => other,
+    }
 }

@@ -32,6 +32,9 @@ pub fn table(name: &str, accounts: &[Account]) -> Result<(Vec<String>, Vec<Vec<D
             columns.extend(privs.iter().map(|(c, _)| c.to_string()));
             columns.extend(owned(&[
                 "ssl_type",
+                "ssl_cipher",
+                "x509_issuer",
+                "x509_subject",
                 "plugin",
                 "authentication_string",
                 "account_locked",
@@ -51,13 +54,19 @@ pub fn table(name: &str, accounts: &[Account]) -> Result<(Vec<String>, Vec<Vec<D
                         crate::users::Plugin::Native => String::new(),
                         crate::users::Plugin::CachingSha2 => base::hex::encode(&a.sha2_hash),
                     };
-                    let ssl_type = match a.require {
-                        crate::users::Require::None => "",
-                        crate::users::Require::Ssl => "ANY",
-                        crate::users::Require::X509 => "X509",
+                    let (subject, issuer, cipher) = match &a.require {
+                        crate::users::Require::Specified {
+                            subject,
+                            issuer,
+                            cipher,
+                        } => (subject.as_deref(), issuer.as_deref(), cipher.as_deref()),
+                        _ => (None, None, None),
                     };
                     row.extend([
-                        text(ssl_type),
+                        text(a.require.ssl_type()),
+                        text(cipher.unwrap_or_default()),
+                        text(issuer.unwrap_or_default()),
+                        text(subject.unwrap_or_default()),
                         text(a.plugin.name()),
                         text(&hash),
                         text(if a.locked { "Y" } else { "N" }),

@@ -248,6 +248,8 @@ pub struct Session {
     pub connection_id: u32,
     /// The account logged in.
     pub user: String,
+    /// The connection's transport (TLS, the client's certificate), set before the login.
+    pub transport: crate::users::Transport,
     /// Its privileges, read when the running statement began (its active roles' included).
     grants: Arc<Grants>,
     /// The roles SET ROLE chose (`None`: the account's default roles).
@@ -502,6 +504,7 @@ impl Session {
             connection_id,
             // Set by the login before any statement runs.
             user: String::new(),
+            transport: crate::users::Transport::default(),
             grants: Arc::default(),
             active_roles: None,
             roles_on: Vec::new(),
@@ -1876,6 +1879,10 @@ impl Session {
                     _ => self.shared.counts.named().collect(),
                 };
                 let uptime = self.shared.started.elapsed().as_secs();
+                let tls = match which {
+                    "session_status" => &self.transport,
+                    _ => &crate::users::Transport::default(),
+                };
                 out.status = [
                     ("Connections", connections as u64),
                     ("Threads_connected", connected as u64),
@@ -1885,6 +1892,10 @@ impl Session {
                 .into_iter()
                 .chain(counts)
                 .map(|(k, v)| (k.to_string(), v.to_string()))
+                .chain([
+                    ("Ssl_cipher".to_string(), tls.cipher.clone()),
+                    ("Ssl_version".to_string(), tls.version.clone()),
+                ])
                 .collect();
                 out.status.sort();
             }

@@ -136,8 +136,9 @@ pub fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// `REQUIRE NONE | SSL | X509`: the transport a login needs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// `REQUIRE NONE | SSL | X509 | SUBJECT ... ISSUER ... CIPHER ...`: the transport a login
+/// needs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Require {
     #[default]
     None,
@@ -145,6 +146,64 @@ pub enum Require {
     Ssl,
     /// TLS with a client certificate the node's `security.ssl-ca` verified.
     X509,
+    /// Any of: a verified client certificate with this subject, or issued by this issuer
+    /// (OpenSSL's one-line form, `/C=SE/O=Acme/CN=client`, compared exactly); TLS with this
+    /// cipher (as OpenSSL names it).
+    Specified {
+        subject: Option<String>,
+        issuer: Option<String>,
+        cipher: Option<String>,
+    },
+}
+
+/// What a connection's transport is, for [`Require::allows`] and the `Ssl_*` status.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Transport {
+    /// TLS is on.
+    pub secure: bool,
+    /// The client's verified certificate: its subject and issuer in OpenSSL's one-line form.
+    pub certificate: Option<(String, String)>,
+    /// The protocol version as OpenSSL names it (`TLSv1.3`), empty in the clear.
+    pub version: String,
+    /// The cipher as OpenSSL names it (`TLS_AES_128_GCM_SHA256`), empty in the clear.
+    pub cipher: String,
+}
+
+impl Require {
+    /// Whether a login over `transport` meets this requirement.
+    pub fn allows(&self, transport: &Transport) -> bool {
+        match self {
+            Require::None => true,
+            Require::Ssl => transport.secure,
+            Require::X509 => transport.certificate.is_some(),
+            Require::Specified {
+                subject,
+                issuer,
+                cipher,
+            } => {
+                let cert = transport.certificate.as_ref();
+                let matches = |wanted: &Option<String>, got: Option<&String>| {
+                    wanted.as_ref().is_none_or(|w| got == Some(w))
+                };
+                let needs_cert = subject.is_some() || issuer.is_some();
+                transport.secure
+                    && (!needs_cert || cert.is_some())
+                    && matches(subject, cert.map(|(s, _)| s))
+                    && matches(issuer, cert.map(|(_, i)| i))
+                    && matches(cipher, Some(&transport.cipher))
+            }
+        }
+    }
+
+    /// `mysql.user`'s `ssl_type`.
+    pub fn ssl_type(&self) -> &'static str {
+        match self {
+            Require::None => "",
+            Require::Ssl => "ANY",
+            Require::X509 => "X509",
+            Require::Specified { .. } => "SPECIFIED",
+        }
+    }
 }
 
 /// The options after the accounts of CREATE or ALTER USER; `None` leaves one as it is.
@@ -159,7 +218,9 @@ pub struct AccountOptions {
 
 impl AccountOptions {
     fn apply(&self, account: &mut Account) {
-        account.require = self.require.unwrap_or(account.require);
+        if let Some(require) = &self.require {
+            account.require = require.clone();
+        }
         if let Some(locked) = self.locked {
             account.locked = locked;
             // ACCOUNT UNLOCK also ends a block for wrong passwords, as in MySQL.
@@ -472,7 +533,8 @@ fn small_number(c: &mut Cursor, what: &str) -> Result<u32> {
         .ok_or_else(|| SqlError::syntax(format!("{what}: {word} is not a number from 0 to 32767")))
 }
 
-/// `[REQUIRE {NONE | SSL | X509}] [ACCOUNT {LOCK | UNLOCK}] [PASSWORD EXPIRE [DEFAULT |
+/// `[REQUIRE {NONE | SSL | X509 | [SUBJECT 's'] [AND] [ISSUER 'i'] [AND] [CIPHER 'c']}]
+/// [ACCOUNT {LOCK | UNLOCK}] [PASSWORD EXPIRE [DEFAULT |
 /// NEVER | INTERVAL N DAY]] [FAILED_LOGIN_ATTEMPTS N] [PASSWORD_LOCK_TIME {N | UNBOUNDED}]`,
 /// in any order.
 fn account_options(c: &mut Cursor) -> Result<AccountOptions> {
@@ -513,9 +575,7 @@ fn account_options(c: &mut Cursor) -> Result<AccountOptions> {
             } else if c.keyword("X509") {
                 Require::X509
             } else {
-                return Err(SqlError::not_supported(
-                    "REQUIRE other than NONE, SSL or X509 (SUBJECT, ISSUER, CIPHER)",
-                ));
+                specified(c)?
             });
         } else if c.keywords(&["ACCOUNT", "LOCK"]) {
             out.locked = Some(true);
@@ -525,6 +585,40 @@ fn account_options(c: &mut Cursor) -> Result<AccountOptions> {
             return Ok(out);
         }
     }
+}
+
+/// `SUBJECT 's' AND ISSUER 'i' AND CIPHER 'c'`: each at most once, in any order, `AND`
+/// between them optional, at least one.
+fn specified(c: &mut Cursor) -> Result<Require> {
+    let (mut subject, mut issuer, mut cipher) = (None, None, None);
+    loop {
+        let slot = if c.keyword("SUBJECT") {
+            &mut subject
+        } else if c.keyword("ISSUER") {
+            &mut issuer
+        } else if c.keyword("CIPHER") {
+            &mut cipher
+        } else {
+            break;
+        };
+        if slot.is_some() {
+            return Err(SqlError::syntax(
+                "REQUIRE names SUBJECT, ISSUER or CIPHER twice",
+            ));
+        }
+        *slot = Some(c.quoted("a quoted string after SUBJECT, ISSUER or CIPHER")?);
+        c.keyword("AND");
+    }
+    if subject.is_none() && issuer.is_none() && cipher.is_none() {
+        return Err(SqlError::syntax(
+            "expected NONE, SSL, X509, SUBJECT, ISSUER or CIPHER after REQUIRE",
+        ));
+    }
+    Ok(Require::Specified {
+        subject,
+        issuer,
+        cipher,
+    })
 }
 
 /// `sql` as an account statement, or `None` if it is not one; `user` is the session's account
@@ -914,7 +1008,26 @@ mod tests {
                 },
             })
         );
-        assert!(parse("CREATE USER a REQUIRE SUBJECT 'x'").unwrap().is_err());
+        let Ok(AccountStatement::Create { options, .. }) =
+            parse("CREATE USER a REQUIRE ISSUER '/CN=ca' AND SUBJECT '/CN=a' CIPHER 'X'").unwrap()
+        else {
+            panic!("a CREATE USER");
+        };
+        assert_eq!(
+            options.require,
+            Some(Require::Specified {
+                subject: Some("/CN=a".into()),
+                issuer: Some("/CN=ca".into()),
+                cipher: Some("X".into()),
+            })
+        );
+        assert!(parse("CREATE USER a REQUIRE SUBJECT").unwrap().is_err());
+        assert!(
+            parse("CREATE USER a REQUIRE CIPHER 'x' CIPHER 'y'")
+                .unwrap()
+                .is_err()
+        );
+        assert!(parse("CREATE USER a REQUIRE NOTHING").unwrap().is_err());
         assert_eq!(
             parse("CREATE ROLE IF NOT EXISTS reader, 'writer'@'%'").unwrap(),
             Ok(AccountStatement::Create {
@@ -1014,5 +1127,55 @@ mod tests {
         assert!(!verify_native(&stored, salt, &[]));
         assert!(verify_native(&native_hash(""), salt, &[]));
         assert!(!verify_native(&native_hash(""), salt, &respond("x")));
+    }
+
+    #[test]
+    fn require_is_met_only_by_the_transport_it_names() {
+        let clear = Transport::default();
+        let tls = Transport {
+            secure: true,
+            version: "TLSv1.3".into(),
+            cipher: "TLS_AES_128_GCM_SHA256".into(),
+            certificate: None,
+        };
+        let certified = Transport {
+            certificate: Some(("/CN=app".into(), "/CN=ca".into())),
+            ..tls.clone()
+        };
+        let specified = |subject: Option<&str>, issuer: Option<&str>, cipher: Option<&str>| {
+            Require::Specified {
+                subject: subject.map(str::to_string),
+                issuer: issuer.map(str::to_string),
+                cipher: cipher.map(str::to_string),
+            }
+        };
+        // (requirement, allowed in the clear, over TLS, over TLS with a certificate)
+        let cases = [
+            (Require::None, [true, true, true]),
+            (Require::Ssl, [false, true, true]),
+            (Require::X509, [false, false, true]),
+            (specified(Some("/CN=app"), None, None), [false, false, true]),
+            (
+                specified(Some("/CN=other"), None, None),
+                [false, false, false],
+            ),
+            (specified(None, Some("/CN=ca"), None), [false, false, true]),
+            (
+                specified(Some("/CN=app"), Some("/CN=x"), None),
+                [false, false, false],
+            ),
+            (
+                specified(None, None, Some("TLS_AES_128_GCM_SHA256")),
+                [false, true, true],
+            ),
+            (
+                specified(None, None, Some("TLS_AES_256_GCM_SHA384")),
+                [false, false, false],
+            ),
+        ];
+        for (require, expected) in cases {
+            let got = [&clear, &tls, &certified].map(|t| require.allows(t));
+            assert_eq!(got, expected, "{require:?}");
+        }
     }
 }

@@ -36,7 +36,7 @@ use tokio_rustls::rustls::ServerConfig;
 
 pub use crate::myc::constants::{CapabilityFlags, ColumnFlags, ColumnType, StatusFlags};
 #[cfg(feature = "tls")]
-pub use crate::tls::{plain_run_with_options, secure_run_with_options};
+pub use crate::tls::{plain_run_with_options, secure_run_with_options, TlsSession};
 
 mod commands;
 mod errorcodes;
@@ -256,9 +256,8 @@ pub trait AsyncMysqlShim<W: Send> {
     /// login `on_reset` follows, as MySQL starts the new user's session afresh.
     async fn on_change_user(&mut self) {}
 
-    /// Atoll: the connection switched to TLS before the login; `peer_certificates` is the
-    /// chain (DER) the client presented, if it presented one.
-    fn on_tls(&mut self, _peer_certificates: Option<Vec<Vec<u8>>>) {}
+    /// Atoll: the connection switched to TLS before the login, as `session` says.
+    fn on_tls(&mut self, _session: TlsSession) {}
 
     /// Atoll: a COM_STMT_FETCH arrived (the server counts them).
     fn on_fetch(&mut self) {}

@@ -70,9 +70,9 @@ where
     W: AsyncWrite + Send + Unpin,
 {
     let (handshake, seq, client_capabilities, reader) = init_params;
-    let (reader, writer, peer_certificates) = switch_to_tls(tls_config, reader, writer).await?;
+    let (reader, writer, session) = switch_to_tls(tls_config, reader, writer).await?;
     let mut shim = shim;
-    shim.on_tls(peer_certificates);
+    shim.on_tls(session);
     let reader = PacketReader::new(reader);
     let writer = PacketWriter::new(writer);
 
@@ -97,19 +97,39 @@ pub async fn switch_to_tls<R: AsyncRead + Send + Unpin, W: AsyncWrite + Send + U
 ) -> std::io::Result<(
     ReadHalf<TlsStream<Duplex<R, W>>>,
     WriteHalf<TlsStream<Duplex<R, W>>>,
-    Option<Vec<Vec<u8>>>,
+    TlsSession,
 )> {
     let stream = Duplex::new(reader, writer);
     let acceptor = TlsAcceptor::from(config);
     let stream = acceptor.accept(stream).await?;
-    // Atoll: the client's certificate chain (DER), for the shim's REQUIRE X509 checks.
-    let peer_certificates = stream
-        .get_ref()
-        .1
-        .peer_certificates()
-        .map(|chain| chain.iter().map(|c| c.to_vec()).collect());
+    // Atoll: what the handshake settled, for the shim's REQUIRE checks.
+    let connection = stream.get_ref().1;
+    let session = TlsSession {
+        peer_certificates: connection
+            .peer_certificates()
+            .map(|chain| chain.iter().map(|c| c.to_vec()).collect()),
+        version: connection
+            .protocol_version()
+            .and_then(|v| v.as_str())
+            .unwrap_or_default(),
+        cipher_suite: connection
+            .negotiated_cipher_suite()
+            .and_then(|s| s.suite().as_str())
+            .unwrap_or_default(),
+    };
     let (r, w) = tokio::io::split(stream);
-    Ok((r, w, peer_certificates))
+    Ok((r, w, session))
+}
+
+/// Atoll: what a connection's TLS handshake settled.
+#[derive(Debug, Clone, Default)]
+pub struct TlsSession {
+    /// The chain (DER) the client presented, if it presented one.
+    pub peer_certificates: Option<Vec<Vec<u8>>>,
+    /// The protocol version as rustls names it (`TLSv1_3`).
+    pub version: &'static str,
+    /// The cipher suite as rustls names it (`TLS13_AES_128_GCM_SHA256`).
+    pub cipher_suite: &'static str,
 }
 
 pin_project! {
