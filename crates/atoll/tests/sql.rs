@@ -799,6 +799,33 @@ fn roles_lend_their_privileges_to_the_accounts_that_hold_them() {
         app("SHOW GRANTS"),
         Ok("GRANT USAGE ON *.* TO `app`@`%`\nGRANT `writer`@`%` TO `app`@`%`\n".into())
     );
+    // WITH ADMIN OPTION: app may pass writer on, and take it back, but no other role.
+    c.run(
+        "",
+        "CREATE ROLE auditor; CREATE USER bob IDENTIFIED BY 'pw'; \
+         GRANT writer TO app WITH ADMIN OPTION",
+    );
+    assert_eq!(app("GRANT writer TO bob"), Ok("".into()));
+    assert!(app("GRANT auditor TO bob").unwrap_err().starts_with("1227"));
+    assert_eq!(
+        c.run(
+            "",
+            "SELECT FROM_USER, TO_USER, WITH_ADMIN_OPTION FROM mysql.role_edges ORDER BY TO_USER"
+        ),
+        "FROM_USER\tTO_USER\tWITH_ADMIN_OPTION\nwriter\tapp\tY\nwriter\tbob\tN\n"
+    );
+    assert_eq!(
+        app("SHOW GRANTS"),
+        Ok(
+            "GRANT USAGE ON *.* TO `app`@`%`\nGRANT `writer`@`%` TO `app`@`%` WITH ADMIN OPTION\n"
+                .into()
+        )
+    );
+    assert_eq!(app("REVOKE writer FROM bob"), Ok("".into()));
+    // A role may not come to hold itself, directly or through others.
+    c.run("", "GRANT writer TO auditor");
+    c.fails("", "GRANT auditor TO writer", "3573 (HY000)");
+    c.fails("", "GRANT writer TO writer", "3573 (HY000)");
 }
 
 #[test]

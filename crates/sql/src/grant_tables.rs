@@ -170,7 +170,10 @@ pub fn table(name: &str, accounts: &[Account]) -> Result<(Vec<String>, Vec<Vec<D
             let rows = accounts
                 .iter()
                 .flat_map(|a| a.roles.iter().map(move |r| (a, r)))
-                .map(|(a, r)| vec![text("%"), text(r), text("%"), text(&a.name), text("N")])
+                .map(|(a, r)| {
+                    let admin = if a.admin_roles.contains(r) { "Y" } else { "N" };
+                    vec![text("%"), text(r), text("%"), text(&a.name), text(admin)]
+                })
                 .collect();
             (columns, rows)
         }

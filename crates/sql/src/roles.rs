@@ -1,8 +1,10 @@
 //! Roles as MySQL 8 has them: a role is an account that cannot log in (CREATE ROLE makes a
 //! locked one, [`crate::users`]) whose privileges other accounts take on while it is active.
 //!
-//! - `GRANT r1, r2 TO u1, u2` and `REVOKE r1 FROM u1` change which roles an account holds;
-//!   granting one needs ROLE_ADMIN (or SUPER), as in MySQL without WITH ADMIN OPTION.
+//! - `GRANT r1, r2 TO u1, u2 [WITH ADMIN OPTION]` and `REVOKE r1 FROM u1` change which roles
+//!   an account holds; granting or revoking one needs ROLE_ADMIN (or SUPER), or the role held
+//!   WITH ADMIN OPTION. A grant that would make a role hold itself, directly or through
+//!   others, is 3573.
 //! - `SET DEFAULT ROLE {NONE | ALL | r, ...} TO u, ...` chooses those active at login.
 //! - `SET ROLE {DEFAULT | NONE | ALL | ALL EXCEPT r, ... | r, ...}` chooses those active in
 //!   this session, among the ones held (3530 for another).
@@ -62,6 +64,8 @@ pub enum RoleStatement {
     Grant {
         roles: Vec<String>,
         accounts: Vec<String>,
+        /// WITH ADMIN OPTION: the accounts may grant and revoke the roles in turn.
+        admin: bool,
     },
     Revoke {
         roles: Vec<String>,
@@ -119,12 +123,14 @@ fn parse_grant(sql: &str) -> Result<RoleStatement> {
         }));
     }
     let accounts = names(&mut c)?;
-    if grant && c.keywords(&["WITH", "ADMIN", "OPTION"]) {
-        return Err(SqlError::not_supported("WITH ADMIN OPTION"));
-    }
+    let admin = grant && c.keywords(&["WITH", "ADMIN", "OPTION"]);
     c.end("a role GRANT or REVOKE")?;
     Ok(match grant {
-        true => RoleStatement::Grant { roles, accounts },
+        true => RoleStatement::Grant {
+            roles,
+            accounts,
+            admin,
+        },
         false => RoleStatement::Revoke { roles, accounts },
     })
 }
@@ -173,12 +179,15 @@ fn not_granted(role: &str, user: &str) -> SqlError {
 }
 
 /// Carries out GRANT, REVOKE or SET DEFAULT ROLE in one transaction (3523 for a role or
-/// account that does not exist; 3530 for a default role the account does not hold).
+/// account that does not exist; 3530 for a default role the account does not hold; 3573
+/// for a grant that would make a loop).
 pub async fn execute(client: &Client, s: &RoleStatement) -> Result<()> {
     let mut txn = client.begin_pessimistic().await?;
     let result = async {
         let (roles, accounts) = match s {
-            RoleStatement::Grant { roles, accounts }
+            RoleStatement::Grant {
+                roles, accounts, ..
+            }
             | RoleStatement::Revoke { roles, accounts } => (roles.as_slice(), accounts),
             RoleStatement::SetDefault { accounts, .. } => (&[][..], accounts),
             RoleStatement::Set(_) => return Ok(()),
@@ -192,6 +201,17 @@ pub async fn execute(client: &Client, s: &RoleStatement) -> Result<()> {
             let Some(mut account) = users::lock(&mut txn, name).await? else {
                 return Err(unknown_authorization(name));
             };
+            if let RoleStatement::Grant { .. } = s {
+                for role in roles {
+                    if holds(&mut txn, role, name).await? {
+                        return Err(SqlError {
+                            code: 3573,
+                            state: "HY000",
+                            message: format!("User account `{name}`@`%` is directly or indirectly granted to the role `{role}`@`%`. The GRANT would create a loop"),
+                        });
+                    }
+                }
+            }
             change(&mut account, s)?;
             users::store(&mut txn, &account);
         }
@@ -207,17 +227,40 @@ pub async fn execute(client: &Client, s: &RoleStatement) -> Result<()> {
     }
 }
 
+/// Whether `role` is `account` or holds it, directly or through the roles it holds.
+async fn holds(txn: &mut kv_client::Transaction, role: &str, account: &str) -> Result<bool> {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![role.to_string()];
+    while let Some(r) = todo.pop() {
+        if r == account {
+            return Ok(true);
+        }
+        if !seen.insert(r.clone()) {
+            continue;
+        }
+        // Locked: a concurrent grant the other way waits, and cannot close a loop.
+        if let Some(held) = users::lock(txn, &r).await? {
+            todo.extend(held.roles);
+        }
+    }
+    Ok(false)
+}
+
 fn change(account: &mut Account, s: &RoleStatement) -> Result<()> {
     match s {
-        RoleStatement::Grant { roles, .. } => {
+        RoleStatement::Grant { roles, admin, .. } => {
             for r in roles {
-                if !account.roles.contains(r) && *r != account.name {
+                if !account.roles.contains(r) {
                     account.roles.push(r.clone());
+                }
+                if *admin && !account.admin_roles.contains(r) {
+                    account.admin_roles.push(r.clone());
                 }
             }
         }
         RoleStatement::Revoke { roles, .. } => {
             account.roles.retain(|r| !roles.contains(r));
+            account.admin_roles.retain(|r| !roles.contains(r));
             account.default_roles.retain(|r| !roles.contains(r));
         }
         RoleStatement::SetDefault { choice, .. } => {
@@ -261,13 +304,22 @@ pub async fn effective(
     Ok(Arc::new(grants))
 }
 
-/// SHOW GRANTS's line for the roles `user` holds, if any.
-pub fn show(user: &str, roles: &[String]) -> Option<String> {
-    if roles.is_empty() {
-        return None;
+/// SHOW GRANTS's lines for the roles `user` holds: those without the admin option, then
+/// those with it (`admin`).
+pub fn show(user: &str, roles: &[String], admin: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for with_admin in [false, true] {
+        let list: Vec<String> = roles
+            .iter()
+            .filter(|r| admin.contains(r) == with_admin)
+            .map(|r| format!("`{r}`@`%`"))
+            .collect();
+        if !list.is_empty() {
+            let suffix = if with_admin { " WITH ADMIN OPTION" } else { "" };
+            out.push(format!("GRANT {} TO `{user}`@`%`{suffix}", list.join(",")));
+        }
     }
-    let list: Vec<String> = roles.iter().map(|r| format!("`{r}`@`%`")).collect();
-    Some(format!("GRANT {} TO `{user}`@`%`", list.join(",")))
+    out
 }
 
 #[cfg(test)]
@@ -281,6 +333,7 @@ mod tests {
             Ok(RoleStatement::Grant {
                 roles: vec!["reader".into(), "writer".into()],
                 accounts: vec!["app".into(), "bob".into()],
+                admin: false,
             })
         );
         assert_eq!(
@@ -307,10 +360,20 @@ mod tests {
         );
         assert!(parse("GRANT SELECT ON t TO app").is_none());
         assert!(parse("SET @role = 1").is_none());
-        assert!(
-            parse("GRANT reader TO app WITH ADMIN OPTION")
-                .unwrap()
-                .is_err()
+        assert_eq!(
+            parse("GRANT reader TO app WITH ADMIN OPTION").unwrap(),
+            Ok(RoleStatement::Grant {
+                roles: vec!["reader".into()],
+                accounts: vec!["app".into()],
+                admin: true,
+            })
+        );
+        assert_eq!(
+            show("app", &["a".into(), "b".into(), "c".into()], &["b".into()]),
+            [
+                "GRANT `a`@`%`,`c`@`%` TO `app`@`%`",
+                "GRANT `b`@`%` TO `app`@`%` WITH ADMIN OPTION"
+            ]
         );
     }
 

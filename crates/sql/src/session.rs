@@ -908,7 +908,11 @@ impl Session {
             });
         };
         let mut lines = account.grants.show(name);
-        lines.extend(crate::roles::show(name, &account.roles));
+        lines.extend(crate::roles::show(
+            name,
+            &account.roles,
+            &account.admin_roles,
+        ));
         Ok(crate::show::grants_select(name, &lines))
     }
 
@@ -1554,8 +1558,8 @@ impl Session {
         })
     }
 
-    /// A role statement: SET ROLE for this session; GRANT and REVOKE of roles (ROLE_ADMIN);
-    /// SET DEFAULT ROLE (CREATE USER, but for one's own).
+    /// A role statement: SET ROLE for this session; GRANT and REVOKE of roles (ROLE_ADMIN,
+    /// or the roles held WITH ADMIN OPTION); SET DEFAULT ROLE (CREATE USER, but for one's own).
     async fn role_statement(&mut self, s: crate::roles::RoleStatement) -> Result<()> {
         use crate::roles::RoleStatement;
         if let RoleStatement::Set(choice) = &s {
@@ -1574,16 +1578,23 @@ impl Session {
             {
                 return Err(crate::authorize::need_privilege("CREATE USER"));
             }
-            RoleStatement::Grant { .. } | RoleStatement::Revoke { .. }
+            RoleStatement::Grant { roles, .. } | RoleStatement::Revoke { roles, .. }
                 if !self.grants.dynamic("ROLE_ADMIN") =>
             {
-                return Err(crate::authorize::need_privilege("SUPER or ROLE_ADMIN"));
+                let own = crate::users::lookup(&self.shared.client, &self.user).await?;
+                let administers =
+                    |r: &String| own.as_ref().is_some_and(|a| a.admin_roles.contains(r));
+                if !roles.iter().all(administers) {
+                    return Err(crate::authorize::need_privilege("SUPER or ROLE_ADMIN"));
+                }
             }
             _ => {}
         }
         // A SYSTEM_USER account may be neither changed nor lent as a role by others.
         match &s {
-            RoleStatement::Grant { roles, accounts }
+            RoleStatement::Grant {
+                roles, accounts, ..
+            }
             | RoleStatement::Revoke { roles, accounts } => {
                 self.may_touch_system_users(roles).await?;
                 self.may_touch_system_users(accounts).await?;

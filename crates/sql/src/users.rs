@@ -81,6 +81,9 @@ pub struct Account {
     /// The roles granted to this account ([`crate::roles`]).
     #[serde(default)]
     pub roles: Vec<String>,
+    /// Those of them it holds WITH ADMIN OPTION: it may grant and revoke them.
+    #[serde(default)]
+    pub admin_roles: Vec<String>,
     /// Those of them active at login.
     #[serde(default)]
     pub default_roles: Vec<String>,
@@ -260,6 +263,7 @@ impl Account {
             require: Require::None,
             locked: false,
             roles: Vec::new(),
+            admin_roles: Vec::new(),
             default_roles: Vec::new(),
             password_expired: false,
             password_lifetime_days: None,
