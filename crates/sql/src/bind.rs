@@ -3,7 +3,9 @@
 //! parameters, `@@name` / `@name` to variables; BETWEEN, CASE, IFNULL and COALESCE become
 //! the calls they mean. In a query with GROUP BY or aggregates, expressions bind over the
 //! aggregated row: the group-by values first, then each aggregate's result; an aggregate
-//! call is collected (once) and a group-by expression found by equality.
+//! call is collected (once) and a group-by expression found by equality. Where window
+//! functions are allowed (a query's select list and ORDER BY), each call is collected too
+//! ([`crate::window`]) and reads a column after the input row's.
 
 use codec::datum::Datum;
 use expr::agg::{AggFunc, AggKind};
@@ -88,6 +90,16 @@ pub struct Binder<'a> {
     pub scope: &'a Scope,
     pub variable: &'a Variables<'a>,
     pub aggregation: Option<Aggregation<'a>>,
+    /// Where window functions are allowed: the calls found so far.
+    pub windows: Option<Windows<'a>>,
+}
+
+/// The window calls of a query's select list and ORDER BY.
+pub struct Windows<'a> {
+    /// The query's `WINDOW name AS (...)` clause.
+    pub named: &'a [ast::NamedWindowDefinition],
+    /// The calls found so far (each once); call `k` reads [`crate::window::PENDING`] + k.
+    pub calls: Vec<crate::window::WindowCall>,
 }
 
 pub fn aggregate_kind(name: &str, distinct: bool) -> Option<AggKind> {
@@ -144,6 +156,46 @@ pub fn literal(d: &Datum) -> ast::Value {
     }
 }
 
+/// The window `name` of a WINDOW clause (3579 if there is none), following one named after
+/// another (`WINDOW w2 AS (w1 ...)`) at most as many steps as there are windows.
+fn named_window(
+    named: &[ast::NamedWindowDefinition],
+    name: &str,
+    depth: usize,
+) -> Result<ast::WindowSpec> {
+    let found = named
+        .iter()
+        .find(|d| d.0.value.eq_ignore_ascii_case(name))
+        .filter(|_| depth <= named.len())
+        .ok_or_else(|| crate::window::unknown_window(name))?;
+    match &found.1 {
+        ast::NamedWindowExpr::NamedWindow(other) => named_window(named, &other.value, depth + 1),
+        ast::NamedWindowExpr::WindowSpec(spec) => window_spec(named, spec, depth),
+    }
+}
+
+/// `spec` made whole: `(w ORDER BY ...)` takes w's partitioning, and its order and frame
+/// where `spec` has none.
+fn window_spec(
+    named: &[ast::NamedWindowDefinition],
+    spec: &ast::WindowSpec,
+    depth: usize,
+) -> Result<ast::WindowSpec> {
+    let Some(base) = &spec.window_name else {
+        return Ok(spec.clone());
+    };
+    let base = named_window(named, &base.value, depth + 1)?;
+    Ok(ast::WindowSpec {
+        window_name: None,
+        partition_by: base.partition_by,
+        order_by: match spec.order_by.is_empty() {
+            true => base.order_by,
+            false => spec.order_by.clone(),
+        },
+        window_frame: spec.window_frame.clone().or(base.window_frame),
+    })
+}
+
 /// `(qualifier, name)` of a plain column reference (`c`, `t.c`, `db.t.c`).
 pub fn column_name(e: &ast::Expr) -> Option<(Option<&str>, &str)> {
     match e {
@@ -185,7 +237,83 @@ impl<'a> Binder<'a> {
             scope,
             variable,
             aggregation: None,
+            windows: None,
         }
+    }
+
+    /// A window call: collected, and read from its pending column (3593 where windows are
+    /// not allowed, also inside another window call).
+    fn window_call(&mut self, f: &ast::Function) -> Result<Expr> {
+        let name = f.name.to_string();
+        let Some(mut windows) = self.windows.take() else {
+            return Err(crate::window::misplaced(&name));
+        };
+        let call = self.bind_window(f, &name, windows.named);
+        let call = match call {
+            Ok(call) => call,
+            Err(e) => {
+                self.windows = Some(windows);
+                return Err(e);
+            }
+        };
+        let at = match windows.calls.iter().position(|c| *c == call) {
+            Some(at) => at,
+            None => {
+                windows.calls.push(call);
+                windows.calls.len() - 1
+            }
+        };
+        self.windows = Some(windows);
+        Ok(Expr::Column(crate::window::PENDING + at))
+    }
+
+    fn bind_window(
+        &mut self,
+        f: &ast::Function,
+        name: &str,
+        named: &[ast::NamedWindowDefinition],
+    ) -> Result<crate::window::WindowCall> {
+        use crate::window::{self, Function};
+        let (args, distinct, star) = function_args(f)?;
+        let function = window::function(name, distinct)?;
+        if star && function != Function::Aggregate(AggKind::Count) {
+            return Err(SqlError::syntax(format!(
+                "{name}(*) is not a function call"
+            )));
+        }
+        let args = args
+            .iter()
+            .map(|a| self.bind(a))
+            .collect::<Result<Vec<_>>>()?;
+        window::check_args(name, function, &args)?;
+        let spec = match &f.over {
+            Some(ast::WindowType::WindowSpec(spec)) => window_spec(named, spec, 0)?,
+            Some(ast::WindowType::NamedWindow(w)) => named_window(named, &w.value, 0)?,
+            None => unreachable!("a window call has OVER"),
+        };
+        let partition = spec
+            .partition_by
+            .iter()
+            .map(|p| self.bind(p))
+            .collect::<Result<Vec<_>>>()?;
+        let order = spec
+            .order_by
+            .iter()
+            .map(|o| {
+                Ok((
+                    self.bind(&o.expr)?,
+                    matches!(o.options.sort, Some(ast::OrderBySort::Desc)),
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let frame = window::frame(spec.window_frame.as_ref(), &mut |e| self.bind(e))?;
+        Ok(window::WindowCall {
+            function,
+            args,
+            partition,
+            order,
+            frame,
+        })
     }
 
     /// `f` over `args`; folded to its value when every argument is a constant (so `? - 20`
@@ -300,6 +428,11 @@ impl<'a> Binder<'a> {
     }
 
     pub fn bind(&mut self, e: &ast::Expr) -> Result<Expr> {
+        if let ast::Expr::Function(f) = e
+            && f.over.is_some()
+        {
+            return self.window_call(f);
+        }
         if let Some(bound) = self.aggregated(e)? {
             return Ok(bound);
         }

@@ -347,6 +347,14 @@ fn plan_tree(p: &SelectPlan<'_>, mut derived: Vec<Node>) -> Node {
     if p.having.is_some() {
         top = Node::root("Selection", "having".into(), vec![top]).at(Stage::Having);
     }
+    if !p.windows.is_empty() {
+        let functions: Vec<String> = p
+            .windows
+            .iter()
+            .map(|w| format!("{:?}", w.function).to_lowercase())
+            .collect();
+        top = Node::root("Window", functions.join(", "), vec![top]);
+    }
     if p.distinct {
         top = Node::root("HashAgg", "distinct".into(), vec![top]).at(Stage::Distinct);
     }

@@ -464,6 +464,9 @@ impl TypeScope<'_> {
             "count" | "length" | "octet_length" | "char_length" | "character_length" | "locate"
             | "instr" => FieldType::longlong(false),
             "connection_id" | "last_insert_id" => FieldType::longlong(true),
+            "row_number" | "rank" | "dense_rank" | "ntile" => FieldType::longlong(false),
+            "percent_rank" | "cume_dist" => FieldType::double(),
+            "lag" | "lead" | "first_value" | "last_value" | "nth_value" => first().derived(),
             "row_count" => FieldType::longlong(false),
             "now" | "current_timestamp" | "sysdate" | "localtime" | "localtimestamp"
             | "utc_timestamp" => FieldType::datetime(0),

@@ -69,6 +69,7 @@ pub mod time;
 pub mod types;
 pub mod users;
 pub mod variables;
+pub mod window;
 pub mod words;
 
 pub use error::{Result, SqlError};

@@ -7,7 +7,8 @@
 //! - Ranges are read by the coprocessor with the WHERE pushed down, and the aggregation too
 //!   (partial per region, merged here), or a LIMIT when nothing else follows it. A
 //!   transaction that wrote into the table reads through its own buffer instead.
-//! - Here: the final aggregation, HAVING, ORDER BY, DISTINCT, LIMIT/OFFSET, projection.
+//! - Here: the final aggregation, HAVING, window functions ([`crate::window`]), ORDER BY,
+//!   DISTINCT, LIMIT/OFFSET, projection.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -554,10 +555,13 @@ fn table_scan_pb(t: &TableInfo, columns: &[usize]) -> pb::Executor {
     }
 }
 
+/// Whether `e` holds an aggregate call (a window function over an aggregate is not one, but
+/// may hold one in its arguments).
 fn has_aggregate(e: &ast::Expr) -> bool {
     let mut found = false;
     let _ = sqlparser::ast::visit_expressions(e, |x| {
         if let ast::Expr::Function(f) = x
+            && f.over.is_none()
             && crate::bind::aggregate_kind(&f.name.to_string(), false).is_some()
         {
             found = true;
@@ -625,6 +629,9 @@ pub struct SelectPlan<'q> {
     pub names: Vec<String>,
     pub types: Vec<FieldType>,
     pub having: Option<Expr>,
+    /// Window calls over the rows HAVING lets through; call k's value is appended to each
+    /// row, at the row's width + k, before `exprs` read it.
+    pub windows: Vec<crate::window::WindowCall>,
     /// (offset into `exprs`, descending).
     pub order: Vec<(usize, bool)>,
     pub limit: Option<u64>,
@@ -686,7 +693,8 @@ impl SelectPlan<'_> {
 
     pub fn table_read(&self, t: &TableInfo) -> TableRead {
         let mut access = choose_access(self.filter.as_ref(), t);
-        let plain = !self.aggregating && !self.distinct && self.having.is_none();
+        let plain =
+            !self.aggregating && !self.distinct && self.having.is_none() && self.windows.is_empty();
         let push_limit = (plain && self.order.is_empty())
             .then(|| self.limit.map(|l| l.saturating_add(self.offset)))
             .flatten();
@@ -752,6 +760,10 @@ pub fn plan<'q>(
 
     // Projection (and hidden ORDER BY columns), over base rows or aggregated rows.
     let mut out_binder = Binder::new(&scope, ctx.variable);
+    out_binder.windows = Some(crate::bind::Windows {
+        named: &sel.named_window,
+        calls: Vec::new(),
+    });
     if aggregating {
         out_binder.aggregation = Some(Aggregation {
             group_by,
@@ -808,11 +820,14 @@ pub fn plan<'q>(
         }
     }
     let visible = exprs.len();
+    // HAVING runs before the windows: none may stand in it.
+    let windows = out_binder.windows.take();
     let having = sel
         .having
         .as_ref()
         .map(|h| out_binder.bind(h))
         .transpose()?;
+    out_binder.windows = windows;
     let mut order: Vec<(usize, bool)> = Vec::new();
     if let Some(ob) = &q.order_by {
         let OrderByKind::Expressions(items) = &ob.kind else {
@@ -856,6 +871,21 @@ pub fn plan<'q>(
         .take()
         .map(|a| a.funcs)
         .unwrap_or_default();
+    let windows = out_binder
+        .windows
+        .take()
+        .map(|w| w.calls)
+        .unwrap_or_default();
+    if !windows.is_empty() {
+        // The rows windows run on: base rows, or aggregated ones.
+        let width = match aggregating {
+            true => group_by.len() + funcs.len(),
+            false => scope.columns.len(),
+        };
+        for e in &mut exprs {
+            *e = crate::window::place(e, width);
+        }
+    }
     let (limit, offset) = match &q.limit_clause {
         None => (None, 0),
         Some(LimitClause::LimitOffset { limit, offset, .. }) => (
@@ -883,6 +913,7 @@ pub fn plan<'q>(
         names,
         types,
         having,
+        windows,
         order,
         limit,
         offset,
@@ -912,6 +943,7 @@ async fn run(
         names,
         types,
         having,
+        windows,
         order,
         limit,
         offset,
@@ -963,7 +995,11 @@ async fn run(
                     pushed_filter.as_ref(),
                     aggregating.then_some((group_by, &funcs, &scope, ctx)),
                     read.push_limit,
-                    &exprs.iter().chain(having.as_ref()).collect::<Vec<_>>(),
+                    &exprs
+                        .iter()
+                        .chain(having.as_ref())
+                        .chain(windows.iter().flat_map(|w| w.exprs()))
+                        .collect::<Vec<_>>(),
                     start,
                     end,
                 )
@@ -1017,6 +1053,7 @@ async fn run(
         &exprs,
         visible,
         having.as_ref(),
+        &windows,
         &order,
         distinct,
         limit,
@@ -1035,6 +1072,7 @@ fn finish(
     exprs: &[Expr],
     visible: usize,
     having: Option<&Expr>,
+    windows: &[crate::window::WindowCall],
     order: &[(usize, bool)],
     distinct: bool,
     limit: Option<u64>,
@@ -1051,11 +1089,20 @@ fn finish(
             _ => None,
         })
         .collect();
+    let mut rows = rows;
+    if having.is_some() {
+        let mut kept = Vec::with_capacity(rows.len());
+        for row in rows {
+            if passes(having, &row)? {
+                kept.push(row);
+            }
+        }
+        rows = kept;
+        ctx.record(|s| s.having = Some(rows.len()));
+    }
+    crate::window::compute(windows, &mut rows)?;
     let mut out = Vec::with_capacity(rows.len());
     for mut row in rows {
-        if !passes(having, &row)? {
-            continue;
-        }
         out.push(match &moved {
             Some(columns) if columns.iter().all(|&i| i < row.len()) => columns
                 .iter()
@@ -1066,9 +1113,6 @@ fn finish(
                 .map(|e| e.eval(&row))
                 .collect::<expr::Result<Vec<Datum>>>()?,
         });
-    }
-    if having.is_some() {
-        ctx.record(|s| s.having = Some(out.len()));
     }
     if !order.is_empty() {
         out.sort_by(|a, b| {
