@@ -43,8 +43,36 @@ const SHORT_NAMES: &[(&[u8], &str)] = &[
     (&[0x55, 0x04, 0x0a], "O"),
     (&[0x55, 0x04, 0x0b], "OU"),
     (&[0x55, 0x04, 0x0c], "title"),
+    (&[0x55, 0x04, 0x0d], "description"),
+    (&[0x55, 0x04, 0x0f], "businessCategory"),
+    (&[0x55, 0x04, 0x10], "postalAddress"),
     (&[0x55, 0x04, 0x11], "postalCode"),
+    (&[0x55, 0x04, 0x12], "postOfficeBox"),
+    (&[0x55, 0x04, 0x29], "name"),
     (&[0x55, 0x04, 0x2a], "GN"),
+    (&[0x55, 0x04, 0x2b], "initials"),
+    (&[0x55, 0x04, 0x2c], "generationQualifier"),
+    (&[0x55, 0x04, 0x2e], "dnQualifier"),
+    (&[0x55, 0x04, 0x41], "pseudonym"),
+    (&[0x55, 0x04, 0x61], "organizationIdentifier"),
+    (
+        &[
+            0x2b, 0x06, 0x01, 0x04, 0x01, 0x82, 0x37, 0x3c, 0x02, 0x01, 0x01,
+        ],
+        "jurisdictionL",
+    ),
+    (
+        &[
+            0x2b, 0x06, 0x01, 0x04, 0x01, 0x82, 0x37, 0x3c, 0x02, 0x01, 0x02,
+        ],
+        "jurisdictionST",
+    ),
+    (
+        &[
+            0x2b, 0x06, 0x01, 0x04, 0x01, 0x82, 0x37, 0x3c, 0x02, 0x01, 0x03,
+        ],
+        "jurisdictionC",
+    ),
     (
         &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x09, 0x01],
         "emailAddress",
@@ -59,8 +87,13 @@ const SHORT_NAMES: &[(&[u8], &str)] = &[
     ),
 ];
 
-/// One attribute of a name: its OID (DER contents) and its value as text.
-type Attribute<'a> = (&'a [u8], String);
+/// One attribute of a name: its OID (DER contents), its value's string tag and bytes.
+type Attribute<'a> = (&'a [u8], u8, &'a [u8]);
+
+/// BMPString: two bytes a character.
+const BMP_STRING: u8 = 0x1e;
+/// UniversalString: four bytes a character.
+const UNIVERSAL_STRING: u8 = 0x1c;
 
 /// The issuer's and the subject's attributes of certificate `der`, in order.
 fn names(der: &[u8]) -> Option<(Vec<Attribute<'_>>, Vec<Attribute<'_>>)> {
@@ -105,21 +138,21 @@ fn attributes(mut name: &[u8]) -> Option<Vec<Attribute<'_>>> {
             let (OID, oid, value) = element(attribute)? else {
                 return None;
             };
-            let (_, text, _) = element(value)?;
-            out.push((oid, String::from_utf8_lossy(text).into_owned()));
+            let (tag, text, _) = element(value)?;
+            out.push((oid, tag, text));
         }
     }
     Some(out)
 }
 
-/// The first common name in the subject of certificate `der`.
+/// The first common name in the subject of certificate `der`, if it is UTF-8 (or ASCII).
 pub fn common_name(der: &[u8]) -> Option<String> {
     let (_, subject) = names(der)?;
     let common_name = SHORT_NAMES[0].0;
-    subject
+    let (_, _, value) = subject
         .into_iter()
-        .find(|(oid, _)| *oid == common_name)
-        .map(|(_, value)| value)
+        .find(|(oid, _, _)| *oid == common_name)?;
+    String::from_utf8(value.to_vec()).ok()
 }
 
 /// The subject and the issuer of certificate `der`, each as OpenSSL's one-line form.
@@ -128,17 +161,37 @@ pub fn subject_and_issuer(der: &[u8]) -> Option<(String, String)> {
     Some((oneline(&subject), oneline(&issuer)))
 }
 
-/// `/C=SE/O=Acme/CN=client`: each attribute by its short name, or its dotted OID.
+/// `/C=SE/O=Acme/CN=client`: each attribute by its short name, or its dotted OID, and its
+/// value as `X509_NAME_oneline` writes it: a BMPString or UniversalString whose characters
+/// are all one byte as those bytes, and every byte outside ' '..='~' as `\xHH`.
 fn oneline(attributes: &[Attribute<'_>]) -> String {
     let mut out = String::new();
-    for (oid, value) in attributes {
+    for (oid, tag, value) in attributes {
         out.push('/');
         match SHORT_NAMES.iter().find(|(o, _)| o == oid) {
             Some((_, short)) => out.push_str(short),
             None => out.push_str(&dotted(oid)),
         }
         out.push('=');
-        out.push_str(value);
+        let width = match *tag {
+            BMP_STRING => 2,
+            UNIVERSAL_STRING => 4,
+            _ => 1,
+        };
+        let narrow = value.len() % width == 0
+            && value
+                .chunks(width)
+                .all(|c| c[..width - 1].iter().all(|b| *b == 0));
+        let bytes: Vec<u8> = match narrow {
+            true => value.chunks(width).map(|c| c[width - 1]).collect(),
+            false => value.to_vec(),
+        };
+        for b in bytes {
+            match b {
+                b' '..=b'~' => out.push(char::from(b)),
+                _ => out.push_str(&format!("\\x{b:02X}")),
+            }
+        }
     }
     out
 }

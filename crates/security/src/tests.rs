@@ -181,4 +181,17 @@ fn names_read_as_openssls_one_line_form() {
     let expected = expected.to_string();
     assert_eq!(subject_and_issuer(&der), Some((expected.clone(), expected)));
     assert_eq!(subject_and_issuer(&der[..der.len() / 2]), None);
+
+    // Bytes outside printable ASCII as `\xHH`, as `openssl x509 -subject -nameopt compat`
+    // prints a certificate made with `openssl req -utf8 -subj "/CN=Jörg/O=Acme"`.
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    params.distinguished_name.push(DnType::CommonName, "Jörg");
+    params
+        .distinguished_name
+        .push(DnType::OrganizationName, "Acme");
+    let der = params.self_signed(&key).unwrap().der().to_vec();
+    let expected = "/CN=J\\xC3\\xB6rg/O=Acme".to_string();
+    assert_eq!(subject_and_issuer(&der), Some((expected.clone(), expected)));
+    assert_eq!(common_name(&der).as_deref(), Some("Jörg"));
 }

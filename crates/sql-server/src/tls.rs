@@ -78,11 +78,11 @@ pub fn transport(session: &TlsSession) -> Transport {
     let certificate = session
         .peer_certificates
         .as_ref()
-        .and_then(|chain| chain.first())
-        .map(|der| security::subject_and_issuer(der).unwrap_or_default());
+        .and_then(|chain| chain.first());
     Transport {
         secure: true,
-        certificate,
+        certified: certificate.is_some(),
+        names: certificate.and_then(|der| security::subject_and_issuer(der)),
         version: session.version.replace("TLSv1_", "TLSv1."),
         cipher: openssl_cipher(session.cipher_suite).to_string(),
     }

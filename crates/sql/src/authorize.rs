@@ -5,9 +5,10 @@
 //! - a query (also inside EXPLAIN, INSERT ... SELECT, subqueries of UPDATE and DELETE):
 //!   SELECT on every table it reads, CTEs followed to the tables their queries read;
 //!   information_schema needs nothing (its rows show only what the account may see);
-//! - INSERT: INSERT on the table, and DELETE for REPLACE, UPDATE for ON DUPLICATE KEY UPDATE;
-//!   UPDATE: UPDATE, and SELECT when a WHERE or a SET reads the table's columns;
-//!   DELETE: DELETE, and SELECT with a WHERE;
+//! - INSERT: INSERT on the table, and DELETE for REPLACE, UPDATE for ON DUPLICATE KEY UPDATE
+//!   (and SELECT when one of its values reads a column); UPDATE: UPDATE, and SELECT when a
+//!   WHERE, an ORDER BY or a SET value reads the table's columns; DELETE: DELETE, and SELECT
+//!   with a WHERE or an ORDER BY;
 //! - CREATE and DROP DATABASE: CREATE or DROP on it; CREATE TABLE: CREATE (and SELECT on the
 //!   table of LIKE, INSERT and SELECT for AS SELECT); DROP TABLE and TRUNCATE: DROP; ALTER TABLE:
 //!   ALTER, CREATE and INSERT; CREATE and DROP INDEX: INDEX; ANALYZE TABLE: SELECT and INSERT;
@@ -193,19 +194,15 @@ fn column_use(
     };
     let lower = |i: &ast::Ident| i.value.to_lowercase();
     let mut uses = ColumnUse::default();
-    let mine = |parts: &[ast::ObjectNamePart]| match parts {
-        [.., q, _] => q
-            .as_ident()
-            .is_some_and(|q| refs.qualifiers.contains(&lower(q))),
-        _ => true,
-    };
+    // UPDATE and ON DUPLICATE KEY UPDATE set columns of their one table, however a target
+    // is qualified.
     let mut set = |assignments: &[ast::Assignment]| {
         for a in assignments {
             let targets = match &a.target {
                 ast::AssignmentTarget::ColumnName(n) => std::slice::from_ref(n),
                 ast::AssignmentTarget::Tuple(ns) => ns.as_slice(),
             };
-            for n in targets.iter().filter(|n| mine(&n.0)) {
+            for n in targets {
                 if let Some(c) = n.0.last().and_then(|c| c.as_ident()) {
                     uses.named.insert(lower(c));
                 }
@@ -273,14 +270,11 @@ impl Visitor for ColumnRefs<'_> {
         for item in &select.projection {
             match item {
                 ast::SelectItem::Wildcard(_) => {
-                    let mut names = Vec::new();
                     for twj in &select.from {
-                        factor_names(&twj.relation, &mut names);
-                        for j in &twj.joins {
-                            factor_names(&j.relation, &mut names);
-                        }
+                        let joined = twj.joins.iter().map(|j| &j.relation);
+                        let names = std::iter::once(&twj.relation).chain(joined);
+                        self.stars.extend(names.filter_map(factor_name));
                     }
-                    self.stars.extend(names);
                 }
                 ast::SelectItem::QualifiedWildcard(
                     ast::SelectItemQualifiedWildcardKind::ObjectName(n),
@@ -291,19 +285,6 @@ impl Visitor for ColumnRefs<'_> {
                     }
                 }
                 _ => {}
-            }
-        }
-        for j in select.from.iter().flat_map(|twj| &twj.joins) {
-            if let ast::JoinOperator::Join(ast::JoinConstraint::Using(names))
-            | ast::JoinOperator::Inner(ast::JoinConstraint::Using(names))
-            | ast::JoinOperator::Left(ast::JoinConstraint::Using(names))
-            | ast::JoinOperator::LeftOuter(ast::JoinConstraint::Using(names))
-            | ast::JoinOperator::Right(ast::JoinConstraint::Using(names))
-            | ast::JoinOperator::RightOuter(ast::JoinConstraint::Using(names)) = &j.join_operator
-            {
-                let columns = names.iter().filter_map(|n| n.0.last()?.as_ident());
-                self.unqualified
-                    .extend(columns.map(|c| c.value.to_lowercase()));
             }
         }
         ControlFlow::Continue(())
@@ -332,19 +313,12 @@ fn qualifier(name: &ast::ObjectName, alias: Option<&ast::TableAlias>) -> String 
     }
 }
 
-/// The names the tables of `factor` are known by (a join in parentheses gives several).
-fn factor_names(factor: &ast::TableFactor, out: &mut Vec<String>) {
+/// The name a table of FROM is known by (joins in parentheses and USING or NATURAL joins,
+/// which the executor refuses, are not looked into).
+fn factor_name(factor: &ast::TableFactor) -> Option<String> {
     match factor {
-        ast::TableFactor::Table { name, alias, .. } => out.push(qualifier(name, alias.as_ref())),
-        ast::TableFactor::NestedJoin {
-            table_with_joins, ..
-        } => {
-            factor_names(&table_with_joins.relation, out);
-            for j in &table_with_joins.joins {
-                factor_names(&j.relation, out);
-            }
-        }
-        _ => {}
+        ast::TableFactor::Table { name, alias, .. } => Some(qualifier(name, alias.as_ref())),
+        _ => None,
     }
 }
 
@@ -466,8 +440,12 @@ impl Needs<'_> {
                     if ins.replace_into {
                         privs.push(DELETE);
                     }
-                    if matches!(ins.on, Some(ast::OnInsert::DuplicateKeyUpdate(_))) {
+                    if let Some(ast::OnInsert::DuplicateKeyUpdate(sets)) = &ins.on {
                         privs.push(UPDATE);
+                        // `SET c = other_column` reads the existing row.
+                        if sets.iter().any(|a| reads_columns(&a.value)) {
+                            privs.push(SELECT);
+                        }
                     }
                     self.table(name, &privs);
                 }
@@ -481,6 +459,7 @@ impl Needs<'_> {
             Statement::Update(u) => {
                 if let ast::TableFactor::Table { name, .. } = &u.table.relation {
                     let reads_columns = u.selection.is_some()
+                        || !u.order_by.is_empty()
                         || u.assignments.iter().any(|a| reads_columns(&a.value));
                     let privs: &[Privs] = if reads_columns {
                         &[UPDATE, SELECT]
@@ -499,7 +478,7 @@ impl Needs<'_> {
                     &d.from;
                 for twj in from {
                     if let ast::TableFactor::Table { name, .. } = &twj.relation {
-                        let privs: &[Privs] = if d.selection.is_some() {
+                        let privs: &[Privs] = if d.selection.is_some() || !d.order_by.is_empty() {
                             &[DELETE, SELECT]
                         } else {
                             &[DELETE]
@@ -799,6 +778,21 @@ mod tests {
             ("UPDATE pay SET name = 'x' WHERE salary > 1", 1143),
             ("DELETE FROM pay WHERE id = 1", 1142),
             ("WITH c AS (SELECT * FROM pay) SELECT id FROM c", 1142),
+            // A qualifier the executor ignores does not hide the column set.
+            ("UPDATE pay SET bogus.salary = 0 WHERE id = 1", 1143),
+            (
+                "INSERT INTO pay (id) VALUES (1) ON DUPLICATE KEY UPDATE x.salary = 1",
+                1143,
+            ),
+            // Columns read by ON DUPLICATE KEY UPDATE and by an UPDATE's ORDER BY.
+            (
+                "INSERT INTO pay (id, name) VALUES (1, 'a') ON DUPLICATE KEY UPDATE name = salary",
+                1143,
+            ),
+            (
+                "UPDATE pay SET name = 'top' ORDER BY salary DESC LIMIT 1",
+                1143,
+            ),
         ] {
             assert_eq!(code(refused), Some(expected), "{refused}");
         }

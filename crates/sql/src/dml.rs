@@ -99,6 +99,13 @@ fn assignments(
                     return Err(SqlError::not_supported("tuple assignment"));
                 }
             };
+            // `t.c` names a column of this table (by its name or alias), else 1054.
+            if let AssignmentTarget::ColumnName(n) = &a.target
+                && let [.., q, _] = n.0.as_slice()
+                && let Some(q) = q.as_ident()
+            {
+                scope.find(Some(&q.value), &name)?;
+            }
             let col = t
                 .column(&name)
                 .ok_or_else(|| SqlError::unknown_column(&name, "field list"))?;

@@ -528,23 +528,22 @@ impl Grants {
 
     /// What `named` means at `level`: ALL made concrete, the static privileges and the
     /// dynamic ones (ALL ON *.* is every dynamic privilege too, as in MySQL), the columns'.
-    /// 1221 for a privilege that level cannot hold (FILE on `db.*`, columns of no table),
-    /// 1144 for one a table cannot.
+    /// 1221 for a privilege that level cannot hold (FILE on `db.*`), 1144 for one a table
+    /// cannot, or columns named at another level.
     pub fn resolve(named: &Named, level: &Level) -> Result<Resolved> {
         let allowed = all_at(level.narrowest()) | GRANT_OPTION;
-        let wrong_usage = |what: &str| SqlError {
-            code: 1221,
-            state: "HY000",
-            message: format!("Incorrect usage of {what}"),
-        };
         if !named.columns.is_empty() && !matches!(level, Level::Table { .. }) {
-            return Err(wrong_usage("COLUMN GRANT and NON-TABLE GRANT"));
+            return Err(illegal_for_table());
         }
         if !allowed.contains(named.privs) || (!named.dynamic.is_empty() && *level != Level::Global)
         {
             return Err(match level {
                 Level::Table { .. } => illegal_for_table(),
-                _ => wrong_usage("DB GRANT and GLOBAL PRIVILEGES"),
+                _ => SqlError {
+                    code: 1221,
+                    state: "HY000",
+                    message: "Incorrect usage of DB GRANT and GLOBAL PRIVILEGES".into(),
+                },
             });
         }
         let (privs, dynamic) = match named.all {
@@ -1005,7 +1004,7 @@ mod tests {
             resolve("GRANT SELECT (a) ON hr.* TO u", &Level::Db("hr".into()))
                 .unwrap_err()
                 .code,
-            1221
+            1144
         );
         let mut g = Grants::default();
         let what = resolve(

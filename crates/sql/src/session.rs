@@ -1582,8 +1582,10 @@ impl Session {
                 if !self.grants.dynamic("ROLE_ADMIN") =>
             {
                 let own = crate::users::lookup(&self.shared.client, &self.user).await?;
-                let administers =
-                    |r: &String| own.as_ref().is_some_and(|a| a.admin_roles.contains(r));
+                let administers = |r: &String| {
+                    own.as_ref()
+                        .is_some_and(|a| a.roles.contains(r) && a.admin_roles.contains(r))
+                };
                 if !roles.iter().all(administers) {
                     return Err(crate::authorize::need_privilege("SUPER or ROLE_ADMIN"));
                 }

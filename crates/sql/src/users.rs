@@ -164,8 +164,11 @@ pub enum Require {
 pub struct Transport {
     /// TLS is on.
     pub secure: bool,
-    /// The client's verified certificate: its subject and issuer in OpenSSL's one-line form.
-    pub certificate: Option<(String, String)>,
+    /// The client presented a certificate the node's `security.ssl-ca` verified.
+    pub certified: bool,
+    /// That certificate's subject and issuer in OpenSSL's one-line form (`None` when its
+    /// names could not be read: no SUBJECT or ISSUER matches then).
+    pub names: Option<(String, String)>,
     /// The protocol version as OpenSSL names it (`TLSv1.3`), empty in the clear.
     pub version: String,
     /// The cipher as OpenSSL names it (`TLS_AES_128_GCM_SHA256`), empty in the clear.
@@ -178,21 +181,21 @@ impl Require {
         match self {
             Require::None => true,
             Require::Ssl => transport.secure,
-            Require::X509 => transport.certificate.is_some(),
+            Require::X509 => transport.certified,
             Require::Specified {
                 subject,
                 issuer,
                 cipher,
             } => {
-                let cert = transport.certificate.as_ref();
+                let names = transport.names.as_ref().filter(|_| transport.certified);
                 let matches = |wanted: &Option<String>, got: Option<&String>| {
                     wanted.as_ref().is_none_or(|w| got == Some(w))
                 };
                 let needs_cert = subject.is_some() || issuer.is_some();
                 transport.secure
-                    && (!needs_cert || cert.is_some())
-                    && matches(subject, cert.map(|(s, _)| s))
-                    && matches(issuer, cert.map(|(_, i)| i))
+                    && (!needs_cert || transport.certified)
+                    && matches(subject, names.map(|(s, _)| s))
+                    && matches(issuer, names.map(|(_, i)| i))
                     && matches(cipher, Some(&transport.cipher))
             }
         }
@@ -833,10 +836,13 @@ pub async fn execute(client: &Client, s: &AccountStatement) -> Result<()> {
             for (k, v) in txn.scan(b"m/user/", b"m/user0", usize::MAX).await? {
                 let name = String::from_utf8_lossy(&k["m/user/".len()..]).into_owned();
                 let mut account = decode(&name, &v)?;
-                if names.contains(&name) || !account.roles.iter().any(|r| names.contains(r)) {
+                let holds = |list: &[String]| list.iter().any(|r| names.contains(r));
+                if names.contains(&name) || !(holds(&account.roles) || holds(&account.admin_roles))
+                {
                     continue;
                 }
                 account.roles.retain(|r| !names.contains(r));
+                account.admin_roles.retain(|r| !names.contains(r));
                 account.default_roles.retain(|r| !names.contains(r));
                 lock(&mut txn, &name).await?;
                 store(&mut txn, &account);
@@ -1140,10 +1146,12 @@ mod tests {
             secure: true,
             version: "TLSv1.3".into(),
             cipher: "TLS_AES_128_GCM_SHA256".into(),
-            certificate: None,
+            certified: false,
+            names: None,
         };
         let certified = Transport {
-            certificate: Some(("/CN=app".into(), "/CN=ca".into())),
+            certified: true,
+            names: Some(("/CN=app".into(), "/CN=ca".into())),
             ..tls.clone()
         };
         let specified = |subject: Option<&str>, issuer: Option<&str>, cipher: Option<&str>| {
@@ -1181,5 +1189,12 @@ mod tests {
             let got = [&clear, &tls, &certified].map(|t| require.allows(t));
             assert_eq!(got, expected, "{require:?}");
         }
+        // A verified certificate whose names could not be read meets X509, no SUBJECT.
+        let unreadable = Transport {
+            names: None,
+            ..certified.clone()
+        };
+        assert!(Require::X509.allows(&unreadable));
+        assert!(!specified(Some(""), None, None).allows(&unreadable));
     }
 }
