@@ -106,7 +106,7 @@ fn decimal_arith(f: Func, x: Decimal, y: Decimal) -> Result<Datum> {
     })
 }
 
-fn as_number(d: &Datum) -> f64 {
+pub(crate) fn as_number(d: &Datum) -> f64 {
     match d {
         Datum::Bytes(b) => bytes_to_f64(b),
         other => other.as_f64().unwrap_or(0.0),
@@ -175,7 +175,7 @@ fn is_integer(d: &Datum) -> bool {
 }
 
 /// `d` as a whole number, as MySQL reads a position or a length: rounded, saturating.
-fn as_int(d: &Datum) -> i64 {
+pub(crate) fn as_int(d: &Datum) -> i64 {
     match d {
         Datum::Int(v) => *v,
         Datum::UInt(v) => i64::try_from(*v).unwrap_or(i64::MAX),
@@ -193,7 +193,7 @@ fn as_i128(d: &Datum) -> i128 {
 
 /// An integer result: unsigned when both operands were, signed otherwise; 1690 if it does
 /// not fit.
-fn integer_result(v: i128, unsigned: bool, what: &str) -> Result<Datum> {
+pub(crate) fn integer_result(v: i128, unsigned: bool, what: &str) -> Result<Datum> {
     if unsigned {
         u64::try_from(v)
             .map(Datum::UInt)
@@ -332,7 +332,66 @@ fn values_unless_null(args: &[Expr], row: &[Datum]) -> Result<Option<Vec<Datum>>
     Ok((!values.iter().any(Datum::is_null)).then_some(values))
 }
 
-fn text(d: &Datum) -> Vec<u8> {
+/// A date function of [`crate::dates`] over `v`, none of them NULL.
+fn dates_call(f: Func, v: &[Datum]) -> Datum {
+    use crate::dates::{self as dt, OfDate, Unit};
+    let s = text(&v[0]);
+    let unit = |d: &Datum| Unit::from_code(as_int(d));
+    match f {
+        Func::DateAdd | Func::DateSub => match unit(&v[2]) {
+            Some(u) => dt::date_add(&s, &v[1], u, if f == Func::DateAdd { 1 } else { -1 }),
+            None => Datum::Null,
+        },
+        Func::Hour => dt::time_part(&s, 0),
+        Func::Minute => dt::time_part(&s, 1),
+        Func::Second => dt::time_part(&s, 2),
+        Func::Microsecond => dt::time_part(&s, 3),
+        Func::Time => dt::time_of(&s),
+        Func::DayOfWeek => dt::of_date(&s, OfDate::DayOfWeek),
+        Func::WeekDay => dt::of_date(&s, OfDate::WeekDay),
+        Func::DayOfYear => dt::of_date(&s, OfDate::DayOfYear),
+        Func::Quarter => dt::of_date(&s, OfDate::Quarter),
+        Func::LastDay => dt::of_date(&s, OfDate::LastDay),
+        Func::ToDays => dt::of_date(&s, OfDate::ToDays),
+        Func::DayName => dt::of_date(&s, OfDate::DayName),
+        Func::MonthName => dt::of_date(&s, OfDate::MonthName),
+        Func::FromDays => dt::from_days(as_int(&v[0])),
+        Func::MakeDate => dt::makedate(as_int(&v[0]), as_int(&v[1])),
+        Func::Week => dt::week(&s, as_int(&v[1]), false),
+        Func::YearWeek => dt::week(&s, as_int(&v[1]), true),
+        Func::DateFormat => dt::date_format(&s, &text(&v[1])),
+        Func::UnixTimestamp => dt::unix_timestamp(&s),
+        Func::FromUnixtime => dt::from_unixtime(&v[0]),
+        Func::TimestampDiff => match unit(&v[0]) {
+            Some(u) => dt::timestamp_diff(u, &text(&v[1]), &text(&v[2])),
+            None => Datum::Null,
+        },
+        Func::Extract => match unit(&v[0]) {
+            Some(u) => dt::extract(u, &text(&v[1])),
+            None => Datum::Null,
+        },
+        _ => dt::str_to_date(&s, &text(&v[1])),
+    }
+}
+
+/// FIELD(s, a, b, ...): the place of the first argument after `s` equal to it, 0 when none
+/// is or `s` is NULL; compared as strings when all are strings, else as numbers.
+fn field(values: &[Datum]) -> i64 {
+    let (s, list) = values.split_first().expect("FIELD has arguments");
+    if s.is_null() {
+        return 0;
+    }
+    let all_text = values
+        .iter()
+        .all(|v| matches!(v, Datum::Bytes(_) | Datum::Null));
+    let equal = |v: &Datum| match all_text {
+        true => !v.is_null() && compare(s, v).is_eq(),
+        false => !v.is_null() && as_number(s) == as_number(v),
+    };
+    list.iter().position(equal).map_or(0, |i| i as i64 + 1)
+}
+
+pub(crate) fn text(d: &Datum) -> Vec<u8> {
     match d {
         Datum::Bytes(b) => b.clone(),
         Datum::Int(v) => v.to_string().into_bytes(),
@@ -560,6 +619,141 @@ impl Expr {
                 }
                 Datum::Float(v)
             }
+            Func::Round
+            | Func::Truncate
+            | Func::Ceil
+            | Func::Floor
+            | Func::Sign
+            | Func::Crc32
+            | Func::Sqrt
+            | Func::Exp
+            | Func::Ln
+            | Func::Log
+            | Func::Log2
+            | Func::Log10
+            | Func::Sin
+            | Func::Cos
+            | Func::Tan
+            | Func::Cot
+            | Func::Asin
+            | Func::Acos
+            | Func::Atan
+            | Func::Atan2
+            | Func::Degrees
+            | Func::Radians => match values_unless_null(args, row)? {
+                Some(values) => crate::math::eval(f, &values)?,
+                None => Datum::Null,
+            },
+            Func::Field => {
+                let values = args
+                    .iter()
+                    .map(|a| a.eval(row))
+                    .collect::<Result<Vec<_>>>()?;
+                Datum::Int(field(&values))
+            }
+            Func::Elt => {
+                let n = arg(0)?;
+                if n.is_null() {
+                    return Ok(Datum::Null);
+                }
+                match usize::try_from(as_int(&n)) {
+                    Ok(i) if i >= 1 && i < args.len() => arg(i)?,
+                    _ => Datum::Null,
+                }
+            }
+            Func::Quote => {
+                let v = arg(0)?;
+                crate::strings::quote((!v.is_null()).then(|| text(&v)).as_deref())
+            }
+            Func::Ascii
+            | Func::Ord
+            | Func::BitLength
+            | Func::Hex
+            | Func::Unhex
+            | Func::Space
+            | Func::FindInSet
+            | Func::SubstringIndex
+            | Func::Insert
+            | Func::Md5
+            | Func::Sha1
+            | Func::Sha2
+            | Func::ToBase64
+            | Func::FromBase64
+            | Func::Strcmp
+            | Func::Format => {
+                let Some(v) = values_unless_null(args, row)? else {
+                    return Ok(Datum::Null);
+                };
+                let s = text(&v[0]);
+                use crate::strings::{self as st, Digest};
+                match f {
+                    Func::Ascii => st::ascii(&s, false),
+                    Func::Ord => st::ascii(&s, true),
+                    Func::BitLength => Datum::Int(8 * s.len() as i64),
+                    Func::Hex => match &v[0] {
+                        Datum::Bytes(b) => st::hex(b),
+                        Datum::UInt(u) => Datum::Bytes(format!("{u:X}").into_bytes()),
+                        Datum::Int(i) => Datum::Bytes(format!("{:X}", *i as u64).into_bytes()),
+                        n => {
+                            // As MySQL: rounded half away from zero, negative values as 64-bit
+                            // two's complement, all ones past the 64-bit range.
+                            let x = as_number(n);
+                            let bits = if x <= i64::MIN as f64 || x >= u64::MAX as f64 {
+                                u64::MAX
+                            } else if x >= 0.0 {
+                                (x + 0.5) as u64
+                            } else {
+                                (x - 0.5) as i64 as u64
+                            };
+                            Datum::Bytes(format!("{bits:X}").into_bytes())
+                        }
+                    },
+                    Func::Unhex => st::unhex(&s),
+                    Func::Space => st::space(as_int(&v[0])),
+                    Func::FindInSet => st::find_in_set(&s, &text(&v[1])),
+                    Func::SubstringIndex => st::substring_index(&s, &text(&v[1]), as_int(&v[2])),
+                    Func::Insert => st::insert(&s, as_int(&v[1]), as_int(&v[2]), &text(&v[3])),
+                    Func::Md5 => st::digest(&s, Digest::Md5),
+                    Func::Sha1 => st::digest(&s, Digest::Sha1),
+                    Func::Sha2 => st::digest(&s, Digest::Sha2(as_int(&v[1]))),
+                    Func::ToBase64 => st::to_base64(&s),
+                    Func::FromBase64 => st::from_base64(&s),
+                    Func::Strcmp => Datum::Int(match compare_texts(&s, &text(&v[1])) {
+                        Ordering::Less => -1,
+                        Ordering::Equal => 0,
+                        Ordering::Greater => 1,
+                    }),
+                    _ => crate::math::format(&v[0], as_int(&v[1])),
+                }
+            }
+            Func::DateAdd
+            | Func::DateSub
+            | Func::Hour
+            | Func::Minute
+            | Func::Second
+            | Func::Microsecond
+            | Func::Time
+            | Func::DayOfWeek
+            | Func::WeekDay
+            | Func::DayOfYear
+            | Func::Quarter
+            | Func::LastDay
+            | Func::ToDays
+            | Func::DayName
+            | Func::MonthName
+            | Func::FromDays
+            | Func::MakeDate
+            | Func::Week
+            | Func::YearWeek
+            | Func::DateFormat
+            | Func::UnixTimestamp
+            | Func::FromUnixtime
+            | Func::TimestampDiff
+            | Func::Extract
+            | Func::StrToDate => match values_unless_null(args, row)? {
+                Some(v) => dates_call(f, &v),
+                None => Datum::Null,
+            },
             Func::If => {
                 if is_true(&arg(0)?) == Some(true) {
                     arg(1)?

@@ -12,6 +12,7 @@
 pub mod agg;
 pub mod dates;
 pub mod eval;
+pub mod math;
 pub mod strings;
 pub mod wire;
 
@@ -95,6 +96,85 @@ pub enum Func {
     /// `GREATEST(a, b, ...)`, `LEAST(a, b, ...)`: NULL if any argument is.
     Greatest,
     Least,
+    /// Numeric functions (crate::math): `ROUND(x, d)` and `TRUNCATE(x, d)` (ROUND(x) binds
+    /// as ROUND(x, 0)), CEIL, FLOOR, SIGN, CRC32, and the DOUBLE ones; `LOG(b, x)` (LOG(x)
+    /// binds as LN), `ATAN2(y, x)`.
+    Round,
+    Truncate,
+    Ceil,
+    Floor,
+    Sign,
+    Crc32,
+    Sqrt,
+    Exp,
+    Ln,
+    Log,
+    Log2,
+    Log10,
+    Sin,
+    Cos,
+    Tan,
+    Cot,
+    Asin,
+    Acos,
+    Atan,
+    Atan2,
+    Degrees,
+    Radians,
+    /// More string functions (crate::strings): ASCII, ORD, BIT_LENGTH, HEX (of text, or of
+    /// a number's integer value), UNHEX, SPACE, FIND_IN_SET, SUBSTRING_INDEX, INSERT, QUOTE
+    /// (NULL gives 'NULL'), MD5, SHA1, SHA2(s, bits), TO_BASE64, FROM_BASE64; FIELD(s, ...)
+    /// (0 for NULL), ELT(n, ...), STRCMP, FORMAT(x, d).
+    Ascii,
+    Ord,
+    BitLength,
+    Hex,
+    Unhex,
+    Space,
+    FindInSet,
+    SubstringIndex,
+    Insert,
+    Quote,
+    Md5,
+    Sha1,
+    Sha2,
+    ToBase64,
+    FromBase64,
+    Field,
+    Elt,
+    Strcmp,
+    Format,
+    /// More date functions (crate::dates): `DATE_ADD(d, value, unit)` and DATE_SUB (the
+    /// unit as its [`crate::dates::Unit`] code), HOUR, MINUTE, SECOND, MICROSECOND, TIME,
+    /// DAYOFWEEK, WEEKDAY, DAYOFYEAR, QUARTER, LAST_DAY, TO_DAYS, DAYNAME, MONTHNAME,
+    /// FROM_DAYS, MAKEDATE(y, n), WEEK(d, mode), YEARWEEK(d, mode), DATE_FORMAT(d, f),
+    /// UNIX_TIMESTAMP(d), FROM_UNIXTIME(n), `TIMESTAMPDIFF(unit, a, b)`,
+    /// `EXTRACT(unit, d)`, STR_TO_DATE(s, f).
+    DateAdd,
+    DateSub,
+    Hour,
+    Minute,
+    Second,
+    Microsecond,
+    Time,
+    DayOfWeek,
+    WeekDay,
+    DayOfYear,
+    Quarter,
+    LastDay,
+    ToDays,
+    DayName,
+    MonthName,
+    FromDays,
+    MakeDate,
+    Week,
+    YearWeek,
+    DateFormat,
+    UnixTimestamp,
+    FromUnixtime,
+    TimestampDiff,
+    Extract,
+    StrToDate,
 }
 
 impl Func {
@@ -107,6 +187,63 @@ impl Func {
             Func::If | Func::Replace | Func::Trim | Func::LPad | Func::RPad => (3, false),
             Func::In | Func::Substring | Func::Locate | Func::ConcatWs => (2, true),
             Func::Greatest | Func::Least => (2, true),
+            Func::Round | Func::Truncate | Func::Log | Func::Atan2 => (2, false),
+            Func::Ascii
+            | Func::Ord
+            | Func::BitLength
+            | Func::Hex
+            | Func::Unhex
+            | Func::Space
+            | Func::Quote
+            | Func::Md5
+            | Func::Sha1
+            | Func::ToBase64
+            | Func::FromBase64 => (1, false),
+            Func::FindInSet | Func::Sha2 | Func::Strcmp | Func::Format => (2, false),
+            Func::SubstringIndex => (3, false),
+            Func::Insert => (4, false),
+            Func::Field | Func::Elt => (2, true),
+            Func::Hour
+            | Func::Minute
+            | Func::Second
+            | Func::Microsecond
+            | Func::Time
+            | Func::DayOfWeek
+            | Func::WeekDay
+            | Func::DayOfYear
+            | Func::Quarter
+            | Func::LastDay
+            | Func::ToDays
+            | Func::DayName
+            | Func::MonthName
+            | Func::FromDays
+            | Func::UnixTimestamp
+            | Func::FromUnixtime => (1, false),
+            Func::MakeDate
+            | Func::Week
+            | Func::YearWeek
+            | Func::DateFormat
+            | Func::Extract
+            | Func::StrToDate => (2, false),
+            Func::DateAdd | Func::DateSub | Func::TimestampDiff => (3, false),
+            Func::Ceil
+            | Func::Floor
+            | Func::Sign
+            | Func::Crc32
+            | Func::Sqrt
+            | Func::Exp
+            | Func::Ln
+            | Func::Log2
+            | Func::Log10
+            | Func::Sin
+            | Func::Cos
+            | Func::Tan
+            | Func::Cot
+            | Func::Asin
+            | Func::Acos
+            | Func::Atan
+            | Func::Degrees
+            | Func::Radians => (1, false),
             Func::Concat => (1, true),
             _ => (2, false),
         }

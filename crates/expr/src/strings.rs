@@ -171,6 +171,164 @@ pub fn reverse(s: &[u8]) -> Datum {
     Datum::Bytes(cs.concat())
 }
 
+/// ASCII(s): the first byte's value (0 for ''); ORD(s) (`ord`): the first character's bytes
+/// as one number, big-endian.
+pub fn ascii(s: &[u8], ord: bool) -> Datum {
+    let first: &[u8] = match ord {
+        true => chars(s).first().copied().unwrap_or_default(),
+        false => s.get(..1).unwrap_or_default(),
+    };
+    Datum::Int(first.iter().fold(0i64, |n, b| n * 256 + i64::from(*b)))
+}
+
+/// HEX of text: each byte as two uppercase hex digits.
+pub fn hex(s: &[u8]) -> Datum {
+    Datum::Bytes(
+        s.iter()
+            .flat_map(|b| format!("{b:02X}").into_bytes())
+            .collect(),
+    )
+}
+
+/// UNHEX(s): the bytes two hex digits each stand for (a leading 0 added to an odd count);
+/// NULL if `s` holds anything else.
+pub fn unhex(s: &[u8]) -> Datum {
+    let padded: Vec<u8> = match s.len() % 2 {
+        1 => std::iter::once(b'0').chain(s.iter().copied()).collect(),
+        _ => s.to_vec(),
+    };
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    padded
+        .chunks(2)
+        .map(|p| Some(digit(p[0])? * 16 + digit(p[1])?))
+        .collect::<Option<Vec<u8>>>()
+        .map_or(Datum::Null, Datum::Bytes)
+}
+
+/// SPACE(n): `n` spaces ('' when `n` < 1; NULL past 64 MiB, as REPEAT).
+pub fn space(n: i64) -> Datum {
+    repeat(b" ", n)
+}
+
+/// FIND_IN_SET(s, list): the 1-based place of `s` among the comma-separated items of
+/// `list`, 0 when it is not one of them (or holds a comma).
+pub fn find_in_set(s: &[u8], list: &[u8]) -> Datum {
+    if s.contains(&b',') {
+        return Datum::Int(0);
+    }
+    let at = list.split(|c| *c == b',').position(|item| item == s);
+    Datum::Int(at.map_or(0, |i| i as i64 + 1))
+}
+
+/// SUBSTRING_INDEX(s, delim, count): what comes before the `count`th `delim` from the left
+/// (from the right when `count` is negative); all of `s` when there are fewer.
+pub fn substring_index(s: &[u8], delim: &[u8], count: i64) -> Datum {
+    if delim.is_empty() || count == 0 {
+        return Datum::Bytes(Vec::new());
+    }
+    let mut at = Vec::new();
+    let mut i = 0;
+    while i + delim.len() <= s.len() {
+        if s[i..].starts_with(delim) {
+            at.push(i);
+            i += delim.len();
+        } else {
+            i += 1;
+        }
+    }
+    let n = count.unsigned_abs() as usize;
+    Datum::Bytes(match (count > 0, at.len() >= n) {
+        (_, false) => s.to_vec(),
+        (true, true) => s[..at[n - 1]].to_vec(),
+        (false, true) => s[at[at.len() - n] + delim.len()..].to_vec(),
+    })
+}
+
+/// INSERT(s, pos, len, new): `len` characters of `s` from `pos` replaced by `new`; `s` as it
+/// is when `pos` is not within it.
+pub fn insert(s: &[u8], pos: i64, len: i64, new: &[u8]) -> Datum {
+    let cs = chars(s);
+    let n = cs.len() as i64;
+    if pos < 1 || pos > n {
+        return Datum::Bytes(s.to_vec());
+    }
+    let start = (pos - 1) as usize;
+    let end = match len {
+        l if l < 0 || l > n - (pos - 1) => cs.len(),
+        l => start + l as usize,
+    };
+    Datum::Bytes([cs[..start].concat(), new.to_vec(), cs[end..].concat()].concat())
+}
+
+/// QUOTE(s): `s` between single quotes with `\`, `'`, NUL and Ctrl-Z escaped; the word
+/// NULL for NULL.
+pub fn quote(s: Option<&[u8]>) -> Datum {
+    let Some(s) = s else {
+        return Datum::Bytes(b"NULL".to_vec());
+    };
+    let mut out = vec![b'\''];
+    for &b in s {
+        match b {
+            b'\\' | b'\'' => out.extend([b'\\', b]),
+            0 => out.extend(*b"\\0"),
+            0x1a => out.extend(*b"\\Z"),
+            _ => out.push(b),
+        }
+    }
+    out.push(b'\'');
+    Datum::Bytes(out)
+}
+
+/// A digest of `s` as lowercase hex: MD5, SHA1, or SHA2 of `bits` 224, 256 (also for 0),
+/// 384 or 512 (NULL for other bits).
+pub fn digest(s: &[u8], kind: Digest) -> Datum {
+    use sha2::Digest as _;
+    let bytes: Vec<u8> = match kind {
+        Digest::Md5 => md5::Md5::digest(s).to_vec(),
+        Digest::Sha1 => sha1::Sha1::digest(s).to_vec(),
+        Digest::Sha2(224) => sha2::Sha224::digest(s).to_vec(),
+        Digest::Sha2(0 | 256) => sha2::Sha256::digest(s).to_vec(),
+        Digest::Sha2(384) => sha2::Sha384::digest(s).to_vec(),
+        Digest::Sha2(512) => sha2::Sha512::digest(s).to_vec(),
+        Digest::Sha2(_) => return Datum::Null,
+    };
+    Datum::Bytes(
+        bytes
+            .iter()
+            .flat_map(|b| format!("{b:02x}").into_bytes())
+            .collect(),
+    )
+}
+
+/// Which digest [`digest`] takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Digest {
+    Md5,
+    Sha1,
+    Sha2(i64),
+}
+
+/// TO_BASE64(s), with MySQL's line break after every 76 characters.
+pub fn to_base64(s: &[u8]) -> Datum {
+    use base64::Engine as _;
+    let text = base64::engine::general_purpose::STANDARD.encode(s);
+    let lines: Vec<&[u8]> = text.as_bytes().chunks(76).collect();
+    Datum::Bytes(lines.join(&b'\n'))
+}
+
+/// FROM_BASE64(s): the bytes, line breaks and spaces ignored; NULL if `s` is not base64.
+pub fn from_base64(s: &[u8]) -> Datum {
+    use base64::Engine as _;
+    let kept: Vec<u8> = s
+        .iter()
+        .copied()
+        .filter(|c| !c.is_ascii_whitespace())
+        .collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(kept)
+        .map_or(Datum::Null, Datum::Bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,5 +386,43 @@ mod tests {
         assert_eq!(text(repeat(b"ab", 3)), "ababab");
         assert_eq!(text(repeat(b"ab", 0)), "");
         assert_eq!(text(reverse("abé".as_bytes())), "éba");
+    }
+
+    #[test]
+    fn the_other_string_functions_as_mysql() {
+        assert_eq!(ascii(b"2x", false), Datum::Int(50));
+        assert_eq!(ascii(b"", false), Datum::Int(0));
+        assert_eq!(ascii("é".as_bytes(), true), Datum::Int(0xc3a9));
+        assert_eq!(text(hex(b"abc")), "616263");
+        assert_eq!(unhex(b"4D7953514C"), Datum::Bytes(b"MySQL".to_vec()));
+        assert_eq!(unhex(b"F"), Datum::Bytes(vec![0x0f]));
+        assert_eq!(unhex(b"GG"), Datum::Null);
+        assert_eq!(find_in_set(b"b", b"a,b,c,d"), Datum::Int(2));
+        assert_eq!(find_in_set(b"b,c", b"a,b,c"), Datum::Int(0));
+        assert_eq!(
+            text(substring_index(b"www.mysql.com", b".", 2)),
+            "www.mysql"
+        );
+        assert_eq!(
+            text(substring_index(b"www.mysql.com", b".", -2)),
+            "mysql.com"
+        );
+        assert_eq!(
+            text(substring_index(b"www.mysql.com", b".", 9)),
+            "www.mysql.com"
+        );
+        assert_eq!(text(insert(b"Quadratic", 3, 4, b"What")), "QuWhattic");
+        assert_eq!(text(insert(b"Quadratic", -1, 4, b"What")), "Quadratic");
+        assert_eq!(text(insert(b"Quadratic", 3, 100, b"What")), "QuWhat");
+        assert_eq!(text(quote(Some(b"Don't!"))), "'Don\\'t!'");
+        assert_eq!(text(quote(None)), "NULL");
+        assert_eq!(
+            text(digest(b"testing", Digest::Md5)),
+            "ae2b1fca515949e5d54fb22b8ed95575"
+        );
+        assert_eq!(digest(b"x", Digest::Sha2(100)), Datum::Null);
+        assert_eq!(text(to_base64(b"abc")), "YWJj");
+        assert_eq!(from_base64(b"YW Jj"), Datum::Bytes(b"abc".to_vec()));
+        assert_eq!(from_base64(b"!!"), Datum::Null);
     }
 }

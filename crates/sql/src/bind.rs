@@ -196,6 +196,209 @@ fn window_spec(
     })
 }
 
+/// The numeric functions of one argument, by name.
+fn one_argument_math(name: &str) -> Option<Func> {
+    Some(match name {
+        "sign" => Func::Sign,
+        "crc32" => Func::Crc32,
+        "sqrt" => Func::Sqrt,
+        "exp" => Func::Exp,
+        "ln" => Func::Ln,
+        "log2" => Func::Log2,
+        "log10" => Func::Log10,
+        "sin" => Func::Sin,
+        "cos" => Func::Cos,
+        "tan" => Func::Tan,
+        "cot" => Func::Cot,
+        "asin" => Func::Asin,
+        "acos" => Func::Acos,
+        "atan" => Func::Atan,
+        "degrees" => Func::Degrees,
+        "radians" => Func::Radians,
+        _ => return None,
+    })
+}
+
+/// The date functions called as plain functions, by name and argument count.
+fn date_function(name: &str, args: usize) -> Option<Func> {
+    Some(match (name, args) {
+        ("hour", 1) => Func::Hour,
+        ("minute", 1) => Func::Minute,
+        ("second", 1) => Func::Second,
+        ("microsecond", 1) => Func::Microsecond,
+        ("time", 1) => Func::Time,
+        ("dayofweek", 1) => Func::DayOfWeek,
+        ("weekday", 1) => Func::WeekDay,
+        ("dayofyear", 1) => Func::DayOfYear,
+        ("quarter", 1) => Func::Quarter,
+        ("last_day", 1) => Func::LastDay,
+        ("to_days", 1) => Func::ToDays,
+        ("dayname", 1) => Func::DayName,
+        ("monthname", 1) => Func::MonthName,
+        ("from_days", 1) => Func::FromDays,
+        ("unix_timestamp", 1) => Func::UnixTimestamp,
+        ("from_unixtime", 1) => Func::FromUnixtime,
+        ("makedate", 2) => Func::MakeDate,
+        ("week", 2) => Func::Week,
+        ("yearweek", 2) => Func::YearWeek,
+        ("date_format", 2) => Func::DateFormat,
+        ("str_to_date", 2) => Func::StrToDate,
+        _ => return None,
+    })
+}
+
+/// An interval unit's code as a constant argument (1064-style error for another word).
+fn unit_code(name: &str) -> Result<Expr> {
+    let unit = expr::dates::Unit::named(name.trim())
+        .ok_or_else(|| SqlError::syntax(format!("{name} is not an interval unit")))?;
+    Ok(Expr::Const(Datum::Int(unit.code())))
+}
+
+/// The string functions added with the numeric ones, by name and argument count.
+fn string_function(name: &str, args: usize) -> Option<Func> {
+    Some(match (name, args) {
+        ("ascii", 1) => Func::Ascii,
+        ("ord", 1) => Func::Ord,
+        ("bit_length", 1) => Func::BitLength,
+        ("hex", 1) => Func::Hex,
+        ("unhex", 1) => Func::Unhex,
+        ("space", 1) => Func::Space,
+        ("quote", 1) => Func::Quote,
+        ("md5", 1) => Func::Md5,
+        ("sha1" | "sha", 1) => Func::Sha1,
+        ("to_base64", 1) => Func::ToBase64,
+        ("from_base64", 1) => Func::FromBase64,
+        ("find_in_set", 2) => Func::FindInSet,
+        ("sha2", 2) => Func::Sha2,
+        ("strcmp", 2) => Func::Strcmp,
+        ("format", 2) => Func::Format,
+        ("substring_index", 3) => Func::SubstringIndex,
+        ("insert", 4) => Func::Insert,
+        ("field" | "elt", n) if n >= 2 => match name {
+            "field" => Func::Field,
+            _ => Func::Elt,
+        },
+        _ => return None,
+    })
+}
+
+/// The functions [`Binder::bind`] knows, by name: a call of one with a wrong number of
+/// arguments is 1582.
+const KNOWN_FUNCTIONS: &[&str] = &[
+    "if",
+    "ifnull",
+    "coalesce",
+    "isnull",
+    "power",
+    "pow",
+    "concat",
+    "substring",
+    "substr",
+    "mid",
+    "length",
+    "octet_length",
+    "char_length",
+    "character_length",
+    "upper",
+    "ucase",
+    "lower",
+    "lcase",
+    "abs",
+    "locate",
+    "instr",
+    "mod",
+    "replace",
+    "ltrim",
+    "rtrim",
+    "date",
+    "year",
+    "month",
+    "dayofmonth",
+    "day",
+    "datediff",
+    "left",
+    "right",
+    "lpad",
+    "rpad",
+    "repeat",
+    "reverse",
+    "concat_ws",
+    "greatest",
+    "least",
+    "nullif",
+    "round",
+    "truncate",
+    "ceil",
+    "ceiling",
+    "floor",
+    "sign",
+    "crc32",
+    "sqrt",
+    "exp",
+    "ln",
+    "log",
+    "log2",
+    "log10",
+    "sin",
+    "cos",
+    "tan",
+    "cot",
+    "asin",
+    "acos",
+    "atan",
+    "atan2",
+    "degrees",
+    "radians",
+    "ascii",
+    "ord",
+    "bit_length",
+    "hex",
+    "unhex",
+    "space",
+    "quote",
+    "md5",
+    "sha1",
+    "sha",
+    "to_base64",
+    "from_base64",
+    "find_in_set",
+    "sha2",
+    "strcmp",
+    "format",
+    "substring_index",
+    "insert",
+    "field",
+    "elt",
+    "date_add",
+    "adddate",
+    "date_sub",
+    "subdate",
+    "timestampadd",
+    "timestampdiff",
+    "weekofyear",
+    "hour",
+    "minute",
+    "second",
+    "microsecond",
+    "time",
+    "dayofweek",
+    "weekday",
+    "dayofyear",
+    "quarter",
+    "last_day",
+    "to_days",
+    "dayname",
+    "monthname",
+    "from_days",
+    "unix_timestamp",
+    "from_unixtime",
+    "makedate",
+    "week",
+    "yearweek",
+    "date_format",
+    "str_to_date",
+];
+
 /// `(qualifier, name)` of a plain column reference (`c`, `t.c`, `db.t.c`).
 pub fn column_name(e: &ast::Expr) -> Option<(Option<&str>, &str)> {
     match e {
@@ -239,6 +442,20 @@ impl<'a> Binder<'a> {
             aggregation: None,
             windows: None,
         }
+    }
+
+    /// `f` (DATE_ADD or DATE_SUB) of `date` and the interval `iv`.
+    fn date_add(&mut self, f: Func, date: &ast::Expr, iv: &ast::Interval) -> Result<Expr> {
+        let unit = match (&iv.leading_field, &iv.last_field) {
+            (Some(first), None) => first.to_string(),
+            (Some(first), Some(last)) => format!("{first}_{last}"),
+            (None, _) => return Err(SqlError::syntax("INTERVAL needs a unit")),
+        };
+        let unit = unit_code(&unit)?;
+        Ok(Expr::call(
+            f,
+            vec![self.bind(date)?, self.bind(&iv.value)?, unit],
+        ))
     }
 
     /// A window call: collected, and read from its pending column (3593 where windows are
@@ -477,6 +694,27 @@ impl<'a> Binder<'a> {
                 UnaryOperator::Plus => self.bind(expr),
                 other => Err(SqlError::not_supported(format!("operator {other}"))),
             },
+            // `d + INTERVAL n unit`, `INTERVAL n unit + d`, `d - INTERVAL n unit`.
+            E::BinaryOp { left, op, right }
+                if matches!(op, BinaryOperator::Plus | BinaryOperator::Minus)
+                    && (matches!(right.as_ref(), E::Interval(_))
+                        || matches!(left.as_ref(), E::Interval(_))) =>
+            {
+                let (date, E::Interval(iv)) = (match right.as_ref() {
+                    E::Interval(_) => (left, right.as_ref()),
+                    _ => (right, left.as_ref()),
+                }) else {
+                    unreachable!("one side is an interval")
+                };
+                if matches!(left.as_ref(), E::Interval(_)) && *op == BinaryOperator::Minus {
+                    return Err(SqlError::syntax("INTERVAL - date"));
+                }
+                let f = match op {
+                    BinaryOperator::Plus => Func::DateAdd,
+                    _ => Func::DateSub,
+                };
+                self.date_add(f, date, iv)
+            }
             E::BinaryOp { left, op, right } => {
                 let f = match op {
                     BinaryOperator::Eq => Func::Eq,
@@ -487,7 +725,8 @@ impl<'a> Binder<'a> {
                     BinaryOperator::Gt => Func::Gt,
                     BinaryOperator::GtEq => Func::Ge,
                     BinaryOperator::And => Func::And,
-                    BinaryOperator::Or => Func::Or,
+                    // `||` is OR in MySQL's default sql_mode (without PIPES_AS_CONCAT).
+                    BinaryOperator::Or | BinaryOperator::StringConcat => Func::Or,
                     BinaryOperator::Plus => Func::Plus,
                     BinaryOperator::Minus => Func::Minus,
                     BinaryOperator::Multiply => Func::Mul,
@@ -640,6 +879,25 @@ impl<'a> Binder<'a> {
             }
             E::Function(f) => self.function(f),
             E::Position { expr, r#in } => self.call(Func::Locate, &[expr, r#in]),
+            E::Extract { field, expr, .. } => {
+                let unit = unit_code(&field.to_string())?;
+                Ok(Expr::call(Func::Extract, vec![unit, self.bind(expr)?]))
+            }
+            E::Ceil { expr, field } | E::Floor { expr, field } => {
+                let f = if matches!(e, E::Ceil { .. }) {
+                    Func::Ceil
+                } else {
+                    Func::Floor
+                };
+                match field {
+                    ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) => {
+                        self.call(f, &[expr])
+                    }
+                    _ => Err(SqlError::syntax(format!(
+                        "{e}: CEIL and FLOOR take one argument"
+                    ))),
+                }
+            }
             // Every collation Atoll has orders bytes (utf8mb4_bin and the other _bin ones).
             E::Collate { expr, .. } => self.bind(expr),
             E::Substring {
@@ -754,15 +1012,65 @@ impl<'a> Binder<'a> {
                     vec![equal, Expr::Const(Datum::Null), a],
                 ))
             }
-            (
-                "if" | "ifnull" | "coalesce" | "isnull" | "power" | "pow" | "concat" | "substring"
-                | "substr" | "mid" | "length" | "octet_length" | "char_length" | "character_length"
-                | "upper" | "ucase" | "lower" | "lcase" | "abs" | "locate" | "instr" | "mod"
-                | "replace" | "ltrim" | "rtrim" | "date" | "year" | "month" | "dayofmonth" | "day"
-                | "datediff" | "left" | "right" | "lpad" | "rpad" | "repeat" | "reverse"
-                | "concat_ws" | "greatest" | "least" | "nullif",
-                _,
-            ) => Err(SqlError {
+            ("date_add" | "adddate" | "date_sub" | "subdate", 2) => {
+                let f = match name.as_str() {
+                    "date_add" | "adddate" => Func::DateAdd,
+                    _ => Func::DateSub,
+                };
+                match args[1] {
+                    ast::Expr::Interval(iv) => self.date_add(f, args[0], iv),
+                    // ADDDATE(d, n) and SUBDATE(d, n): days.
+                    n if name.ends_with("date") && !name.starts_with("date_") => {
+                        let day = unit_code("DAY")?;
+                        Ok(Expr::call(f, vec![self.bind(args[0])?, self.bind(n)?, day]))
+                    }
+                    _ => Err(SqlError::syntax(format!("{name} takes an INTERVAL"))),
+                }
+            }
+            ("timestampadd", 3) => {
+                let unit = unit_code(&args[0].to_string())?;
+                let (n, d) = (self.bind(args[1])?, self.bind(args[2])?);
+                Ok(Expr::call(Func::DateAdd, vec![d, n, unit]))
+            }
+            ("timestampdiff", 3) => {
+                let unit = unit_code(&args[0].to_string())?;
+                let (a, b) = (self.bind(args[1])?, self.bind(args[2])?);
+                Ok(Expr::call(Func::TimestampDiff, vec![unit, a, b]))
+            }
+            ("week" | "yearweek", 1) => {
+                let f = if name == "week" {
+                    Func::Week
+                } else {
+                    Func::YearWeek
+                };
+                Ok(Expr::call(
+                    f,
+                    vec![self.bind(args[0])?, Expr::Const(Datum::Int(0))],
+                ))
+            }
+            ("weekofyear", 1) => Ok(Expr::call(
+                Func::Week,
+                vec![self.bind(args[0])?, Expr::Const(Datum::Int(3))],
+            )),
+            ("from_unixtime", 2) => {
+                let at = Expr::call(Func::FromUnixtime, vec![self.bind(args[0])?]);
+                Ok(Expr::call(Func::DateFormat, vec![at, self.bind(args[1])?]))
+            }
+            (other, n) if let Some(f) = date_function(other, n) => self.call(f, &args),
+            ("round", 1) => {
+                let x = self.bind(args[0])?;
+                Ok(Expr::call(Func::Round, vec![x, Expr::Const(Datum::Int(0))]))
+            }
+            ("round", 2) => self.call(Func::Round, &args),
+            ("truncate", 2) => self.call(Func::Truncate, &args),
+            ("ceil" | "ceiling", 1) => self.call(Func::Ceil, &args),
+            ("floor", 1) => self.call(Func::Floor, &args),
+            ("log", 1) => self.call(Func::Ln, &args),
+            ("log", 2) => self.call(Func::Log, &args),
+            ("atan", 2) | ("atan2", 2) => self.call(Func::Atan2, &args),
+            (other, 1) if let Some(f) = one_argument_math(other) => self.call(f, &args),
+            (other, n) if let Some(f) = string_function(other, n) => self.call(f, &args),
+            (known, _) if KNOWN_FUNCTIONS.contains(&known) => Err(SqlError {
                 code: 1582,
                 state: "42000",
                 message: format!(

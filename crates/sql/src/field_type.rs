@@ -349,7 +349,8 @@ impl TypeScope<'_> {
                     .unwrap_or_else(|| FieldType::text(255))
             }
             E::Nested(inner) | E::Collate { expr: inner, .. } => self.infer(inner),
-            E::Position { .. } => FieldType::longlong(false),
+            E::Position { .. } | E::Extract { .. } => FieldType::longlong(false),
+            E::Ceil { expr, .. } | E::Floor { expr, .. } => rounded_to_integer(&self.infer(expr)),
             E::Value(v) => literal(&v.value),
             E::UnaryOp { op, expr } => match op {
                 ast::UnaryOperator::Not => boolean(),
@@ -416,6 +417,11 @@ impl TypeScope<'_> {
 
     fn binary(&self, left: &ast::Expr, op: &ast::BinaryOperator, right: &ast::Expr) -> FieldType {
         use ast::BinaryOperator as B;
+        if let (B::Plus | B::Minus, ast::Expr::Interval(iv), date)
+        | (B::Plus | B::Minus, date, ast::Expr::Interval(iv)) = (op, left, right)
+        {
+            return interval_result(&self.infer(date), iv);
+        }
         let (l, r) = (self.infer(left), self.infer(right));
         let class = l.class().max(r.class());
         match op {
@@ -441,7 +447,7 @@ impl TypeScope<'_> {
                 NumClass::Double => FieldType::double(),
             },
             B::MyIntegerDivide => FieldType::longlong(false),
-            B::StringConcat => string_result(&l),
+
             _ => boolean(),
         }
     }
@@ -486,7 +492,56 @@ impl TypeScope<'_> {
             },
             "abs" if first().is_integer() => FieldType::longlong(first().unsigned()),
             "min" | "max" | "abs" => first().derived(),
-            "power" | "pow" => FieldType::double(),
+            "power" | "pow" | "sqrt" | "exp" | "ln" | "log" | "log2" | "log10" | "sin" | "cos"
+            | "tan" | "cot" | "asin" | "acos" | "atan" | "atan2" | "degrees" | "radians" => {
+                FieldType::double()
+            }
+            "ceil" | "ceiling" | "floor" => rounded_to_integer(&first()),
+            "sign" | "ascii" | "ord" | "bit_length" | "find_in_set" | "strcmp" | "field"
+            | "hour" | "minute" | "second" | "microsecond" | "dayofweek" | "weekday"
+            | "dayofyear" | "quarter" | "to_days" | "week" | "yearweek" | "weekofyear"
+            | "timestampdiff" | "unix_timestamp" => FieldType::longlong(false),
+            "last_day" | "from_days" | "makedate" => FieldType::date(),
+            "from_unixtime" if args.len() == 1 => FieldType::datetime(0),
+            "date_add" | "adddate" | "date_sub" | "subdate" => match args.get(1) {
+                Some(ast::Expr::Interval(iv)) => interval_result(&first(), iv),
+                _ => first().derived(),
+            },
+            "timestampadd" => FieldType::datetime(0),
+            "date_format" | "dayname" | "monthname" | "time" | "str_to_date" | "from_unixtime" => {
+                FieldType::text(255)
+            }
+            "hex" | "space" | "quote" | "md5" | "sha1" | "sha" | "sha2" | "to_base64"
+            | "format" => FieldType::text(u32::from(u16::MAX)),
+            "unhex" | "from_base64" => {
+                let mut t = FieldType::text(u32::from(u16::MAX));
+                t.charset = CHARSET_BINARY;
+                t.flags |= flag::BINARY;
+                t
+            }
+            "elt" => args
+                .iter()
+                .skip(1)
+                .map(|a| string_result(&self.infer(a)))
+                .reduce(merge)
+                .unwrap_or_else(FieldType::null),
+            "substring_index" | "insert" => string_result(&first()),
+            "crc32" => FieldType::longlong(true),
+            // ROUND and TRUNCATE keep the argument's class; a decimal gets the digits asked
+            // for, when they are a constant.
+            "round" | "truncate" => match first().class() {
+                NumClass::Int => FieldType::longlong(first().unsigned()),
+                NumClass::Decimal => {
+                    let digits = match args.get(1) {
+                        Some(ast::Expr::Value(v)) => v.value.to_string().parse::<i64>().ok(),
+                        None => Some(0),
+                        _ => None,
+                    };
+                    let scale = digits.map_or(first().decimals, |d| d.clamp(0, 30) as u8);
+                    FieldType::decimal(65, scale, false)
+                }
+                NumClass::Double | NumClass::Null => FieldType::double(),
+            },
             "if" => args
                 .iter()
                 .skip(1)
@@ -523,6 +578,38 @@ impl TypeScope<'_> {
                 .map_or_else(|| FieldType::text(255), |d| FieldType::of_datum(&d)),
             _ => FieldType::text(255),
         }
+    }
+}
+
+/// DATE_ADD's or `+ INTERVAL`'s result over `date`: a DATE stays one when the unit is days
+/// or longer, a DATE or DATETIME becomes a DATETIME otherwise, and text stays text.
+fn interval_result(date: &FieldType, iv: &ast::Interval) -> FieldType {
+    let unit = iv
+        .leading_field
+        .as_ref()
+        .map(|f| f.to_string().to_ascii_uppercase())
+        .unwrap_or_default();
+    let date_only =
+        ["DAY", "WEEK", "MONTH", "QUARTER", "YEAR", "YEAR_MONTH"].contains(&unit.as_str());
+    match date.tp {
+        Type::Date if date_only => FieldType::date(),
+        Type::Date | Type::DateTime => {
+            let fsp = if unit.contains("MICROSECOND") {
+                6
+            } else {
+                date.decimals
+            };
+            FieldType::datetime(fsp)
+        }
+        _ => FieldType::text(255),
+    }
+}
+
+/// CEIL's or FLOOR's result: an integer for an exact argument, a DOUBLE otherwise.
+fn rounded_to_integer(arg: &FieldType) -> FieldType {
+    match arg.class() {
+        NumClass::Int | NumClass::Decimal => FieldType::longlong(arg.unsigned()),
+        NumClass::Double | NumClass::Null => FieldType::double(),
     }
 }
 

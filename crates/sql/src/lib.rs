@@ -42,6 +42,7 @@ pub mod caching_sha2;
 pub mod catalog;
 pub mod cte;
 pub mod ddl;
+pub mod dialect;
 pub mod dml;
 pub mod error;
 pub mod explain;

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use codec::datum::Datum;
 use kv_client::{Client, Transaction};
 use sqlparser::ast::{self, ObjectType, Statement};
-use sqlparser::dialect::MySqlDialect;
+
 use sqlparser::parser::Parser;
 
 use crate::bind::{Lookup, Variables};
@@ -323,7 +323,7 @@ fn scoped(name: &str) -> (Named, String) {
 }
 
 pub fn parse(sql: &str) -> Result<Vec<Statement>> {
-    Parser::parse_sql(&MySqlDialect {}, sql).map_err(|e| {
+    Parser::parse_sql(&crate::dialect::Atoll::default(), sql).map_err(|e| {
         SqlError::syntax(format!(
             "{e} near '{}'",
             sql.chars().take(80).collect::<String>()
@@ -573,6 +573,15 @@ impl Session {
                 "curdate" | "current_date" | "utc_date" => {
                     Datum::Bytes(crate::time::DateTime::now().date_text().into_bytes())
                 }
+                "curtime" | "current_time" | "utc_time" => {
+                    let now = crate::time::DateTime::now().datetime_text(0);
+                    Datum::Bytes(now.as_bytes()[11..].to_vec())
+                }
+                "unix_timestamp" => Datum::Int(
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_secs() as i64),
+                ),
                 "connection_id" => Datum::UInt(u64::from(self.connection_id)),
                 "current_role" => Datum::Bytes(match self.roles_on.is_empty() {
                     true => b"NONE".to_vec(),

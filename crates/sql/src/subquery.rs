@@ -19,7 +19,7 @@ use kv_client::Transaction;
 use sqlparser::ast::{
     self, BinaryOperator, Expr, Query, Select, SetExpr, Visit, VisitMut, Visitor,
 };
-use sqlparser::dialect::MySqlDialect;
+
 use sqlparser::parser::Parser;
 
 use crate::bind::{Scope, column_name, literal};
@@ -360,7 +360,7 @@ fn parse_query(sql: &str) -> Result<Query> {
 }
 
 fn parse_expr(sql: &str) -> Result<Expr> {
-    Parser::new(&MySqlDialect {})
+    Parser::new(&crate::dialect::Atoll::default())
         .try_with_sql(sql)
         .and_then(|mut p| p.parse_expr())
         .map_err(|e| SqlError::syntax(format!("{e} in {sql}")))

@@ -1,0 +1,279 @@
+//! The SQL dialect statements are parsed in: sqlparser's MySQL dialect, with what it lacks
+//! of MySQL's grammar added.
+//!
+//! - Interval units of two parts (`INTERVAL '1:30' HOUR_MINUTE`, `YEAR_MONTH`,
+//!   `SECOND_MICROSECOND`...), kept as `DateTimeField::Custom` with the unit's name; in
+//!   `EXTRACT(HOUR_MINUTE FROM d)` too.
+//! - The `MOD` operator (`a MOD b`, as `%`).
+//!
+//! Everything else is the MySQL dialect's own: [`Atoll`] reports its type (sqlparser's
+//! `dialect_of!` checks see MySQL) and hands each of its settings over.
+
+use sqlparser::ast::{BinaryOperator, DateTimeField, Expr, Interval, Statement};
+use sqlparser::dialect::{Dialect, MySqlDialect, Precedence};
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::Token;
+
+/// MySQL's interval units of two parts, which sqlparser does not know.
+const COMPOSITE_UNITS: [&str; 11] = [
+    "SECOND_MICROSECOND",
+    "MINUTE_MICROSECOND",
+    "MINUTE_SECOND",
+    "HOUR_MICROSECOND",
+    "HOUR_SECOND",
+    "HOUR_MINUTE",
+    "DAY_MICROSECOND",
+    "DAY_SECOND",
+    "DAY_MINUTE",
+    "DAY_HOUR",
+    "YEAR_MONTH",
+];
+
+/// sqlparser's MySQL dialect, completed (see the module's header).
+#[derive(Debug, Default)]
+pub struct Atoll(MySqlDialect);
+
+/// Whether the next token is the word `word` (any case).
+fn next_is(parser: &Parser, word: &str) -> bool {
+    matches!(&parser.peek_token_ref().token, Token::Word(w) if w.value.eq_ignore_ascii_case(word))
+}
+
+/// The next token as a two-part interval unit, if it is one.
+fn composite_unit(parser: &Parser) -> Option<&'static str> {
+    match &parser.peek_token_ref().token {
+        Token::Word(w) => COMPOSITE_UNITS
+            .iter()
+            .find(|u| w.value.eq_ignore_ascii_case(u))
+            .copied(),
+        _ => None,
+    }
+}
+
+/// `INTERVAL value unit`, as MySQL writes it (a value expression, then a unit).
+fn interval(parser: &mut Parser) -> Result<Expr, ParserError> {
+    let value = parser.parse_expr()?;
+    let leading_field = if let Some(unit) = composite_unit(parser) {
+        parser.next_token();
+        DateTimeField::Custom(unit.into())
+    } else if parser.next_token_is_temporal_unit() {
+        parser.parse_date_time_field()?
+    } else {
+        return Err(ParserError::ParserError(
+            "INTERVAL requires a unit after the value".into(),
+        ));
+    };
+    Ok(Expr::Interval(Interval {
+        value: Box::new(value),
+        leading_field: Some(leading_field),
+        leading_precision: None,
+        last_field: None,
+        fractional_seconds_precision: None,
+    }))
+}
+
+impl Dialect for Atoll {
+    fn dialect(&self) -> std::any::TypeId {
+        self.0.dialect()
+    }
+
+    fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
+        match parser.parse_keyword(Keyword::INTERVAL) {
+            true => Some(interval(parser)),
+            false => None,
+        }
+    }
+
+    fn allow_extract_custom(&self) -> bool {
+        true
+    }
+
+    fn get_next_precedence(&self, parser: &Parser) -> Option<Result<u8, ParserError>> {
+        next_is(parser, "MOD").then(|| Ok(self.prec_value(Precedence::MulDivModOp)))
+    }
+
+    fn parse_infix(
+        &self,
+        parser: &mut Parser,
+        expr: &Expr,
+        precedence: u8,
+    ) -> Option<Result<Expr, ParserError>> {
+        if !next_is(parser, "MOD") {
+            return self.0.parse_infix(parser, expr, precedence);
+        }
+        parser.next_token();
+        Some(
+            parser
+                .parse_subexpr(precedence)
+                .map(|right| Expr::BinaryOp {
+                    left: Box::new(expr.clone()),
+                    op: BinaryOperator::Modulo,
+                    right: Box::new(right),
+                }),
+        )
+    }
+
+    fn is_identifier_start(&self, ch: char) -> bool {
+        self.0.is_identifier_start(ch)
+    }
+
+    fn is_identifier_part(&self, ch: char) -> bool {
+        self.0.is_identifier_part(ch)
+    }
+
+    fn is_delimited_identifier_start(&self, ch: char) -> bool {
+        self.0.is_delimited_identifier_start(ch)
+    }
+
+    fn identifier_quote_style(&self, identifier: &str) -> Option<char> {
+        self.0.identifier_quote_style(identifier)
+    }
+
+    fn supports_string_literal_backslash_escape(&self) -> bool {
+        self.0.supports_string_literal_backslash_escape()
+    }
+
+    fn supports_string_literal_concatenation(&self) -> bool {
+        self.0.supports_string_literal_concatenation()
+    }
+
+    fn ignores_wildcard_escapes(&self) -> bool {
+        self.0.ignores_wildcard_escapes()
+    }
+
+    fn supports_numeric_prefix(&self) -> bool {
+        self.0.supports_numeric_prefix()
+    }
+
+    fn supports_bitwise_shift_operators(&self) -> bool {
+        self.0.supports_bitwise_shift_operators()
+    }
+
+    fn supports_multiline_comment_hints(&self) -> bool {
+        self.0.supports_multiline_comment_hints()
+    }
+
+    fn parse_statement(&self, parser: &mut Parser) -> Option<Result<Statement, ParserError>> {
+        self.0.parse_statement(parser)
+    }
+
+    fn require_interval_qualifier(&self) -> bool {
+        self.0.require_interval_qualifier()
+    }
+
+    fn supports_limit_comma(&self) -> bool {
+        self.0.supports_limit_comma()
+    }
+
+    fn supports_create_table_select(&self) -> bool {
+        self.0.supports_create_table_select()
+    }
+
+    fn supports_insert_set(&self) -> bool {
+        self.0.supports_insert_set()
+    }
+
+    fn supports_user_host_grantee(&self) -> bool {
+        self.0.supports_user_host_grantee()
+    }
+
+    fn is_table_factor_alias(&self, explicit: bool, kw: &Keyword, parser: &mut Parser) -> bool {
+        self.0.is_table_factor_alias(explicit, kw, parser)
+    }
+
+    fn supports_table_hints(&self) -> bool {
+        self.0.supports_table_hints()
+    }
+
+    fn requires_single_line_comment_whitespace(&self) -> bool {
+        self.0.requires_single_line_comment_whitespace()
+    }
+
+    fn supports_match_against(&self) -> bool {
+        self.0.supports_match_against()
+    }
+
+    fn supports_select_modifiers(&self) -> bool {
+        self.0.supports_select_modifiers()
+    }
+
+    fn supports_set_names(&self) -> bool {
+        self.0.supports_set_names()
+    }
+
+    fn supports_comma_separated_set_assignments(&self) -> bool {
+        self.0.supports_comma_separated_set_assignments()
+    }
+
+    fn supports_update_order_by(&self) -> bool {
+        self.0.supports_update_order_by()
+    }
+
+    fn supports_data_type_signed_suffix(&self) -> bool {
+        self.0.supports_data_type_signed_suffix()
+    }
+
+    fn supports_cross_join_constraint(&self) -> bool {
+        self.0.supports_cross_join_constraint()
+    }
+
+    fn supports_double_ampersand_operator(&self) -> bool {
+        self.0.supports_double_ampersand_operator()
+    }
+
+    fn supports_binary_kw_as_cast(&self) -> bool {
+        self.0.supports_binary_kw_as_cast()
+    }
+
+    fn supports_comment_optimizer_hint(&self) -> bool {
+        self.0.supports_comment_optimizer_hint()
+    }
+
+    fn supports_constraint_keyword_without_name(&self) -> bool {
+        self.0.supports_constraint_keyword_without_name()
+    }
+
+    fn supports_key_column_option(&self) -> bool {
+        self.0.supports_key_column_option()
+    }
+
+    fn supports_group_by_with_modifier(&self) -> bool {
+        self.0.supports_group_by_with_modifier()
+    }
+
+    fn supports_left_associative_joins_without_parens(&self) -> bool {
+        self.0.supports_left_associative_joins_without_parens()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expr(sql: &str) -> Expr {
+        let dialect = Atoll::default();
+        Parser::new(&dialect)
+            .try_with_sql(sql)
+            .unwrap()
+            .parse_expr()
+            .unwrap()
+    }
+
+    #[test]
+    fn two_part_units_and_mod_parse_as_mysql_reads_them() {
+        let Expr::Interval(iv) = expr("INTERVAL '1:30' HOUR_MINUTE") else {
+            panic!("an interval");
+        };
+        assert_eq!(iv.leading_field.unwrap().to_string(), "HOUR_MINUTE");
+        let Expr::Interval(iv) = expr("INTERVAL 2 DAY") else {
+            panic!("an interval");
+        };
+        assert_eq!(iv.leading_field, Some(DateTimeField::Day));
+        let Expr::Extract { field, .. } = expr("EXTRACT(year_month FROM d)") else {
+            panic!("an extract");
+        };
+        assert_eq!(field.to_string().to_uppercase(), "YEAR_MONTH");
+        assert_eq!(expr("7 MOD 2 + 1").to_string(), "7 % 2 + 1");
+        assert_eq!(expr("a DIV 2").to_string(), "a DIV 2");
+    }
+}
