@@ -154,7 +154,10 @@ impl<'a> Pipeline<'a> {
                             None => {
                                 groups.groups.push((
                                     values,
-                                    funcs.iter().map(|f| AggState::new(f.kind)).collect(),
+                                    funcs
+                                        .iter()
+                                        .map(AggFunc::state)
+                                        .collect::<expr::Result<_>>()?,
                                 ));
                                 groups.index.insert(key, groups.groups.len() - 1);
                                 groups.groups.len() - 1

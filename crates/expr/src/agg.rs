@@ -4,7 +4,8 @@
 //! COUNT, SUM, MIN, MAX one column each; AVG two (count, sum); COUNT, SUM and AVG DISTINCT
 //! one, the distinct argument tuples, each length-prefixed, in one bytes value; FIRST ROW one, a
 //! value of a column that is the same on every row of the group (a column the group-by
-//! columns determine), so any non-NULL value seen is the answer.
+//! columns determine), so any non-NULL value seen is the answer; GROUP_CONCAT two, the
+//! count of its rows and the rows (values, then ORDER BY keys) one after another.
 
 use std::collections::BTreeSet;
 
@@ -23,15 +24,73 @@ pub enum AggKind {
     SumDistinct,
     AvgDistinct,
     FirstRow,
+    /// GROUP_CONCAT: its arguments are [`GroupConcat::ARGS`] constants (separator,
+    /// group_concat_max_len, how many values, the ORDER BY keys' directions as `A`/`D`
+    /// bytes, DISTINCT as 1 or 0), then the values, then the ORDER BY keys.
+    GroupConcat,
 }
 
 impl AggKind {
     /// Columns of the partial result.
     pub fn partial_width(self) -> usize {
         match self {
-            AggKind::Avg => 2,
+            AggKind::Avg | AggKind::GroupConcat => 2,
             _ => 1,
         }
+    }
+}
+
+/// How one GROUP_CONCAT joins its rows (its leading constant arguments).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupConcat {
+    pub separator: Vec<u8>,
+    /// The result's most bytes (`group_concat_max_len`).
+    pub max_len: usize,
+    /// Value expressions per row (before the ORDER BY keys).
+    pub values: usize,
+    /// Each ORDER BY key: descending.
+    pub desc: Vec<bool>,
+    pub distinct: bool,
+}
+
+impl GroupConcat {
+    /// The constants in front of the values.
+    pub const ARGS: usize = 5;
+
+    /// Its constant arguments, to put before the values and keys.
+    pub fn args(&self) -> Vec<Expr> {
+        let directions = self.desc.iter().map(|d| if *d { b'D' } else { b'A' });
+        vec![
+            Expr::Const(Datum::Bytes(self.separator.clone())),
+            Expr::Const(Datum::Int(self.max_len as i64)),
+            Expr::Const(Datum::Int(self.values as i64)),
+            Expr::Const(Datum::Bytes(directions.collect())),
+            Expr::Const(Datum::Int(i64::from(self.distinct))),
+        ]
+    }
+
+    /// Read back from a call's arguments; None if they are not such constants.
+    fn of(args: &[Expr]) -> Option<GroupConcat> {
+        let constant = |i: usize| match args.get(i) {
+            Some(Expr::Const(d)) => Some(d),
+            _ => None,
+        };
+        let int = |i: usize| match constant(i) {
+            Some(Datum::Int(v)) => usize::try_from(*v).ok(),
+            _ => None,
+        };
+        let (Some(Datum::Bytes(separator)), Some(Datum::Bytes(directions))) =
+            (constant(0), constant(3))
+        else {
+            return None;
+        };
+        Some(GroupConcat {
+            separator: separator.clone(),
+            max_len: int(1)?,
+            values: int(2).filter(|v| *v >= 1)?,
+            desc: directions.iter().map(|d| *d == b'D').collect(),
+            distinct: int(4)? == 1,
+        })
     }
 }
 
@@ -55,6 +114,20 @@ pub enum AggState {
     /// COUNT, SUM or AVG DISTINCT (the kind): the distinct argument tuples seen, encoded.
     Distinct(AggKind, BTreeSet<Vec<u8>>),
     FirstRow(Datum),
+    /// GROUP_CONCAT: how it joins, and its rows (values, then ORDER BY keys).
+    GroupConcat(GroupConcat, Vec<Vec<Datum>>),
+}
+
+impl AggFunc {
+    /// A new state for this call (GROUP_CONCAT reads how it joins from its arguments).
+    pub fn state(&self) -> Result<AggState> {
+        match self.kind {
+            AggKind::GroupConcat => GroupConcat::of(&self.args)
+                .map(|g| AggState::GroupConcat(g, Vec::new()))
+                .ok_or_else(|| EvalError::BadPlan("malformed GROUP_CONCAT".into())),
+            kind => Ok(AggState::new(kind)),
+        }
+    }
 }
 
 /// NULL + x = x; integers stay exact, as integers while they fit in 64 bits and then as a
@@ -116,6 +189,17 @@ impl AggState {
                 AggState::Distinct(kind, BTreeSet::new())
             }
             AggKind::FirstRow => AggState::FirstRow(Datum::Null),
+            // Without its arguments: one value, a comma, 1024 bytes (MySQL's defaults).
+            AggKind::GroupConcat => AggState::GroupConcat(
+                GroupConcat {
+                    separator: b",".to_vec(),
+                    max_len: 1024,
+                    values: 1,
+                    desc: Vec::new(),
+                    distinct: false,
+                },
+                Vec::new(),
+            ),
         }
     }
 
@@ -155,6 +239,15 @@ impl AggState {
                     *v = first.clone();
                 }
             }
+            // A row with a NULL value is left out, as MySQL does.
+            AggState::GroupConcat(g, rows) => {
+                let row = args.get(GroupConcat::ARGS..).unwrap_or_default();
+                if row.len() == g.values + g.desc.len()
+                    && !row[..g.values].iter().any(Datum::is_null)
+                {
+                    rows.push(row.to_vec());
+                }
+            }
         }
         Ok(())
     }
@@ -167,6 +260,10 @@ impl AggState {
                 vec![d.clone()]
             }
             AggState::Avg { count, sum } => vec![Datum::Int(*count), sum.clone()],
+            AggState::GroupConcat(_, rows) => vec![
+                Datum::Int(rows.len() as i64),
+                Datum::Bytes(codec::datum::encode_rows(rows)),
+            ],
             AggState::Distinct(_, set) => {
                 let mut out = Vec::new();
                 for v in set {
@@ -194,6 +291,16 @@ impl AggState {
                 (Datum::Int(c), Some(s)) => {
                     *count += c;
                     *sum = add(sum, s)?;
+                }
+                _ => return Err(bad()),
+            },
+            AggState::GroupConcat(g, rows) => match (first, partial.get(1)) {
+                (Datum::Int(count), Some(Datum::Bytes(encoded))) => {
+                    let width = g.values + g.desc.len();
+                    let positions: Vec<usize> = (0..width).collect();
+                    let count = u64::try_from(*count).map_err(|_| bad())?;
+                    codec::datum::decode_rows(encoded, count, &positions, width, rows)
+                        .map_err(|_| bad())?;
                 }
                 _ => return Err(bad()),
             },
@@ -234,6 +341,7 @@ impl AggState {
                     .map_or(Datum::Null, Datum::Decimal),
                 other => Datum::Float(other.as_f64().unwrap_or(0.0) / *count as f64),
             },
+            AggState::GroupConcat(g, rows) => group_concat(g, rows),
             AggState::Distinct(AggKind::CountDistinct, set) => Datum::Int(set.len() as i64),
             // SUM or AVG of the distinct values: as SUM or AVG over them once each.
             AggState::Distinct(kind, set) => {
@@ -251,6 +359,55 @@ impl AggState {
             }
         }
     }
+}
+
+/// GROUP_CONCAT's result: each row's values as text, in ORDER BY order (else as they came),
+/// each once with DISTINCT, joined by the separator and cut at `max_len` bytes; NULL for no
+/// rows.
+fn group_concat(g: &GroupConcat, rows: &[Vec<Datum>]) -> Datum {
+    if rows.is_empty() {
+        return Datum::Null;
+    }
+    let mut order: Vec<&Vec<Datum>> = rows.iter().collect();
+    if !g.desc.is_empty() {
+        order.sort_by(|a, b| {
+            for (k, desc) in g.desc.iter().enumerate() {
+                let (x, y) = (&a[g.values + k], &b[g.values + k]);
+                let o = match (x.is_null(), y.is_null()) {
+                    (true, true) => std::cmp::Ordering::Equal,
+                    (true, false) => std::cmp::Ordering::Less,
+                    (false, true) => std::cmp::Ordering::Greater,
+                    _ => crate::eval::compare(x, y),
+                };
+                let o = if *desc { o.reverse() } else { o };
+                if o.is_ne() {
+                    return o;
+                }
+            }
+            std::cmp::Ordering::Equal
+        });
+    }
+    let mut seen = BTreeSet::new();
+    let mut out: Vec<u8> = Vec::new();
+    let mut first = true;
+    for row in order {
+        let values = &row[..g.values];
+        if g.distinct && !seen.insert(encode_row(values)) {
+            continue;
+        }
+        if !first {
+            out.extend_from_slice(&g.separator);
+        }
+        first = false;
+        for v in values {
+            out.extend(crate::eval::text(v));
+        }
+        if out.len() >= g.max_len {
+            break;
+        }
+    }
+    out.truncate(g.max_len);
+    Datum::Bytes(out)
 }
 
 #[cfg(test)]
@@ -332,5 +489,49 @@ mod tests {
             Datum::Int(1),
             "COUNT(*)"
         );
+    }
+
+    #[test]
+    fn group_concat_merges_partials_and_orders_dedups_and_cuts() {
+        let how = GroupConcat {
+            separator: b"-".to_vec(),
+            max_len: 7,
+            values: 1,
+            desc: vec![true],
+            distinct: true,
+        };
+        let func = AggFunc {
+            kind: AggKind::GroupConcat,
+            args: how.args(),
+        };
+        let consts: Vec<Datum> = how
+            .args()
+            .into_iter()
+            .map(|e| e.eval(&[]).unwrap())
+            .collect();
+        let row = |v: &str, k: i64| {
+            let mut r = consts.clone();
+            r.extend([Datum::Bytes(v.as_bytes().to_vec()), Datum::Int(k)]);
+            r
+        };
+        let rows = [
+            row("a", 1),
+            row("b", 3),
+            row("a", 2),
+            row("c", 0),
+            row("dd", 4),
+        ];
+        let mut whole = func.state().unwrap();
+        rows.iter().for_each(|r| whole.update(r).unwrap());
+        let (mut left, mut right) = (func.state().unwrap(), func.state().unwrap());
+        rows[..2].iter().for_each(|r| left.update(r).unwrap());
+        rows[2..].iter().for_each(|r| right.update(r).unwrap());
+        let mut merged = func.state().unwrap();
+        merged.merge(&left.partial()).unwrap();
+        merged.merge(&right.partial()).unwrap();
+        // By key descending: dd b a a c; `a` once; cut at 7 bytes.
+        assert_eq!(whole.finish(), Datum::Bytes(b"dd-b-a-".to_vec()));
+        assert_eq!(merged.finish(), whole.finish());
+        assert_eq!(func.state().unwrap().finish(), Datum::Null);
     }
 }

@@ -194,7 +194,7 @@ impl Expr {
     }
 }
 
-const AGGS: [(AggKind, pb::AggKind); 9] = [
+const AGGS: [(AggKind, pb::AggKind); 10] = [
     (AggKind::Count, pb::AggKind::Count),
     (AggKind::Sum, pb::AggKind::Sum),
     (AggKind::Min, pb::AggKind::Min),
@@ -204,6 +204,7 @@ const AGGS: [(AggKind, pb::AggKind); 9] = [
     (AggKind::SumDistinct, pb::AggKind::SumDistinct),
     (AggKind::AvgDistinct, pb::AggKind::AvgDistinct),
     (AggKind::FirstRow, pb::AggKind::FirstRow),
+    (AggKind::GroupConcat, pb::AggKind::GroupConcat),
 ];
 
 impl AggFunc {

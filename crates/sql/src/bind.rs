@@ -112,6 +112,7 @@ pub fn aggregate_kind(name: &str, distinct: bool) -> Option<AggKind> {
         ("max", _) => AggKind::Max,
         ("avg", false) => AggKind::Avg,
         ("avg", true) => AggKind::AvgDistinct,
+        ("group_concat", _) => AggKind::GroupConcat,
         _ => return None,
     })
 }
@@ -193,6 +194,61 @@ fn window_spec(
             false => spec.order_by.clone(),
         },
         window_frame: spec.window_frame.clone().or(base.window_frame),
+    })
+}
+
+/// `GROUP_CONCAT([DISTINCT] v, ... [ORDER BY k [DESC], ...] [SEPARATOR 's'])`, its values
+/// and keys bound by `b` (over the rows aggregated), cut at `group_concat_max_len`.
+fn group_concat(
+    b: &mut Binder<'_>,
+    f: &ast::Function,
+    values: &[&ast::Expr],
+    distinct: bool,
+) -> Result<AggFunc> {
+    if values.is_empty() {
+        return Err(SqlError::syntax("GROUP_CONCAT() needs an argument"));
+    }
+    let clauses = match &f.args {
+        FunctionArguments::List(list) => list.clauses.as_slice(),
+        _ => &[],
+    };
+    let (mut order, mut separator) = (&[][..], b",".to_vec());
+    for clause in clauses {
+        match clause {
+            ast::FunctionArgumentClause::OrderBy(keys) => order = keys,
+            ast::FunctionArgumentClause::Separator(v) => match &v.value {
+                Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => {
+                    separator = s.clone().into_bytes();
+                }
+                other => return Err(SqlError::syntax(format!("SEPARATOR {other}"))),
+            },
+            other => return Err(SqlError::not_supported(format!("GROUP_CONCAT ... {other}"))),
+        }
+    }
+    let max_len = match (b.variable)(Lookup::System("group_concat_max_len")) {
+        Ok(Datum::Int(n)) if n > 0 => n as usize,
+        _ => 1024,
+    };
+    let how = expr::agg::GroupConcat {
+        separator,
+        max_len,
+        values: values.len(),
+        desc: order
+            .iter()
+            .map(|o| matches!(o.options.sort, Some(ast::OrderBySort::Desc)))
+            .collect(),
+        distinct,
+    };
+    let mut args = how.args();
+    for v in values {
+        args.push(b.bind(v)?);
+    }
+    for o in order {
+        args.push(b.bind(&o.expr)?);
+    }
+    Ok(AggFunc {
+        kind: AggKind::GroupConcat,
+        args,
     })
 }
 
@@ -587,6 +643,10 @@ impl<'a> Binder<'a> {
             return Ok(None);
         };
         let mut inner = Binder::new(agg.base, self.variable);
+        if kind == AggKind::GroupConcat {
+            let func = group_concat(&mut inner, f, &args, distinct)?;
+            return Ok(Some(self.add_aggregate(func)));
+        }
         let bound = if star && kind == AggKind::Count {
             vec![]
         } else {

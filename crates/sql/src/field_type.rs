@@ -508,6 +508,7 @@ impl TypeScope<'_> {
                 _ => first().derived(),
             },
             "timestampadd" => FieldType::datetime(0),
+            "group_concat" => FieldType::text(u32::from(u16::MAX)),
             "date_format" | "dayname" | "monthname" | "time" | "str_to_date" | "from_unixtime" => {
                 FieldType::text(255)
             }

@@ -1179,7 +1179,7 @@ fn aggregate_rows(
             .iter()
             .map(|k| k.eval(row))
             .collect::<expr::Result<_>>()?;
-        for (f, s) in funcs.iter().zip(groups.states(values)) {
+        for (f, s) in funcs.iter().zip(groups.states(values)?) {
             let args: Vec<Datum> = f
                 .args
                 .iter()
@@ -1208,18 +1208,22 @@ impl<'f> Groups<'f> {
     }
 
     /// The states of the group with `values`, new ones if it is the first of its group.
-    fn states(&mut self, values: Vec<Datum>) -> &mut [AggState] {
+    fn states(&mut self, values: Vec<Datum>) -> Result<&mut [AggState]> {
         let key = encode_row(&values);
         let at = match self.index.get(&key) {
             Some(&at) => at,
             None => {
-                let states = self.funcs.iter().map(|f| AggState::new(f.kind)).collect();
+                let states = self
+                    .funcs
+                    .iter()
+                    .map(AggFunc::state)
+                    .collect::<expr::Result<_>>()?;
                 self.groups.push((values, states));
                 self.index.insert(key, self.groups.len() - 1);
                 self.groups.len() - 1
             }
         };
-        &mut self.groups[at].1
+        Ok(&mut self.groups[at].1)
     }
 
     /// Each group's row: its group-by values, then each aggregate's result.
@@ -1346,7 +1350,7 @@ async fn read_pushed_down(
     for mut row in decode(&(0..answer_width).collect::<Vec<_>>(), answer_width)? {
         let group = row.split_off(partials);
         let mut col = 0;
-        for (f, s) in funcs.iter().zip(groups.states(group)) {
+        for (f, s) in funcs.iter().zip(groups.states(group)?) {
             s.merge(&row[col..col + f.kind.partial_width()])?;
             col += f.kind.partial_width();
         }

@@ -50,6 +50,7 @@ pub static DEFAULTS: LazyLock<BTreeMap<String, Datum>> = LazyLock::new(|| {
         ("lower_case_table_names", Datum::Int(2)),
         ("wait_timeout", Datum::Int(28_800)),
         ("innodb_lock_wait_timeout", Datum::Int(50)),
+        ("group_concat_max_len", Datum::Int(1024)),
         ("interactive_timeout", Datum::Int(28_800)),
         ("net_write_timeout", Datum::Int(60)),
         ("net_read_timeout", Datum::Int(30)),

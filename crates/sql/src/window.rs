@@ -110,9 +110,10 @@ impl WindowCall {
 pub fn function(name: &str, distinct: bool) -> Result<Function> {
     let lower = name.to_ascii_lowercase();
     if let Some(kind) = crate::bind::aggregate_kind(&lower, distinct) {
-        if distinct {
+        if distinct || kind == AggKind::GroupConcat {
+            let distinct = if distinct { "DISTINCT " } else { "" };
             return Err(SqlError::not_supported(format!(
-                "{} (DISTINCT ...) as a window function",
+                "{}({distinct}...) as a window function",
                 lower.to_uppercase()
             )));
         }
