@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Runs MySQL functions on Atoll and on MariaDB over the same rows and prints where they differ.
 
-Usage: tests/differential/functions.py [--atoll PORT] [--mariadb PORT] [FILE.exprs ...]
+Usage: tests/differential/functions.py [--atoll PORT] [--mariadb PORT] [--slt FILE]
+                                      [FILE.exprs ...]
 
 Both servers are reached as root without a password on 127.0.0.1 (defaults: Atoll 4000,
 MariaDB 3306) with the `mysql` client. Each line of an .exprs file is one expression over
-the columns of table t (i INT, b BIGINT, d DECIMAL(10,3), f DOUBLE, s VARCHAR(40),
-dt DATETIME, dd DATE; a row of NULLs among them); `SELECT id, <expr> FROM t ORDER BY id` runs
-on both and the outputs are compared line by line. With no file, every .exprs file next to
-this script. Exits 1 if any expression differs. tests/slt/library.slt holds the answers of
-the ones that agree.
+the columns of table lib (i INT, b BIGINT, d DECIMAL(10,3), f DOUBLE, s VARCHAR(40),
+dt DATETIME, dd DATE; a row of NULLs among them); `SELECT id, <expr> FROM lib ORDER BY id`
+runs on both and the outputs are compared line by line. With no file, every .exprs file
+next to this script. Exits 1 if any expression differs. `--slt FILE` writes the answers of
+the ones that agree as sqllogictest records (tests/slt/library.slt is made so).
 """
 import argparse
 import pathlib
@@ -41,10 +42,10 @@ def mysql(port, sql, db="differential"):
 def setup(port):
     mysql(port, "DROP DATABASE IF EXISTS differential; "
                 "CREATE DATABASE differential CHARACTER SET utf8mb4", db="")
-    mysql(port, "CREATE TABLE t (id INT PRIMARY KEY, i INT, b BIGINT, d DECIMAL(10,3), "
+    mysql(port, "CREATE TABLE lib (id INT PRIMARY KEY, i INT, b BIGINT, d DECIMAL(10,3), "
                 "f DOUBLE, s VARCHAR(40), dt DATETIME, dd DATE)")
     values = ",".join("(%s)" % ",".join(str(v) for v in r) for r in ROWS)
-    out = mysql(port, "INSERT INTO t VALUES " + values)
+    out = mysql(port, "INSERT INTO lib VALUES " + values)
     if out.startswith("ERROR"):
         sys.exit(f"port {port}: the rows could not be written: {out}")
 
@@ -53,6 +54,7 @@ def main():
     args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     args.add_argument("--atoll", type=int, default=4000)
     args.add_argument("--mariadb", type=int, default=3306)
+    args.add_argument("--slt", help="write the agreeing answers here")
     args.add_argument("files", nargs="*")
     a = args.parse_args()
     here = pathlib.Path(__file__).parent
@@ -60,12 +62,13 @@ def main():
     setup(a.mariadb)
     setup(a.atoll)
     total = differ = 0
+    records = []
     for f in files:
         for e in (l.strip() for l in open(f)):
             if not e or e.startswith("#"):
                 continue
             total += 1
-            q = f"SELECT id, {e} FROM t ORDER BY id"
+            q = f"SELECT id, {e} FROM lib ORDER BY id"
             m, o = mysql(a.mariadb, q), mysql(a.atoll, q)
             if m != o:
                 differ += 1
@@ -73,6 +76,28 @@ def main():
                 for x, y in zip(m.splitlines(), o.splitlines()):
                     if x != y:
                         print(f"    mariadb: {x}  |  atoll: {y}")
+            elif not o.startswith("ERROR"):
+                if any(l != l.rstrip() for l in o.splitlines()):
+                    # Trailing spaces do not survive the slt format: the value in brackets.
+                    q = f"SELECT id, CONCAT('[', {e}, ']') FROM lib ORDER BY id"
+                    o = mysql(a.atoll, q)
+                rows = [" ".join(v or "(empty)" for v in l.split("\t")) for l in o.splitlines()]
+                records.append("\n".join(["query IT", q, "----", *rows]))
+    if a.slt:
+        values = ",".join("(%s)" % ",".join(str(v) for v in r) for r in ROWS)
+        head = [
+            "# MySQL's function library over rows of each kind of value: the answers of the",
+            "# expressions of tests/differential/*.exprs that agree with MariaDB 10.11's, written by",
+            "# tests/differential/functions.py --slt.",
+            "",
+            "statement ok",
+            "CREATE TABLE lib (id INT PRIMARY KEY, i INT, b BIGINT, d DECIMAL(10,3), f DOUBLE, "
+            "s VARCHAR(40), dt DATETIME, dd DATE)",
+            "",
+            "statement ok",
+            "INSERT INTO lib VALUES " + values,
+        ]
+        pathlib.Path(a.slt).write_text("\n\n".join(["\n".join(head), *records]) + "\n")
     print(f"{total - differ} of {total} agree")
     sys.exit(1 if differ else 0)
 

@@ -1064,6 +1064,37 @@ pub fn str_to_date(s: &[u8], format: &[u8]) -> Datum {
     read.text(has_time, fsp)
 }
 
+/// CAST of the date or time text `s` to DATE, DATETIME(fsp) or TIME(fsp) (the fraction
+/// rounded to `fsp` digits, carrying into the seconds); NULL when `s` is no time.
+pub fn as_temporal(s: &[u8], target: crate::cast::Target) -> Datum {
+    use crate::cast::Target;
+    let Some(t) = moment(s) else {
+        return Datum::Null;
+    };
+    let rounded = |fsp: u32| -> Option<Moment> {
+        let step = 10i64.pow(6 - fsp.min(6));
+        let us = i64::from(t.us);
+        let up = (us % step) * 2 >= step;
+        let extra = (us / step + i64::from(up)) * step - us;
+        match (extra, t.real()) {
+            (0, _) => Some(t),
+            (_, true) => Moment::from_micros(t.micros() + extra),
+            (_, false) => None,
+        }
+    };
+    match target {
+        Target::Date if t.has_time && t.m == 0 && t.d == 0 && t.y == 0 => Datum::Null,
+        Target::Date => t.text(false, 0),
+        Target::DateTime(_) if !t.real() && t.y == 0 && t.m == 0 => Datum::Null,
+        Target::DateTime(fsp) => rounded(fsp).map_or(Datum::Null, |r| r.text(true, fsp)),
+        Target::Time(fsp) => match rounded(fsp) {
+            Some(r) => Datum::Bytes(r.time_text(fsp).into_bytes()),
+            None => Datum::Bytes(t.time_text(fsp).into_bytes()),
+        },
+        _ => Datum::Null,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

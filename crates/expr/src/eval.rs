@@ -115,7 +115,7 @@ pub(crate) fn as_number(d: &Datum) -> f64 {
 
 /// Whether `b` is a date or datetime in the form columns store them: `YYYY-MM-DD`, then
 /// maybe ` hh:mm:ss` and a fraction.
-fn temporal_text(b: &[u8]) -> bool {
+pub(crate) fn temporal_text(b: &[u8]) -> bool {
     let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
     b.len() >= 10
         && digits(0..4)
@@ -754,6 +754,10 @@ impl Expr {
                 Some(v) => dates_call(f, &v),
                 None => Datum::Null,
             },
+            Func::Cast => {
+                let target = crate::cast::Target::of(&arg(1)?, &arg(2)?, &arg(3)?)?;
+                crate::cast::cast(&arg(0)?, target)
+            }
             Func::If => {
                 if is_true(&arg(0)?) == Some(true) {
                     arg(1)?

@@ -10,6 +10,7 @@
 //! - [`wire`]: conversion to and from `proto::dag`.
 
 pub mod agg;
+pub mod cast;
 pub mod dates;
 pub mod eval;
 pub mod math;
@@ -175,6 +176,8 @@ pub enum Func {
     TimestampDiff,
     Extract,
     StrToDate,
+    /// `CAST(x AS type)` (crate::cast): x, then the target's three constants.
+    Cast,
 }
 
 impl Func {
@@ -200,6 +203,7 @@ impl Func {
             | Func::ToBase64
             | Func::FromBase64 => (1, false),
             Func::FindInSet | Func::Sha2 | Func::Strcmp | Func::Format => (2, false),
+            Func::Cast => (4, false),
             Func::SubstringIndex => (3, false),
             Func::Insert => (4, false),
             Func::Field | Func::Elt => (2, true),

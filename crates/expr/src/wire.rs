@@ -39,7 +39,7 @@ pub fn datum_from_pb(d: &pb::Datum) -> Datum {
     }
 }
 
-const FUNCS: [(Func, pb::Func); 112] = [
+const FUNCS: [(Func, pb::Func); 113] = [
     (Func::Eq, pb::Func::Eq),
     (Func::Ne, pb::Func::Ne),
     (Func::Lt, pb::Func::Lt),
@@ -152,6 +152,7 @@ const FUNCS: [(Func, pb::Func); 112] = [
     (Func::TimestampDiff, pb::Func::TimestampDiff),
     (Func::Extract, pb::Func::Extract),
     (Func::StrToDate, pb::Func::StrToDate),
+    (Func::Cast, pb::Func::Cast),
 ];
 
 impl Expr {

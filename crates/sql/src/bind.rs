@@ -252,6 +252,49 @@ fn group_concat(
     })
 }
 
+/// What `CAST(x AS data_type)` converts to: MySQL's cast types (1064-style for another).
+pub fn cast_target(data_type: &ast::DataType) -> Result<expr::cast::Target> {
+    use ast::DataType as D;
+    use expr::cast::Target;
+    let length = |l: &Option<ast::CharacterLength>| match l {
+        Some(ast::CharacterLength::IntegerLength { length, .. }) => {
+            Some(u32::try_from(*length).unwrap_or(u32::MAX))
+        }
+        _ => None,
+    };
+    let fsp = |p: &Option<u64>| p.map_or(0, |p| p.min(6) as u32);
+    Ok(match data_type {
+        D::Signed | D::SignedInteger => Target::Signed,
+        D::Unsigned | D::UnsignedInteger => Target::Unsigned,
+        D::Decimal(info) | D::Dec(info) | D::Numeric(info) => match info {
+            ast::ExactNumberInfo::None => Target::Decimal(10, 0),
+            ast::ExactNumberInfo::Precision(p) => Target::Decimal(*p as u32, 0),
+            ast::ExactNumberInfo::PrecisionAndScale(p, s) => {
+                Target::Decimal(*p as u32, (*s).max(0) as u32)
+            }
+        },
+        D::Double(_) | D::DoublePrecision | D::Real => Target::Double,
+        D::Float(_) => Target::Float,
+        D::Char(l) | D::Character(l) => Target::Char(length(l)),
+        D::Binary(l) => Target::Binary(l.map(|l| u32::try_from(l).unwrap_or(u32::MAX))),
+        D::Date => Target::Date,
+        D::Datetime(p) => Target::DateTime(fsp(p)),
+        D::Time(p, _) => Target::Time(fsp(p)),
+        other => return Err(SqlError::not_supported(format!("CAST AS {other}"))),
+    })
+}
+
+/// `f` over bound `args`, folded to its value when they are all constants (a call that
+/// fails stays, to fail when the row is read).
+fn folded(f: Func, args: Vec<Expr>) -> Expr {
+    let constant = args.iter().all(|a| matches!(a, Expr::Const(_)));
+    let call = Expr::call(f, args);
+    match constant {
+        true => call.eval(&[]).map_or(call, Expr::Const),
+        false => call,
+    }
+}
+
 /// The numeric functions of one argument, by name.
 fn one_argument_math(name: &str) -> Option<Func> {
     Some(match name {
@@ -500,6 +543,13 @@ impl<'a> Binder<'a> {
         }
     }
 
+    /// `CAST(x AS data_type)`.
+    fn cast(&mut self, x: &ast::Expr, data_type: &ast::DataType) -> Result<Expr> {
+        let target = cast_target(data_type)?;
+        let [code, a, b] = target.args();
+        Ok(folded(Func::Cast, vec![self.bind(x)?, code, a, b]))
+    }
+
     /// `f` (DATE_ADD or DATE_SUB) of `date` and the interval `iv`.
     fn date_add(&mut self, f: Func, date: &ast::Expr, iv: &ast::Interval) -> Result<Expr> {
         let unit = match (&iv.leading_field, &iv.last_field) {
@@ -596,12 +646,7 @@ impl<'a> Binder<'a> {
             .iter()
             .map(|a| self.bind(a))
             .collect::<Result<Vec<_>>>()?;
-        let constant = args.iter().all(|a| matches!(a, Expr::Const(_)));
-        let call = Expr::call(f, args);
-        if constant && let Ok(v) = call.eval(&[]) {
-            return Ok(Expr::Const(v));
-        }
-        Ok(call)
+        Ok(folded(f, args))
     }
 
     fn literal(&mut self, v: &Value) -> Result<Expr> {
@@ -939,6 +984,20 @@ impl<'a> Binder<'a> {
             }
             E::Function(f) => self.function(f),
             E::Position { expr, r#in } => self.call(Func::Locate, &[expr, r#in]),
+            E::Cast {
+                expr, data_type, ..
+            } => self.cast(expr, data_type),
+            E::Convert {
+                expr,
+                data_type: Some(data_type),
+                ..
+            } => self.cast(expr, data_type),
+            // CONVERT(x USING charset): the text is utf8mb4 already; binary keeps the bytes.
+            E::Convert {
+                expr,
+                data_type: None,
+                ..
+            } => self.bind(expr),
             E::Extract { field, expr, .. } => {
                 let unit = unit_code(&field.to_string())?;
                 Ok(Expr::call(Func::Extract, vec![unit, self.bind(expr)?]))

@@ -350,6 +350,12 @@ impl TypeScope<'_> {
             }
             E::Nested(inner) | E::Collate { expr: inner, .. } => self.infer(inner),
             E::Position { .. } | E::Extract { .. } => FieldType::longlong(false),
+            E::Cast { data_type, .. }
+            | E::Convert {
+                data_type: Some(data_type),
+                ..
+            } => cast_result(data_type),
+            E::Convert { expr, .. } => self.infer(expr),
             E::Ceil { expr, .. } | E::Floor { expr, .. } => rounded_to_integer(&self.infer(expr)),
             E::Value(v) => literal(&v.value),
             E::UnaryOp { op, expr } => match op {
@@ -579,6 +585,26 @@ impl TypeScope<'_> {
                 .map_or_else(|| FieldType::text(255), |d| FieldType::of_datum(&d)),
             _ => FieldType::text(255),
         }
+    }
+}
+
+/// CAST's result type.
+fn cast_result(data_type: &ast::DataType) -> FieldType {
+    use expr::cast::Target;
+    match crate::bind::cast_target(data_type) {
+        Ok(Target::Signed) => FieldType::longlong(false),
+        Ok(Target::Unsigned) => FieldType::longlong(true),
+        Ok(Target::Decimal(p, s)) => FieldType::decimal(p.min(65) as u8, s.min(30) as u8, false),
+        Ok(Target::Double | Target::Float) => FieldType::double(),
+        Ok(Target::Date) => FieldType::date(),
+        Ok(Target::DateTime(fsp)) => FieldType::datetime(fsp as u8),
+        Ok(Target::Binary(_)) => {
+            let mut t = FieldType::text(u32::from(u16::MAX));
+            t.charset = CHARSET_BINARY;
+            t.flags |= flag::BINARY;
+            t
+        }
+        _ => FieldType::text(u32::from(u16::MAX)),
     }
 }
 
