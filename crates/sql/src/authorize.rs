@@ -63,7 +63,8 @@ pub enum Need {
 /// is chosen is left to the statement, which fails with 1046).
 pub fn needs(s: &Statement, current_db: Option<&str>) -> Vec<Need> {
     let inlined;
-    let s = match has_with(s) {
+    let with = has_with(s);
+    let s = match with {
         true => {
             inlined = inline_ctes(s);
             &inlined
@@ -72,6 +73,7 @@ pub fn needs(s: &Statement, current_db: Option<&str>) -> Vec<Need> {
     };
     let mut out = Needs {
         current_db,
+        recursive: if with { recursive_ctes(s) } else { Vec::new() },
         needs: Vec::new(),
     };
     out.statement(s);
@@ -177,6 +179,7 @@ fn column_use(
 ) -> ColumnUse {
     let resolver = Needs {
         current_db,
+        recursive: recursive_ctes(s),
         needs: Vec::new(),
     };
     let mut refs = ColumnRefs {
@@ -351,6 +354,24 @@ pub fn need_privilege(privileges: &str) -> SqlError {
     }
 }
 
+/// The names of the CTEs of every `WITH RECURSIVE` in `s`.
+fn recursive_ctes(s: &Statement) -> Vec<String> {
+    struct Names(Vec<String>);
+    impl Visitor for Names {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &ast::Query) -> ControlFlow<()> {
+            if let Some(with) = q.with.as_ref().filter(|w| w.recursive) {
+                let names = with.cte_tables.iter().map(|c| c.alias.name.value.clone());
+                self.0.extend(names);
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut names = Names(Vec::new());
+    let _ = s.visit(&mut names);
+    names.0
+}
+
 /// Whether `s` has a WITH anywhere.
 fn has_with(s: &Statement) -> bool {
     struct With;
@@ -387,6 +408,9 @@ fn inline_ctes(s: &Statement) -> Statement {
 
 struct Needs<'a> {
     current_db: Option<&'a str>,
+    /// The names of recursive CTEs (`WITH RECURSIVE`, which is not inlined): a name of one
+    /// of them, unqualified, is no table.
+    recursive: Vec<String>,
     needs: Vec<Need>,
 }
 
@@ -397,6 +421,13 @@ impl Needs<'_> {
         let (db, table) = split_name(name);
         let db = match db {
             Some(db) => db,
+            None if self
+                .recursive
+                .iter()
+                .any(|c| c.eq_ignore_ascii_case(&table)) =>
+            {
+                return None;
+            }
             None => self.current_db?.to_string(),
         };
         if db.eq_ignore_ascii_case(crate::info_schema::DB) {
@@ -613,6 +644,14 @@ mod tests {
         assert_eq!(
             needs_of("SELECT (WITH o AS (SELECT * FROM orders) SELECT COUNT(*) FROM o)"),
             [table("shop", "orders", SELECT)]
+        );
+        // A recursive CTE's name is no table, in its own query or the one it serves.
+        assert_eq!(
+            needs_of(
+                "WITH RECURSIVE r (n) AS (SELECT id FROM items UNION ALL SELECT n + 1 FROM r) \
+                 SELECT * FROM r, shop.r"
+            ),
+            [table("shop", "items", SELECT), table("shop", "r", SELECT)]
         );
         assert_eq!(
             needs_of("INSERT INTO items SELECT * FROM old ON DUPLICATE KEY UPDATE n = 1"),

@@ -1,13 +1,26 @@
 //! Common table expressions: `WITH name [(columns)] AS (query), ... SELECT ...`, each read
 //! where it is named as a derived table of its query (MySQL may also materialize it once;
 //! the rows are the same). A CTE sees the ones before it; a name in its own query is a
-//! table, as in MySQL without RECURSIVE. WITH RECURSIVE is refused.
+//! table, as in MySQL without RECURSIVE.
+//!
+//! `WITH RECURSIVE` ([`select_recursive`]): each CTE is materialized in turn. One whose
+//! query names itself is a UNION [ALL | DISTINCT] of anchor SELECTs (which do not) and
+//! recursive ones (which do): the anchors' rows first, then the recursive SELECTs run again
+//! and again over the rows the last round added, until a round adds none (with DISTINCT,
+//! rows seen before are not added). More rounds than `cte_max_recursion_depth` is 3636.
+//! The columns are named by the CTE's column list, else the anchors'.
 
+use std::collections::HashSet;
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{self, TableFactor, VisitMut, VisitorMut};
+use codec::datum::{Datum, encode_row};
+use kv_client::Transaction;
+use sqlparser::ast::{self, TableFactor, VisitMut, Visitor, VisitorMut};
 
+use crate::bind::Lookup;
 use crate::error::{Result, SqlError};
+use crate::join::{Resolved, SchemaTable};
+use crate::query::{QueryContext, ResultSet};
 
 /// Replaces the tables named like a CTE by its query.
 struct Inline<'a> {
@@ -52,12 +65,9 @@ impl VisitorMut for Inline<'_> {
 }
 
 /// `q` without its WITH: each CTE's name replaced by its query (itself inlined with the
-/// CTEs before it). `None` when `q` has no WITH.
+/// CTEs before it). `None` when `q` has no WITH or a recursive one ([`select_recursive`]).
 pub fn inline(q: &ast::Query) -> Option<Result<ast::Query>> {
-    let with = q.with.as_ref()?;
-    if with.recursive {
-        return Some(Err(SqlError::not_supported("WITH RECURSIVE")));
-    }
+    let with = q.with.as_ref().filter(|w| !w.recursive)?;
     let mut ctes: Vec<ast::Cte> = Vec::with_capacity(with.cte_tables.len());
     for cte in &with.cte_tables {
         let mut cte = cte.clone();
@@ -70,6 +80,268 @@ pub fn inline(q: &ast::Query) -> Option<Result<ast::Query>> {
     };
     let _ = out.visit(&mut Inline { ctes: &ctes });
     Some(Ok(out))
+}
+
+/// Whether `q` has a `WITH RECURSIVE`.
+pub fn is_recursive(q: &ast::Query) -> bool {
+    q.with.as_ref().is_some_and(|w| w.recursive)
+}
+
+/// A materialized CTE: its name, columns and rows.
+struct Materialized {
+    name: String,
+    columns: Vec<String>,
+    rows: Vec<Vec<Datum>>,
+}
+
+/// `schema_table` with the CTEs of `ctes` (and `current`, the one being made) in front: an
+/// unqualified name of one of them is its rows.
+fn resolver<'a>(
+    schema_table: SchemaTable<'a>,
+    ctes: &'a [Materialized],
+    current: Option<&'a Materialized>,
+) -> impl Fn(&ast::ObjectName) -> Result<Resolved> + Sync + 'a {
+    move |name: &ast::ObjectName| {
+        if let [part] = name.0.as_slice()
+            && let Some(id) = part.as_ident()
+            && let Some(m) = current
+                .into_iter()
+                .chain(ctes.iter().rev())
+                .find(|m| m.name.eq_ignore_ascii_case(&id.value))
+        {
+            return Ok(Resolved::Memory {
+                columns: m.columns.clone(),
+                rows: m.rows.clone(),
+            });
+        }
+        schema_table(name)
+    }
+}
+
+/// Whether `part` reads the table `name` (unqualified) anywhere.
+fn names(part: &ast::SetExpr, name: &str) -> bool {
+    struct Finds<'n>(&'n str);
+    impl Visitor for Finds<'_> {
+        type Break = ();
+        fn pre_visit_relation(&mut self, r: &ast::ObjectName) -> ControlFlow<()> {
+            match r.0.as_slice() {
+                [p] if p
+                    .as_ident()
+                    .is_some_and(|i| i.value.eq_ignore_ascii_case(self.0)) =>
+                {
+                    ControlFlow::Break(())
+                }
+                _ => ControlFlow::Continue(()),
+            }
+        }
+    }
+    ast::Visit::visit(part, &mut Finds(name)).is_break()
+}
+
+/// The SELECTs a chain of UNIONs joins, left to right, and whether any UNION is DISTINCT
+/// (`None` when `body` is not such a chain).
+fn union_parts(body: &ast::SetExpr) -> Option<(Vec<&ast::SetExpr>, bool)> {
+    match body {
+        ast::SetExpr::SetOperation {
+            op: ast::SetOperator::Union,
+            set_quantifier,
+            left,
+            right,
+        } => {
+            let (mut parts, distinct) = union_parts(left).unwrap_or((vec![left], false));
+            parts.push(right);
+            let this = !matches!(set_quantifier, ast::SetQuantifier::All);
+            Some((parts, distinct || this))
+        }
+        _ => None,
+    }
+}
+
+/// `part` as a query of its own.
+fn query_of(part: &ast::SetExpr) -> ast::Query {
+    ast::Query {
+        with: None,
+        body: Box::new(part.clone()),
+        order_by: None,
+        limit_clause: None,
+        fetch: None,
+        locks: Vec::new(),
+        for_clause: None,
+        settings: None,
+        format_clause: None,
+        pipe_operators: Vec::new(),
+    }
+}
+
+/// Runs a query with `WITH RECURSIVE`: its CTEs materialized in order, then the query over
+/// them.
+pub async fn select_recursive(
+    ctx: &QueryContext<'_>,
+    txn: &mut Transaction,
+    schema_table: SchemaTable<'_>,
+    q: &ast::Query,
+) -> Result<ResultSet> {
+    let with = q.with.as_ref().expect("a WITH RECURSIVE");
+    let max_depth = match (ctx.variable)(Lookup::System("cte_max_recursion_depth")) {
+        Ok(Datum::Int(n)) => n.max(0) as u64,
+        _ => 1000,
+    };
+    let mut done: Vec<Materialized> = Vec::new();
+    for cte in &with.cte_tables {
+        let m = materialize(ctx, txn, schema_table, &done, cte, max_depth).await?;
+        done.push(m);
+    }
+    let main = ast::Query {
+        with: None,
+        ..q.clone()
+    };
+    let resolve = resolver(schema_table, &done, None);
+    crate::query::select_boxed(ctx, txn, &resolve, &main).await
+}
+
+/// One CTE's rows, the CTEs `before` it visible.
+async fn materialize(
+    ctx: &QueryContext<'_>,
+    txn: &mut Transaction,
+    schema_table: SchemaTable<'_>,
+    before: &[Materialized],
+    cte: &ast::Cte,
+    max_depth: u64,
+) -> Result<Materialized> {
+    let name = cte.alias.name.value.clone();
+    let named: Vec<String> = cte
+        .alias
+        .columns
+        .iter()
+        .map(|c| c.name.value.clone())
+        .collect();
+    let columns = |result: &ResultSet| -> Result<Vec<String>> {
+        match named.is_empty() {
+            true => Ok(result.columns.clone()),
+            false if named.len() == result.columns.len() => Ok(named.clone()),
+            false => Err(SqlError {
+                code: 1353,
+                state: "HY000",
+                message: format!(
+                    "In definition of view, derived table or common table expression, SELECT list and column names list have different column counts ({name})"
+                ),
+            }),
+        }
+    };
+    let recursive =
+        union_parts(&cte.query.body).filter(|(parts, _)| parts.iter().any(|p| names(p, &name)));
+    let Some((parts, distinct)) = recursive else {
+        let resolve = resolver(schema_table, before, None);
+        let result = crate::query::select_boxed(ctx, txn, &resolve, &cte.query).await?;
+        return Ok(Materialized {
+            columns: columns(&result)?,
+            name,
+            rows: result.rows,
+        });
+    };
+    let (anchors, steps): (Vec<&ast::SetExpr>, Vec<&ast::SetExpr>) =
+        parts.into_iter().partition(|p| !names(p, &name));
+    if anchors.is_empty() {
+        return Err(SqlError {
+            code: 3573,
+            state: "HY000",
+            message: format!(
+                "Recursive Common Table Expression '{name}' should have one or more non-recursive query blocks followed by one or more recursive ones"
+            ),
+        });
+    }
+    let mut seen = HashSet::new();
+    let keep = |rows: Vec<Vec<Datum>>, seen: &mut HashSet<Vec<u8>>| -> Vec<Vec<Datum>> {
+        match distinct {
+            true => rows
+                .into_iter()
+                .filter(|r| seen.insert(encode_row(r)))
+                .collect(),
+            false => rows,
+        }
+    };
+    let mut columns_named = None;
+    let mut all = Vec::new();
+    for anchor in anchors {
+        let resolve = resolver(schema_table, before, None);
+        let result = crate::query::select_boxed(ctx, txn, &resolve, &query_of(anchor)).await?;
+        if columns_named.is_none() {
+            columns_named = Some(columns(&result)?);
+        }
+        all.extend(keep(result.rows, &mut seen));
+    }
+    let columns = columns_named.expect("one anchor at least");
+    let mut last = all.clone();
+    let mut rounds = 0u64;
+    while !last.is_empty() {
+        rounds += 1;
+        if rounds > max_depth {
+            return Err(SqlError {
+                code: 3636,
+                state: "HY000",
+                message: format!(
+                    "Recursive query aborted after {rounds} iterations. Try increasing @@cte_max_recursion_depth to a larger value."
+                ),
+            });
+        }
+        let round = Materialized {
+            name: name.clone(),
+            columns: columns.clone(),
+            rows: std::mem::take(&mut last),
+        };
+        let mut added = Vec::new();
+        for step in &steps {
+            let resolve = resolver(schema_table, before, Some(&round));
+            let result = crate::query::select_boxed(ctx, txn, &resolve, &query_of(step)).await?;
+            added.extend(keep(result.rows, &mut seen));
+        }
+        all.extend(added.iter().cloned());
+        last = added;
+    }
+    Ok(Materialized {
+        name,
+        columns,
+        rows: all,
+    })
+}
+
+/// The columns `q` with `WITH RECURSIVE` returns, and their types: its CTEs described by
+/// their anchors (without rows).
+pub fn describe_recursive(
+    q: &ast::Query,
+    schema_table: SchemaTable<'_>,
+    variable: Option<&crate::bind::Variables<'_>>,
+) -> Result<(Vec<String>, Vec<crate::field_type::FieldType>)> {
+    let with = q.with.as_ref().expect("a WITH RECURSIVE");
+    let mut done: Vec<Materialized> = Vec::new();
+    for cte in &with.cte_tables {
+        let name = cte.alias.name.value.clone();
+        let first = union_parts(&cte.query.body)
+            .and_then(|(parts, _)| parts.into_iter().find(|p| !names(p, &name)).cloned())
+            .map(|p| query_of(&p))
+            .unwrap_or_else(|| (*cte.query).clone());
+        let (mut columns, _) =
+            crate::query::describe(&first, &resolver(schema_table, &done, None), variable)?;
+        if !cte.alias.columns.is_empty() {
+            columns = cte
+                .alias
+                .columns
+                .iter()
+                .map(|c| c.name.value.clone())
+                .collect();
+        }
+        done.push(Materialized {
+            name,
+            columns,
+            rows: Vec::new(),
+        });
+    }
+    let main = ast::Query {
+        with: None,
+        ..q.clone()
+    };
+    let resolve = resolver(schema_table, &done, None);
+    crate::query::describe(&main, &resolve, variable)
 }
 
 #[cfg(test)]

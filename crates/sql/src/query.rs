@@ -92,6 +92,9 @@ pub fn describe(
     schema_table: crate::join::SchemaTable<'_>,
     variable: Option<&Variables<'_>>,
 ) -> Result<(Vec<String>, Vec<FieldType>)> {
+    if crate::cte::is_recursive(q) {
+        return crate::cte::describe_recursive(q, schema_table, variable);
+    }
     if let Some(inlined) = crate::cte::inline(q) {
         return describe(&inlined?, schema_table, variable);
     }
@@ -587,6 +590,9 @@ pub async fn select(
     schema_table: crate::join::SchemaTable<'_>,
     q: &ast::Query,
 ) -> Result<ResultSet> {
+    if crate::cte::is_recursive(q) {
+        return crate::cte::select_recursive(ctx, txn, schema_table, q).await;
+    }
     if let Some(inlined) = crate::cte::inline(q) {
         return select_boxed(ctx, txn, schema_table, &inlined?).await;
     }

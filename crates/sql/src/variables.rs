@@ -51,6 +51,7 @@ pub static DEFAULTS: LazyLock<BTreeMap<String, Datum>> = LazyLock::new(|| {
         ("wait_timeout", Datum::Int(28_800)),
         ("innodb_lock_wait_timeout", Datum::Int(50)),
         ("group_concat_max_len", Datum::Int(1024)),
+        ("cte_max_recursion_depth", Datum::Int(1000)),
         ("interactive_timeout", Datum::Int(28_800)),
         ("net_write_timeout", Datum::Int(60)),
         ("net_read_timeout", Datum::Int(30)),
