@@ -250,6 +250,16 @@ fn float_from_comparable(u: u64) -> f64 {
     }
 }
 
+/// A DOUBLE as MySQL writes it: the shortest digits that read back as the same value, no
+/// trailing `.0`, in exponent form from 1e15 up (`1e20`, `-2.5e16`; `0.00000015` stays so).
+pub fn float_text(v: f64) -> String {
+    match v.is_finite() && v.abs() >= 1e15 {
+        true => format!("{v:e}"),
+        // -0 is written 0.
+        false => format!("{}", v + 0.0),
+    }
+}
+
 /// A row in value form: the datums one after another.
 pub fn encode_row(datums: &[Datum]) -> Vec<u8> {
     let mut out = Vec::new();

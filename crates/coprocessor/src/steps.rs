@@ -6,7 +6,7 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use codec::datum::{Datum, encode_row};
+use codec::datum::Datum;
 use expr::Expr;
 use expr::agg::{AggFunc, AggState};
 use expr::eval::{compare, is_true};
@@ -148,7 +148,7 @@ impl<'a> Pipeline<'a> {
                             .iter()
                             .map(|e| e.eval(row))
                             .collect::<expr::Result<_>>()?;
-                        let key = encode_row(&values);
+                        let key = expr::eval::group_key(&values);
                         let at = match groups.index.get(&key) {
                             Some(&at) => at,
                             None => {

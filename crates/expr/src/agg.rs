@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use codec::datum::{Datum, encode_row};
+use codec::datum::Datum;
 
 use crate::{EvalError, Expr, Result};
 
@@ -231,7 +231,7 @@ impl AggState {
             }
             AggState::Distinct(_, set) => {
                 if args.iter().all(|a| !a.is_null()) {
-                    set.insert(encode_row(args));
+                    set.insert(crate::eval::group_key(args));
                 }
             }
             AggState::FirstRow(v) => {
@@ -350,7 +350,15 @@ impl AggState {
                     _ => AggKind::Sum,
                 });
                 for encoded in set {
-                    let value = Datum::decode_value(encoded).map_or(Datum::Null, |(v, _)| v);
+                    // The keys hold numbers as decimals (crate::eval::group_key): an integer
+                    // comes back an integer.
+                    let value = match Datum::decode_value(encoded) {
+                        Ok((Datum::Decimal(d), _)) if d.scale == 0 => {
+                            i64::try_from(d.units).map_or(Datum::Decimal(d), Datum::Int)
+                        }
+                        Ok((v, _)) => v,
+                        Err(_) => Datum::Null,
+                    };
                     if of_values.update(&[value]).is_err() {
                         return Datum::Null;
                     }
@@ -392,7 +400,7 @@ fn group_concat(g: &GroupConcat, rows: &[Vec<Datum>]) -> Datum {
     let mut first = true;
     for row in order {
         let values = &row[..g.values];
-        if g.distinct && !seen.insert(encode_row(values)) {
+        if g.distinct && !seen.insert(crate::eval::group_key(values)) {
             continue;
         }
         if !first {

@@ -5,7 +5,7 @@
 
 use std::cmp::Ordering;
 
-use codec::datum::Datum;
+use codec::datum::{Datum, encode_row};
 use codec::decimal::Decimal;
 
 use crate::{EvalError, Expr, Func, Result};
@@ -132,6 +132,33 @@ pub(crate) fn temporal_text(b: &[u8]) -> bool {
                 && b[16] == b':'
                 && digits(17..19)
                 && (b.len() == 19 || (b[19] == b'.' && digits(20..b.len())))))
+}
+
+/// The key GROUP BY, DISTINCT and window partitions group `values` by: values that SQL finds
+/// equal share it, whatever their kind (the integer 2, the decimals 2.0 and 2.000, and the
+/// DOUBLE 2 all meet as one decimal; -0 meets 0; a DATE meets the DATETIME at its midnight).
+pub fn group_key(values: &[Datum]) -> Vec<u8> {
+    let exact = |units: i128, scale: u32| {
+        let (mut units, mut scale) = (units, scale);
+        while scale > 0 && units % 10 == 0 {
+            units /= 10;
+            scale -= 1;
+        }
+        Datum::Decimal(Decimal::new(units, scale))
+    };
+    let canonical: Vec<Datum> = values
+        .iter()
+        .map(|v| match v {
+            Datum::Int(i) => exact(i128::from(*i), 0),
+            Datum::UInt(u) => exact(i128::from(*u), 0),
+            Datum::Decimal(d) => exact(d.units, u32::from(d.scale)),
+            Datum::Float(f) if f.fract() == 0.0 && f.abs() < 9e15 => exact(*f as i128, 0),
+            Datum::Float(f) => Datum::Float(f + 0.0),
+            Datum::Bytes(b) => Datum::Bytes(canonical_text(b).into_owned()),
+            Datum::Null => Datum::Null,
+        })
+        .collect();
+    encode_row(&canonical)
 }
 
 /// A date or datetime text at full precision (`YYYY-MM-DD hh:mm:ss.ffffff`), any other text
@@ -396,7 +423,7 @@ pub(crate) fn text(d: &Datum) -> Vec<u8> {
         Datum::Bytes(b) => b.clone(),
         Datum::Int(v) => v.to_string().into_bytes(),
         Datum::UInt(v) => v.to_string().into_bytes(),
-        Datum::Float(v) => v.to_string().into_bytes(),
+        Datum::Float(v) => codec::datum::float_text(*v).into_bytes(),
         Datum::Decimal(d) => d.to_string().into_bytes(),
         Datum::Null => Vec::new(),
     }

@@ -299,7 +299,13 @@ fn write_row<W: AsyncWrite + Send + Unpin>(
     for (d, t) in row.into_iter().zip(types) {
         match (d, t.tp) {
             (Datum::Null, _) => w.write_col(None::<i64>)?,
-            (Datum::Float(v), _) if !binary => w.write_col(v)?,
+            // A DOUBLE with fixed decimals (ROUND(x, 1)) shows them, as MySQL writes it.
+            (Datum::Float(v), _) if !binary => w.write_col(match t.decimals {
+                d if d < sql::field_type::NOT_FIXED_DEC => {
+                    format!("{:.*}", usize::from(d), v + 0.0)
+                }
+                _ => codec::datum::float_text(v),
+            })?,
             (d, _) if !binary => write_text(w, d)?,
             (d, Type::Tiny | Type::Short | Type::Int24 | Type::Long | Type::LongLong) => w
                 .write_col(Integer(match d {

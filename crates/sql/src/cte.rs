@@ -13,7 +13,7 @@
 use std::collections::HashSet;
 use std::ops::ControlFlow;
 
-use codec::datum::{Datum, encode_row};
+use codec::datum::Datum;
 use kv_client::Transaction;
 use sqlparser::ast::{self, TableFactor, VisitMut, Visitor, VisitorMut};
 
@@ -255,7 +255,7 @@ async fn materialize(
         match distinct {
             true => rows
                 .into_iter()
-                .filter(|r| seen.insert(encode_row(r)))
+                .filter(|r| seen.insert(expr::eval::group_key(r)))
                 .collect(),
             false => rows,
         }

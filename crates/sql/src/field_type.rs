@@ -442,7 +442,10 @@ impl TypeScope<'_> {
                     };
                     FieldType::decimal(65, scale.min(30), false)
                 }
-                NumClass::Double => FieldType::double(),
+                NumClass::Double => double_with(match op {
+                    B::Multiply => fixed(l.decimals, r.decimals, u8::saturating_add),
+                    _ => fixed(l.decimals, r.decimals, u8::max),
+                }),
             },
             B::Divide => match class {
                 NumClass::Null => FieldType::null(),
@@ -450,7 +453,9 @@ impl TypeScope<'_> {
                     let scale = l.decimals.saturating_add(DIV_PRECISION_INCREMENT);
                     FieldType::decimal(65, scale.min(30), false)
                 }
-                NumClass::Double => FieldType::double(),
+                NumClass::Double => double_with(fixed(l.decimals, r.decimals, |a, b| {
+                    a.max(b).saturating_add(DIV_PRECISION_INCREMENT)
+                })),
             },
             B::MyIntegerDivide => FieldType::longlong(false),
 
@@ -487,14 +492,18 @@ impl TypeScope<'_> {
                 NumClass::Int | NumClass::Decimal => {
                     FieldType::decimal(65, first().decimals.min(30), false)
                 }
-                NumClass::Double | NumClass::Null => FieldType::double(),
+                NumClass::Double | NumClass::Null => double_with(first().decimals),
             },
             "avg" => match first().class() {
                 NumClass::Int | NumClass::Decimal => {
                     let scale = first().decimals.saturating_add(DIV_PRECISION_INCREMENT);
                     FieldType::decimal(65, scale.min(30), false)
                 }
-                NumClass::Double | NumClass::Null => FieldType::double(),
+                NumClass::Double | NumClass::Null => {
+                    double_with(fixed(first().decimals, 0, |a, _| {
+                        a.saturating_add(DIV_PRECISION_INCREMENT)
+                    }))
+                }
             },
             "abs" if first().is_integer() => FieldType::longlong(first().unsigned()),
             "min" | "max" | "abs" => first().derived(),
@@ -540,14 +549,20 @@ impl TypeScope<'_> {
                 NumClass::Int => FieldType::longlong(first().unsigned()),
                 NumClass::Decimal => {
                     let digits = match args.get(1) {
-                        Some(ast::Expr::Value(v)) => v.value.to_string().parse::<i64>().ok(),
+                        Some(d) => constant_integer(d),
                         None => Some(0),
-                        _ => None,
                     };
                     let scale = digits.map_or(first().decimals, |d| d.clamp(0, 30) as u8);
                     FieldType::decimal(65, scale, false)
                 }
-                NumClass::Double | NumClass::Null => FieldType::double(),
+                // A DOUBLE rounded to a constant number of digits shows that many.
+                NumClass::Double | NumClass::Null => {
+                    let mut t = FieldType::double();
+                    if let Some(d) = args.get(1).and_then(|e| constant_integer(e)) {
+                        t.decimals = d.clamp(0, 30) as u8;
+                    }
+                    t
+                }
             },
             "if" => args
                 .iter()
@@ -706,6 +721,35 @@ fn literal(v: &ast::Value) -> FieldType {
 /// The type of a value that is one of `a` or `b` (IF, CASE, COALESCE): the same type if
 /// they agree, the wider number if both are numbers, else text.
 /// The type of a column that takes values of both `a` and `b` (CASE branches, UNION).
+/// `e` as an integer constant (`2`, `-1`), if it is one.
+fn constant_integer(e: &ast::Expr) -> Option<i64> {
+    match e {
+        ast::Expr::Value(v) => v.value.to_string().parse().ok(),
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => constant_integer(expr).map(|v| -v),
+        ast::Expr::Nested(inner) => constant_integer(inner),
+        _ => None,
+    }
+}
+
+/// A DOUBLE whose values show `decimals` digits ([`NOT_FIXED_DEC`]: as many as they have).
+fn double_with(decimals: u8) -> FieldType {
+    let mut t = FieldType::double();
+    t.decimals = decimals;
+    t
+}
+
+/// The decimals of a DOUBLE made of operands with `a` and `b`: `how` of them when both are
+/// fixed, not fixed when either is not (as MySQL's Item_func's decimals).
+fn fixed(a: u8, b: u8, how: impl Fn(u8, u8) -> u8) -> u8 {
+    match a.max(b) >= NOT_FIXED_DEC {
+        true => NOT_FIXED_DEC,
+        false => how(a, b).min(30),
+    }
+}
+
 pub fn merge(a: FieldType, b: FieldType) -> FieldType {
     let (a, b) = (a.derived(), b.derived());
     if a.tp == Type::Null {
@@ -728,7 +772,7 @@ pub fn merge(a: FieldType, b: FieldType) -> FieldType {
         return match a.class().max(b.class()) {
             NumClass::Int => FieldType::longlong(a.unsigned() && b.unsigned()),
             NumClass::Decimal => FieldType::decimal(65, a.decimals.max(b.decimals), false),
-            _ => FieldType::double(),
+            _ => double_with(fixed(a.decimals, b.decimals, u8::max)),
         };
     }
     if matches!(a.tp, Type::Date | Type::DateTime) && matches!(b.tp, Type::Date | Type::DateTime) {
@@ -741,6 +785,35 @@ pub fn merge(a: FieldType, b: FieldType) -> FieldType {
         t.flags |= flag::BINARY;
     }
     t
+}
+
+/// `rows` with their numbers as the column types say, as MySQL writes a result column's
+/// values in its type: a column of DECIMAL with `d` decimals shows integers and decimals with
+/// `d` (`SELECT 1 UNION SELECT 2.5` gives 1.0, `IF(c, 1, 2.50)` 1.00), one of DOUBLE shows
+/// floats; equal values then also compare equal for DISTINCT.
+pub fn coerce_rows(rows: &mut [Vec<Datum>], types: &[FieldType]) {
+    for row in rows.iter_mut() {
+        for (v, t) in row.iter_mut().zip(types) {
+            let scale = u32::from(t.decimals);
+            *v = match (t.tp, std::mem::replace(v, Datum::Null)) {
+                (Type::NewDecimal, Datum::Int(i)) => codec::decimal::Decimal::from_i64(i)
+                    .round_to(scale)
+                    .map_or(Datum::Int(i), Datum::Decimal),
+                (Type::NewDecimal, Datum::UInt(u)) => {
+                    codec::decimal::Decimal::new(i128::from(u), 0)
+                        .round_to(scale)
+                        .map_or(Datum::UInt(u), Datum::Decimal)
+                }
+                (Type::NewDecimal, Datum::Decimal(x)) => {
+                    Datum::Decimal(x.round_to(scale).unwrap_or(x))
+                }
+                (Type::Double, d @ (Datum::Int(_) | Datum::UInt(_) | Datum::Decimal(_))) => {
+                    d.as_f64().map_or(Datum::Null, Datum::Float)
+                }
+                (_, other) => other,
+            };
+        }
+    }
 }
 
 #[cfg(test)]

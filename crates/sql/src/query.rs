@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use codec::datum::{Datum, decode_rows, encode_row};
+use codec::datum::{Datum, decode_rows};
 use codec::table;
 use expr::Expr;
 use expr::agg::{AggFunc, AggState};
@@ -1067,6 +1067,7 @@ async fn run(
         names,
     )?;
     ctx.record(|s| s.output = Some((rs.rows.len(), finishing.elapsed())));
+    crate::field_type::coerce_rows(&mut rs.rows, &types);
     rs.types = types;
     Ok(rs)
 }
@@ -1142,7 +1143,7 @@ fn finish(
     }
     if distinct {
         let mut seen = std::collections::HashSet::new();
-        out.retain(|r| seen.insert(encode_row(r)));
+        out.retain(|r| seen.insert(expr::eval::group_key(r)));
         ctx.record(|s| s.distinct = Some(out.len()));
     }
     let rows: Vec<Vec<Datum>> = out
@@ -1215,7 +1216,7 @@ impl<'f> Groups<'f> {
 
     /// The states of the group with `values`, new ones if it is the first of its group.
     fn states(&mut self, values: Vec<Datum>) -> Result<&mut [AggState]> {
-        let key = encode_row(&values);
+        let key = expr::eval::group_key(&values);
         let at = match self.index.get(&key) {
             Some(&at) => at,
             None => {

@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 
-use codec::datum::{Datum, encode_row};
+use codec::datum::Datum;
 use kv_client::Transaction;
 use sqlparser::ast::{self, SetExpr, SetOperator, SetQuantifier};
 
@@ -140,43 +140,16 @@ fn evaluate<'a>(
             .zip(&r.types)
             .map(|(a, b)| crate::field_type::merge(a.clone(), b.clone()))
             .collect();
-        let rows = combine(op, all, coerce(l.rows, &types), coerce(r.rows, &types))?;
+        let (mut left, mut right) = (l.rows, r.rows);
+        crate::field_type::coerce_rows(&mut left, &types);
+        crate::field_type::coerce_rows(&mut right, &types);
+        let rows = combine(op, all, left, right)?;
         Ok(ResultSet {
             columns: l.columns,
             types,
             rows,
         })
     })
-}
-
-/// `rows` with their numbers as the column types say: a column of DECIMAL with `d`
-/// decimals shows integers and decimals with `d` (`SELECT 1 UNION SELECT 2.5` gives 1.0),
-/// one of DOUBLE shows floats; equal values then compare equal for DISTINCT.
-fn coerce(mut rows: Vec<Vec<Datum>>, types: &[FieldType]) -> Vec<Vec<Datum>> {
-    use crate::field_type::Type;
-    for row in &mut rows {
-        for (v, t) in row.iter_mut().zip(types) {
-            let scale = u32::from(t.decimals);
-            *v = match (t.tp, std::mem::replace(v, Datum::Null)) {
-                (Type::NewDecimal, Datum::Int(i)) => codec::decimal::Decimal::from_i64(i)
-                    .round_to(scale)
-                    .map_or(Datum::Int(i), Datum::Decimal),
-                (Type::NewDecimal, Datum::UInt(u)) => {
-                    codec::decimal::Decimal::new(i128::from(u), 0)
-                        .round_to(scale)
-                        .map_or(Datum::UInt(u), Datum::Decimal)
-                }
-                (Type::NewDecimal, Datum::Decimal(x)) => {
-                    Datum::Decimal(x.round_to(scale).unwrap_or(x))
-                }
-                (Type::Double, d @ (Datum::Int(_) | Datum::UInt(_) | Datum::Decimal(_))) => {
-                    d.as_f64().map_or(Datum::Null, Datum::Float)
-                }
-                (_, other) => other,
-            };
-        }
-    }
-    rows
 }
 
 /// The rows of `op` over `left` and `right`, in the order they come (left first).
@@ -192,14 +165,14 @@ fn combine(
         SetOperator::Union => left
             .into_iter()
             .chain(right)
-            .filter(|row| seen.insert(encode_row(row)))
+            .filter(|row| seen.insert(expr::eval::group_key(row)))
             .collect(),
         SetOperator::Intersect | SetOperator::Except => {
-            let other: HashSet<Vec<u8>> = right.iter().map(|r| encode_row(r)).collect();
+            let other: HashSet<Vec<u8>> = right.iter().map(|r| expr::eval::group_key(r)).collect();
             let keep_shared = matches!(op, SetOperator::Intersect);
             left.into_iter()
                 .filter(|row| {
-                    let key = encode_row(row);
+                    let key = expr::eval::group_key(row);
                     other.contains(&key) == keep_shared && seen.insert(key)
                 })
                 .collect()

@@ -282,18 +282,9 @@ pub fn text(d: &Datum) -> String {
         Datum::Null => "NULL".into(),
         Datum::Int(v) => v.to_string(),
         Datum::UInt(v) => v.to_string(),
-        Datum::Float(v) => format_float(*v),
+        Datum::Float(v) => codec::datum::float_text(*v),
         Datum::Decimal(d) => d.to_string(),
         Datum::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
-    }
-}
-
-/// MySQL prints doubles without a trailing `.0` and in exponent form when large.
-pub fn format_float(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{}", v as i64)
-    } else {
-        format!("{v}")
     }
 }
 
@@ -355,7 +346,13 @@ mod tests {
 
     #[test]
     fn floats_print_as_mysql_prints_them() {
-        assert_eq!(format_float(3.0), "3");
-        assert_eq!(format_float(2.5), "2.5");
+        assert_eq!(codec::datum::float_text(3.0), "3");
+        assert_eq!(codec::datum::float_text(2.5), "2.5");
+        assert_eq!(codec::datum::float_text(9e19), "9e19");
+        assert_eq!(
+            codec::datum::float_text(-123456789012345678.0),
+            "-1.2345678901234568e17"
+        );
+        assert_eq!(codec::datum::float_text(1.5e-7), "0.00000015");
     }
 }

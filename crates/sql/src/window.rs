@@ -20,7 +20,7 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use codec::datum::{Datum, encode_row};
+use codec::datum::Datum;
 use expr::agg::{AggKind, AggState};
 use expr::{Expr, Func};
 use sqlparser::ast;
@@ -292,7 +292,7 @@ fn evaluate(call: &WindowCall, rows: &[Vec<Datum>]) -> Result<Vec<Datum>> {
             .iter()
             .map(|p| p.eval(row))
             .collect::<expr::Result<_>>()?;
-        let at = *index.entry(encode_row(&key)).or_insert_with(|| {
+        let at = *index.entry(expr::eval::group_key(&key)).or_insert_with(|| {
             partitions.push(Vec::new());
             partitions.len() - 1
         });
