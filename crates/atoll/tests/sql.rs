@@ -733,6 +733,50 @@ fn column_privileges_allow_only_their_columns_and_show_only_them() {
 }
 
 #[test]
+fn a_view_is_read_with_its_definers_rights_and_made_with_create_view() {
+    let c = Cluster::start();
+    c.run(
+        "",
+        "CREATE DATABASE hr; CREATE TABLE hr.pay (id INT PRIMARY KEY, name VARCHAR(20), salary INT); \
+         INSERT INTO hr.pay VALUES (1, 'ann', 100), (2, 'bob', 200); \
+         CREATE VIEW hr.names AS SELECT id, name FROM pay; \
+         CREATE USER app IDENTIFIED BY 'pw'; GRANT SELECT ON hr.names TO app",
+    );
+    let app = |sql: &str| as_user(&c, "app", "hr", sql);
+    assert_eq!(
+        app("SELECT name FROM names ORDER BY id"),
+        Ok("ann\nbob\n".into())
+    );
+    assert_eq!(
+        app("SELECT salary FROM pay"),
+        Err("1142 (42000): SELECT command denied to user 'app'@'%' for table 'pay'".into())
+    );
+    assert!(
+        app("CREATE VIEW mine AS SELECT id FROM names")
+            .unwrap_err()
+            .starts_with("1142 (42000): CREATE VIEW command denied")
+    );
+    c.run("", "GRANT CREATE VIEW ON hr.* TO app");
+    assert_eq!(
+        app("CREATE VIEW mine AS SELECT id FROM names"),
+        Ok("".into())
+    );
+    // Its definer's rights, not app's: app may not read pay, yet the view may.
+    assert!(
+        app("CREATE VIEW sneaky AS SELECT salary FROM pay")
+            .unwrap_err()
+            .starts_with("1142")
+    );
+    assert!(app("DROP VIEW names").unwrap_err().starts_with("1142"));
+    assert!(
+        app("INSERT INTO names VALUES (3, 'cy')")
+            .unwrap_err()
+            .starts_with("1142")
+    );
+    assert_eq!(c.run("hr", "SELECT COUNT(*) FROM mine"), "COUNT(*)\n2\n");
+}
+
+#[test]
 fn roles_lend_their_privileges_to_the_accounts_that_hold_them() {
     let c = Cluster::start();
     c.run(

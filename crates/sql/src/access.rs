@@ -752,6 +752,7 @@ mod tests {
             ],
             next_column_id: 4,
             stats: None,
+            view: None,
         }
     }
 

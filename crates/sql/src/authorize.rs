@@ -12,6 +12,9 @@
 //! - CREATE and DROP DATABASE: CREATE or DROP on it; CREATE TABLE: CREATE (and SELECT on the
 //!   table of LIKE, INSERT and SELECT for AS SELECT); DROP TABLE and TRUNCATE: DROP; ALTER TABLE:
 //!   ALTER, CREATE and INSERT; CREATE and DROP INDEX: INDEX; ANALYZE TABLE: SELECT and INSERT;
+//! - CREATE VIEW: CREATE VIEW on the view (and DROP for OR REPLACE, as ALTER VIEW), SELECT
+//!   on what it reads; reading a view: SELECT on the view (its definer's rights read its
+//!   tables); DROP VIEW: DROP; SHOW CREATE VIEW: SHOW VIEW;
 //! - SHOW CREATE TABLE, DESCRIBE and SHOW COLUMNS/INDEX: some privilege on the table; USE and
 //!   SHOW TABLES FROM db: some privilege on the database or one of its tables.
 //!
@@ -38,7 +41,8 @@ use sqlparser::ast::{self, ObjectType, Statement, Visit, VisitMut, Visitor, Visi
 use crate::ddl::split_name;
 use crate::error::{Result, SqlError};
 use crate::privileges::{
-    self as p, ALTER, CREATE, DELETE, DROP, Grants, INDEX, INSERT, Privs, SELECT, UPDATE,
+    self as p, ALTER, CREATE, CREATE_VIEW, DELETE, DROP, Grants, INDEX, INSERT, Privs, SELECT,
+    SHOW_VIEW, UPDATE,
 };
 
 /// One thing a statement needs.
@@ -540,6 +544,19 @@ impl Needs<'_> {
                 }
             }
             Statement::CreateIndex(ci) => self.table(&ci.table_name, &[INDEX]),
+            // A view is made by who may read what it reads; OR REPLACE drops the old one.
+            Statement::CreateView(cv) => {
+                let mut privs = vec![CREATE_VIEW];
+                if cv.or_replace {
+                    privs.push(DROP);
+                }
+                self.table(&cv.name, &privs);
+                self.reads(&cv.query);
+            }
+            Statement::AlterView { name, query, .. } => {
+                self.table(name, &[CREATE_VIEW, DROP]);
+                self.reads(query);
+            }
             Statement::AlterTable(at) => self.table(&at.name, &[ALTER, CREATE, INSERT]),
             Statement::Drop {
                 object_type,
@@ -547,7 +564,9 @@ impl Needs<'_> {
                 table,
                 ..
             } => match object_type {
-                ObjectType::Table => names.iter().for_each(|n| self.table(n, &[DROP])),
+                ObjectType::Table | ObjectType::View => {
+                    names.iter().for_each(|n| self.table(n, &[DROP]))
+                }
                 ObjectType::Schema | ObjectType::Database => {
                     for n in names {
                         self.needs.push(Need::Db {
@@ -580,6 +599,10 @@ impl Needs<'_> {
                     self.needs.push(Need::SeeTable { db, table });
                 }
             }
+            Statement::ShowCreate {
+                obj_type: ast::ShowCreateObject::View,
+                obj_name,
+            } => self.table(obj_name, &[SHOW_VIEW]),
             Statement::Use(ast::Use::Object(n) | ast::Use::Database(n) | ast::Use::Schema(n)) => {
                 let db = split_name(n).1;
                 if !db.eq_ignore_ascii_case(crate::info_schema::DB) {

@@ -82,6 +82,17 @@ pub struct TableInfo {
     /// What the last ANALYZE TABLE learnt of its rows (crate::stats), if one ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stats: Option<Box<crate::stats::TableStats>>,
+    /// A view: its definition (crate::view); it has no rows or indexes of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<Box<ViewInfo>>,
+}
+
+/// What a view is: its query. Its columns (the column list, else the query's) are the
+/// table's, typed as the query's were when the view was made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ViewInfo {
+    /// The query as written, its table names qualified with their database.
+    pub query: String,
 }
 
 #[cfg(test)]
@@ -137,7 +148,21 @@ impl Schema {
             .ok_or_else(|| SqlError::unknown_database(name))
     }
 
+    /// The base table `db`.`name` (1146 if there is none, 1347 for a view).
     pub fn table(&self, db: &str, name: &str) -> Result<Arc<TableInfo>> {
+        let t = self.table_or_view(db, name)?;
+        match t.view {
+            Some(_) => Err(SqlError {
+                code: 1347,
+                state: "HY000",
+                message: format!("'{db}.{name}' is not BASE TABLE"),
+            }),
+            None => Ok(t),
+        }
+    }
+
+    /// The table or view `db`.`name` (1146 if there is neither).
+    pub fn table_or_view(&self, db: &str, name: &str) -> Result<Arc<TableInfo>> {
         let (_, tables) = self
             .dbs
             .get(&db.to_lowercase())

@@ -230,6 +230,7 @@ pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
         indexes: Vec::new(),
         next_column_id: 1,
         stats: None,
+        view: None,
     };
     let mut primary: Option<Vec<usize>> = None;
     let mut uniques: Vec<(Option<String>, Vec<usize>, bool)> = Vec::new();
@@ -380,8 +381,9 @@ pub async fn drop_table(
     let t = match schema.table(db, name) {
         Ok(t) => t,
         Err(_) if if_exists => return Ok(()),
+        // A view is no table to DROP TABLE (DROP VIEW drops it), as in MySQL.
         Err(e) => {
-            return Err(if e.code == 1146 {
+            return Err(if e.code == 1146 || e.code == 1347 {
                 SqlError {
                     code: 1051,
                     state: "42S02",

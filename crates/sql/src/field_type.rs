@@ -270,6 +270,35 @@ impl FieldType {
         self.flags & flag::UNSIGNED != 0
     }
 
+    /// The column type a value of this type is kept in (a view's columns, as DESCRIBE and
+    /// information_schema show them).
+    pub fn sql_type(&self) -> SqlType {
+        let unsigned = self.unsigned();
+        match self.tp {
+            Type::Tiny => SqlType::Int { bytes: 1, unsigned },
+            Type::Short => SqlType::Int { bytes: 2, unsigned },
+            Type::Int24 => SqlType::Int { bytes: 3, unsigned },
+            Type::Long => SqlType::Int { bytes: 4, unsigned },
+            Type::LongLong => SqlType::Int { bytes: 8, unsigned },
+            Type::Double => SqlType::Double,
+            Type::NewDecimal => SqlType::Decimal {
+                precision: (self.length.saturating_sub(2) as u8).clamp(1, 65).min(38),
+                scale: self.decimals.min(30),
+            },
+            Type::Date => SqlType::Date,
+            Type::DateTime => SqlType::DateTime {
+                fsp: self.decimals.min(6),
+            },
+            Type::Null | Type::VarString | Type::Blob => SqlType::String {
+                max_chars: match self.charset {
+                    CHARSET_BINARY => self.length,
+                    _ => self.length.div_ceil(4),
+                },
+                binary: self.charset == CHARSET_BINARY && !matches!(self.tp, Type::Null),
+            },
+        }
+    }
+
     /// The type's class for arithmetic: exact integer, exact decimal, or approximate (a
     /// double, or a string or date that arithmetic reads as a double).
     fn class(&self) -> NumClass {
@@ -943,6 +972,7 @@ mod tests {
             }],
             next_column_id: 4,
             stats: None,
+            view: None,
         };
         let id = FieldType::of_column(&t, 0, "x");
         assert_eq!(id.tp, Type::Long);

@@ -270,12 +270,13 @@ pub fn table(
             ]),
             tables()
                 .map(|(db, t)| {
+                    let view = t.view.is_some();
                     let mut row = vec![
                         text("def"),
                         text(db),
                         text(&t.name),
-                        text("BASE TABLE"),
-                        text("InnoDB"),
+                        text(if view { "VIEW" } else { "BASE TABLE" }),
+                        if view { Datum::Null } else { text("InnoDB") },
                         int(10),
                         text("Dynamic"),
                     ];
@@ -508,7 +509,23 @@ pub fn table(
                 "CHARACTER_SET_CLIENT",
                 "COLLATION_CONNECTION",
             ]),
-            Vec::new(),
+            tables()
+                .filter_map(|(db, t)| {
+                    let view = t.view.as_ref()?;
+                    Some(vec![
+                        text("def"),
+                        text(db),
+                        text(&t.name),
+                        text(&view.query),
+                        text("NONE"),
+                        text("NO"),
+                        text("root@%"),
+                        text("DEFINER"),
+                        text("utf8mb4"),
+                        text("utf8mb4_bin"),
+                    ])
+                })
+                .collect(),
         ),
         "routines" => (
             names(&[

@@ -54,6 +54,11 @@ pub enum Resolved {
         columns: Vec<String>,
         rows: Vec<Vec<Datum>>,
     },
+    /// A view (crate::view): its query, and its columns' names.
+    View {
+        query: Box<ast::Query>,
+        columns: Vec<String>,
+    },
 }
 
 pub struct Source {
@@ -100,6 +105,19 @@ fn read_relation(
                     Relation::Memory { columns, rows },
                     alias.or_else(|| Some(crate::ddl::split_name(name).1)),
                 ),
+                // Read as a derived table of its query, named as the view.
+                Resolved::View { query, columns } => {
+                    let (_, types) = crate::query::describe(&query, schema_table, None)?;
+                    (
+                        Relation::Derived {
+                            query,
+                            columns,
+                            types,
+                            rows: Vec::new(),
+                        },
+                        alias.or_else(|| Some(crate::ddl::split_name(name).1)),
+                    )
+                }
             })
         }
         TableFactor::Derived {

@@ -70,6 +70,7 @@ pub mod time;
 pub mod types;
 pub mod users;
 pub mod variables;
+pub mod view;
 pub mod window;
 pub mod words;
 

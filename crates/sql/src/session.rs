@@ -664,7 +664,7 @@ impl Session {
             self.may_touch_system_users(&change.accounts).await?;
             if let (true, crate::privileges::Level::Table { db, table }) = (change.grant, &level) {
                 // MySQL grants on tables and columns that exist (1146, 1054).
-                let info = self.current_schema().await?.table(db, table)?;
+                let info = self.current_schema().await?.table_or_view(db, table)?;
                 for (_, columns) in &change.named.columns {
                     if let Some(c) = columns
                         .iter()
@@ -951,7 +951,7 @@ impl Session {
                 Ok(())
             }
             crate::show::Target::Db(db) => schema.db(db).map(|_| ()),
-            crate::show::Target::Table { db, table } => schema.table(db, table).map(|_| ()),
+            crate::show::Target::Table { db, table } => schema.table_or_view(db, table).map(|_| ()),
             // SHOW GRANTS reads the account itself (show_grants).
             crate::show::Target::Account(_) => Ok(()),
         }
@@ -1778,7 +1778,14 @@ impl Session {
             let (columns, rows) = crate::grant_tables::table(&t, accounts)?;
             return Ok(crate::join::Resolved::Memory { columns, rows });
         }
-        schema.table(&db, &t).map(crate::join::Resolved::Table)
+        let table = schema.table_or_view(&db, &t)?;
+        match table.view.is_some() {
+            true => Ok(crate::join::Resolved::View {
+                query: Box::new(crate::view::query_of(&table)?),
+                columns: table.columns.iter().map(|c| c.name.clone()).collect(),
+            }),
+            false => Ok(crate::join::Resolved::Table(table)),
+        }
     }
 
     fn resolve_table(&self, schema: &Schema, name: &ast::ObjectName) -> Result<Arc<TableInfo>> {
@@ -2177,6 +2184,8 @@ impl Session {
             }
             Statement::CreateDatabase { .. }
             | Statement::CreateTable(_)
+            | Statement::CreateView(_)
+            | Statement::AlterView { .. }
             | Statement::CreateIndex(_)
             | Statement::AlterTable(_)
             | Statement::Drop { .. }
@@ -2359,6 +2368,25 @@ impl Session {
                 let (db, _) = self.qualified(&ci.table_name)?;
                 ddl::create_index(&client, &schema, &db, ci).await
             }
+            Statement::CreateView(cv) => {
+                let mode = match cv.or_replace {
+                    true => crate::view::Mode::CreateOrReplace,
+                    false => crate::view::Mode::Create,
+                };
+                let listed = cv.columns.iter().map(|c| c.name.value.clone()).collect();
+                self.create_view(&schema, &cv.name, listed, &cv.query, mode)
+                    .await
+            }
+            Statement::AlterView {
+                name,
+                columns,
+                query,
+                ..
+            } => {
+                let listed = columns.iter().map(|c| c.value.clone()).collect();
+                self.create_view(&schema, name, listed, query, crate::view::Mode::Alter)
+                    .await
+            }
             Statement::AlterTable(at) => {
                 let (db, table) = self.qualified(&at.name)?;
                 ddl::alter_table(&client, &schema, &db, &table, &at.operations).await
@@ -2386,6 +2414,10 @@ impl Session {
                             let (db, t) = self.qualified(n)?;
                             ddl::drop_table(&client, catalog, &schema, &db, &t, *if_exists).await?;
                         }
+                        ObjectType::View => {
+                            let (db, v) = self.qualified(n)?;
+                            crate::view::drop(&client, &schema, &db, &v, *if_exists).await?;
+                        }
                         ObjectType::Index => {
                             let Some(on) = s_drop_table(s) else {
                                 return Err(SqlError::syntax("DROP INDEX needs ON table"));
@@ -2407,6 +2439,26 @@ impl Session {
             }
             _ => unreachable!("run sends only DDL here"),
         }
+    }
+
+    /// CREATE or ALTER VIEW `name` (in the current database when unqualified): its query's
+    /// table names qualified here, its columns described (which checks that they exist).
+    async fn create_view(
+        &self,
+        schema: &Schema,
+        name: &ast::ObjectName,
+        listed: Vec<String>,
+        query: &ast::Query,
+        mode: crate::view::Mode,
+    ) -> Result<()> {
+        let (db, view) = self.qualified(name)?;
+        let query = crate::view::qualify(query, self.current_db().unwrap_or(&db));
+        let resolve = |n: &ast::ObjectName| self.resolve(schema, n);
+        let lookup = |l: Lookup<'_>| self.lookup(l);
+        let (described, types) = query::describe(&query, &resolve, Some(&lookup))?;
+        let columns = crate::view::columns(listed, described, &view)?;
+        let client = &self.shared.client;
+        crate::view::create(client, schema, &db, &view, &query, columns, &types, mode).await
     }
 
     /// Runs a statement that reads or writes data in the session's transaction (or one of
@@ -2564,6 +2616,43 @@ impl Session {
                 Ok(Output::done(dml::delete(&ctx, txn, &t, d).await?.rows))
             }
             Statement::ShowProcessList { full } => Ok(Output::Rows(self.process_list(*full))),
+            // SHOW CREATE VIEW, and SHOW CREATE TABLE of a view: MySQL's four columns.
+            Statement::ShowCreate {
+                obj_type: obj_type @ (ast::ShowCreateObject::Table | ast::ShowCreateObject::View),
+                obj_name,
+            } if {
+                let (db, name) = self.qualified(obj_name)?;
+                let t = schema.table_or_view(&db, &name)?;
+                t.view.is_some() || *obj_type == ast::ShowCreateObject::View
+            } =>
+            {
+                let (db, name) = self.qualified(obj_name)?;
+                let t = schema.table_or_view(&db, &name)?;
+                if t.view.is_none() {
+                    return Err(SqlError {
+                        code: 1347,
+                        state: "HY000",
+                        message: format!("'{db}.{name}' is not VIEW"),
+                    });
+                }
+                let text = |v: &str| Datum::Bytes(v.as_bytes().to_vec());
+                Ok(Output::Rows(ResultSet::text(
+                    [
+                        "View",
+                        "Create View",
+                        "character_set_client",
+                        "collation_connection",
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                    vec![vec![
+                        text(&t.name),
+                        text(&crate::view::show_create(&db, &t)),
+                        text("utf8mb4"),
+                        text("utf8mb4_bin"),
+                    ]],
+                )))
+            }
             Statement::ShowCreate {
                 obj_type: ast::ShowCreateObject::Table,
                 obj_name,

@@ -391,6 +391,7 @@ mod tests {
             }],
             next_column_id: 4,
             stats: None,
+            view: None,
         }
     }
 
