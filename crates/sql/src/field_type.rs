@@ -587,7 +587,11 @@ impl TypeScope<'_> {
                 // A DOUBLE rounded to a constant number of digits shows that many.
                 NumClass::Double | NumClass::Null => {
                     let mut t = FieldType::double();
-                    if let Some(d) = args.get(1).and_then(|e| constant_integer(e)) {
+                    let digits = match args.get(1) {
+                        Some(d) => constant_integer(d),
+                        None => Some(0),
+                    };
+                    if let Some(d) = digits {
                         t.decimals = d.clamp(0, 30) as u8;
                     }
                     t
