@@ -7,7 +7,7 @@
 //! columns determine), so any non-NULL value seen is the answer; GROUP_CONCAT two, the
 //! count of its rows and the rows (values, then ORDER BY keys) one after another.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use codec::datum::Datum;
 
@@ -112,7 +112,9 @@ pub enum AggState {
         sum: Datum,
     },
     /// COUNT, SUM or AVG DISTINCT (the kind): the distinct argument tuples seen, encoded.
-    Distinct(AggKind, BTreeSet<Vec<u8>>),
+    /// Each distinct tuple once: by its group key (equal numbers of any kind are one), the
+    /// first tuple seen of it, encoded.
+    Distinct(AggKind, BTreeMap<Vec<u8>, Vec<u8>>),
     FirstRow(Datum),
     /// GROUP_CONCAT: how it joins, and its rows (values, then ORDER BY keys).
     GroupConcat(GroupConcat, Vec<Vec<Datum>>),
@@ -186,7 +188,7 @@ impl AggState {
                 sum: Datum::Null,
             },
             AggKind::CountDistinct | AggKind::SumDistinct | AggKind::AvgDistinct => {
-                AggState::Distinct(kind, BTreeSet::new())
+                AggState::Distinct(kind, BTreeMap::new())
             }
             AggKind::FirstRow => AggState::FirstRow(Datum::Null),
             // Without its arguments: one value, a comma, 1024 bytes (MySQL's defaults).
@@ -231,7 +233,8 @@ impl AggState {
             }
             AggState::Distinct(_, set) => {
                 if args.iter().all(|a| !a.is_null()) {
-                    set.insert(crate::eval::group_key(args));
+                    set.entry(crate::eval::group_key(args))
+                        .or_insert_with(|| codec::datum::encode_row(args));
                 }
             }
             AggState::FirstRow(v) => {
@@ -266,7 +269,7 @@ impl AggState {
             ],
             AggState::Distinct(_, set) => {
                 let mut out = Vec::new();
-                for v in set {
+                for v in set.values() {
                     out.extend_from_slice(&(v.len() as u32).to_be_bytes());
                     out.extend_from_slice(v);
                 }
@@ -315,7 +318,15 @@ impl AggState {
                         .map(|b| u32::from_be_bytes(b.try_into().expect("4 bytes")) as usize)
                         .ok_or_else(bad)?;
                     let v = rest.get(at + 4..at + 4 + len).ok_or_else(bad)?;
-                    set.insert(v.to_vec());
+                    let mut tuple = Vec::new();
+                    let mut left = v;
+                    while !left.is_empty() {
+                        let (d, used) = Datum::decode_value(left).map_err(|_| bad())?;
+                        tuple.push(d);
+                        left = &left[used..];
+                    }
+                    set.entry(crate::eval::group_key(&tuple))
+                        .or_insert_with(|| v.to_vec());
                     at += 4 + len;
                 }
             }
@@ -349,16 +360,8 @@ impl AggState {
                     AggKind::AvgDistinct => AggKind::Avg,
                     _ => AggKind::Sum,
                 });
-                for encoded in set {
-                    // The keys hold numbers as decimals (crate::eval::group_key): an integer
-                    // comes back an integer.
-                    let value = match Datum::decode_value(encoded) {
-                        Ok((Datum::Decimal(d), _)) if d.scale == 0 => {
-                            i64::try_from(d.units).map_or(Datum::Decimal(d), Datum::Int)
-                        }
-                        Ok((v, _)) => v,
-                        Err(_) => Datum::Null,
-                    };
+                for encoded in set.values() {
+                    let value = Datum::decode_value(encoded).map_or(Datum::Null, |(v, _)| v);
                     if of_values.update(&[value]).is_err() {
                         return Datum::Null;
                     }

@@ -71,8 +71,8 @@ impl Target {
             5 => Target::Char(small(a)),
             6 => Target::Binary(small(a)),
             7 => Target::Date,
-            8 => Target::DateTime(small(a).ok_or_else(bad)?),
-            9 => Target::Time(small(a).ok_or_else(bad)?),
+            8 => Target::DateTime(small(a).ok_or_else(bad)?.min(6)),
+            9 => Target::Time(small(a).ok_or_else(bad)?.min(6)),
             _ => return Err(bad()),
         })
     }
@@ -108,8 +108,11 @@ pub fn cast(x: &Datum, target: Target) -> Datum {
         }
         Target::Binary(len) => {
             let mut t = text(x);
-            if let Some(n) = len {
-                t.resize(n as usize, 0);
+            match len {
+                // Past max_allowed_packet (64 MiB): NULL, as MySQL answers a result that long.
+                Some(n) if n as usize > crate::strings::MAX_RESULT => return Datum::Null,
+                Some(n) => t.resize(n as usize, 0),
+                None => {}
             }
             Datum::Bytes(t)
         }

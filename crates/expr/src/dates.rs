@@ -422,7 +422,7 @@ pub fn interval(value: &Datum, unit: Unit) -> Option<(i64, i64)> {
             }
             Field::Fraction => {
                 let n = &n[..n.len().min(6)];
-                micros += format!("{n:0<6}").parse::<i64>().ok()?;
+                micros = micros.checked_add(format!("{n:0<6}").parse::<i64>().ok()?)?;
             }
         }
     }
@@ -453,10 +453,14 @@ pub fn date_add(s: &[u8], value: &Datum, unit: Unit, sign: i64) -> Datum {
     if !at.real() {
         return Datum::Null;
     }
-    let (months, micros) = (months * sign, micros * sign);
+    let (Some(months), Some(micros)) = (months.checked_mul(sign), micros.checked_mul(sign)) else {
+        return Datum::Null;
+    };
     let mut out = at;
     if months != 0 {
-        let total = at.y * 12 + i64::from(at.m) - 1 + months;
+        let Some(total) = (at.y * 12 + i64::from(at.m) - 1).checked_add(months) else {
+            return Datum::Null;
+        };
         let (y, m) = (total.div_euclid(12), (total.rem_euclid(12) + 1) as u32);
         if !(0..=9999).contains(&y) {
             return Datum::Null;
@@ -581,7 +585,10 @@ pub fn makedate(year: i64, day: i64) -> Datum {
     if day < 1 || !(0..=9999).contains(&year) {
         return Datum::Null;
     }
-    from_daynr(daynr(year, 1, 1) + day - 1).map_or(Datum::Null, |(y, m, d)| {
+    let Some(n) = daynr(year, 1, 1).checked_add(day - 1) else {
+        return Datum::Null;
+    };
+    from_daynr(n).map_or(Datum::Null, |(y, m, d)| {
         Datum::Bytes(format!("{y:04}-{m:02}-{d:02}").into_bytes())
     })
 }

@@ -129,7 +129,7 @@ pub fn left_right(s: &[u8], n: i64, left: bool) -> Datum {
 /// LPAD(s, len, pad) / RPAD: `s` cut or padded with `pad` to `len` characters; NULL for a
 /// negative `len`, or an empty `pad` that would have to pad.
 pub fn pad(s: &[u8], len: i64, pad: &[u8], left: bool) -> Datum {
-    let Ok(len) = usize::try_from(len) else {
+    let Some(len) = usize::try_from(len).ok().filter(|l| *l <= MAX_RESULT) else {
         return Datum::Null;
     };
     let (cs, ps) = (chars(s), chars(pad));
@@ -153,13 +153,15 @@ pub fn pad(s: &[u8], len: i64, pad: &[u8], left: bool) -> Datum {
     })
 }
 
-/// REPEAT(s, n): `s` `n` times ('' when `n` < 1); NULL past MySQL's max_allowed_packet
-/// (64 MiB here), as MySQL answers a result that long.
+/// The longest result a string function makes (MySQL's max_allowed_packet, 64 MiB here):
+/// a longer one is NULL, as MySQL answers it.
+pub const MAX_RESULT: usize = 64 << 20;
+
+/// REPEAT(s, n): `s` `n` times ('' when `n` < 1); NULL past [`MAX_RESULT`].
 pub fn repeat(s: &[u8], n: i64) -> Datum {
-    const MAX: usize = 64 << 20;
     let n = usize::try_from(n.max(0)).unwrap_or(usize::MAX);
     match s.len().checked_mul(n) {
-        Some(total) if total <= MAX => Datum::Bytes(s.repeat(n)),
+        Some(total) if total <= MAX_RESULT => Datum::Bytes(s.repeat(n)),
         _ => Datum::Null,
     }
 }

@@ -300,8 +300,8 @@ fn write_row<W: AsyncWrite + Send + Unpin>(
         match (d, t.tp) {
             (Datum::Null, _) => w.write_col(None::<i64>)?,
             // A DOUBLE with fixed decimals (ROUND(x, 1)) shows them, as MySQL writes it.
-            (Datum::Float(v), _) if !binary => w.write_col(match t.decimals {
-                d if d < sql::field_type::NOT_FIXED_DEC => {
+            (Datum::Float(v), tp) if !binary => w.write_col(match t.decimals {
+                d if tp == Type::Double && d < sql::field_type::NOT_FIXED_DEC => {
                     format!("{:.*}", usize::from(d), v + 0.0)
                 }
                 _ => codec::datum::float_text(v),

@@ -77,7 +77,6 @@ pub fn needs(s: &Statement, current_db: Option<&str>) -> Vec<Need> {
     };
     let mut out = Needs {
         current_db,
-        recursive: if with { recursive_ctes(s) } else { Vec::new() },
         needs: Vec::new(),
     };
     out.statement(s);
@@ -183,7 +182,6 @@ fn column_use(
 ) -> ColumnUse {
     let resolver = Needs {
         current_db,
-        recursive: recursive_ctes(s),
         needs: Vec::new(),
     };
     let mut refs = ColumnRefs {
@@ -358,24 +356,6 @@ pub fn need_privilege(privileges: &str) -> SqlError {
     }
 }
 
-/// The names of the CTEs of every `WITH RECURSIVE` in `s`.
-fn recursive_ctes(s: &Statement) -> Vec<String> {
-    struct Names(Vec<String>);
-    impl Visitor for Names {
-        type Break = ();
-        fn pre_visit_query(&mut self, q: &ast::Query) -> ControlFlow<()> {
-            if let Some(with) = q.with.as_ref().filter(|w| w.recursive) {
-                let names = with.cte_tables.iter().map(|c| c.alias.name.value.clone());
-                self.0.extend(names);
-            }
-            ControlFlow::Continue(())
-        }
-    }
-    let mut names = Names(Vec::new());
-    let _ = s.visit(&mut names);
-    names.0
-}
-
 /// Whether `s` has a WITH anywhere.
 fn has_with(s: &Statement) -> bool {
     struct With;
@@ -404,17 +384,29 @@ fn inline_ctes(s: &Statement) -> Statement {
             }
             ControlFlow::Continue(())
         }
+        // What stays is WITH RECURSIVE: where one of its CTEs is in scope, its name is
+        // marked as no table (its queries' tables are still read).
+        fn pre_visit_query(&mut self, q: &mut ast::Query) -> ControlFlow<()> {
+            if crate::cte::is_recursive(q) {
+                crate::cte::table_names(q, &mut |name, cte| {
+                    if cte {
+                        *name = ast::ObjectName::from(vec![ast::Ident::new(RECURSIVE_CTE)]);
+                    }
+                });
+            }
+            ControlFlow::Continue(())
+        }
     }
     let mut s = s.clone();
     let _ = VisitMut::visit(&mut s, &mut InlineAll);
     s
 }
 
+/// The name [`inline_ctes`] gives a recursive CTE where it is read: no table has it.
+const RECURSIVE_CTE: &str = "\u{0}recursive cte";
+
 struct Needs<'a> {
     current_db: Option<&'a str>,
-    /// The names of recursive CTEs (`WITH RECURSIVE`, which is not inlined): a name of one
-    /// of them, unqualified, is no table.
-    recursive: Vec<String>,
     needs: Vec<Need>,
 }
 
@@ -425,13 +417,8 @@ impl Needs<'_> {
         let (db, table) = split_name(name);
         let db = match db {
             Some(db) => db,
-            None if self
-                .recursive
-                .iter()
-                .any(|c| c.eq_ignore_ascii_case(&table)) =>
-            {
-                return None;
-            }
+            // A recursive CTE read where it is in scope ([`inline_ctes`] marked it).
+            None if table == RECURSIVE_CTE => return None,
             None => self.current_db?.to_string(),
         };
         if db.eq_ignore_ascii_case(crate::info_schema::DB) {
@@ -675,6 +662,20 @@ mod tests {
                  SELECT * FROM r, shop.r"
             ),
             [table("shop", "items", SELECT), table("shop", "r", SELECT)]
+        );
+        // Out of its WITH's scope the name is a table again (found by review).
+        assert_eq!(
+            needs_of(
+                "SELECT * FROM secret WHERE EXISTS \
+                 (WITH RECURSIVE secret AS (SELECT 1) SELECT 1 FROM secret)"
+            ),
+            [table("shop", "secret", SELECT)]
+        );
+        assert_eq!(
+            needs_of(
+                "WITH RECURSIVE a AS (SELECT * FROM secret), secret AS (SELECT 1) SELECT * FROM a"
+            ),
+            [table("shop", "secret", SELECT)]
         );
         assert_eq!(
             needs_of("INSERT INTO items SELECT * FROM old ON DUPLICATE KEY UPDATE n = 1"),

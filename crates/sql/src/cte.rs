@@ -7,7 +7,9 @@
 //! query names itself is a UNION [ALL | DISTINCT] of anchor SELECTs (which do not) and
 //! recursive ones (which do): the anchors' rows first, then the recursive SELECTs run again
 //! and again over the rows the last round added, until a round adds none (with DISTINCT,
-//! rows seen before are not added). More rounds than `cte_max_recursion_depth` is 3636.
+//! rows seen before are not added). More rounds than `cte_max_recursion_depth` is 3636;
+//! more than [`MAX_ROWS`] rows is refused too. A LIMIT inside the CTE's query is not applied
+//! to the rounds (MySQL 8.0.19 stops at it).
 //! The columns are named by the CTE's column list, else the anchors'.
 
 use std::collections::HashSet;
@@ -82,10 +84,77 @@ pub fn inline(q: &ast::Query) -> Option<Result<ast::Query>> {
     Some(Ok(out))
 }
 
+/// Calls `f` on every table name in `q`, with whether it names a CTE visible where it
+/// stands, as MySQL scopes them: a CTE is seen by the query of its WITH and by the CTEs after
+/// it, and by its own query when the WITH is RECURSIVE (else its name there is a table).
+pub fn table_names(q: &mut ast::Query, f: &mut dyn FnMut(&mut ast::ObjectName, bool)) {
+    struct Scoped<'f> {
+        /// The CTE names seen here, one list per WITH around.
+        scope: Vec<Vec<String>>,
+        /// The WITHs taken out while their query's other parts are visited.
+        taken: Vec<Option<ast::With>>,
+        f: &'f mut dyn FnMut(&mut ast::ObjectName, bool),
+    }
+    impl VisitorMut for Scoped<'_> {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &mut ast::Query) -> ControlFlow<()> {
+            let mut with = q.with.take();
+            let mut names = Vec::new();
+            if let Some(w) = &mut with {
+                names = w
+                    .cte_tables
+                    .iter()
+                    .map(|c| c.alias.name.value.to_lowercase())
+                    .collect();
+                for j in 0..w.cte_tables.len() {
+                    let seen = names[..j + usize::from(w.recursive)].to_vec();
+                    let mut inner = Scoped {
+                        scope: self.scope.iter().cloned().chain([seen]).collect(),
+                        taken: Vec::new(),
+                        f: &mut *self.f,
+                    };
+                    let _ = VisitMut::visit(&mut *w.cte_tables[j].query, &mut inner);
+                }
+            }
+            self.scope.push(names);
+            self.taken.push(with);
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, q: &mut ast::Query) -> ControlFlow<()> {
+            q.with = self.taken.pop().flatten();
+            self.scope.pop();
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_relation(&mut self, name: &mut ast::ObjectName) -> ControlFlow<()> {
+            let cte = match name.0.as_slice() {
+                [part] => part.as_ident().is_some_and(|id| {
+                    let id = id.value.to_lowercase();
+                    self.scope.iter().any(|names| names.contains(&id))
+                }),
+                _ => false,
+            };
+            (self.f)(name, cte);
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = VisitMut::visit(
+        q,
+        &mut Scoped {
+            scope: Vec::new(),
+            taken: Vec::new(),
+            f,
+        },
+    );
+}
+
 /// Whether `q` has a `WITH RECURSIVE`.
 pub fn is_recursive(q: &ast::Query) -> bool {
     q.with.as_ref().is_some_and(|w| w.recursive)
 }
+
+/// The most rows a recursive CTE may hold in memory (a query whose rows double each round
+/// stops here, not when the node runs out of memory).
+const MAX_ROWS: usize = 10_000_000;
 
 /// A materialized CTE: its name, columns and rows.
 struct Materialized {
@@ -296,6 +365,15 @@ async fn materialize(
             added.extend(keep(result.rows, &mut seen));
         }
         all.extend(added.iter().cloned());
+        if all.len() > MAX_ROWS {
+            return Err(SqlError {
+                code: 1105,
+                state: "HY000",
+                message: format!(
+                    "Recursive query aborted after {rounds} iterations: common table expression '{name}' holds more than {MAX_ROWS} rows"
+                ),
+            });
+        }
         last = added;
     }
     Ok(Materialized {

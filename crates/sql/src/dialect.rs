@@ -4,7 +4,8 @@
 //! - Interval units of two parts (`INTERVAL '1:30' HOUR_MINUTE`, `YEAR_MONTH`,
 //!   `SECOND_MICROSECOND`...), kept as `DateTimeField::Custom` with the unit's name; in
 //!   `EXTRACT(HOUR_MINUTE FROM d)` too.
-//! - The `MOD` operator (`a MOD b`, as `%`).
+//! - The `MOD` operator (`a MOD b`, as `%`), and `||` at OR's precedence (it is OR in
+//!   MySQL's default sql_mode; the binder reads it so).
 //!
 //! Everything else is the MySQL dialect's own: [`Atoll`] reports its type (sqlparser's
 //! `dialect_of!` checks see MySQL) and hands each of its settings over.
@@ -89,6 +90,10 @@ impl Dialect for Atoll {
     }
 
     fn get_next_precedence(&self, parser: &Parser) -> Option<Result<u8, ParserError>> {
+        // `||` is OR in MySQL's default sql_mode, and binds as loosely as OR.
+        if parser.peek_token_ref().token == Token::StringConcat {
+            return Some(Ok(self.prec_value(Precedence::Or)));
+        }
         next_is(parser, "MOD").then(|| Ok(self.prec_value(Precedence::MulDivModOp)))
     }
 
@@ -275,5 +280,10 @@ mod tests {
         assert_eq!(field.to_string().to_uppercase(), "YEAR_MONTH");
         assert_eq!(expr("7 MOD 2 + 1").to_string(), "7 % 2 + 1");
         assert_eq!(expr("a DIV 2").to_string(), "a DIV 2");
+        // `a = 1 || a = 2` is (a = 1) OR (a = 2).
+        let Expr::BinaryOp { left, .. } = expr("a = 1 || a = 2") else {
+            panic!("a binary operation");
+        };
+        assert_eq!(left.to_string(), "a = 1");
     }
 }

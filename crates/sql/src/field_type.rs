@@ -299,6 +299,15 @@ impl FieldType {
         }
     }
 
+    /// The digits after the point a number of this type shows, for a DOUBLE made from it:
+    /// a string or a date read as a number has no fixed count ([`NOT_FIXED_DEC`]).
+    fn shown_decimals(&self) -> u8 {
+        match (self.tp, self.class()) {
+            (Type::Double, _) | (_, NumClass::Int | NumClass::Decimal) => self.decimals,
+            _ => NOT_FIXED_DEC,
+        }
+    }
+
     /// The type's class for arithmetic: exact integer, exact decimal, or approximate (a
     /// double, or a string or date that arithmetic reads as a double).
     fn class(&self) -> NumClass {
@@ -472,8 +481,10 @@ impl TypeScope<'_> {
                     FieldType::decimal(65, scale.min(30), false)
                 }
                 NumClass::Double => double_with(match op {
-                    B::Multiply => fixed(l.decimals, r.decimals, u8::saturating_add),
-                    _ => fixed(l.decimals, r.decimals, u8::max),
+                    B::Multiply => {
+                        fixed(l.shown_decimals(), r.shown_decimals(), u8::saturating_add)
+                    }
+                    _ => fixed(l.shown_decimals(), r.shown_decimals(), u8::max),
                 }),
             },
             B::Divide => match class {
@@ -482,9 +493,11 @@ impl TypeScope<'_> {
                     let scale = l.decimals.saturating_add(DIV_PRECISION_INCREMENT);
                     FieldType::decimal(65, scale.min(30), false)
                 }
-                NumClass::Double => double_with(fixed(l.decimals, r.decimals, |a, b| {
-                    a.max(b).saturating_add(DIV_PRECISION_INCREMENT)
-                })),
+                NumClass::Double => {
+                    double_with(fixed(l.shown_decimals(), r.shown_decimals(), |a, b| {
+                        a.max(b).saturating_add(DIV_PRECISION_INCREMENT)
+                    }))
+                }
             },
             B::MyIntegerDivide => FieldType::longlong(false),
 
@@ -521,7 +534,7 @@ impl TypeScope<'_> {
                 NumClass::Int | NumClass::Decimal => {
                     FieldType::decimal(65, first().decimals.min(30), false)
                 }
-                NumClass::Double | NumClass::Null => double_with(first().decimals),
+                NumClass::Double | NumClass::Null => double_with(first().shown_decimals()),
             },
             "avg" => match first().class() {
                 NumClass::Int | NumClass::Decimal => {
@@ -529,7 +542,7 @@ impl TypeScope<'_> {
                     FieldType::decimal(65, scale.min(30), false)
                 }
                 NumClass::Double | NumClass::Null => {
-                    double_with(fixed(first().decimals, 0, |a, _| {
+                    double_with(fixed(first().shown_decimals(), 0, |a, _| {
                         a.saturating_add(DIV_PRECISION_INCREMENT)
                     }))
                 }
@@ -805,7 +818,7 @@ pub fn merge(a: FieldType, b: FieldType) -> FieldType {
         return match a.class().max(b.class()) {
             NumClass::Int => FieldType::longlong(a.unsigned() && b.unsigned()),
             NumClass::Decimal => FieldType::decimal(65, a.decimals.max(b.decimals), false),
-            _ => double_with(fixed(a.decimals, b.decimals, u8::max)),
+            _ => double_with(fixed(a.shown_decimals(), b.shown_decimals(), u8::max)),
         };
     }
     if matches!(a.tp, Type::Date | Type::DateTime) && matches!(b.tp, Type::Date | Type::DateTime) {

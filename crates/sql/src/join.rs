@@ -54,8 +54,9 @@ pub enum Resolved {
         columns: Vec<String>,
         rows: Vec<Vec<Datum>>,
     },
-    /// A view (crate::view): its query, and its columns' names.
+    /// A view (crate::view): `db.name`, its query, and its columns' names.
     View {
+        name: String,
         query: Box<ast::Query>,
         columns: Vec<String>,
     },
@@ -106,8 +107,22 @@ fn read_relation(
                     alias.or_else(|| Some(crate::ddl::split_name(name).1)),
                 ),
                 // Read as a derived table of its query, named as the view.
-                Resolved::View { query, columns } => {
+                Resolved::View {
+                    name: view,
+                    query,
+                    columns,
+                } => {
                     let (_, types) = crate::query::describe(&query, schema_table, None)?;
+                    // Its tables changed since it was made (a column dropped or added).
+                    if types.len() != columns.len() {
+                        return Err(SqlError {
+                            code: 1356,
+                            state: "HY000",
+                            message: format!(
+                                "View '{view}' references invalid table(s) or column(s) or function(s) or definer/invoker of view lack rights to use them"
+                            ),
+                        });
+                    }
                     (
                         Relation::Derived {
                             query,

@@ -1781,6 +1781,7 @@ impl Session {
         let table = schema.table_or_view(&db, &t)?;
         match table.view.is_some() {
             true => Ok(crate::join::Resolved::View {
+                name: format!("{db}.{t}"),
                 query: Box::new(crate::view::query_of(&table)?),
                 columns: table.columns.iter().map(|c| c.name.clone()).collect(),
             }),
@@ -2369,6 +2370,12 @@ impl Session {
                 ddl::create_index(&client, &schema, &db, ci).await
             }
             Statement::CreateView(cv) => {
+                // Views run with their definer's rights; SQL SECURITY INVOKER is not built.
+                if let Some(params) = &cv.params
+                    && matches!(params.security, Some(ast::CreateViewSecurity::Invoker))
+                {
+                    return Err(SqlError::not_supported("SQL SECURITY INVOKER views"));
+                }
                 let mode = match cv.or_replace {
                     true => crate::view::Mode::CreateOrReplace,
                     false => crate::view::Mode::Create,

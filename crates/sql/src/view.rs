@@ -10,7 +10,7 @@
 use std::ops::ControlFlow;
 
 use kv_client::Client;
-use sqlparser::ast::{self, VisitMut, VisitorMut};
+use sqlparser::ast;
 
 use crate::catalog::{Catalog, ColumnInfo, Schema, TableInfo, ViewInfo, table_key};
 use crate::ddl::{in_ddl_txn, split_name};
@@ -20,43 +20,16 @@ use crate::field_type::FieldType;
 /// How many views deep a view's reading may go before it is called a loop.
 const MAX_DEPTH: usize = 32;
 
-/// `q` with every table name that has no database given `db`'s (CTE names stay).
+/// `q` with every table name that has no database given `db`'s (names of the CTEs in scope
+/// stay as they are).
 pub fn qualify(q: &ast::Query, db: &str) -> ast::Query {
-    struct Qualify<'a> {
-        db: &'a str,
-        ctes: Vec<String>,
-    }
-    impl VisitorMut for Qualify<'_> {
-        type Break = ();
-        fn pre_visit_query(&mut self, q: &mut ast::Query) -> ControlFlow<()> {
-            if let Some(with) = &q.with {
-                self.ctes.extend(
-                    with.cte_tables
-                        .iter()
-                        .map(|c| c.alias.name.value.to_lowercase()),
-                );
-            }
-            ControlFlow::Continue(())
-        }
-        fn pre_visit_relation(&mut self, name: &mut ast::ObjectName) -> ControlFlow<()> {
-            if let [part] = name.0.as_slice()
-                && let Some(id) = part.as_ident()
-                && !self.ctes.contains(&id.value.to_lowercase())
-            {
-                let db = ast::ObjectNamePart::Identifier(ast::Ident::with_quote('`', self.db));
-                name.0.insert(0, db);
-            }
-            ControlFlow::Continue(())
-        }
-    }
     let mut q = q.clone();
-    let _ = VisitMut::visit(
-        &mut q,
-        &mut Qualify {
-            db,
-            ctes: Vec::new(),
-        },
-    );
+    crate::cte::table_names(&mut q, &mut |name, cte| {
+        if !cte && name.0.len() == 1 {
+            let db = ast::ObjectNamePart::Identifier(ast::Ident::with_quote('`', db));
+            name.0.insert(0, db);
+        }
+    });
     q
 }
 
@@ -295,6 +268,15 @@ mod tests {
             )
             .to_string(),
             "WITH c AS (SELECT a FROM `shop`.t) SELECT * FROM c JOIN other.u ON 1, `shop`.v"
+        );
+        // A CTE's own name in its (non-recursive) query is a table; out of scope, too.
+        assert_eq!(
+            qualify(
+                &query("SELECT * FROM (WITH t AS (SELECT * FROM t) SELECT * FROM t) d, t"),
+                "shop"
+            )
+            .to_string(),
+            "SELECT * FROM (WITH t AS (SELECT * FROM `shop`.t) SELECT * FROM t) d, `shop`.t"
         );
         assert_eq!(
             columns(vec![], vec!["a".into(), "b".into()], "v").unwrap(),
