@@ -176,7 +176,11 @@ fn decimal(x: &Datum, p: u32, s: u32) -> Datum {
         Datum::Int(v) => Decimal::from_i64(*v),
         Datum::UInt(v) => Decimal::new(i128::from(*v), 0),
         Datum::Decimal(d) => *d,
-        Datum::Float(v) => Decimal::from_f64(*v, s + 1).unwrap_or(Decimal::from_i64(0)),
+        // Its shortest digits, rounded once; too many digits for any decimal: the largest.
+        Datum::Float(v) => match Decimal::parse(&codec::datum::float_text(*v)) {
+            Some(d) => d,
+            None => Decimal::new(if *v < 0.0 { -1 } else { 1 } * 10i128.pow(MAX_PRECISION), 0),
+        },
         Datum::Bytes(b) => number_prefix(b),
         Datum::Null => return Datum::Null,
     };
@@ -271,6 +275,15 @@ mod tests {
         assert_eq!(
             cast(&Datum::Float(0.1), Target::Float),
             Datum::Float(f64::from(0.1f32))
+        );
+        // A DOUBLE rounds once, from its shortest digits; one too large is the largest.
+        assert_eq!(
+            cast(&Datum::Float(2.4449), Target::Decimal(5, 2)),
+            dec("2.44")
+        );
+        assert_eq!(
+            cast(&Datum::Float(1e40), Target::Decimal(10, 2)),
+            dec("99999999.99")
         );
         assert_eq!(cast(&b("héllo"), Target::Char(Some(2))), b("hé"));
         assert_eq!(

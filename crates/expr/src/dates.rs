@@ -666,14 +666,14 @@ pub fn date_format(s: &[u8], format: &[u8]) -> Datum {
     let Some(t) = moment(s) else {
         return Datum::Null;
     };
-    let mut out = String::new();
+    let mut out: Vec<u8> = Vec::new();
     let mut chars = format.iter().copied();
     let weekday = || (t.daynr() + 5).rem_euclid(7) as usize;
     let hour12 = if t.hh % 12 == 0 { 12 } else { t.hh % 12 };
     let am_pm = if t.hh < 12 { "AM" } else { "PM" };
     while let Some(c) = chars.next() {
         if c != b'%' {
-            out.push(char::from(c));
+            out.push(c);
             continue;
         }
         let Some(spec) = chars.next() else {
@@ -733,9 +733,9 @@ pub fn date_format(s: &[u8], format: &[u8]) -> Datum {
             }
             other => char::from(other).to_string(),
         };
-        out.push_str(&text);
+        out.extend_from_slice(text.as_bytes());
     }
-    Datum::Bytes(out.into_bytes())
+    Datum::Bytes(out)
 }
 
 /// UNIX_TIMESTAMP(s): seconds since 1970 in UTC (with the fraction, as a decimal, when `s`
@@ -1158,6 +1158,10 @@ mod tests {
         assert_eq!(
             date_format(b"2024-02-29 13:05:09", b"%D %b %Y, %r"),
             t("29th Feb 2024, 01:05:09 PM")
+        );
+        assert_eq!(
+            date_format(b"2024-02-29", "%Y年%m月".as_bytes()),
+            t("2024年02月")
         );
         assert_eq!(str_to_date(b"May 1, 2013", b"%M %d,%Y"), t("2013-05-01"));
         assert_eq!(str_to_date(b"09:30:17 PM", b"%h:%i:%s %p"), t("21:30:17"));

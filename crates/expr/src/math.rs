@@ -72,7 +72,7 @@ fn compute(f: Func, args: &[Datum]) -> Result<Datum> {
                 Func::Sin => v.sin(),
                 Func::Cos => v.cos(),
                 Func::Tan => v.tan(),
-                Func::Cot if v.tan() != 0.0 => 1.0 / v.tan(),
+                Func::Cot => 1.0 / v.tan(),
                 Func::Asin if (-1.0..=1.0).contains(&v) => v.asin(),
                 Func::Acos if (-1.0..=1.0).contains(&v) => v.acos(),
                 Func::Atan => v.atan(),

@@ -281,8 +281,12 @@ impl FieldType {
             Type::Long => SqlType::Int { bytes: 4, unsigned },
             Type::LongLong => SqlType::Int { bytes: 8, unsigned },
             Type::Double => SqlType::Double,
+            // The display length counts the point (with a scale) and the sign (if signed).
             Type::NewDecimal => SqlType::Decimal {
-                precision: (self.length.saturating_sub(2) as u8).clamp(1, 65).min(38),
+                precision: self
+                    .length
+                    .saturating_sub(u32::from(self.decimals > 0) + u32::from(!unsigned))
+                    .clamp(1, 38) as u8,
                 scale: self.decimals.min(30),
             },
             Type::Date => SqlType::Date,
