@@ -774,6 +774,11 @@ fn a_view_is_read_with_its_definers_rights_and_made_with_create_view() {
             .starts_with("1142")
     );
     assert_eq!(c.run("hr", "SELECT COUNT(*) FROM mine"), "COUNT(*)\n2\n");
+    // Its definer's rights as they are when it is read: without SELECT on `names`, app's
+    // view reads nothing, whoever asks.
+    c.run("", "REVOKE SELECT ON hr.names FROM app");
+    let e = c.try_run("hr", "SELECT COUNT(*) FROM mine").unwrap_err();
+    assert!(e.contains("ERROR 1356"), "{e}");
 }
 
 #[test]

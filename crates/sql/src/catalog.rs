@@ -93,6 +93,13 @@ pub struct TableInfo {
 pub struct ViewInfo {
     /// The query as written, its table names qualified with their database.
     pub query: String,
+    /// The account that made it, whose privileges read its tables (SQL SECURITY DEFINER).
+    #[serde(default = "root")]
+    pub definer: String,
+}
+
+fn root() -> String {
+    "root".into()
 }
 
 #[cfg(test)]
@@ -136,6 +143,8 @@ pub struct DbInfo {
 #[derive(Debug, Default)]
 pub struct Schema {
     pub version: u64,
+    /// Whether any database holds a view (statements then check their definers' rights).
+    pub has_views: bool,
     /// Lowercased name → (database, its tables by lowercased name).
     pub dbs: BTreeMap<String, (DbInfo, BTreeMap<String, Arc<TableInfo>>)>,
 }
@@ -299,6 +308,7 @@ impl Catalog {
         }
         let mut schema = Schema {
             version,
+            has_views: false,
             dbs: BTreeMap::new(),
         };
         for (key, value) in snapshot.scan(b"m/db/", b"m/db0", usize::MAX).await? {
@@ -309,6 +319,7 @@ impl Catalog {
         }
         for (key, value) in snapshot.scan(b"m/tb/", b"m/tb0", usize::MAX).await? {
             let t: TableInfo = json(&key, &value)?;
+            schema.has_views |= t.view.is_some();
             if let Some((_, tables)) = schema.dbs.values_mut().find(|(d, _)| d.id == t.db_id) {
                 tables.insert(t.name.to_lowercase(), Arc::new(t));
             }

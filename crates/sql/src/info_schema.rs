@@ -519,7 +519,7 @@ pub fn table(
                         text(&view.query),
                         text("NONE"),
                         text("NO"),
-                        text("root@%"),
+                        text(&format!("{}@%", view.definer)),
                         text("DEFINER"),
                         text("utf8mb4"),
                         text("utf8mb4_bin"),

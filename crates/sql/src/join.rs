@@ -54,8 +54,9 @@ pub enum Resolved {
         columns: Vec<String>,
         rows: Vec<Vec<Datum>>,
     },
-    /// A view (crate::view): `db.name`, its query, and its columns' names.
+    /// A view (crate::view): its database and name, its query, and its columns' names.
     View {
+        db: String,
         name: String,
         query: Box<ast::Query>,
         columns: Vec<String>,
@@ -108,6 +109,7 @@ fn read_relation(
                 ),
                 // Read as a derived table of its query, named as the view.
                 Resolved::View {
+                    db,
                     name: view,
                     query,
                     columns,
@@ -115,13 +117,7 @@ fn read_relation(
                     let (_, types) = crate::query::describe(&query, schema_table, None)?;
                     // Its tables changed since it was made (a column dropped or added).
                     if types.len() != columns.len() {
-                        return Err(SqlError {
-                            code: 1356,
-                            state: "HY000",
-                            message: format!(
-                                "View '{view}' references invalid table(s) or column(s) or function(s) or definer/invoker of view lack rights to use them"
-                            ),
-                        });
+                        return Err(crate::view::invalid(&db, &view));
                     }
                     (
                         Relation::Derived {

@@ -1781,7 +1781,8 @@ impl Session {
         let table = schema.table_or_view(&db, &t)?;
         match table.view.is_some() {
             true => Ok(crate::join::Resolved::View {
-                name: format!("{db}.{t}"),
+                db: db.clone(),
+                name: t.clone(),
                 query: Box::new(crate::view::query_of(&table)?),
                 columns: table.columns.iter().map(|c| c.name.clone()).collect(),
             }),
@@ -2448,6 +2449,64 @@ impl Session {
         }
     }
 
+    /// 1356 unless the definer of every view `s` reads (and of the views those read) may read
+    /// what its view reads, now (SQL SECURITY DEFINER).
+    async fn check_view_definers(&self, schema: &Schema, s: &Statement) -> Result<()> {
+        let views_in = |needs: &[crate::authorize::Need], depth: usize| {
+            let mut out = Vec::new();
+            for n in needs {
+                if let crate::authorize::Need::Table { db, table, .. } = n
+                    && let Ok(t) = schema.table_or_view(db, table)
+                    && t.view.is_some()
+                    && !out
+                        .iter()
+                        .any(|(d, v, _): &(String, String, usize)| d == db && v == table)
+                {
+                    out.push((db.clone(), table.clone(), depth));
+                }
+            }
+            out
+        };
+        let mut todo = views_in(&crate::authorize::needs(s, self.db.as_deref()), 0);
+        while let Some((db, name, depth)) = todo.pop() {
+            if depth > crate::view::MAX_DEPTH {
+                return Err(crate::view::invalid(&db, &name));
+            }
+            let t = schema.table_or_view(&db, &name)?;
+            let definer = &t.view.as_ref().expect("a view").definer;
+            let grants = self
+                .shared
+                .grants
+                .get(&self.shared.client, definer)
+                .await?
+                .grants
+                .clone();
+            let query = Statement::Query(Box::new(crate::view::query_of(&t)?));
+            let needs = crate::authorize::needs(&query, Some(&db));
+            let columns = |d: &str, table: &str| {
+                schema.table_or_view(d, table).map_or_else(
+                    |_| Vec::new(),
+                    |t| t.columns.iter().map(|c| c.name.to_lowercase()).collect(),
+                )
+            };
+            let allowed = crate::authorize::check(&grants, definer, &needs).and_then(|partial| {
+                crate::authorize::check_columns(
+                    &grants,
+                    definer,
+                    &query,
+                    Some(&db),
+                    &partial,
+                    &columns,
+                )
+            });
+            if allowed.is_err() {
+                return Err(crate::view::invalid(&db, &name));
+            }
+            todo.extend(views_in(&needs, depth + 1));
+        }
+        Ok(())
+    }
+
     /// CREATE or ALTER VIEW `name` (in the current database when unqualified): its query's
     /// table names qualified here, its columns described (which checks that they exist).
     async fn create_view(
@@ -2463,9 +2522,15 @@ impl Session {
         let resolve = |n: &ast::ObjectName| self.resolve(schema, n);
         let lookup = |l: Lookup<'_>| self.lookup(l);
         let (described, types) = query::describe(&query, &resolve, Some(&lookup))?;
-        let columns = crate::view::columns(listed, described, &view)?;
-        let client = &self.shared.client;
-        crate::view::create(client, schema, &db, &view, &query, columns, &types, mode).await
+        let definition = crate::view::Definition {
+            db: &db,
+            name: &view,
+            query: &query,
+            columns: crate::view::columns(listed, described, &view)?,
+            types: &types,
+            definer: &self.user,
+        };
+        crate::view::create(&self.shared.client, schema, definition, mode).await
     }
 
     /// Runs a statement that reads or writes data in the session's transaction (or one of
@@ -2543,6 +2608,9 @@ impl Session {
 
     async fn statement(&mut self, txn: &mut Transaction, s: &Statement) -> Result<Output> {
         let schema = self.shared.catalog.schema(txn.snapshot()).await?;
+        if schema.has_views {
+            self.check_view_definers(&schema, s).await?;
+        }
         let this = &*self;
         let lookup = |l: Lookup<'_>| this.lookup(l);
         let took_start_ts = |ts: u64| this.show_txn(ts);

@@ -4,7 +4,8 @@
 //! database they were read in; it is read where it is named as a derived table of its query
 //! (MySQL's MERGE and TEMPTABLE algorithms give the same rows), with the privileges of its
 //! definer (MySQL's default SQL SECURITY DEFINER): reading a view needs SELECT on the view,
-//! not on its tables. Views cannot be written (1288), and a view that would read itself,
+//! not on its tables, and its definer's privileges on them at the time it is read (1356 when
+//! they are gone). Views cannot be written (1288), and a view that would read itself,
 //! directly or through others, is refused (1462).
 
 use std::ops::ControlFlow;
@@ -18,7 +19,7 @@ use crate::error::{Result, SqlError};
 use crate::field_type::FieldType;
 
 /// How many views deep a view's reading may go before it is called a loop.
-const MAX_DEPTH: usize = 32;
+pub const MAX_DEPTH: usize = 32;
 
 /// `q` with every table name that has no database given `db`'s (names of the CTEs in scope
 /// stay as they are).
@@ -121,22 +122,33 @@ pub enum Mode {
 
 /// Stores view `db`.`name` reading `query` (qualified), its columns named `columns` and
 /// typed `types`.
-#[allow(clippy::too_many_arguments)]
-pub async fn create(
-    client: &Client,
-    schema: &Schema,
-    db: &str,
-    name: &str,
-    query: &ast::Query,
-    columns: Vec<String>,
-    types: &[FieldType],
-    mode: Mode,
-) -> Result<()> {
+/// What a CREATE or ALTER VIEW says: the view's name, its query (qualified), its columns'
+/// names and types, and who makes it.
+pub struct Definition<'a> {
+    pub db: &'a str,
+    pub name: &'a str,
+    pub query: &'a ast::Query,
+    pub columns: Vec<String>,
+    pub types: &'a [FieldType],
+    pub definer: &'a str,
+}
+
+/// Stores the view `d` defines.
+pub async fn create(client: &Client, schema: &Schema, d: Definition<'_>, mode: Mode) -> Result<()> {
+    let Definition {
+        db,
+        name,
+        query,
+        columns,
+        types,
+        definer,
+    } = d;
     refuse_loop(schema, db, name, query, 0)?;
     let db_info = schema.db(db)?.clone();
     let key = table_key(db_info.id, name);
     let view = ViewInfo {
         query: query.to_string(),
+        definer: definer.to_string(),
     };
     let columns: Vec<ColumnInfo> = columns
         .into_iter()
@@ -218,6 +230,17 @@ pub async fn drop(
     .await
 }
 
+/// 1356: view `db`.`name` reads what its definer may no longer read (or what is gone).
+pub fn invalid(db: &str, name: &str) -> SqlError {
+    SqlError {
+        code: 1356,
+        state: "HY000",
+        message: format!(
+            "View '{db}.{name}' references invalid table(s) or column(s) or function(s) or definer/invoker of view lack rights to use them"
+        ),
+    }
+}
+
 /// 1347: `db`.`name` is a table where a view is meant.
 fn not_a_view(db: &str, name: &str) -> SqlError {
     SqlError {
@@ -241,7 +264,8 @@ pub fn show_create(db: &str, t: &TableInfo) -> String {
     let view = t.view.as_ref().expect("a view");
     let columns: Vec<String> = t.columns.iter().map(|c| format!("`{}`", c.name)).collect();
     format!(
-        "CREATE ALGORITHM=UNDEFINED DEFINER=`root`@`%` SQL SECURITY DEFINER VIEW `{db}`.`{}` ({}) AS {}",
+        "CREATE ALGORITHM=UNDEFINED DEFINER=`{}`@`%` SQL SECURITY DEFINER VIEW `{db}`.`{}` ({}) AS {}",
+        view.definer,
         t.name,
         columns.join(", "),
         view.query
