@@ -381,9 +381,9 @@ fn string_function(name: &str, args: usize) -> Option<Func> {
     })
 }
 
-/// The functions [`Binder::bind`] knows, by name: a call of one with a wrong number of
-/// arguments is 1582.
-const KNOWN_FUNCTIONS: &[&str] = &[
+/// The functions [`Binder::function`] binds by their own arms (the others are in
+/// [`one_argument_math`], [`string_function`] and [`date_function`]).
+const BOUND_INLINE: &[&str] = &[
     "if",
     "ifnull",
     "coalesce",
@@ -430,44 +430,8 @@ const KNOWN_FUNCTIONS: &[&str] = &[
     "ceil",
     "ceiling",
     "floor",
-    "sign",
-    "crc32",
-    "sqrt",
-    "exp",
-    "ln",
     "log",
-    "log2",
-    "log10",
-    "sin",
-    "cos",
-    "tan",
-    "cot",
-    "asin",
-    "acos",
-    "atan",
     "atan2",
-    "degrees",
-    "radians",
-    "ascii",
-    "ord",
-    "bit_length",
-    "hex",
-    "unhex",
-    "space",
-    "quote",
-    "md5",
-    "sha1",
-    "sha",
-    "to_base64",
-    "from_base64",
-    "find_in_set",
-    "sha2",
-    "strcmp",
-    "format",
-    "substring_index",
-    "insert",
-    "field",
-    "elt",
     "date_add",
     "adddate",
     "date_sub",
@@ -475,28 +439,15 @@ const KNOWN_FUNCTIONS: &[&str] = &[
     "timestampadd",
     "timestampdiff",
     "weekofyear",
-    "hour",
-    "minute",
-    "second",
-    "microsecond",
-    "time",
-    "dayofweek",
-    "weekday",
-    "dayofyear",
-    "quarter",
-    "last_day",
-    "to_days",
-    "dayname",
-    "monthname",
-    "from_days",
-    "unix_timestamp",
-    "from_unixtime",
-    "makedate",
-    "week",
-    "yearweek",
-    "date_format",
-    "str_to_date",
 ];
+
+/// Whether `name` is a function [`Binder::bind`] knows: a call of one with a wrong number of
+/// arguments is 1582.
+fn known_function(name: &str) -> bool {
+    BOUND_INLINE.contains(&name)
+        || one_argument_math(name).is_some()
+        || (0..=4).any(|n| string_function(name, n).is_some() || date_function(name, n).is_some())
+}
 
 /// `(qualifier, name)` of a plain column reference (`c`, `t.c`, `db.t.c`).
 pub fn column_name(e: &ast::Expr) -> Option<(Option<&str>, &str)> {
@@ -552,12 +503,11 @@ impl<'a> Binder<'a> {
 
     /// `f` (DATE_ADD or DATE_SUB) of `date` and the interval `iv`.
     fn date_add(&mut self, f: Func, date: &ast::Expr, iv: &ast::Interval) -> Result<Expr> {
-        let unit = match (&iv.leading_field, &iv.last_field) {
-            (Some(first), None) => first.to_string(),
-            (Some(first), Some(last)) => format!("{first}_{last}"),
-            (None, _) => return Err(SqlError::syntax("INTERVAL needs a unit")),
+        // The dialect reads every INTERVAL with one unit (crate::dialect).
+        let Some(unit) = &iv.leading_field else {
+            return Err(SqlError::syntax("INTERVAL needs a unit"));
         };
-        let unit = unit_code(&unit)?;
+        let unit = unit_code(&unit.to_string())?;
         Ok(Expr::call(
             f,
             vec![self.bind(date)?, self.bind(&iv.value)?, unit],
@@ -1189,7 +1139,7 @@ impl<'a> Binder<'a> {
             ("atan", 2) | ("atan2", 2) => self.call(Func::Atan2, &args),
             (other, 1) if let Some(f) = one_argument_math(other) => self.call(f, &args),
             (other, n) if let Some(f) = string_function(other, n) => self.call(f, &args),
-            (known, _) if KNOWN_FUNCTIONS.contains(&known) => Err(SqlError {
+            (known, _) if known_function(known) => Err(SqlError {
                 code: 1582,
                 state: "42000",
                 message: format!(

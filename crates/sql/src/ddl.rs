@@ -384,11 +384,7 @@ pub async fn drop_table(
         // A view is no table to DROP TABLE (DROP VIEW drops it), as in MySQL.
         Err(e) => {
             return Err(if e.code == 1146 || e.code == 1347 {
-                SqlError {
-                    code: 1051,
-                    state: "42S02",
-                    message: format!("Unknown table '{db}.{name}'"),
-                }
+                SqlError::unknown_table(&format!("{db}.{name}"))
             } else {
                 e
             });

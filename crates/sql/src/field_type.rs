@@ -768,9 +768,6 @@ fn literal(v: &ast::Value) -> FieldType {
     t
 }
 
-/// The type of a value that is one of `a` or `b` (IF, CASE, COALESCE): the same type if
-/// they agree, the wider number if both are numbers, else text.
-/// The type of a column that takes values of both `a` and `b` (CASE branches, UNION).
 /// `e` as an integer constant (`2`, `-1`), if it is one.
 fn constant_integer(e: &ast::Expr) -> Option<i64> {
     match e {
@@ -800,6 +797,8 @@ fn fixed(a: u8, b: u8, how: impl Fn(u8, u8) -> u8) -> u8 {
     }
 }
 
+/// The type of a value that is one of `a` or `b` (IF, CASE and COALESCE branches, UNION
+/// columns): the same type if they agree, the wider number if both are numbers, else text.
 pub fn merge(a: FieldType, b: FieldType) -> FieldType {
     let (a, b) = (a.derived(), b.derived());
     if a.tp == Type::Null {

@@ -212,13 +212,7 @@ pub async fn drop(
         Ok(t) if t.view.is_some() => t,
         Ok(t) => return Err(not_a_view(db, &t.name)),
         Err(_) if if_exists => return Ok(()),
-        Err(_) => {
-            return Err(SqlError {
-                code: 1051,
-                state: "42S02",
-                message: format!("Unknown table '{db}.{name}'"),
-            });
-        }
+        Err(_) => return Err(SqlError::unknown_table(&format!("{db}.{name}"))),
     };
     in_ddl_txn(client, |mut txn| {
         let key = table_key(t.db_id, &t.name);
