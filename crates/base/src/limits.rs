@@ -66,3 +66,5 @@ pub const FLOW_CONTROL_SAMPLE_MS: u64 = 100;
 pub const SQL_NODE_REPORT_INTERVAL_MS: u64 = 10_000;
 /// After this long without a report PD stops listing a sql node (three missed reports).
 pub const SQL_NODE_FORGET_AFTER_MS: u64 = 30_000;
+/// Deepest nesting of a JSON document (MySQL's: error 3157 past it).
+pub const JSON_DEPTH_MAX: usize = 100;

@@ -1,8 +1,8 @@
 //! One SQL value ([`Datum`]) and its two byte forms:
 //!
 //! - the **value form** (row values, coprocessor result rows): a flag byte, then a fixed
-//!   payload (8 bytes BE for numbers, a u32 BE length and the bytes for strings). Compact and
-//!   quick; not ordered.
+//!   payload (8 bytes BE for numbers, a u32 BE length and the bytes for strings and for JSON's
+//!   binary form). Compact and quick; not ordered.
 //! - the **key form** (index keys): TiDB's flags (`0` null, `1` bytes, `3` int, `4` uint,
 //!   `5` float) and order-preserving payloads (memcomparable bytes, sign-flipped ints,
 //!   floats with their bits arranged to sort), so encoded index entries sort as the values.
@@ -12,6 +12,7 @@
 use std::cmp::Ordering;
 
 use crate::decimal::Decimal;
+use crate::json::Json;
 use crate::{CodecError, memcomparable, number};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -22,6 +23,7 @@ pub enum Datum {
     Float(f64),
     Bytes(Vec<u8>),
     Decimal(Decimal),
+    Json(Json),
 }
 
 const NULL: u8 = 0;
@@ -30,6 +32,10 @@ const INT: u8 = 3;
 const UINT: u8 = 4;
 const FLOAT: u8 = 5;
 const DECIMAL: u8 = 6;
+/// JSON in its binary form ([`Json::to_binary`]): a u32 BE length, then the bytes. In the key
+/// form (TiDB's flag), memcomparable bytes: equal values meet, but the order is not JSON's
+/// (MySQL indexes no JSON column).
+const JSON: u8 = 10;
 
 impl Datum {
     pub fn is_null(&self) -> bool {
@@ -64,6 +70,12 @@ impl Datum {
                 out.push(d.scale);
                 out.extend_from_slice(&d.units.to_be_bytes());
             }
+            Datum::Json(j) => {
+                let b = j.to_binary();
+                out.push(JSON);
+                out.extend_from_slice(&(b.len() as u32).to_be_bytes());
+                out.extend_from_slice(&b);
+            }
         }
     }
 
@@ -79,16 +91,12 @@ impl Datum {
             UINT => (Datum::UInt(eight(rest)?), 9),
             FLOAT => (Datum::Float(f64::from_bits(eight(rest)?)), 9),
             BYTES => {
-                let len = rest
-                    .get(..4)
-                    .map(|b| u32::from_be_bytes(b.try_into().expect("4 bytes")) as usize)
-                    .ok_or_else(|| CodecError::Truncated {
-                        needed: 4 - rest.len(),
-                    })?;
-                let bytes = rest.get(4..4 + len).ok_or_else(|| CodecError::Truncated {
-                    needed: 4 + len - rest.len(),
-                })?;
-                (Datum::Bytes(bytes.to_vec()), 5 + len)
+                let bytes = length_prefixed(rest)?;
+                (Datum::Bytes(bytes.to_vec()), 5 + bytes.len())
+            }
+            JSON => {
+                let bytes = length_prefixed(rest)?;
+                (Datum::Json(Json::from_binary(bytes)?), 5 + bytes.len())
             }
             DECIMAL => (Datum::Decimal(decimal_body(rest)?), 18),
             other => return Err(CodecError::BadFlag { flag: other }),
@@ -104,15 +112,7 @@ impl Datum {
         let body = match flag {
             NULL => 0,
             INT | UINT | FLOAT => 8,
-            BYTES => {
-                let len = rest
-                    .get(..4)
-                    .map(|b| u32::from_be_bytes(b.try_into().expect("4 bytes")) as usize)
-                    .ok_or_else(|| CodecError::Truncated {
-                        needed: 4 - rest.len(),
-                    })?;
-                4 + len
-            }
+            BYTES | JSON => 4 + length_prefixed(rest)?.len(),
             DECIMAL => 17,
             other => return Err(CodecError::BadFlag { flag: other }),
         };
@@ -150,6 +150,10 @@ impl Datum {
                 out.push(d.scale);
                 out.extend_from_slice(&((d.units as u128) ^ (1 << 127)).to_be_bytes());
             }
+            Datum::Json(j) => {
+                out.push(JSON);
+                memcomparable::encode_into(&j.to_binary(), out);
+            }
         }
     }
 
@@ -175,18 +179,25 @@ impl Datum {
                 d.units = ((d.units as u128) ^ (1 << 127)) as i128;
                 (Datum::Decimal(d), 18)
             }
+            JSON => {
+                let (b, used) = memcomparable::decode(rest)?;
+                (Datum::Json(Json::from_binary(&b)?), 1 + used)
+            }
             other => return Err(CodecError::BadFlag { flag: other }),
         })
     }
 
     /// SQL ordering for sorting (ORDER BY, MIN/MAX): NULL first; numbers by value across
-    /// kinds; bytes bytewise; numbers before bytes. Equal when SQL would call them equal.
+    /// kinds; bytes bytewise; numbers before bytes; JSON by JSON's order, another value
+    /// meeting JSON as the JSON scalar it makes. Equal when SQL would call them equal.
     pub fn sort_cmp(&self, other: &Datum) -> Ordering {
         use Datum::*;
         match (self, other) {
             (Null, Null) => Ordering::Equal,
             (Null, _) => Ordering::Less,
             (_, Null) => Ordering::Greater,
+            (Json(a), b) => crate::json::compare(a, &b.to_json()),
+            (a, Json(b)) => crate::json::compare(&a.to_json(), b),
             (Bytes(a), Bytes(b)) => a.cmp(b),
             (Bytes(_), _) => Ordering::Greater,
             (_, Bytes(_)) => Ordering::Less,
@@ -208,9 +219,43 @@ impl Datum {
             Datum::UInt(v) => Some(*v as f64),
             Datum::Float(v) => Some(*v),
             Datum::Decimal(d) => Some(d.to_f64()),
+            Datum::Json(j) => match j {
+                Json::Int(v) => Some(*v as f64),
+                Json::UInt(v) => Some(*v as f64),
+                Json::Double(v) => Some(*v),
+                _ => None,
+            },
             _ => None,
         }
     }
+
+    /// The value as JSON, as MySQL converts an SQL value it puts into a JSON document: a
+    /// string becomes a JSON string, a number a JSON number (a DECIMAL a double, as TiDB's
+    /// JSON has no decimals), NULL the JSON null.
+    pub fn to_json(&self) -> Json {
+        match self {
+            Datum::Null => Json::Null,
+            Datum::Int(v) => Json::Int(*v),
+            Datum::UInt(v) => Json::UInt(*v),
+            Datum::Float(v) => Json::Double(*v),
+            Datum::Decimal(d) => Json::Double(d.to_f64()),
+            Datum::Bytes(b) => Json::String(String::from_utf8_lossy(b).into_owned()),
+            Datum::Json(j) => j.clone(),
+        }
+    }
+}
+
+/// A u32 BE length and that many bytes, at the front of `rest`: the bytes.
+fn length_prefixed(rest: &[u8]) -> Result<&[u8], CodecError> {
+    let len = rest
+        .get(..4)
+        .map(|b| u32::from_be_bytes(b.try_into().expect("4 bytes")) as usize)
+        .ok_or_else(|| CodecError::Truncated {
+            needed: 4 - rest.len(),
+        })?;
+    rest.get(4..4 + len).ok_or_else(|| CodecError::Truncated {
+        needed: 4 + len - rest.len(),
+    })
 }
 
 /// A decimal's scale byte and 16-byte units.
@@ -325,6 +370,7 @@ mod tests {
             Datum::Bytes(vec![]),
             Datum::Bytes(b"abcdefghij".to_vec()),
             Datum::Decimal(Decimal::parse("-12.34").unwrap()),
+            Datum::Json(crate::json::parse(br#"{"a": [1, "x", null]}"#).unwrap()),
         ]
     }
 

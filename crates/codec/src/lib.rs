@@ -7,11 +7,13 @@
 //!   one key sit together, newest first.
 //! - [`datum`]: one SQL value, in a compact value form and an order-preserving key form.
 //! - [`decimal`]: exact DECIMAL values and their arithmetic.
+//! - [`json`]: JSON values: text and binary forms and MySQL's order.
 //! - [`table`]: rows and index entries as keys and values (`t{table}_r{handle}`,
 //!   `t{table}_i{index}{values}`).
 
 pub mod datum;
 pub mod decimal;
+pub mod json;
 pub mod memcomparable;
 pub mod mvcc;
 pub mod number;
@@ -33,4 +35,6 @@ pub enum CodecError {
     Trailing { len: usize },
     #[error("{count} rows of no columns")]
     NoColumns { count: u64 },
+    #[error("corrupt JSON value: {0}")]
+    BadJson(&'static str),
 }

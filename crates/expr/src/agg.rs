@@ -5,11 +5,15 @@
 //! one, the distinct argument tuples, each length-prefixed, in one bytes value; FIRST ROW one, a
 //! value of a column that is the same on every row of the group (a column the group-by
 //! columns determine), so any non-NULL value seen is the answer; GROUP_CONCAT two, the
-//! count of its rows and the rows (values, then ORDER BY keys) one after another.
+//! count of its rows and the rows (values, then ORDER BY keys) one after another;
+//! JSON_ARRAYAGG and JSON_OBJECTAGG one, the array or object of the rows so far (NULL for no
+//! rows).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use codec::datum::Datum;
+
+use codec::json::Json;
 
 use crate::{EvalError, Expr, Result};
 
@@ -28,6 +32,11 @@ pub enum AggKind {
     /// group_concat_max_len, how many values, the ORDER BY keys' directions as `A`/`D`
     /// bytes, DISTINCT as 1 or 0), then the values, then the ORDER BY keys.
     GroupConcat,
+    /// JSON_ARRAYAGG(v): an array of every row's value, NULL ones as null.
+    JsonArrayAgg,
+    /// JSON_OBJECTAGG(k, v): an object of every row's key and value (a NULL key is 3158;
+    /// of duplicate keys the last wins).
+    JsonObjectAgg,
 }
 
 impl AggKind {
@@ -118,6 +127,8 @@ pub enum AggState {
     FirstRow(Datum),
     /// GROUP_CONCAT: how it joins, and its rows (values, then ORDER BY keys).
     GroupConcat(GroupConcat, Vec<Vec<Datum>>),
+    /// JSON_ARRAYAGG or JSON_OBJECTAGG: the array or object so far; None before any row.
+    Json(Option<Json>),
 }
 
 impl AggFunc {
@@ -202,6 +213,7 @@ impl AggState {
                 },
                 Vec::new(),
             ),
+            AggKind::JsonArrayAgg | AggKind::JsonObjectAgg => AggState::Json(None),
         }
     }
 
@@ -251,6 +263,24 @@ impl AggState {
                     rows.push(row.to_vec());
                 }
             }
+            AggState::Json(doc) => match (doc, args) {
+                (Some(Json::Array(items)), [v]) => items.push(v.to_json()),
+                (doc @ None, [v]) => *doc = Some(Json::Array(vec![v.to_json()])),
+                (_, [Datum::Null, _]) => {
+                    return Err(EvalError::Refused {
+                        code: 3158,
+                        state: "22032",
+                        message: "JSON documents may not contain NULL member names.".into(),
+                    });
+                }
+                (Some(Json::Object(members)), [k, v]) => {
+                    Json::set_member(members, json_key(k), v.to_json())
+                }
+                (doc @ None, [k, v]) => {
+                    *doc = Some(Json::Object(vec![(json_key(k), v.to_json())]));
+                }
+                _ => return Err(EvalError::BadPlan(format!("JSON aggregate of {args:?}"))),
+            },
         }
         Ok(())
     }
@@ -267,6 +297,7 @@ impl AggState {
                 Datum::Int(rows.len() as i64),
                 Datum::Bytes(codec::datum::encode_rows(rows)),
             ],
+            AggState::Json(doc) => vec![doc.clone().map_or(Datum::Null, Datum::Json)],
             AggState::Distinct(_, set) => {
                 let mut out = Vec::new();
                 for v in set.values() {
@@ -304,6 +335,19 @@ impl AggState {
                     let count = u64::try_from(*count).map_err(|_| bad())?;
                     codec::datum::decode_rows(encoded, count, &positions, width, rows)
                         .map_err(|_| bad())?;
+                }
+                _ => return Err(bad()),
+            },
+            AggState::Json(doc) => match (doc, first) {
+                (_, Datum::Null) => {}
+                (doc @ None, Datum::Json(j)) => *doc = Some(j.clone()),
+                (Some(Json::Array(items)), Datum::Json(Json::Array(more))) => {
+                    items.extend(more.iter().cloned())
+                }
+                (Some(Json::Object(members)), Datum::Json(Json::Object(more))) => {
+                    for (k, v) in more {
+                        Json::set_member(members, k.clone(), v.clone());
+                    }
                 }
                 _ => return Err(bad()),
             },
@@ -353,6 +397,7 @@ impl AggState {
                 other => Datum::Float(other.as_f64().unwrap_or(0.0) / *count as f64),
             },
             AggState::GroupConcat(g, rows) => group_concat(g, rows),
+            AggState::Json(doc) => doc.clone().map_or(Datum::Null, Datum::Json),
             AggState::Distinct(AggKind::CountDistinct, set) => Datum::Int(set.len() as i64),
             // SUM or AVG of the distinct values: as SUM or AVG over them once each.
             AggState::Distinct(kind, set) => {
@@ -370,6 +415,11 @@ impl AggState {
             }
         }
     }
+}
+
+/// A JSON_OBJECTAGG key: the value's text.
+fn json_key(k: &Datum) -> String {
+    String::from_utf8_lossy(&crate::eval::text(k)).into_owned()
 }
 
 /// GROUP_CONCAT's result: each row's values as text, in ORDER BY order (else as they came),

@@ -143,6 +143,10 @@ fn integer(x: &Datum) -> i128 {
             }
         }
         Datum::Bytes(b) => integer_prefix(b),
+        Datum::Json(codec::json::Json::Int(v)) => i128::from(*v),
+        Datum::Json(codec::json::Json::UInt(v)) => i128::from(*v),
+        Datum::Json(codec::json::Json::String(s)) => integer_prefix(s.as_bytes()),
+        Datum::Json(_) => integer(&Datum::Float(as_number(x))),
         Datum::Null => 0,
     }
 }
@@ -182,6 +186,8 @@ fn decimal(x: &Datum, p: u32, s: u32) -> Datum {
             None => Decimal::new(if *v < 0.0 { -1 } else { 1 } * 10i128.pow(MAX_PRECISION), 0),
         },
         Datum::Bytes(b) => number_prefix(b),
+        Datum::Json(codec::json::Json::String(s)) => number_prefix(s.as_bytes()),
+        Datum::Json(_) => return decimal(&Datum::Float(as_number(x)), p, s),
         Datum::Null => return Datum::Null,
     };
     let largest = 10i128.pow(p) - 1;

@@ -68,6 +68,21 @@ pub fn is_true(d: &Datum) -> Option<bool> {
         Datum::Float(v) => Some(*v != 0.0),
         Datum::Decimal(d) => Some(d.units != 0),
         Datum::Bytes(b) => Some(bytes_to_f64(b) != 0.0),
+        Datum::Json(j) => Some(json_number(j) != 0.0),
+    }
+}
+
+/// A JSON value in a numeric context: its number; true 1, false 0; a string the number it
+/// starts with; anything else 0.
+fn json_number(j: &codec::json::Json) -> f64 {
+    use codec::json::Json;
+    match j {
+        Json::Int(v) => *v as f64,
+        Json::UInt(v) => *v as f64,
+        Json::Double(v) => *v,
+        Json::Bool(b) => f64::from(u8::from(*b)),
+        Json::String(s) => bytes_to_f64(s.as_bytes()),
+        _ => 0.0,
     }
 }
 
@@ -109,6 +124,7 @@ fn decimal_arith(f: Func, x: Decimal, y: Decimal) -> Result<Datum> {
 pub(crate) fn as_number(d: &Datum) -> f64 {
     match d {
         Datum::Bytes(b) => bytes_to_f64(b),
+        Datum::Json(j) => json_number(j),
         other => other.as_f64().unwrap_or(0.0),
     }
 }
@@ -156,6 +172,7 @@ pub fn group_key(values: &[Datum]) -> Vec<u8> {
             Datum::Float(f) => Datum::Float(f + 0.0),
             Datum::Bytes(b) => Datum::Bytes(canonical_text(b).into_owned()),
             Datum::Null => Datum::Null,
+            Datum::Json(j) => Datum::Json(j.clone()),
         })
         .collect();
     encode_row(&canonical)
@@ -189,6 +206,7 @@ fn compare_texts(x: &[u8], y: &[u8]) -> Ordering {
 /// SQL comparison of two non-NULL values.
 pub fn compare(a: &Datum, b: &Datum) -> Ordering {
     match (a, b) {
+        (Datum::Json(_), _) | (_, Datum::Json(_)) => a.sort_cmp(b),
         (Datum::Bytes(x), Datum::Bytes(y)) => compare_texts(x, y),
         (Datum::Bytes(_), _) | (_, Datum::Bytes(_)) => {
             codec::datum::float_cmp(as_number(a), as_number(b))
@@ -425,6 +443,7 @@ pub(crate) fn text(d: &Datum) -> Vec<u8> {
         Datum::UInt(v) => v.to_string().into_bytes(),
         Datum::Float(v) => codec::datum::float_text(*v).into_bytes(),
         Datum::Decimal(d) => d.to_string().into_bytes(),
+        Datum::Json(j) => j.to_text().into_bytes(),
         Datum::Null => Vec::new(),
     }
 }
@@ -781,6 +800,38 @@ impl Expr {
                 Some(v) => dates_call(f, &v),
                 None => Datum::Null,
             },
+            Func::ToJson
+            | Func::JsonArray
+            | Func::JsonObject
+            | Func::JsonQuote
+            | Func::JsonUnquote
+            | Func::JsonValid
+            | Func::JsonExtract
+            | Func::JsonType
+            | Func::JsonDepth
+            | Func::JsonPretty
+            | Func::JsonStorageSize
+            | Func::JsonKeys
+            | Func::JsonLength
+            | Func::JsonSet
+            | Func::JsonInsert
+            | Func::JsonReplace
+            | Func::JsonRemove
+            | Func::JsonArrayAppend
+            | Func::JsonArrayInsert
+            | Func::JsonMergePreserve
+            | Func::JsonMergePatch
+            | Func::JsonContains
+            | Func::JsonContainsPath
+            | Func::JsonSearch
+            | Func::JsonOverlaps
+            | Func::MemberOf => {
+                let values = args
+                    .iter()
+                    .map(|a| a.eval(row))
+                    .collect::<Result<Vec<_>>>()?;
+                crate::json::eval(f, &values)?
+            }
             Func::Cast => {
                 let target = crate::cast::Target::of(&arg(1)?, &arg(2)?, &arg(3)?)?;
                 crate::cast::cast(&arg(0)?, target)

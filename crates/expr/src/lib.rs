@@ -13,6 +13,7 @@ pub mod agg;
 pub mod cast;
 pub mod dates;
 pub mod eval;
+pub mod json;
 pub mod math;
 pub mod strings;
 pub mod wire;
@@ -178,6 +179,44 @@ pub enum Func {
     StrToDate,
     /// `CAST(x AS type)` (crate::cast): x, then the target's three constants.
     Cast,
+    /// JSON (crate::json). `ToJson(x, boolean)`: CAST(x AS JSON), a condition's 1 or 0 as
+    /// true or false when `boolean` is 1 (JSON_ARRAY(a = b) binds its argument so too).
+    ToJson,
+    JsonArray,
+    /// `JSON_OBJECT(key, value, ...)`.
+    JsonObject,
+    JsonQuote,
+    JsonUnquote,
+    JsonValid,
+    /// `JSON_EXTRACT(doc, path, ...)`, also `doc->path`.
+    JsonExtract,
+    JsonType,
+    JsonDepth,
+    JsonPretty,
+    JsonStorageSize,
+    /// `JSON_KEYS(doc[, path])`, `JSON_LENGTH(doc[, path])`.
+    JsonKeys,
+    JsonLength,
+    /// `JSON_SET(doc, path, value, ...)` and its kin.
+    JsonSet,
+    JsonInsert,
+    JsonReplace,
+    /// `JSON_REMOVE(doc, path, ...)`.
+    JsonRemove,
+    JsonArrayAppend,
+    JsonArrayInsert,
+    /// `JSON_MERGE_PRESERVE(doc, doc, ...)` (and JSON_MERGE), `JSON_MERGE_PATCH`.
+    JsonMergePreserve,
+    JsonMergePatch,
+    /// `JSON_CONTAINS(target, candidate[, path])`.
+    JsonContains,
+    /// `JSON_CONTAINS_PATH(doc, 'one'|'all', path, ...)`.
+    JsonContainsPath,
+    /// `JSON_SEARCH(doc, 'one'|'all', pattern[, escape[, path ...]])`.
+    JsonSearch,
+    JsonOverlaps,
+    /// `value MEMBER OF (array)`.
+    MemberOf,
 }
 
 impl Func {
@@ -249,6 +288,27 @@ impl Func {
             | Func::Degrees
             | Func::Radians => (1, false),
             Func::Concat => (1, true),
+            Func::JsonArray | Func::JsonObject => (0, true),
+            Func::JsonQuote
+            | Func::JsonUnquote
+            | Func::JsonValid
+            | Func::JsonType
+            | Func::JsonDepth
+            | Func::JsonPretty
+            | Func::JsonStorageSize => (1, false),
+            Func::JsonKeys | Func::JsonLength => (1, true),
+            Func::JsonExtract
+            | Func::JsonRemove
+            | Func::JsonMergePreserve
+            | Func::JsonMergePatch
+            | Func::JsonContains => (2, true),
+            Func::JsonSet
+            | Func::JsonInsert
+            | Func::JsonReplace
+            | Func::JsonArrayAppend
+            | Func::JsonArrayInsert
+            | Func::JsonContainsPath
+            | Func::JsonSearch => (3, true),
             _ => (2, false),
         }
     }
@@ -261,6 +321,13 @@ pub enum EvalError {
     OutOfRange(String),
     #[error("bad plan: {0}")]
     BadPlan(String),
+    /// An argument MySQL refuses with its own error (JSON text, paths).
+    #[error("{message}")]
+    Refused {
+        code: u16,
+        state: &'static str,
+        message: String,
+    },
 }
 
 impl EvalError {
@@ -269,6 +336,16 @@ impl EvalError {
         match self {
             EvalError::OutOfRange(_) => 1690,
             EvalError::BadPlan(_) => 1105,
+            EvalError::Refused { code, .. } => *code,
+        }
+    }
+
+    /// The SQLSTATE a client sees.
+    pub fn sql_state(&self) -> &'static str {
+        match self {
+            EvalError::Refused { state, .. } => state,
+            EvalError::OutOfRange(_) => "22003",
+            EvalError::BadPlan(_) => "HY000",
         }
     }
 }

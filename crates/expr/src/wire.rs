@@ -21,6 +21,7 @@ pub fn datum_to_pb(d: &Datum) -> pb::Datum {
             Datum::Float(v) => Value::Float(*v),
             Datum::Bytes(b) => Value::Bytes(b.clone()),
             Datum::Decimal(d) => Value::Decimal(d.to_string()),
+            Datum::Json(j) => Value::Json(j.to_binary()),
         }),
     }
 }
@@ -36,10 +37,11 @@ pub fn datum_from_pb(d: &pb::Datum) -> Datum {
         Some(Value::Decimal(s)) => {
             codec::decimal::Decimal::parse(s).map_or(Datum::Null, Datum::Decimal)
         }
+        Some(Value::Json(b)) => codec::json::Json::from_binary(b).map_or(Datum::Null, Datum::Json),
     }
 }
 
-const FUNCS: [(Func, pb::Func); 113] = [
+const FUNCS: [(Func, pb::Func); 139] = [
     (Func::Eq, pb::Func::Eq),
     (Func::Ne, pb::Func::Ne),
     (Func::Lt, pb::Func::Lt),
@@ -153,6 +155,32 @@ const FUNCS: [(Func, pb::Func); 113] = [
     (Func::Extract, pb::Func::Extract),
     (Func::StrToDate, pb::Func::StrToDate),
     (Func::Cast, pb::Func::Cast),
+    (Func::ToJson, pb::Func::ToJson),
+    (Func::JsonArray, pb::Func::JsonArray),
+    (Func::JsonObject, pb::Func::JsonObject),
+    (Func::JsonQuote, pb::Func::JsonQuote),
+    (Func::JsonUnquote, pb::Func::JsonUnquote),
+    (Func::JsonValid, pb::Func::JsonValid),
+    (Func::JsonExtract, pb::Func::JsonExtract),
+    (Func::JsonType, pb::Func::JsonType),
+    (Func::JsonDepth, pb::Func::JsonDepth),
+    (Func::JsonPretty, pb::Func::JsonPretty),
+    (Func::JsonStorageSize, pb::Func::JsonStorageSize),
+    (Func::JsonKeys, pb::Func::JsonKeys),
+    (Func::JsonLength, pb::Func::JsonLength),
+    (Func::JsonSet, pb::Func::JsonSet),
+    (Func::JsonInsert, pb::Func::JsonInsert),
+    (Func::JsonReplace, pb::Func::JsonReplace),
+    (Func::JsonRemove, pb::Func::JsonRemove),
+    (Func::JsonArrayAppend, pb::Func::JsonArrayAppend),
+    (Func::JsonArrayInsert, pb::Func::JsonArrayInsert),
+    (Func::JsonMergePreserve, pb::Func::JsonMergePreserve),
+    (Func::JsonMergePatch, pb::Func::JsonMergePatch),
+    (Func::JsonContains, pb::Func::JsonContains),
+    (Func::JsonContainsPath, pb::Func::JsonContainsPath),
+    (Func::JsonSearch, pb::Func::JsonSearch),
+    (Func::JsonOverlaps, pb::Func::JsonOverlaps),
+    (Func::MemberOf, pb::Func::MemberOf),
 ];
 
 impl Expr {
@@ -195,7 +223,7 @@ impl Expr {
     }
 }
 
-const AGGS: [(AggKind, pb::AggKind); 10] = [
+const AGGS: [(AggKind, pb::AggKind); 12] = [
     (AggKind::Count, pb::AggKind::Count),
     (AggKind::Sum, pb::AggKind::Sum),
     (AggKind::Min, pb::AggKind::Min),
@@ -206,6 +234,8 @@ const AGGS: [(AggKind, pb::AggKind); 10] = [
     (AggKind::AvgDistinct, pb::AggKind::AvgDistinct),
     (AggKind::FirstRow, pb::AggKind::FirstRow),
     (AggKind::GroupConcat, pb::AggKind::GroupConcat),
+    (AggKind::JsonArrayAgg, pb::AggKind::JsonArrayAgg),
+    (AggKind::JsonObjectAgg, pb::AggKind::JsonObjectAgg),
 ];
 
 impl AggFunc {

@@ -209,6 +209,7 @@ fn column(name: &str, t: &mut FieldType) -> Column {
         Type::Null => ColumnType::MYSQL_TYPE_NULL,
         Type::VarString => ColumnType::MYSQL_TYPE_VAR_STRING,
         Type::Blob => ColumnType::MYSQL_TYPE_BLOB,
+        Type::Json => ColumnType::MYSQL_TYPE_JSON,
     };
     let origin = t.origin.take().map(|o| *o).unwrap_or_default();
     Column {
@@ -318,7 +319,9 @@ fn write_row<W: AsyncWrite + Send + Unpin>(
             (d, Type::Date | Type::DateTime) => {
                 w.write_col(Temporal(sql::types::text(&d).as_bytes()))?
             }
-            (d, Type::NewDecimal | Type::Null | Type::VarString | Type::Blob) => write_text(w, d)?,
+            (d, Type::NewDecimal | Type::Null | Type::VarString | Type::Blob | Type::Json) => {
+                write_text(w, d)?
+            }
         }
     }
     Ok(())

@@ -113,6 +113,8 @@ pub fn aggregate_kind(name: &str, distinct: bool) -> Option<AggKind> {
         ("avg", false) => AggKind::Avg,
         ("avg", true) => AggKind::AvgDistinct,
         ("group_concat", _) => AggKind::GroupConcat,
+        ("json_arrayagg", false) => AggKind::JsonArrayAgg,
+        ("json_objectagg", false) => AggKind::JsonObjectAgg,
         _ => return None,
     })
 }
@@ -150,6 +152,8 @@ pub fn literal(d: &Datum) -> ast::Value {
         Datum::UInt(v) => ast::Value::Number(v.to_string(), false),
         Datum::Float(v) => ast::Value::Number(format!("{v:e}"), false),
         Datum::Decimal(v) => ast::Value::Number(v.to_string(), false),
+        // A JSON value binds back as its text (a string, no longer JSON).
+        Datum::Json(j) => ast::Value::SingleQuotedString(j.to_text()),
         Datum::Bytes(b) => match std::str::from_utf8(b) {
             Ok(s) => ast::Value::SingleQuotedString(s.to_string()),
             Err(_) => ast::Value::HexStringLiteral(b.iter().map(|x| format!("{x:02X}")).collect()),
@@ -441,10 +445,94 @@ const BOUND_INLINE: &[&str] = &[
     "weekofyear",
 ];
 
+/// The JSON functions by name, for `args` arguments (None for another count: 1582).
+fn json_function(name: &str, args: usize) -> Option<Func> {
+    let odd_from_3 = args >= 3 && !args.is_multiple_of(2);
+    Some(match name {
+        "json_array" => Func::JsonArray,
+        "json_object" if args.is_multiple_of(2) => Func::JsonObject,
+        "json_quote" if args == 1 => Func::JsonQuote,
+        "json_unquote" if args == 1 => Func::JsonUnquote,
+        "json_valid" if args == 1 => Func::JsonValid,
+        "json_type" if args == 1 => Func::JsonType,
+        "json_depth" if args == 1 => Func::JsonDepth,
+        "json_pretty" if args == 1 => Func::JsonPretty,
+        "json_storage_size" if args == 1 => Func::JsonStorageSize,
+        "json_keys" if (1..=2).contains(&args) => Func::JsonKeys,
+        "json_length" if (1..=2).contains(&args) => Func::JsonLength,
+        "json_extract" if args >= 2 => Func::JsonExtract,
+        "json_remove" if args >= 2 => Func::JsonRemove,
+        "json_set" if odd_from_3 => Func::JsonSet,
+        "json_insert" if odd_from_3 => Func::JsonInsert,
+        "json_replace" if odd_from_3 => Func::JsonReplace,
+        "json_array_append" if odd_from_3 => Func::JsonArrayAppend,
+        "json_array_insert" if odd_from_3 => Func::JsonArrayInsert,
+        "json_merge" | "json_merge_preserve" if args >= 2 => Func::JsonMergePreserve,
+        "json_merge_patch" if args >= 2 => Func::JsonMergePatch,
+        "json_contains" if args == 2 || args == 3 => Func::JsonContains,
+        "json_contains_path" if args >= 3 => Func::JsonContainsPath,
+        "json_search" if args >= 3 => Func::JsonSearch,
+        "json_overlaps" if args == 2 => Func::JsonOverlaps,
+        _ => return None,
+    })
+}
+
+/// Whether argument `i` of JSON function `f` is a value put into a document (a condition
+/// there becomes true or false).
+fn json_value_argument(f: Func, i: usize) -> bool {
+    match f {
+        Func::JsonArray => true,
+        Func::JsonObject => !i.is_multiple_of(2),
+        Func::JsonSet
+        | Func::JsonInsert
+        | Func::JsonReplace
+        | Func::JsonArrayAppend
+        | Func::JsonArrayInsert => i >= 2 && i.is_multiple_of(2),
+        _ => false,
+    }
+}
+
+/// Whether `e` is a condition, whose 1 or 0 MySQL puts into JSON as true or false.
+fn is_condition(e: &ast::Expr) -> bool {
+    use ast::Expr as E;
+    match e {
+        E::Nested(inner) => is_condition(inner),
+        E::Value(v) => matches!(v.value, Value::Boolean(_)),
+        E::BinaryOp { op, .. } => matches!(
+            op,
+            BinaryOperator::Eq
+                | BinaryOperator::NotEq
+                | BinaryOperator::Lt
+                | BinaryOperator::LtEq
+                | BinaryOperator::Gt
+                | BinaryOperator::GtEq
+                | BinaryOperator::Spaceship
+                | BinaryOperator::And
+                | BinaryOperator::Or
+                | BinaryOperator::Xor
+        ),
+        E::UnaryOp { op, .. } => *op == UnaryOperator::Not,
+        E::IsNull(_)
+        | E::IsNotNull(_)
+        | E::IsTrue(_)
+        | E::IsFalse(_)
+        | E::IsNotTrue(_)
+        | E::IsNotFalse(_)
+        | E::InList { .. }
+        | E::InSubquery { .. }
+        | E::Between { .. }
+        | E::Like { .. }
+        | E::Exists { .. }
+        | E::MemberOf(_) => true,
+        _ => false,
+    }
+}
+
 /// Whether `name` is a function [`Binder::bind`] knows: a call of one with a wrong number of
 /// arguments is 1582.
 fn known_function(name: &str) -> bool {
     BOUND_INLINE.contains(&name)
+        || (0..=3).any(|n| json_function(name, n).is_some())
         || one_argument_math(name).is_some()
         || (0..=4).any(|n| string_function(name, n).is_some() || date_function(name, n).is_some())
 }
@@ -496,6 +584,9 @@ impl<'a> Binder<'a> {
 
     /// `CAST(x AS data_type)`.
     fn cast(&mut self, x: &ast::Expr, data_type: &ast::DataType) -> Result<Expr> {
+        if *data_type == ast::DataType::JSON {
+            return self.json_value(x);
+        }
         let target = cast_target(data_type)?;
         let [code, a, b] = target.args();
         Ok(folded(Func::Cast, vec![self.bind(x)?, code, a, b]))
@@ -591,6 +682,24 @@ impl<'a> Binder<'a> {
 
     /// `f` over `args`; folded to its value when every argument is a constant (so `? - 20`
     /// can bound an access path). A call that fails stays, to fail when the row is read.
+    /// `x` as JSON: CAST(x AS JSON), a condition as true or false.
+    fn json_value(&mut self, x: &ast::Expr) -> Result<Expr> {
+        let boolean = Expr::Const(Datum::Int(i64::from(is_condition(x))));
+        Ok(folded(Func::ToJson, vec![self.bind(x)?, boolean]))
+    }
+
+    /// A JSON function's call: its value arguments that are conditions as JSON booleans.
+    fn json_call(&mut self, f: Func, args: &[&ast::Expr]) -> Result<Expr> {
+        let mut bound = Vec::with_capacity(args.len());
+        for (i, a) in args.iter().enumerate() {
+            bound.push(match json_value_argument(f, i) && is_condition(a) {
+                true => self.json_value(a)?,
+                false => self.bind(a)?,
+            });
+        }
+        Ok(folded(f, bound))
+    }
+
     fn call(&mut self, f: Func, args: &[&ast::Expr]) -> Result<Expr> {
         let args = args
             .iter()
@@ -749,6 +858,16 @@ impl<'a> Binder<'a> {
                 UnaryOperator::Plus => self.bind(expr),
                 other => Err(SqlError::not_supported(format!("operator {other}"))),
             },
+            // `doc->path` is JSON_EXTRACT, `doc->>path` JSON_UNQUOTE of it.
+            E::BinaryOp { left, op, right }
+                if matches!(op, BinaryOperator::Arrow | BinaryOperator::LongArrow) =>
+            {
+                let extract = self.call(Func::JsonExtract, &[left, right])?;
+                Ok(match op {
+                    BinaryOperator::Arrow => extract,
+                    _ => folded(Func::JsonUnquote, vec![extract]),
+                })
+            }
             // `d + INTERVAL n unit`, `INTERVAL n unit + d`, `d - INTERVAL n unit`.
             E::BinaryOp { left, op, right }
                 if matches!(op, BinaryOperator::Plus | BinaryOperator::Minus)
@@ -791,6 +910,13 @@ impl<'a> Binder<'a> {
                     other => return Err(SqlError::not_supported(format!("operator {other}"))),
                 };
                 self.call(f, &[left, right])
+            }
+            E::MemberOf(m) => {
+                let value = match is_condition(&m.value) {
+                    true => self.json_value(&m.value)?,
+                    false => self.bind(&m.value)?,
+                };
+                Ok(folded(Func::MemberOf, vec![value, self.bind(&m.array)?]))
             }
             E::IsNull(x) => self.call(Func::IsNull, &[x]),
             E::IsNotNull(x) => {
@@ -1139,6 +1265,7 @@ impl<'a> Binder<'a> {
             ("atan", 2) | ("atan2", 2) => self.call(Func::Atan2, &args),
             (other, 1) if let Some(f) = one_argument_math(other) => self.call(f, &args),
             (other, n) if let Some(f) = string_function(other, n) => self.call(f, &args),
+            (other, n) if let Some(f) = json_function(other, n) => self.json_call(f, &args),
             (known, _) if known_function(known) => Err(SqlError {
                 code: 1582,
                 state: "42000",

@@ -152,13 +152,30 @@ fn index_columns(t: &TableInfo, cols: &[ast::IndexColumn]) -> Result<Vec<usize>>
                 ast::Expr::Identifier(i) => i.value.clone(),
                 other => return Err(SqlError::not_supported(format!("index on {other}"))),
             };
-            t.column(&name).ok_or_else(|| SqlError {
+            let i = t.column(&name).ok_or_else(|| SqlError {
                 code: 1072,
                 state: "42000",
                 message: format!("Key column '{name}' doesn't exist in table"),
-            })
+            })?;
+            json_not_indexed(&t.columns[i])?;
+            Ok(i)
         })
         .collect()
+}
+
+/// MySQL's 3152: a JSON column is in no index (only a generated column over it can be).
+fn json_not_indexed(c: &ColumnInfo) -> Result<()> {
+    match c.ty {
+        SqlType::Json => Err(SqlError {
+            code: 3152,
+            state: "42000",
+            message: format!(
+                "JSON column '{}' supports indexing only via generated columns on a specified JSON path.",
+                c.name
+            ),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// The table a CREATE TABLE describes (ids still to be assigned: columns 1.., indexes 1..).
@@ -184,7 +201,20 @@ fn column_from_ast(id: i64, c: &ast::ColumnDef) -> Result<(ColumnInfo, ColumnKey
         match &opt.option {
             ColumnOption::Null => col.nullable = true,
             ColumnOption::NotNull => col.nullable = false,
-            ColumnOption::Default(e) => col.default = Some(column_default(e)?),
+            ColumnOption::Default(e) => {
+                let default = column_default(e)?;
+                if col.ty == SqlType::Json && default != Default::Null {
+                    return Err(SqlError {
+                        code: 1101,
+                        state: "42000",
+                        message: format!(
+                            "BLOB, TEXT, GEOMETRY or JSON column '{}' can't have a default value",
+                            col.name
+                        ),
+                    });
+                }
+                col.default = Some(default);
+            }
             ColumnOption::PrimaryKey(_) => {
                 if keys.primary {
                     return Err(SqlError::multiple_primary_keys());
@@ -239,6 +269,9 @@ pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
             return Err(SqlError::duplicate_column(&c.name.value));
         }
         let (col, keys) = column_from_ast(t.next_column_id, c)?;
+        if keys.primary || keys.unique {
+            json_not_indexed(&col)?;
+        }
         t.next_column_id += 1;
         if keys.primary {
             if primary.is_some() {
@@ -674,6 +707,7 @@ fn implicit_default(c: &ColumnInfo) -> Default {
         SqlType::Date => Default::Text("0000-00-00".into()),
         SqlType::DateTime { .. } => Default::Text("0000-00-00 00:00:00".into()),
         SqlType::String { .. } => Default::Text(String::new()),
+        SqlType::Json => Default::Text("null".into()),
     }
 }
 

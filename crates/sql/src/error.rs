@@ -124,7 +124,7 @@ impl SqlError {
         err(1105, "HY000", message.to_string())
     }
     pub fn eval(e: expr::EvalError) -> SqlError {
-        err(e.mysql_code(), "22003", e.to_string())
+        err(e.mysql_code(), e.sql_state(), e.to_string())
     }
 }
 

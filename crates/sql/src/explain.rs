@@ -76,6 +76,7 @@ fn show(e: &Expr, names: &[String]) -> String {
         Expr::Const(Datum::UInt(v)) => v.to_string(),
         Expr::Const(Datum::Float(v)) => v.to_string(),
         Expr::Const(Datum::Decimal(v)) => v.to_string(),
+        Expr::Const(Datum::Json(j)) => format!("cast({} as json)", j.to_text()),
         Expr::Call(f, args) => {
             let args: Vec<String> = args.iter().map(|a| show(a, names)).collect();
             format!("{}({})", format!("{f:?}").to_lowercase(), args.join(", "))

@@ -41,6 +41,7 @@ pub enum Type {
     Null,
     VarString,
     Blob,
+    Json,
 }
 
 /// Column flags as the protocol sends them (`NOT_NULL_FLAG` ...).
@@ -145,6 +146,17 @@ impl FieldType {
         FieldType::new(Type::DateTime, flag::BINARY, length, fsp, CHARSET_BINARY)
     }
 
+    /// JSON, as MySQL declares it: binary character set, BLOB and BINARY flags.
+    pub fn json() -> FieldType {
+        FieldType::new(
+            Type::Json,
+            flag::BLOB | flag::BINARY,
+            u32::MAX,
+            0,
+            CHARSET_BINARY,
+        )
+    }
+
     pub fn null() -> FieldType {
         FieldType::new(Type::Null, flag::BINARY, 0, 0, CHARSET_BINARY)
     }
@@ -174,6 +186,7 @@ impl FieldType {
             SqlType::Decimal { precision, scale } => FieldType::decimal(precision, scale, false),
             SqlType::Date => FieldType::date(),
             SqlType::DateTime { fsp } => FieldType::datetime(fsp),
+            SqlType::Json => FieldType::json(),
             SqlType::String { max_chars, binary } => {
                 let blob = max_chars > MAX_VARCHAR_CHARS;
                 let (charset, per_char, flags) = if binary {
@@ -238,6 +251,7 @@ impl FieldType {
                 FieldType::decimal(65, scale.min(30) as u8, false)
             }
             Datum::Bytes(_) => FieldType::text(u32::from(u16::MAX)),
+            Datum::Json(_) => FieldType::json(),
         }
     }
 
@@ -290,6 +304,7 @@ impl FieldType {
                 scale: self.decimals.min(30),
             },
             Type::Date => SqlType::Date,
+            Type::Json => SqlType::Json,
             Type::DateTime => SqlType::DateTime {
                 fsp: self.decimals.min(6),
             },
@@ -420,7 +435,8 @@ impl TypeScope<'_> {
             | E::Between { .. }
             | E::Like { .. }
             | E::ILike { .. }
-            | E::Exists { .. } => boolean(),
+            | E::Exists { .. }
+            | E::MemberOf(_) => boolean(),
             E::Case {
                 conditions,
                 else_result,
@@ -504,6 +520,8 @@ impl TypeScope<'_> {
                 }
             },
             B::MyIntegerDivide => FieldType::longlong(false),
+            B::Arrow => FieldType::json(),
+            B::LongArrow => FieldType::text(u32::from(u16::MAX)),
 
             _ => boolean(),
         }
@@ -570,6 +588,27 @@ impl TypeScope<'_> {
             },
             "timestampadd" => FieldType::datetime(0),
             "group_concat" => FieldType::text(u32::from(u16::MAX)),
+            "json_array"
+            | "json_object"
+            | "json_extract"
+            | "json_set"
+            | "json_insert"
+            | "json_replace"
+            | "json_remove"
+            | "json_array_append"
+            | "json_array_insert"
+            | "json_merge"
+            | "json_merge_preserve"
+            | "json_merge_patch"
+            | "json_keys"
+            | "json_search"
+            | "json_arrayagg"
+            | "json_objectagg" => FieldType::json(),
+            "json_unquote" | "json_quote" | "json_type" | "json_pretty" => {
+                FieldType::text(u32::from(u16::MAX))
+            }
+            "json_valid" | "json_contains" | "json_contains_path" | "json_overlaps"
+            | "json_length" | "json_depth" | "json_storage_size" => FieldType::longlong(false),
             "date_format" | "dayname" | "monthname" | "time" | "str_to_date" | "from_unixtime" => {
                 FieldType::text(255)
             }
@@ -656,6 +695,9 @@ impl TypeScope<'_> {
 /// CAST's result type.
 fn cast_result(data_type: &ast::DataType) -> FieldType {
     use expr::cast::Target;
+    if *data_type == ast::DataType::JSON {
+        return FieldType::json();
+    }
     match crate::bind::cast_target(data_type) {
         Ok(Target::Signed) => FieldType::longlong(false),
         Ok(Target::Unsigned) => FieldType::longlong(true),
@@ -814,7 +856,7 @@ pub fn merge(a: FieldType, b: FieldType) -> FieldType {
     let numeric = |t: &FieldType| {
         !matches!(
             t.tp,
-            Type::VarString | Type::Blob | Type::Date | Type::DateTime
+            Type::VarString | Type::Blob | Type::Date | Type::DateTime | Type::Json
         )
     };
     if numeric(&a) && numeric(&b) {

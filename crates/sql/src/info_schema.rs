@@ -173,7 +173,7 @@ fn type_facts(ty: &SqlType) -> [Datum; 7] {
             null(),
             null(),
         ],
-        SqlType::Date => [null(), null(), null(), null(), null(), null(), null()],
+        SqlType::Date | SqlType::Json => [null(), null(), null(), null(), null(), null(), null()],
         SqlType::DateTime { fsp } => [
             null(),
             null(),

@@ -386,6 +386,7 @@ pub fn lookup_access(t: &TableInfo, right_keys: &[usize], local: Option<&Expr>) 
             SqlType::Date => Datum::Bytes(b"2000-01-01".to_vec()),
             SqlType::DateTime { .. } => Datum::Bytes(b"2000-01-01 00:00:00".to_vec()),
             SqlType::String { .. } => Datum::Bytes(b"a".to_vec()),
+            SqlType::Json => Datum::Json(codec::json::Json::Null),
         })
         .collect();
     let keys: Vec<usize> = (0..right_keys.len()).collect();
@@ -441,6 +442,7 @@ pub fn steps(sources: &[Source], on: &[Option<Expr>], filter: Option<&Expr>) -> 
             SqlType::String { .. } => 1,
             SqlType::Date => 2,
             SqlType::DateTime { .. } => 3,
+            SqlType::Json => 4,
         })
     };
     propagate_constants(&mut where_parts, |a, b| {

@@ -537,6 +537,7 @@ pub fn zero(ty: &SqlType) -> Datum {
         SqlType::Date => Datum::Bytes(b"0000-00-00".to_vec()),
         SqlType::DateTime { .. } => Datum::Bytes(b"0000-00-00 00:00:00".to_vec()),
         SqlType::String { .. } => Datum::Bytes(Vec::new()),
+        SqlType::Json => Datum::Json(codec::json::Json::Null),
     }
 }
 

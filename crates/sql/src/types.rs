@@ -35,6 +35,8 @@ pub enum SqlType {
         max_chars: u32,
         binary: bool,
     },
+    /// JSON, kept in TiDB's binary form ([`codec::json`]).
+    Json,
 }
 
 impl SqlType {
@@ -120,6 +122,7 @@ impl SqlType {
                 max_chars: u32::MAX,
                 binary: true,
             }),
+            D::JSON => Ok(SqlType::Json),
             other => Err(SqlError::not_supported(format!("column type {other}"))),
         }
     }
@@ -149,6 +152,7 @@ impl SqlType {
                 (n, false) => format!("varchar({n})"),
                 (n, true) => format!("varbinary({n})"),
             },
+            SqlType::Json => "json".into(),
         }
     }
 
@@ -166,6 +170,9 @@ impl SqlType {
     pub fn convert(&self, d: Datum, column: &str, row: usize) -> Result<Datum> {
         if d.is_null() {
             return Ok(Datum::Null);
+        }
+        if let (Datum::Json(j), false) = (&d, *self == SqlType::Json) {
+            return self.convert(json_scalar(j), column, row);
         }
         match *self {
             SqlType::Int { bytes, unsigned } => {
@@ -190,7 +197,7 @@ impl SqlType {
                             },
                         }
                     }
-                    Datum::Null => unreachable!("handled above"),
+                    Datum::Null | Datum::Json(_) => unreachable!("handled above"),
                 };
                 let (lo, hi) = SqlType::int_range(bytes, unsigned);
                 if v < lo || v > hi {
@@ -217,7 +224,7 @@ impl SqlType {
                                 .ok_or_else(|| SqlError::bad_value("decimal", &s, column, row))?,
                         )
                     }
-                    Datum::Null => unreachable!("handled above"),
+                    Datum::Null | Datum::Json(_) => unreachable!("handled above"),
                 };
                 match value {
                     Some(v) if v.fits(p, sc) => Ok(Datum::Decimal(v.round_to(sc).expect("fits"))),
@@ -272,7 +279,40 @@ impl SqlType {
                 }
                 Ok(Datum::Bytes(bytes))
             }
+            // As MySQL: a string must be JSON text; a number or date needs a CAST.
+            SqlType::Json => match d {
+                Datum::Json(j) => Ok(Datum::Json(j)),
+                Datum::Bytes(b) => codec::json::parse(&b)
+                    .map(Datum::Json)
+                    .map_err(|e| invalid_json(column, e.message, e.position)),
+                _ => Err(invalid_json(column, "not a JSON text, may need CAST", 0)),
+            },
         }
+    }
+}
+
+/// A JSON value stored in a column of another type: a number as that number, a string as
+/// its text, true and false as 1 and 0, anything else as its JSON text.
+fn json_scalar(j: &codec::json::Json) -> Datum {
+    use codec::json::Json;
+    match j {
+        Json::Int(v) => Datum::Int(*v),
+        Json::UInt(v) => Datum::UInt(*v),
+        Json::Double(v) => Datum::Float(*v),
+        Json::Bool(b) => Datum::Int(i64::from(*b)),
+        Json::String(s) => Datum::Bytes(s.clone().into_bytes()),
+        other => Datum::Bytes(other.to_text().into_bytes()),
+    }
+}
+
+/// MySQL's 3140 for a value a JSON column refuses.
+fn invalid_json(column: &str, message: &str, position: usize) -> SqlError {
+    SqlError {
+        code: 3140,
+        state: "22032",
+        message: format!(
+            "Invalid JSON text: \"{message}\" at position {position} in value for column '{column}'."
+        ),
     }
 }
 
@@ -285,6 +325,7 @@ pub fn text(d: &Datum) -> String {
         Datum::Float(v) => codec::datum::float_text(*v),
         Datum::Decimal(d) => d.to_string(),
         Datum::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        Datum::Json(j) => j.to_text(),
     }
 }
 

@@ -1,7 +1,7 @@
 """The Python drivers most TiDB users have, against a running sql node, as an application uses
 them: connect and log in, every column type read back exact through the text protocol and (for
 mysql-connector-python, pure Python and C extension) the binary one, expressions typed as
-MySQL types them, prepared statements re-executed, transactions, errors with their codes, large values, streaming, reset
+MySQL types them, prepared statements re-executed, transactions, errors with their codes, large values, JSON documents, streaming, reset
 and close.
 
 Run by crates/atoll/tests/drivers.rs, which starts the cluster and sets ATOLL_PORT; each driver
@@ -121,6 +121,7 @@ def conn(request):
 # MySQL's type codes (enum_field_types).
 LONG, DOUBLE, NULL, LONGLONG, DATE, DATETIME = 3, 5, 6, 8, 10, 12
 NEWDECIMAL, BLOB, VAR_STRING, TINY, SHORT, INT24 = 246, 252, 253, 1, 2, 9
+JSON = 245
 
 
 def test_connects_without_a_database(conn):
@@ -244,6 +245,18 @@ def test_large_values_round_trip(conn):
     text = "ü" * 300_000
     conn.run("INSERT INTO big VALUES (1, %s, %s)", (blob, text))
     assert conn.query("SELECT b, t FROM big")[0] == [(blob, text)]
+
+
+def test_json_documents_round_trip(conn):
+    conn.run("CREATE TABLE IF NOT EXISTS jd (id INT PRIMARY KEY, j JSON)")
+    conn.run("DELETE FROM jd")
+    conn.run("INSERT INTO jd VALUES (%s, %s)", (1, '{"name": "Jöe", "tags": [1, 2.5, null]}'))
+    rows, types = conn.query("SELECT j, j->'$.tags', j->>'$.name', JSON_LENGTH(j) FROM jd WHERE id = %s", (1,))
+    text = lambda v: v.decode() if isinstance(v, (bytes, bytearray)) else v
+    assert [text(v) for v in rows[0][:3]] == ['{"name": "Jöe", "tags": [1, 2.5, null]}', "[1, 2.5, null]", "Jöe"]
+    assert rows[0][3] == 2
+    assert types[:2] == [JSON, JSON]
+    assert conn.error_code("INSERT INTO jd VALUES (%s, %s)", (2, "{not json")) == 3140
 
 
 def test_many_rows_stream(conn):
