@@ -11,7 +11,9 @@
 //!   with a WHERE or an ORDER BY;
 //! - CREATE and DROP DATABASE: CREATE or DROP on it; CREATE TABLE: CREATE (and SELECT on the
 //!   table of LIKE, INSERT and SELECT for AS SELECT); DROP TABLE and TRUNCATE: DROP; ALTER TABLE:
-//!   ALTER, CREATE and INSERT; CREATE and DROP INDEX: INDEX; ANALYZE TABLE: SELECT and INSERT;
+//!   ALTER, CREATE and INSERT (and for RENAME TO, DROP on it and CREATE and INSERT on the new
+//!   name); RENAME TABLE: ALTER and DROP on the old name, CREATE and INSERT on the new; CREATE
+//!   and DROP INDEX: INDEX; ANALYZE TABLE: SELECT and INSERT;
 //! - CREATE VIEW: CREATE VIEW on the view (and DROP for OR REPLACE, as ALTER VIEW), SELECT
 //!   on what it reads; reading a view: SELECT on the view (its definer's rights read its
 //!   tables); DROP VIEW: DROP; SHOW CREATE VIEW: SHOW VIEW;
@@ -544,7 +546,24 @@ impl Needs<'_> {
                 self.table(name, &[CREATE_VIEW, DROP]);
                 self.reads(query);
             }
-            Statement::AlterTable(at) => self.table(&at.name, &[ALTER, CREATE, INSERT]),
+            Statement::AlterTable(at) => {
+                self.table(&at.name, &[ALTER, CREATE, INSERT]);
+                for op in &at.operations {
+                    if let ast::AlterTableOperation::RenameTable { table_name } = op {
+                        let (ast::RenameTableNameKind::As(to) | ast::RenameTableNameKind::To(to)) =
+                            table_name;
+                        self.table(&at.name, &[DROP]);
+                        self.table(to, &[CREATE, INSERT]);
+                    }
+                }
+            }
+            // As MySQL: ALTER and DROP on the old name, CREATE and INSERT on the new one.
+            Statement::RenameTable(pairs) => {
+                for p in pairs {
+                    self.table(&p.old_name, &[ALTER, DROP]);
+                    self.table(&p.new_name, &[CREATE, INSERT]);
+                }
+            }
             Statement::Drop {
                 object_type,
                 names,
@@ -726,6 +745,15 @@ mod tests {
             [table("shop", "a", DROP), table("x", "b", DROP)]
         );
         assert_eq!(needs_of("TRUNCATE TABLE a"), [table("shop", "a", DROP)]);
+        assert_eq!(
+            needs_of("RENAME TABLE a TO x.b"),
+            [
+                table("shop", "a", ALTER),
+                table("shop", "a", DROP),
+                table("x", "b", CREATE),
+                table("x", "b", INSERT)
+            ]
+        );
         assert_eq!(
             needs_of("ALTER TABLE a ADD COLUMN c INT"),
             [

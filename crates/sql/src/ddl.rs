@@ -112,7 +112,7 @@ pub async fn drop_database(
     .await
 }
 
-fn column_default(e: &ast::Expr) -> Result<Default> {
+pub(crate) fn column_default(e: &ast::Expr) -> Result<Default> {
     use ast::{Expr as E, Value as V};
     Ok(match e {
         E::Value(v) => match &v.value {
@@ -145,7 +145,7 @@ fn column_default(e: &ast::Expr) -> Result<Default> {
     })
 }
 
-fn index_columns(t: &TableInfo, cols: &[ast::IndexColumn]) -> Result<Vec<usize>> {
+pub(crate) fn index_columns(t: &TableInfo, cols: &[ast::IndexColumn]) -> Result<Vec<usize>> {
     cols.iter()
         .map(|c| {
             let name = match &c.column.expr {
@@ -164,7 +164,7 @@ fn index_columns(t: &TableInfo, cols: &[ast::IndexColumn]) -> Result<Vec<usize>>
 }
 
 /// MySQL's 3152: a JSON column is in no index (only a generated column over it can be).
-fn json_not_indexed(c: &ColumnInfo) -> Result<()> {
+pub(crate) fn json_not_indexed(c: &ColumnInfo) -> Result<()> {
     match c.ty {
         SqlType::Json => Err(SqlError {
             code: 3152,
@@ -181,12 +181,12 @@ fn json_not_indexed(c: &ColumnInfo) -> Result<()> {
 /// The table a CREATE TABLE describes (ids still to be assigned: columns 1.., indexes 1..).
 /// What a column definition says beyond the column itself.
 #[derive(Default)]
-struct ColumnKeys {
-    primary: bool,
-    unique: bool,
+pub(crate) struct ColumnKeys {
+    pub(crate) primary: bool,
+    pub(crate) unique: bool,
 }
 
-fn column_from_ast(id: i64, c: &ast::ColumnDef) -> Result<(ColumnInfo, ColumnKeys)> {
+pub(crate) fn column_from_ast(id: i64, c: &ast::ColumnDef) -> Result<(ColumnInfo, ColumnKeys)> {
     let mut col = ColumnInfo {
         id,
         name: c.name.value.clone(),
@@ -637,7 +637,7 @@ pub async fn create_index(
     Ok(())
 }
 
-async fn backfill(client: &Client, t: &TableInfo, idx: &IndexInfo) -> Result<()> {
+pub(crate) async fn backfill(client: &Client, t: &TableInfo, idx: &IndexInfo) -> Result<()> {
     let (mut from, end) = codec::table::row_range(t.id);
     loop {
         let mut txn = client.begin_pessimistic().await?;
@@ -678,7 +678,7 @@ async fn backfill(client: &Client, t: &TableInfo, idx: &IndexInfo) -> Result<()>
     }
 }
 
-async fn drop_index_by_id(client: &Client, key: &[u8], index_id: i64) -> Result<()> {
+pub(crate) async fn drop_index_by_id(client: &Client, key: &[u8], index_id: i64) -> Result<()> {
     in_ddl_txn(client, |mut txn| {
         let key = key.to_vec();
         async move {
@@ -696,7 +696,7 @@ async fn drop_index_by_id(client: &Client, key: &[u8], index_id: i64) -> Result<
 
 /// The value a column added with no DEFAULT gives existing rows: NULL, or for a NOT NULL
 /// column its type's zero, as MySQL does.
-fn implicit_default(c: &ColumnInfo) -> Default {
+pub(crate) fn implicit_default(c: &ColumnInfo) -> Default {
     if c.nullable {
         return Default::Null;
     }
@@ -709,129 +709,6 @@ fn implicit_default(c: &ColumnInfo) -> Default {
         SqlType::String { .. } => Default::Text(String::new()),
         SqlType::Json => Default::Text("null".into()),
     }
-}
-
-/// ALTER TABLE ... ADD [COLUMN] ..., DROP [COLUMN] ...: schema changes only, so they are
-/// instant. An added column's value for existing rows is fixed now (its DEFAULT, with
-/// CURRENT_TIMESTAMP read once); a dropped column's stored values are ignored from then on.
-/// A column in an index or the primary key cannot be dropped here (drop the index first).
-pub async fn alter_table(
-    client: &Client,
-    schema: &Schema,
-    db: &str,
-    table: &str,
-    operations: &[ast::AlterTableOperation],
-) -> Result<()> {
-    let version = schema.table(db, table)?;
-    let mut t = (*version).clone();
-    for op in operations {
-        match op {
-            ast::AlterTableOperation::AddColumn {
-                if_not_exists,
-                column_def,
-                column_position: None,
-                ..
-            } => {
-                if t.column(&column_def.name.value).is_some() {
-                    if *if_not_exists {
-                        continue;
-                    }
-                    return Err(SqlError::duplicate_column(&column_def.name.value));
-                }
-                let (mut col, keys) = column_from_ast(t.next_column_id, column_def)?;
-                if keys.primary || keys.unique || col.auto_increment {
-                    return Err(SqlError::not_supported(
-                        "ADD COLUMN with a key or AUTO_INCREMENT (add the column, then the index)",
-                    ));
-                }
-                col.origin_default = Some(match &col.default {
-                    Some(Default::CurrentTimestamp) => {
-                        Default::Text(crate::time::DateTime::now().datetime_text(0))
-                    }
-                    Some(d) => d.clone(),
-                    None => implicit_default(&col),
-                });
-                let value = crate::rows::missing_value(&col);
-                if col.ty.convert(value, &col.name, 0).is_err() {
-                    return Err(SqlError {
-                        code: 1067,
-                        state: "42000",
-                        message: format!("Invalid default value for '{}'", col.name),
-                    });
-                }
-                t.next_column_id += 1;
-                t.columns.push(col);
-            }
-            ast::AlterTableOperation::DropColumn {
-                column_names,
-                if_exists,
-                ..
-            } => {
-                for name in column_names {
-                    let Some(at) = t.column(&name.value) else {
-                        if *if_exists {
-                            continue;
-                        }
-                        return Err(SqlError {
-                            code: 1091,
-                            state: "42000",
-                            message: format!(
-                                "Can't DROP '{}'; check that column/key exists",
-                                name.value
-                            ),
-                        });
-                    };
-                    let indexed = t.handle_column == Some(at)
-                        || t.indexes.iter().any(|i| i.columns.contains(&at));
-                    if indexed {
-                        return Err(SqlError::not_supported(format!(
-                            "dropping column '{}', which an index or the primary key covers",
-                            name.value
-                        )));
-                    }
-                    if t.columns.len() == 1 {
-                        return Err(SqlError {
-                            code: 1090,
-                            state: "42000",
-                            message: "You can't delete all columns with ALTER TABLE; use DROP TABLE instead".into(),
-                        });
-                    }
-                    t.columns.remove(at);
-                    // Offsets after the dropped column move down by one.
-                    let shift = |c: &mut usize| {
-                        if *c > at {
-                            *c -= 1
-                        }
-                    };
-                    t.handle_column.as_mut().map(shift);
-                    for i in &mut t.indexes {
-                        i.columns.iter_mut().for_each(shift);
-                    }
-                }
-            }
-            other => return Err(SqlError::not_supported(format!("ALTER TABLE {other}"))),
-        }
-    }
-    let key = table_key(t.db_id, &t.name);
-    in_ddl_txn(client, |mut txn| {
-        let (key, t, version) = (key.clone(), t.clone(), version.clone());
-        async move {
-            // Another DDL changed the table since it was read: say so rather than undo it.
-            let current = txn.get_for_update(&key).await?;
-            let unchanged = current
-                .as_deref()
-                .and_then(|v| serde_json::from_slice::<TableInfo>(v).ok())
-                .is_some_and(|c| c == *version);
-            if !unchanged {
-                return Err(SqlError::unknown(
-                    "the table changed while it was altered; try again",
-                ));
-            }
-            txn.put(key, serde_json::to_vec(&t).expect("table info serializes"));
-            Ok(txn)
-        }
-    })
-    .await
 }
 
 /// DROP INDEX name ON table (its entries become unreachable at once).

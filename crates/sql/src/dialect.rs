@@ -6,11 +6,12 @@
 //!   `EXTRACT(HOUR_MINUTE FROM d)` too.
 //! - The `MOD` operator (`a MOD b`, as `%`), and `||` at OR's precedence (it is OR in
 //!   MySQL's default sql_mode; the binder reads it so).
+//! - `ALTER TABLE t RENAME {INDEX | KEY} a TO b` (alone in its statement).
 //!
 //! Everything else is the MySQL dialect's own: [`Atoll`] reports its type (sqlparser's
 //! `dialect_of!` checks see MySQL) and hands each of its settings over.
 
-use sqlparser::ast::{BinaryOperator, DateTimeField, Expr, Interval, Statement};
+use sqlparser::ast::{self, BinaryOperator, DateTimeField, Expr, Interval, Statement};
 use sqlparser::dialect::{Dialect, MySqlDialect, Precedence};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
@@ -30,6 +31,29 @@ const COMPOSITE_UNITS: [&str; 11] = [
     "DAY_HOUR",
     "YEAR_MONTH",
 ];
+
+/// `ALTER TABLE t RENAME {INDEX | KEY} a TO b`, which sqlparser does not know, as an ALTER
+/// TABLE whose one operation is `RenameConstraint` (MySQL has no constraint to rename, so
+/// the binder reads it as the index's rename).
+fn rename_index(parser: &mut Parser) -> Result<Statement, ParserError> {
+    parser.expect_keywords(&[Keyword::ALTER, Keyword::TABLE])?;
+    let name = parser.parse_object_name(false)?;
+    parser.expect_keyword(Keyword::RENAME)?;
+    parser.expect_one_of_keywords(&[Keyword::INDEX, Keyword::KEY])?;
+    let old_name = parser.parse_identifier()?;
+    parser.expect_keyword(Keyword::TO)?;
+    let new_name = parser.parse_identifier()?;
+    Ok(Statement::AlterTable(ast::AlterTable {
+        name,
+        if_exists: false,
+        only: false,
+        operations: vec![ast::AlterTableOperation::RenameConstraint { old_name, new_name }],
+        location: None,
+        on_cluster: None,
+        table_type: None,
+        end_token: ast::helpers::attached_token::AttachedToken::empty(),
+    }))
+}
 
 /// sqlparser's MySQL dialect, completed (see the module's header).
 #[derive(Debug, Default)]
@@ -159,6 +183,13 @@ impl Dialect for Atoll {
     }
 
     fn parse_statement(&self, parser: &mut Parser) -> Option<Result<Statement, ParserError>> {
+        if next_is(parser, "ALTER") {
+            match parser.maybe_parse(rename_index) {
+                Ok(Some(s)) => return Some(Ok(s)),
+                Ok(None) => {}
+                Err(e) => return Some(Err(e)),
+            }
+        }
         self.0.parse_statement(parser)
     }
 

@@ -36,6 +36,7 @@
 //! - [`error`]: MySQL error codes and SQLSTATEs.
 
 pub mod access;
+pub mod alter;
 pub mod authorize;
 pub mod bind;
 pub mod caching_sha2;

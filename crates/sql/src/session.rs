@@ -2190,6 +2190,7 @@ impl Session {
             | Statement::AlterView { .. }
             | Statement::CreateIndex(_)
             | Statement::AlterTable(_)
+            | Statement::RenameTable(_)
             | Statement::Drop { .. }
             | Statement::Truncate(_) => {
                 self.commit_open().await?;
@@ -2397,7 +2398,10 @@ impl Session {
             }
             Statement::AlterTable(at) => {
                 let (db, table) = self.qualified(&at.name)?;
-                ddl::alter_table(&client, &schema, &db, &table, &at.operations).await
+                crate::alter::alter_table(&client, &schema, &db, &table, &at.operations).await
+            }
+            Statement::RenameTable(pairs) => {
+                crate::alter::rename_tables(&client, &schema, self.db.as_deref(), pairs).await
             }
             Statement::Drop {
                 object_type,

@@ -1,0 +1,672 @@
+//! ALTER TABLE and RENAME TABLE, as migration tools send them.
+//!
+//! An ALTER TABLE's operations are applied in order to a copy of the table's definition,
+//! then the new definition replaces the old one in one DDL transaction (failing if another
+//! DDL changed the table meanwhile), then new indexes are backfilled (as CREATE INDEX is).
+//! What needs no data written is instant: ADD COLUMN [FIRST | AFTER c], DROP COLUMN,
+//! RENAME COLUMN, ALTER COLUMN SET/DROP DEFAULT, the position, name, default and
+//! nullability of CHANGE/MODIFY, DROP INDEX, RENAME INDEX (crate::dialect), RENAME TO. CHANGE/MODIFY may also
+//! change the type when every stored value is already a value of the new type (a wider
+//! integer or string, a string column whose values fit the shorter length, NOT NULL where no
+//! row is NULL): the rows are read once at a snapshot to check it, and a value that does
+//! not fit fails the statement with MySQL's error for it (1264, 1406, 1366, 1138 for NULL).
+//! A change that would rewrite rows (signed to unsigned, DECIMAL scale, string to number)
+//! is refused with TiDB's 8200, as TiDB before v5.1 refused it.
+//!
+//! RENAME TABLE a TO b [, c TO d ...] renames in one transaction, each pair seeing the ones
+//! before it (so `a TO tmp, b TO a, tmp TO b` swaps two tables); a table keeps its id and
+//! rows, and may move to another database.
+//!
+//! Known gap, as for CREATE INDEX: a transaction that read the old definition and commits
+//! after the check can write a value the new type would refuse.
+
+use sqlparser::ast::{self, AlterTableOperation as Op, TableConstraint};
+
+use crate::catalog::{Catalog, ColumnInfo, Default, IndexInfo, Schema, TableInfo, table_key};
+use crate::ddl::{
+    backfill, column_default, column_from_ast, drop_index_by_id, implicit_default, in_ddl_txn,
+    index_columns, json_not_indexed, split_name,
+};
+use crate::error::{Result, SqlError};
+use crate::types::SqlType;
+use kv_client::Client;
+
+/// What an ALTER TABLE does besides its new definition.
+#[derive(Default)]
+struct Plan {
+    /// The table's new (database id, name), for RENAME TO.
+    rename: Option<(i64, String)>,
+    /// Columns (by id) whose stored values must be checked against their new type or NOT
+    /// NULL.
+    checks: Vec<i64>,
+}
+
+fn unknown_column(name: &str, table: &str) -> SqlError {
+    SqlError {
+        code: 1054,
+        state: "42S22",
+        message: format!("Unknown column '{name}' in '{table}'"),
+    }
+}
+
+fn cannot_drop(name: &str) -> SqlError {
+    SqlError {
+        code: 1091,
+        state: "42000",
+        message: format!("Can't DROP '{name}'; check that column/key exists"),
+    }
+}
+
+fn duplicate_key(name: &str) -> SqlError {
+    SqlError {
+        code: 1061,
+        state: "42000",
+        message: format!("Duplicate key name '{name}'"),
+    }
+}
+
+/// TiDB's 8200 for a schema change it does not make.
+fn unsupported(what: impl std::fmt::Display) -> SqlError {
+    SqlError {
+        code: 8200,
+        state: "HY000",
+        message: format!("Unsupported {what}"),
+    }
+}
+
+/// Moves column `from` to offset `to`, keeping the handle and index offsets on their columns.
+fn move_column(t: &mut TableInfo, from: usize, to: usize) {
+    if from == to {
+        return;
+    }
+    let col = t.columns.remove(from);
+    t.columns.insert(to, col);
+    let remap = |c: &mut usize| {
+        *c = if *c == from {
+            to
+        } else if from < to && *c > from && *c <= to {
+            *c - 1
+        } else if to < from && *c >= to && *c < from {
+            *c + 1
+        } else {
+            *c
+        };
+    };
+    t.handle_column.as_mut().map(remap);
+    for i in &mut t.indexes {
+        i.columns.iter_mut().for_each(remap);
+    }
+}
+
+/// Where `position` puts a column that is not in the table's list: its offset.
+fn position_of(t: &TableInfo, position: &Option<ast::MySQLColumnPosition>) -> Result<usize> {
+    Ok(match position {
+        None => t.columns.len(),
+        Some(ast::MySQLColumnPosition::First) => 0,
+        Some(ast::MySQLColumnPosition::After(c)) => {
+            t.column(&c.value)
+                .ok_or_else(|| unknown_column(&c.value, &t.name))?
+                + 1
+        }
+    })
+}
+
+/// Places column `at` where `position` says (at the end of the others when it says nothing:
+/// then it stays where it is).
+fn place(t: &mut TableInfo, at: usize, position: &Option<ast::MySQLColumnPosition>) -> Result<()> {
+    if position.is_none() {
+        return Ok(());
+    }
+    // Its offset among the other columns is its offset once moved.
+    let col = t.columns.remove(at);
+    let to = position_of(t, position);
+    t.columns.insert(at, col);
+    move_column(t, at, to?);
+    Ok(())
+}
+
+/// A column's definition as CHANGE or MODIFY gives it, over column `at`.
+fn changed_column(
+    t: &mut TableInfo,
+    at: usize,
+    def: &ast::ColumnDef,
+    position: &Option<ast::MySQLColumnPosition>,
+    plan: &mut Plan,
+) -> Result<()> {
+    let old = t.columns[at].clone();
+    if !old.name.eq_ignore_ascii_case(&def.name.value) && t.column(&def.name.value).is_some() {
+        return Err(SqlError::duplicate_column(&def.name.value));
+    }
+    let (mut new, keys) = column_from_ast(old.id, def)?;
+    if keys.primary || keys.unique {
+        return Err(unsupported(
+            "modify column with a key: add the index with ADD INDEX",
+        ));
+    }
+    if new.auto_increment != old.auto_increment {
+        return Err(unsupported(
+            "modify column: can't set or remove auto_increment",
+        ));
+    }
+    let indexed = t.handle_column == Some(at) || t.indexes.iter().any(|i| i.columns.contains(&at));
+    if indexed {
+        json_not_indexed(&new)?;
+    }
+    if t.handle_column == Some(at) && new.ty != old.ty {
+        return Err(unsupported(
+            "modify column: the type of the clustered primary key",
+        ));
+    }
+    check_default(&new)?;
+    new.origin_default = old.origin_default.clone();
+    if t.handle_column == Some(at)
+        || t.indexes
+            .iter()
+            .any(|i| i.primary && i.columns.contains(&at))
+    {
+        new.nullable = false;
+    }
+    if new.ty != old.ty || (old.nullable && !new.nullable) {
+        plan.checks.push(new.id);
+    }
+    t.columns[at] = new;
+    place(t, at, position)
+}
+
+/// A default the column's type takes (1067 otherwise).
+fn check_default(c: &ColumnInfo) -> Result<()> {
+    let invalid = || SqlError {
+        code: 1067,
+        state: "42000",
+        message: format!("Invalid default value for '{}'", c.name),
+    };
+    match &c.default {
+        Some(Default::Null) if !c.nullable => Err(invalid()),
+        Some(d @ (Default::Int(_) | Default::Float(_) | Default::Text(_))) => {
+            let value = crate::rows::default_value(Some(d));
+            c.ty.convert(value, &c.name, 0)
+                .map(|_| ())
+                .map_err(|_| invalid())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Applies one operation to `t`.
+fn apply(t: &mut TableInfo, op: &Op, plan: &mut Plan, schema: &Schema, db: &str) -> Result<()> {
+    match op {
+        Op::AddColumn {
+            if_not_exists,
+            column_def,
+            column_position,
+            ..
+        } => {
+            if t.column(&column_def.name.value).is_some() {
+                if *if_not_exists {
+                    return Ok(());
+                }
+                return Err(SqlError::duplicate_column(&column_def.name.value));
+            }
+            let (mut col, keys) = column_from_ast(t.next_column_id, column_def)?;
+            if keys.primary || keys.unique || col.auto_increment {
+                return Err(SqlError::not_supported(
+                    "ADD COLUMN with a key or AUTO_INCREMENT (add the column, then the index)",
+                ));
+            }
+            col.origin_default = Some(match &col.default {
+                Some(Default::CurrentTimestamp) => {
+                    Default::Text(crate::time::DateTime::now().datetime_text(0))
+                }
+                Some(d) => d.clone(),
+                None => implicit_default(&col),
+            });
+            let value = crate::rows::missing_value(&col);
+            if col.ty.convert(value, &col.name, 0).is_err() {
+                return Err(SqlError {
+                    code: 1067,
+                    state: "42000",
+                    message: format!("Invalid default value for '{}'", col.name),
+                });
+            }
+            let to = position_of(t, column_position)?;
+            t.next_column_id += 1;
+            t.columns.push(col);
+            move_column(t, t.columns.len() - 1, to);
+        }
+        Op::DropColumn {
+            column_names,
+            if_exists,
+            ..
+        } => {
+            for name in column_names {
+                let Some(at) = t.column(&name.value) else {
+                    if *if_exists {
+                        continue;
+                    }
+                    return Err(cannot_drop(&name.value));
+                };
+                let indexed = t.handle_column == Some(at)
+                    || t.indexes.iter().any(|i| i.columns.contains(&at));
+                if indexed {
+                    return Err(SqlError::not_supported(format!(
+                        "dropping column '{}', which an index or the primary key covers",
+                        name.value
+                    )));
+                }
+                if t.columns.len() == 1 {
+                    return Err(SqlError {
+                        code: 1090,
+                        state: "42000",
+                        message:
+                            "You can't delete all columns with ALTER TABLE; use DROP TABLE instead"
+                                .into(),
+                    });
+                }
+                move_column(t, at, t.columns.len() - 1);
+                let dropped = t.columns.pop().expect("more than one column");
+                plan.checks.retain(|c| *c != dropped.id);
+            }
+        }
+        Op::RenameColumn {
+            old_column_name,
+            new_column_name,
+        } => {
+            let at = t
+                .column(&old_column_name.value)
+                .ok_or_else(|| unknown_column(&old_column_name.value, &t.name))?;
+            if t.column(&new_column_name.value).is_some_and(|c| c != at) {
+                return Err(SqlError::duplicate_column(&new_column_name.value));
+            }
+            t.columns[at].name = new_column_name.value.clone();
+        }
+        Op::ChangeColumn {
+            old_name,
+            new_name,
+            data_type,
+            options,
+            column_position,
+        } => {
+            let at = t
+                .column(&old_name.value)
+                .ok_or_else(|| unknown_column(&old_name.value, &t.name))?;
+            let def = column_def(new_name, data_type, options);
+            changed_column(t, at, &def, column_position, plan)?;
+        }
+        Op::ModifyColumn {
+            col_name,
+            data_type,
+            options,
+            column_position,
+        } => {
+            let at = t
+                .column(&col_name.value)
+                .ok_or_else(|| unknown_column(&col_name.value, &t.name))?;
+            let def = column_def(&ast::Ident::new(&t.columns[at].name), data_type, options);
+            changed_column(t, at, &def, column_position, plan)?;
+        }
+        Op::AlterColumn { column_name, op } => {
+            let at = t
+                .column(&column_name.value)
+                .ok_or_else(|| unknown_column(&column_name.value, &t.name))?;
+            let col = &mut t.columns[at];
+            match op {
+                ast::AlterColumnOperation::SetDefault { value } => {
+                    let default = column_default(value)?;
+                    if col.ty == SqlType::Json && default != Default::Null {
+                        return Err(SqlError {
+                            code: 1101,
+                            state: "42000",
+                            message: format!(
+                                "BLOB, TEXT, GEOMETRY or JSON column '{}' can't have a default value",
+                                col.name
+                            ),
+                        });
+                    }
+                    col.default = Some(default);
+                    check_default(col)?;
+                }
+                ast::AlterColumnOperation::DropDefault => col.default = None,
+                other => return Err(SqlError::not_supported(format!("ALTER COLUMN {other}"))),
+            }
+        }
+        Op::AddConstraint { constraint, .. } => add_constraint(t, constraint)?,
+        Op::DropIndex { name, .. } => {
+            let name = &name.value;
+            let at = t
+                .indexes
+                .iter()
+                .position(|i| i.name.eq_ignore_ascii_case(name))
+                .ok_or_else(|| cannot_drop(name))?;
+            t.indexes.remove(at);
+        }
+        // RENAME INDEX a TO b (crate::dialect).
+        Op::RenameConstraint { old_name, new_name } => {
+            let (old, new) = (&old_name.value, &new_name.value);
+            if [old, new].iter().any(|n| n.eq_ignore_ascii_case("PRIMARY")) {
+                return Err(SqlError {
+                    code: 1280,
+                    state: "42000",
+                    message: "Incorrect index name 'PRIMARY'".into(),
+                });
+            }
+            let at = t
+                .indexes
+                .iter()
+                .position(|i| i.name.eq_ignore_ascii_case(old))
+                .ok_or_else(|| SqlError {
+                    code: 1176,
+                    state: "42000",
+                    message: format!("Key '{old}' doesn't exist in table '{}'", t.name),
+                })?;
+            if t.indexes
+                .iter()
+                .enumerate()
+                .any(|(i, x)| i != at && x.name.eq_ignore_ascii_case(new))
+            {
+                return Err(duplicate_key(new));
+            }
+            t.indexes[at].name = new.clone();
+        }
+        Op::DropPrimaryKey { .. } => {
+            if t.handle_column.is_some() {
+                return Err(unsupported(
+                    "drop primary key when the table is using clustered index",
+                ));
+            }
+            let at = t
+                .indexes
+                .iter()
+                .position(|i| i.primary)
+                .ok_or_else(|| cannot_drop("PRIMARY"))?;
+            t.indexes.remove(at);
+        }
+        Op::RenameTable { table_name } => {
+            let name = match table_name {
+                ast::RenameTableNameKind::As(n) | ast::RenameTableNameKind::To(n) => n,
+            };
+            let (target_db, new_name) = split_name(name);
+            let db_id = schema.db(target_db.as_deref().unwrap_or(db))?.id;
+            plan.rename = Some((db_id, new_name));
+        }
+        // How MySQL would do it: Atoll's way serves every request.
+        Op::Algorithm { .. } | Op::Lock { .. } => {}
+        other => return Err(SqlError::not_supported(format!("ALTER TABLE {other}"))),
+    }
+    Ok(())
+}
+
+/// A column definition from CHANGE's or MODIFY's parts.
+fn column_def(
+    name: &ast::Ident,
+    data_type: &ast::DataType,
+    options: &[ast::ColumnOption],
+) -> ast::ColumnDef {
+    ast::ColumnDef {
+        name: name.clone(),
+        data_type: data_type.clone(),
+        options: options
+            .iter()
+            .map(|o| ast::ColumnOptionDef {
+                name: None,
+                option: o.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// ADD INDEX, ADD UNIQUE, ADD PRIMARY KEY (a unique index, as the table's handle stays).
+fn add_constraint(t: &mut TableInfo, constraint: &TableConstraint) -> Result<()> {
+    let (name, columns, unique, primary) = match constraint {
+        TableConstraint::Index(ix) => (
+            ix.name.as_ref().map(|n| n.value.clone()),
+            &ix.columns,
+            false,
+            false,
+        ),
+        TableConstraint::Unique(u) => (
+            u.index_name
+                .as_ref()
+                .or(u.name.as_ref())
+                .map(|n| n.value.clone()),
+            &u.columns,
+            true,
+            false,
+        ),
+        TableConstraint::PrimaryKey(pk) => (Some("PRIMARY".to_string()), &pk.columns, true, true),
+        other => return Err(SqlError::not_supported(format!("ADD {other}"))),
+    };
+    if primary && (t.handle_column.is_some() || t.indexes.iter().any(|i| i.primary)) {
+        return Err(SqlError::multiple_primary_keys());
+    }
+    let columns = index_columns(t, columns)?;
+    let name = name.unwrap_or_else(|| t.columns[columns[0]].name.clone());
+    if t.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&name)) {
+        return Err(duplicate_key(&name));
+    }
+    if primary {
+        for &c in &columns {
+            if t.columns[c].nullable {
+                t.columns[c].nullable = false;
+            }
+        }
+    }
+    // Id 0 until the DDL transaction allocates one.
+    t.indexes.push(IndexInfo {
+        id: 0,
+        name,
+        columns,
+        unique,
+        primary,
+    });
+    Ok(())
+}
+
+/// Checks that every stored value of the columns `plan.checks` names is already a value of
+/// its new type (and not NULL where the column became NOT NULL).
+async fn check_rows(
+    client: &Client,
+    old: &TableInfo,
+    new: &TableInfo,
+    checks: &[i64],
+) -> Result<()> {
+    let snapshot = client.snapshot(client.current_ts().await?, 0);
+    let (mut from, end) = codec::table::row_range(old.id);
+    let mut row_no = 0;
+    loop {
+        let page = snapshot
+            .scan(&from, &end, crate::ddl::BACKFILL_BATCH_ROWS)
+            .await?;
+        for (key, value) in &page {
+            row_no += 1;
+            let handle = codec::table::decode_row_key(old.id, key)
+                .map_err(|e| SqlError::unknown(format!("corrupt row key of {}: {e}", old.name)))?;
+            let row = crate::rows::decode_row(old, handle, value)?;
+            for id in checks {
+                let (Some(col), Some(was)) = (
+                    new.columns.iter().find(|c| c.id == *id),
+                    old.columns.iter().position(|c| c.id == *id),
+                ) else {
+                    continue;
+                };
+                let v = &row[was];
+                if v.is_null() {
+                    if !col.nullable {
+                        return Err(SqlError {
+                            code: 1138,
+                            state: "22004",
+                            message: "Invalid use of NULL value".into(),
+                        });
+                    }
+                    continue;
+                }
+                let converted = col.ty.convert(v.clone(), &col.name, row_no)?;
+                if converted != *v {
+                    return Err(unsupported(format!(
+                        "modify column: changing {} to {} rewrites the rows",
+                        old.columns[was].ty.name(),
+                        col.ty.name()
+                    )));
+                }
+            }
+        }
+        match page.last() {
+            Some((key, _)) if page.len() == crate::ddl::BACKFILL_BATCH_ROWS => {
+                from = key.clone();
+                from.push(0);
+            }
+            _ => return Ok(()),
+        }
+    }
+}
+
+/// ALTER TABLE `db`.`table` with `operations`.
+pub async fn alter_table(
+    client: &Client,
+    schema: &Schema,
+    db: &str,
+    table: &str,
+    operations: &[Op],
+) -> Result<()> {
+    let version = schema.table(db, table)?;
+    let mut t = (*version).clone();
+    let mut plan = Plan::default();
+    for op in operations {
+        apply(&mut t, op, &mut plan, schema, db)?;
+    }
+    if !plan.checks.is_empty() {
+        check_rows(client, &version, &t, &plan.checks).await?;
+    }
+    let old_key = table_key(t.db_id, &t.name);
+    if let Some((db_id, name)) = &plan.rename {
+        (t.db_id, t.name) = (*db_id, name.clone());
+    }
+    let new_key = table_key(t.db_id, &t.name);
+    let renamed = old_key != new_key;
+    let new_indexes = std::sync::Mutex::new(Vec::new());
+    in_ddl_txn(client, |mut txn| {
+        let (old_key, new_key, version, new_indexes) = (
+            old_key.clone(),
+            new_key.clone(),
+            version.clone(),
+            &new_indexes,
+        );
+        let mut t = t.clone();
+        async move {
+            // Another DDL changed the table since it was read: say so rather than undo it.
+            let current = txn.get_for_update(&old_key).await?;
+            let unchanged = current
+                .as_deref()
+                .and_then(|v| serde_json::from_slice::<TableInfo>(v).ok())
+                .is_some_and(|c| c == *version);
+            if !unchanged {
+                return Err(SqlError::unknown(
+                    "the table changed while it was altered; try again",
+                ));
+            }
+            if renamed && txn.get_for_update(&new_key).await?.is_some() {
+                return Err(SqlError::table_exists(&t.name));
+            }
+            let mut added = Vec::new();
+            for idx in t.indexes.iter_mut().filter(|i| i.id == 0) {
+                idx.id = Catalog::alloc_ids(&mut txn, 1).await?;
+                added.push(idx.id);
+            }
+            *new_indexes.lock().expect("not poisoned") = added;
+            if renamed {
+                txn.delete(old_key);
+            }
+            txn.put(
+                new_key,
+                serde_json::to_vec(&t).expect("table info serializes"),
+            );
+            Ok(txn)
+        }
+    })
+    .await?;
+    let added = new_indexes.into_inner().expect("not poisoned");
+    if added.is_empty() {
+        return Ok(());
+    }
+    // Every node's cached schema has the indexes before the backfill reads (catalog.rs).
+    crate::catalog::wait_out_lease().await;
+    let snapshot = client.snapshot(client.current_ts().await?, 0);
+    let current: TableInfo = match snapshot.get(&new_key).await? {
+        Some(v) => serde_json::from_slice(&v)
+            .map_err(|e| SqlError::unknown(format!("corrupt table record: {e}")))?,
+        None => return Err(SqlError::no_table(db, &t.name)),
+    };
+    for id in &added {
+        let Some(idx) = current.indexes.iter().find(|i| i.id == *id) else {
+            continue;
+        };
+        if let Err(e) = backfill(client, &current, idx).await {
+            for id in &added {
+                let _ = drop_index_by_id(client, &new_key, *id).await;
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// RENAME TABLE `a TO b, ...` (names qualified by `db` when they have no database).
+pub async fn rename_tables(
+    client: &Client,
+    schema: &Schema,
+    db: Option<&str>,
+    pairs: &[ast::RenameTable],
+) -> Result<()> {
+    let mut moves = Vec::with_capacity(pairs.len());
+    for p in pairs {
+        let resolve = |name: &ast::ObjectName| -> Result<(String, String, i64)> {
+            let (d, t) = split_name(name);
+            let d = d
+                .or(db.map(str::to_string))
+                .ok_or_else(SqlError::no_database)?;
+            let id = schema.db(&d)?.id;
+            Ok((d, t, id))
+        };
+        moves.push((resolve(&p.old_name)?, resolve(&p.new_name)?));
+    }
+    in_ddl_txn(client, |mut txn| {
+        let moves = moves.clone();
+        async move {
+            // The definitions as the renames before each one left them.
+            let mut pending: std::collections::HashMap<Vec<u8>, Option<Vec<u8>>> =
+                std::collections::HashMap::new();
+            for ((old_db, old, old_id), (_, new, new_id)) in moves {
+                let (from, to) = (table_key(old_id, &old), table_key(new_id, &new));
+                let current = match pending.get(&from) {
+                    Some(v) => v.clone(),
+                    None => txn.get_for_update(&from).await?,
+                };
+                let Some(v) = current else {
+                    return Err(SqlError::no_table(&old_db, &old));
+                };
+                let target = match pending.get(&to) {
+                    Some(v) => v.clone(),
+                    None => txn.get_for_update(&to).await?,
+                };
+                if target.is_some() {
+                    return Err(SqlError::table_exists(&new));
+                }
+                let mut t: TableInfo = serde_json::from_slice(&v)
+                    .map_err(|e| SqlError::unknown(format!("corrupt table record: {e}")))?;
+                (t.db_id, t.name) = (new_id, new.clone());
+                pending.insert(from, None);
+                pending.insert(
+                    to,
+                    Some(serde_json::to_vec(&t).expect("table info serializes")),
+                );
+            }
+            for (key, value) in pending {
+                match value {
+                    Some(v) => txn.put(key, v),
+                    None => txn.delete(key),
+                }
+            }
+            Ok(txn)
+        }
+    })
+    .await
+}
