@@ -11,7 +11,10 @@
 //! row is NULL): the rows are read once at a snapshot to check it, and a value that does
 //! not fit fails the statement with MySQL's error for it (1264, 1406, 1366, 1138 for NULL).
 //! A change that would rewrite rows (signed to unsigned, DECIMAL scale, string to number)
-//! is refused with TiDB's 8200, as TiDB before v5.1 refused it.
+//! is refused with TiDB's 8200, as TiDB before v5.1 refused it. ADD CONSTRAINT ... CHECK is
+//! checked against every stored row in the same scan (3819); DROP CHECK and DROP CONSTRAINT
+//! take a CHECK (or a unique index) away. A column a generated column or a CHECK reads is
+//! not dropped or renamed (3108, 3959); a generated column is added by CREATE TABLE only.
 //!
 //! RENAME TABLE a TO b [, c TO d ...] renames in one transaction, each pair seeing the ones
 //! before it (so `a TO tmp, b TO a, tmp TO b` swaps two tables); a table keeps its id and
@@ -39,6 +42,8 @@ struct Plan {
     /// Columns (by id) whose stored values must be checked against their new type or NOT
     /// NULL.
     checks: Vec<i64>,
+    /// CHECK constraints added, which every stored row must meet.
+    constraints: Vec<String>,
 }
 
 fn unknown_column(name: &str, table: &str) -> SqlError {
@@ -137,7 +142,15 @@ fn changed_column(
     if !old.name.eq_ignore_ascii_case(&def.name.value) && t.column(&def.name.value).is_some() {
         return Err(SqlError::duplicate_column(&def.name.value));
     }
+    if !old.name.eq_ignore_ascii_case(&def.name.value) {
+        crate::row_rules::dependency(t, at)?;
+    }
     let (mut new, keys) = column_from_ast(old.id, def)?;
+    if !keys.checks.is_empty() || new.generated != old.generated {
+        return Err(unsupported(
+            "modify column: its CHECK or generation (use ADD CONSTRAINT, or CREATE TABLE)",
+        ));
+    }
     if keys.primary || keys.unique {
         return Err(unsupported(
             "modify column with a key: add the index with ADD INDEX",
@@ -213,6 +226,11 @@ fn apply(t: &mut TableInfo, op: &Op, plan: &mut Plan, schema: &Schema, db: &str)
                     "ADD COLUMN with a key or AUTO_INCREMENT (add the column, then the index)",
                 ));
             }
+            if col.generated.is_some() {
+                return Err(unsupported(
+                    "add a generated column with ALTER TABLE (define it in CREATE TABLE)",
+                ));
+            }
             col.origin_default = Some(match &col.default {
                 Some(Default::CurrentTimestamp) => {
                     Default::Text(crate::time::DateTime::now().datetime_text(0))
@@ -232,6 +250,11 @@ fn apply(t: &mut TableInfo, op: &Op, plan: &mut Plan, schema: &Schema, db: &str)
             t.next_column_id += 1;
             t.columns.push(col);
             move_column(t, t.columns.len() - 1, to);
+            for check in keys.checks {
+                let k = crate::ddl::add_check(t, check)?;
+                crate::row_rules::check_constraint(t, k, Some(to))?;
+                plan.constraints.push(t.checks[k].name.clone());
+            }
         }
         Op::DropColumn {
             column_names,
@@ -253,6 +276,7 @@ fn apply(t: &mut TableInfo, op: &Op, plan: &mut Plan, schema: &Schema, db: &str)
                         name.value
                     )));
                 }
+                crate::row_rules::dependency(t, at)?;
                 if t.columns.len() == 1 {
                     return Err(SqlError {
                         code: 1090,
@@ -277,6 +301,7 @@ fn apply(t: &mut TableInfo, op: &Op, plan: &mut Plan, schema: &Schema, db: &str)
             if t.column(&new_column_name.value).is_some_and(|c| c != at) {
                 return Err(SqlError::duplicate_column(&new_column_name.value));
             }
+            crate::row_rules::dependency(t, at)?;
             t.columns[at].name = new_column_name.value.clone();
         }
         Op::ChangeColumn {
@@ -329,7 +354,45 @@ fn apply(t: &mut TableInfo, op: &Op, plan: &mut Plan, schema: &Schema, db: &str)
                 other => return Err(SqlError::not_supported(format!("ALTER COLUMN {other}"))),
             }
         }
+        Op::AddConstraint {
+            constraint: TableConstraint::Check(c),
+            ..
+        } => {
+            let check = (
+                c.name.as_ref().map(|n| n.value.clone()),
+                c.expr.to_string(),
+                c.enforced.unwrap_or(true),
+            );
+            let k = crate::ddl::add_check(t, check)?;
+            crate::row_rules::check_constraint(t, k, None)?;
+            plan.constraints.push(t.checks[k].name.clone());
+        }
         Op::AddConstraint { constraint, .. } => add_constraint(t, constraint)?,
+        // DROP CONSTRAINT name: a CHECK of that name, else a unique index (MySQL 8.0.19).
+        Op::DropConstraint {
+            name, if_exists, ..
+        } => {
+            let name = &name.value;
+            if let Some(k) = t
+                .checks
+                .iter()
+                .position(|c| c.name.eq_ignore_ascii_case(name))
+            {
+                t.checks.remove(k);
+            } else if let Some(i) = t
+                .indexes
+                .iter()
+                .position(|i| i.name.eq_ignore_ascii_case(name) && i.unique)
+            {
+                t.indexes.remove(i);
+            } else if !*if_exists {
+                return Err(SqlError {
+                    code: 3940,
+                    state: "HY000",
+                    message: format!("Constraint '{name}' does not exist."),
+                });
+            }
+        }
         Op::DropIndex { name, .. } => {
             let name = &name.value;
             let at = t
@@ -463,12 +526,24 @@ fn add_constraint(t: &mut TableInfo, constraint: &TableConstraint) -> Result<()>
 
 /// Checks that every stored value of the columns `plan.checks` names is already a value of
 /// its new type (and not NULL where the column became NOT NULL).
-async fn check_rows(
-    client: &Client,
-    old: &TableInfo,
-    new: &TableInfo,
-    checks: &[i64],
-) -> Result<()> {
+async fn check_rows(client: &Client, old: &TableInfo, new: &TableInfo, plan: &Plan) -> Result<()> {
+    let checks = &plan.checks;
+    // The new definition with only the added CHECKs, to evaluate them on each row.
+    let added = TableInfo {
+        checks: new
+            .checks
+            .iter()
+            .filter(|c| c.enforced && plan.constraints.contains(&c.name))
+            .cloned()
+            .collect(),
+        ..new.clone()
+    };
+    let mut added_checks = Vec::with_capacity(added.checks.len());
+    for check in &added.checks {
+        let e = crate::row_rules::parse_expr(&check.expr)?;
+        let rule = crate::row_rules::Rule::Check(&check.name);
+        added_checks.push((&check.name, crate::row_rules::bind(&added, &e, rule)?));
+    }
     let snapshot = client.snapshot(client.current_ts().await?, 0);
     let (mut from, end) = codec::table::row_range(old.id);
     let mut row_no = 0;
@@ -481,6 +556,16 @@ async fn check_rows(
             let handle = codec::table::decode_row_key(old.id, key)
                 .map_err(|e| SqlError::unknown(format!("corrupt row key of {}: {e}", old.name)))?;
             let row = crate::rows::decode_row(old, handle, value)?;
+            for (name, e) in &added_checks {
+                let as_new = crate::rows::decode_row(&added, handle, value)?;
+                if expr::eval::is_true(&e.eval(&as_new)?) == Some(false) {
+                    return Err(SqlError {
+                        code: 3819,
+                        state: "HY000",
+                        message: format!("Check constraint '{name}' is violated."),
+                    });
+                }
+            }
             for id in checks {
                 let (Some(col), Some(was)) = (
                     new.columns.iter().find(|c| c.id == *id),
@@ -533,8 +618,8 @@ pub async fn alter_table(
     for op in operations {
         apply(&mut t, op, &mut plan, schema, db)?;
     }
-    if !plan.checks.is_empty() {
-        check_rows(client, &version, &t, &plan.checks).await?;
+    if !plan.checks.is_empty() || !plan.constraints.is_empty() {
+        check_rows(client, &version, &t, &plan).await?;
     }
     let old_key = table_key(t.db_id, &t.name);
     if let Some((db_id, name)) = &plan.rename {

@@ -54,6 +54,27 @@ pub struct ColumnInfo {
     /// they do not store it. `None` for a column the table was created with.
     #[serde(default)]
     pub origin_default: Option<Default>,
+    /// A generated column's expression (crate::row_rules).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generated: Option<Generated>,
+}
+
+/// `AS (expr) [VIRTUAL | STORED]`: the value is computed from the row's other columns on
+/// every write, and kept with the row either way (so it can be indexed and pushed down).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Generated {
+    /// The expression as sqlparser prints it.
+    pub expr: String,
+    pub stored: bool,
+}
+
+/// `CONSTRAINT name CHECK (expr) [[NOT] ENFORCED]` (crate::row_rules).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckConstraint {
+    pub name: String,
+    /// The expression as sqlparser prints it.
+    pub expr: String,
+    pub enforced: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,6 +106,8 @@ pub struct TableInfo {
     /// A view: its definition (crate::view); it has no rows or indexes of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub view: Option<Box<ViewInfo>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckConstraint>,
 }
 
 /// What a view is: its query. Its columns (the column list, else the query's) are the
@@ -117,6 +140,7 @@ impl ColumnInfo {
             default: None,
             auto_increment: false,
             origin_default: None,
+            generated: None,
         }
     }
 }

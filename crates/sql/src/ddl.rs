@@ -184,6 +184,38 @@ pub(crate) fn json_not_indexed(c: &ColumnInfo) -> Result<()> {
 pub(crate) struct ColumnKeys {
     pub(crate) primary: bool,
     pub(crate) unique: bool,
+    /// Its CHECKs: (name, expression, enforced).
+    pub(crate) checks: Vec<(Option<String>, String, bool)>,
+}
+
+/// A CHECK of a table or column definition: (name, expression, enforced).
+fn check_of(name: Option<&ast::Ident>, c: &ast::CheckConstraint) -> (Option<String>, String, bool) {
+    (
+        c.name.as_ref().or(name).map(|n| n.value.clone()),
+        c.expr.to_string(),
+        c.enforced.unwrap_or(true),
+    )
+}
+
+/// Adds a CHECK to `t` (named as MySQL names it when it has no name): its offset.
+pub(crate) fn add_check(
+    t: &mut TableInfo,
+    (name, expr, enforced): (Option<String>, String, bool),
+) -> Result<usize> {
+    let name = name.unwrap_or_else(|| crate::row_rules::next_check_name(t));
+    if t.checks.iter().any(|c| c.name.eq_ignore_ascii_case(&name)) {
+        return Err(SqlError {
+            code: 3822,
+            state: "HY000",
+            message: format!("Duplicate check constraint name '{name}'."),
+        });
+    }
+    t.checks.push(crate::catalog::CheckConstraint {
+        name,
+        expr,
+        enforced,
+    });
+    Ok(t.checks.len() - 1)
 }
 
 pub(crate) fn column_from_ast(id: i64, c: &ast::ColumnDef) -> Result<(ColumnInfo, ColumnKeys)> {
@@ -195,6 +227,7 @@ pub(crate) fn column_from_ast(id: i64, c: &ast::ColumnDef) -> Result<(ColumnInfo
         default: None,
         auto_increment: false,
         origin_default: None,
+        generated: None,
     };
     let mut keys = ColumnKeys::default();
     for opt in &c.options {
@@ -229,6 +262,17 @@ pub(crate) fn column_from_ast(id: i64, c: &ast::ColumnDef) -> Result<(ColumnInfo
             {
                 col.auto_increment = true
             }
+            ColumnOption::Generated {
+                generation_expr: Some(e),
+                generation_expr_mode,
+                ..
+            } => {
+                col.generated = Some(crate::catalog::Generated {
+                    expr: e.to_string(),
+                    stored: *generation_expr_mode == Some(ast::GeneratedExpressionMode::Stored),
+                });
+            }
+            ColumnOption::Check(c) => keys.checks.push(check_of(opt.name.as_ref(), c)),
             ColumnOption::Comment(_)
             | ColumnOption::CharacterSet(_)
             | ColumnOption::Collation(_) => {}
@@ -261,9 +305,11 @@ pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
         next_column_id: 1,
         stats: None,
         view: None,
+        checks: Vec::new(),
     };
     let mut primary: Option<Vec<usize>> = None;
     let mut uniques: Vec<(Option<String>, Vec<usize>, bool)> = Vec::new();
+    let mut column_checks = Vec::new();
     for (i, c) in ct.columns.iter().enumerate() {
         if t.column(&c.name.value).is_some() {
             return Err(SqlError::duplicate_column(&c.name.value));
@@ -273,6 +319,9 @@ pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
             json_not_indexed(&col)?;
         }
         t.next_column_id += 1;
+        for check in keys.checks {
+            column_checks.push((i, check));
+        }
         if keys.primary {
             if primary.is_some() {
                 return Err(SqlError::multiple_primary_keys());
@@ -284,6 +333,7 @@ pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
         }
         t.columns.push(col);
     }
+    let mut table_checks = Vec::new();
     for c in &ct.constraints {
         match c {
             TableConstraint::PrimaryKey(pk) => {
@@ -305,8 +355,20 @@ pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
                 index_columns(&t, &ix.columns)?,
                 true,
             )),
+            TableConstraint::Check(c) => table_checks.push(check_of(None, c)),
             other => return Err(SqlError::not_supported(format!("constraint {other}"))),
         }
+    }
+    for (i, check) in column_checks {
+        let k = add_check(&mut t, check)?;
+        crate::row_rules::check_constraint(&t, k, Some(i))?;
+    }
+    for check in table_checks {
+        let k = add_check(&mut t, check)?;
+        crate::row_rules::check_constraint(&t, k, None)?;
+    }
+    for i in 0..t.columns.len() {
+        crate::row_rules::check_generated(&t, i)?;
     }
     if t.columns.iter().filter(|c| c.auto_increment).count() > 1 {
         return Err(SqlError { code: 1075, state: "42000", message: "Incorrect table definition; there can be only one auto column and it must be defined as a key".into() });
@@ -506,6 +568,10 @@ pub fn show_create(t: &TableInfo) -> String {
         .iter()
         .map(|c| {
             let mut l = format!("  `{}` {}", c.name, c.ty.name());
+            if let Some(g) = &c.generated {
+                let kind = if g.stored { "STORED" } else { "VIRTUAL" };
+                l.push_str(&format!(" GENERATED ALWAYS AS ({}) {kind}", g.expr));
+            }
             if !c.nullable {
                 l.push_str(" NOT NULL");
             }
@@ -540,6 +606,17 @@ pub fn show_create(t: &TableInfo) -> String {
             (false, true) => format!("  UNIQUE KEY `{}` ({})", ix.name, cols(&ix.columns)),
             (false, false) => format!("  KEY `{}` ({})", ix.name, cols(&ix.columns)),
         });
+    }
+    for c in &t.checks {
+        let enforced = if c.enforced {
+            ""
+        } else {
+            " /*!80016 NOT ENFORCED */"
+        };
+        lines.push(format!(
+            "  CONSTRAINT `{}` CHECK ({}){enforced}",
+            c.name, c.expr
+        ));
     }
     format!(
         "CREATE TABLE `{}` (\n{}\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",

@@ -6,7 +6,8 @@
 //!   `EXTRACT(HOUR_MINUTE FROM d)` too.
 //! - The `MOD` operator (`a MOD b`, as `%`), and `||` at OR's precedence (it is OR in
 //!   MySQL's default sql_mode; the binder reads it so).
-//! - `ALTER TABLE t RENAME {INDEX | KEY} a TO b` (alone in its statement).
+//! - `ALTER TABLE t RENAME {INDEX | KEY} a TO b` and `ALTER TABLE t DROP CHECK c` (each
+//!   alone in its statement).
 //!
 //! Everything else is the MySQL dialect's own: [`Atoll`] reports its type (sqlparser's
 //! `dialect_of!` checks see MySQL) and hands each of its settings over.
@@ -32,22 +33,32 @@ const COMPOSITE_UNITS: [&str; 11] = [
     "YEAR_MONTH",
 ];
 
-/// `ALTER TABLE t RENAME {INDEX | KEY} a TO b`, which sqlparser does not know, as an ALTER
-/// TABLE whose one operation is `RenameConstraint` (MySQL has no constraint to rename, so
-/// the binder reads it as the index's rename).
-fn rename_index(parser: &mut Parser) -> Result<Statement, ParserError> {
+/// `ALTER TABLE t RENAME {INDEX | KEY} a TO b` and `ALTER TABLE t DROP CHECK c`, which
+/// sqlparser does not know, as an ALTER TABLE whose one operation is `RenameConstraint`
+/// (MySQL has no constraint to rename, so the binder reads it as the index's rename) or
+/// `DropConstraint`.
+fn alter_table_more(parser: &mut Parser) -> Result<Statement, ParserError> {
     parser.expect_keywords(&[Keyword::ALTER, Keyword::TABLE])?;
     let name = parser.parse_object_name(false)?;
-    parser.expect_keyword(Keyword::RENAME)?;
-    parser.expect_one_of_keywords(&[Keyword::INDEX, Keyword::KEY])?;
-    let old_name = parser.parse_identifier()?;
-    parser.expect_keyword(Keyword::TO)?;
-    let new_name = parser.parse_identifier()?;
+    let operation = if parser.parse_keywords(&[Keyword::DROP, Keyword::CHECK]) {
+        ast::AlterTableOperation::DropConstraint {
+            if_exists: false,
+            name: parser.parse_identifier()?,
+            drop_behavior: None,
+        }
+    } else {
+        parser.expect_keyword(Keyword::RENAME)?;
+        parser.expect_one_of_keywords(&[Keyword::INDEX, Keyword::KEY])?;
+        let old_name = parser.parse_identifier()?;
+        parser.expect_keyword(Keyword::TO)?;
+        let new_name = parser.parse_identifier()?;
+        ast::AlterTableOperation::RenameConstraint { old_name, new_name }
+    };
     Ok(Statement::AlterTable(ast::AlterTable {
         name,
         if_exists: false,
         only: false,
-        operations: vec![ast::AlterTableOperation::RenameConstraint { old_name, new_name }],
+        operations: vec![operation],
         location: None,
         on_cluster: None,
         table_type: None,
@@ -184,7 +195,7 @@ impl Dialect for Atoll {
 
     fn parse_statement(&self, parser: &mut Parser) -> Option<Result<Statement, ParserError>> {
         if next_is(parser, "ALTER") {
-            match parser.maybe_parse(rename_index) {
+            match parser.maybe_parse(alter_table_more) {
                 Ok(Some(s)) => return Some(Ok(s)),
                 Ok(None) => {}
                 Err(e) => return Some(Err(e)),

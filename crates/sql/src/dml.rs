@@ -82,6 +82,7 @@ fn convert_row(t: &TableInfo, mut row: Vec<Datum>, row_no: usize) -> Result<Vec<
         }
         row[i] = v;
     }
+    crate::row_rules::finish_row(t, &mut row, row_no)?;
     Ok(row)
 }
 
@@ -109,6 +110,9 @@ fn assignments(
             let col = t
                 .column(&name)
                 .ok_or_else(|| SqlError::unknown_column(&name, "field list"))?;
+            if t.columns[col].generated.is_some() {
+                return Err(crate::row_rules::value_for_generated(&name, &t.name));
+            }
             let e = Binder::new(scope, ctx.variable).bind(&a.value)?;
             Ok((col, e))
         })
@@ -268,6 +272,17 @@ pub async fn insert(
         .source
         .as_ref()
         .ok_or_else(|| SqlError::not_supported("INSERT ... SET"))?;
+    // A generated column takes no value but DEFAULT (one named in the column list, or in
+    // a row of VALUES without a list).
+    let generated_named = |c: usize| {
+        (t.columns[c].generated.is_some())
+            .then(|| crate::row_rules::value_for_generated(&t.columns[c].name, &t.name))
+    };
+    if !ins.columns.is_empty()
+        && let Some(e) = columns.iter().find_map(|&c| generated_named(c))
+    {
+        return Err(e);
+    }
     let on_duplicate = match &ins.on {
         Some(ast::OnInsert::DuplicateKeyUpdate(sets)) => Some(sets),
         None => None,
@@ -281,6 +296,9 @@ pub async fn insert(
     };
     let evaluated = match (selected, source.body.as_ref()) {
         (Some(selected), _) => {
+            if let Some(e) = columns.iter().find_map(|&c| generated_named(c)) {
+                return Err(e);
+            }
             let mut evaluated = Vec::with_capacity(selected.len());
             for (r, values) in selected.into_iter().enumerate() {
                 if values.len() != columns.len() {
@@ -307,6 +325,7 @@ pub async fn insert(
                         ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("DEFAULT") => {
                             default_value(t.columns[c].default.as_ref())
                         }
+                        _ if let Some(e) = generated_named(c) => return Err(e),
                         e => Binder::new(&empty, ctx.variable).bind(e)?.eval(&[])?,
                     };
                 }
@@ -479,7 +498,9 @@ async fn prepare_row(
             }
         }
     }
-    if !converted {
+    if converted {
+        crate::row_rules::finish_row(t, row, row_no)?;
+    } else {
         *row = convert_row(t, std::mem::take(row), row_no)?;
     }
     match handle_of(t, row) {

@@ -990,6 +990,7 @@ mod tests {
             default: None,
             auto_increment: id == 1,
             origin_default: None,
+            generated: None,
         };
         let t = TableInfo {
             id: 1,
@@ -1035,6 +1036,7 @@ mod tests {
             next_column_id: 4,
             stats: None,
             view: None,
+            checks: Vec::new(),
         };
         let id = FieldType::of_column(&t, 0, "x");
         assert_eq!(id.tp, Type::Long);

@@ -3,7 +3,7 @@
 //! case-insensitively; a name not listed is 1146, as MySQL answers.
 //!
 //! - From the schema: SCHEMATA, TABLES, COLUMNS, STATISTICS, KEY_COLUMN_USAGE,
-//!   TABLE_CONSTRAINTS; REFERENTIAL_CONSTRAINTS, VIEWS, ROUTINES, TRIGGERS and PARTITIONS are
+//!   TABLE_CONSTRAINTS, CHECK_CONSTRAINTS; REFERENTIAL_CONSTRAINTS, VIEWS, ROUTINES, TRIGGERS and PARTITIONS are
 //!   empty (Atoll has no foreign keys, views, routines, triggers or partitions yet).
 //! - From the statistics ANALYZE TABLE keeps (crate::stats): TABLES' TABLE_ROWS,
 //!   STATISTICS' CARDINALITY, and TiDB's ANALYZE_STATUS (the last ANALYZE of each table).
@@ -341,14 +341,15 @@ pub fn table(
                         row.extend([
                             text(&ty),
                             text(column_key(t, i)),
-                            text(if c.auto_increment {
-                                "auto_increment"
-                            } else {
-                                ""
+                            text(match (&c.generated, c.auto_increment) {
+                                (Some(g), _) if g.stored => "STORED GENERATED",
+                                (Some(_), _) => "VIRTUAL GENERATED",
+                                (None, true) => "auto_increment",
+                                (None, false) => "",
                             }),
                             text("select,insert,update,references"),
                             text(""),
-                            text(""),
+                            text(c.generated.as_ref().map_or("", |g| g.expr.as_str())),
                             Datum::Null,
                         ]);
                         row
@@ -477,6 +478,32 @@ pub fn table(
                                 text("YES"),
                             ]
                         })
+                        .chain(t.checks.iter().map(move |c| {
+                            vec![
+                                text("def"),
+                                text(db),
+                                text(&c.name),
+                                text(db),
+                                text(&t.name),
+                                text("CHECK"),
+                                text(if c.enforced { "YES" } else { "NO" }),
+                            ]
+                        }))
+                })
+                .collect(),
+        ),
+        "check_constraints" => (
+            names(&[
+                "CONSTRAINT_CATALOG",
+                "CONSTRAINT_SCHEMA",
+                "CONSTRAINT_NAME",
+                "CHECK_CLAUSE",
+            ]),
+            tables()
+                .flat_map(|(db, t)| {
+                    t.checks
+                        .iter()
+                        .map(move |c| vec![text("def"), text(db), text(&c.name), text(&c.expr)])
                 })
                 .collect(),
         ),

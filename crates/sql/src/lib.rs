@@ -58,6 +58,7 @@ pub mod privileges;
 pub mod query;
 pub mod regions;
 pub mod roles;
+pub mod row_rules;
 pub mod rows;
 pub mod session;
 pub mod set_config;

@@ -392,6 +392,7 @@ mod tests {
             next_column_id: 4,
             stats: None,
             view: None,
+            checks: Vec::new(),
         }
     }
 

@@ -162,6 +162,7 @@ pub async fn create(client: &Client, schema: &Schema, d: Definition<'_>, mode: M
             default: None,
             auto_increment: false,
             origin_default: None,
+            generated: None,
         })
         .collect();
     in_ddl_txn(client, |mut txn| {
@@ -188,6 +189,7 @@ pub async fn create(client: &Client, schema: &Schema, d: Definition<'_>, mode: M
                     next_column_id: 1,
                     stats: None,
                     view: None,
+                    checks: Vec::new(),
                 },
             };
             t.next_column_id = columns.len() as i64 + 1;
