@@ -105,6 +105,22 @@ impl Json {
         1 + children.map(Json::depth).max().unwrap_or(0)
     }
 
+    /// The value with every number that is a whole 64-bit integer written as a signed one
+    /// (`1.0`, UNSIGNED 1 and 1 alike), so values [`compare`] finds equal are equal trees:
+    /// what GROUP BY and hash joins key on.
+    pub fn canonical(&self) -> Json {
+        match self {
+            Json::UInt(v) if i64::try_from(*v).is_ok() => Json::Int(*v as i64),
+            Json::Double(v) if v.fract() == 0.0 && v.abs() < 9.2e18 => Json::Int(*v as i64),
+            Json::Double(v) => Json::Double(v + 0.0),
+            Json::Array(items) => Json::Array(items.iter().map(Json::canonical).collect()),
+            Json::Object(m) => {
+                Json::Object(m.iter().map(|(k, v)| (k.clone(), v.canonical())).collect())
+            }
+            other => other.clone(),
+        }
+    }
+
     /// The text form, as MySQL prints a JSON value.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
@@ -528,7 +544,10 @@ impl Json {
         let (&code, payload) = bytes
             .split_first()
             .ok_or(CodecError::Truncated { needed: 1 })?;
-        let (v, used) = decode_payload(code, payload, 0)?;
+        // Values may not share bytes: at most one value per byte, so a corrupt form whose
+        // entries all point at one child cannot make the decoding exponential.
+        let mut budget = payload.len();
+        let (v, used) = decode_payload(code, payload, 0, &mut budget)?;
         match used == payload.len() {
             true => Ok(v),
             false => Err(CodecError::Trailing {
@@ -589,10 +608,18 @@ fn read_u64(bytes: &[u8]) -> Result<[u8; 8], CodecError> {
 }
 
 /// One value of type `code` at the front of `bytes`; the value and the bytes it used.
-fn decode_payload(code: u8, bytes: &[u8], depth: usize) -> Result<(Json, usize), CodecError> {
+fn decode_payload(
+    code: u8,
+    bytes: &[u8],
+    depth: usize,
+    budget: &mut usize,
+) -> Result<(Json, usize), CodecError> {
     if depth > JSON_DEPTH_MAX {
         return Err(CodecError::BadJson("nested too deep"));
     }
+    *budget = budget
+        .checked_sub(1)
+        .ok_or(CodecError::BadJson("more values than bytes"))?;
     Ok(match code {
         LITERAL => (
             decode_literal(*bytes.first().ok_or(CodecError::Truncated { needed: 1 })?)?,
@@ -664,7 +691,7 @@ fn decode_payload(code: u8, bytes: &[u8], depth: usize) -> Result<(Json, usize),
                             .get(offset..)
                             .filter(|_| offset >= values_at)
                             .ok_or(CodecError::BadJson("value past the container"))?;
-                        decode_payload(type_code, from, depth + 1)?.0
+                        decode_payload(type_code, from, depth + 1, budget)?.0
                     }
                 };
                 items.push(v);
@@ -855,6 +882,25 @@ mod tests {
                 let _ = Json::from_binary(&bad);
             }
         }
+        // Forty nested arrays of two entries that share one child decode in linear time
+        // (or fail), not in 2^40 steps.
+        let mut shared = vec![INT64, 0, 0, 0, 0, 0, 0, 0, 0];
+        for _ in 0..40 {
+            let child = shared.clone();
+            let mut body = vec![0u8; HEADER_BYTES + 2 * VALUE_ENTRY_BYTES];
+            body[0..4].copy_from_slice(&2u32.to_le_bytes());
+            for e in 0..2 {
+                let at = HEADER_BYTES + e * VALUE_ENTRY_BYTES;
+                body[at] = child[0];
+                let offset = (HEADER_BYTES + 2 * VALUE_ENTRY_BYTES) as u32;
+                body[at + 1..at + 5].copy_from_slice(&offset.to_le_bytes());
+            }
+            body.extend_from_slice(&child[1..]);
+            let size = body.len() as u32;
+            body[4..8].copy_from_slice(&size.to_le_bytes());
+            shared = [vec![ARRAY], body].concat();
+        }
+        assert!(Json::from_binary(&shared).is_err());
         // TiDB's layout, byte for byte: {"a": 1}.
         assert_eq!(
             parse(br#"{"a":1}"#).unwrap().to_binary(),
@@ -879,5 +925,6 @@ mod tests {
         assert!(compare(&v("9007199254740993"), &v("9007199254740992.0")).is_gt());
         assert!(compare(&v(r#"{"a": 1, "b": 2}"#), &v(r#"{"b": 2, "a": 1}"#)).is_eq());
         assert_eq!(v("[[1, [2]], {}]").depth(), 4);
+        assert_eq!(v("[1.0, 2.5]").canonical(), v("[1, 2.5]"));
     }
 }

@@ -147,6 +147,9 @@ impl AggFunc {
 /// decimal (MySQL's SUM of integers is a DECIMAL(65)); decimals stay decimals (1690 past
 /// 38 digits); anything else becomes float.
 fn add(acc: &Datum, v: &Datum) -> Result<Datum> {
+    if let Datum::Json(j) = v {
+        return add(acc, &crate::eval::json_scalar(j));
+    }
     Ok(match (acc, v) {
         (_, Datum::Null) => acc.clone(),
         (Datum::Null, v) => match v {
@@ -264,6 +267,13 @@ impl AggState {
                 }
             }
             AggState::Json(doc) => match (doc, args) {
+                (_, [.., Datum::Json(v)]) if v.depth() >= base::limits::JSON_DEPTH_MAX => {
+                    return Err(EvalError::Refused {
+                        code: 3157,
+                        state: "22032",
+                        message: codec::json::TOO_DEEP.into(),
+                    });
+                }
                 (Some(Json::Array(items)), [v]) => items.push(v.to_json()),
                 (doc @ None, [v]) => *doc = Some(Json::Array(vec![v.to_json()])),
                 (_, [Datum::Null, _]) => {

@@ -72,6 +72,21 @@ pub fn is_true(d: &Datum) -> Option<bool> {
     }
 }
 
+/// A JSON value where SQL wants a number or a string: a number as that number, true and
+/// false as 1 and 0, a string as its text, an array or object as its JSON text.
+pub fn json_scalar(j: &codec::json::Json) -> Datum {
+    use codec::json::Json;
+    match j {
+        Json::Int(v) => Datum::Int(*v),
+        Json::UInt(v) => Datum::UInt(*v),
+        Json::Double(v) => Datum::Float(*v),
+        Json::Bool(b) => Datum::Int(i64::from(*b)),
+        Json::String(s) => Datum::Bytes(s.clone().into_bytes()),
+        Json::Null => Datum::Bytes(b"null".to_vec()),
+        other => Datum::Bytes(other.to_text().into_bytes()),
+    }
+}
+
 /// A JSON value in a numeric context: its number; true 1, false 0; a string the number it
 /// starts with; anything else 0.
 fn json_number(j: &codec::json::Json) -> f64 {
@@ -172,7 +187,7 @@ pub fn group_key(values: &[Datum]) -> Vec<u8> {
             Datum::Float(f) => Datum::Float(f + 0.0),
             Datum::Bytes(b) => Datum::Bytes(canonical_text(b).into_owned()),
             Datum::Null => Datum::Null,
-            Datum::Json(j) => Datum::Json(j.clone()),
+            Datum::Json(j) => Datum::Json(j.canonical()),
         })
         .collect();
     encode_row(&canonical)
@@ -253,6 +268,12 @@ pub(crate) fn integer_result(v: i128, unsigned: bool, what: &str) -> Result<Datu
 fn arith(f: Func, a: &Datum, b: &Datum) -> Result<Datum> {
     if a.is_null() || b.is_null() {
         return Ok(Datum::Null);
+    }
+    if let Datum::Json(j) = a {
+        return arith(f, &json_scalar(j), b);
+    }
+    if let Datum::Json(j) = b {
+        return arith(f, a, &json_scalar(j));
     }
     let decimal = matches!(a, Datum::Decimal(_)) || matches!(b, Datum::Decimal(_));
     if (decimal || (f == Func::Div && is_integer(a) && is_integer(b)))
@@ -545,6 +566,9 @@ impl Expr {
             }
             Func::Neg => match arg(0)? {
                 Datum::Null => Datum::Null,
+                Datum::Json(j) => {
+                    return Expr::call(Func::Neg, vec![Expr::Const(json_scalar(&j))]).eval(&[]);
+                }
                 Datum::Float(v) => Datum::Float(-v),
                 Datum::Decimal(x) => Datum::Decimal(-x),
                 Datum::Bytes(b) => Datum::Float(-bytes_to_f64(&b)),
@@ -645,6 +669,9 @@ impl Expr {
             }
             Func::Abs => match arg(0)? {
                 Datum::Null => Datum::Null,
+                Datum::Json(j) => {
+                    return Expr::call(Func::Abs, vec![Expr::Const(json_scalar(&j))]).eval(&[]);
+                }
                 Datum::Float(v) => Datum::Float(v.abs()),
                 Datum::Decimal(x) if x.cmp_value(&Decimal::from_i64(0)).is_lt() => {
                     Datum::Decimal(-x)
@@ -737,7 +764,7 @@ impl Expr {
                     Func::Ord => st::ascii(&s, true),
                     Func::BitLength => Datum::Int(8 * s.len() as i64),
                     Func::Hex => match &v[0] {
-                        Datum::Bytes(b) => st::hex(b),
+                        Datum::Bytes(_) | Datum::Json(_) => st::hex(&s),
                         Datum::UInt(u) => Datum::Bytes(format!("{u:X}").into_bytes()),
                         Datum::Int(i) => Datum::Bytes(format!("{:X}", *i as u64).into_bytes()),
                         n => {

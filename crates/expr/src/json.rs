@@ -251,10 +251,25 @@ impl PathParser<'_> {
                         Leg::AnyIndex
                     } else {
                         let from = self.place()?;
+                        let before = self.at;
                         self.space();
-                        if self.eat(b"to") {
+                        // `m to n` needs the spaces around `to`, and m no later than n.
+                        if self.at > before && self.eat(b"to") {
+                            let to_at = self.at;
                             self.space();
-                            Leg::Range(from, self.place()?)
+                            if self.at == to_at {
+                                return Err(to_at);
+                            }
+                            let to = self.place()?;
+                            let backwards = match (from, to) {
+                                (Place::First(a), Place::First(b)) => a > b,
+                                (Place::Last(a), Place::Last(b)) => a < b,
+                                _ => false,
+                            };
+                            if backwards {
+                                return Err(self.at);
+                            }
+                            Leg::Range(from, to)
                         } else {
                             Leg::Index(from)
                         }
@@ -401,9 +416,15 @@ fn find<'a>(v: &'a Json, legs: &[Leg], at: &mut Vec<Step>, out: &mut Found<'a>) 
     }
 }
 
+/// The values `path` reaches in `v`, in document order, each place once (a path with `**`
+/// can reach one place along two ways; MySQL gives it once).
 fn values<'a>(v: &'a Json, path: &Path) -> Vec<&'a Json> {
     let mut out = Vec::new();
     find(v, &path.legs, &mut Vec::new(), &mut out);
+    if path.legs.contains(&Leg::AnyDescendant) {
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|(at, _)| seen.insert(location_text(at)));
+    }
     out.into_iter().map(|(_, v)| v).collect()
 }
 
@@ -423,8 +444,9 @@ fn path_arg(d: &Datum, exact: bool) -> Result<Option<Path>> {
     Ok(Some(p))
 }
 
-/// The value at an exact path (no wildcards), for changing it.
-fn at_mut<'a>(v: &'a mut Json, legs: &[Leg]) -> Option<&'a mut Json> {
+/// The value at an exact path (no wildcards), for changing it; `[0]` and `[last]` of a value
+/// that is no array name the value itself unless `strict` (JSON_ARRAY_INSERT's parent).
+fn at_mut<'a>(v: &'a mut Json, legs: &[Leg], strict: bool) -> Option<&'a mut Json> {
     let Some((leg, rest)) = legs.split_first() else {
         return Some(v);
     };
@@ -433,13 +455,13 @@ fn at_mut<'a>(v: &'a mut Json, legs: &[Leg]) -> Option<&'a mut Json> {
             let i = members
                 .binary_search_by(|(m, _)| json::key_order(m, k))
                 .ok()?;
-            at_mut(&mut members[i].1, rest)
+            at_mut(&mut members[i].1, rest, strict)
         }
         (Leg::Index(p), Json::Array(items)) => {
             let i = usize::try_from(p.resolve(items.len())).ok()?;
-            at_mut(items.get_mut(i)?, rest)
+            at_mut(items.get_mut(i)?, rest, strict)
         }
-        (Leg::Index(p), v) if p.resolve(1) == 0 => at_mut(v, rest),
+        (Leg::Index(p), v) if p.resolve(1) == 0 && !strict => at_mut(v, rest, strict),
         _ => None,
     }
 }
@@ -461,7 +483,7 @@ fn change(doc: &mut Json, path: &Path, value: Json, how: Change) {
         }
         return;
     };
-    let Some(parent) = at_mut(doc, parent) else {
+    let Some(parent) = at_mut(doc, parent, false) else {
         return;
     };
     match (last, parent) {
@@ -473,23 +495,32 @@ fn change(doc: &mut Json, path: &Path, value: Json, how: Change) {
                 _ => {}
             }
         }
+        // An index before the first element adds at the front, past the last at the end.
         (Leg::Index(p), Json::Array(items)) => {
-            let len = items.len();
-            let at = usize::try_from(p.resolve(len)).ok().filter(|i| *i < len);
+            let at = p.resolve(items.len());
             match (at, how) {
-                (Some(i), Change::Set | Change::Replace) => items[i] = value,
-                (None, Change::Set | Change::Insert) => items.push(value),
+                (i, Change::Set | Change::Replace) if i >= 0 && (i as usize) < items.len() => {
+                    items[i as usize] = value
+                }
+                (i, Change::Set | Change::Insert) if i < 0 => items.insert(0, value),
+                (i, Change::Set | Change::Insert) if i as usize >= items.len() => items.push(value),
                 _ => {}
             }
         }
-        (Leg::Index(p), parent) if !matches!(parent, Json::Array(_)) => match p.resolve(1) == 0 {
-            true if how != Change::Insert => *parent = value,
-            false if how != Change::Replace => {
-                let old = std::mem::replace(parent, Json::Null);
-                *parent = Json::Array(vec![old, value]);
+        (Leg::Index(p), parent) if !matches!(parent, Json::Array(_)) => {
+            let at = p.resolve(1);
+            match (at, how) {
+                (0, Change::Set | Change::Replace) => *parent = value,
+                (0, Change::Insert) | (_, Change::Replace) => {}
+                (_, Change::Set | Change::Insert) => {
+                    let old = std::mem::replace(parent, Json::Null);
+                    *parent = Json::Array(match at < 0 {
+                        true => vec![value, old],
+                        false => vec![old, value],
+                    });
+                }
             }
-            _ => {}
-        },
+        }
         _ => {}
     }
 }
@@ -499,7 +530,7 @@ fn remove(doc: &mut Json, path: &Path) {
     let Some((last, parent)) = path.legs.split_last() else {
         return;
     };
-    match (last, at_mut(doc, parent)) {
+    match (last, at_mut(doc, parent, false)) {
         (Leg::Member(k), Some(Json::Object(members))) => {
             if let Ok(i) = members.binary_search_by(|(m, _)| json::key_order(m, k)) {
                 members.remove(i);
@@ -663,6 +694,22 @@ fn int(v: bool) -> Datum {
 
 /// Evaluates JSON function `f` over its argument values.
 pub fn eval(f: Func, v: &[Datum]) -> Result<Datum> {
+    let result = eval_unchecked(f, v)?;
+    if let Datum::Json(j) = &result {
+        check_depth(j)?;
+    }
+    Ok(result)
+}
+
+/// MySQL's 3157 for a document nested deeper than JSON_DEPTH_MAX (one a function built).
+pub fn check_depth(j: &Json) -> Result<()> {
+    match j.depth() > base::limits::JSON_DEPTH_MAX {
+        true => Err(refused(3157, "22032", json::TOO_DEEP.into())),
+        false => Ok(()),
+    }
+}
+
+fn eval_unchecked(f: Func, v: &[Datum]) -> Result<Datum> {
     let doc = |i: usize| document(f, i, &v[i]);
     let some_null = |range: std::ops::Range<usize>| v[range].iter().any(Datum::is_null);
     Ok(match f {
@@ -685,6 +732,13 @@ pub fn eval(f: Func, v: &[Datum]) -> Result<Datum> {
         }
         Func::JsonQuote => match &v[0] {
             Datum::Null => Datum::Null,
+            Datum::Int(_) | Datum::UInt(_) | Datum::Float(_) | Datum::Decimal(_) => {
+                return Err(refused(
+                    3064,
+                    "HY000",
+                    "Incorrect type for argument 1 in function json_quote.".into(),
+                ));
+            }
             d => {
                 let mut out = String::new();
                 json::quote_into(&String::from_utf8_lossy(&crate::eval::text(d)), &mut out);
@@ -804,7 +858,7 @@ pub fn eval(f: Func, v: &[Datum]) -> Result<Datum> {
                 };
                 let value = pair[1].to_json();
                 if f == Func::JsonArrayAppend {
-                    if let Some(target) = at_mut(&mut d, &path.legs) {
+                    if let Some(target) = at_mut(&mut d, &path.legs, false) {
                         match target {
                             Json::Array(items) => items.push(value),
                             other => {
@@ -822,14 +876,14 @@ pub fn eval(f: Func, v: &[Datum]) -> Result<Datum> {
                         "A path expression is not a path to a cell in an array.".into(),
                     ));
                 };
-                if let Some(Json::Array(items)) = at_mut(&mut d, parent) {
+                if let Some(Json::Array(items)) = at_mut(&mut d, parent, true) {
                     let i = p.resolve(items.len()).clamp(0, items.len() as i64) as usize;
                     items.insert(i, value);
                 }
             }
             Datum::Json(d)
         }
-        Func::JsonMergePreserve | Func::JsonMergePatch => {
+        Func::JsonMergePreserve => {
             let mut docs = Vec::with_capacity(v.len());
             for i in 0..v.len() {
                 docs.push(doc(i)?);
@@ -837,15 +891,21 @@ pub fn eval(f: Func, v: &[Datum]) -> Result<Datum> {
             let Some(docs) = docs.into_iter().collect::<Option<Vec<Json>>>() else {
                 return Ok(Datum::Null);
             };
-            let merge = match f {
-                Func::JsonMergePreserve => merge_preserve,
-                _ => merge_patch,
-            };
-            Datum::Json(
-                docs.into_iter()
-                    .reduce(merge)
-                    .expect("two or more documents"),
-            )
+            let merged = docs.into_iter().reduce(merge_preserve);
+            Datum::Json(merged.expect("two or more documents"))
+        }
+        // A NULL makes the result NULL until a patch that is no object replaces it.
+        Func::JsonMergePatch => {
+            let mut merged = doc(0)?;
+            for i in 1..v.len() {
+                merged = match (merged, doc(i)?) {
+                    (_, None) => None,
+                    (_, Some(p)) if !matches!(p, Json::Object(_)) => Some(p),
+                    (None, Some(_)) => None,
+                    (Some(m), Some(p)) => Some(merge_patch(m, p)),
+                };
+            }
+            merged.map_or(Datum::Null, Datum::Json)
         }
         Func::JsonContains => {
             let (Some(target), Some(candidate)) = (doc(0)?, doc(1)?) else {
@@ -913,14 +973,28 @@ fn search(doc: &Datum, v: &[Datum]) -> Result<Datum> {
     }
     let one = one_or_all(f, &v[1])?;
     let mut pattern = crate::eval::text(&v[2]);
-    if let Some(escape) = v.get(3).filter(|e| !e.is_null()).map(crate::eval::text)
-        && let [e] = escape.as_slice()
-        && *e != b'\\'
-    {
-        pattern = pattern
-            .iter()
-            .map(|c| if c == e { b'\\' } else { *c })
-            .collect();
+    let escape = v.get(3).filter(|e| !e.is_null()).map(crate::eval::text);
+    match escape.as_deref() {
+        None | Some(b"" | b"\\") => {}
+        // Another escape character: it becomes `\`, and a `\` of the pattern a literal one.
+        Some(&[e]) => {
+            let mut escaped = Vec::with_capacity(pattern.len());
+            for c in pattern {
+                match c {
+                    _ if c == e => escaped.push(b'\\'),
+                    b'\\' => escaped.extend_from_slice(b"\\\\"),
+                    _ => escaped.push(c),
+                }
+            }
+            pattern = escaped;
+        }
+        Some(_) => {
+            return Err(refused(
+                1210,
+                "HY000",
+                "Incorrect arguments to ESCAPE".into(),
+            ));
+        }
     }
     let mut paths = Vec::new();
     for p in v.iter().skip(4) {
@@ -1149,5 +1223,71 @@ mod tests {
             ),
             "error 3158"
         );
+    }
+
+    #[test]
+    fn what_a_review_found_follows_mysql() {
+        for bad in ["$[2 to 1]", "$[1to 2]", "$[last-1 to last-3]"] {
+            assert_eq!(
+                call(Func::JsonExtract, &[b("[1, 2, 3]"), b(bad)]),
+                "error 3143",
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            call(Func::JsonExtract, &[b("[1, 2, 3]"), b("$[1 to 2]")]),
+            "[2, 3]"
+        );
+        assert_eq!(call(Func::JsonExtract, &[b("[1]"), b("$**[0]")]), "[1]");
+        assert_eq!(
+            call(
+                Func::JsonExtract,
+                &[b(r#"{"a":{"a":{"b":1}}}"#), b("$**.a**.b")]
+            ),
+            "[1]"
+        );
+        assert_eq!(
+            call(Func::JsonSet, &[b("[1,2]"), b("$[last-5]"), Datum::Int(9)]),
+            "[9, 1, 2]"
+        );
+        assert_eq!(
+            call(Func::JsonInsert, &[b("5"), b("$[last-1]"), Datum::Int(9)]),
+            "[9, 5]"
+        );
+        assert_eq!(
+            call(
+                Func::JsonArrayInsert,
+                &[b(r#"{"a":{"b":[1]}}"#), b("$.a[0].b[0]"), Datum::Int(9)]
+            ),
+            r#"{"a": {"b": [1]}}"#
+        );
+        assert_eq!(call(Func::JsonMergePatch, &[Datum::Null, b("[1]")]), "[1]");
+        assert_eq!(
+            call(Func::JsonMergePatch, &[b("{}"), Datum::Null, b("2")]),
+            "2"
+        );
+        assert_eq!(call(Func::JsonMergePatch, &[Datum::Null, b("{}")]), "NULL");
+        let deep = format!("{}{}", "[".repeat(100), "]".repeat(100));
+        let deep = Datum::Json(json::parse(deep.as_bytes()).unwrap());
+        assert_eq!(call(Func::JsonArray, &[deep]), "error 3157");
+        assert_eq!(
+            call(
+                Func::JsonSearch,
+                &[b(r#"["a\\b", "a|b"]"#), b("all"), b("a\\%"), b("|")]
+            ),
+            r#""$[0]""#
+        );
+        assert_eq!(
+            call(
+                Func::JsonSearch,
+                &[b(r#"["a%b", "axb"]"#), b("all"), b("a|%b"), b("|")]
+            ),
+            r#""$[0]""#
+        );
+        assert_eq!(
+            call(Func::JsonSearch, &[b("[]"), b("all"), b("a"), b("||")]),
+            "error 1210"
+        );
+        assert_eq!(call(Func::JsonQuote, &[Datum::Int(1)]), "error 3064");
     }
 }

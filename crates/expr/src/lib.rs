@@ -344,13 +344,23 @@ impl EvalError {
     pub fn sql_state(&self) -> &'static str {
         match self {
             EvalError::Refused { state, .. } => state,
-            EvalError::OutOfRange(_) => "22003",
-            EvalError::BadPlan(_) => "HY000",
+            _ => sql_state_of(self.mysql_code()),
         }
     }
 }
 
 pub type Result<T> = std::result::Result<T, EvalError>;
+
+/// The SQLSTATE of an evaluation error known by its code only (one a kv node's coprocessor
+/// reported).
+pub fn sql_state_of(code: u16) -> &'static str {
+    match code {
+        1690 => "22003",
+        3140 | 3141 | 3146 | 3157 | 3158 => "22032",
+        3143 | 3149 | 3153 | 3154 | 3165 => "42000",
+        _ => "HY000",
+    }
+}
 
 impl Expr {
     pub fn col(i: usize) -> Expr {

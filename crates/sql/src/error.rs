@@ -162,7 +162,9 @@ impl From<KvError> for SqlError {
                 "HY000",
                 format!("Lock wait timeout exceeded; try restarting transaction ({e})"),
             ),
-            KvError::Coprocessor { code, message } => err(*code, "HY000", message.clone()),
+            KvError::Coprocessor { code, message } => {
+                err(*code, expr::sql_state_of(*code), message.clone())
+            }
             KvError::GcTooEarly {
                 start_ts,
                 safe_point,

@@ -249,7 +249,8 @@ fn shift(e: &Expr, base: usize) -> Expr {
 
 /// A hash key for join values: numbers of every kind meet as floats (5, 5.0 and UNSIGNED 5
 /// collide), dates and datetimes at full precision (a DATE meets the DATETIME at its
-/// midnight), other text as itself. Equal SQL values share a key; a collision of unequal
+/// midnight), other text as itself; a JSON string meets the SQL string it equals, other
+/// JSON values their canonical form. Equal SQL values share a key; a collision of unequal
 /// ones is harmless because the join condition is checked on every candidate pair.
 fn join_key(values: &[Datum]) -> Vec<u8> {
     let canonical: Vec<Datum> = values
@@ -257,6 +258,10 @@ fn join_key(values: &[Datum]) -> Vec<u8> {
         .map(|v| match (v.as_f64(), v) {
             (Some(f), _) => Datum::Float(f),
             (None, Datum::Bytes(b)) => Datum::Bytes(expr::eval::canonical_text(b).into_owned()),
+            (None, Datum::Json(codec::json::Json::String(s))) => {
+                Datum::Bytes(s.clone().into_bytes())
+            }
+            (None, Datum::Json(j)) => Datum::Json(j.canonical()),
             (None, other) => other.clone(),
         })
         .collect();

@@ -171,8 +171,16 @@ impl SqlType {
         if d.is_null() {
             return Ok(Datum::Null);
         }
-        if let (Datum::Json(j), false) = (&d, *self == SqlType::Json) {
-            return self.convert(json_scalar(j), column, row);
+        // A JSON value kept as text keeps its JSON form (`"Joe"`, `true`); as anything else
+        // it is the number or string it holds.
+        match (&d, self) {
+            (Datum::Json(j), SqlType::String { .. }) => {
+                return self.convert(Datum::Bytes(j.to_text().into_bytes()), column, row);
+            }
+            (Datum::Json(j), t) if *t != SqlType::Json => {
+                return self.convert(expr::eval::json_scalar(j), column, row);
+            }
+            _ => {}
         }
         match *self {
             SqlType::Int { bytes, unsigned } => {
@@ -280,33 +288,29 @@ impl SqlType {
                 Ok(Datum::Bytes(bytes))
             }
             // As MySQL: a string must be JSON text; a number or date needs a CAST.
-            SqlType::Json => match d {
-                Datum::Json(j) => Ok(Datum::Json(j)),
-                Datum::Bytes(b) => codec::json::parse(&b)
-                    .map(Datum::Json)
-                    .map_err(|e| invalid_json(column, e.message, e.position)),
-                _ => Err(invalid_json(column, "not a JSON text, may need CAST", 0)),
-            },
+            SqlType::Json => {
+                let j = match d {
+                    Datum::Json(j) => j,
+                    Datum::Bytes(b) => codec::json::parse(&b)
+                        .map_err(|e| invalid_json(column, e.message, e.position))?,
+                    _ => return Err(invalid_json(column, "not a JSON text, may need CAST", 0)),
+                };
+                expr::json::check_depth(&j)?;
+                Ok(Datum::Json(j))
+            }
         }
     }
 }
 
-/// A JSON value stored in a column of another type: a number as that number, a string as
-/// its text, true and false as 1 and 0, anything else as its JSON text.
-fn json_scalar(j: &codec::json::Json) -> Datum {
-    use codec::json::Json;
-    match j {
-        Json::Int(v) => Datum::Int(*v),
-        Json::UInt(v) => Datum::UInt(*v),
-        Json::Double(v) => Datum::Float(*v),
-        Json::Bool(b) => Datum::Int(i64::from(*b)),
-        Json::String(s) => Datum::Bytes(s.clone().into_bytes()),
-        other => Datum::Bytes(other.to_text().into_bytes()),
-    }
-}
-
-/// MySQL's 3140 for a value a JSON column refuses.
+/// MySQL's 3140 for a value a JSON column refuses (3157 for one nested too deep).
 fn invalid_json(column: &str, message: &str, position: usize) -> SqlError {
+    if message == codec::json::TOO_DEEP {
+        return SqlError {
+            code: 3157,
+            state: "22032",
+            message: message.into(),
+        };
+    }
     SqlError {
         code: 3140,
         state: "22032",
