@@ -2,7 +2,10 @@
 //!
 //! An ALTER TABLE's operations are applied in order to a copy of the table's definition,
 //! then the new definition replaces the old one in one DDL transaction (failing if another
-//! DDL changed the table meanwhile), then new indexes are backfilled (as CREATE INDEX is).
+//! DDL changed the table meanwhile). New indexes come first: they join the old definition
+//! (with any column the ALTER adds) and are backfilled as CREATE INDEX is; one that fails (a
+//! duplicate for a unique index) puts the old definition back, so the statement changes
+//! nothing, as MySQL's.
 //! What needs no data written is instant: ADD COLUMN [FIRST | AFTER c], DROP COLUMN,
 //! RENAME COLUMN, ALTER COLUMN SET/DROP DEFAULT, the position, name, default and
 //! nullability of CHANGE/MODIFY, DROP INDEX, RENAME INDEX (crate::dialect), RENAME TO. CHANGE/MODIFY may also
@@ -20,8 +23,9 @@
 //! before it (so `a TO tmp, b TO a, tmp TO b` swaps two tables); a table keeps its id and
 //! rows, and may move to another database.
 //!
-//! Known gap, as for CREATE INDEX: a transaction that read the old definition and commits
-//! after the check can write a value the new type would refuse.
+//! Known gaps, as for CREATE INDEX: a transaction that read the old definition and commits
+//! after the check can write a value the new type would refuse; a RENAME of the table while
+//! its new index is backfilled fails the ALTER but leaves that index half built.
 
 use sqlparser::ast::{self, AlterTableOperation as Op, TableConstraint};
 
@@ -44,6 +48,8 @@ struct Plan {
     checks: Vec<i64>,
     /// CHECK constraints added, which every stored row must meet.
     constraints: Vec<String>,
+    /// Columns (by id) this ALTER adds.
+    added: Vec<i64>,
 }
 
 fn unknown_column(name: &str, table: &str) -> SqlError {
@@ -171,7 +177,11 @@ fn changed_column(
         ));
     }
     check_default(&new)?;
-    new.origin_default = old.origin_default.clone();
+    // A column added by this same ALTER reads as its final definition says.
+    match plan.added.contains(&old.id) {
+        true => set_origin_default(&mut new)?,
+        false => new.origin_default = old.origin_default.clone(),
+    }
     if t.handle_column == Some(at)
         || t.indexes
             .iter()
@@ -184,6 +194,27 @@ fn changed_column(
     }
     t.columns[at] = new;
     place(t, at, position)
+}
+
+/// The value rows stored before column `col` was added read for it: its DEFAULT (with
+/// CURRENT_TIMESTAMP read now), else its type's implicit one (1067 if the type refuses it).
+fn set_origin_default(col: &mut ColumnInfo) -> Result<()> {
+    col.origin_default = Some(match &col.default {
+        Some(Default::CurrentTimestamp) => {
+            Default::Text(crate::time::DateTime::now().datetime_text(0))
+        }
+        Some(d) => d.clone(),
+        None => implicit_default(col),
+    });
+    let value = crate::rows::missing_value(col);
+    match col.ty.convert(value, &col.name, 0) {
+        Ok(_) => Ok(()),
+        Err(_) => Err(SqlError {
+            code: 1067,
+            state: "42000",
+            message: format!("Invalid default value for '{}'", col.name),
+        }),
+    }
 }
 
 /// A default the column's type takes (1067 otherwise).
@@ -231,23 +262,10 @@ fn apply(t: &mut TableInfo, op: &Op, plan: &mut Plan, schema: &Schema, db: &str)
                     "add a generated column with ALTER TABLE (define it in CREATE TABLE)",
                 ));
             }
-            col.origin_default = Some(match &col.default {
-                Some(Default::CurrentTimestamp) => {
-                    Default::Text(crate::time::DateTime::now().datetime_text(0))
-                }
-                Some(d) => d.clone(),
-                None => implicit_default(&col),
-            });
-            let value = crate::rows::missing_value(&col);
-            if col.ty.convert(value, &col.name, 0).is_err() {
-                return Err(SqlError {
-                    code: 1067,
-                    state: "42000",
-                    message: format!("Invalid default value for '{}'", col.name),
-                });
-            }
+            set_origin_default(&mut col)?;
             let to = position_of(t, column_position)?;
             t.next_column_id += 1;
+            plan.added.push(col.id);
             t.columns.push(col);
             move_column(t, t.columns.len() - 1, to);
             for check in keys.checks {
@@ -367,18 +385,28 @@ fn apply(t: &mut TableInfo, op: &Op, plan: &mut Plan, schema: &Schema, db: &str)
             crate::row_rules::check_constraint(t, k, None)?;
             plan.constraints.push(t.checks[k].name.clone());
         }
-        Op::AddConstraint { constraint, .. } => add_constraint(t, constraint)?,
-        // DROP CONSTRAINT name: a CHECK of that name, else a unique index (MySQL 8.0.19).
+        Op::AddConstraint { constraint, .. } => add_constraint(t, constraint, plan)?,
+        // DROP CONSTRAINT name: a CHECK of that name, else a unique index (MySQL 8.0.19);
+        // DROP CHECK name (crate::dialect marks it RESTRICT): a CHECK only.
         Op::DropConstraint {
-            name, if_exists, ..
+            name,
+            if_exists,
+            drop_behavior,
         } => {
             let name = &name.value;
+            let check_only = *drop_behavior == Some(ast::DropBehavior::Restrict);
             if let Some(k) = t
                 .checks
                 .iter()
                 .position(|c| c.name.eq_ignore_ascii_case(name))
             {
                 t.checks.remove(k);
+            } else if check_only {
+                return Err(SqlError {
+                    code: 3821,
+                    state: "HY000",
+                    message: format!("Check constraint '{name}' is not found in the table."),
+                });
             } else if let Some(i) = t
                 .indexes
                 .iter()
@@ -478,7 +506,7 @@ fn column_def(
 }
 
 /// ADD INDEX, ADD UNIQUE, ADD PRIMARY KEY (a unique index, as the table's handle stays).
-fn add_constraint(t: &mut TableInfo, constraint: &TableConstraint) -> Result<()> {
+fn add_constraint(t: &mut TableInfo, constraint: &TableConstraint, plan: &mut Plan) -> Result<()> {
     let (name, columns, unique, primary) = match constraint {
         TableConstraint::Index(ix) => (
             ix.name.as_ref().map(|n| n.value.clone()),
@@ -506,10 +534,12 @@ fn add_constraint(t: &mut TableInfo, constraint: &TableConstraint) -> Result<()>
     if t.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&name)) {
         return Err(duplicate_key(&name));
     }
+    // A primary key's columns become NOT NULL: no stored row may hold a NULL there.
     if primary {
         for &c in &columns {
             if t.columns[c].nullable {
                 t.columns[c].nullable = false;
+                plan.checks.push(t.columns[c].id);
             }
         }
     }
@@ -621,77 +651,131 @@ pub async fn alter_table(
     if !plan.checks.is_empty() || !plan.constraints.is_empty() {
         check_rows(client, &version, &t, &plan).await?;
     }
-    let old_key = table_key(t.db_id, &t.name);
+    crate::ddl::check_names_free(schema, &t, &version)?;
+    let old_key = table_key(version.db_id, &version.name);
     if let Some((db_id, name)) = &plan.rename {
+        rename_checks(&mut t, name);
         (t.db_id, t.name) = (*db_id, name.clone());
     }
     let new_key = table_key(t.db_id, &t.name);
-    let renamed = old_key != new_key;
-    let new_indexes = std::sync::Mutex::new(Vec::new());
+    let mut version = (*version).clone();
+    if t.indexes.iter().any(|i| i.id == 0) {
+        // New indexes join the old definition first (with the columns this ALTER adds, which
+        // they may cover) and are backfilled; one that fails (a duplicate for a unique one)
+        // leaves the table as it was, whatever else the statement does.
+        let mut staged = version.clone();
+        for c in &t.columns {
+            if !staged.columns.iter().any(|s| s.id == c.id) {
+                staged.columns.push(c.clone());
+            }
+        }
+        staged.next_column_id = t.next_column_id;
+        for idx in t.indexes.iter().filter(|i| i.id == 0) {
+            let offset = |c: &usize| {
+                let id = t.columns[*c].id;
+                staged
+                    .columns
+                    .iter()
+                    .position(|s| s.id == id)
+                    .expect("added above")
+            };
+            let columns = idx.columns.iter().map(offset).collect();
+            staged.indexes.push(IndexInfo {
+                columns,
+                ..idx.clone()
+            });
+        }
+        let new_count = staged.indexes.len() - version.indexes.len();
+        let staged = commit_definition(client, &old_key, &old_key, &version, staged).await?;
+        let ids: Vec<i64> = staged.indexes[version.indexes.len()..]
+            .iter()
+            .map(|i| i.id)
+            .collect();
+        debug_assert_eq!(ids.len(), new_count);
+        // Every node's cached schema has the indexes before the backfill reads (catalog.rs).
+        crate::catalog::wait_out_lease().await;
+        for idx in &staged.indexes[version.indexes.len()..] {
+            if let Err(e) = backfill(client, &staged, idx).await {
+                if commit_definition(client, &old_key, &old_key, &staged, version.clone())
+                    .await
+                    .is_err()
+                {
+                    for id in &ids {
+                        let _ = drop_index_by_id(client, &old_key, *id).await;
+                    }
+                }
+                return Err(e);
+            }
+        }
+        for (idx, id) in t.indexes.iter_mut().filter(|i| i.id == 0).zip(ids) {
+            idx.id = id;
+        }
+        version = staged;
+    }
+    commit_definition(client, &old_key, &new_key, &version, t).await?;
+    Ok(())
+}
+
+/// Replaces the definition `expected` at `from` with `t` at `to` (a rename when they
+/// differ) in one DDL transaction; indexes without an id get one. Fails if another DDL
+/// changed the table since `expected` was read, or `to` is taken. Returns what it wrote.
+async fn commit_definition(
+    client: &Client,
+    from: &[u8],
+    to: &[u8],
+    expected: &TableInfo,
+    t: TableInfo,
+) -> Result<TableInfo> {
+    let written = std::sync::Mutex::new(None);
     in_ddl_txn(client, |mut txn| {
-        let (old_key, new_key, version, new_indexes) = (
-            old_key.clone(),
-            new_key.clone(),
-            version.clone(),
-            &new_indexes,
-        );
         let mut t = t.clone();
+        let written = &written;
         async move {
-            // Another DDL changed the table since it was read: say so rather than undo it.
-            let current = txn.get_for_update(&old_key).await?;
+            let current = txn.get_for_update(from).await?;
             let unchanged = current
                 .as_deref()
                 .and_then(|v| serde_json::from_slice::<TableInfo>(v).ok())
-                .is_some_and(|c| c == *version);
+                .is_some_and(|c| c == *expected);
             if !unchanged {
                 return Err(SqlError::unknown(
                     "the table changed while it was altered; try again",
                 ));
             }
-            if renamed && txn.get_for_update(&new_key).await?.is_some() {
+            if from != to && txn.get_for_update(to).await?.is_some() {
                 return Err(SqlError::table_exists(&t.name));
             }
-            let mut added = Vec::new();
             for idx in t.indexes.iter_mut().filter(|i| i.id == 0) {
                 idx.id = Catalog::alloc_ids(&mut txn, 1).await?;
-                added.push(idx.id);
             }
-            *new_indexes.lock().expect("not poisoned") = added;
-            if renamed {
-                txn.delete(old_key);
+            if from != to {
+                txn.delete(from.to_vec());
             }
             txn.put(
-                new_key,
+                to.to_vec(),
                 serde_json::to_vec(&t).expect("table info serializes"),
             );
+            *written.lock().expect("not poisoned") = Some(t);
             Ok(txn)
         }
     })
     .await?;
-    let added = new_indexes.into_inner().expect("not poisoned");
-    if added.is_empty() {
-        return Ok(());
-    }
-    // Every node's cached schema has the indexes before the backfill reads (catalog.rs).
-    crate::catalog::wait_out_lease().await;
-    let snapshot = client.snapshot(client.current_ts().await?, 0);
-    let current: TableInfo = match snapshot.get(&new_key).await? {
-        Some(v) => serde_json::from_slice(&v)
-            .map_err(|e| SqlError::unknown(format!("corrupt table record: {e}")))?,
-        None => return Err(SqlError::no_table(db, &t.name)),
-    };
-    for id in &added {
-        let Some(idx) = current.indexes.iter().find(|i| i.id == *id) else {
-            continue;
-        };
-        if let Err(e) = backfill(client, &current, idx).await {
-            for id in &added {
-                let _ = drop_index_by_id(client, &new_key, *id).await;
-            }
-            return Err(e);
+    Ok(written
+        .into_inner()
+        .expect("not poisoned")
+        .expect("a committed change wrote its definition"))
+}
+
+/// MySQL renames a table's CHECKs that carry its generated names (`old_chk_1` →
+/// `new_chk_1`) with it.
+pub fn rename_checks(t: &mut TableInfo, new_name: &str) {
+    let prefix = format!("{}_chk_", t.name);
+    for c in &mut t.checks {
+        if let Some(n) = c.name.strip_prefix(&prefix)
+            && n.parse::<u32>().is_ok()
+        {
+            c.name = format!("{new_name}_chk_{n}");
         }
     }
-    Ok(())
 }
 
 /// RENAME TABLE `a TO b, ...` (names qualified by `db` when they have no database).
@@ -737,6 +821,7 @@ pub async fn rename_tables(
                 }
                 let mut t: TableInfo = serde_json::from_slice(&v)
                     .map_err(|e| SqlError::unknown(format!("corrupt table record: {e}")))?;
+                rename_checks(&mut t, &new);
                 (t.db_id, t.name) = (new_id, new.clone());
                 pending.insert(from, None);
                 pending.insert(

@@ -197,6 +197,30 @@ fn check_of(name: Option<&ast::Ident>, c: &ast::CheckConstraint) -> (Option<Stri
     )
 }
 
+/// MySQL's 3822 when a CHECK of `t` that `before` lacks (`before` is `t` before an ALTER)
+/// has the name of another table's CHECK in its database: CHECK names are per database.
+pub(crate) fn check_names_free(schema: &Schema, t: &TableInfo, before: &TableInfo) -> Result<()> {
+    let others: Vec<&crate::catalog::CheckConstraint> = schema
+        .dbs
+        .values()
+        .filter(|(d, _)| d.id == t.db_id)
+        .flat_map(|(_, tables)| tables.values())
+        .filter(|o| o.id != t.id)
+        .flat_map(|o| o.checks.iter())
+        .collect();
+    for c in &t.checks {
+        let new = !before.checks.iter().any(|b| b.name == c.name);
+        if new && others.iter().any(|o| o.name.eq_ignore_ascii_case(&c.name)) {
+            return Err(SqlError {
+                code: 3822,
+                state: "HY000",
+                message: format!("Duplicate check constraint name '{}'.", c.name),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Adds a CHECK to `t` (named as MySQL names it when it has no name): its offset.
 pub(crate) fn add_check(
     t: &mut TableInfo,
@@ -443,6 +467,18 @@ pub async fn create_table(
         },
         None => table_from_ast(db_info.id, ct)?,
     };
+    let mut proto_table = proto_table;
+    if let Some(source) = like {
+        // A copy's generated CHECK names follow its own name, as MySQL's do.
+        proto_table.name = source.name.clone();
+        crate::alter::rename_checks(&mut proto_table, &split_name(&ct.name).1);
+        proto_table.name = split_name(&ct.name).1;
+    }
+    let without_checks = TableInfo {
+        checks: Vec::new(),
+        ..proto_table.clone()
+    };
+    check_names_free(schema, &proto_table, &without_checks)?;
     let key = table_key(db_info.id, &proto_table.name);
     in_ddl_txn(client, |mut txn| {
         let (mut t, key) = (proto_table.clone(), key.clone());
@@ -661,12 +697,11 @@ pub async fn create_index(
             message: format!("Duplicate key name '{name}'"),
         });
     }
-    let columns = index_columns(&t, &ci.columns)?;
+    index_columns(&t, &ci.columns)?;
     let key = table_key(t.db_id, &t.name);
     let index_id = std::sync::atomic::AtomicI64::new(0);
     in_ddl_txn(client, |mut txn| {
-        let (key, name, columns, index_id) =
-            (key.clone(), name.clone(), columns.clone(), &index_id);
+        let (key, name, index_id) = (key.clone(), name.clone(), &index_id);
         let table_name = table_name.clone();
         async move {
             let Some(v) = txn.get_for_update(&key).await? else {
@@ -674,6 +709,8 @@ pub async fn create_index(
             };
             let mut t: TableInfo = serde_json::from_slice(&v)
                 .map_err(|e| SqlError::unknown(format!("corrupt table record: {e}")))?;
+            // Offsets in the definition as it is now (an ALTER may have moved columns).
+            let columns = index_columns(&t, &ci.columns)?;
             let id = Catalog::alloc_ids(&mut txn, 1).await?;
             index_id.store(id, std::sync::atomic::Ordering::Relaxed);
             t.indexes.push(IndexInfo {

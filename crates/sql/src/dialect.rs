@@ -41,10 +41,11 @@ fn alter_table_more(parser: &mut Parser) -> Result<Statement, ParserError> {
     parser.expect_keywords(&[Keyword::ALTER, Keyword::TABLE])?;
     let name = parser.parse_object_name(false)?;
     let operation = if parser.parse_keywords(&[Keyword::DROP, Keyword::CHECK]) {
+        // RESTRICT marks it as DROP CHECK (crate::alter): MySQL has no DROP ... RESTRICT.
         ast::AlterTableOperation::DropConstraint {
             if_exists: false,
             name: parser.parse_identifier()?,
-            drop_behavior: None,
+            drop_behavior: Some(ast::DropBehavior::Restrict),
         }
     } else {
         parser.expect_keyword(Keyword::RENAME)?;

@@ -77,7 +77,8 @@ fn convert_row(t: &TableInfo, mut row: Vec<Datum>, row_no: usize) -> Result<Vec<
     for (i, c) in t.columns.iter().enumerate() {
         let v = std::mem::replace(&mut row[i], Datum::Null);
         let v = c.ty.convert(v, &c.name, row_no)?;
-        if v.is_null() && !c.nullable {
+        // A generated column is computed (and checked) by finish_row.
+        if v.is_null() && !c.nullable && c.generated.is_none() {
             return Err(SqlError::not_null(&c.name));
         }
         row[i] = v;
@@ -110,13 +111,27 @@ fn assignments(
             let col = t
                 .column(&name)
                 .ok_or_else(|| SqlError::unknown_column(&name, "field list"))?;
-            if t.columns[col].generated.is_some() {
+            if t.columns[col].generated.is_some() && !is_default(&a.value) {
                 return Err(crate::row_rules::value_for_generated(&name, &t.name));
             }
-            let e = Binder::new(scope, ctx.variable).bind(&a.value)?;
+            let e = match is_default(&a.value) {
+                true => Expr::Const(default_value(t.columns[col].default.as_ref())),
+                false => Binder::new(scope, ctx.variable).bind(&a.value)?,
+            };
             Ok((col, e))
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()
+        // `SET g = DEFAULT` of a generated column: it is computed anyway.
+        .map(|sets| {
+            sets.into_iter()
+                .filter(|(c, _)| t.columns[*c].generated.is_none())
+                .collect()
+        })
+}
+
+/// Whether `e` is the word DEFAULT (a column's default, in VALUES or SET).
+fn is_default(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("DEFAULT"))
 }
 
 /// Applies `sets` to `row` in order, each seeing the assignments before it, as MySQL does;
@@ -272,17 +287,12 @@ pub async fn insert(
         .source
         .as_ref()
         .ok_or_else(|| SqlError::not_supported("INSERT ... SET"))?;
-    // A generated column takes no value but DEFAULT (one named in the column list, or in
-    // a row of VALUES without a list).
+    // A generated column takes no value but DEFAULT in VALUES, and none from a SELECT.
     let generated_named = |c: usize| {
         (t.columns[c].generated.is_some())
             .then(|| crate::row_rules::value_for_generated(&t.columns[c].name, &t.name))
     };
-    if !ins.columns.is_empty()
-        && let Some(e) = columns.iter().find_map(|&c| generated_named(c))
-    {
-        return Err(e);
-    }
+
     let on_duplicate = match &ins.on {
         Some(ast::OnInsert::DuplicateKeyUpdate(sets)) => Some(sets),
         None => None,
@@ -386,6 +396,14 @@ pub async fn insert_rows(
         let done = prepare_row(ctx, t, &mut row, row_no, &mut affected, converted)
             .await
             .map(|handle| (row, handle));
+        // As MySQL's INSERT IGNORE (and LOAD DATA LOCAL): a row that fails a CHECK is
+        // skipped with the error as a warning.
+        if let (Err(e), OnDuplicate::Ignore) = (&done, &on_duplicate)
+            && e.code == 3819
+        {
+            affected.warnings.push((e.code, e.message.clone()));
+            continue;
+        }
         let failed = done.is_err();
         prepared.push(done);
         if failed {

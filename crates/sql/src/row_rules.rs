@@ -67,8 +67,59 @@ impl Rule<'_> {
     }
 }
 
-/// `e` bound over a row of `t`'s columns; a session function or variable is `rule`'s error.
+/// Functions whose value is not the row's alone (time, randomness, the session): MySQL
+/// refuses them in generated columns and CHECKs.
+const NONDETERMINISTIC: [&str; 31] = [
+    "now",
+    "current_timestamp",
+    "localtime",
+    "localtimestamp",
+    "sysdate",
+    "curdate",
+    "current_date",
+    "curtime",
+    "current_time",
+    "utc_date",
+    "utc_time",
+    "utc_timestamp",
+    "unix_timestamp",
+    "rand",
+    "uuid",
+    "uuid_short",
+    "connection_id",
+    "current_user",
+    "user",
+    "session_user",
+    "system_user",
+    "database",
+    "schema",
+    "found_rows",
+    "last_insert_id",
+    "row_count",
+    "version",
+    "get_lock",
+    "release_lock",
+    "sleep",
+    "benchmark",
+];
+
+/// `e` bound over a row of `t`'s columns; a nondeterministic function, a subquery or a
+/// variable is `rule`'s error.
 pub fn bind(t: &TableInfo, e: &ast::Expr, rule: Rule<'_>) -> Result<Expr> {
+    let refused = ast::visit_expressions(e, |x| match x {
+        ast::Expr::Function(f)
+            if NONDETERMINISTIC.contains(&f.name.to_string().to_ascii_lowercase().as_str()) =>
+        {
+            std::ops::ControlFlow::Break(())
+        }
+        ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. } => {
+            std::ops::ControlFlow::Break(())
+        }
+        _ => std::ops::ControlFlow::Continue(()),
+    });
+    if refused.is_break() {
+        return Err(rule.disallowed());
+    }
     let scope = Scope {
         columns: t
             .columns
@@ -175,6 +226,16 @@ pub fn check_generated(t: &TableInfo, i: usize) -> Result<()> {
 pub fn check_constraint(t: &TableInfo, k: usize, column: Option<usize>) -> Result<()> {
     let check = &t.checks[k];
     let e = bind(t, &parse_expr(&check.expr)?, Rule::Check(&check.name))?;
+    if reads(t, &e).iter().any(|&j| t.columns[j].auto_increment) {
+        return Err(SqlError {
+            code: 3818,
+            state: "HY000",
+            message: format!(
+                "Check constraint '{}' cannot refer to an auto-increment column.",
+                check.name
+            ),
+        });
+    }
     if let Some(c) = column
         && reads(t, &e).iter().any(|&j| j != c)
     {

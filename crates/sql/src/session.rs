@@ -2194,14 +2194,16 @@ impl Session {
             | Statement::Drop { .. }
             | Statement::Truncate(_) => {
                 self.commit_open().await?;
-                self.ddl(s).await?;
+                let done = self.ddl(s).await;
                 // Before it returns, the change is in this node's schema and one schema lease
-                // has passed for every other node's (catalog.rs). The DDL has committed: a
-                // failed refresh is logged, not reported as the DDL's failure.
+                // has passed for every other node's (catalog.rs), also after a failure (an
+                // ALTER that failed may have committed a step and taken it back). A failed
+                // refresh is logged, not reported as the DDL's outcome.
                 if let Err(e) = self.shared.catalog.refresh().await {
                     tracing::warn!("schema refresh after DDL failed: {}", e.message);
                 }
                 crate::catalog::wait_out_lease().await;
+                done?;
                 Ok(Output::done(0))
             }
             Statement::Analyze(a) => {
