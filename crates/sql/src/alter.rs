@@ -50,6 +50,8 @@ struct Plan {
     constraints: Vec<String>,
     /// Columns (by id) this ALTER adds.
     added: Vec<i64>,
+    /// Foreign keys added, which every stored row must meet.
+    foreign_keys: Vec<String>,
 }
 
 fn unknown_column(name: &str, table: &str) -> SqlError {
@@ -286,6 +288,7 @@ fn apply(t: &mut TableInfo, op: &Op, plan: &mut Plan, schema: &Schema, db: &str)
                     }
                     return Err(cannot_drop(&name.value));
                 };
+                crate::foreign_keys::needed(schema, t, Some(at), None)?;
                 let indexed = t.handle_column == Some(at)
                     || t.indexes.iter().any(|i| i.columns.contains(&at));
                 if indexed {
@@ -385,6 +388,16 @@ fn apply(t: &mut TableInfo, op: &Op, plan: &mut Plan, schema: &Schema, db: &str)
             crate::row_rules::check_constraint(t, k, None)?;
             plan.constraints.push(t.checks[k].name.clone());
         }
+        Op::AddConstraint {
+            constraint: TableConstraint::ForeignKey(fk),
+            ..
+        } => {
+            let parent = crate::ddl::referenced_table(schema, db, t, fk)?;
+            let key = crate::foreign_keys::from_ast(t, fk, parent.as_deref())?;
+            plan.foreign_keys.push(key.name.clone());
+            let index_name = fk.index_name.as_ref().map(|n| n.value.clone());
+            crate::foreign_keys::add(t, key, index_name)?;
+        }
         Op::AddConstraint { constraint, .. } => add_constraint(t, constraint, plan)?,
         // DROP CONSTRAINT name: a CHECK of that name, else a unique index (MySQL 8.0.19);
         // DROP CHECK name (crate::dialect marks it RESTRICT): a CHECK only.
@@ -412,6 +425,7 @@ fn apply(t: &mut TableInfo, op: &Op, plan: &mut Plan, schema: &Schema, db: &str)
                 .iter()
                 .position(|i| i.name.eq_ignore_ascii_case(name) && i.unique)
             {
+                crate::foreign_keys::needed(schema, t, None, Some(&t.indexes[i]))?;
                 t.indexes.remove(i);
             } else if !*if_exists {
                 return Err(SqlError {
@@ -428,7 +442,16 @@ fn apply(t: &mut TableInfo, op: &Op, plan: &mut Plan, schema: &Schema, db: &str)
                 .iter()
                 .position(|i| i.name.eq_ignore_ascii_case(name))
                 .ok_or_else(|| cannot_drop(name))?;
+            crate::foreign_keys::needed(schema, t, None, Some(&t.indexes[at]))?;
             t.indexes.remove(at);
+        }
+        Op::DropForeignKey { name, .. } => {
+            let at = t
+                .foreign_keys
+                .iter()
+                .position(|f| f.name.eq_ignore_ascii_case(&name.value))
+                .ok_or_else(|| cannot_drop(&name.value))?;
+            t.foreign_keys.remove(at);
         }
         // RENAME INDEX a TO b (crate::dialect).
         Op::RenameConstraint { old_name, new_name } => {
@@ -469,6 +492,7 @@ fn apply(t: &mut TableInfo, op: &Op, plan: &mut Plan, schema: &Schema, db: &str)
                 .iter()
                 .position(|i| i.primary)
                 .ok_or_else(|| cannot_drop("PRIMARY"))?;
+            crate::foreign_keys::needed(schema, t, None, Some(&t.indexes[at]))?;
             t.indexes.remove(at);
         }
         Op::RenameTable { table_name } => {
@@ -641,6 +665,7 @@ pub async fn alter_table(
     db: &str,
     table: &str,
     operations: &[Op],
+    foreign_key_checks: bool,
 ) -> Result<()> {
     let version = schema.table(db, table)?;
     let mut t = (*version).clone();
@@ -652,6 +677,15 @@ pub async fn alter_table(
         check_rows(client, &version, &t, &plan).await?;
     }
     crate::ddl::check_names_free(schema, &t, &version)?;
+    if foreign_key_checks {
+        for fk in t
+            .foreign_keys
+            .iter()
+            .filter(|f| plan.foreign_keys.contains(&f.name))
+        {
+            crate::foreign_keys::check_existing(client, schema, &t, fk).await?;
+        }
+    }
     let old_key = table_key(version.db_id, &version.name);
     if let Some((db_id, name)) = &plan.rename {
         rename_checks(&mut t, name);

@@ -43,8 +43,8 @@ use sqlparser::ast::{self, ObjectType, Statement, Visit, VisitMut, Visitor, Visi
 use crate::ddl::split_name;
 use crate::error::{Result, SqlError};
 use crate::privileges::{
-    self as p, ALTER, CREATE, CREATE_VIEW, DELETE, DROP, Grants, INDEX, INSERT, Privs, SELECT,
-    SHOW_VIEW, UPDATE,
+    self as p, ALTER, CREATE, CREATE_VIEW, DELETE, DROP, Grants, INDEX, INSERT, Privs, REFERENCES,
+    SELECT, SHOW_VIEW, UPDATE,
 };
 
 /// One thing a statement needs.
@@ -520,6 +520,12 @@ impl Needs<'_> {
             }),
             Statement::CreateTable(ct) => {
                 self.table(&ct.name, &[CREATE]);
+                // As MySQL: a foreign key needs REFERENCES on the table it refers to.
+                for c in &ct.constraints {
+                    if let ast::TableConstraint::ForeignKey(fk) = c {
+                        self.table(&fk.foreign_table, &[REFERENCES]);
+                    }
+                }
                 if let Some(q) = &ct.query {
                     self.table(&ct.name, &[INSERT]);
                     self.reads(q);

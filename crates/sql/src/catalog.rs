@@ -68,6 +68,40 @@ pub struct Generated {
     pub stored: bool,
 }
 
+/// `CONSTRAINT name FOREIGN KEY (columns) REFERENCES parent (columns) ON DELETE a ON UPDATE
+/// b` (crate::foreign_keys). Tables and columns by id, so renames keep it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ForeignKey {
+    pub name: String,
+    /// The referencing columns' ids.
+    pub columns: Vec<i64>,
+    /// The referenced table's id, and its columns' ids.
+    pub parent: i64,
+    pub parent_columns: Vec<i64>,
+    pub on_delete: RefAction,
+    pub on_update: RefAction,
+}
+
+/// What a foreign key does when its parent row is deleted or its key changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RefAction {
+    Restrict,
+    NoAction,
+    Cascade,
+    SetNull,
+}
+
+impl RefAction {
+    pub fn sql(self) -> &'static str {
+        match self {
+            RefAction::Restrict => "RESTRICT",
+            RefAction::NoAction => "NO ACTION",
+            RefAction::Cascade => "CASCADE",
+            RefAction::SetNull => "SET NULL",
+        }
+    }
+}
+
 /// `CONSTRAINT name CHECK (expr) [[NOT] ENFORCED]` (crate::row_rules).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckConstraint {
@@ -108,6 +142,8 @@ pub struct TableInfo {
     pub view: Option<Box<ViewInfo>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<CheckConstraint>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub foreign_keys: Vec<ForeignKey>,
 }
 
 /// What a view is: its query. Its columns (the column list, else the query's) are the
@@ -192,6 +228,27 @@ impl Schema {
             }),
             None => Ok(t),
         }
+    }
+
+    /// The table with id `id`, and its database.
+    pub fn table_by_id(&self, id: i64) -> Option<(&DbInfo, Arc<TableInfo>)> {
+        self.dbs
+            .values()
+            .find_map(|(d, tables)| tables.values().find(|t| t.id == id).map(|t| (d, t.clone())))
+    }
+
+    /// The foreign keys that refer to table `parent`, with their tables.
+    pub fn referencing(&self, parent: i64) -> Vec<(Arc<TableInfo>, ForeignKey)> {
+        self.dbs
+            .values()
+            .flat_map(|(_, tables)| tables.values())
+            .flat_map(|t| {
+                t.foreign_keys
+                    .iter()
+                    .filter(|f| f.parent == parent)
+                    .map(|f| (t.clone(), f.clone()))
+            })
+            .collect()
     }
 
     /// The table or view `db`.`name` (1146 if there is neither).

@@ -178,6 +178,30 @@ pub(crate) fn json_not_indexed(c: &ColumnInfo) -> Result<()> {
     }
 }
 
+/// The table a foreign key of `t` refers to: `None` when it is `t` itself, 1824 when there
+/// is no such table.
+pub(crate) fn referenced_table(
+    schema: &Schema,
+    db: &str,
+    t: &TableInfo,
+    fk: &ast::ForeignKeyConstraint,
+) -> Result<Option<std::sync::Arc<TableInfo>>> {
+    let (parent_db, parent) = split_name(&fk.foreign_table);
+    let parent_db = parent_db.unwrap_or_else(|| db.to_string());
+    let own_db = schema.db(&parent_db).is_ok_and(|d| d.id == t.db_id);
+    if own_db && parent.eq_ignore_ascii_case(&t.name) {
+        return Ok(None);
+    }
+    schema
+        .table(&parent_db, &parent)
+        .map(Some)
+        .map_err(|_| SqlError {
+            code: 1824,
+            state: "HY000",
+            message: format!("Failed to open the referenced table '{parent}'"),
+        })
+}
+
 /// The table a CREATE TABLE describes (ids still to be assigned: columns 1.., indexes 1..).
 /// What a column definition says beyond the column itself.
 #[derive(Default)]
@@ -306,7 +330,12 @@ pub(crate) fn column_from_ast(id: i64, c: &ast::ColumnDef) -> Result<(ColumnInfo
     Ok((col, keys))
 }
 
-pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
+pub fn table_from_ast(
+    schema: &Schema,
+    db: &str,
+    db_id: i64,
+    ct: &ast::CreateTable,
+) -> Result<TableInfo> {
     let names = ct.name.0.iter().filter_map(|p| p.as_ident());
     for id in names.chain(ct.columns.iter().map(|c| &c.name)) {
         crate::words::refuse_reserved(id)?;
@@ -330,6 +359,7 @@ pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
         stats: None,
         view: None,
         checks: Vec::new(),
+        foreign_keys: Vec::new(),
     };
     let mut primary: Option<Vec<usize>> = None;
     let mut uniques: Vec<(Option<String>, Vec<usize>, bool)> = Vec::new();
@@ -358,6 +388,7 @@ pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
         t.columns.push(col);
     }
     let mut table_checks = Vec::new();
+    let mut foreign_keys = Vec::new();
     for c in &ct.constraints {
         match c {
             TableConstraint::PrimaryKey(pk) => {
@@ -380,6 +411,7 @@ pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
                 true,
             )),
             TableConstraint::Check(c) => table_checks.push(check_of(None, c)),
+            TableConstraint::ForeignKey(fk) => foreign_keys.push(fk),
             other => return Err(SqlError::not_supported(format!("constraint {other}"))),
         }
     }
@@ -439,6 +471,13 @@ pub fn table_from_ast(db_id: i64, ct: &ast::CreateTable) -> Result<TableInfo> {
             primary: false,
         });
     }
+    // Last, so a foreign key sees the table's keys (its own, when it refers to itself).
+    for fk in foreign_keys {
+        let parent = referenced_table(schema, db, &t, fk)?;
+        let key = crate::foreign_keys::from_ast(&t, fk, parent.as_deref())?;
+        let index_name = fk.index_name.as_ref().map(|n| n.value.clone());
+        crate::foreign_keys::add(&mut t, key, index_name)?;
+    }
     Ok(t)
 }
 
@@ -465,10 +504,12 @@ pub async fn create_table(
             stats: None,
             ..source.clone()
         },
-        None => table_from_ast(db_info.id, ct)?,
+        None => table_from_ast(schema, db, db_info.id, ct)?,
     };
     let mut proto_table = proto_table;
     if let Some(source) = like {
+        // As MySQL: a copy has no foreign keys.
+        proto_table.foreign_keys.clear();
         // A copy's generated CHECK names follow its own name, as MySQL's do.
         proto_table.name = source.name.clone();
         crate::alter::rename_checks(&mut proto_table, &split_name(&ct.name).1);
@@ -476,6 +517,7 @@ pub async fn create_table(
     }
     let without_checks = TableInfo {
         checks: Vec::new(),
+        foreign_keys: Vec::new(),
         ..proto_table.clone()
     };
     check_names_free(schema, &proto_table, &without_checks)?;
@@ -494,6 +536,10 @@ pub async fn create_table(
             for (i, idx) in t.indexes.iter_mut().enumerate() {
                 idx.id = first + 1 + i as i64;
             }
+            // A foreign key to the table itself named it by its id to be, 0 until now.
+            for fk in t.foreign_keys.iter_mut().filter(|f| f.parent == 0) {
+                fk.parent = first;
+            }
             txn.put(key, serde_json::to_vec(&t).expect("table info serializes"));
             Ok(txn)
         }
@@ -508,6 +554,7 @@ pub async fn drop_table(
     db: &str,
     name: &str,
     if_exists: bool,
+    foreign_key_checks: bool,
 ) -> Result<()> {
     let t = match schema.table(db, name) {
         Ok(t) => t,
@@ -521,6 +568,7 @@ pub async fn drop_table(
             });
         }
     };
+    crate::foreign_keys::refuse_if_referenced(schema, &t, false, foreign_key_checks)?;
     in_ddl_txn(client, |mut txn| {
         let t = t.clone();
         async move {
@@ -573,10 +621,21 @@ pub async fn truncate_table(
     schema: &Schema,
     db: &str,
     name: &str,
+    foreign_key_checks: bool,
 ) -> Result<()> {
     let old = schema.table(db, name)?;
+    crate::foreign_keys::refuse_if_referenced(schema, &old, true, foreign_key_checks)?;
+    // The tables whose foreign keys refer to this one follow it to its new id.
+    let referring: Vec<TableInfo> = schema
+        .referencing(old.id)
+        .into_iter()
+        .filter(|(c, _)| c.id != old.id)
+        .map(|(c, _)| (*c).clone())
+        .collect();
+    let old_id = old.id;
     in_ddl_txn(client, |mut txn| {
         let mut t = (*old).clone();
+        let referring = referring.clone();
         // The statistics described the rows that are gone.
         t.stats = None;
         async move {
@@ -584,6 +643,18 @@ pub async fn truncate_table(
             t.id = first;
             for (i, idx) in t.indexes.iter_mut().enumerate() {
                 idx.id = first + 1 + i as i64;
+            }
+            for fk in t.foreign_keys.iter_mut().filter(|f| f.parent == old_id) {
+                fk.parent = first;
+            }
+            for mut child in referring {
+                for fk in child.foreign_keys.iter_mut().filter(|f| f.parent == old_id) {
+                    fk.parent = first;
+                }
+                txn.put(
+                    table_key(child.db_id, &child.name),
+                    serde_json::to_vec(&child).expect("table info serializes"),
+                );
             }
             txn.put(
                 table_key(t.db_id, &t.name),
@@ -598,7 +669,7 @@ pub async fn truncate_table(
 }
 
 /// SHOW CREATE TABLE's text.
-pub fn show_create(t: &TableInfo) -> String {
+pub fn show_create(schema: &Schema, t: &TableInfo) -> String {
     let mut lines: Vec<String> = t
         .columns
         .iter()
@@ -642,6 +713,12 @@ pub fn show_create(t: &TableInfo) -> String {
             (false, true) => format!("  UNIQUE KEY `{}` ({})", ix.name, cols(&ix.columns)),
             (false, false) => format!("  KEY `{}` ({})", ix.name, cols(&ix.columns)),
         });
+    }
+    for fk in &t.foreign_keys {
+        lines.push(format!(
+            "  {}",
+            crate::foreign_keys::definition(schema, t, fk)
+        ));
     }
     for c in &t.checks {
         let enforced = if c.enforced {

@@ -20,6 +20,8 @@ use crate::types::text;
 pub struct DmlContext<'a> {
     pub catalog: &'a Catalog,
     pub variable: &'a Variables<'a>,
+    /// The schema the statement reads (the tables foreign keys connect).
+    pub schema: &'a crate::catalog::Schema,
 }
 
 /// What a DML statement reports: rows affected and the first auto-increment id it used.
@@ -240,7 +242,7 @@ fn refer_to_inserted(
 }
 
 /// Writes `new` in place of `old` (same or changed handle), keeping indexes in step.
-async fn rewrite(
+pub(crate) async fn rewrite(
     txn: &mut Transaction,
     t: &TableInfo,
     old_handle: i64,
@@ -434,12 +436,16 @@ pub async fn insert_rows(
         match clash {
             None => {
                 put_row(txn, t, handle, &row, false).await?;
+                crate::foreign_keys::check_parents(ctx, txn, t, &row, None).await?;
                 affected.rows += 1;
             }
             Some(_) if matches!(on_duplicate, OnDuplicate::Replace) => {
                 // Every row the new one clashes with goes: the one under its key, then each
                 // one holding any of its unique values.
+                // REPLACE deletes what it replaces: foreign keys see a delete.
                 if let Some(old) = existing_row(txn, t, handle).await? {
+                    crate::foreign_keys::on_parent_change(ctx, txn, t, handle, &old, None, 0)
+                        .await?;
                     delete_row(txn, t, handle, &old);
                     affected.rows += 1;
                 }
@@ -447,10 +453,13 @@ pub async fn insert_rows(
                     let old = existing_row(txn, t, other)
                         .await?
                         .ok_or_else(|| SqlError::unknown("a unique index entry without its row"))?;
+                    crate::foreign_keys::on_parent_change(ctx, txn, t, other, &old, None, 0)
+                        .await?;
                     delete_row(txn, t, other, &old);
                     affected.rows += 1;
                 }
                 put_row(txn, t, handle, &row, true).await?;
+                crate::foreign_keys::check_parents(ctx, txn, t, &row, None).await?;
                 affected.rows += 1;
             }
             Some((other, duplicate)) => match &on_duplicate {
@@ -460,7 +469,18 @@ pub async fn insert_rows(
                         .ok_or_else(|| SqlError::unknown("a duplicate row vanished"))?;
                     let new = apply(t, &old, sets, row_no, &row)?;
                     if new != old {
+                        crate::foreign_keys::on_parent_change(
+                            ctx,
+                            txn,
+                            t,
+                            other,
+                            &old,
+                            Some(&new),
+                            0,
+                        )
+                        .await?;
                         rewrite(txn, t, other, &old, &new).await?;
+                        crate::foreign_keys::check_parents(ctx, txn, t, &new, Some(&old)).await?;
                         affected.rows += 2;
                     }
                 }
@@ -656,7 +676,9 @@ pub async fn update(
     for (n, (h, old)) in rows.into_iter().enumerate() {
         let new = apply(t, &old, &sets, n + 1, &[])?;
         if new != old {
+            crate::foreign_keys::on_parent_change(ctx, txn, t, h, &old, Some(&new), 0).await?;
             rewrite(txn, t, h, &old, &new).await?;
+            crate::foreign_keys::check_parents(ctx, txn, t, &new, Some(&old)).await?;
             affected.rows += 1;
         }
     }
@@ -681,6 +703,7 @@ pub async fn delete(
     )
     .await?;
     for (h, row) in &rows {
+        crate::foreign_keys::on_parent_change(ctx, txn, t, *h, row, None, 0).await?;
         delete_row(txn, t, *h, row);
     }
     Ok(Affected {

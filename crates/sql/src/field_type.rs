@@ -1037,6 +1037,7 @@ mod tests {
             stats: None,
             view: None,
             checks: Vec::new(),
+            foreign_keys: Vec::new(),
         };
         let id = FieldType::of_column(&t, 0, "x");
         assert_eq!(id.tp, Type::Long);

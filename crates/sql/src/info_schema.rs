@@ -3,8 +3,9 @@
 //! case-insensitively; a name not listed is 1146, as MySQL answers.
 //!
 //! - From the schema: SCHEMATA, TABLES, COLUMNS, STATISTICS, KEY_COLUMN_USAGE,
-//!   TABLE_CONSTRAINTS, CHECK_CONSTRAINTS; REFERENTIAL_CONSTRAINTS, VIEWS, ROUTINES, TRIGGERS and PARTITIONS are
-//!   empty (Atoll has no foreign keys, views, routines, triggers or partitions yet).
+//!   TABLE_CONSTRAINTS, CHECK_CONSTRAINTS, REFERENTIAL_CONSTRAINTS (foreign keys, also in
+//!   KEY_COLUMN_USAGE with what they reference), VIEWS; ROUTINES, TRIGGERS and PARTITIONS are
+//!   empty (Atoll has no routines, triggers or partitions yet).
 //! - From the statistics ANALYZE TABLE keeps (crate::stats): TABLES' TABLE_ROWS,
 //!   STATISTICS' CARDINALITY, and TiDB's ANALYZE_STATUS (the last ANALYZE of each table).
 //! - Fixed: CHARACTER_SETS, COLLATIONS (TiDB's, all binary-ordered: Atoll compares bytes) and
@@ -201,6 +202,29 @@ fn type_facts(ty: &SqlType) -> [Datum; 7] {
             ]
         }
     }
+}
+
+/// The table foreign key `fk` of `t` refers to: its database's name, the table, and the name
+/// of the index that serves it ("PRIMARY" for the handle).
+fn referenced(
+    schema: &Schema,
+    t: &TableInfo,
+    fk: &crate::catalog::ForeignKey,
+) -> (String, std::sync::Arc<TableInfo>, String) {
+    let (db, parent) = match schema.table_by_id(fk.parent) {
+        Some((d, p)) => (d.name.clone(), p),
+        None => (String::new(), std::sync::Arc::new(t.clone())),
+    };
+    let at = crate::foreign_keys::offsets(&parent, &fk.parent_columns);
+    let index = match parent.handle_column {
+        Some(h) if at == [h] => "PRIMARY".to_string(),
+        _ => parent
+            .indexes
+            .iter()
+            .find(|i| i.columns.starts_with(&at))
+            .map_or_else(String::new, |i| i.name.clone()),
+    };
+    (db, parent, index)
 }
 
 /// Table `name` of information_schema: its columns and rows. `session` fills the tables that
@@ -445,6 +469,31 @@ pub fn table(
                                 row
                             })
                         })
+                        .chain(t.foreign_keys.iter().flat_map(move |fk| {
+                            let (parent_db, parent, _) = referenced(schema, t, fk);
+                            let ours = crate::foreign_keys::offsets(t, &fk.columns);
+                            let theirs = crate::foreign_keys::offsets(&parent, &fk.parent_columns);
+                            ours.into_iter()
+                                .zip(theirs)
+                                .enumerate()
+                                .map(move |(seq, (c, p))| {
+                                    vec![
+                                        text("def"),
+                                        text(db),
+                                        text(&fk.name),
+                                        text("def"),
+                                        text(db),
+                                        text(&t.name),
+                                        text(&t.columns[c].name),
+                                        int(seq as i64 + 1),
+                                        int(seq as i64 + 1),
+                                        text(&parent_db),
+                                        text(&parent.name),
+                                        text(&parent.columns[p].name),
+                                    ]
+                                })
+                                .collect::<Vec<_>>()
+                        }))
                 })
                 .collect(),
         ),
@@ -478,6 +527,17 @@ pub fn table(
                                 text("YES"),
                             ]
                         })
+                        .chain(t.foreign_keys.iter().map(move |f| {
+                            vec![
+                                text("def"),
+                                text(db),
+                                text(&f.name),
+                                text(db),
+                                text(&t.name),
+                                text("FOREIGN KEY"),
+                                text("YES"),
+                            ]
+                        }))
                         .chain(t.checks.iter().map(move |c| {
                             vec![
                                 text("def"),
@@ -521,7 +581,26 @@ pub fn table(
                 "TABLE_NAME",
                 "REFERENCED_TABLE_NAME",
             ]),
-            Vec::new(),
+            tables()
+                .flat_map(|(db, t)| {
+                    t.foreign_keys.iter().map(move |fk| {
+                        let parent = referenced(schema, t, fk);
+                        vec![
+                            text("def"),
+                            text(db),
+                            text(&fk.name),
+                            text("def"),
+                            text(&parent.0),
+                            text(&parent.2),
+                            text("NONE"),
+                            text(fk.on_update.sql()),
+                            text(fk.on_delete.sql()),
+                            text(&t.name),
+                            text(&parent.1.name),
+                        ]
+                    })
+                })
+                .collect(),
         ),
         "views" => (
             names(&[

@@ -48,6 +48,7 @@ pub mod dml;
 pub mod error;
 pub mod explain;
 pub mod field_type;
+pub mod foreign_keys;
 pub mod gc;
 pub mod grant_tables;
 pub mod info_schema;

@@ -1312,9 +1312,11 @@ impl Session {
         rows: Vec<Vec<Datum>>,
     ) -> Result<dml::Affected> {
         let lookup = |l: Lookup<'_>| self.lookup(l);
+        let schema = self.current_schema().await?;
         let ctx = DmlContext {
             catalog: &self.shared.catalog,
             variable: &lookup,
+            schema: &schema,
         };
         let on_duplicate = match load.spec.replace {
             true => dml::OnDuplicate::Replace,
@@ -2400,7 +2402,9 @@ impl Session {
             }
             Statement::AlterTable(at) => {
                 let (db, table) = self.qualified(&at.name)?;
-                crate::alter::alter_table(&client, &schema, &db, &table, &at.operations).await
+                let checks = self.foreign_key_checks();
+                crate::alter::alter_table(&client, &schema, &db, &table, &at.operations, checks)
+                    .await
             }
             Statement::RenameTable(pairs) => {
                 crate::alter::rename_tables(&client, &schema, self.db.as_deref(), pairs).await
@@ -2426,7 +2430,9 @@ impl Session {
                         }
                         ObjectType::Table => {
                             let (db, t) = self.qualified(n)?;
-                            ddl::drop_table(&client, catalog, &schema, &db, &t, *if_exists).await?;
+                            let checks = self.foreign_key_checks();
+                            ddl::drop_table(&client, catalog, &schema, &db, &t, *if_exists, checks)
+                                .await?;
                         }
                         ObjectType::View => {
                             let (db, v) = self.qualified(n)?;
@@ -2447,12 +2453,21 @@ impl Session {
             Statement::Truncate(t) => {
                 for target in &t.table_names {
                     let (db, name) = self.qualified(&target.name)?;
-                    ddl::truncate_table(&client, catalog, &schema, &db, &name).await?;
+                    let checks = self.foreign_key_checks();
+                    ddl::truncate_table(&client, catalog, &schema, &db, &name, checks).await?;
                 }
                 Ok(())
             }
             _ => unreachable!("run sends only DDL here"),
         }
+    }
+
+    /// Whether `foreign_key_checks` is on for this session.
+    fn foreign_key_checks(&self) -> bool {
+        !matches!(
+            self.lookup(Lookup::System("foreign_key_checks")),
+            Ok(Datum::Int(0))
+        )
     }
 
     /// 1356 unless the definer of every view `s` reads (and of the views those read) may read
@@ -2660,6 +2675,7 @@ impl Session {
                 let ctx = DmlContext {
                     catalog: &self.shared.catalog,
                     variable: &lookup,
+                    schema: &schema,
                 };
                 let a = dml::insert(&ctx, txn, &t, ins, selected).await?;
                 self.warn(a.warnings);
@@ -2676,6 +2692,7 @@ impl Session {
                 let ctx = DmlContext {
                     catalog: &self.shared.catalog,
                     variable: &lookup,
+                    schema: &schema,
                 };
                 Ok(Output::done(dml::update(&ctx, txn, &t, u).await?.rows))
             }
@@ -2693,6 +2710,7 @@ impl Session {
                 let ctx = DmlContext {
                     catalog: &self.shared.catalog,
                     variable: &lookup,
+                    schema: &schema,
                 };
                 Ok(Output::done(dml::delete(&ctx, txn, &t, d).await?.rows))
             }
@@ -2743,7 +2761,7 @@ impl Session {
                     vec!["Table".into(), "Create Table".into()],
                     vec![vec![
                         Datum::Bytes(t.name.clone().into_bytes()),
-                        Datum::Bytes(ddl::show_create(&t).into_bytes()),
+                        Datum::Bytes(ddl::show_create(&schema, &t).into_bytes()),
                     ]],
                 )))
             }

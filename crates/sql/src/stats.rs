@@ -393,6 +393,7 @@ mod tests {
             stats: None,
             view: None,
             checks: Vec::new(),
+            foreign_keys: Vec::new(),
         }
     }
 

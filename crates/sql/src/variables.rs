@@ -31,6 +31,7 @@ pub static DEFAULTS: LazyLock<BTreeMap<String, Datum>> = LazyLock::new(|| {
         ("version", s(crate::session::SERVER_VERSION)),
         ("version_comment", s("Atoll 0.1.0, MySQL compatible")),
         ("autocommit", Datum::Int(1)),
+        ("foreign_key_checks", Datum::Int(1)),
         ("sql_mode", s("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION")),
         ("max_allowed_packet", Datum::Int(67_108_864)),
         ("character_set_client", s("utf8mb4")),
@@ -129,11 +130,13 @@ pub fn check(name: &str, v: Datum) -> Result<(Datum, Option<Value>)> {
         return Ok((datum(parsed.clone()), Some(parsed)));
     }
     let value = match name {
-        "autocommit" => Datum::Int(match shown.to_ascii_lowercase().as_str() {
-            "1" | "on" | "true" => 1,
-            "0" | "off" | "false" => 0,
-            _ => return Err(SqlError::wrong_variable_value(name, &shown)),
-        }),
+        "autocommit" | "foreign_key_checks" => {
+            Datum::Int(match shown.to_ascii_lowercase().as_str() {
+                "1" | "on" | "true" => 1,
+                "0" | "off" | "false" => 0,
+                _ => return Err(SqlError::wrong_variable_value(name, &shown)),
+            })
+        }
         // MySQL's names, with a space or a dash between the words.
         "transaction_isolation" | "tx_isolation" => {
             match shown.to_ascii_uppercase().replace(' ', "-").as_str() {

@@ -190,6 +190,7 @@ pub async fn create(client: &Client, schema: &Schema, d: Definition<'_>, mode: M
                     stats: None,
                     view: None,
                     checks: Vec::new(),
+                    foreign_keys: Vec::new(),
                 },
             };
             t.next_column_id = columns.len() as i64 + 1;

@@ -1,0 +1,581 @@
+//! Foreign keys, enforced as InnoDB and TiDB (v6.6 and later) enforce them.
+//!
+//! A foreign key names its columns and the referenced table and columns by id
+//! ([`crate::catalog::ForeignKey`]), so renaming either table or a column keeps it. Its
+//! definition is checked as MySQL checks it: the referenced table exists (1824) and has the
+//! columns (3734) with an index led by them (1822), the types match (3780), SET NULL is not
+//! on a NOT NULL column (1830). The referencing columns get an index of their own when no
+//! index starts with them (MySQL creates one, named after the constraint).
+//!
+//! Enforcement, row by row inside the statement's transaction, while the session's
+//! `foreign_key_checks` is on:
+//! - a row written to a child table whose key columns are all non-NULL must find its parent
+//!   row, read with a lock (a current read, so a concurrent DELETE of the parent waits):
+//!   1452 otherwise ([`check_parents`]);
+//! - a parent row deleted, or updated in its referenced columns, is looked up in each child
+//!   through the child's index: RESTRICT and NO ACTION refuse with 1451, CASCADE deletes or
+//!   updates the children (and their own children, at most [`CASCADE_DEPTH_MAX`] deep:
+//!   3008), SET NULL sets their key columns to NULL ([`on_parent_change`]).
+//!
+//! DDL keeps them whole: a referenced table is not dropped (3730) or truncated (1701), a
+//! column a foreign key uses is not dropped (1828), nor an index it needs (1553).
+
+use codec::datum::Datum;
+use expr::{Expr, Func};
+use kv_client::Transaction;
+use sqlparser::ast;
+
+use crate::bind::Lookup;
+use crate::catalog::{ForeignKey, IndexInfo, RefAction, Schema, TableInfo};
+use crate::dml::DmlContext;
+use crate::error::{Result, SqlError};
+use crate::types::SqlType;
+
+/// InnoDB's limit on cascading: deeper is 3008.
+pub const CASCADE_DEPTH_MAX: usize = 15;
+
+fn action(a: &Option<ast::ReferentialAction>) -> Result<RefAction> {
+    Ok(match a {
+        None | Some(ast::ReferentialAction::NoAction) => RefAction::NoAction,
+        Some(ast::ReferentialAction::Restrict) => RefAction::Restrict,
+        Some(ast::ReferentialAction::Cascade) => RefAction::Cascade,
+        Some(ast::ReferentialAction::SetNull) => RefAction::SetNull,
+        // InnoDB refuses SET DEFAULT too.
+        Some(ast::ReferentialAction::SetDefault) => {
+            return Err(SqlError::not_supported("ON DELETE/UPDATE SET DEFAULT"));
+        }
+    })
+}
+
+/// The name MySQL gives the next unnamed foreign key of `t`: `t_ibfk_N`.
+pub fn next_name(t: &TableInfo) -> String {
+    let prefix = format!("{}_ibfk_", t.name);
+    let n = t
+        .foreign_keys
+        .iter()
+        .filter_map(|f| f.name.strip_prefix(&prefix)?.parse::<u32>().ok())
+        .max()
+        .unwrap_or(0);
+    format!("{prefix}{}", n + 1)
+}
+
+/// Whether an index of `t` (or its handle) starts with the columns at `offsets`.
+fn indexed(t: &TableInfo, offsets: &[usize]) -> bool {
+    (offsets.len() == 1 && t.handle_column == Some(offsets[0]))
+        || t.indexes
+            .iter()
+            .any(|i| i.columns.len() >= offsets.len() && i.columns[..offsets.len()] == *offsets)
+}
+
+/// Whether two column types may be a foreign key's two ends (as InnoDB: the same type;
+/// strings of any length, both text or both binary).
+fn compatible(a: &SqlType, b: &SqlType) -> bool {
+    match (a, b) {
+        (SqlType::String { binary: x, .. }, SqlType::String { binary: y, .. }) => x == y,
+        _ => a == b,
+    }
+}
+
+/// A foreign key of `t` (the table being created or altered; a reference to itself is
+/// allowed) from its definition, checked. `parent` is the referenced table unless `t` is.
+pub fn from_ast(
+    t: &TableInfo,
+    fk: &ast::ForeignKeyConstraint,
+    parent: Option<&TableInfo>,
+) -> Result<ForeignKey> {
+    let name = fk
+        .name
+        .as_ref()
+        .map(|n| n.value.clone())
+        .unwrap_or_else(|| next_name(t));
+    let parent = parent.unwrap_or(t);
+    let mut columns = Vec::with_capacity(fk.columns.len());
+    for c in &fk.columns {
+        let at = t.column(&c.value).ok_or_else(|| SqlError {
+            code: 1072,
+            state: "42000",
+            message: format!("Key column '{}' doesn't exist in table", c.value),
+        })?;
+        columns.push(at);
+    }
+    let mut parent_columns = Vec::with_capacity(fk.referred_columns.len());
+    for c in &fk.referred_columns {
+        let at = parent.column(&c.value).ok_or_else(|| SqlError {
+            code: 3734,
+            state: "HY000",
+            message: format!(
+                "Failed to add the foreign key constraint. Missing column '{}' for constraint '{name}' in the referenced table '{}'",
+                c.value, parent.name
+            ),
+        })?;
+        parent_columns.push(at);
+    }
+    if columns.len() != parent_columns.len() || columns.is_empty() {
+        return Err(SqlError {
+            code: 1239,
+            state: "42000",
+            message: format!(
+                "Incorrect foreign key definition for '{name}': Key reference and table reference don't match"
+            ),
+        });
+    }
+    if !indexed(parent, &parent_columns) {
+        return Err(SqlError {
+            code: 1822,
+            state: "HY000",
+            message: format!(
+                "Failed to add the foreign key constraint. Missing index for constraint '{name}' in the referenced table '{}'",
+                parent.name
+            ),
+        });
+    }
+    for (&c, &p) in columns.iter().zip(&parent_columns) {
+        let (child, referenced) = (&t.columns[c], &parent.columns[p]);
+        if !compatible(&child.ty, &referenced.ty) {
+            return Err(SqlError {
+                code: 3780,
+                state: "HY000",
+                message: format!(
+                    "Referencing column '{}' and referenced column '{}' in foreign key constraint '{name}' are incompatible.",
+                    child.name, referenced.name
+                ),
+            });
+        }
+    }
+    let (on_delete, on_update) = (action(&fk.on_delete)?, action(&fk.on_update)?);
+    let set_null = on_delete == RefAction::SetNull || on_update == RefAction::SetNull;
+    if set_null && let Some(&c) = columns.iter().find(|&&c| !t.columns[c].nullable) {
+        return Err(SqlError {
+            code: 1830,
+            state: "HY000",
+            message: format!(
+                "Column '{}' cannot be NOT NULL: needed in a foreign key constraint '{name}' SET NULL",
+                t.columns[c].name
+            ),
+        });
+    }
+    Ok(ForeignKey {
+        name,
+        columns: columns.iter().map(|&c| t.columns[c].id).collect(),
+        parent: parent.id,
+        parent_columns: parent_columns
+            .iter()
+            .map(|&c| parent.columns[c].id)
+            .collect(),
+        on_delete,
+        on_update,
+    })
+}
+
+/// Adds `fk` to `t`, with an index led by its columns when `t` has none (named `index_name`,
+/// else after the constraint; id 0 until the DDL allocates one).
+pub fn add(t: &mut TableInfo, fk: ForeignKey, index_name: Option<String>) -> Result<()> {
+    if t.foreign_keys
+        .iter()
+        .any(|f| f.name.eq_ignore_ascii_case(&fk.name))
+    {
+        return Err(SqlError {
+            code: 1826,
+            state: "HY000",
+            message: format!("Duplicate foreign key constraint name '{}'", fk.name),
+        });
+    }
+    let offsets = offsets(t, &fk.columns);
+    if !indexed(t, &offsets) {
+        let name = index_name.unwrap_or_else(|| fk.name.clone());
+        if t.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&name)) {
+            return Err(SqlError {
+                code: 1061,
+                state: "42000",
+                message: format!("Duplicate key name '{name}'"),
+            });
+        }
+        t.indexes.push(IndexInfo {
+            id: 0,
+            name,
+            columns: offsets,
+            unique: false,
+            primary: false,
+        });
+    }
+    t.foreign_keys.push(fk);
+    Ok(())
+}
+
+/// The offsets in `t` of the columns with ids `ids` (a column that is gone is skipped).
+pub fn offsets(t: &TableInfo, ids: &[i64]) -> Vec<usize> {
+    ids.iter()
+        .filter_map(|id| t.columns.iter().position(|c| c.id == *id))
+        .collect()
+}
+
+/// The names of the columns with ids `ids`, quoted and joined as MySQL's messages show them.
+fn names(t: &TableInfo, ids: &[i64]) -> String {
+    offsets(t, ids)
+        .iter()
+        .map(|&c| format!("`{}`", t.columns[c].name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The constraint as SHOW CREATE TABLE and MySQL's messages write it.
+pub fn definition(schema: &Schema, t: &TableInfo, fk: &ForeignKey) -> String {
+    let parent = schema.table_by_id(fk.parent);
+    let (parent_name, parent_columns) = match (&parent, fk.parent == t.id) {
+        (_, true) => (t.name.clone(), names(t, &fk.parent_columns)),
+        (Some((_, p)), _) => (p.name.clone(), names(p, &fk.parent_columns)),
+        (None, _) => ("?".into(), String::new()),
+    };
+    let mut out = format!(
+        "CONSTRAINT `{}` FOREIGN KEY ({}) REFERENCES `{parent_name}` ({parent_columns})",
+        fk.name,
+        names(t, &fk.columns)
+    );
+    for (what, a) in [("DELETE", fk.on_delete), ("UPDATE", fk.on_update)] {
+        if a != RefAction::NoAction {
+            out.push_str(&format!(" ON {what} {}", a.sql()));
+        }
+    }
+    out
+}
+
+fn checks_on(ctx: &DmlContext<'_>) -> bool {
+    !matches!(
+        (ctx.variable)(Lookup::System("foreign_key_checks")),
+        Ok(Datum::Int(0))
+    )
+}
+
+/// `column = value AND ...` over a row of `t`: the filter that finds rows by key.
+fn key_filter(offsets: &[usize], values: &[Datum]) -> Expr {
+    offsets
+        .iter()
+        .zip(values)
+        .map(|(&c, v)| Expr::call(Func::Eq, vec![Expr::Column(c), Expr::Const(v.clone())]))
+        .reduce(|a, b| Expr::call(Func::And, vec![a, b]))
+        .expect("a foreign key has columns")
+}
+
+/// 1452 or 1451, naming the constraint as MySQL does.
+fn violation(schema: &Schema, child: &TableInfo, fk: &ForeignKey, parent_side: bool) -> SqlError {
+    let db = schema
+        .table_by_id(child.id)
+        .map(|(d, _)| d.name.clone())
+        .unwrap_or_default();
+    let what = format!(
+        "(`{db}`.`{}`, {})",
+        child.name,
+        definition(schema, child, fk)
+    );
+    match parent_side {
+        true => SqlError {
+            code: 1451,
+            state: "23000",
+            message: format!(
+                "Cannot delete or update a parent row: a foreign key constraint fails {what}"
+            ),
+        },
+        false => SqlError {
+            code: 1452,
+            state: "23000",
+            message: format!(
+                "Cannot add or update a child row: a foreign key constraint fails {what}"
+            ),
+        },
+    }
+}
+
+/// Checks that `row`, written to `t`, finds the parent row of each of its foreign keys
+/// (`old`: the row it replaces, whose keys need no new check when they did not change).
+pub async fn check_parents(
+    ctx: &DmlContext<'_>,
+    txn: &mut Transaction,
+    t: &TableInfo,
+    row: &[Datum],
+    old: Option<&[Datum]>,
+) -> Result<()> {
+    if t.foreign_keys.is_empty() || !checks_on(ctx) {
+        return Ok(());
+    }
+    for fk in &t.foreign_keys {
+        let at = offsets(t, &fk.columns);
+        let values: Vec<Datum> = at.iter().map(|&c| row[c].clone()).collect();
+        // MATCH SIMPLE: a key with a NULL refers to nothing.
+        if values.iter().any(Datum::is_null) {
+            continue;
+        }
+        if old.is_some_and(|o| at.iter().all(|&c| o[c] == row[c])) {
+            continue;
+        }
+        let parent = match ctx.schema.table_by_id(fk.parent) {
+            Some((_, p)) => p,
+            None if fk.parent == t.id => std::sync::Arc::new(t.clone()),
+            None => return Err(violation(ctx.schema, t, fk, false)),
+        };
+        let parent_at = offsets(&parent, &fk.parent_columns);
+        let mut typed = Vec::with_capacity(values.len());
+        for (v, &c) in values.iter().zip(&parent_at) {
+            let col = &parent.columns[c];
+            match col.ty.convert(v.clone(), &col.name, 0) {
+                Ok(v) => typed.push(v),
+                Err(_) => return Err(violation(ctx.schema, t, fk, false)),
+            }
+        }
+        let filter = key_filter(&parent_at, &typed);
+        let found = crate::query::fetch_rows(txn, &parent, Some(&filter), true, Some(1), 1).await?;
+        if found.is_empty() {
+            return Err(violation(ctx.schema, t, fk, false));
+        }
+    }
+    Ok(())
+}
+
+/// What a change to parent row `old` of `t` (deleted when `new` is None) does to the rows
+/// that refer to it: refused (1451), cascaded, or their keys set to NULL. `handle` is the
+/// changed row's, so a row that refers to itself is not its own child.
+pub fn on_parent_change<'a>(
+    ctx: &'a DmlContext<'a>,
+    txn: &'a mut Transaction,
+    t: &'a TableInfo,
+    handle: i64,
+    old: &'a [Datum],
+    new: Option<&'a [Datum]>,
+    depth: usize,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send + 'a>> {
+    Box::pin(async move {
+        if !checks_on(ctx) {
+            return Ok(());
+        }
+        for (child, fk) in ctx.schema.referencing(t.id) {
+            let parent_at = offsets(t, &fk.parent_columns);
+            let values: Vec<Datum> = parent_at.iter().map(|&c| old[c].clone()).collect();
+            if values.iter().any(Datum::is_null) {
+                continue;
+            }
+            if new.is_some_and(|n| parent_at.iter().all(|&c| n[c] == old[c])) {
+                continue;
+            }
+            // A table that refers to itself is read as this statement left it.
+            let child = match child.id == t.id {
+                true => std::sync::Arc::new(t.clone()),
+                false => child,
+            };
+            let child_at = offsets(&child, &fk.columns);
+            let filter = key_filter(&child_at, &values);
+            let mut rows = crate::query::fetch_rows(
+                txn,
+                &child,
+                Some(&filter),
+                true,
+                None,
+                crate::query::INDEX_LOOKUP_CONCURRENCY,
+            )
+            .await?;
+            if child.id == t.id {
+                rows.retain(|(h, _)| *h != handle);
+            }
+            if rows.is_empty() {
+                continue;
+            }
+            let action = match new {
+                None => fk.on_delete,
+                Some(_) => fk.on_update,
+            };
+            if matches!(action, RefAction::Restrict | RefAction::NoAction) {
+                return Err(violation(ctx.schema, &child, &fk, true));
+            }
+            if depth >= CASCADE_DEPTH_MAX {
+                return Err(SqlError {
+                    code: 3008,
+                    state: "HY000",
+                    message: format!(
+                        "Foreign key cascade delete/update exceeds max depth of {CASCADE_DEPTH_MAX}."
+                    ),
+                });
+            }
+            for (h, row) in rows {
+                let changed = match (action, new) {
+                    (RefAction::Cascade, None) => None,
+                    (RefAction::Cascade, Some(n)) => {
+                        let mut changed = row.clone();
+                        for (&c, &p) in child_at.iter().zip(&parent_at) {
+                            changed[c] = n[p].clone();
+                        }
+                        Some(changed)
+                    }
+                    _ => {
+                        let mut changed = row.clone();
+                        for &c in &child_at {
+                            changed[c] = Datum::Null;
+                        }
+                        Some(changed)
+                    }
+                };
+                on_parent_change(ctx, txn, &child, h, &row, changed.as_deref(), depth + 1).await?;
+                match changed {
+                    None => crate::rows::delete_row(txn, &child, h, &row),
+                    Some(changed) => crate::dml::rewrite(txn, &child, h, &row, &changed).await?,
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// MySQL's 3730 or 1701 when `t` is referenced by another table's foreign key (a DROP or
+/// TRUNCATE of it); nothing while `foreign_key_checks` is off.
+pub fn refuse_if_referenced(
+    schema: &Schema,
+    t: &TableInfo,
+    truncate: bool,
+    checks: bool,
+) -> Result<()> {
+    if !checks {
+        return Ok(());
+    }
+    let Some((child, fk)) = schema
+        .referencing(t.id)
+        .into_iter()
+        .find(|(c, _)| c.id != t.id)
+    else {
+        return Ok(());
+    };
+    Err(match truncate {
+        true => SqlError {
+            code: 1701,
+            state: "42000",
+            message: format!(
+                "Cannot truncate a table referenced in a foreign key constraint (`{}`, {})",
+                child.name,
+                definition(schema, &child, &fk)
+            ),
+        },
+        false => SqlError {
+            code: 3730,
+            state: "HY000",
+            message: format!(
+                "Cannot drop table '{}' referenced by a foreign key constraint '{}' on table '{}'.",
+                t.name, fk.name, child.name
+            ),
+        },
+    })
+}
+
+/// MySQL's 1828 or 1553 when column `column` (an offset) of `t`, or an index whose columns
+/// are `index`, is what one of its foreign keys (or another table's, referring to it) needs.
+pub fn needed(
+    schema: &Schema,
+    t: &TableInfo,
+    column: Option<usize>,
+    index: Option<&IndexInfo>,
+) -> Result<()> {
+    if let Some(c) = column {
+        let id = t.columns[c].id;
+        let uses = t
+            .foreign_keys
+            .iter()
+            .find(|f| f.columns.contains(&id))
+            .cloned()
+            .or_else(|| {
+                schema
+                    .referencing(t.id)
+                    .into_iter()
+                    .map(|(_, f)| f)
+                    .find(|f| f.parent_columns.contains(&id))
+            });
+        if let Some(fk) = uses {
+            return Err(SqlError {
+                code: 1828,
+                state: "HY000",
+                message: format!(
+                    "Cannot drop column '{}': needed in a foreign key constraint '{}'",
+                    t.columns[c].name, fk.name
+                ),
+            });
+        }
+    }
+    if let Some(index) = index {
+        // Still indexed once this index is gone?
+        let others = TableInfo {
+            indexes: t
+                .indexes
+                .iter()
+                .filter(|i| i.id != index.id || i.name != index.name)
+                .cloned()
+                .collect(),
+            ..t.clone()
+        };
+        let mut needs: Vec<(String, Vec<usize>)> = t
+            .foreign_keys
+            .iter()
+            .map(|f| (f.name.clone(), offsets(t, &f.columns)))
+            .collect();
+        needs.extend(
+            schema
+                .referencing(t.id)
+                .into_iter()
+                .map(|(_, f)| (f.name.clone(), offsets(t, &f.parent_columns))),
+        );
+        for (name, at) in needs {
+            if indexed(t, &at) && !indexed(&others, &at) {
+                return Err(SqlError {
+                    code: 1553,
+                    state: "HY000",
+                    message: format!(
+                        "Cannot drop index '{}': needed in a foreign key constraint '{name}'",
+                        index.name
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks that every row `t` holds finds its parent through `fk` (ALTER TABLE ADD FOREIGN
+/// KEY): 1452 for the first that does not.
+pub async fn check_existing(
+    client: &kv_client::Client,
+    schema: &Schema,
+    t: &TableInfo,
+    fk: &ForeignKey,
+) -> Result<()> {
+    let parent = match schema.table_by_id(fk.parent) {
+        Some((_, p)) => p,
+        None => std::sync::Arc::new(t.clone()),
+    };
+    let (at, parent_at) = (
+        offsets(t, &fk.columns),
+        offsets(&parent, &fk.parent_columns),
+    );
+    let mut reader = client.begin().await?;
+    let (mut from, end) = codec::table::row_range(t.id);
+    loop {
+        let page = reader
+            .scan(&from, &end, crate::ddl::BACKFILL_BATCH_ROWS)
+            .await?;
+        for (key, value) in &page {
+            let handle = codec::table::decode_row_key(t.id, key)
+                .map_err(|e| SqlError::unknown(format!("corrupt row key of {}: {e}", t.name)))?;
+            let row = crate::rows::decode_row(t, handle, value)?;
+            let values: Vec<Datum> = at.iter().map(|&c| row[c].clone()).collect();
+            if values.iter().any(Datum::is_null) {
+                continue;
+            }
+            let filter = key_filter(&parent_at, &values);
+            let found =
+                crate::query::fetch_rows(&mut reader, &parent, Some(&filter), false, Some(1), 1)
+                    .await?;
+            if found.is_empty() {
+                return Err(violation(schema, t, fk, false));
+            }
+        }
+        match page.last() {
+            Some((key, _)) if page.len() == crate::ddl::BACKFILL_BATCH_ROWS => {
+                from = key.clone();
+                from.push(0);
+            }
+            _ => return Ok(()),
+        }
+    }
+}
