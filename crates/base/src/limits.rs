@@ -68,3 +68,7 @@ pub const SQL_NODE_REPORT_INTERVAL_MS: u64 = 10_000;
 pub const SQL_NODE_FORGET_AFTER_MS: u64 = 30_000;
 /// Deepest nesting of a JSON document (MySQL's: error 3157 past it).
 pub const JSON_DEPTH_MAX: usize = 100;
+/// Stack of each thread that runs SQL statements: a statement is one deeply nested future
+/// (a DELETE cascading through foreign keys into index lookups and lock waits), which
+/// overflowed tokio's 2 MiB default in a debug build.
+pub const SQL_THREAD_STACK_BYTES: usize = 16 << 20;

@@ -111,6 +111,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config::sql::connection_threads(&config))
         .thread_name("sql-conn")
+        .thread_stack_size(base::limits::SQL_THREAD_STACK_BYTES)
         .enable_all()
         .build()
         .map_err(NodeError::Runtime)?;

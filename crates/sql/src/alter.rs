@@ -145,6 +145,7 @@ fn changed_column(
     def: &ast::ColumnDef,
     position: &Option<ast::MySQLColumnPosition>,
     plan: &mut Plan,
+    schema: &Schema,
 ) -> Result<()> {
     let old = t.columns[at].clone();
     if !old.name.eq_ignore_ascii_case(&def.name.value) && t.column(&def.name.value).is_some() {
@@ -195,6 +196,7 @@ fn changed_column(
         plan.checks.push(new.id);
     }
     t.columns[at] = new;
+    crate::foreign_keys::check_column(schema, t, at)?;
     place(t, at, position)
 }
 
@@ -336,7 +338,7 @@ fn apply(t: &mut TableInfo, op: &Op, plan: &mut Plan, schema: &Schema, db: &str)
                 .column(&old_name.value)
                 .ok_or_else(|| unknown_column(&old_name.value, &t.name))?;
             let def = column_def(new_name, data_type, options);
-            changed_column(t, at, &def, column_position, plan)?;
+            changed_column(t, at, &def, column_position, plan, schema)?;
         }
         Op::ModifyColumn {
             col_name,
@@ -348,7 +350,7 @@ fn apply(t: &mut TableInfo, op: &Op, plan: &mut Plan, schema: &Schema, db: &str)
                 .column(&col_name.value)
                 .ok_or_else(|| unknown_column(&col_name.value, &t.name))?;
             let def = column_def(&ast::Ident::new(&t.columns[at].name), data_type, options);
-            changed_column(t, at, &def, column_position, plan)?;
+            changed_column(t, at, &def, column_position, plan, schema)?;
         }
         Op::AlterColumn { column_name, op } => {
             let at = t
@@ -392,11 +394,11 @@ fn apply(t: &mut TableInfo, op: &Op, plan: &mut Plan, schema: &Schema, db: &str)
             constraint: TableConstraint::ForeignKey(fk),
             ..
         } => {
-            let parent = crate::ddl::referenced_table(schema, db, t, fk)?;
-            let key = crate::foreign_keys::from_ast(t, fk, parent.as_deref())?;
+            let parent = crate::ddl::referenced_table(schema, db, t, fk, true)?;
+            let key = crate::foreign_keys::from_ast(t, db, fk, parent)?;
             plan.foreign_keys.push(key.name.clone());
             let index_name = fk.index_name.as_ref().map(|n| n.value.clone());
-            crate::foreign_keys::add(t, key, index_name)?;
+            crate::foreign_keys::add(t, key, fk.name.is_some(), index_name)?;
         }
         Op::AddConstraint { constraint, .. } => add_constraint(t, constraint, plan)?,
         // DROP CONSTRAINT name: a CHECK of that name, else a unique index (MySQL 8.0.19);
@@ -677,6 +679,7 @@ pub async fn alter_table(
         check_rows(client, &version, &t, &plan).await?;
     }
     crate::ddl::check_names_free(schema, &t, &version)?;
+    crate::ddl::foreign_key_names_free(schema, &t, &version)?;
     if foreign_key_checks {
         for fk in t
             .foreign_keys

@@ -555,6 +555,13 @@ impl Needs<'_> {
             Statement::AlterTable(at) => {
                 self.table(&at.name, &[ALTER, CREATE, INSERT]);
                 for op in &at.operations {
+                    if let ast::AlterTableOperation::AddConstraint {
+                        constraint: ast::TableConstraint::ForeignKey(fk),
+                        ..
+                    } = op
+                    {
+                        self.table(&fk.foreign_table, &[REFERENCES]);
+                    }
                     if let ast::AlterTableOperation::RenameTable { table_name } = op {
                         let (ast::RenameTableNameKind::As(to) | ast::RenameTableNameKind::To(to)) =
                             table_name;

@@ -18,7 +18,7 @@
 //! Statements already running while a DDL commits may finish with the old schema, as in
 //! any system without TiDB's multi-state DDL (a write in that window can miss a new index).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 
 use kv_client::{Client, Snapshot, Transaction};
@@ -78,6 +78,14 @@ pub struct ForeignKey {
     /// The referenced table's id, and its columns' ids.
     pub parent: i64,
     pub parent_columns: Vec<i64>,
+    /// The referenced table's database, name and columns when the key was made: where the
+    /// id finds no table, these do ([`Schema::parent_of`]).
+    #[serde(default)]
+    pub parent_db: String,
+    #[serde(default)]
+    pub parent_table: String,
+    #[serde(default)]
+    pub parent_column_names: Vec<String>,
     pub on_delete: RefAction,
     pub on_update: RefAction,
 }
@@ -207,6 +215,11 @@ pub struct Schema {
     pub has_views: bool,
     /// Lowercased name → (database, its tables by lowercased name).
     pub dbs: BTreeMap<String, (DbInfo, BTreeMap<String, Arc<TableInfo>>)>,
+    /// Table id → its database's lowercased name and the table ([`Schema::index`]).
+    by_id: HashMap<i64, (String, Arc<TableInfo>)>,
+    /// Table id → the foreign keys that refer to it, with their tables, each resolved to the
+    /// table's ids as it is now ([`Schema::index`]).
+    children: HashMap<i64, Vec<(Arc<TableInfo>, ForeignKey)>>,
 }
 
 impl Schema {
@@ -230,25 +243,62 @@ impl Schema {
         }
     }
 
+    /// Fills the lookups by id once every table is in (the loader calls it).
+    pub fn index(&mut self) {
+        self.by_id = self
+            .dbs
+            .iter()
+            .flat_map(|(d, (_, tables))| {
+                tables.values().map(move |t| (t.id, (d.clone(), t.clone())))
+            })
+            .collect();
+        let mut children: HashMap<i64, Vec<(Arc<TableInfo>, ForeignKey)>> = HashMap::new();
+        for (_, t) in self.by_id.values() {
+            for fk in &t.foreign_keys {
+                if let Some((parent, at)) = self.parent_of(fk) {
+                    let resolved = ForeignKey {
+                        parent: parent.id,
+                        parent_columns: at.iter().map(|&c| parent.columns[c].id).collect(),
+                        ..fk.clone()
+                    };
+                    children
+                        .entry(parent.id)
+                        .or_default()
+                        .push((t.clone(), resolved));
+                }
+            }
+        }
+        self.children = children;
+    }
+
     /// The table with id `id`, and its database.
     pub fn table_by_id(&self, id: i64) -> Option<(&DbInfo, Arc<TableInfo>)> {
-        self.dbs
-            .values()
-            .find_map(|(d, tables)| tables.values().find(|t| t.id == id).map(|t| (d, t.clone())))
+        let (db, t) = self.by_id.get(&id)?;
+        Some((&self.dbs.get(db)?.0, t.clone()))
     }
 
     /// The foreign keys that refer to table `parent`, with their tables.
-    pub fn referencing(&self, parent: i64) -> Vec<(Arc<TableInfo>, ForeignKey)> {
-        self.dbs
-            .values()
-            .flat_map(|(_, tables)| tables.values())
-            .flat_map(|t| {
-                t.foreign_keys
-                    .iter()
-                    .filter(|f| f.parent == parent)
-                    .map(|f| (t.clone(), f.clone()))
-            })
-            .collect()
+    pub fn referencing(&self, parent: i64) -> &[(Arc<TableInfo>, ForeignKey)] {
+        self.children.get(&parent).map_or(&[], Vec::as_slice)
+    }
+
+    /// The table foreign key `fk` refers to, and the offsets of its columns there: by id, or
+    /// (a table dropped and made again, or made after the key under `foreign_key_checks=0`)
+    /// by the names the key was made with.
+    pub fn parent_of(&self, fk: &ForeignKey) -> Option<(Arc<TableInfo>, Vec<usize>)> {
+        if let Some((_, p)) = self.by_id.get(&fk.parent) {
+            let at: Option<Vec<usize>> = fk
+                .parent_columns
+                .iter()
+                .map(|id| p.columns.iter().position(|c| c.id == *id))
+                .collect();
+            if let Some(at) = at.filter(|a| !a.is_empty()) {
+                return Some((p.clone(), at));
+            }
+        }
+        let p = self.table(&fk.parent_db, &fk.parent_table).ok()?;
+        let at: Option<Vec<usize>> = fk.parent_column_names.iter().map(|n| p.column(n)).collect();
+        at.filter(|a| !a.is_empty()).map(|a| (p, a))
     }
 
     /// The table or view `db`.`name` (1146 if there is neither).
@@ -391,6 +441,8 @@ impl Catalog {
             version,
             has_views: false,
             dbs: BTreeMap::new(),
+            by_id: HashMap::new(),
+            children: HashMap::new(),
         };
         for (key, value) in snapshot.scan(b"m/db/", b"m/db0", usize::MAX).await? {
             let db: DbInfo = json(&key, &value)?;
@@ -405,6 +457,7 @@ impl Catalog {
                 tables.insert(t.name.to_lowercase(), Arc::new(t));
             }
         }
+        schema.index();
         let schema = Arc::new(schema);
         let mut cached = self.cached.write().expect("schema cache lock poisoned");
         if cached.schema.version < version {

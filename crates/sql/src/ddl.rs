@@ -81,6 +81,7 @@ pub async fn drop_database(
     schema: &Schema,
     name: &str,
     if_exists: bool,
+    foreign_key_checks: bool,
 ) -> Result<()> {
     let Ok(db) = schema.db(name) else {
         return if if_exists {
@@ -94,6 +95,15 @@ pub async fn drop_database(
         };
     };
     let db = db.clone();
+    // A table of another database that refers to one of these: 3730, as MySQL.
+    let ids: Vec<i64> = schema.dbs[&name.to_lowercase()]
+        .1
+        .values()
+        .map(|t| t.id)
+        .collect();
+    for t in schema.dbs[&name.to_lowercase()].1.values() {
+        crate::foreign_keys::refuse_if_referenced(schema, t, false, foreign_key_checks, &ids)?;
+    }
     let tables: Vec<String> = schema.dbs[&name.to_lowercase()]
         .1
         .values()
@@ -178,28 +188,62 @@ pub(crate) fn json_not_indexed(c: &ColumnInfo) -> Result<()> {
     }
 }
 
-/// The table a foreign key of `t` refers to: `None` when it is `t` itself, 1824 when there
-/// is no such table.
+/// The table a foreign key of `t` refers to; a table that is not there is 1824, unless
+/// `foreign_key_checks` is off (mysqldump makes tables in name order).
 pub(crate) fn referenced_table(
     schema: &Schema,
     db: &str,
     t: &TableInfo,
     fk: &ast::ForeignKeyConstraint,
-) -> Result<Option<std::sync::Arc<TableInfo>>> {
+    foreign_key_checks: bool,
+) -> Result<crate::foreign_keys::Referenced> {
+    use crate::foreign_keys::Referenced;
     let (parent_db, parent) = split_name(&fk.foreign_table);
     let parent_db = parent_db.unwrap_or_else(|| db.to_string());
     let own_db = schema.db(&parent_db).is_ok_and(|d| d.id == t.db_id);
     if own_db && parent.eq_ignore_ascii_case(&t.name) {
-        return Ok(None);
+        return Ok(Referenced::Itself);
     }
-    schema
-        .table(&parent_db, &parent)
-        .map(Some)
-        .map_err(|_| SqlError {
+    match schema.table(&parent_db, &parent) {
+        Ok(p) => Ok(Referenced::Table(p)),
+        Err(_) if !foreign_key_checks => Ok(Referenced::Missing(parent_db, parent)),
+        Err(_) => Err(SqlError {
             code: 1824,
             state: "HY000",
             message: format!("Failed to open the referenced table '{parent}'"),
-        })
+        }),
+    }
+}
+
+/// MySQL's 1826 when a foreign key of `t` that `before` lacks has the name of another
+/// table's in its database: foreign key names are per database.
+pub(crate) fn foreign_key_names_free(
+    schema: &Schema,
+    t: &TableInfo,
+    before: &TableInfo,
+) -> Result<()> {
+    for fk in &t.foreign_keys {
+        let new = !before.foreign_keys.iter().any(|b| b.name == fk.name);
+        let taken = schema
+            .dbs
+            .values()
+            .filter(|(d, _)| d.id == t.db_id)
+            .flat_map(|(_, tables)| tables.values())
+            .filter(|o| o.id != t.id)
+            .any(|o| {
+                o.foreign_keys
+                    .iter()
+                    .any(|f| f.name.eq_ignore_ascii_case(&fk.name))
+            });
+        if new && taken {
+            return Err(SqlError {
+                code: 1826,
+                state: "HY000",
+                message: format!("Duplicate foreign key constraint name '{}'", fk.name),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The table a CREATE TABLE describes (ids still to be assigned: columns 1.., indexes 1..).
@@ -335,6 +379,7 @@ pub fn table_from_ast(
     db: &str,
     db_id: i64,
     ct: &ast::CreateTable,
+    foreign_key_checks: bool,
 ) -> Result<TableInfo> {
     let names = ct.name.0.iter().filter_map(|p| p.as_ident());
     for id in names.chain(ct.columns.iter().map(|c| &c.name)) {
@@ -473,10 +518,10 @@ pub fn table_from_ast(
     }
     // Last, so a foreign key sees the table's keys (its own, when it refers to itself).
     for fk in foreign_keys {
-        let parent = referenced_table(schema, db, &t, fk)?;
-        let key = crate::foreign_keys::from_ast(&t, fk, parent.as_deref())?;
+        let parent = referenced_table(schema, db, &t, fk, foreign_key_checks)?;
+        let key = crate::foreign_keys::from_ast(&t, db, fk, parent)?;
         let index_name = fk.index_name.as_ref().map(|n| n.value.clone());
-        crate::foreign_keys::add(&mut t, key, index_name)?;
+        crate::foreign_keys::add(&mut t, key, fk.name.is_some(), index_name)?;
     }
     Ok(t)
 }
@@ -489,6 +534,7 @@ pub async fn create_table(
     db: &str,
     ct: &ast::CreateTable,
     like: Option<&TableInfo>,
+    foreign_key_checks: bool,
 ) -> Result<()> {
     if ct.query.is_some() {
         // TiDB refuses it too.
@@ -504,7 +550,7 @@ pub async fn create_table(
             stats: None,
             ..source.clone()
         },
-        None => table_from_ast(schema, db, db_info.id, ct)?,
+        None => table_from_ast(schema, db, db_info.id, ct, foreign_key_checks)?,
     };
     let mut proto_table = proto_table;
     if let Some(source) = like {
@@ -521,6 +567,7 @@ pub async fn create_table(
         ..proto_table.clone()
     };
     check_names_free(schema, &proto_table, &without_checks)?;
+    foreign_key_names_free(schema, &proto_table, &without_checks)?;
     let key = table_key(db_info.id, &proto_table.name);
     in_ddl_txn(client, |mut txn| {
         let (mut t, key) = (proto_table.clone(), key.clone());
@@ -554,7 +601,7 @@ pub async fn drop_table(
     db: &str,
     name: &str,
     if_exists: bool,
-    foreign_key_checks: bool,
+    foreign_key_checks: Option<&[i64]>,
 ) -> Result<()> {
     let t = match schema.table(db, name) {
         Ok(t) => t,
@@ -568,7 +615,10 @@ pub async fn drop_table(
             });
         }
     };
-    crate::foreign_keys::refuse_if_referenced(schema, &t, false, foreign_key_checks)?;
+    // With `foreign_key_checks` on: the tables the statement drops with this one.
+    if let Some(going) = foreign_key_checks {
+        crate::foreign_keys::refuse_if_referenced(schema, &t, false, true, going)?;
+    }
     in_ddl_txn(client, |mut txn| {
         let t = t.clone();
         async move {
@@ -624,14 +674,15 @@ pub async fn truncate_table(
     foreign_key_checks: bool,
 ) -> Result<()> {
     let old = schema.table(db, name)?;
-    crate::foreign_keys::refuse_if_referenced(schema, &old, true, foreign_key_checks)?;
+    crate::foreign_keys::refuse_if_referenced(schema, &old, true, foreign_key_checks, &[])?;
     // The tables whose foreign keys refer to this one follow it to its new id.
-    let referring: Vec<TableInfo> = schema
+    let mut referring: Vec<TableInfo> = schema
         .referencing(old.id)
-        .into_iter()
+        .iter()
         .filter(|(c, _)| c.id != old.id)
-        .map(|(c, _)| (*c).clone())
+        .map(|(c, _)| (**c).clone())
         .collect();
+    referring.dedup_by_key(|c| c.id);
     let old_id = old.id;
     in_ddl_txn(client, |mut txn| {
         let mut t = (*old).clone();
@@ -918,5 +969,6 @@ pub async fn drop_index(
             message: format!("Can't DROP '{name}'; check that column/key exists"),
         });
     };
+    crate::foreign_keys::needed(schema, &t, None, Some(idx))?;
     drop_index_by_id(client, &table_key(t.db_id, &t.name), idx.id).await
 }

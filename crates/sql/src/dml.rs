@@ -75,7 +75,7 @@ async fn unique_conflict<'t>(
     Ok(None)
 }
 
-fn convert_row(t: &TableInfo, mut row: Vec<Datum>, row_no: usize) -> Result<Vec<Datum>> {
+pub(crate) fn convert_row(t: &TableInfo, mut row: Vec<Datum>, row_no: usize) -> Result<Vec<Datum>> {
     for (i, c) in t.columns.iter().enumerate() {
         let v = std::mem::replace(&mut row[i], Datum::Null);
         let v = c.ty.convert(v, &c.name, row_no)?;
@@ -436,26 +436,33 @@ pub async fn insert_rows(
         match clash {
             None => {
                 put_row(txn, t, handle, &row, false).await?;
-                crate::foreign_keys::check_parents(ctx, txn, t, &row, None).await?;
-                affected.rows += 1;
+                match crate::foreign_keys::check_parents(ctx, txn, t, &row, None).await {
+                    Ok(()) => affected.rows += 1,
+                    // INSERT IGNORE: a row without its parent is taken back, with a warning.
+                    Err(e) if e.code == 1452 && matches!(on_duplicate, OnDuplicate::Ignore) => {
+                        delete_row(txn, t, handle, &row);
+                        affected.warnings.push((e.code, e.message));
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             Some(_) if matches!(on_duplicate, OnDuplicate::Replace) => {
                 // Every row the new one clashes with goes: the one under its key, then each
                 // one holding any of its unique values.
                 // REPLACE deletes what it replaces: foreign keys see a delete.
                 if let Some(old) = existing_row(txn, t, handle).await? {
+                    delete_row(txn, t, handle, &old);
                     crate::foreign_keys::on_parent_change(ctx, txn, t, handle, &old, None, 0)
                         .await?;
-                    delete_row(txn, t, handle, &old);
                     affected.rows += 1;
                 }
                 while let Some((other, _)) = unique_conflict(txn, t, &row, handle).await? {
                     let old = existing_row(txn, t, other)
                         .await?
                         .ok_or_else(|| SqlError::unknown("a unique index entry without its row"))?;
+                    delete_row(txn, t, other, &old);
                     crate::foreign_keys::on_parent_change(ctx, txn, t, other, &old, None, 0)
                         .await?;
-                    delete_row(txn, t, other, &old);
                     affected.rows += 1;
                 }
                 put_row(txn, t, handle, &row, true).await?;
@@ -673,7 +680,16 @@ pub async fn update(
     )
     .await?;
     let mut affected = Affected::default();
+    // Cascades may have changed or deleted rows the statement read: each is read again.
+    let cascades = !ctx.schema.referencing(t.id).is_empty();
     for (n, (h, old)) in rows.into_iter().enumerate() {
+        let old = match cascades {
+            false => old,
+            true => match existing_row(txn, t, h).await? {
+                Some(current) => current,
+                None => continue,
+            },
+        };
         let new = apply(t, &old, &sets, n + 1, &[])?;
         if new != old {
             crate::foreign_keys::on_parent_change(ctx, txn, t, h, &old, Some(&new), 0).await?;
@@ -702,12 +718,24 @@ pub async fn delete(
         d.limit.as_ref(),
     )
     .await?;
-    for (h, row) in &rows {
-        crate::foreign_keys::on_parent_change(ctx, txn, t, *h, row, None, 0).await?;
-        delete_row(txn, t, *h, row);
+    // Cascades may have changed or deleted rows the statement read: each is read again. A
+    // row is gone before its children are looked for, so a cycle of references ends.
+    let cascades = !ctx.schema.referencing(t.id).is_empty();
+    let mut deleted = 0;
+    for (h, row) in rows {
+        let row = match cascades {
+            false => row,
+            true => match existing_row(txn, t, h).await? {
+                Some(current) => current,
+                None => continue,
+            },
+        };
+        delete_row(txn, t, h, &row);
+        crate::foreign_keys::on_parent_change(ctx, txn, t, h, &row, None, 0).await?;
+        deleted += 1;
     }
     Ok(Affected {
-        rows: rows.len() as u64,
+        rows: deleted,
         ..Affected::default()
     })
 }

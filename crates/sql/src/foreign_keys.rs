@@ -1,11 +1,14 @@
 //! Foreign keys, enforced as InnoDB and TiDB (v6.6 and later) enforce them.
 //!
 //! A foreign key names its columns and the referenced table and columns by id
-//! ([`crate::catalog::ForeignKey`]), so renaming either table or a column keeps it. Its
-//! definition is checked as MySQL checks it: the referenced table exists (1824) and has the
-//! columns (3734) with an index led by them (1822), the types match (3780), SET NULL is not
-//! on a NOT NULL column (1830). The referencing columns get an index of their own when no
-//! index starts with them (MySQL creates one, named after the constraint).
+//! ([`crate::catalog::ForeignKey`]), so renaming either table or a column keeps it, and
+//! keeps the referenced names too: a table dropped and made again, or made after the key
+//! under `foreign_key_checks=0` (mysqldump's order), is found by them
+//! ([`Schema::parent_of`]). Its definition is checked as MySQL checks it: the referenced
+//! table exists (1824, unless `foreign_key_checks` is off) and has the columns (3734) with an
+//! index led by them (1822), the types match (3780), SET NULL is not on a NOT NULL column
+//! (1830), names are unique in the database (1826). The referencing columns get an index of
+//! their own when no index starts with them (named as MySQL names it).
 //!
 //! Enforcement, row by row inside the statement's transaction, while the session's
 //! `foreign_key_checks` is on:
@@ -15,7 +18,12 @@
 //! - a parent row deleted, or updated in its referenced columns, is looked up in each child
 //!   through the child's index: RESTRICT and NO ACTION refuse with 1451, CASCADE deletes or
 //!   updates the children (and their own children, at most [`CASCADE_DEPTH_MAX`] deep:
-//!   3008), SET NULL sets their key columns to NULL ([`on_parent_change`]).
+//!   3008), SET NULL sets their key columns to NULL ([`on_parent_change`]); a cascaded row
+//!   goes through the column types, generated columns and CHECKs as any written row. As
+//!   InnoDB, ON UPDATE CASCADE and SET NULL of a table that refers to itself act as
+//!   RESTRICT. A deleted row is gone before its children are looked for, so cycles end.
+//! - The parent row found is locked (at commit, for an optimistic transaction), so a
+//!   concurrent DELETE of it waits or conflicts.
 //!
 //! DDL keeps them whole: a referenced table is not dropped (3730) or truncated (1701), a
 //! column a foreign key uses is not dropped (1828), nor an index it needs (1553).
@@ -76,19 +84,69 @@ fn compatible(a: &SqlType, b: &SqlType) -> bool {
     }
 }
 
+/// The table a foreign key refers to, as its definition found it.
+pub enum Referenced {
+    /// The table being defined.
+    Itself,
+    Table(std::sync::Arc<TableInfo>),
+    /// No such table, accepted under `foreign_key_checks=0`: (database, name).
+    Missing(String, String),
+}
+
 /// A foreign key of `t` (the table being created or altered; a reference to itself is
-/// allowed) from its definition, checked. `parent` is the referenced table unless `t` is.
+/// allowed) from its definition, checked, in database `db`.
 pub fn from_ast(
     t: &TableInfo,
+    db: &str,
     fk: &ast::ForeignKeyConstraint,
-    parent: Option<&TableInfo>,
+    parent: Referenced,
 ) -> Result<ForeignKey> {
     let name = fk
         .name
         .as_ref()
         .map(|n| n.value.clone())
         .unwrap_or_else(|| next_name(t));
-    let parent = parent.unwrap_or(t);
+    let parent: &TableInfo = match &parent {
+        Referenced::Itself => t,
+        Referenced::Table(p) => p,
+        Referenced::Missing(parent_db, parent_table) => {
+            let mut columns = Vec::with_capacity(fk.columns.len());
+            for c in &fk.columns {
+                let at = t.column(&c.value).ok_or_else(|| SqlError {
+                    code: 1072,
+                    state: "42000",
+                    message: format!("Key column '{}' doesn't exist in table", c.value),
+                })?;
+                columns.push(t.columns[at].id);
+            }
+            return Ok(ForeignKey {
+                name,
+                columns,
+                parent: 0,
+                parent_columns: Vec::new(),
+                parent_db: parent_db.clone(),
+                parent_table: parent_table.clone(),
+                parent_column_names: fk
+                    .referred_columns
+                    .iter()
+                    .map(|c| c.value.clone())
+                    .collect(),
+                on_delete: action(&fk.on_delete)?,
+                on_update: action(&fk.on_update)?,
+            });
+        }
+    };
+    let parent_db = match std::ptr::eq(parent, t) {
+        true => db.to_string(),
+        false => fk
+            .foreign_table
+            .0
+            .iter()
+            .rev()
+            .nth(1)
+            .and_then(|p| p.as_ident())
+            .map_or_else(|| db.to_string(), |i| i.value.clone()),
+    };
     let mut columns = Vec::with_capacity(fk.columns.len());
     for c in &fk.columns {
         let at = t.column(&c.value).ok_or_else(|| SqlError {
@@ -162,14 +220,26 @@ pub fn from_ast(
             .iter()
             .map(|&c| parent.columns[c].id)
             .collect(),
+        parent_db,
+        parent_table: parent.name.clone(),
+        parent_column_names: parent_columns
+            .iter()
+            .map(|&c| parent.columns[c].name.clone())
+            .collect(),
         on_delete,
         on_update,
     })
 }
 
-/// Adds `fk` to `t`, with an index led by its columns when `t` has none (named `index_name`,
-/// else after the constraint; id 0 until the DDL allocates one).
-pub fn add(t: &mut TableInfo, fk: ForeignKey, index_name: Option<String>) -> Result<()> {
+/// Adds `fk` to `t`, with an index led by its columns when `t` has none (id 0 until the DDL
+/// allocates one), named as MySQL names it: after the constraint when it was named
+/// (`named`), else `index_name`, else its first column (with `_2`, `_3`... when taken).
+pub fn add(
+    t: &mut TableInfo,
+    fk: ForeignKey,
+    named: bool,
+    index_name: Option<String>,
+) -> Result<()> {
     if t.foreign_keys
         .iter()
         .any(|f| f.name.eq_ignore_ascii_case(&fk.name))
@@ -182,8 +252,22 @@ pub fn add(t: &mut TableInfo, fk: ForeignKey, index_name: Option<String>) -> Res
     }
     let offsets = offsets(t, &fk.columns);
     if !indexed(t, &offsets) {
-        let name = index_name.unwrap_or_else(|| fk.name.clone());
-        if t.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&name)) {
+        let taken = |n: &str| t.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(n));
+        let name = match (named, index_name) {
+            (true, _) => fk.name.clone(),
+            (false, Some(n)) => n,
+            (false, None) => {
+                let first = t.columns[offsets[0]].name.clone();
+                (1..)
+                    .map(|k| match k {
+                        1 => first.clone(),
+                        k => format!("{first}_{k}"),
+                    })
+                    .find(|n| !taken(n))
+                    .expect("some suffix is free")
+            }
+        };
+        if taken(&name) {
             return Err(SqlError {
                 code: 1061,
                 state: "42000",
@@ -220,14 +304,37 @@ fn names(t: &TableInfo, ids: &[i64]) -> String {
 
 /// The constraint as SHOW CREATE TABLE and MySQL's messages write it.
 pub fn definition(schema: &Schema, t: &TableInfo, fk: &ForeignKey) -> String {
-    let parent = schema.table_by_id(fk.parent);
-    let (parent_name, parent_columns) = match (&parent, fk.parent == t.id) {
-        (_, true) => (t.name.clone(), names(t, &fk.parent_columns)),
-        (Some((_, p)), _) => (p.name.clone(), names(p, &fk.parent_columns)),
-        (None, _) => ("?".into(), String::new()),
+    let quoted = |names: &[String]| {
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (parent_name, parent_columns) = match schema.parent_of(fk) {
+        Some((p, at)) => {
+            let in_db = schema.table_by_id(p.id).map(|(d, _)| d.id);
+            let name = match in_db == Some(t.db_id) {
+                true => format!("`{}`", p.name),
+                false => format!(
+                    "`{}`.`{}`",
+                    schema
+                        .table_by_id(p.id)
+                        .map_or("", |(d, _)| d.name.as_str()),
+                    p.name
+                ),
+            };
+            let columns: Vec<String> = at.iter().map(|&c| p.columns[c].name.clone()).collect();
+            (name, quoted(&columns))
+        }
+        // The names it was made with (a table not there now).
+        None => (
+            format!("`{}`", fk.parent_table),
+            quoted(&fk.parent_column_names),
+        ),
     };
     let mut out = format!(
-        "CONSTRAINT `{}` FOREIGN KEY ({}) REFERENCES `{parent_name}` ({parent_columns})",
+        "CONSTRAINT `{}` FOREIGN KEY ({}) REFERENCES {parent_name} ({parent_columns})",
         fk.name,
         names(t, &fk.columns)
     );
@@ -247,13 +354,13 @@ fn checks_on(ctx: &DmlContext<'_>) -> bool {
 }
 
 /// `column = value AND ...` over a row of `t`: the filter that finds rows by key.
-fn key_filter(offsets: &[usize], values: &[Datum]) -> Expr {
+fn key_filter(offsets: &[usize], values: &[Datum]) -> Result<Expr> {
     offsets
         .iter()
         .zip(values)
         .map(|(&c, v)| Expr::call(Func::Eq, vec![Expr::Column(c), Expr::Const(v.clone())]))
         .reduce(|a, b| Expr::call(Func::And, vec![a, b]))
-        .expect("a foreign key has columns")
+        .ok_or_else(|| SqlError::unknown("a foreign key without columns"))
 }
 
 /// 1452 or 1451, naming the constraint as MySQL does.
@@ -286,7 +393,8 @@ fn violation(schema: &Schema, child: &TableInfo, fk: &ForeignKey, parent_side: b
 }
 
 /// Checks that `row`, written to `t`, finds the parent row of each of its foreign keys
-/// (`old`: the row it replaces, whose keys need no new check when they did not change).
+/// (`old`: the row it replaces, whose keys need no new check when they did not change), and
+/// locks that parent row.
 pub async fn check_parents(
     ctx: &DmlContext<'_>,
     txn: &mut Transaction,
@@ -307,12 +415,9 @@ pub async fn check_parents(
         if old.is_some_and(|o| at.iter().all(|&c| o[c] == row[c])) {
             continue;
         }
-        let parent = match ctx.schema.table_by_id(fk.parent) {
-            Some((_, p)) => p,
-            None if fk.parent == t.id => std::sync::Arc::new(t.clone()),
-            None => return Err(violation(ctx.schema, t, fk, false)),
+        let Some((parent, parent_at)) = ctx.schema.parent_of(fk) else {
+            return Err(violation(ctx.schema, t, fk, false));
         };
-        let parent_at = offsets(&parent, &fk.parent_columns);
         let mut typed = Vec::with_capacity(values.len());
         for (v, &c) in values.iter().zip(&parent_at) {
             let col = &parent.columns[c];
@@ -321,18 +426,22 @@ pub async fn check_parents(
                 Err(_) => return Err(violation(ctx.schema, t, fk, false)),
             }
         }
-        let filter = key_filter(&parent_at, &typed);
+        let filter = key_filter(&parent_at, &typed)?;
         let found = crate::query::fetch_rows(txn, &parent, Some(&filter), true, Some(1), 1).await?;
-        if found.is_empty() {
+        let Some((handle, _)) = found.first() else {
             return Err(violation(ctx.schema, t, fk, false));
-        }
+        };
+        // Held to the end of the transaction (checked at commit when optimistic): the
+        // parent cannot go while this row refers to it.
+        txn.lock_keys(&[codec::table::row_key(parent.id, *handle)])
+            .await?;
     }
     Ok(())
 }
 
-/// What a change to parent row `old` of `t` (deleted when `new` is None) does to the rows
-/// that refer to it: refused (1451), cascaded, or their keys set to NULL. `handle` is the
-/// changed row's, so a row that refers to itself is not its own child.
+/// What a change to parent row `old` of `t` (deleted when `new` is None; a deleted row must
+/// be deleted already) does to the rows that refer to it: refused (1451), cascaded, or their
+/// keys set to NULL. `handle` is the changed row's.
 pub fn on_parent_change<'a>(
     ctx: &'a DmlContext<'a>,
     txn: &'a mut Transaction,
@@ -343,10 +452,11 @@ pub fn on_parent_change<'a>(
     depth: usize,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send + 'a>> {
     Box::pin(async move {
-        if !checks_on(ctx) {
+        let children = ctx.schema.referencing(t.id);
+        if children.is_empty() || !checks_on(ctx) {
             return Ok(());
         }
-        for (child, fk) in ctx.schema.referencing(t.id) {
+        for (child, fk) in children {
             let parent_at = offsets(t, &fk.parent_columns);
             let values: Vec<Datum> = parent_at.iter().map(|&c| old[c].clone()).collect();
             if values.iter().any(Datum::is_null) {
@@ -355,34 +465,43 @@ pub fn on_parent_change<'a>(
             if new.is_some_and(|n| parent_at.iter().all(|&c| n[c] == old[c])) {
                 continue;
             }
-            // A table that refers to itself is read as this statement left it.
-            let child = match child.id == t.id {
-                true => std::sync::Arc::new(t.clone()),
-                false => child,
-            };
-            let child_at = offsets(&child, &fk.columns);
-            let filter = key_filter(&child_at, &values);
+            let child_at = offsets(child, &fk.columns);
+            let filter = key_filter(&child_at, &values)?;
             let mut rows = crate::query::fetch_rows(
                 txn,
-                &child,
+                child,
                 Some(&filter),
                 true,
                 None,
                 crate::query::INDEX_LOOKUP_CONCURRENCY,
             )
             .await?;
-            if child.id == t.id {
+            let refers_to_itself = child.id == t.id;
+            if let (true, Some(n)) = (refers_to_itself, new) {
+                // The row being changed is read as it was; it stays a child of its old key
+                // only if its new values still name it.
                 rows.retain(|(h, _)| *h != handle);
+                if child_at
+                    .iter()
+                    .zip(&parent_at)
+                    .all(|(&c, &p)| n[c] == old[p])
+                {
+                    rows.push((handle, n.to_vec()));
+                }
             }
             if rows.is_empty() {
                 continue;
             }
-            let action = match new {
+            let mut action = match new {
                 None => fk.on_delete,
                 Some(_) => fk.on_update,
             };
+            // InnoDB: ON UPDATE CASCADE or SET NULL into the same table acts as RESTRICT.
+            if refers_to_itself && new.is_some() {
+                action = RefAction::Restrict;
+            }
             if matches!(action, RefAction::Restrict | RefAction::NoAction) {
-                return Err(violation(ctx.schema, &child, &fk, true));
+                return Err(violation(ctx.schema, child, fk, true));
             }
             if depth >= CASCADE_DEPTH_MAX {
                 return Err(SqlError {
@@ -411,10 +530,18 @@ pub fn on_parent_change<'a>(
                         Some(changed)
                     }
                 };
-                on_parent_change(ctx, txn, &child, h, &row, changed.as_deref(), depth + 1).await?;
                 match changed {
-                    None => crate::rows::delete_row(txn, &child, h, &row),
-                    Some(changed) => crate::dml::rewrite(txn, &child, h, &row, &changed).await?,
+                    None => {
+                        crate::rows::delete_row(txn, child, h, &row);
+                        on_parent_change(ctx, txn, child, h, &row, None, depth + 1).await?;
+                    }
+                    Some(changed) => {
+                        // A cascaded row is a written row: types, generated columns, CHECKs.
+                        let changed = crate::dml::convert_row(child, changed, 1)?;
+                        on_parent_change(ctx, txn, child, h, &row, Some(&changed), depth + 1)
+                            .await?;
+                        crate::dml::rewrite(txn, child, h, &row, &changed).await?;
+                    }
                 }
             }
         }
@@ -422,21 +549,23 @@ pub fn on_parent_change<'a>(
     })
 }
 
-/// MySQL's 3730 or 1701 when `t` is referenced by another table's foreign key (a DROP or
-/// TRUNCATE of it); nothing while `foreign_key_checks` is off.
+/// MySQL's 3730 or 1701 when `t` is referenced by a foreign key of a table other than itself
+/// and those in `going` (the tables the same statement drops); nothing while
+/// `foreign_key_checks` is off.
 pub fn refuse_if_referenced(
     schema: &Schema,
     t: &TableInfo,
     truncate: bool,
     checks: bool,
+    going: &[i64],
 ) -> Result<()> {
     if !checks {
         return Ok(());
     }
     let Some((child, fk)) = schema
         .referencing(t.id)
-        .into_iter()
-        .find(|(c, _)| c.id != t.id)
+        .iter()
+        .find(|(c, _)| c.id != t.id && !going.contains(&c.id))
     else {
         return Ok(());
     };
@@ -447,7 +576,7 @@ pub fn refuse_if_referenced(
             message: format!(
                 "Cannot truncate a table referenced in a foreign key constraint (`{}`, {})",
                 child.name,
-                definition(schema, &child, &fk)
+                definition(schema, child, fk)
             ),
         },
         false => SqlError {
@@ -461,8 +590,9 @@ pub fn refuse_if_referenced(
     })
 }
 
-/// MySQL's 1828 or 1553 when column `column` (an offset) of `t`, or an index whose columns
-/// are `index`, is what one of its foreign keys (or another table's, referring to it) needs.
+/// MySQL's 1828 (its own key) or 1829 (another table's) when column `column` (an offset) of
+/// `t` is one a foreign key uses, and 1553 when dropping `index` leaves a key without the
+/// index it needs.
 pub fn needed(
     schema: &Schema,
     t: &TableInfo,
@@ -470,26 +600,28 @@ pub fn needed(
     index: Option<&IndexInfo>,
 ) -> Result<()> {
     if let Some(c) = column {
-        let id = t.columns[c].id;
-        let uses = t
-            .foreign_keys
-            .iter()
-            .find(|f| f.columns.contains(&id))
-            .cloned()
-            .or_else(|| {
-                schema
-                    .referencing(t.id)
-                    .into_iter()
-                    .map(|(_, f)| f)
-                    .find(|f| f.parent_columns.contains(&id))
-            });
-        if let Some(fk) = uses {
+        let (id, name) = (t.columns[c].id, &t.columns[c].name);
+        if let Some(fk) = t.foreign_keys.iter().find(|f| f.columns.contains(&id)) {
             return Err(SqlError {
                 code: 1828,
                 state: "HY000",
                 message: format!(
-                    "Cannot drop column '{}': needed in a foreign key constraint '{}'",
-                    t.columns[c].name, fk.name
+                    "Cannot drop column '{name}': needed in a foreign key constraint '{}'",
+                    fk.name
+                ),
+            });
+        }
+        if let Some((child, fk)) = schema
+            .referencing(t.id)
+            .iter()
+            .find(|(_, f)| f.parent_columns.contains(&id))
+        {
+            return Err(SqlError {
+                code: 1829,
+                state: "HY000",
+                message: format!(
+                    "Cannot drop column '{name}': needed in a foreign key constraint '{}' of table '{}'",
+                    fk.name, child.name
                 ),
             });
         }
@@ -500,7 +632,7 @@ pub fn needed(
             indexes: t
                 .indexes
                 .iter()
-                .filter(|i| i.id != index.id || i.name != index.name)
+                .filter(|i| i.name != index.name)
                 .cloned()
                 .collect(),
             ..t.clone()
@@ -513,11 +645,11 @@ pub fn needed(
         needs.extend(
             schema
                 .referencing(t.id)
-                .into_iter()
+                .iter()
                 .map(|(_, f)| (f.name.clone(), offsets(t, &f.parent_columns))),
         );
         for (name, at) in needs {
-            if indexed(t, &at) && !indexed(&others, &at) {
+            if !at.is_empty() && indexed(t, &at) && !indexed(&others, &at) {
                 return Err(SqlError {
                     code: 1553,
                     state: "HY000",
@@ -533,21 +665,25 @@ pub fn needed(
 }
 
 /// Checks that every row `t` holds finds its parent through `fk` (ALTER TABLE ADD FOREIGN
-/// KEY): 1452 for the first that does not.
+/// KEY; `t` is the new definition, which is the parent too when the key refers to itself):
+/// 1452 for the first that does not.
 pub async fn check_existing(
     client: &kv_client::Client,
     schema: &Schema,
     t: &TableInfo,
     fk: &ForeignKey,
 ) -> Result<()> {
-    let parent = match schema.table_by_id(fk.parent) {
-        Some((_, p)) => p,
-        None => std::sync::Arc::new(t.clone()),
+    let (parent, parent_at) = match fk.parent == t.id {
+        true => (
+            std::sync::Arc::new(t.clone()),
+            offsets(t, &fk.parent_columns),
+        ),
+        false => match schema.parent_of(fk) {
+            Some(found) => found,
+            None => return Err(violation(schema, t, fk, false)),
+        },
     };
-    let (at, parent_at) = (
-        offsets(t, &fk.columns),
-        offsets(&parent, &fk.parent_columns),
-    );
+    let at = offsets(t, &fk.columns);
     let mut reader = client.begin().await?;
     let (mut from, end) = codec::table::row_range(t.id);
     loop {
@@ -562,7 +698,7 @@ pub async fn check_existing(
             if values.iter().any(Datum::is_null) {
                 continue;
             }
-            let filter = key_filter(&parent_at, &values);
+            let filter = key_filter(&parent_at, &values)?;
             let found =
                 crate::query::fetch_rows(&mut reader, &parent, Some(&filter), false, Some(1), 1)
                     .await?;
@@ -578,4 +714,58 @@ pub async fn check_existing(
             _ => return Ok(()),
         }
     }
+}
+
+/// MySQL's 3780 or 1830 when column `c` of `t` (its definition after a MODIFY or CHANGE) no
+/// longer suits a foreign key it belongs to, as the referencing or the referenced side.
+pub fn check_column(schema: &Schema, t: &TableInfo, c: usize) -> Result<()> {
+    let col = &t.columns[c];
+    let incompatible = |child: &str, referenced: &str, fk: &str| SqlError {
+        code: 3780,
+        state: "HY000",
+        message: format!(
+            "Referencing column '{child}' and referenced column '{referenced}' in foreign key constraint '{fk}' are incompatible."
+        ),
+    };
+    for fk in &t.foreign_keys {
+        let Some(k) = fk.columns.iter().position(|id| *id == col.id) else {
+            continue;
+        };
+        let set_null = fk.on_delete == RefAction::SetNull || fk.on_update == RefAction::SetNull;
+        if set_null && !col.nullable {
+            return Err(SqlError {
+                code: 1830,
+                state: "HY000",
+                message: format!(
+                    "Column '{}' cannot be NOT NULL: needed in a foreign key constraint '{}' SET NULL",
+                    col.name, fk.name
+                ),
+            });
+        }
+        let parent = match fk.parent == t.id {
+            true => Some((
+                std::sync::Arc::new(t.clone()),
+                offsets(t, &fk.parent_columns),
+            )),
+            false => schema.parent_of(fk),
+        };
+        if let Some((p, at)) = parent
+            && let Some(&pc) = at.get(k)
+            && !compatible(&col.ty, &p.columns[pc].ty)
+        {
+            return Err(incompatible(&col.name, &p.columns[pc].name, &fk.name));
+        }
+    }
+    for (child, fk) in schema.referencing(t.id) {
+        let Some(k) = fk.parent_columns.iter().position(|id| *id == col.id) else {
+            continue;
+        };
+        let child: &TableInfo = if child.id == t.id { t } else { child };
+        if let Some(&cc) = offsets(child, &fk.columns).get(k)
+            && !compatible(&child.columns[cc].ty, &col.ty)
+        {
+            return Err(incompatible(&child.columns[cc].name, &col.name, &fk.name));
+        }
+    }
+    Ok(())
 }

@@ -204,18 +204,25 @@ fn type_facts(ty: &SqlType) -> [Datum; 7] {
     }
 }
 
-/// The table foreign key `fk` of `t` refers to: its database's name, the table, and the name
-/// of the index that serves it ("PRIMARY" for the handle).
-fn referenced(
-    schema: &Schema,
-    t: &TableInfo,
-    fk: &crate::catalog::ForeignKey,
-) -> (String, std::sync::Arc<TableInfo>, String) {
-    let (db, parent) = match schema.table_by_id(fk.parent) {
-        Some((d, p)) => (d.name.clone(), p),
-        None => (String::new(), std::sync::Arc::new(t.clone())),
+/// What foreign key `fk` refers to: the database, the table and its columns' names, and the
+/// index that serves it ("PRIMARY" for the handle); the names it was made with when that
+/// table is not there.
+struct Referenced {
+    db: String,
+    table: String,
+    columns: Vec<String>,
+    index: String,
+}
+
+fn referenced(schema: &Schema, fk: &crate::catalog::ForeignKey) -> Referenced {
+    let Some((parent, at)) = schema.parent_of(fk) else {
+        return Referenced {
+            db: fk.parent_db.clone(),
+            table: fk.parent_table.clone(),
+            columns: fk.parent_column_names.clone(),
+            index: String::new(),
+        };
     };
-    let at = crate::foreign_keys::offsets(&parent, &fk.parent_columns);
     let index = match parent.handle_column {
         Some(h) if at == [h] => "PRIMARY".to_string(),
         _ => parent
@@ -224,7 +231,14 @@ fn referenced(
             .find(|i| i.columns.starts_with(&at))
             .map_or_else(String::new, |i| i.name.clone()),
     };
-    (db, parent, index)
+    Referenced {
+        db: schema
+            .table_by_id(parent.id)
+            .map_or_else(String::new, |(d, _)| d.name.clone()),
+        table: parent.name.clone(),
+        columns: at.iter().map(|&c| parent.columns[c].name.clone()).collect(),
+        index,
+    }
 }
 
 /// Table `name` of information_schema: its columns and rows. `session` fills the tables that
@@ -470,13 +484,12 @@ pub fn table(
                             })
                         })
                         .chain(t.foreign_keys.iter().flat_map(move |fk| {
-                            let (parent_db, parent, _) = referenced(schema, t, fk);
+                            let parent = referenced(schema, fk);
                             let ours = crate::foreign_keys::offsets(t, &fk.columns);
-                            let theirs = crate::foreign_keys::offsets(&parent, &fk.parent_columns);
                             ours.into_iter()
-                                .zip(theirs)
+                                .zip(parent.columns.clone())
                                 .enumerate()
-                                .map(move |(seq, (c, p))| {
+                                .map(|(seq, (c, p))| {
                                     vec![
                                         text("def"),
                                         text(db),
@@ -487,9 +500,9 @@ pub fn table(
                                         text(&t.columns[c].name),
                                         int(seq as i64 + 1),
                                         int(seq as i64 + 1),
-                                        text(&parent_db),
-                                        text(&parent.name),
-                                        text(&parent.columns[p].name),
+                                        text(&parent.db),
+                                        text(&parent.table),
+                                        text(&p),
                                     ]
                                 })
                                 .collect::<Vec<_>>()
@@ -584,19 +597,19 @@ pub fn table(
             tables()
                 .flat_map(|(db, t)| {
                     t.foreign_keys.iter().map(move |fk| {
-                        let parent = referenced(schema, t, fk);
+                        let parent = referenced(schema, fk);
                         vec![
                             text("def"),
                             text(db),
                             text(&fk.name),
                             text("def"),
-                            text(&parent.0),
-                            text(&parent.2),
+                            text(&parent.db),
+                            text(&parent.index),
                             text("NONE"),
                             text(fk.on_update.sql()),
                             text(fk.on_delete.sql()),
                             text(&t.name),
-                            text(&parent.1.name),
+                            text(&parent.table),
                         ]
                     })
                 })

@@ -2369,7 +2369,8 @@ impl Session {
                     ) => Some(self.resolve_table(&schema, &like.name)?),
                     None => None,
                 };
-                ddl::create_table(&client, &schema, &db, ct, like.as_deref()).await
+                let checks = self.foreign_key_checks();
+                ddl::create_table(&client, &schema, &db, ct, like.as_deref(), checks).await
             }
             Statement::CreateIndex(ci) => {
                 let (db, _) = self.qualified(&ci.table_name)?;
@@ -2415,11 +2416,22 @@ impl Session {
                 names,
                 ..
             } => {
+                // The tables this statement drops: they may refer to each other.
+                let mut going = Vec::new();
+                if *object_type == ObjectType::Table {
+                    for n in names {
+                        let (db, t) = self.qualified(n)?;
+                        if let Ok(t) = schema.table(&db, &t) {
+                            going.push(t.id);
+                        }
+                    }
+                }
+                let checks = self.foreign_key_checks();
                 for n in names {
                     match object_type {
                         ObjectType::Database | ObjectType::Schema => {
                             let name = split_name(n).1;
-                            ddl::drop_database(&client, &schema, &name, *if_exists).await?;
+                            ddl::drop_database(&client, &schema, &name, *if_exists, checks).await?;
                             if self
                                 .db
                                 .as_deref()
@@ -2430,9 +2442,11 @@ impl Session {
                         }
                         ObjectType::Table => {
                             let (db, t) = self.qualified(n)?;
-                            let checks = self.foreign_key_checks();
-                            ddl::drop_table(&client, catalog, &schema, &db, &t, *if_exists, checks)
-                                .await?;
+                            let checked = checks.then_some(going.as_slice());
+                            ddl::drop_table(
+                                &client, catalog, &schema, &db, &t, *if_exists, checked,
+                            )
+                            .await?;
                         }
                         ObjectType::View => {
                             let (db, v) = self.qualified(n)?;
