@@ -130,7 +130,12 @@ fn run_file(c: &SqlCluster, path: &Path, split_tables: bool) -> Vec<String> {
             && result.is_ok()
             && let Some(table) = created_table(&r.sql)
         {
-            let split = format!("SPLIT TABLE `{table}` BETWEEN (0) AND (8) REGIONS 4");
+            // `db.t` names a table of another database.
+            let quoted: Vec<String> = table.split('.').map(|p| format!("`{p}`")).collect();
+            let split = format!(
+                "SPLIT TABLE {} BETWEEN (0) AND (8) REGIONS 4",
+                quoted.join(".")
+            );
             if let Err(e) = c.try_run_quiet(&db, &split) {
                 failures.push(format!("{name}:{}: {split}\n  failed: {e}", r.line));
             }

@@ -31,11 +31,10 @@ use sqlparser::ast::{self, AlterTableOperation as Op, TableConstraint};
 
 use crate::catalog::{Catalog, ColumnInfo, Default, IndexInfo, Schema, TableInfo, table_key};
 use crate::ddl::{
-    backfill, column_default, column_from_ast, drop_index_by_id, implicit_default, in_ddl_txn,
-    index_columns, json_not_indexed, split_name,
+    backfill, column_from_ast, drop_index_by_id, implicit_default, in_ddl_txn, index_columns,
+    json_not_indexed, split_name,
 };
 use crate::error::{Result, SqlError};
-use crate::types::SqlType;
 use kv_client::Client;
 
 /// What an ALTER TABLE does besides its new definition.
@@ -67,14 +66,6 @@ fn cannot_drop(name: &str) -> SqlError {
         code: 1091,
         state: "42000",
         message: format!("Can't DROP '{name}'; check that column/key exists"),
-    }
-}
-
-fn duplicate_key(name: &str) -> SqlError {
-    SqlError {
-        code: 1061,
-        state: "42000",
-        message: format!("Duplicate key name '{name}'"),
     }
 }
 
@@ -359,18 +350,7 @@ fn apply(t: &mut TableInfo, op: &Op, plan: &mut Plan, schema: &Schema, db: &str)
             let col = &mut t.columns[at];
             match op {
                 ast::AlterColumnOperation::SetDefault { value } => {
-                    let default = column_default(value)?;
-                    if col.ty == SqlType::Json && default != Default::Null {
-                        return Err(SqlError {
-                            code: 1101,
-                            state: "42000",
-                            message: format!(
-                                "BLOB, TEXT, GEOMETRY or JSON column '{}' can't have a default value",
-                                col.name
-                            ),
-                        });
-                    }
-                    col.default = Some(default);
+                    col.default = Some(crate::ddl::default_of(col, value)?);
                     check_default(col)?;
                 }
                 ast::AlterColumnOperation::DropDefault => col.default = None,
@@ -479,7 +459,7 @@ fn apply(t: &mut TableInfo, op: &Op, plan: &mut Plan, schema: &Schema, db: &str)
                 .enumerate()
                 .any(|(i, x)| i != at && x.name.eq_ignore_ascii_case(new))
             {
-                return Err(duplicate_key(new));
+                return Err(SqlError::duplicate_key(new));
             }
             t.indexes[at].name = new.clone();
         }
@@ -558,7 +538,7 @@ fn add_constraint(t: &mut TableInfo, constraint: &TableConstraint, plan: &mut Pl
     let columns = index_columns(t, columns)?;
     let name = name.unwrap_or_else(|| t.columns[columns[0]].name.clone());
     if t.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&name)) {
-        return Err(duplicate_key(&name));
+        return Err(SqlError::duplicate_key(&name));
     }
     // A primary key's columns become NOT NULL: no stored row may hold a NULL there.
     if primary {

@@ -155,6 +155,23 @@ pub(crate) fn column_default(e: &ast::Expr) -> Result<Default> {
     })
 }
 
+/// Column `col`'s DEFAULT `e`: a literal, NULL or CURRENT_TIMESTAMP; a JSON column takes
+/// only NULL (MySQL's 1101).
+pub(crate) fn default_of(col: &ColumnInfo, e: &ast::Expr) -> Result<Default> {
+    let default = column_default(e)?;
+    if col.ty == SqlType::Json && default != Default::Null {
+        return Err(SqlError {
+            code: 1101,
+            state: "42000",
+            message: format!(
+                "BLOB, TEXT, GEOMETRY or JSON column '{}' can't have a default value",
+                col.name
+            ),
+        });
+    }
+    Ok(default)
+}
+
 pub(crate) fn index_columns(t: &TableInfo, cols: &[ast::IndexColumn]) -> Result<Vec<usize>> {
     cols.iter()
         .map(|c| {
@@ -326,20 +343,7 @@ pub(crate) fn column_from_ast(id: i64, c: &ast::ColumnDef) -> Result<(ColumnInfo
         match &opt.option {
             ColumnOption::Null => col.nullable = true,
             ColumnOption::NotNull => col.nullable = false,
-            ColumnOption::Default(e) => {
-                let default = column_default(e)?;
-                if col.ty == SqlType::Json && default != Default::Null {
-                    return Err(SqlError {
-                        code: 1101,
-                        state: "42000",
-                        message: format!(
-                            "BLOB, TEXT, GEOMETRY or JSON column '{}' can't have a default value",
-                            col.name
-                        ),
-                    });
-                }
-                col.default = Some(default);
-            }
+            ColumnOption::Default(e) => col.default = Some(default_of(&col, e)?),
             ColumnOption::PrimaryKey(_) => {
                 if keys.primary {
                     return Err(SqlError::multiple_primary_keys());
@@ -502,11 +506,7 @@ pub fn table_from_ast(
     for (name, cols, plain) in uniques {
         let name = name.unwrap_or_else(|| t.columns[cols[0]].name.clone());
         if t.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&name)) {
-            return Err(SqlError {
-                code: 1061,
-                state: "42000",
-                message: format!("Duplicate key name '{name}'"),
-            });
+            return Err(SqlError::duplicate_key(&name));
         }
         t.indexes.push(IndexInfo {
             id: 0,
@@ -819,11 +819,7 @@ pub async fn create_index(
         if ci.if_not_exists {
             return Ok(());
         }
-        return Err(SqlError {
-            code: 1061,
-            state: "42000",
-            message: format!("Duplicate key name '{name}'"),
-        });
+        return Err(SqlError::duplicate_key(&name));
     }
     index_columns(&t, &ci.columns)?;
     let key = table_key(t.db_id, &t.name);

@@ -117,6 +117,9 @@ impl SqlError {
     pub fn duplicate_column(name: &str) -> SqlError {
         err(1060, "42S21", format!("Duplicate column name '{name}'"))
     }
+    pub fn duplicate_key(name: &str) -> SqlError {
+        err(1061, "42000", format!("Duplicate key name '{name}'"))
+    }
     pub fn multiple_primary_keys() -> SqlError {
         err(1068, "42000", "Multiple primary key defined".into())
     }

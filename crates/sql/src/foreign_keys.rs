@@ -268,11 +268,7 @@ pub fn add(
             }
         };
         if taken(&name) {
-            return Err(SqlError {
-                code: 1061,
-                state: "42000",
-                message: format!("Duplicate key name '{name}'"),
-            });
+            return Err(SqlError::duplicate_key(&name));
         }
         t.indexes.push(IndexInfo {
             id: 0,
