@@ -650,6 +650,10 @@ pub async fn alter_table(
     foreign_key_checks: bool,
 ) -> Result<()> {
     let version = schema.table(db, table)?;
+    // DISABLE/ENABLE KEYS (crate::dialect): nothing to change.
+    if operations.is_empty() {
+        return Ok(());
+    }
     let mut t = (*version).clone();
     let mut plan = Plan::default();
     for op in operations {

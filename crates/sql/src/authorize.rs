@@ -570,6 +570,12 @@ impl Needs<'_> {
                     }
                 }
             }
+            Statement::LockTables { tables } => {
+                for t in tables {
+                    let name = ast::ObjectName::from(vec![t.table.clone()]);
+                    self.table(&name, &[SELECT]);
+                }
+            }
             // As MySQL: ALTER and DROP on the old name, CREATE and INSERT on the new one.
             Statement::RenameTable(pairs) => {
                 for p in pairs {

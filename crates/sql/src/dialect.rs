@@ -6,8 +6,8 @@
 //!   `EXTRACT(HOUR_MINUTE FROM d)` too.
 //! - The `MOD` operator (`a MOD b`, as `%`), and `||` at OR's precedence (it is OR in
 //!   MySQL's default sql_mode; the binder reads it so).
-//! - `ALTER TABLE t RENAME {INDEX | KEY} a TO b` and `ALTER TABLE t DROP CHECK c` (each
-//!   alone in its statement).
+//! - `ALTER TABLE t RENAME {INDEX | KEY} a TO b`, `ALTER TABLE t DROP CHECK c` and
+//!   mysqldump's `ALTER TABLE t {DISABLE | ENABLE} KEYS` (each alone in its statement).
 //!
 //! Everything else is the MySQL dialect's own: [`Atoll`] reports its type (sqlparser's
 //! `dialect_of!` checks see MySQL) and hands each of its settings over.
@@ -40,6 +40,22 @@ const COMPOSITE_UNITS: [&str; 11] = [
 fn alter_table_more(parser: &mut Parser) -> Result<Statement, ParserError> {
     parser.expect_keywords(&[Keyword::ALTER, Keyword::TABLE])?;
     let name = parser.parse_object_name(false)?;
+    // `{DISABLE | ENABLE} KEYS` (mysqldump writes them): MyISAM's, a no-op for InnoDB and
+    // TiDB, so an ALTER TABLE with no operation.
+    if (parser.parse_keyword(Keyword::DISABLE) || parser.parse_keyword(Keyword::ENABLE))
+        && parser.parse_keyword(Keyword::KEYS)
+    {
+        return Ok(Statement::AlterTable(ast::AlterTable {
+            name,
+            if_exists: false,
+            only: false,
+            operations: Vec::new(),
+            location: None,
+            on_cluster: None,
+            table_type: None,
+            end_token: ast::helpers::attached_token::AttachedToken::empty(),
+        }));
+    }
     let operation = if parser.parse_keywords(&[Keyword::DROP, Keyword::CHECK]) {
         // RESTRICT marks it as DROP CHECK (crate::alter): MySQL has no DROP ... RESTRICT.
         ast::AlterTableOperation::DropConstraint {

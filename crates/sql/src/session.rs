@@ -2178,6 +2178,12 @@ impl Session {
                 });
                 Ok(Output::done(0))
             }
+            // As TiDB without `enable-table-lock`: accepted so dumps load, and no lock is
+            // taken; like MySQL's, each commits the open transaction.
+            Statement::LockTables { .. } | Statement::UnlockTables => {
+                self.commit_open().await?;
+                Ok(Output::done(0))
+            }
             Statement::Set(set) => {
                 self.set(set).await?;
                 // Turning autocommit on commits the open transaction, as MySQL does.

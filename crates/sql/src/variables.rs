@@ -32,6 +32,10 @@ pub static DEFAULTS: LazyLock<BTreeMap<String, Datum>> = LazyLock::new(|| {
         ("version_comment", s("Atoll 0.1.0, MySQL compatible")),
         ("autocommit", Datum::Int(1)),
         ("foreign_key_checks", Datum::Int(1)),
+        // Accepted as MySQL's, without effect: unique keys are always checked, and notes
+        // are warnings.
+        ("unique_checks", Datum::Int(1)),
+        ("sql_notes", Datum::Int(1)),
         ("sql_mode", s("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION")),
         ("max_allowed_packet", Datum::Int(67_108_864)),
         ("character_set_client", s("utf8mb4")),
@@ -130,7 +134,7 @@ pub fn check(name: &str, v: Datum) -> Result<(Datum, Option<Value>)> {
         return Ok((datum(parsed.clone()), Some(parsed)));
     }
     let value = match name {
-        "autocommit" | "foreign_key_checks" => {
+        "autocommit" | "foreign_key_checks" | "unique_checks" | "sql_notes" => {
             Datum::Int(match shown.to_ascii_lowercase().as_str() {
                 "1" | "on" | "true" => 1,
                 "0" | "off" | "false" => 0,
