@@ -17,7 +17,8 @@
 //! is refused with TiDB's 8200, as TiDB before v5.1 refused it. ADD CONSTRAINT ... CHECK is
 //! checked against every stored row in the same scan (3819); DROP CHECK and DROP CONSTRAINT
 //! take a CHECK (or a unique index) away. A column a generated column or a CHECK reads is
-//! not dropped or renamed (3108, 3959); a generated column is added by CREATE TABLE only.
+//! not dropped or renamed (3108, 3959); ADD COLUMN of a generated column is taken while the
+//! table holds no row (8200 otherwise: its values would have to be written).
 //!
 //! RENAME TABLE a TO b [, c TO d ...] renames in one transaction, each pair seeing the ones
 //! before it (so `a TO tmp, b TO a, tmp TO b` swaps two tables); a table keeps its id and
@@ -51,6 +52,8 @@ struct Plan {
     added: Vec<i64>,
     /// Foreign keys added, which every stored row must meet.
     foreign_keys: Vec<String>,
+    /// Whether a generated column is added: the table must hold no row (none is rewritten).
+    generated_added: bool,
 }
 
 fn unknown_column(name: &str, table: &str) -> SqlError {
@@ -252,17 +255,14 @@ fn apply(t: &mut TableInfo, op: &Op, plan: &mut Plan, schema: &Schema, db: &str)
                     "ADD COLUMN with a key or AUTO_INCREMENT (add the column, then the index)",
                 ));
             }
-            if col.generated.is_some() {
-                return Err(unsupported(
-                    "add a generated column with ALTER TABLE (define it in CREATE TABLE)",
-                ));
-            }
+            plan.generated_added |= col.generated.is_some();
             set_origin_default(&mut col)?;
             let to = position_of(t, column_position)?;
             t.next_column_id += 1;
             plan.added.push(col.id);
             t.columns.push(col);
             move_column(t, t.columns.len() - 1, to);
+            crate::row_rules::check_generated(t, to)?;
             for check in keys.checks {
                 let k = crate::ddl::add_check(t, check)?;
                 crate::row_rules::check_constraint(t, k, Some(to))?;
@@ -661,6 +661,15 @@ pub async fn alter_table(
     }
     if !plan.checks.is_empty() || !plan.constraints.is_empty() {
         check_rows(client, &version, &t, &plan).await?;
+    }
+    if plan.generated_added {
+        let snapshot = client.snapshot(client.current_ts().await?, 0);
+        let (from, end) = codec::table::row_range(version.id);
+        if !snapshot.scan(&from, &end, 1).await?.is_empty() {
+            return Err(unsupported(
+                "add a generated column to a table with rows (the rows would be rewritten)",
+            ));
+        }
     }
     crate::ddl::check_names_free(schema, &t, &version)?;
     crate::ddl::foreign_key_names_free(schema, &t, &version)?;
