@@ -8,8 +8,9 @@
 //! recursive ones (which do): the anchors' rows first, then the recursive SELECTs run again
 //! and again over the rows the last round added, until a round adds none (with DISTINCT,
 //! rows seen before are not added). More rounds than `cte_max_recursion_depth` is 3636;
-//! more than [`MAX_ROWS`] rows is refused too. A LIMIT inside the CTE's query is not applied
-//! to the rounds (MySQL 8.0.19 stops at it).
+//! more than [`MAX_ROWS`] rows is refused too. A LIMIT (and OFFSET) on the CTE's query
+//! stops the rounds once that many rows are made, as MySQL 8.0.19 does, so a recursion that
+//! would not end by itself ends there.
 //! The columns are named by the CTE's column list, else the anchors'.
 
 use std::collections::HashSet;
@@ -329,6 +330,27 @@ async fn materialize(
             false => rows,
         }
     };
+    // LIMIT n [OFFSET m]: the rounds stop once m + n rows are made.
+    let (limit, offset) = match &cte.query.limit_clause {
+        None => (None, 0),
+        Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => (
+            limit
+                .as_ref()
+                .map(|l| crate::query::limit_value(l, ctx))
+                .transpose()?,
+            offset
+                .as_ref()
+                .map(|o| crate::query::limit_value(&o.value, ctx))
+                .transpose()?
+                .unwrap_or(0),
+        ),
+        Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (
+            Some(crate::query::limit_value(limit, ctx)?),
+            crate::query::limit_value(offset, ctx)?,
+        ),
+    };
+    let wanted = limit.map(|l| offset.saturating_add(l));
+    let enough = |all: &Vec<Vec<Datum>>| wanted.is_some_and(|w| all.len() as u64 >= w);
     let mut columns_named = None;
     let mut all = Vec::new();
     for anchor in anchors {
@@ -342,7 +364,7 @@ async fn materialize(
     let columns = columns_named.expect("one anchor at least");
     let mut last = all.clone();
     let mut rounds = 0u64;
-    while !last.is_empty() {
+    while !last.is_empty() && !enough(&all) {
         rounds += 1;
         if rounds > max_depth {
             return Err(SqlError {
@@ -376,10 +398,18 @@ async fn materialize(
         }
         last = added;
     }
+    let rows = match wanted {
+        Some(w) => all
+            .into_iter()
+            .take(w.min(usize::MAX as u64) as usize)
+            .skip(offset.min(usize::MAX as u64) as usize)
+            .collect(),
+        None => all,
+    };
     Ok(Materialized {
         name,
         columns,
-        rows: all,
+        rows,
     })
 }
 

@@ -527,7 +527,7 @@ impl QueryContext<'_> {
     }
 }
 
-fn limit_value(e: &ast::Expr, ctx: &QueryContext<'_>) -> Result<u64> {
+pub(crate) fn limit_value(e: &ast::Expr, ctx: &QueryContext<'_>) -> Result<u64> {
     let scope = Scope::default();
     let mut b = Binder::new(&scope, ctx.variable);
     match b.bind(e)?.eval(&[])? {
