@@ -1,13 +1,49 @@
 //! Date functions on the text form dates and datetimes have (`YYYY-MM-DD[ hh:mm:ss[.f]]`,
 //! as columns store them; strings in that form, or with one- or two-digit parts, too):
-//! DATE, YEAR, MONTH, DAYOFMONTH and DATEDIFF. A value that is not a date gives NULL, as
-//! MySQL's (with a warning there).
+//! DATE, YEAR, MONTH, DAYOFMONTH and DATEDIFF. A date written as a number or a string of
+//! digits is read as MySQL reads it: `20240229` (YYYYMMDD) and `20240229130509[.f]`
+//! (YYYYMMDDhhmmss). A value that is not a date gives NULL, as MySQL's (with a warning
+//! there).
 
 use codec::datum::Datum;
+
+/// `text` in the separated form when it is a date or datetime of digits only (`20240229`,
+/// `20240229130509.5`); else as it is.
+fn separated(text: &str) -> std::borrow::Cow<'_, str> {
+    let (digits, fraction) = match text.split_once('.') {
+        Some((d, f)) => (d, Some(f)),
+        None => (text, None),
+    };
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return text.into();
+    }
+    let d = digits;
+    match (d.len(), fraction) {
+        (8, None) => format!("{}-{}-{}", &d[..4], &d[4..6], &d[6..]).into(),
+        (14, f) => {
+            let mut out = format!(
+                "{}-{}-{} {}:{}:{}",
+                &d[..4],
+                &d[4..6],
+                &d[6..8],
+                &d[8..10],
+                &d[10..12],
+                &d[12..]
+            );
+            if let Some(f) = f {
+                out.push('.');
+                out.push_str(f);
+            }
+            out.into()
+        }
+        _ => text.into(),
+    }
+}
 
 /// The year, month and day at the start of `s`.
 fn ymd(s: &[u8]) -> Option<(i64, u32, u32)> {
     let text = std::str::from_utf8(s).ok()?.trim();
+    let text = &*separated(text);
     let date = text.split([' ', 'T']).next()?;
     let mut parts = date.split('-');
     let (y, m, d) = (parts.next()?, parts.next()?, parts.next()?);
@@ -91,6 +127,7 @@ pub struct Moment {
 /// allowed), or as a time alone (`hh:mm:ss[.f]`, on day zero); None when it is neither.
 pub fn moment(s: &[u8]) -> Option<Moment> {
     let text = std::str::from_utf8(s).ok()?.trim();
+    let text = &*separated(text);
     let (date, time) = match text.split_once([' ', 'T']) {
         Some((d, t)) => (Some(d), Some(t.trim())),
         None if text.contains('-') => (Some(text), None),
@@ -115,6 +152,20 @@ pub fn moment(s: &[u8]) -> Option<Moment> {
         let (hms, fraction) = match t.split_once('.') {
             Some((hms, f)) => (hms, Some(f)),
             None => (t, None),
+        };
+        // A time alone of digits only is [[H]H[M]M]SS, as MySQL reads `TIME(123456)`.
+        let padded;
+        let hms = match date.is_none()
+            && !hms.is_empty()
+            && hms.len() <= 6
+            && hms.bytes().all(|b| b.is_ascii_digit())
+        {
+            true => {
+                let d = format!("{hms:0>6}");
+                padded = format!("{}:{}:{}", &d[..2], &d[2..4], &d[4..]);
+                padded.as_str()
+            }
+            false => hms,
         };
         let parts: Vec<u32> = hms
             .split(':')
