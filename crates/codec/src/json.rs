@@ -41,6 +41,12 @@ pub fn key_order(a: &str, b: &str) -> Ordering {
     a.len().cmp(&b.len()).then_with(|| a.cmp(b))
 }
 
+/// Where `key` is among an object's `members` (kept in [`key_order`]): `Ok` with its
+/// place, or `Err` with the place it would go.
+pub fn find_key(members: &[(String, Json)], key: &str) -> Result<usize, usize> {
+    members.binary_search_by(|(k, _)| key_order(k, key))
+}
+
 /// Why a text is not JSON, as RapidJSON says it, and where (a byte offset).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseError {
@@ -54,7 +60,7 @@ impl Json {
     pub fn object(members: Vec<(String, Json)>) -> Json {
         let mut sorted: Vec<(String, Json)> = Vec::with_capacity(members.len());
         for (k, v) in members {
-            match sorted.binary_search_by(|(s, _)| key_order(s, &k)) {
+            match find_key(&sorted, &k) {
                 Ok(i) => sorted[i].1 = v,
                 Err(i) => sorted.insert(i, (k, v)),
             }
@@ -65,17 +71,14 @@ impl Json {
     /// The member `key` of an object.
     pub fn member(&self, key: &str) -> Option<&Json> {
         match self {
-            Json::Object(m) => m
-                .binary_search_by(|(k, _)| key_order(k, key))
-                .ok()
-                .map(|i| &m[i].1),
+            Json::Object(m) => find_key(m, key).ok().map(|i| &m[i].1),
             _ => None,
         }
     }
 
     /// Sets member `key` of an object (which `self` must be), keeping the order.
     pub fn set_member(members: &mut Vec<(String, Json)>, key: String, value: Json) {
-        match members.binary_search_by(|(k, _)| key_order(k, &key)) {
+        match find_key(members, &key) {
             Ok(i) => members[i].1 = value,
             Err(i) => members.insert(i, (key, value)),
         }

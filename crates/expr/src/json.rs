@@ -366,7 +366,7 @@ fn find<'a>(v: &'a Json, legs: &[Leg], at: &mut Vec<Step>, out: &mut Found<'a>) 
     }
     match (leg, v) {
         (Leg::Member(k), Json::Object(members)) => {
-            if let Ok(i) = members.binary_search_by(|(m, _)| json::key_order(m, k)) {
+            if let Ok(i) = json::find_key(members, k) {
                 go(at, Step::Key(k.clone()), &members[i].1, rest, out);
             }
         }
@@ -452,9 +452,7 @@ fn at_mut<'a>(v: &'a mut Json, legs: &[Leg], strict: bool) -> Option<&'a mut Jso
     };
     match (leg, v) {
         (Leg::Member(k), Json::Object(members)) => {
-            let i = members
-                .binary_search_by(|(m, _)| json::key_order(m, k))
-                .ok()?;
+            let i = json::find_key(members, k).ok()?;
             at_mut(&mut members[i].1, rest, strict)
         }
         (Leg::Index(p), Json::Array(items)) => {
@@ -488,7 +486,7 @@ fn change(doc: &mut Json, path: &Path, value: Json, how: Change) {
     };
     match (last, parent) {
         (Leg::Member(k), Json::Object(members)) => {
-            let found = members.binary_search_by(|(m, _)| json::key_order(m, k));
+            let found = json::find_key(members, k);
             match (found, how) {
                 (Ok(i), Change::Set | Change::Replace) => members[i].1 = value,
                 (Err(i), Change::Set | Change::Insert) => members.insert(i, (k.clone(), value)),
@@ -532,7 +530,7 @@ fn remove(doc: &mut Json, path: &Path) {
     };
     match (last, at_mut(doc, parent, false)) {
         (Leg::Member(k), Some(Json::Object(members))) => {
-            if let Ok(i) = members.binary_search_by(|(m, _)| json::key_order(m, k)) {
+            if let Ok(i) = json::find_key(members, k) {
                 members.remove(i);
             }
         }
@@ -552,7 +550,7 @@ fn merge_preserve(a: Json, b: Json) -> Json {
     match (a, b) {
         (Json::Object(mut x), Json::Object(y)) => {
             for (k, v) in y {
-                match x.binary_search_by(|(m, _)| json::key_order(m, &k)) {
+                match json::find_key(&x, &k) {
                     Ok(i) => {
                         let old = std::mem::replace(&mut x[i].1, Json::Null);
                         x[i].1 = merge_preserve(old, v);
@@ -587,7 +585,7 @@ fn merge_patch(target: Json, patch: Json) -> Json {
         _ => Vec::new(),
     };
     for (k, v) in patch {
-        let found = members.binary_search_by(|(m, _)| json::key_order(m, &k));
+        let found = json::find_key(&members, &k);
         match (v, found) {
             (Json::Null, Ok(i)) => {
                 members.remove(i);
@@ -608,10 +606,9 @@ pub fn contains(target: &Json, candidate: &Json) -> bool {
     match (target, candidate) {
         (Json::Array(t), Json::Array(c)) => c.iter().all(|x| t.iter().any(|y| contains(y, x))),
         (Json::Array(t), c) => t.iter().any(|x| contains(x, c)),
-        (Json::Object(t), Json::Object(c)) => c.iter().all(|(k, cv)| {
-            t.binary_search_by(|(m, _)| json::key_order(m, k))
-                .is_ok_and(|i| contains(&t[i].1, cv))
-        }),
+        (Json::Object(t), Json::Object(c)) => c
+            .iter()
+            .all(|(k, cv)| json::find_key(t, k).is_ok_and(|i| contains(&t[i].1, cv))),
         (Json::Object(_), _) | (_, Json::Object(_)) | (_, Json::Array(_)) => false,
         (t, c) => comparable(t, c) && json::compare(t, c).is_eq(),
     }
