@@ -576,9 +576,11 @@ async fn check_rows(client: &Client, old: &TableInfo, new: &TableInfo, plan: &Pl
     };
     let mut added_checks = Vec::with_capacity(added.checks.len());
     for check in &added.checks {
-        let e = crate::row_rules::parse_expr(&check.expr)?;
         let rule = crate::row_rules::Rule::Check(&check.name);
-        added_checks.push((&check.name, crate::row_rules::bind(&added, &e, rule)?));
+        added_checks.push((
+            &check.name,
+            crate::row_rules::compiled(&added, &check.expr, rule)?,
+        ));
     }
     let snapshot = client.snapshot(client.current_ts().await?, 0);
     let (mut from, end) = codec::table::row_range(old.id);

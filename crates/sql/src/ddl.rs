@@ -282,6 +282,16 @@ fn check_of(name: Option<&ast::Ident>, c: &ast::CheckConstraint) -> (Option<Stri
     )
 }
 
+/// The name MySQL gives the next unnamed constraint: `prefix` and one more than the largest
+/// number that follows `prefix` in a name `taken` (`t_chk_3` after `t_chk_2`).
+pub(crate) fn next_numbered<'n>(prefix: &str, taken: impl Iterator<Item = &'n String>) -> String {
+    let n = taken
+        .filter_map(|name| name.strip_prefix(prefix)?.parse::<u32>().ok())
+        .max()
+        .unwrap_or(0);
+    format!("{prefix}{}", n + 1)
+}
+
 /// MySQL's 3822 when a CHECK of `t` that `before` lacks (`before` is `t` before an ALTER)
 /// has the name of another table's CHECK in its database: CHECK names are per database.
 pub(crate) fn check_names_free(schema: &Schema, t: &TableInfo, before: &TableInfo) -> Result<()> {

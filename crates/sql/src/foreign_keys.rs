@@ -57,14 +57,10 @@ fn action(a: &Option<ast::ReferentialAction>) -> Result<RefAction> {
 
 /// The name MySQL gives the next unnamed foreign key of `t`: `t_ibfk_N`.
 pub fn next_name(t: &TableInfo) -> String {
-    let prefix = format!("{}_ibfk_", t.name);
-    let n = t
-        .foreign_keys
-        .iter()
-        .filter_map(|f| f.name.strip_prefix(&prefix)?.parse::<u32>().ok())
-        .max()
-        .unwrap_or(0);
-    format!("{prefix}{}", n + 1)
+    crate::ddl::next_numbered(
+        &format!("{}_ibfk_", t.name),
+        t.foreign_keys.iter().map(|f| &f.name),
+    )
 }
 
 /// Whether an index of `t` (or its handle) starts with the columns at `offsets`.
@@ -349,6 +345,13 @@ fn checks_on(ctx: &DmlContext<'_>) -> bool {
     )
 }
 
+/// The key a row holds in the columns at `at`; `None` when one is NULL (MATCH SIMPLE: such
+/// a key refers to nothing).
+fn key_of(row: &[Datum], at: &[usize]) -> Option<Vec<Datum>> {
+    let values: Vec<Datum> = at.iter().map(|&c| row[c].clone()).collect();
+    (!values.iter().any(Datum::is_null)).then_some(values)
+}
+
 /// `column = value AND ...` over a row of `t`: the filter that finds rows by key.
 fn key_filter(offsets: &[usize], values: &[Datum]) -> Result<Expr> {
     offsets
@@ -403,11 +406,9 @@ pub async fn check_parents(
     }
     for fk in &t.foreign_keys {
         let at = offsets(t, &fk.columns);
-        let values: Vec<Datum> = at.iter().map(|&c| row[c].clone()).collect();
-        // MATCH SIMPLE: a key with a NULL refers to nothing.
-        if values.iter().any(Datum::is_null) {
+        let Some(values) = key_of(row, &at) else {
             continue;
-        }
+        };
         if old.is_some_and(|o| at.iter().all(|&c| o[c] == row[c])) {
             continue;
         }
@@ -454,10 +455,9 @@ pub fn on_parent_change<'a>(
         }
         for (child, fk) in children {
             let parent_at = offsets(t, &fk.parent_columns);
-            let values: Vec<Datum> = parent_at.iter().map(|&c| old[c].clone()).collect();
-            if values.iter().any(Datum::is_null) {
+            let Some(values) = key_of(old, &parent_at) else {
                 continue;
-            }
+            };
             if new.is_some_and(|n| parent_at.iter().all(|&c| n[c] == old[c])) {
                 continue;
             }
@@ -690,10 +690,9 @@ pub async fn check_existing(
             let handle = codec::table::decode_row_key(t.id, key)
                 .map_err(|e| SqlError::unknown(format!("corrupt row key of {}: {e}", t.name)))?;
             let row = crate::rows::decode_row(t, handle, value)?;
-            let values: Vec<Datum> = at.iter().map(|&c| row[c].clone()).collect();
-            if values.iter().any(Datum::is_null) {
+            let Some(values) = key_of(&row, &at) else {
                 continue;
-            }
+            };
             let filter = key_filter(&parent_at, &values)?;
             let found =
                 crate::query::fetch_rows(&mut reader, &parent, Some(&filter), false, Some(1), 1)

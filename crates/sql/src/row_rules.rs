@@ -31,7 +31,7 @@ const CACHE_ENTRIES_MAX: usize = 1024;
 static CACHE: Mutex<Option<HashMap<String, Arc<Expr>>>> = Mutex::new(None);
 
 /// Reads an expression kept as text.
-pub fn parse_expr(text: &str) -> Result<ast::Expr> {
+fn parse_expr(text: &str) -> Result<ast::Expr> {
     let dialect = crate::dialect::Atoll::default();
     sqlparser::parser::Parser::new(&dialect)
         .try_with_sql(text)
@@ -105,7 +105,7 @@ const NONDETERMINISTIC: [&str; 31] = [
 
 /// `e` bound over a row of `t`'s columns; a nondeterministic function, a subquery or a
 /// variable is `rule`'s error.
-pub fn bind(t: &TableInfo, e: &ast::Expr, rule: Rule<'_>) -> Result<Expr> {
+fn bind(t: &TableInfo, e: &ast::Expr, rule: Rule<'_>) -> Result<Expr> {
     let refused = ast::visit_expressions(e, |x| match x {
         ast::Expr::Function(f)
             if NONDETERMINISTIC.contains(&f.name.to_string().to_ascii_lowercase().as_str()) =>
@@ -133,7 +133,7 @@ pub fn bind(t: &TableInfo, e: &ast::Expr, rule: Rule<'_>) -> Result<Expr> {
 }
 
 /// The bound form of `text` over `t` (cached).
-fn compiled(t: &TableInfo, text: &str, rule: Rule<'_>) -> Result<Arc<Expr>> {
+pub(crate) fn compiled(t: &TableInfo, text: &str, rule: Rule<'_>) -> Result<Arc<Expr>> {
     let names: Vec<&str> = t.columns.iter().map(|c| c.name.as_str()).collect();
     let key = format!("{text}\u{0}{}", names.join("\u{0}"));
     if let Some(e) = CACHE
@@ -196,7 +196,7 @@ pub fn check_generated(t: &TableInfo, i: usize) -> Result<()> {
     let Some(g) = &c.generated else {
         return Ok(());
     };
-    let e = bind(t, &parse_expr(&g.expr)?, Rule::Generated(&c.name))?;
+    let e = compiled(t, &g.expr, Rule::Generated(&c.name))?;
     for j in reads(t, &e) {
         if t.columns[j].generated.is_some() && j >= i {
             return Err(SqlError {
@@ -225,7 +225,7 @@ pub fn check_generated(t: &TableInfo, i: usize) -> Result<()> {
 /// written on.
 pub fn check_constraint(t: &TableInfo, k: usize, column: Option<usize>) -> Result<()> {
     let check = &t.checks[k];
-    let e = bind(t, &parse_expr(&check.expr)?, Rule::Check(&check.name))?;
+    let e = compiled(t, &check.expr, Rule::Check(&check.name))?;
     if reads(t, &e).iter().any(|&j| t.columns[j].auto_increment) {
         return Err(SqlError {
             code: 3818,
@@ -257,13 +257,7 @@ pub fn dependency(t: &TableInfo, i: usize) -> Result<()> {
     let name = &t.columns[i].name;
     for (j, c) in t.columns.iter().enumerate() {
         let Some(g) = &c.generated else { continue };
-        if j != i
-            && reads(
-                t,
-                &bind(t, &parse_expr(&g.expr)?, Rule::Generated(&c.name))?,
-            )
-            .contains(&i)
-        {
+        if j != i && reads(t, &*compiled(t, &g.expr, Rule::Generated(&c.name))?).contains(&i) {
             return Err(SqlError {
                 code: 3108,
                 state: "HY000",
@@ -272,7 +266,7 @@ pub fn dependency(t: &TableInfo, i: usize) -> Result<()> {
         }
     }
     for check in &t.checks {
-        let e = bind(t, &parse_expr(&check.expr)?, Rule::Check(&check.name))?;
+        let e = compiled(t, &check.expr, Rule::Check(&check.name))?;
         if reads(t, &e).contains(&i) {
             return Err(SqlError {
                 code: 3959,
@@ -290,14 +284,10 @@ pub fn dependency(t: &TableInfo, i: usize) -> Result<()> {
 /// The name MySQL gives the next unnamed CHECK of table `t`: `t_chk_N`, N one past the
 /// largest such number in use.
 pub fn next_check_name(t: &TableInfo) -> String {
-    let prefix = format!("{}_chk_", t.name);
-    let n = t
-        .checks
-        .iter()
-        .filter_map(|c| c.name.strip_prefix(&prefix)?.parse::<u32>().ok())
-        .max()
-        .unwrap_or(0);
-    format!("{prefix}{}", n + 1)
+    crate::ddl::next_numbered(
+        &format!("{}_chk_", t.name),
+        t.checks.iter().map(|c| &c.name),
+    )
 }
 
 /// MySQL's 3105 for a value given to generated column `column`.
