@@ -5,12 +5,14 @@
 //! - [`number`]: integers as fixed-width big-endian bytes, ascending or descending.
 //! - [`mvcc`]: the MVCC key layout: `memcomparable(user_key) + BE(!ts)`, so the versions of
 //!   one key sit together, newest first.
+//! - [`collation`]: how text compares (binary, general_ci, unicode_ci, 0900_ai_ci): sort keys.
 //! - [`datum`]: one SQL value, in a compact value form and an order-preserving key form.
 //! - [`decimal`]: exact DECIMAL values and their arithmetic.
 //! - [`json`]: JSON values: text and binary forms and MySQL's order.
 //! - [`table`]: rows and index entries as keys and values (`t{table}_r{handle}`,
 //!   `t{table}_i{index}{values}`).
 
+pub mod collation;
 pub mod datum;
 pub mod decimal;
 pub mod json;

@@ -5,6 +5,7 @@
 
 use std::cmp::Ordering;
 
+use codec::collation::Collation;
 use codec::datum::{Datum, encode_row};
 use codec::decimal::Decimal;
 
@@ -341,6 +342,38 @@ pub fn like(value: &[u8], pattern: &[u8]) -> bool {
     like_units(value, pattern, [b'%', b'_', b'\\'])
 }
 
+/// LIKE under `collation`: each character a unit of its weights, so `_` is one character
+/// and `'A' LIKE 'a'` under a `_ci` collation.
+pub fn collated_like(value: &[u8], pattern: &[u8], collation: Collation) -> bool {
+    // `%`, `_` and `\` as units no character's weights can be; an escaped one is literal.
+    const ANY: u128 = u128::MAX;
+    const ONE: u128 = u128::MAX - 1;
+    const NO_ESCAPE: u128 = u128::MAX - 2;
+    let text = String::from_utf8_lossy(pattern);
+    let mut units = Vec::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        units.push(match c {
+            '%' => ANY,
+            '_' => ONE,
+            '\\' => chars.next().map_or(collation.unit_of('\\'), |c| collation.unit_of(c)),
+            c => collation.unit_of(c),
+        });
+    }
+    like_units(&collation.units(value), &units, [ANY, ONE, NO_ESCAPE])
+}
+
+/// The collation a SORT_KEY or COLLATED_LIKE argument names by id.
+fn collation_arg(id: &Datum) -> Result<Collation> {
+    let known = match id {
+        Datum::Int(id) => u16::try_from(*id).ok().and_then(codec::collation::by_id),
+        _ => None,
+    };
+    known
+        .map(|c| c.collation)
+        .ok_or_else(|| EvalError::BadPlan(format!("no collation has id {id:?}")))
+}
+
 /// LIKE over units (bytes or characters) with the pattern's `[any run, one, escape]` units.
 /// Iterative, with backtracking only to the last `%`: O(len(value) × len(pattern)) at worst.
 fn like_units<T: Copy + PartialEq>(value: &[T], pattern: &[T], [any, one, escape]: [T; 3]) -> bool {
@@ -581,6 +614,18 @@ impl Expr {
                     return Ok(Datum::Null);
                 }
                 truth(Some(like(&text(&v), &text(&p))))
+            }
+            Func::SortKey => match arg(0)? {
+                Datum::Null => Datum::Null,
+                v => Datum::Bytes(collation_arg(&arg(1)?)?.sort_key(&text(&v))),
+            },
+            Func::CollatedLike => {
+                let (v, p) = (arg(0)?, arg(1)?);
+                if v.is_null() || p.is_null() {
+                    return Ok(Datum::Null);
+                }
+                let collation = collation_arg(&arg(2)?)?;
+                truth(Some(collated_like(&text(&v), &text(&p), collation)))
             }
             Func::In => {
                 let v = arg(0)?;
@@ -968,6 +1013,26 @@ mod tests {
                 .mysql_code(),
             1690
         );
+    }
+
+    #[test]
+    fn collated_comparison_and_like_go_by_weights() {
+        let general = Collation::GeneralCi;
+        assert!(collated_like("Résumé".as_bytes(), b"r_sum%", general));
+        assert!(collated_like(b"50%", b"50\\%", general) && !collated_like(b"500", b"50\\%", general));
+        assert!(!collated_like(b"ab", b"a", general) && collated_like(b"", b"%", general));
+        assert!(!collated_like("Résumé".as_bytes(), b"r_sum%", Collation::Binary));
+        let key = |s: &str| {
+            let id = Expr::Const(Datum::Int(45));
+            Expr::call(Func::SortKey, vec![Expr::Const(Datum::Bytes(s.into())), id]).eval(&[])
+        };
+        assert_eq!(key("abc "), key("ABC"));
+        assert_ne!(key("abc"), key("abd"));
+        let unknown = Expr::call(
+            Func::SortKey,
+            vec![Expr::Const(Datum::Bytes(b"a".to_vec())), Expr::Const(Datum::Int(7))],
+        );
+        assert!(unknown.eval(&[]).is_err());
     }
 
     #[test]

@@ -217,6 +217,12 @@ pub enum Func {
     JsonOverlaps,
     /// `value MEMBER OF (array)`.
     MemberOf,
+    /// `SORT_KEY(s, collation id)`: the sort key of text `s` under the collation
+    /// ([`codec::collation`]); comparisons under a `_ci` collation compare these.
+    SortKey,
+    /// `value LIKE pattern` under the collation `COLLATED_LIKE(value, pattern, collation id)`
+    /// names: `_` is one character, and characters match when their weights do.
+    CollatedLike,
 }
 
 impl Func {
@@ -242,6 +248,8 @@ impl Func {
             | Func::ToBase64
             | Func::FromBase64 => (1, false),
             Func::FindInSet | Func::Sha2 | Func::Strcmp | Func::Format => (2, false),
+            Func::SortKey => (2, false),
+            Func::CollatedLike => (3, false),
             Func::Cast => (4, false),
             Func::SubstringIndex => (3, false),
             Func::Insert => (4, false),

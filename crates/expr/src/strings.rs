@@ -60,13 +60,24 @@ pub fn char_length(s: &[u8]) -> Datum {
     Datum::Int(chars(s).len() as i64)
 }
 
-/// UPPER(s) / LOWER(s): text that is not UTF-8 is left as it is.
+/// UPPER(s) / LOWER(s) by MySQL's simple case mapping, one character for one: a character
+/// whose case is more than one character (`ß`, `İ`) stays as it is, as does text that is
+/// not UTF-8.
 pub fn change_case(s: &[u8], upper: bool) -> Datum {
-    Datum::Bytes(match std::str::from_utf8(s) {
-        Ok(t) if upper => t.to_uppercase().into_bytes(),
-        Ok(t) => t.to_lowercase().into_bytes(),
-        Err(_) => s.to_vec(),
-    })
+    let Ok(t) = std::str::from_utf8(s) else {
+        return Datum::Bytes(s.to_vec());
+    };
+    let one_for_one = |c: char| {
+        let mut mapped: Vec<char> = match upper {
+            true => c.to_uppercase().collect(),
+            false => c.to_lowercase().collect(),
+        };
+        match mapped.len() {
+            1 => mapped.pop().unwrap_or(c),
+            _ => c,
+        }
+    };
+    Datum::Bytes(t.chars().map(one_for_one).collect::<String>().into_bytes())
 }
 
 /// REPLACE(s, from, to): every `from` in `s` (left to right, not overlapping) made `to`; an

@@ -41,7 +41,7 @@ pub fn datum_from_pb(d: &pb::Datum) -> Datum {
     }
 }
 
-const FUNCS: [(Func, pb::Func); 139] = [
+const FUNCS: [(Func, pb::Func); 141] = [
     (Func::Eq, pb::Func::Eq),
     (Func::Ne, pb::Func::Ne),
     (Func::Lt, pb::Func::Lt),
@@ -181,6 +181,8 @@ const FUNCS: [(Func, pb::Func); 139] = [
     (Func::JsonSearch, pb::Func::JsonSearch),
     (Func::JsonOverlaps, pb::Func::JsonOverlaps),
     (Func::MemberOf, pb::Func::MemberOf),
+    (Func::SortKey, pb::Func::SortKey),
+    (Func::CollatedLike, pb::Func::CollatedLike),
 ];
 
 impl Expr {

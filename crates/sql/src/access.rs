@@ -193,6 +193,10 @@ enum Bound {
 /// so they must not narrow the range (the WHERE still filters the full scan).
 fn as_column_value(t: &TableInfo, col: usize, e: &Expr) -> Option<Datum> {
     let Expr::Const(d) = e else { return None };
+    if !t.columns[col].ty.collation().is_binary() {
+        // A `_ci` column's bound is a sort key already (see `bounds`), as its entries hold.
+        return matches!(d, Datum::Bytes(_)).then(|| d.clone());
+    }
     let is_text = |x: &Datum| matches!(x, Datum::Bytes(_));
     if d.is_null() {
         return None;
@@ -206,7 +210,12 @@ fn as_column_value(t: &TableInfo, col: usize, e: &Expr) -> Option<Datum> {
 /// The bounds one condition puts on column `col`, as a union of intervals; None if it does
 /// not bound it.
 fn bounds(t: &TableInfo, col: usize, e: &Expr) -> Option<Vec<Bound>> {
-    let is_col = |x: &Expr| *x == Expr::Column(col);
+    // A `_ci` text column is compared, and indexed, by its sort key.
+    let compared = match t.columns[col].ty.text_collation() {
+        Some(id) => crate::collate::sort_key(Expr::Column(col), id),
+        None => Expr::Column(col),
+    };
+    let is_col = |x: &Expr| *x == compared;
     let Expr::Call(f, args) = e else { return None };
     match (f, args.as_slice()) {
         (Func::Eq, [a, b]) if is_col(a) || is_col(b) => {
@@ -755,6 +764,7 @@ mod tests {
             view: None,
             checks: Vec::new(),
             foreign_keys: Vec::new(),
+            collation: None,
         }
     }
 

@@ -148,7 +148,7 @@ fn changed_column(
     if !old.name.eq_ignore_ascii_case(&def.name.value) {
         crate::row_rules::dependency(t, at)?;
     }
-    let (mut new, keys) = column_from_ast(old.id, def)?;
+    let (mut new, keys) = column_from_ast(old.id, def, t.collation)?;
     if !keys.checks.is_empty() || new.generated != old.generated {
         return Err(unsupported(
             "modify column: its CHECK or generation (use ADD CONSTRAINT, or CREATE TABLE)",
@@ -167,6 +167,15 @@ fn changed_column(
     let indexed = t.handle_column == Some(at) || t.indexes.iter().any(|i| i.columns.contains(&at));
     if indexed {
         json_not_indexed(&new)?;
+        // Index entries hold the old collation's sort keys (TiDB refuses this too).
+        if new.ty.collation() != old.ty.collation() {
+            return Err(unsupported(format!(
+                "modifying collation of column '{}' from '{}' to '{}' when index is defined on it.",
+                old.name,
+                old.ty.collation_name().unwrap_or("binary"),
+                new.ty.collation_name().unwrap_or("binary")
+            )));
+        }
     }
     if t.handle_column == Some(at) && new.ty != old.ty {
         return Err(unsupported(
@@ -249,7 +258,7 @@ fn apply(t: &mut TableInfo, op: &Op, plan: &mut Plan, schema: &Schema, db: &str)
                 }
                 return Err(SqlError::duplicate_column(&column_def.name.value));
             }
-            let (mut col, keys) = column_from_ast(t.next_column_id, column_def)?;
+            let (mut col, keys) = column_from_ast(t.next_column_id, column_def, t.collation)?;
             if keys.primary || keys.unique || col.auto_increment {
                 return Err(SqlError::not_supported(
                     "ADD COLUMN with a key or AUTO_INCREMENT (add the column, then the index)",

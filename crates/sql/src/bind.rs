@@ -14,6 +14,7 @@ use sqlparser::ast::{
     self, BinaryOperator, FunctionArg, FunctionArgExpr, FunctionArguments, UnaryOperator, Value,
 };
 
+use crate::collate::sort_key;
 use crate::error::{Result, SqlError};
 
 /// The columns a row in scope has: (qualifier, name), both as written.
@@ -23,6 +24,9 @@ pub struct Scope {
     /// What determines what: grouping by every column of a key leaves one value per group
     /// in each column the key determines (MySQL's functional dependency).
     pub keys: Vec<Key>,
+    /// Each text column's collation (MySQL's id), by offset; None (or missing) for other
+    /// columns.
+    pub collations: Vec<Option<u16>>,
 }
 
 /// A source's primary key (or unique key on NOT NULL columns), as offsets in the scope,
@@ -44,6 +48,11 @@ impl Key {
 }
 
 impl Scope {
+    /// Column `i`'s collation, if it is text.
+    pub fn collation(&self, i: usize) -> Option<u16> {
+        self.collations.get(i).copied().flatten()
+    }
+
     pub fn find(&self, qualifier: Option<&str>, name: &str) -> Result<usize> {
         let mut found = self.columns.iter().enumerate().filter(|(_, (q, n))| {
             n.eq_ignore_ascii_case(name)
@@ -290,7 +299,7 @@ pub fn cast_target(data_type: &ast::DataType) -> Result<expr::cast::Target> {
 
 /// `f` over bound `args`, folded to its value when they are all constants (a call that
 /// fails stays, to fail when the row is read).
-fn folded(f: Func, args: Vec<Expr>) -> Expr {
+pub(crate) fn folded(f: Func, args: Vec<Expr>) -> Expr {
     let constant = args.iter().all(|a| matches!(a, Expr::Const(_)));
     let call = Expr::call(f, args);
     match constant {
@@ -736,7 +745,7 @@ impl<'a> Binder<'a> {
             return Ok(None);
         };
         if let Some(i) = agg.group_by.iter().position(|g| g == e) {
-            return Ok(Some(Expr::Column(i)));
+            return Ok(Some(self.group_value(i)?));
         }
         let ast::Expr::Function(f) = e else {
             return Ok(None);
@@ -757,11 +766,33 @@ impl<'a> Binder<'a> {
             if args.is_empty() {
                 return Err(SqlError::syntax(format!("{name}() needs an argument")));
             }
+            // COUNT(DISTINCT x) counts values x's collation calls different.
             args.iter()
-                .map(|a| inner.bind(a))
+                .map(|a| match kind {
+                    AggKind::CountDistinct => inner.bind_key(a),
+                    _ => inner.bind(a),
+                })
                 .collect::<Result<Vec<_>>>()?
         };
         Ok(Some(self.add_aggregate(AggFunc { kind, args: bound })))
+    }
+
+    /// The value of group-by expression `i` in an aggregated row: the group's key, or for
+    /// text grouped by a `_ci` collation (whose key is a sort key) its first row's value.
+    fn group_value(&mut self, i: usize) -> Result<Expr> {
+        let agg = self.aggregation.as_ref().expect("an aggregating query");
+        let (group_by, base) = (agg.group_by, agg.base);
+        let keyed_by_weights = self
+            .collation_of(&group_by[i])?
+            .is_some_and(|(id, _)| crate::collate::by_weights(id));
+        if !keyed_by_weights {
+            return Ok(Expr::Column(i));
+        }
+        let value = Binder::new(base, self.variable).bind(&group_by[i])?;
+        Ok(self.add_aggregate(AggFunc {
+            kind: AggKind::FirstRow,
+            args: vec![value],
+        }))
     }
 
     /// The aggregated row's column holding `func`'s result (collected once).
@@ -788,7 +819,7 @@ impl<'a> Binder<'a> {
             .map(|g| column_name(g).and_then(|(q, n)| agg.base.find(q, n).ok()))
             .collect();
         if let Some(i) = grouped.iter().position(|g| *g == Some(offset)) {
-            return Ok(Expr::Column(i));
+            return self.group_value(i);
         }
         let determined = agg.base.keys.iter().any(|k| {
             k.determines.contains(&offset) && k.columns.iter().all(|c| grouped.contains(&Some(*c)))
@@ -909,6 +940,16 @@ impl<'a> Binder<'a> {
                     BinaryOperator::MyIntegerDivide => Func::IntDiv,
                     other => return Err(SqlError::not_supported(format!("operator {other}"))),
                 };
+                let comparison = matches!(
+                    f,
+                    Func::Eq | Func::NullSafeEq | Func::Ne | Func::Lt | Func::Le | Func::Gt | Func::Ge
+                );
+                if comparison
+                    && let Some(id) = self.comparison_collation(&[left, right], &op.to_string())?
+                {
+                    let (l, r) = (self.bind(left)?, self.bind(right)?);
+                    return Ok(folded(f, vec![sort_key(l, id), sort_key(r, id)]));
+                }
                 self.call(f, &[left, right])
             }
             E::MemberOf(m) => {
@@ -982,6 +1023,10 @@ impl<'a> Binder<'a> {
                 for item in list {
                     args.push(self.bind(item)?);
                 }
+                let operands: Vec<&ast::Expr> = std::iter::once(&**expr).chain(list).collect();
+                if let Some(id) = self.comparison_collation(&operands, "in")? {
+                    args = args.into_iter().map(|a| sort_key(a, id)).collect();
+                }
                 // Only an IN (subquery) that found no rows has an empty list: FALSE.
                 let e = if list.is_empty() {
                     Expr::Const(Datum::Int(0))
@@ -1000,8 +1045,11 @@ impl<'a> Binder<'a> {
                 low,
                 high,
             } => {
-                let v = self.bind(expr)?;
-                let (lo, hi) = (self.bind(low)?, self.bind(high)?);
+                let mut v = self.bind(expr)?;
+                let (mut lo, mut hi) = (self.bind(low)?, self.bind(high)?);
+                if let Some(id) = self.comparison_collation(&[expr, low, high], "between")? {
+                    (v, lo, hi) = (sort_key(v, id), sort_key(lo, id), sort_key(hi, id));
+                }
                 let e = Expr::call(
                     Func::And,
                     vec![
@@ -1022,7 +1070,14 @@ impl<'a> Binder<'a> {
                 escape_char: None,
                 any: false,
             } => {
-                let e = self.call(Func::Like, &[expr, pattern])?;
+                let e = match self.comparison_collation(&[expr, pattern], "like")? {
+                    Some(id) => {
+                        let (v, p) = (self.bind(expr)?, self.bind(pattern)?);
+                        let id = Expr::Const(Datum::Int(i64::from(id)));
+                        folded(Func::CollatedLike, vec![v, p, id])
+                    }
+                    None => self.call(Func::Like, &[expr, pattern])?,
+                };
                 Ok(if *negated {
                     Expr::call(Func::Not, vec![e])
                 } else {
@@ -1093,8 +1148,12 @@ impl<'a> Binder<'a> {
                     ))),
                 }
             }
-            // Every collation Atoll has orders bytes (utf8mb4_bin and the other _bin ones).
-            E::Collate { expr, .. } => self.bind(expr),
+            // The collation matters where the value is compared (crate::collate); an unknown
+            // one is 1273 here too.
+            E::Collate { expr, .. } => {
+                self.collation_of(e)?;
+                self.bind(expr)
+            }
             E::Substring {
                 expr,
                 substring_from,

@@ -152,6 +152,10 @@ pub struct TableInfo {
     pub checks: Vec<CheckConstraint>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub foreign_keys: Vec<ForeignKey>,
+    /// The table's default collation (`DEFAULT COLLATE=...`) by MySQL id: its text columns'
+    /// unless they name their own. `None`: utf8mb4_bin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collation: Option<u16>,
 }
 
 /// What a view is: its query. Its columns (the column list, else the query's) are the
@@ -194,6 +198,14 @@ impl TableInfo {
         self.columns
             .iter()
             .position(|c| c.name.eq_ignore_ascii_case(name))
+    }
+
+    /// The table's default collation.
+    pub fn default_collation(&self) -> &'static codec::collation::CollationInfo {
+        self.collation
+            .and_then(codec::collation::by_id)
+            .or_else(|| codec::collation::by_id(codec::collation::DEFAULT_ID))
+            .expect("TiDB's default collation is known")
     }
 
     pub fn auto_increment_column(&self) -> Option<usize> {

@@ -3,6 +3,7 @@
 //! every SQL node sees at its next statement. Dropped tables' rows are left for a later
 //! range delete (they are unreachable once the table's id is gone).
 
+use codec::collation::{self, CollationInfo};
 use sqlparser::ast::{self, ColumnOption, ObjectName, TableConstraint};
 
 use crate::catalog::{
@@ -337,7 +338,73 @@ pub(crate) fn add_check(
     Ok(t.checks.len() - 1)
 }
 
-pub(crate) fn column_from_ast(id: i64, c: &ast::ColumnDef) -> Result<(ColumnInfo, ColumnKeys)> {
+/// The collation `CHARACTER SET charset` and `COLLATE name` choose together (either may be
+/// missing): 1115 for an unknown character set, 1273 for an unknown collation, 1253 for a
+/// collation of another character set.
+pub(crate) fn collation_named(
+    charset: Option<&str>,
+    collation: Option<&str>,
+) -> Result<Option<&'static CollationInfo>> {
+    let by_charset = charset
+        .map(|cs| {
+            collation::default_of_charset(cs).ok_or_else(|| SqlError {
+                code: 1115,
+                state: "42000",
+                message: format!("Unknown character set: '{cs}'"),
+            })
+        })
+        .transpose()?;
+    let Some(name) = collation else {
+        return Ok(by_charset);
+    };
+    let named = collation::by_name(name).ok_or_else(|| SqlError {
+        code: 1273,
+        state: "HY000",
+        message: format!("Unknown collation: '{name}'"),
+    })?;
+    match by_charset {
+        Some(cs) if cs.charset != named.charset => Err(SqlError {
+            code: 1253,
+            state: "42000",
+            message: format!(
+                "COLLATION '{}' is not valid for CHARACTER SET '{}'",
+                named.name, cs.charset
+            ),
+        }),
+        _ => Ok(Some(named)),
+    }
+}
+
+/// A CREATE TABLE's `[DEFAULT] CHARSET=` and `[DEFAULT] COLLATE=` options: the default
+/// collation of its text columns.
+fn table_collation(options: &ast::CreateTableOptions) -> Result<Option<&'static CollationInfo>> {
+    let options = match options {
+        ast::CreateTableOptions::Plain(o) | ast::CreateTableOptions::With(o) => o.as_slice(),
+        _ => &[],
+    };
+    let (mut charset, mut collation) = (None, None);
+    for o in options {
+        let ast::SqlOption::KeyValue { key, value } = o else {
+            continue;
+        };
+        let value = value.to_string().trim_matches(['\'', '"', '`']).to_string();
+        match key.value.to_ascii_uppercase().as_str() {
+            "CHARSET" | "DEFAULT CHARSET" | "CHARACTER SET" | "DEFAULT CHARACTER SET" => {
+                charset = Some(value)
+            }
+            "COLLATE" | "DEFAULT COLLATE" => collation = Some(value),
+            _ => {}
+        }
+    }
+    collation_named(charset.as_deref(), collation.as_deref())
+}
+
+/// Column `c` of a table whose text columns default to collation `table_collation`.
+pub(crate) fn column_from_ast(
+    id: i64,
+    c: &ast::ColumnDef,
+    table_collation: Option<u16>,
+) -> Result<(ColumnInfo, ColumnKeys)> {
     let mut col = ColumnInfo {
         id,
         name: c.name.value.clone(),
@@ -349,6 +416,7 @@ pub(crate) fn column_from_ast(id: i64, c: &ast::ColumnDef) -> Result<(ColumnInfo
         generated: None,
     };
     let mut keys = ColumnKeys::default();
+    let (mut charset, mut collation) = (None, None);
     for opt in &c.options {
         match &opt.option {
             ColumnOption::Null => col.nullable = true,
@@ -379,10 +447,28 @@ pub(crate) fn column_from_ast(id: i64, c: &ast::ColumnDef) -> Result<(ColumnInfo
                 });
             }
             ColumnOption::Check(c) => keys.checks.push(check_of(opt.name.as_ref(), c)),
-            ColumnOption::Comment(_)
-            | ColumnOption::CharacterSet(_)
-            | ColumnOption::Collation(_) => {}
+            ColumnOption::CharacterSet(name) => charset = Some(name.to_string()),
+            ColumnOption::Collation(name) => collation = Some(name.to_string()),
+            ColumnOption::Comment(_) => {}
             other => return Err(SqlError::not_supported(format!("column option {other}"))),
+        }
+    }
+    let named = collation_named(charset.as_deref(), collation.as_deref())?;
+    if let SqlType::String {
+        binary,
+        collation: column_collation,
+        ..
+    } = &mut col.ty
+        && !*binary
+    {
+        match named.map(|c| c.id).or(table_collation) {
+            // `VARCHAR(n) CHARACTER SET binary` is VARBINARY(n), as in MySQL.
+            Some(collation::BINARY_ID) => {
+                *binary = true;
+                *column_collation = collation::BINARY_ID;
+            }
+            Some(id) => *column_collation = id,
+            None => {}
         }
     }
     Ok((col, keys))
@@ -419,6 +505,9 @@ pub fn table_from_ast(
         view: None,
         checks: Vec::new(),
         foreign_keys: Vec::new(),
+        collation: table_collation(&ct.table_options)?
+            .map(|c| c.id)
+            .filter(|&id| id != collation::DEFAULT_ID),
     };
     let mut primary: Option<Vec<usize>> = None;
     let mut uniques: Vec<(Option<String>, Vec<usize>, bool)> = Vec::new();
@@ -427,7 +516,7 @@ pub fn table_from_ast(
         if t.column(&c.name.value).is_some() {
             return Err(SqlError::duplicate_column(&c.name.value));
         }
-        let (col, keys) = column_from_ast(t.next_column_id, c)?;
+        let (col, keys) = column_from_ast(t.next_column_id, c, t.collation)?;
         if keys.primary || keys.unique {
             json_not_indexed(&col)?;
         }
@@ -736,6 +825,19 @@ pub fn show_create(schema: &Schema, t: &TableInfo) -> String {
         .iter()
         .map(|c| {
             let mut l = format!("  `{}` {}", c.name, c.ty.name());
+            if let SqlType::String {
+                binary: false,
+                collation,
+                ..
+            } = c.ty
+                && collation != t.default_collation().id
+                && let Some(named) = collation::by_id(collation)
+            {
+                l.push_str(&format!(
+                    " CHARACTER SET {} COLLATE {}",
+                    named.charset, named.name
+                ));
+            }
             if let Some(g) = &c.generated {
                 let kind = if g.stored { "STORED" } else { "VIRTUAL" };
                 l.push_str(&format!(" GENERATED ALWAYS AS ({}) {kind}", g.expr));
@@ -792,10 +894,13 @@ pub fn show_create(schema: &Schema, t: &TableInfo) -> String {
             c.name, c.expr
         ));
     }
+    let collation = t.default_collation();
     format!(
-        "CREATE TABLE `{}` (\n{}\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+        "CREATE TABLE `{}` (\n{}\n) ENGINE=InnoDB DEFAULT CHARSET={} COLLATE={}",
         t.name,
-        lines.join(",\n")
+        lines.join(",\n"),
+        collation.charset,
+        collation.name
     )
 }
 

@@ -170,6 +170,9 @@ fn on_duplicate_scope(t: &TableInfo) -> Scope {
             .map(|c| (None, format!("{INSERTED}{}", c.name))),
     );
     scope
+        .collations
+        .extend(t.columns.iter().map(|c| c.ty.text_collation()));
+    scope
 }
 
 /// ON DUPLICATE KEY UPDATE's assignments with their references to the inserted row,

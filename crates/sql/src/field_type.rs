@@ -16,8 +16,8 @@
 //!   argument's type; NOW() DATETIME, CURDATE() DATE, CONNECTION_ID() and LAST_INSERT_ID()
 //!   unsigned LONGLONG; variables by their value's type; anything else text.
 //!
-//! Numbers, dates and binary strings carry the binary character set (63), text utf8mb4_bin
-//! (46, TiDB's default collation).
+//! Numbers, dates and binary strings carry the binary character set (63), text its
+//! collation's id (a literal utf8mb4_bin's 46, TiDB's default collation).
 
 use codec::datum::Datum;
 use sqlparser::ast;
@@ -187,12 +187,16 @@ impl FieldType {
             SqlType::Date => FieldType::date(),
             SqlType::DateTime { fsp } => FieldType::datetime(fsp),
             SqlType::Json => FieldType::json(),
-            SqlType::String { max_chars, binary } => {
+            SqlType::String {
+                max_chars,
+                binary,
+                collation,
+            } => {
                 let blob = max_chars > MAX_VARCHAR_CHARS;
                 let (charset, per_char, flags) = if binary {
                     (CHARSET_BINARY, 1, flag::BINARY)
                 } else {
-                    (CHARSET_UTF8MB4_BIN, 4, 0)
+                    (collation, 4, 0)
                 };
                 let length = max_chars.saturating_mul(per_char);
                 if blob {
@@ -314,6 +318,10 @@ impl FieldType {
                     _ => self.length.div_ceil(4),
                 },
                 binary: self.charset == CHARSET_BINARY && !matches!(self.tp, Type::Null),
+                collation: match self.charset {
+                    CHARSET_BINARY => codec::collation::DEFAULT_ID,
+                    id => id,
+                },
             },
         }
     }
@@ -405,7 +413,15 @@ impl TypeScope<'_> {
                 self.column(qualifier, &parts[n - 1].value)
                     .unwrap_or_else(|| FieldType::text(255))
             }
-            E::Nested(inner) | E::Collate { expr: inner, .. } => self.infer(inner),
+            E::Nested(inner) => self.infer(inner),
+            E::Collate { expr, collation } => {
+                let mut t = self.infer(expr);
+                let named = codec::collation::by_name(&collation.to_string());
+                if let Some(named) = named.filter(|_| t.charset != CHARSET_BINARY) {
+                    t.charset = named.id;
+                }
+                t
+            }
             E::Position { .. } | E::Extract { .. } => FieldType::longlong(false),
             E::Cast { data_type, .. }
             | E::Convert {
@@ -678,9 +694,18 @@ impl TypeScope<'_> {
             | "replace" | "ltrim" | "rtrim" | "left" | "right" | "lpad" | "rpad" | "repeat"
             | "reverse" | "concat_ws" => {
                 let mut t = FieldType::text(u32::from(u16::MAX));
-                if args.iter().any(|a| is_binary_string(&self.infer(a))) {
+                let types: Vec<FieldType> = args.iter().map(|a| self.infer(a)).collect();
+                if types.iter().any(is_binary_string) {
                     t.charset = CHARSET_BINARY;
                     t.flags |= flag::BINARY;
+                } else if let Some(named) = types
+                    .iter()
+                    .map(|a| a.charset)
+                    .find(|&c| c != CHARSET_BINARY && c != CHARSET_UTF8MB4_BIN)
+                {
+                    // Text of an argument's collation other than the default (crate::collate
+                    // has MySQL's full rule).
+                    t.charset = named;
                 }
                 t
             }
@@ -760,11 +785,14 @@ fn is_binary_string(t: &FieldType) -> bool {
 }
 
 /// A string function's result over an argument of type `arg`: binary data stays binary.
+/// What a string function of `arg` returns: text of its collation, or a binary string.
 fn string_result(arg: &FieldType) -> FieldType {
     let mut t = FieldType::text(u32::from(u16::MAX));
     if is_binary_string(arg) {
         t.charset = CHARSET_BINARY;
         t.flags |= flag::BINARY;
+    } else if matches!(arg.tp, Type::VarString | Type::Blob) {
+        t.charset = arg.charset;
     }
     t
 }
@@ -1012,6 +1040,7 @@ mod tests {
                     SqlType::String {
                         max_chars: u32::MAX,
                         binary: true,
+                        collation: codec::collation::BINARY_ID,
                     },
                     true,
                 ),
@@ -1021,6 +1050,7 @@ mod tests {
                     SqlType::String {
                         max_chars: 10,
                         binary: false,
+                        collation: codec::collation::DEFAULT_ID,
                     },
                     true,
                 ),
@@ -1038,6 +1068,7 @@ mod tests {
             view: None,
             checks: Vec::new(),
             foreign_keys: Vec::new(),
+            collation: None,
         };
         let id = FieldType::of_column(&t, 0, "x");
         assert_eq!(id.tp, Type::Long);

@@ -352,12 +352,20 @@ fn key_of(row: &[Datum], at: &[usize]) -> Option<Vec<Datum>> {
     (!values.iter().any(Datum::is_null)).then_some(values)
 }
 
-/// `column = value AND ...` over a row of `t`: the filter that finds rows by key.
-fn key_filter(offsets: &[usize], values: &[Datum]) -> Result<Expr> {
+/// `column = value AND ...` over a row of `t`, each under its column's collation: the filter
+/// that finds rows by key.
+fn key_filter(t: &TableInfo, offsets: &[usize], values: &[Datum]) -> Result<Expr> {
+    let collated = |c: usize, e: Expr| match t.columns[c].ty.text_collation() {
+        Some(id) => crate::collate::sort_key(e, id),
+        None => e,
+    };
     offsets
         .iter()
         .zip(values)
-        .map(|(&c, v)| Expr::call(Func::Eq, vec![Expr::Column(c), Expr::Const(v.clone())]))
+        .map(|(&c, v)| {
+            let (column, value) = (Expr::Column(c), Expr::Const(v.clone()));
+            Expr::call(Func::Eq, vec![collated(c, column), collated(c, value)])
+        })
         .reduce(|a, b| Expr::call(Func::And, vec![a, b]))
         .ok_or_else(|| SqlError::unknown("a foreign key without columns"))
 }
@@ -423,7 +431,7 @@ pub async fn check_parents(
                 Err(_) => return Err(violation(ctx.schema, t, fk, false)),
             }
         }
-        let filter = key_filter(&parent_at, &typed)?;
+        let filter = key_filter(&parent, &parent_at, &typed)?;
         let found = crate::query::fetch_rows(txn, &parent, Some(&filter), true, Some(1), 1).await?;
         let Some((handle, _)) = found.first() else {
             return Err(violation(ctx.schema, t, fk, false));
@@ -462,7 +470,7 @@ pub fn on_parent_change<'a>(
                 continue;
             }
             let child_at = offsets(child, &fk.columns);
-            let filter = key_filter(&child_at, &values)?;
+            let filter = key_filter(child, &child_at, &values)?;
             let mut rows = crate::query::fetch_rows(
                 txn,
                 child,
@@ -693,7 +701,7 @@ pub async fn check_existing(
             let Some(values) = key_of(&row, &at) else {
                 continue;
             };
-            let filter = key_filter(&parent_at, &values)?;
+            let filter = key_filter(&parent, &parent_at, &values)?;
             let found =
                 crate::query::fetch_rows(&mut reader, &parent, Some(&filter), false, Some(1), 1)
                     .await?;

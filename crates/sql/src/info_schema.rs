@@ -8,8 +8,8 @@
 //!   empty (Atoll has no routines, triggers or partitions yet).
 //! - From the statistics ANALYZE TABLE keeps (crate::stats): TABLES' TABLE_ROWS,
 //!   STATISTICS' CARDINALITY, and TiDB's ANALYZE_STATUS (the last ANALYZE of each table).
-//! - Fixed: CHARACTER_SETS, COLLATIONS (TiDB's, all binary-ordered: Atoll compares bytes) and
-//!   ENGINES.
+//! - Fixed: CHARACTER_SETS, COLLATIONS (TiDB's with its new collation framework,
+//!   [`codec::collation`]) and ENGINES.
 //! - From the session ([`SessionTables`]): PROCESSLIST, SESSION_VARIABLES,
 //!   GLOBAL_VARIABLES, SESSION_STATUS, GLOBAL_STATUS; TiDB's TIDB_TRX (this sql node's open
 //!   transactions) and SLOW_QUERY (this node's slow log).
@@ -32,14 +32,6 @@ pub const CHARACTER_SETS: [(&str, &str, &str, i64); 5] = [
     ("utf8mb4", "utf8mb4_bin", "UTF-8 Unicode", 4),
 ];
 
-/// TiDB's collations without its new collation framework: (name, character set, id).
-pub const COLLATIONS: [(&str, &str, i64); 5] = [
-    ("ascii_bin", "ascii", 65),
-    ("binary", "binary", 63),
-    ("latin1_bin", "latin1", 47),
-    ("utf8_bin", "utf8", 83),
-    ("utf8mb4_bin", "utf8mb4", 46),
-];
 
 /// What the tables that belong to a session show, the rows of each.
 #[derive(Default)]
@@ -184,12 +176,15 @@ fn type_facts(ty: &SqlType) -> [Datum; 7] {
             null(),
             null(),
         ],
-        SqlType::String { max_chars, binary } => {
+        SqlType::String {
+            max_chars,
+            binary,
+            collation,
+        } => {
             let chars = i64::from(max_chars);
-            let (octets, charset, collation) = if binary {
-                (chars, null(), null())
-            } else {
-                (chars * 4, text("utf8mb4"), text("utf8mb4_bin"))
+            let (octets, charset, collation) = match codec::collation::by_id(collation) {
+                Some(c) if !binary => (chars * 4, text(c.charset), text(c.name)),
+                _ => (chars, null(), null()),
             };
             [
                 int(chars),
@@ -322,7 +317,8 @@ pub fn table(
                     // times are kept yet.
                     row.push(int(t.stats.as_ref().map_or(0, |s| s.row_count as i64)));
                     row.extend(std::iter::repeat_n(Datum::Null, 9));
-                    row.extend([text("utf8mb4_bin"), Datum::Null, text(""), text("")]);
+                    let collation = t.default_collation().name;
+                    row.extend([text(collation), Datum::Null, text(""), text("")]);
                     // TiDB's: the id in the table's keys (`atoll diag` names hot rows by it).
                     row.push(int(t.id));
                     row
@@ -716,21 +712,17 @@ pub fn table(
                 "SORTLEN",
                 "PAD_ATTRIBUTE",
             ]),
-            COLLATIONS
+            codec::collation::COLLATIONS
                 .iter()
-                .map(|(name, charset, id)| {
+                .map(|c| {
                     vec![
-                        text(name),
-                        text(charset),
-                        int(*id),
-                        text("Yes"),
+                        text(c.name),
+                        text(c.charset),
+                        int(i64::from(c.id)),
+                        text(if c.is_default { "Yes" } else { "" }),
                         text("Yes"),
                         int(1),
-                        text(if *name == "binary" {
-                            "NO PAD"
-                        } else {
-                            "PAD SPACE"
-                        }),
+                        text(if c.pads() { "PAD SPACE" } else { "NO PAD" }),
                     ]
                 })
                 .collect(),

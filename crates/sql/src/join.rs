@@ -215,16 +215,27 @@ pub fn scope(sources: &[Source]) -> Scope {
     for s in sources {
         let one = match &s.relation {
             Relation::Table(t) => table_scope(t, s.alias.as_deref()),
-            Relation::Derived { columns, .. } | Relation::Memory { columns, .. } => Scope {
+            Relation::Derived { columns, types, .. } => Scope {
                 columns: columns
                     .iter()
                     .map(|c| (s.alias.clone(), c.clone()))
                     .collect(),
                 keys: vec![],
+                collations: types.iter().map(|t| t.sql_type().text_collation()).collect(),
+            },
+            Relation::Memory { columns, .. } => Scope {
+                columns: columns
+                    .iter()
+                    .map(|c| (s.alias.clone(), c.clone()))
+                    .collect(),
+                keys: vec![],
+                collations: vec![],
             },
         };
         let by = out.columns.len();
         out.keys.extend(one.keys.iter().map(|k| k.shifted(by)));
+        out.collations.resize(by, None);
+        out.collations.extend(one.collations);
         out.columns.extend(one.columns);
     }
     out
@@ -667,6 +678,7 @@ pub fn bind_on(
             let visible = Scope {
                 columns: scope.columns[..upto].to_vec(),
                 keys: Vec::new(),
+                collations: scope.collations.iter().take(upto).copied().collect(),
             };
             s.on.as_ref()
                 .map(|e| Binder::new(&visible, variable).bind(e))

@@ -3,7 +3,8 @@
 //!
 //! - [`catalog`]: the schema in KV, versioned, cached per version; auto-increment ranges.
 //! - [`types`]: column types and MySQL strict-mode conversions; [`time`]: dates and times.
-//! - [`bind`]: parsed expressions to `expr::Expr` over the rows in scope.
+//! - [`bind`]: parsed expressions to `expr::Expr` over the rows in scope; [`collate`]: which
+//!   collation a comparison, LIKE, grouping or ordering uses.
 //! - [`rows`]: rows and index entries as KV pairs.
 //! - [`access`]: access paths: point gets, handle ranges, index ranges, full scans.
 //! - [`query`]: SELECT: coprocessor pushdown, the rest on the node.
@@ -41,6 +42,7 @@ pub mod authorize;
 pub mod bind;
 pub mod caching_sha2;
 pub mod catalog;
+pub mod collate;
 pub mod cte;
 pub mod ddl;
 pub mod dialect;

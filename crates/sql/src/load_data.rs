@@ -497,7 +497,7 @@ pub fn lenient(
                     ty.convert(Datum::Bytes(clipped.to_string().into_bytes()), name, row)
                         .ok()
                 }
-                (1406, SqlType::String { max_chars, binary }) => {
+                (1406, SqlType::String { max_chars, binary, .. }) => {
                     let Datum::Bytes(b) = &raw else {
                         unreachable!("made as bytes")
                     };
@@ -653,6 +653,7 @@ mod tests {
         let short = SqlType::String {
             max_chars: 2,
             binary: false,
+            collation: codec::collation::DEFAULT_ID,
         };
         let (v, w) = lenient(&short, true, "s", f("héllo"), 5);
         assert_eq!(
@@ -662,6 +663,7 @@ mod tests {
         let bytes = SqlType::String {
             max_chars: 2,
             binary: true,
+            collation: codec::collation::BINARY_ID,
         };
         let (v, _) = lenient(&bytes, true, "b", f("héllo"), 6);
         assert_eq!(v, Datum::Bytes(b"h\xc3".to_vec()));

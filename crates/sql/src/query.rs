@@ -228,6 +228,7 @@ pub fn table_scope(t: &TableInfo, alias: Option<&str>) -> Scope {
             .iter()
             .map(|c| (Some(q.clone()), c.name.clone()))
             .collect(),
+        collations: t.columns.iter().map(|c| c.ty.text_collation()).collect(),
         keys: handle
             .into_iter()
             .chain(unique)
@@ -865,9 +866,17 @@ pub fn plan<'q>(
                         .expect("checked")
                 }
                 e => {
-                    exprs.push(out_binder.bind(e)?);
+                    exprs.push(out_binder.bind_key(e)?);
                     exprs.len() - 1
                 }
+            };
+            // An output column of `_ci` text orders by its sort key.
+            let at = match types.get(at).and_then(|t| t.sql_type().text_collation()) {
+                Some(id) if at < visible && crate::collate::by_weights(id) => {
+                    exprs.push(crate::collate::sort_key(exprs[at].clone(), id));
+                    exprs.len() - 1
+                }
+                _ => at,
             };
             order.push((at, desc));
         }
@@ -1061,7 +1070,7 @@ async fn run(
         having.as_ref(),
         &windows,
         &order,
-        distinct,
+        distinct.then_some(&types[..]),
         limit,
         offset,
         names,
@@ -1081,7 +1090,8 @@ fn finish(
     having: Option<&Expr>,
     windows: &[crate::window::WindowCall],
     order: &[(usize, bool)],
-    distinct: bool,
+    // DISTINCT, over output columns of these types.
+    distinct: Option<&[FieldType]>,
     limit: Option<u64>,
     offset: u64,
     names: Vec<String>,
@@ -1141,9 +1151,10 @@ fn finish(
     for r in &mut out {
         r.truncate(visible);
     }
-    if distinct {
+    if let Some(types) = distinct {
+        let collations: Vec<_> = types.iter().map(|t| t.sql_type().collation()).collect();
         let mut seen = std::collections::HashSet::new();
-        out.retain(|r| seen.insert(expr::eval::group_key(r)));
+        out.retain(|r| seen.insert(crate::collate::row_key(r, &collations)));
         ctx.record(|s| s.distinct = Some(out.len()));
     }
     let rows: Vec<Vec<Datum>> = out
@@ -1179,7 +1190,7 @@ fn aggregate_rows(
     base: &[Vec<Datum>],
 ) -> Result<Vec<Vec<Datum>>> {
     let mut b = Binder::new(scope, ctx.variable);
-    let keys: Vec<Expr> = group_by.iter().map(|g| b.bind(g)).collect::<Result<_>>()?;
+    let keys: Vec<Expr> = group_by.iter().map(|g| b.bind_key(g)).collect::<Result<_>>()?;
     let mut groups = Groups::new(funcs);
     for row in base {
         let values: Vec<Datum> = keys
@@ -1262,7 +1273,7 @@ async fn read_pushed_down(
         let mut b = Binder::new(scope, c.variable);
         group_keys = group_by
             .iter()
-            .map(|g| b.bind(g))
+            .map(|g| b.bind_key(g))
             .collect::<Result<Vec<_>>>()?;
     }
     // The coprocessor reads and returns only the columns the filter and the aggregation read,

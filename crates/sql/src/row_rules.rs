@@ -121,12 +121,8 @@ fn bind(t: &TableInfo, e: &ast::Expr, rule: Rule<'_>) -> Result<Expr> {
         return Err(rule.disallowed());
     }
     let scope = Scope {
-        columns: t
-            .columns
-            .iter()
-            .map(|c| (Some(t.name.clone()), c.name.clone()))
-            .collect(),
         keys: Vec::new(),
+        ..crate::query::table_scope(t, None)
     };
     let refuse = move |_: Lookup<'_>| -> Result<Datum> { Err(rule.disallowed()) };
     Binder::new(&scope, &refuse).bind(e)

@@ -70,10 +70,24 @@ pub fn index_values(idx: &IndexInfo, row: &[Datum]) -> Vec<Datum> {
     idx.columns.iter().map(|&c| row[c].clone()).collect()
 }
 
+/// What `idx`'s key holds of `row`: each column's value, a `_ci` text column's as its sort
+/// key (so that values its collation calls equal collide in a unique index).
+pub fn index_key_values(t: &TableInfo, idx: &IndexInfo, row: &[Datum]) -> Vec<Datum> {
+    idx.columns
+        .iter()
+        .map(|&c| match (&row[c], t.columns[c].ty.collation()) {
+            (Datum::Bytes(b), collation) if !collation.is_binary() => {
+                Datum::Bytes(collation.sort_key(b))
+            }
+            (v, _) => v.clone(),
+        })
+        .collect()
+}
+
 /// The key of `row`'s entry in `idx`. A unique index entry with a NULL value is stored like
 /// a non-unique one (NULLs never collide).
 pub fn index_key(t: &TableInfo, idx: &IndexInfo, row: &[Datum], handle: i64) -> (Vec<u8>, bool) {
-    let values = index_values(idx, row);
+    let values = index_key_values(t, idx, row);
     let unique = idx.unique && values.iter().all(|v| !v.is_null());
     let key = table::index_key(t.id, idx.id, &values, (!unique).then_some(handle));
     (key, unique)

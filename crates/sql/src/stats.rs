@@ -394,6 +394,7 @@ mod tests {
             view: None,
             checks: Vec::new(),
             foreign_keys: Vec::new(),
+            collation: None,
         }
     }
 

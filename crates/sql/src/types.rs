@@ -31,12 +31,19 @@ pub enum SqlType {
         fsp: u8,
     },
     /// `max_chars`: CHAR(n)/VARCHAR(n)'s n; TEXT's 65535. `binary`: BINARY/VARBINARY/BLOB.
+    /// `collation`: the MySQL id of its collation ([`codec::collation`]; 63 when binary).
     String {
         max_chars: u32,
         binary: bool,
+        #[serde(default = "default_collation")]
+        collation: u16,
     },
     /// JSON, kept in TiDB's binary form ([`codec::json`]).
     Json,
+}
+
+fn default_collation() -> u16 {
+    codec::collation::DEFAULT_ID
 }
 
 impl SqlType {
@@ -94,10 +101,12 @@ impl SqlType {
             D::Char(l) | D::Character(l) => Ok(SqlType::String {
                 max_chars: len(l, 1),
                 binary: false,
+                collation: codec::collation::DEFAULT_ID,
             }),
             D::Varchar(l) | D::CharacterVarying(l) => Ok(SqlType::String {
                 max_chars: len(l, 65535),
                 binary: false,
+                collation: codec::collation::DEFAULT_ID,
             }),
             D::Text | D::TinyText | D::MediumText | D::LongText => Ok(SqlType::String {
                 max_chars: match t {
@@ -106,10 +115,12 @@ impl SqlType {
                     _ => u32::MAX,
                 },
                 binary: false,
+                collation: codec::collation::DEFAULT_ID,
             }),
             D::Binary(n) => Ok(SqlType::String {
                 max_chars: n.map_or(1, |n| n as u32),
                 binary: true,
+                collation: codec::collation::BINARY_ID,
             }),
             D::Varbinary(n) => Ok(SqlType::String {
                 max_chars: match n {
@@ -117,14 +128,43 @@ impl SqlType {
                     _ => 65535,
                 },
                 binary: true,
+                collation: codec::collation::BINARY_ID,
             }),
             D::Blob(_) | D::TinyBlob | D::MediumBlob | D::LongBlob => Ok(SqlType::String {
                 max_chars: u32::MAX,
                 binary: true,
+                collation: codec::collation::BINARY_ID,
             }),
             D::JSON => Ok(SqlType::Json),
             other => Err(SqlError::not_supported(format!("column type {other}"))),
         }
+    }
+
+    /// A text type's collation (MySQL's id); None for other types and binary strings.
+    pub fn text_collation(&self) -> Option<u16> {
+        match self {
+            SqlType::String {
+                binary: false,
+                collation,
+                ..
+            } => Some(*collation),
+            _ => None,
+        }
+    }
+
+    /// How values of the type compare as text: by their collation's weights for a `_ci`
+    /// text type, else by their bytes.
+    pub fn collation(&self) -> codec::collation::Collation {
+        self.text_collation()
+            .and_then(codec::collation::by_id)
+            .map_or(codec::collation::Collation::Binary, |c| c.collation)
+    }
+
+    /// The name of a text type's collation, as information_schema shows it.
+    pub fn collation_name(&self) -> Option<&'static str> {
+        self.text_collation()
+            .and_then(codec::collation::by_id)
+            .map(|c| c.name)
     }
 
     /// The type's name as SHOW CREATE TABLE and information_schema print it.
@@ -146,7 +186,7 @@ impl SqlType {
             SqlType::Date => "date".into(),
             SqlType::DateTime { fsp: 0 } => "datetime".into(),
             SqlType::DateTime { fsp } => format!("datetime({fsp})"),
-            SqlType::String { max_chars, binary } => match (*max_chars, *binary) {
+            SqlType::String { max_chars, binary, .. } => match (*max_chars, *binary) {
                 (u32::MAX, false) => "longtext".into(),
                 (u32::MAX, true) => "longblob".into(),
                 (n, false) => format!("varchar({n})"),
@@ -272,7 +312,7 @@ impl SqlType {
                 }
                 other => Ok(Datum::Float(other.as_f64().unwrap_or(0.0))),
             },
-            SqlType::String { max_chars, binary } => {
+            SqlType::String { max_chars, binary, .. } => {
                 let bytes = match d {
                     Datum::Bytes(b) => b,
                     other => text(&other).into_bytes(),
@@ -367,6 +407,7 @@ mod tests {
         let v = SqlType::String {
             max_chars: 3,
             binary: false,
+            collation: codec::collation::DEFAULT_ID,
         };
         assert_eq!(
             v.convert(Datum::Bytes("äöü".as_bytes().to_vec()), "c", 1)

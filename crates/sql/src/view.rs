@@ -191,6 +191,7 @@ pub async fn create(client: &Client, schema: &Schema, d: Definition<'_>, mode: M
                     view: None,
                     checks: Vec::new(),
                     foreign_keys: Vec::new(),
+                    collation: None,
                 },
             };
             t.next_column_id = columns.len() as i64 + 1;

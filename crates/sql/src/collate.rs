@@ -1,0 +1,226 @@
+//! Collations in expressions: which collation a comparison, a LIKE, a grouping or an
+//! ordering uses, by MySQL's rules of derivation and coercibility.
+//!
+//! A text column has its own collation (IMPLICIT), `x COLLATE name` names one (EXPLICIT), a
+//! string literal has the connection's (COERCIBLE, TiDB's `utf8mb4_bin`), and the string
+//! functions pass on their arguments'. An operation takes the collation of the operand whose
+//! collation holds most strongly; two different IMPLICIT ones, or two different EXPLICIT
+//! ones, are MySQL's 1267. Anything that is not text (a number, a date function, a
+//! variable) has none, and an operation with such an operand compares as before, not as text.
+//!
+//! Under a `_ci` collation the operands are compared as their sort keys
+//! (`expr::Func::SortKey`, [`codec::collation`]), LIKE becomes `CollatedLike`, and GROUP BY,
+//! DISTINCT and ORDER BY keys are sort keys; the values a query returns stay as stored.
+
+use codec::collation::{self, Collation};
+use codec::datum::Datum;
+use expr::{Expr, Func};
+use sqlparser::ast;
+
+use crate::bind::{Binder, column_name, folded};
+use crate::error::{Result, SqlError};
+
+/// How strongly an expression's collation holds: the lower wins (MySQL's coercibility).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Coercibility {
+    Explicit = 0,
+    Implicit = 2,
+    Coercible = 4,
+}
+
+/// The string functions whose result has their text arguments' collation.
+const PASSES_COLLATION: [&str; 24] = [
+    "concat",
+    "concat_ws",
+    "lower",
+    "lcase",
+    "upper",
+    "ucase",
+    "substring",
+    "substr",
+    "left",
+    "right",
+    "trim",
+    "ltrim",
+    "rtrim",
+    "replace",
+    "lpad",
+    "rpad",
+    "repeat",
+    "reverse",
+    "ifnull",
+    "coalesce",
+    "if",
+    "nullif",
+    "substring_index",
+    "any_value",
+];
+
+/// Whether collation `id` compares by weights (a `_ci` one), not by bytes.
+pub fn by_weights(id: u16) -> bool {
+    collation::by_id(id).is_some_and(|c| !c.collation.is_binary())
+}
+
+/// `e` compared by collation `id`: its sort key when the collation is a `_ci` one.
+pub fn sort_key(e: Expr, id: u16) -> Expr {
+    match by_weights(id) {
+        true => folded(Func::SortKey, vec![e, Expr::Const(Datum::Int(i64::from(id)))]),
+        false => e,
+    }
+}
+
+/// The key under which DISTINCT and set operations find a row's equals: each text value of
+/// a `_ci` column (`collations`, by offset) as its sort key.
+pub fn row_key(row: &[Datum], collations: &[Collation]) -> Vec<u8> {
+    if collations.iter().all(|c| c.is_binary()) {
+        return expr::eval::group_key(row);
+    }
+    let keyed: Vec<Datum> = row
+        .iter()
+        .zip(collations.iter().chain(std::iter::repeat(&Collation::Binary)))
+        .map(|(v, c)| match v {
+            Datum::Bytes(b) if !c.is_binary() => Datum::Bytes(c.sort_key(b)),
+            v => v.clone(),
+        })
+        .collect();
+    expr::eval::group_key(&keyed)
+}
+
+impl Binder<'_> {
+    /// The collation of text expression `e` and how strongly it holds; None when `e` is not
+    /// text (or its collation is not known here).
+    pub fn collation_of(&self, e: &ast::Expr) -> Result<Option<(u16, Coercibility)>> {
+        use ast::Expr as E;
+        Ok(match e {
+            E::Identifier(_) | E::CompoundIdentifier(_) => {
+                let base = self.aggregation.as_ref().map_or(self.scope, |a| a.base);
+                column_name(e)
+                    .and_then(|(q, n)| base.find(q, n).ok())
+                    .and_then(|i| base.collation(i))
+                    .map(|id| (id, Coercibility::Implicit))
+            }
+            E::Nested(inner) => self.collation_of(inner)?,
+            E::Collate { collation, .. } => {
+                let name = collation.to_string();
+                let named = collation::by_name(name.trim_matches(['`', '\'', '"']))
+                    .ok_or_else(|| SqlError {
+                        code: 1273,
+                        state: "HY000",
+                        message: format!("Unknown collation: '{name}'"),
+                    })?;
+                Some((named.id, Coercibility::Explicit))
+            }
+            E::Value(v) => match &v.value {
+                ast::Value::SingleQuotedString(_) | ast::Value::DoubleQuotedString(_) => {
+                    Some((collation::DEFAULT_ID, Coercibility::Coercible))
+                }
+                _ => None,
+            },
+            E::Substring { expr, .. } | E::Trim { expr, .. } => self.collation_of(expr)?,
+            E::Case {
+                conditions,
+                else_result,
+                ..
+            } => {
+                let results = conditions.iter().map(|w| &w.result);
+                self.strongest(results.chain(else_result.as_deref()), "case")?
+            }
+            E::Function(f) if f.over.is_none() => {
+                let name = f.name.to_string().to_ascii_lowercase();
+                if !PASSES_COLLATION.contains(&name.as_str()) {
+                    return Ok(None);
+                }
+                let ast::FunctionArguments::List(list) = &f.args else {
+                    return Ok(None);
+                };
+                let args = list.args.iter().filter_map(|a| match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Some(e),
+                    _ => None,
+                });
+                // IF's condition is not part of its result.
+                self.strongest(args.skip(usize::from(name == "if")), &name)?
+            }
+            _ => None,
+        })
+    }
+
+    /// The collation of the text operands that hold most strongly (1267 for a tie of two
+    /// different ones at IMPLICIT or EXPLICIT).
+    fn strongest<'e>(
+        &self,
+        operands: impl Iterator<Item = &'e ast::Expr>,
+        operation: &str,
+    ) -> Result<Option<(u16, Coercibility)>> {
+        let mut best: Option<(u16, Coercibility)> = None;
+        for o in operands {
+            let Some((id, how)) = self.collation_of(o)? else {
+                continue;
+            };
+            best = match best {
+                Some((held, strength)) if strength < how => Some((held, strength)),
+                // Two IMPLICIT ones: a binary one wins (as MySQL's `_bin` of the same
+                // character set does); two `_ci` ones, or two EXPLICIT ones, are 1267.
+                Some((held, strength))
+                    if strength == how && held != id && how != Coercibility::Coercible =>
+                {
+                    match (by_weights(held), by_weights(id)) {
+                        (false, _) if how == Coercibility::Implicit => Some((held, how)),
+                        (true, false) if how == Coercibility::Implicit => Some((id, how)),
+                        _ => return Err(illegal_mix((held, strength), (id, how), operation)),
+                    }
+                }
+                Some(same) if same.1 == how => Some(same),
+                _ => Some((id, how)),
+            };
+        }
+        Ok(best)
+    }
+
+    /// The collation a comparison of `operands` uses when every one of them is text or
+    /// NULL and it is a `_ci` one; None when they compare by bytes or as numbers or dates.
+    pub fn comparison_collation(
+        &self,
+        operands: &[&ast::Expr],
+        operation: &str,
+    ) -> Result<Option<u16>> {
+        for o in operands {
+            let null = matches!(o, ast::Expr::Value(v) if v.value == ast::Value::Null);
+            if !null && self.collation_of(o)?.is_none() {
+                return Ok(None);
+            }
+        }
+        let chosen = self.strongest(operands.iter().copied(), operation)?;
+        Ok(chosen.map(|(id, _)| id).filter(|&id| by_weights(id)))
+    }
+
+    /// `e` bound as a key of grouping, DISTINCT or ordering: its sort key when it is text
+    /// of a `_ci` collation.
+    pub fn bind_key(&mut self, e: &ast::Expr) -> Result<Expr> {
+        let bound = self.bind(e)?;
+        Ok(match self.collation_of(e)? {
+            Some((id, _)) => sort_key(bound, id),
+            None => bound,
+        })
+    }
+}
+
+fn illegal_mix(a: (u16, Coercibility), b: (u16, Coercibility), operation: &str) -> SqlError {
+    let describe = |(id, how): (u16, Coercibility)| {
+        let name = collation::by_id(id).map_or("binary", |c| c.name);
+        let how = match how {
+            Coercibility::Explicit => "EXPLICIT",
+            Coercibility::Implicit => "IMPLICIT",
+            Coercibility::Coercible => "COERCIBLE",
+        };
+        format!("({name},{how})")
+    };
+    SqlError {
+        code: 1267,
+        state: "HY000",
+        message: format!(
+            "Illegal mix of collations {} and {} for operation '{operation}'",
+            describe(a),
+            describe(b)
+        ),
+    }
+}
