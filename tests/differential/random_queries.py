@@ -35,12 +35,14 @@ STR_VALUES = ["", "a", "b", "ab", "abc", "B", "hello world", "10", "2.5", "x_y",
 DATE_VALUES = ["1999-12-31", "2000-01-01", "2000-02-29", "2024-02-29", "2024-12-31", None]
 DT_VALUES = ["2000-01-01 00:00:00", "2024-02-29 13:05:09", "1999-12-31 23:59:59",
              "2021-07-04 08:09:10", None]
+# Text of a utf8mb4_general_ci column: case, accents, ß and trailing spaces that it ignores.
+CI_VALUES = ["abc", "ABC", "Abc ", "é", "E", "e", "ß", "s", "ss", "x_y", "", "b", None]
 
 # (column, kind) of both tables.
 COLUMNS = [("a", "int"), ("b", "int"), ("c", "dec"), ("d", "dbl"), ("e", "str"), ("f", "date"),
-           ("g", "datetime")]
+           ("g", "datetime"), ("h", "ci")]
 DDL = ("CREATE TABLE {name} (id INT PRIMARY KEY, a INT, b BIGINT, c DECIMAL(12,3), d DOUBLE, "
-       "e VARCHAR(20), f DATE, g DATETIME){suffix}")
+       "e VARCHAR(20), f DATE, g DATETIME, h VARCHAR(20) COLLATE utf8mb4_general_ci){suffix}")
 
 
 def literal(v):
@@ -60,7 +62,8 @@ class Gen:
 
     def column(self, tables, kind=None):
         cols = [(t, c) for t in tables for c, k in COLUMNS if kind in (None, k)
-                or (kind == "num" and k in ("int", "dec", "dbl"))]
+                or (kind == "num" and k in ("int", "dec", "dbl"))
+                or (kind == "str" and k == "ci")]
         t, c = self.pick(cols)
         return f"{t}.{c}"
 
@@ -153,7 +156,7 @@ class Gen:
             limit = f" LIMIT {self.r.randint(1, 10)}" if self.r.random() < 0.2 else ""
             return f"SELECT t1.id, {exprs} FROM t1{where} ORDER BY t1.id{limit}", True
         if shape == "agg":
-            group = self.pick(["t1.a", "t1.e", "t1.f", "t1.a % 3", "LEFT(t1.e, 1)"])
+            group = self.pick(["t1.a", "t1.e", "t1.f", "t1.a % 3", "LEFT(t1.e, 1)", "t1.h"])
             aggs = ", ".join(self.pick([
                 "COUNT(*)", f"COUNT({self.expr(t1)})", f"SUM({self.num(t1)})",
                 f"MIN({self.expr(t1)})", f"MAX({self.expr(t1)})", f"AVG({self.num(t1)})",
@@ -162,10 +165,13 @@ class Gen:
                 for _ in range(self.r.randint(1, 3)))
             where = f" WHERE {self.cond(t1)}" if self.r.random() < 0.5 else ""
             having = f" HAVING COUNT(*) > {self.r.randint(0, 2)}" if self.r.random() < 0.3 else ""
-            return f"SELECT {group}, {aggs} FROM t1{where} GROUP BY {group}{having}", False
+            # A group of the _ci column shows one of its values, any one: not compared.
+            shown = "'h'" if group == "t1.h" else group
+            return f"SELECT {shown}, {aggs} FROM t1{where} GROUP BY {group}{having}", False
         if shape == "join":
             kind = self.pick(["JOIN", "LEFT JOIN"])
-            on = self.pick(["t1.a = t2.a", "t1.e = t2.e", "t1.f = t2.f", "t1.a = t2.b"])
+            on = self.pick(["t1.a = t2.a", "t1.e = t2.e", "t1.f = t2.f", "t1.a = t2.b",
+                            "t1.h = t2.h"])
             where = f" WHERE {self.cond(both)}" if self.r.random() < 0.6 else ""
             return (f"SELECT t1.id, t2.id, {self.expr(both)} FROM t1 {kind} t2 ON {on}{where} "
                     f"ORDER BY t1.id, t2.id"), True
@@ -182,7 +188,7 @@ class Gen:
             y = f"SELECT t2.a, t2.e FROM t2 WHERE {self.cond(['t2'])}"
             return f"{x} {op} {y}", False
         if shape == "window":
-            part = self.pick(["t1.a", "t1.e", "t1.a % 2"])
+            part = self.pick(["t1.a", "t1.e", "t1.a % 2", "t1.h"])
             f = self.pick(["ROW_NUMBER()", "RANK()", "DENSE_RANK()", f"SUM({self.num(t1)})",
                            f"COUNT({self.expr(t1)})", "LAG(t1.a)", "LEAD(t1.c, 1)",
                            f"MAX({self.num(t1)})", "FIRST_VALUE(t1.e)"])
@@ -198,7 +204,7 @@ def rows_of(g, name, n):
     for i in range(1, n + 1):
         values = [i, g.pick(INT_VALUES), g.pick(BIG_VALUES), g.pick(DEC_VALUES),
                   g.pick(DBL_VALUES), g.pick(STR_VALUES), g.pick(DATE_VALUES),
-                  g.pick(DT_VALUES)]
+                  g.pick(DT_VALUES), g.pick(CI_VALUES)]
         out.append("(" + ", ".join(literal(v) for v in values) + ")")
     return f"INSERT INTO {name} VALUES " + ", ".join(out)
 

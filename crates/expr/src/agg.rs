@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use codec::collation::Collation;
 use codec::datum::Datum;
 
 use codec::json::Json;
@@ -114,8 +115,10 @@ pub struct AggFunc {
 pub enum AggState {
     Count(i64),
     Sum(Datum),
-    Min(Datum),
-    Max(Datum),
+    /// MIN and MAX: the value so far, and the collation text is compared under (MIN(x,
+    /// collation id) for `_ci` text).
+    Min(Datum, Collation),
+    Max(Datum, Collation),
     Avg {
         count: i64,
         sum: Datum,
@@ -138,8 +141,29 @@ impl AggFunc {
             AggKind::GroupConcat => GroupConcat::of(&self.args)
                 .map(|g| AggState::GroupConcat(g, Vec::new()))
                 .ok_or_else(|| EvalError::BadPlan("malformed GROUP_CONCAT".into())),
+            AggKind::Min | AggKind::Max => {
+                let collation = match self.args.get(1) {
+                    None => Collation::Binary,
+                    Some(Expr::Const(id)) => crate::eval::collation_arg(id)?,
+                    Some(other) => return Err(EvalError::BadPlan(format!("MIN/MAX by {other:?}"))),
+                };
+                Ok(match self.kind {
+                    AggKind::Min => AggState::Min(Datum::Null, collation),
+                    _ => AggState::Max(Datum::Null, collation),
+                })
+            }
             kind => Ok(AggState::new(kind)),
         }
+    }
+}
+
+/// `a` against `b` as MIN and MAX order them: text under `collation` by its sort key.
+fn collated_compare(a: &Datum, b: &Datum, collation: Collation) -> std::cmp::Ordering {
+    match (a, b) {
+        (Datum::Bytes(x), Datum::Bytes(y)) if !collation.is_binary() => {
+            collation.sort_key(x).cmp(&collation.sort_key(y))
+        }
+        _ => crate::eval::compare(a, b),
     }
 }
 
@@ -195,8 +219,8 @@ impl AggState {
         match kind {
             AggKind::Count => AggState::Count(0),
             AggKind::Sum => AggState::Sum(Datum::Null),
-            AggKind::Min => AggState::Min(Datum::Null),
-            AggKind::Max => AggState::Max(Datum::Null),
+            AggKind::Min => AggState::Min(Datum::Null, Collation::Binary),
+            AggKind::Max => AggState::Max(Datum::Null, Collation::Binary),
             AggKind::Avg => AggState::Avg {
                 count: 0,
                 sum: Datum::Null,
@@ -230,13 +254,13 @@ impl AggState {
                 }
             }
             AggState::Sum(acc) => *acc = add(acc, first)?,
-            AggState::Min(m) => {
-                if !first.is_null() && (m.is_null() || crate::eval::compare(first, m).is_lt()) {
+            AggState::Min(m, c) => {
+                if !first.is_null() && (m.is_null() || collated_compare(first, m, *c).is_lt()) {
                     *m = first.clone();
                 }
             }
-            AggState::Max(m) => {
-                if !first.is_null() && (m.is_null() || crate::eval::compare(first, m).is_gt()) {
+            AggState::Max(m, c) => {
+                if !first.is_null() && (m.is_null() || collated_compare(first, m, *c).is_gt()) {
                     *m = first.clone();
                 }
             }
@@ -299,7 +323,7 @@ impl AggState {
     pub fn partial(&self) -> Vec<Datum> {
         match self {
             AggState::Count(n) => vec![Datum::Int(*n)],
-            AggState::Sum(d) | AggState::Min(d) | AggState::Max(d) | AggState::FirstRow(d) => {
+            AggState::Sum(d) | AggState::Min(d, _) | AggState::Max(d, _) | AggState::FirstRow(d) => {
                 vec![d.clone()]
             }
             AggState::Avg { count, sum } => vec![Datum::Int(*count), sum.clone()],
@@ -328,7 +352,7 @@ impl AggState {
                 Datum::Int(m) => *n += m,
                 _ => return Err(bad()),
             },
-            AggState::Sum(_) | AggState::Min(_) | AggState::Max(_) | AggState::FirstRow(_) => {
+            AggState::Sum(_) | AggState::Min(..) | AggState::Max(..) | AggState::FirstRow(_) => {
                 self.update(std::slice::from_ref(first))?
             }
             AggState::Avg { count, sum } => match (first, partial.get(1)) {
@@ -392,7 +416,7 @@ impl AggState {
     pub fn finish(&self) -> Datum {
         match self {
             AggState::Count(n) => Datum::Int(*n),
-            AggState::Sum(d) | AggState::Min(d) | AggState::Max(d) | AggState::FirstRow(d) => {
+            AggState::Sum(d) | AggState::Min(d, _) | AggState::Max(d, _) | AggState::FirstRow(d) => {
                 d.clone()
             }
             AggState::Avg { count: 0, .. } => Datum::Null,

@@ -363,8 +363,8 @@ pub fn collated_like(value: &[u8], pattern: &[u8], collation: Collation) -> bool
     like_units(&collation.units(value), &units, [ANY, ONE, NO_ESCAPE])
 }
 
-/// The collation a SORT_KEY or COLLATED_LIKE argument names by id.
-fn collation_arg(id: &Datum) -> Result<Collation> {
+/// The collation a SORT_KEY, COLLATED_LIKE, MIN or MAX argument names by id.
+pub(crate) fn collation_arg(id: &Datum) -> Result<Collation> {
     let known = match id {
         Datum::Int(id) => u16::try_from(*id).ok().and_then(codec::collation::by_id),
         _ => None,
@@ -626,6 +626,15 @@ impl Expr {
                 }
                 let collation = collation_arg(&arg(2)?)?;
                 truth(Some(collated_like(&text(&v), &text(&p), collation)))
+            }
+            Func::CollatedLocate => {
+                let (needle, s, from) = (arg(0)?, arg(1)?, arg(2)?);
+                if needle.is_null() || s.is_null() || from.is_null() {
+                    return Ok(Datum::Null);
+                }
+                let collation = collation_arg(&arg(3)?)?;
+                let (needle, s) = (collation.units(&text(&needle)), collation.units(&text(&s)));
+                Datum::Int(crate::strings::locate_units(&needle, &s, as_int(&from)))
             }
             Func::In => {
                 let v = arg(0)?;

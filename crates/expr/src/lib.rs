@@ -223,6 +223,9 @@ pub enum Func {
     /// `value LIKE pattern` under the collation `COLLATED_LIKE(value, pattern, collation id)`
     /// names: `_` is one character, and characters match when their weights do.
     CollatedLike,
+    /// `COLLATED_LOCATE(substr, s, pos, collation id)`: LOCATE with characters matching when
+    /// their weights do.
+    CollatedLocate,
 }
 
 impl Func {
@@ -250,6 +253,7 @@ impl Func {
             Func::FindInSet | Func::Sha2 | Func::Strcmp | Func::Format => (2, false),
             Func::SortKey => (2, false),
             Func::CollatedLike => (3, false),
+            Func::CollatedLocate => (4, false),
             Func::Cast => (4, false),
             Func::SubstringIndex => (3, false),
             Func::Insert => (4, false),

@@ -19,14 +19,19 @@ fn chars(b: &[u8]) -> Vec<&[u8]> {
 /// or after character `from`; 0 when there is none or `from` is out of range (as MySQL: an
 /// empty needle is found at `from`, if `from` is within `s` or just past it).
 pub fn locate(needle: &[u8], s: &[u8], from: i64) -> Datum {
-    let (hay, want) = (chars(s), chars(needle));
+    Datum::Int(locate_units(&chars(needle), &chars(s), from))
+}
+
+/// The 1-based position of `want` in `hay` from position `from`, 0 if it is not there; the
+/// units are characters, or under a collation their weights.
+pub fn locate_units<T: PartialEq>(want: &[T], hay: &[T], from: i64) -> i64 {
     let start = from - 1;
     if start < 0 || start > hay.len() as i64 {
-        return Datum::Int(0);
+        return 0;
     }
-    let found = (start as usize..=hay.len().saturating_sub(want.len()))
-        .find(|&i| hay.get(i..i + want.len()) == Some(&want[..]));
-    Datum::Int(found.map_or(0, |i| i as i64 + 1))
+    (start as usize..=hay.len().saturating_sub(want.len()))
+        .find(|&i| hay.get(i..i + want.len()) == Some(want))
+        .map_or(0, |i| i as i64 + 1)
 }
 
 /// CONCAT(a, b, ...).

@@ -41,7 +41,7 @@ pub fn datum_from_pb(d: &pb::Datum) -> Datum {
     }
 }
 
-const FUNCS: [(Func, pb::Func); 141] = [
+const FUNCS: [(Func, pb::Func); 142] = [
     (Func::Eq, pb::Func::Eq),
     (Func::Ne, pb::Func::Ne),
     (Func::Lt, pb::Func::Lt),
@@ -183,6 +183,7 @@ const FUNCS: [(Func, pb::Func); 141] = [
     (Func::MemberOf, pb::Func::MemberOf),
     (Func::SortKey, pb::Func::SortKey),
     (Func::CollatedLike, pb::Func::CollatedLike),
+    (Func::CollatedLocate, pb::Func::CollatedLocate),
 ];
 
 impl Expr {

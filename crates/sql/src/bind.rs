@@ -664,17 +664,18 @@ impl<'a> Binder<'a> {
             Some(ast::WindowType::NamedWindow(w)) => named_window(named, &w.value, 0)?,
             None => unreachable!("a window call has OVER"),
         };
+        // Partitions, order and peers by the collation of `_ci` text (crate::collate).
         let partition = spec
             .partition_by
             .iter()
-            .map(|p| self.bind(p))
+            .map(|p| self.bind_key(p))
             .collect::<Result<Vec<_>>>()?;
         let order = spec
             .order_by
             .iter()
             .map(|o| {
                 Ok((
-                    self.bind(&o.expr)?,
+                    self.bind_key(&o.expr)?,
                     matches!(o.options.sort, Some(ast::OrderBySort::Desc)),
                 ))
             })
@@ -766,13 +767,22 @@ impl<'a> Binder<'a> {
             if args.is_empty() {
                 return Err(SqlError::syntax(format!("{name}() needs an argument")));
             }
-            // COUNT(DISTINCT x) counts values x's collation calls different.
-            args.iter()
+            // COUNT(DISTINCT x) counts values x's collation calls different; MIN and MAX
+            // of `_ci` text compare under it.
+            let mut bound = args
+                .iter()
                 .map(|a| match kind {
                     AggKind::CountDistinct => inner.bind_key(a),
                     _ => inner.bind(a),
                 })
-                .collect::<Result<Vec<_>>>()?
+                .collect::<Result<Vec<_>>>()?;
+            if let (AggKind::Min | AggKind::Max, [a]) = (kind, args.as_slice())
+                && let Some((id, _)) = inner.collation_of(a)?
+                && crate::collate::by_weights(id)
+            {
+                bound.push(Expr::Const(Datum::Int(i64::from(id))));
+            }
+            bound
         };
         Ok(Some(self.add_aggregate(AggFunc { kind, args: bound })))
     }
@@ -793,6 +803,28 @@ impl<'a> Binder<'a> {
             kind: AggKind::FirstRow,
             args: vec![value],
         }))
+    }
+
+    /// `LOCATE(needle, s[, from])`, under the collation they meet in when it is a `_ci` one.
+    fn locate(
+        &mut self,
+        needle: &ast::Expr,
+        s: &ast::Expr,
+        from: Option<&ast::Expr>,
+    ) -> Result<Expr> {
+        let Some(id) = self.comparison_collation(&[needle, s], "locate")? else {
+            return match from {
+                Some(from) => self.call(Func::Locate, &[needle, s, from]),
+                None => self.call(Func::Locate, &[needle, s]),
+            };
+        };
+        let from = match from {
+            Some(from) => self.bind(from)?,
+            None => Expr::Const(Datum::Int(1)),
+        };
+        let (needle, s) = (self.bind(needle)?, self.bind(s)?);
+        let id = Expr::Const(Datum::Int(i64::from(id)));
+        Ok(folded(Func::CollatedLocate, vec![needle, s, from, id]))
     }
 
     /// The aggregated row's column holding `func`'s result (collected once).
@@ -1114,7 +1146,7 @@ impl<'a> Binder<'a> {
                 self.bind(value)
             }
             E::Function(f) => self.function(f),
-            E::Position { expr, r#in } => self.call(Func::Locate, &[expr, r#in]),
+            E::Position { expr, r#in } => self.locate(expr, r#in, None),
             E::Cast {
                 expr, data_type, ..
             } => self.cast(expr, data_type),
@@ -1234,8 +1266,8 @@ impl<'a> Binder<'a> {
             ("upper" | "ucase", 1) => self.call(Func::Upper, &args),
             ("lower" | "lcase", 1) => self.call(Func::Lower, &args),
             ("abs", 1) => self.call(Func::Abs, &args),
-            ("locate", 2 | 3) => self.call(Func::Locate, &args),
-            ("instr", 2) => self.call(Func::Locate, &[args[1], args[0]]),
+            ("locate", 2 | 3) => self.locate(args[0], args[1], args.get(2).copied()),
+            ("instr", 2) => self.locate(args[1], args[0], None),
             ("mod", 2) => self.call(Func::Mod, &args),
             ("replace", 3) => self.call(Func::Replace, &args),
             ("ltrim" | "rtrim", 1) => {
@@ -1323,6 +1355,17 @@ impl<'a> Binder<'a> {
             ("log", 2) => self.call(Func::Log, &args),
             ("atan", 2) | ("atan2", 2) => self.call(Func::Atan2, &args),
             (other, 1) if let Some(f) = one_argument_math(other) => self.call(f, &args),
+            // STRCMP and FIELD compare: under a `_ci` collation, as sort keys.
+            ("strcmp" | "field", n)
+                if let Some(f) = string_function(&name, n)
+                    && let Some(id) = self.comparison_collation(&args, &name)? =>
+            {
+                let bound = args
+                    .iter()
+                    .map(|a| Ok(sort_key(self.bind(a)?, id)))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(folded(f, bound))
+            }
             (other, n) if let Some(f) = string_function(other, n) => self.call(f, &args),
             (other, n) if let Some(f) = json_function(other, n) => self.json_call(f, &args),
             (known, _) if known_function(known) => Err(SqlError {

@@ -2,8 +2,9 @@
 //! ordering uses, by MySQL's rules of derivation and coercibility.
 //!
 //! A text column has its own collation (IMPLICIT), `x COLLATE name` names one (EXPLICIT), a
-//! string literal has the connection's (COERCIBLE, TiDB's `utf8mb4_bin`), and the string
-//! functions pass on their arguments'. An operation takes the collation of the operand whose
+//! string literal and a function that makes new text (HEX, DATE_FORMAT ...) have the
+//! connection's (COERCIBLE, TiDB's `utf8mb4_bin`), and the string functions pass on their
+//! arguments'. An operation takes the collation of the operand whose
 //! collation holds most strongly; two different IMPLICIT ones, or two different EXPLICIT
 //! ones, are MySQL's 1267. Anything that is not text (a number, a date function, a
 //! variable) has none, and an operation with such an operand compares as before, not as text.
@@ -60,6 +61,29 @@ const PASSES_COLLATION: [&str; 24] = [
 pub fn by_weights(id: u16) -> bool {
     collation::by_id(id).is_some_and(|c| !c.collation.is_binary())
 }
+
+/// Functions whose text result is new, in the connection's collation (COERCIBLE).
+const COERCIBLE_TEXT: [&str; 19] = [
+    "hex",
+    "date_format",
+    "time_format",
+    "format",
+    "space",
+    "quote",
+    "md5",
+    "sha",
+    "sha1",
+    "sha2",
+    "to_base64",
+    "monthname",
+    "dayname",
+    "uuid",
+    "database",
+    "schema",
+    "user",
+    "current_user",
+    "version",
+];
 
 /// `e` compared by collation `id`: its sort key when the collation is a `_ci` one.
 pub fn sort_key(e: Expr, id: u16) -> Expr {
@@ -127,6 +151,9 @@ impl Binder<'_> {
             }
             E::Function(f) if f.over.is_none() => {
                 let name = f.name.to_string().to_ascii_lowercase();
+                if COERCIBLE_TEXT.contains(&name.as_str()) {
+                    return Ok(Some((collation::DEFAULT_ID, Coercibility::Coercible)));
+                }
                 if !PASSES_COLLATION.contains(&name.as_str()) {
                     return Ok(None);
                 }

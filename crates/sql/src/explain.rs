@@ -292,7 +292,7 @@ fn plan_tree(p: &SelectPlan<'_>, mut derived: Vec<Node>) -> Node {
                 let own = &names[step.base..step.base + s.width()];
                 let lookup = match &s.relation {
                     Relation::Table(t) if j > 0 && !step.right_keys.is_empty() => {
-                        crate::join::lookup_access(t, &step.right_keys, step.local.as_ref())
+                        crate::join::lookup_access(t, step)
                     }
                     _ => None,
                 };

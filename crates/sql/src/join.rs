@@ -258,6 +258,33 @@ fn shift(e: &Expr, base: usize) -> Expr {
     }
 }
 
+/// The column a join key reads, and the `_ci` collation it is compared under: `c` or
+/// `SORT_KEY(c, collation)`.
+fn key_column(e: &Expr) -> Option<(usize, Option<u16>)> {
+    match e {
+        Expr::Column(c) => Some((*c, None)),
+        Expr::Call(Func::SortKey, args) => match args.as_slice() {
+            [Expr::Column(c), Expr::Const(Datum::Int(id))] => Some((*c, u16::try_from(*id).ok())),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The values of `row` at `keys`, each text one under a `_ci` collation as its sort key.
+fn key_values(row: &[Datum], keys: &[usize], collations: &[Option<u16>]) -> Vec<Datum> {
+    keys.iter()
+        .zip(collations)
+        .map(|(&c, collation)| {
+            let collation = collation.and_then(codec::collation::by_id);
+            match (&row[c], collation) {
+                (Datum::Bytes(b), Some(info)) => Datum::Bytes(info.collation.sort_key(b)),
+                (v, _) => v.clone(),
+            }
+        })
+        .collect()
+}
+
 /// A hash key for join values: numbers of every kind meet as floats (5, 5.0 and UNSIGNED 5
 /// collide), dates and datetimes at full precision (a DATE meets the DATETIME at its
 /// midnight), other text as itself; a JSON string meets the SQL string it equals, other
@@ -346,12 +373,18 @@ fn lookup_filter(
     left: &[Vec<Datum>],
     left_keys: &[usize],
     right_keys: &[usize],
+    collations: &[Option<u16>],
     local: Option<&Expr>,
 ) -> Option<Expr> {
+    // A right key column as the join compares it (a `_ci` one's values are sort keys).
+    let compared = |c: usize, collation: &Option<u16>| match collation {
+        Some(id) => crate::collate::sort_key(Expr::Column(c), *id),
+        None => Expr::Column(c),
+    };
     let mut seen = std::collections::HashSet::new();
     let mut tuples = Vec::new();
     for row in left {
-        let key: Vec<Datum> = left_keys.iter().map(|&c| row[c].clone()).collect();
+        let key = key_values(row, left_keys, collations);
         if key.iter().any(Datum::is_null) || !seen.insert(encode_row(&key)) {
             continue;
         }
@@ -369,17 +402,16 @@ fn lookup_filter(
     pins.retain(|p| matches!(p, Expr::Call(Func::Eq, a) if matches!(a.as_slice(), [Expr::Column(_), Expr::Const(_)] | [Expr::Const(_), Expr::Column(_)])));
     let keys = match right_keys {
         [one] => {
-            let mut args = vec![Expr::Column(*one)];
+            let mut args = vec![compared(*one, &collations[0])];
             args.extend(tuples.into_iter().map(|mut t| Expr::Const(t.remove(0))));
             Expr::call(Func::In, args)
         }
         _ => tuples
             .into_iter()
             .map(|tuple| {
-                let eqs = right_keys
-                    .iter()
-                    .zip(tuple)
-                    .map(|(&c, v)| Expr::call(Func::Eq, vec![Expr::Column(c), Expr::Const(v)]));
+                let eqs = right_keys.iter().zip(collations).zip(tuple).map(|((&c, k), v)| {
+                    Expr::call(Func::Eq, vec![compared(c, k), Expr::Const(v)])
+                });
                 and_all(pins.iter().cloned().chain(eqs).collect()).expect("a key column")
             })
             .reduce(|a, b| Expr::call(Func::Or, vec![a, b]))
@@ -389,10 +421,11 @@ fn lookup_filter(
     (choose_access(Some(&filter), t) != Access::Full).then_some(filter)
 }
 
-/// The access an index lookup join on `t` by `right_keys` uses (whatever the key values),
+/// The access an index lookup join on `t` by `step`'s keys uses (whatever the key values),
 /// or `None` when no key or index of `t` serves it: the plan EXPLAIN shows.
-pub fn lookup_access(t: &TableInfo, right_keys: &[usize], local: Option<&Expr>) -> Option<Access> {
+pub fn lookup_access(t: &TableInfo, step: &Step) -> Option<Access> {
     use crate::types::SqlType;
+    let right_keys = &step.right_keys;
     let sample: Vec<Datum> = right_keys
         .iter()
         .map(|&c| match t.columns[c].ty {
@@ -406,7 +439,9 @@ pub fn lookup_access(t: &TableInfo, right_keys: &[usize], local: Option<&Expr>) 
         })
         .collect();
     let keys: Vec<usize> = (0..right_keys.len()).collect();
-    lookup_filter(t, &[sample], &keys, right_keys, local).map(|f| choose_access(Some(&f), t))
+    let collations = &step.key_collations;
+    lookup_filter(t, &[sample], &keys, right_keys, collations, step.local.as_ref())
+        .map(|f| choose_access(Some(&f), t))
 }
 
 fn and_all(parts: Vec<Expr>) -> Option<Expr> {
@@ -426,6 +461,8 @@ pub struct Step {
     /// the hash join's keys, and an index lookup join's.
     pub left_keys: Vec<usize>,
     pub right_keys: Vec<usize>,
+    /// The `_ci` collation each key pair is compared under (its values meet as sort keys).
+    pub key_collations: Vec<Option<u16>>,
     /// The offset of this source's first column in the joined row.
     pub base: usize,
 }
@@ -524,12 +561,16 @@ pub fn steps(sources: &[Source], on: &[Option<Expr>], filter: Option<&Expr>) -> 
                     .cloned(),
             );
         }
-        // Equalities between a column so far and a column of this source: the hash keys.
-        let (mut left_keys, mut right_keys) = (Vec::new(), Vec::new());
+        // Equalities between a column so far and a column of this source, both as they are
+        // or both as sort keys of one collation: the hash keys.
+        let (mut left_keys, mut right_keys, mut key_collations) = (vec![], vec![], vec![]);
         for c in &conds {
             if let Expr::Call(Func::Eq, args) = c
-                && let [Expr::Column(a), Expr::Column(b)] = args.as_slice()
+                && let [x, y] = args.as_slice()
+                && let (Some((a, collation)), Some((b, other))) = (key_column(x), key_column(y))
+                && collation == other
             {
+                let (a, b) = (&a, &b);
                 let here = |c: usize| c >= bases[j] && c < upto;
                 let (l, r) = if *a < bases[j] && here(*b) {
                     (*a, *b)
@@ -540,6 +581,7 @@ pub fn steps(sources: &[Source], on: &[Option<Expr>], filter: Option<&Expr>) -> 
                 };
                 left_keys.push(l);
                 right_keys.push(r - bases[j]);
+                key_collations.push(collation);
             }
         }
         out.push(Step {
@@ -547,6 +589,7 @@ pub fn steps(sources: &[Source], on: &[Option<Expr>], filter: Option<&Expr>) -> 
             conds,
             left_keys,
             right_keys,
+            key_collations,
             base: bases[j],
         });
     }
@@ -570,6 +613,7 @@ pub async fn rows(
             conds,
             left_keys,
             right_keys,
+            key_collations,
             ..
         } = step;
         let right: Vec<Vec<Datum>> = match &s.relation {
@@ -577,7 +621,10 @@ pub async fn rows(
             _ if j > 0 && acc.is_empty() => Vec::new(),
             Relation::Table(t) => {
                 let lookup = (j > 0 && !right_keys.is_empty())
-                    .then(|| lookup_filter(t, &acc, &left_keys, &right_keys, local.as_ref()))
+                    .then(|| {
+                        let (l, r, c) = (&left_keys, &right_keys, &key_collations);
+                        lookup_filter(t, &acc, l, r, c, local.as_ref())
+                    })
                     .flatten();
                 fetch_rows(
                     txn,
@@ -611,7 +658,7 @@ pub async fn rows(
         }
         let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
         for (i, r) in right.iter().enumerate() {
-            let key: Vec<Datum> = right_keys.iter().map(|&c| r[c].clone()).collect();
+            let key = key_values(r, &right_keys, &key_collations);
             if key.iter().any(Datum::is_null) {
                 continue;
             }
@@ -621,7 +668,7 @@ pub async fn rows(
         let cond = and_all(conds);
         let mut joined = Vec::new();
         for l in acc {
-            let key: Vec<Datum> = left_keys.iter().map(|&c| l[c].clone()).collect();
+            let key = key_values(&l, &left_keys, &key_collations);
             let candidates: &[usize] = if left_keys.is_empty() {
                 &everything
             } else if key.iter().any(Datum::is_null) {

@@ -7,6 +7,7 @@
 
 use std::collections::HashSet;
 
+use codec::collation::Collation;
 use codec::datum::Datum;
 use kv_client::Transaction;
 use sqlparser::ast::{self, SetExpr, SetOperator, SetQuantifier};
@@ -143,7 +144,8 @@ fn evaluate<'a>(
         let (mut left, mut right) = (l.rows, r.rows);
         crate::field_type::coerce_rows(&mut left, &types);
         crate::field_type::coerce_rows(&mut right, &types);
-        let rows = combine(op, all, left, right)?;
+        let collations: Vec<_> = types.iter().map(|t| t.sql_type().collation()).collect();
+        let rows = combine(op, all, left, right, &collations)?;
         Ok(ResultSet {
             columns: l.columns,
             types,
@@ -152,27 +154,30 @@ fn evaluate<'a>(
     })
 }
 
-/// The rows of `op` over `left` and `right`, in the order they come (left first).
+/// The rows of `op` over `left` and `right`, in the order they come (left first); rows are
+/// equal as their columns' `collations` compare them.
 fn combine(
     op: &SetOperator,
     all: bool,
     left: Vec<Vec<Datum>>,
     right: Vec<Vec<Datum>>,
+    collations: &[Collation],
 ) -> Result<Vec<Vec<Datum>>> {
+    let key = |row: &[Datum]| crate::collate::row_key(row, collations);
     let mut seen = HashSet::new();
     Ok(match op {
         SetOperator::Union if all => left.into_iter().chain(right).collect(),
         SetOperator::Union => left
             .into_iter()
             .chain(right)
-            .filter(|row| seen.insert(expr::eval::group_key(row)))
+            .filter(|row| seen.insert(key(row)))
             .collect(),
         SetOperator::Intersect | SetOperator::Except => {
-            let other: HashSet<Vec<u8>> = right.iter().map(|r| expr::eval::group_key(r)).collect();
+            let other: HashSet<Vec<u8>> = right.iter().map(|r| key(r)).collect();
             let keep_shared = matches!(op, SetOperator::Intersect);
             left.into_iter()
                 .filter(|row| {
-                    let key = expr::eval::group_key(row);
+                    let key = key(row);
                     other.contains(&key) == keep_shared && seen.insert(key)
                 })
                 .collect()
@@ -192,7 +197,7 @@ mod tests {
     #[test]
     fn each_operation_keeps_what_mysql_keeps() {
         let (l, r) = (rows(&[1, 2, 2, 3]), rows(&[3, 4, 2]));
-        let run = |op, all| combine(&op, all, l.clone(), r.clone()).unwrap();
+        let run = |op, all| combine(&op, all, l.clone(), r.clone(), &[]).unwrap();
         assert_eq!(run(SetOperator::Union, true), rows(&[1, 2, 2, 3, 3, 4, 2]));
         assert_eq!(run(SetOperator::Union, false), rows(&[1, 2, 3, 4]));
         assert_eq!(run(SetOperator::Intersect, false), rows(&[2, 3]));
