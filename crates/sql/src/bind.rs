@@ -841,7 +841,8 @@ impl<'a> Binder<'a> {
     }
 
     /// A column named in an aggregating query: a group-by column, or one the group-by
-    /// columns determine through a key (read as FIRST ROW, as TiDB does), else MySQL's 1055.
+    /// columns determine through a key (read as FIRST ROW, as TiDB does), else MySQL's 1055
+    /// (FIRST ROW too without ONLY_FULL_GROUP_BY).
     fn grouped_column(&mut self, qualifier: Option<&str>, name: &str) -> Result<Expr> {
         let agg = self.aggregation.as_ref().expect("an aggregating query");
         let offset = agg.base.find(qualifier, name)?;
@@ -856,7 +857,7 @@ impl<'a> Binder<'a> {
         let determined = agg.base.keys.iter().any(|k| {
             k.determines.contains(&offset) && k.columns.iter().all(|c| grouped.contains(&Some(*c)))
         });
-        if !determined {
+        if !determined && crate::sql_mode::SqlMode::of(self.variable).only_full_group_by() {
             return Err(SqlError {
                 code: 1055,
                 state: "42000",
@@ -963,6 +964,11 @@ impl<'a> Binder<'a> {
                     BinaryOperator::GtEq => Func::Ge,
                     BinaryOperator::And => Func::And,
                     // `||` is OR in MySQL's default sql_mode (without PIPES_AS_CONCAT).
+                    BinaryOperator::StringConcat
+                        if crate::sql_mode::SqlMode::of(self.variable).pipes_as_concat() =>
+                    {
+                        Func::Concat
+                    }
                     BinaryOperator::Or | BinaryOperator::StringConcat => Func::Or,
                     BinaryOperator::Plus => Func::Plus,
                     BinaryOperator::Minus => Func::Minus,

@@ -3,8 +3,8 @@
 //!
 //! A text column has its own collation (IMPLICIT), `x COLLATE name` names one (EXPLICIT), a
 //! string literal and a function that makes new text (HEX, DATE_FORMAT ...) have the
-//! connection's (COERCIBLE, TiDB's `utf8mb4_bin`), and the string functions pass on their
-//! arguments'. An operation takes the collation of the operand whose
+//! connection's (`@@collation_connection`, TiDB's `utf8mb4_bin` unless SET NAMES chose
+//! another; COERCIBLE), and the string functions pass on their arguments'. An operation takes the collation of the operand whose
 //! collation holds most strongly; two different IMPLICIT ones, or two different EXPLICIT
 //! ones, are MySQL's 1267. Anything that is not text (a number, a date function, a
 //! variable) has none, and an operation with such an operand compares as before, not as text.
@@ -18,7 +18,7 @@ use codec::datum::Datum;
 use expr::{Expr, Func};
 use sqlparser::ast;
 
-use crate::bind::{Binder, column_name, folded};
+use crate::bind::{Binder, Lookup, column_name, folded};
 use crate::error::{Result, SqlError};
 
 /// How strongly an expression's collation holds: the lower wins (MySQL's coercibility).
@@ -136,7 +136,7 @@ impl Binder<'_> {
             }
             E::Value(v) => match &v.value {
                 ast::Value::SingleQuotedString(_) | ast::Value::DoubleQuotedString(_) => {
-                    Some((collation::DEFAULT_ID, Coercibility::Coercible))
+                    Some((self.connection_collation(), Coercibility::Coercible))
                 }
                 _ => None,
             },
@@ -152,7 +152,7 @@ impl Binder<'_> {
             E::Function(f) if f.over.is_none() => {
                 let name = f.name.to_string().to_ascii_lowercase();
                 if COERCIBLE_TEXT.contains(&name.as_str()) {
-                    return Ok(Some((collation::DEFAULT_ID, Coercibility::Coercible)));
+                    return Ok(Some((self.connection_collation(), Coercibility::Coercible)));
                 }
                 if !PASSES_COLLATION.contains(&name.as_str()) {
                     return Ok(None);
@@ -169,6 +169,16 @@ impl Binder<'_> {
             }
             _ => None,
         })
+    }
+
+    /// `@@collation_connection`: a string literal's collation (TiDB's `utf8mb4_bin` unless
+    /// SET NAMES or SET collation_connection chose another).
+    fn connection_collation(&self) -> u16 {
+        match (self.variable)(Lookup::System("collation_connection")) {
+            Ok(Datum::Bytes(name)) => collation::by_name(&String::from_utf8_lossy(&name))
+                .map_or(collation::DEFAULT_ID, |c| c.id),
+            _ => collation::DEFAULT_ID,
+        }
     }
 
     /// The collation of the text operands that hold most strongly (1267 for a tie of two

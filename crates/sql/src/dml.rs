@@ -75,10 +75,43 @@ async fn unique_conflict<'t>(
     Ok(None)
 }
 
-pub(crate) fn convert_row(t: &TableInfo, mut row: Vec<Datum>, row_no: usize) -> Result<Vec<Datum>> {
+/// The errors of a value that does not fit its column which a sql_mode without STRICT makes
+/// warnings: out of range, truncated, not a number, too long, not a date.
+const CLIPPED: [u16; 5] = [1264, 1265, 1366, 1406, 1292];
+
+/// Strict (None), or clipping a value that does not fit with MySQL's warning, kept here.
+pub(crate) type Lenient<'w> = Option<&'w mut Vec<(u16, String)>>;
+
+/// Whether the session's sql_mode is strict: if not, where a clipped value's warning goes.
+fn clip_into<'w>(ctx: &DmlContext<'_>, warnings: &'w mut Vec<(u16, String)>) -> Lenient<'w> {
+    match crate::sql_mode::SqlMode::of(ctx.variable).strict() {
+        true => None,
+        false => Some(warnings),
+    }
+}
+
+/// `row` as the values `t`'s columns store (each converted to its column's type), its
+/// generated columns computed and its CHECKs checked.
+pub(crate) fn convert_row(
+    t: &TableInfo,
+    mut row: Vec<Datum>,
+    row_no: usize,
+    mut lenient: Lenient<'_>,
+) -> Result<Vec<Datum>> {
     for (i, c) in t.columns.iter().enumerate() {
         let v = std::mem::replace(&mut row[i], Datum::Null);
-        let v = c.ty.convert(v, &c.name, row_no)?;
+        let kept = lenient.is_some().then(|| v.clone());
+        let v = match (c.ty.convert(v, &c.name, row_no), kept, lenient.as_deref_mut()) {
+            (Ok(v), ..) => v,
+            (Err(e), Some(raw), Some(warnings)) if CLIPPED.contains(&e.code) => {
+                let text = crate::types::text(&raw).into_bytes();
+                let (v, warning) =
+                    crate::load_data::lenient(&c.ty, c.nullable, &c.name, Some(text), row_no);
+                warnings.extend(warning);
+                v
+            }
+            (Err(e), ..) => return Err(e),
+        };
         // A generated column is computed (and checked) by finish_row.
         if v.is_null() && !c.nullable && c.generated.is_none() {
             return Err(SqlError::not_null(&c.name));
@@ -145,6 +178,7 @@ fn apply(
     sets: &[(usize, Expr)],
     row_no: usize,
     inserted: &[Datum],
+    lenient: Lenient<'_>,
 ) -> Result<Vec<Datum>> {
     let mut new = row.to_vec();
     new.extend_from_slice(inserted);
@@ -152,7 +186,7 @@ fn apply(
         new[*col] = e.eval(&new)?;
     }
     new.truncate(t.columns.len());
-    convert_row(t, new, row_no)
+    convert_row(t, new, row_no, lenient)
 }
 
 /// The name prefix of the inserted row's columns in ON DUPLICATE KEY UPDATE's scope: no name
@@ -477,7 +511,8 @@ pub async fn insert_rows(
                     let old = existing_row(txn, t, other)
                         .await?
                         .ok_or_else(|| SqlError::unknown("a duplicate row vanished"))?;
-                    let new = apply(t, &old, sets, row_no, &row)?;
+                    let lenient = clip_into(ctx, &mut affected.warnings);
+                    let new = apply(t, &old, sets, row_no, &row, lenient)?;
                     if new != old {
                         crate::foreign_keys::on_parent_change(
                             ctx,
@@ -549,7 +584,8 @@ async fn prepare_row(
     if converted {
         crate::row_rules::finish_row(t, row, row_no)?;
     } else {
-        *row = convert_row(t, std::mem::take(row), row_no)?;
+        let lenient = clip_into(ctx, &mut affected.warnings);
+        *row = convert_row(t, std::mem::take(row), row_no, lenient)?;
     }
     match handle_of(t, row) {
         Some(h) => Ok(h),
@@ -693,7 +729,7 @@ pub async fn update(
                 None => continue,
             },
         };
-        let new = apply(t, &old, &sets, n + 1, &[])?;
+        let new = apply(t, &old, &sets, n + 1, &[], clip_into(ctx, &mut affected.warnings))?;
         if new != old {
             crate::foreign_keys::on_parent_change(ctx, txn, t, h, &old, Some(&new), 0).await?;
             rewrite(txn, t, h, &old, &new).await?;

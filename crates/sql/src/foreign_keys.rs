@@ -541,7 +541,7 @@ pub fn on_parent_change<'a>(
                     }
                     Some(changed) => {
                         // A cascaded row is a written row: types, generated columns, CHECKs.
-                        let changed = crate::dml::convert_row(child, changed, 1)?;
+                        let changed = crate::dml::convert_row(child, changed, 1, None)?;
                         on_parent_change(ctx, txn, child, h, &row, Some(&changed), depth + 1)
                             .await?;
                         crate::dml::rewrite(txn, child, h, &row, &changed).await?;

@@ -28,7 +28,8 @@
 //!   and REVOKE; [`authorize`]: what each statement needs, and MySQL's 1142/1044/1227;
 //!   [`roles`]: CREATE ROLE's accounts granted to others, SET ROLE, SET DEFAULT ROLE;
 //!   [`grant_tables`]: `mysql.user`, `mysql.db`, `mysql.tables_priv`... made from the accounts.
-//! - [`variables`]: system variables: defaults, checks, global values stored in KV.
+//! - [`variables`]: system variables: defaults, checks, global values stored in KV;
+//!   [`sql_mode`]: the modes and what they change.
 //! - [`gc`]: the GC leader: moves the cluster's GC safe point in PD.
 //! - [`slow_log`]: statements slower than `tidb_slow_log_threshold`, in TiDB's format.
 //! - [`status`]: MySQL's status counters (SHOW STATUS): statements by kind.
@@ -68,6 +69,7 @@ pub mod set_config;
 pub mod set_ops;
 pub mod show;
 pub mod slow_log;
+pub mod sql_mode;
 pub mod stats;
 pub mod status;
 pub mod subquery;

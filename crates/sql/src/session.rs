@@ -2253,14 +2253,27 @@ impl Session {
                 .iter()
                 .map(|a| (a.name.to_string(), a.scope, &a.value))
                 .collect(),
-            ast::Set::SetNames { .. } | ast::Set::SetNamesDefault {} => return Ok(()),
+            ast::Set::SetNames {
+                charset_name,
+                collation_name,
+            } => return self.set_names(&charset_name.value, collation_name.as_deref()).await,
+            ast::Set::SetNamesDefault {} => return self.set_names("utf8mb4", None).await,
             other => return Err(SqlError::not_supported(other.to_string())),
         };
         for (name, modifier, value) in assignments {
             let scope = crate::bind::Scope::default();
             let this = &*self;
             let lookup = |l: Lookup<'_>| this.lookup(l);
+            let lower = name.to_ascii_lowercase();
             let v = match value {
+                // SET x = DEFAULT: MySQL's (and TiDB's) default value of the variable.
+                ast::Expr::Identifier(id)
+                    if id.value.eq_ignore_ascii_case("DEFAULT")
+                        && let Some(default) =
+                            crate::variables::DEFAULTS.get(scoped(lower.trim_start_matches("@@")).1.as_str()) =>
+                {
+                    default.clone()
+                }
                 // SET autocommit = ON / tidb_txn_mode = optimistic: a bare word is a string.
                 ast::Expr::Identifier(id) if !id.value.starts_with('@') => {
                     Datum::Bytes(id.value.clone().into_bytes())
@@ -2269,7 +2282,6 @@ impl Session {
                     .bind(e)?
                     .eval(&[])?,
             };
-            let lower = name.to_ascii_lowercase();
             if let Some(user) = lower.strip_prefix('@').filter(|n| !n.starts_with('@')) {
                 self.user_vars.insert(user.to_string(), v);
                 continue;
@@ -2279,6 +2291,26 @@ impl Session {
             self.set_system(&name, global, v).await?;
         }
         Ok(())
+    }
+
+    /// `SET NAMES charset [COLLATE collation]`: the connection's character set and collation
+    /// (the collation of the statements' string literals, crate::collate).
+    async fn set_names(&mut self, charset: &str, collation: Option<&str>) -> Result<()> {
+        let charset = charset.trim_matches(['\'', '"', '`']);
+        let collation = collation.map(|c| c.trim_matches(['\'', '"', '`']));
+        let named = crate::ddl::collation_named(Some(charset), collation)?
+            .expect("a character set names a collation");
+        let charset = Datum::Bytes(named.charset.as_bytes().to_vec());
+        for name in [
+            "character_set_client",
+            "character_set_connection",
+            "character_set_results",
+        ] {
+            self.set_system(name, false, charset.clone()).await?;
+        }
+        let collation = Datum::Bytes(named.name.as_bytes().to_vec());
+        self.set_system("collation_connection", false, collation)
+            .await
     }
 
     /// `SET [GLOBAL] name = v`: see [`crate::variables`] for where each kind of variable lives.
@@ -2714,7 +2746,9 @@ impl Session {
                     variable: &lookup,
                     schema: &schema,
                 };
-                Ok(Output::done(dml::update(&ctx, txn, &t, u).await?.rows))
+                let a = dml::update(&ctx, txn, &t, u).await?;
+                self.warn(a.warnings);
+                Ok(Output::done(a.rows))
             }
             Statement::Delete(d) => {
                 let from = match &d.from {

@@ -134,6 +134,19 @@ pub fn check(name: &str, v: Datum) -> Result<(Datum, Option<Value>)> {
         return Ok((datum(parsed.clone()), Some(parsed)));
     }
     let value = match name {
+        "sql_mode" => Datum::Bytes(crate::sql_mode::canonical(&shown)?.into_bytes()),
+        // A collation or character set TiDB has, by its name (1273, 1115 otherwise).
+        "collation_connection" | "collation_server" | "collation_database" => {
+            let named = crate::ddl::collation_named(None, Some(&shown))?;
+            Datum::Bytes(named.map_or(shown.clone(), |c| c.name.into()).into_bytes())
+        }
+        // Connector/J sets it to NULL: results as they are stored.
+        "character_set_results" if v.is_null() => Datum::Null,
+        "character_set_client" | "character_set_connection" | "character_set_results"
+        | "character_set_server" | "character_set_database" => {
+            let named = crate::ddl::collation_named(Some(&shown), None)?;
+            Datum::Bytes(named.map_or(shown.clone(), |c| c.charset.into()).into_bytes())
+        }
         "autocommit" | "foreign_key_checks" | "unique_checks" | "sql_notes" => {
             Datum::Int(match shown.to_ascii_lowercase().as_str() {
                 "1" | "on" | "true" => 1,
