@@ -66,11 +66,29 @@ pub const COLLATIONS: [CollationInfo; 11] = [
     info("utf8_bin", "utf8", 83, Collation::Binary, true),
     info("utf8_general_ci", "utf8", 33, Collation::GeneralCi, false),
     info("utf8_unicode_ci", "utf8", 192, Collation::UnicodeCi, false),
-    info("utf8mb4_0900_ai_ci", "utf8mb4", 255, Collation::Uca0900AiCi, false),
+    info(
+        "utf8mb4_0900_ai_ci",
+        "utf8mb4",
+        255,
+        Collation::Uca0900AiCi,
+        false,
+    ),
     info("utf8mb4_0900_bin", "utf8mb4", 309, Collation::Binary, false),
     info("utf8mb4_bin", "utf8mb4", 46, Collation::Binary, true),
-    info("utf8mb4_general_ci", "utf8mb4", 45, Collation::GeneralCi, false),
-    info("utf8mb4_unicode_ci", "utf8mb4", 224, Collation::UnicodeCi, false),
+    info(
+        "utf8mb4_general_ci",
+        "utf8mb4",
+        45,
+        Collation::GeneralCi,
+        false,
+    ),
+    info(
+        "utf8mb4_unicode_ci",
+        "utf8mb4",
+        224,
+        Collation::UnicodeCi,
+        false,
+    ),
 ];
 
 impl CollationInfo {
@@ -151,7 +169,11 @@ impl Weights {
         let implicit = (0..ranges)
             .map(|_| {
                 let r = take(10);
-                (u32_of(&r[0..4]), u32_of(&r[4..8]), u16::from_le_bytes([r[8], r[9]]))
+                (
+                    u32_of(&r[0..4]),
+                    u32_of(&r[4..8]),
+                    u16::from_le_bytes([r[8], r[9]]),
+                )
             })
             .collect();
         let mut w = Weights {
@@ -164,7 +186,10 @@ impl Weights {
         for _ in 0..u32_of(take(4)) {
             let head = take(5);
             let (cp, count) = (u32_of(&head[0..4]), head[4]);
-            assert!(count as usize <= MAX_WEIGHTS, "U+{cp:04X} has {count} weights");
+            assert!(
+                count as usize <= MAX_WEIGHTS,
+                "U+{cp:04X} has {count} weights"
+            );
             let entry = (w.pool.len() as u32, count);
             for c in take(2 * count as usize).chunks(2) {
                 w.pool.push(u16::from_le_bytes([c[0], c[1]]));
@@ -218,10 +243,16 @@ fn weights(collation: Collation) -> &'static Weights {
             Weights::parse(include_bytes!("../data/general_ci.weights"), Rule::Identity)
         }),
         Collation::UnicodeCi => UNICODE.get_or_init(|| {
-            Weights::parse(include_bytes!("../data/unicode_ci.weights"), Rule::ImplicitBmp)
+            Weights::parse(
+                include_bytes!("../data/unicode_ci.weights"),
+                Rule::ImplicitBmp,
+            )
         }),
         Collation::Uca0900AiCi => UCA0900.get_or_init(|| {
-            Weights::parse(include_bytes!("../data/uca0900_ai_ci.weights"), Rule::Implicit)
+            Weights::parse(
+                include_bytes!("../data/uca0900_ai_ci.weights"),
+                Rule::Implicit,
+            )
         }),
         Collation::Binary => unreachable!("a binary collation compares bytes, not weights"),
     }

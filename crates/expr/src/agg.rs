@@ -323,7 +323,10 @@ impl AggState {
     pub fn partial(&self) -> Vec<Datum> {
         match self {
             AggState::Count(n) => vec![Datum::Int(*n)],
-            AggState::Sum(d) | AggState::Min(d, _) | AggState::Max(d, _) | AggState::FirstRow(d) => {
+            AggState::Sum(d)
+            | AggState::Min(d, _)
+            | AggState::Max(d, _)
+            | AggState::FirstRow(d) => {
                 vec![d.clone()]
             }
             AggState::Avg { count, sum } => vec![Datum::Int(*count), sum.clone()],
@@ -416,9 +419,10 @@ impl AggState {
     pub fn finish(&self) -> Datum {
         match self {
             AggState::Count(n) => Datum::Int(*n),
-            AggState::Sum(d) | AggState::Min(d, _) | AggState::Max(d, _) | AggState::FirstRow(d) => {
-                d.clone()
-            }
+            AggState::Sum(d)
+            | AggState::Min(d, _)
+            | AggState::Max(d, _)
+            | AggState::FirstRow(d) => d.clone(),
             AggState::Avg { count: 0, .. } => Datum::Null,
             // Exact for integers and decimals (scale + 4, as MySQL), float otherwise.
             AggState::Avg { count, sum } => match sum {

@@ -356,7 +356,9 @@ pub fn collated_like(value: &[u8], pattern: &[u8], collation: Collation) -> bool
         units.push(match c {
             '%' => ANY,
             '_' => ONE,
-            '\\' => chars.next().map_or(collation.unit_of('\\'), |c| collation.unit_of(c)),
+            '\\' => chars
+                .next()
+                .map_or(collation.unit_of('\\'), |c| collation.unit_of(c)),
             c => collation.unit_of(c),
         });
     }
@@ -1028,9 +1030,15 @@ mod tests {
     fn collated_comparison_and_like_go_by_weights() {
         let general = Collation::GeneralCi;
         assert!(collated_like("Résumé".as_bytes(), b"r_sum%", general));
-        assert!(collated_like(b"50%", b"50\\%", general) && !collated_like(b"500", b"50\\%", general));
+        assert!(
+            collated_like(b"50%", b"50\\%", general) && !collated_like(b"500", b"50\\%", general)
+        );
         assert!(!collated_like(b"ab", b"a", general) && collated_like(b"", b"%", general));
-        assert!(!collated_like("Résumé".as_bytes(), b"r_sum%", Collation::Binary));
+        assert!(!collated_like(
+            "Résumé".as_bytes(),
+            b"r_sum%",
+            Collation::Binary
+        ));
         let key = |s: &str| {
             let id = Expr::Const(Datum::Int(45));
             Expr::call(Func::SortKey, vec![Expr::Const(Datum::Bytes(s.into())), id]).eval(&[])
@@ -1039,7 +1047,10 @@ mod tests {
         assert_ne!(key("abc"), key("abd"));
         let unknown = Expr::call(
             Func::SortKey,
-            vec![Expr::Const(Datum::Bytes(b"a".to_vec())), Expr::Const(Datum::Int(7))],
+            vec![
+                Expr::Const(Datum::Bytes(b"a".to_vec())),
+                Expr::Const(Datum::Int(7)),
+            ],
         );
         assert!(unknown.eval(&[]).is_err());
     }

@@ -980,7 +980,13 @@ impl<'a> Binder<'a> {
                 };
                 let comparison = matches!(
                     f,
-                    Func::Eq | Func::NullSafeEq | Func::Ne | Func::Lt | Func::Le | Func::Gt | Func::Ge
+                    Func::Eq
+                        | Func::NullSafeEq
+                        | Func::Ne
+                        | Func::Lt
+                        | Func::Le
+                        | Func::Gt
+                        | Func::Ge
                 );
                 if comparison
                     && let Some(id) = self.comparison_collation(&[left, right], &op.to_string())?

@@ -88,7 +88,10 @@ const COERCIBLE_TEXT: [&str; 19] = [
 /// `e` compared by collation `id`: its sort key when the collation is a `_ci` one.
 pub fn sort_key(e: Expr, id: u16) -> Expr {
     match by_weights(id) {
-        true => folded(Func::SortKey, vec![e, Expr::Const(Datum::Int(i64::from(id)))]),
+        true => folded(
+            Func::SortKey,
+            vec![e, Expr::Const(Datum::Int(i64::from(id)))],
+        ),
         false => e,
     }
 }
@@ -101,7 +104,11 @@ pub fn row_key(row: &[Datum], collations: &[Collation]) -> Vec<u8> {
     }
     let keyed: Vec<Datum> = row
         .iter()
-        .zip(collations.iter().chain(std::iter::repeat(&Collation::Binary)))
+        .zip(
+            collations
+                .iter()
+                .chain(std::iter::repeat(&Collation::Binary)),
+        )
         .map(|(v, c)| match v {
             Datum::Bytes(b) if !c.is_binary() => Datum::Bytes(c.sort_key(b)),
             v => v.clone(),
@@ -126,11 +133,13 @@ impl Binder<'_> {
             E::Nested(inner) => self.collation_of(inner)?,
             E::Collate { collation, .. } => {
                 let name = collation.to_string();
-                let named = collation::by_name(name.trim_matches(['`', '\'', '"']))
-                    .ok_or_else(|| SqlError {
-                        code: 1273,
-                        state: "HY000",
-                        message: format!("Unknown collation: '{name}'"),
+                let named =
+                    collation::by_name(name.trim_matches(['`', '\'', '"'])).ok_or_else(|| {
+                        SqlError {
+                            code: 1273,
+                            state: "HY000",
+                            message: format!("Unknown collation: '{name}'"),
+                        }
                     })?;
                 Some((named.id, Coercibility::Explicit))
             }

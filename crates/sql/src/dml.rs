@@ -101,7 +101,11 @@ pub(crate) fn convert_row(
     for (i, c) in t.columns.iter().enumerate() {
         let v = std::mem::replace(&mut row[i], Datum::Null);
         let kept = lenient.is_some().then(|| v.clone());
-        let v = match (c.ty.convert(v, &c.name, row_no), kept, lenient.as_deref_mut()) {
+        let v = match (
+            c.ty.convert(v, &c.name, row_no),
+            kept,
+            lenient.as_deref_mut(),
+        ) {
             (Ok(v), ..) => v,
             (Err(e), Some(raw), Some(warnings)) if CLIPPED.contains(&e.code) => {
                 let text = crate::types::text(&raw).into_bytes();
@@ -729,7 +733,14 @@ pub async fn update(
                 None => continue,
             },
         };
-        let new = apply(t, &old, &sets, n + 1, &[], clip_into(ctx, &mut affected.warnings))?;
+        let new = apply(
+            t,
+            &old,
+            &sets,
+            n + 1,
+            &[],
+            clip_into(ctx, &mut affected.warnings),
+        )?;
         if new != old {
             crate::foreign_keys::on_parent_change(ctx, txn, t, h, &old, Some(&new), 0).await?;
             rewrite(txn, t, h, &old, &new).await?;

@@ -32,7 +32,6 @@ pub const CHARACTER_SETS: [(&str, &str, &str, i64); 5] = [
     ("utf8mb4", "utf8mb4_bin", "UTF-8 Unicode", 4),
 ];
 
-
 /// What the tables that belong to a session show, the rows of each.
 #[derive(Default)]
 pub struct SessionTables {

@@ -221,7 +221,10 @@ pub fn scope(sources: &[Source]) -> Scope {
                     .map(|c| (s.alias.clone(), c.clone()))
                     .collect(),
                 keys: vec![],
-                collations: types.iter().map(|t| t.sql_type().text_collation()).collect(),
+                collations: types
+                    .iter()
+                    .map(|t| t.sql_type().text_collation())
+                    .collect(),
             },
             Relation::Memory { columns, .. } => Scope {
                 columns: columns
@@ -409,9 +412,11 @@ fn lookup_filter(
         _ => tuples
             .into_iter()
             .map(|tuple| {
-                let eqs = right_keys.iter().zip(collations).zip(tuple).map(|((&c, k), v)| {
-                    Expr::call(Func::Eq, vec![compared(c, k), Expr::Const(v)])
-                });
+                let eqs = right_keys
+                    .iter()
+                    .zip(collations)
+                    .zip(tuple)
+                    .map(|((&c, k), v)| Expr::call(Func::Eq, vec![compared(c, k), Expr::Const(v)]));
                 and_all(pins.iter().cloned().chain(eqs).collect()).expect("a key column")
             })
             .reduce(|a, b| Expr::call(Func::Or, vec![a, b]))
@@ -440,8 +445,15 @@ pub fn lookup_access(t: &TableInfo, step: &Step) -> Option<Access> {
         .collect();
     let keys: Vec<usize> = (0..right_keys.len()).collect();
     let collations = &step.key_collations;
-    lookup_filter(t, &[sample], &keys, right_keys, collations, step.local.as_ref())
-        .map(|f| choose_access(Some(&f), t))
+    lookup_filter(
+        t,
+        &[sample],
+        &keys,
+        right_keys,
+        collations,
+        step.local.as_ref(),
+    )
+    .map(|f| choose_access(Some(&f), t))
 }
 
 fn and_all(parts: Vec<Expr>) -> Option<Expr> {

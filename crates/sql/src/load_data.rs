@@ -497,7 +497,12 @@ pub fn lenient(
                     ty.convert(Datum::Bytes(clipped.to_string().into_bytes()), name, row)
                         .ok()
                 }
-                (1406, SqlType::String { max_chars, binary, .. }) => {
+                (
+                    1406,
+                    SqlType::String {
+                        max_chars, binary, ..
+                    },
+                ) => {
                     let Datum::Bytes(b) = &raw else {
                         unreachable!("made as bytes")
                     };

@@ -1190,7 +1190,10 @@ fn aggregate_rows(
     base: &[Vec<Datum>],
 ) -> Result<Vec<Vec<Datum>>> {
     let mut b = Binder::new(scope, ctx.variable);
-    let keys: Vec<Expr> = group_by.iter().map(|g| b.bind_key(g)).collect::<Result<_>>()?;
+    let keys: Vec<Expr> = group_by
+        .iter()
+        .map(|g| b.bind_key(g))
+        .collect::<Result<_>>()?;
     let mut groups = Groups::new(funcs);
     for row in base {
         let values: Vec<Datum> = keys

@@ -2256,7 +2256,11 @@ impl Session {
             ast::Set::SetNames {
                 charset_name,
                 collation_name,
-            } => return self.set_names(&charset_name.value, collation_name.as_deref()).await,
+            } => {
+                return self
+                    .set_names(&charset_name.value, collation_name.as_deref())
+                    .await;
+            }
             ast::Set::SetNamesDefault {} => return self.set_names("utf8mb4", None).await,
             other => return Err(SqlError::not_supported(other.to_string())),
         };
@@ -2269,8 +2273,8 @@ impl Session {
                 // SET x = DEFAULT: MySQL's (and TiDB's) default value of the variable.
                 ast::Expr::Identifier(id)
                     if id.value.eq_ignore_ascii_case("DEFAULT")
-                        && let Some(default) =
-                            crate::variables::DEFAULTS.get(scoped(lower.trim_start_matches("@@")).1.as_str()) =>
+                        && let Some(default) = crate::variables::DEFAULTS
+                            .get(scoped(lower.trim_start_matches("@@")).1.as_str()) =>
                 {
                     default.clone()
                 }

@@ -186,7 +186,9 @@ impl SqlType {
             SqlType::Date => "date".into(),
             SqlType::DateTime { fsp: 0 } => "datetime".into(),
             SqlType::DateTime { fsp } => format!("datetime({fsp})"),
-            SqlType::String { max_chars, binary, .. } => match (*max_chars, *binary) {
+            SqlType::String {
+                max_chars, binary, ..
+            } => match (*max_chars, *binary) {
                 (u32::MAX, false) => "longtext".into(),
                 (u32::MAX, true) => "longblob".into(),
                 (n, false) => format!("varchar({n})"),
@@ -312,7 +314,9 @@ impl SqlType {
                 }
                 other => Ok(Datum::Float(other.as_f64().unwrap_or(0.0))),
             },
-            SqlType::String { max_chars, binary, .. } => {
+            SqlType::String {
+                max_chars, binary, ..
+            } => {
                 let bytes = match d {
                     Datum::Bytes(b) => b,
                     other => text(&other).into_bytes(),

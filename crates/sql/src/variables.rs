@@ -142,10 +142,17 @@ pub fn check(name: &str, v: Datum) -> Result<(Datum, Option<Value>)> {
         }
         // Connector/J sets it to NULL: results as they are stored.
         "character_set_results" if v.is_null() => Datum::Null,
-        "character_set_client" | "character_set_connection" | "character_set_results"
-        | "character_set_server" | "character_set_database" => {
+        "character_set_client"
+        | "character_set_connection"
+        | "character_set_results"
+        | "character_set_server"
+        | "character_set_database" => {
             let named = crate::ddl::collation_named(Some(&shown), None)?;
-            Datum::Bytes(named.map_or(shown.clone(), |c| c.charset.into()).into_bytes())
+            Datum::Bytes(
+                named
+                    .map_or(shown.clone(), |c| c.charset.into())
+                    .into_bytes(),
+            )
         }
         "autocommit" | "foreign_key_checks" | "unique_checks" | "sql_notes" => {
             Datum::Int(match shown.to_ascii_lowercase().as_str() {
