@@ -22,6 +22,8 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use crate::datum::Datum;
+
 /// How a collation compares: the binary ones byte by byte, the others by weights.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Collation {
@@ -90,14 +92,6 @@ pub const COLLATIONS: [CollationInfo; 11] = [
         false,
     ),
 ];
-
-impl CollationInfo {
-    /// Whether trailing spaces do not count (PAD SPACE) as the collation is declared
-    /// (`binary` and the 0900 ones are NO PAD). Atoll's `_bin` ones still compare every byte.
-    pub fn pads(&self) -> bool {
-        self.name != "binary" && !self.name.contains("_0900_")
-    }
-}
 
 /// TiDB's default: `utf8mb4_bin`.
 pub const DEFAULT_ID: u16 = 46;
@@ -272,8 +266,8 @@ impl Collation {
     }
 
     /// Whether trailing spaces do not count (PAD SPACE), as in MySQL's `_ci` collations
-    /// before 0900.
-    fn pads(self) -> bool {
+    /// before 0900. (MySQL's `_bin` ones are PAD SPACE too; Atoll's compare every byte.)
+    pub fn pads(self) -> bool {
         matches!(self, Collation::GeneralCi | Collation::UnicodeCi)
     }
 
@@ -303,6 +297,15 @@ impl Collation {
             }
         }
         key
+    }
+
+    /// `d` as it is compared, grouped and indexed under this collation: text as its sort key,
+    /// anything else as it is.
+    pub fn key_datum(self, d: &Datum) -> Datum {
+        match d {
+            Datum::Bytes(b) if !self.is_binary() => Datum::Bytes(self.sort_key(b)),
+            other => other.clone(),
+        }
     }
 
     /// Each character of `s` as one comparable unit (its packed weights), for LIKE, whose

@@ -211,10 +211,7 @@ fn as_column_value(t: &TableInfo, col: usize, e: &Expr) -> Option<Datum> {
 /// not bound it.
 fn bounds(t: &TableInfo, col: usize, e: &Expr) -> Option<Vec<Bound>> {
     // A `_ci` text column is compared, and indexed, by its sort key.
-    let compared = match t.columns[col].ty.text_collation() {
-        Some(id) => crate::collate::sort_key(Expr::Column(col), id),
-        None => Expr::Column(col),
-    };
+    let compared = crate::collate::compared_column(t, col);
     let is_col = |x: &Expr| *x == compared;
     let Expr::Call(f, args) = e else { return None };
     match (f, args.as_slice()) {

@@ -654,11 +654,20 @@ impl<'a> Binder<'a> {
                 "{name}(*) is not a function call"
             )));
         }
-        let args = args
+        let mut bound = args
             .iter()
             .map(|a| self.bind(a))
             .collect::<Result<Vec<_>>>()?;
-        window::check_args(name, function, &args)?;
+        window::check_args(name, function, &bound)?;
+        // MIN and MAX of `_ci` text compare under its collation (as the aggregates do).
+        if let (window::Function::Aggregate(AggKind::Min | AggKind::Max), [a]) =
+            (function, args.as_slice())
+            && let Some((id, _)) = self.collation_of(a)?
+            && crate::collate::by_weights(id)
+        {
+            bound.push(Expr::Const(Datum::Int(i64::from(id))));
+        }
+        let args = bound;
         let spec = match &f.over {
             Some(ast::WindowType::WindowSpec(spec)) => window_spec(named, spec, 0)?,
             Some(ast::WindowType::NamedWindow(w)) => named_window(named, &w.value, 0)?,
@@ -1017,7 +1026,7 @@ impl<'a> Binder<'a> {
                 let E::Tuple(left) = expr.as_ref() else {
                     unreachable!("matched above")
                 };
-                let left = left
+                let bound = left
                     .iter()
                     .map(|e| self.bind(e))
                     .collect::<Result<Vec<_>>>()?;
@@ -1038,8 +1047,12 @@ impl<'a> Binder<'a> {
                         });
                     }
                     let mut all: Option<Expr> = None;
-                    for (l, r) in left.iter().zip(right) {
-                        let eq = Expr::call(Func::Eq, vec![l.clone(), self.bind(r)?]);
+                    for ((l, l_ast), r) in bound.iter().zip(left).zip(right) {
+                        let (l, r_bound) = match self.comparison_collation(&[l_ast, r], "in")? {
+                            Some(id) => (sort_key(l.clone(), id), sort_key(self.bind(r)?, id)),
+                            None => (l.clone(), self.bind(r)?),
+                        };
+                        let eq = Expr::call(Func::Eq, vec![l, r_bound]);
                         all = Some(match all {
                             None => eq,
                             Some(a) => Expr::call(Func::And, vec![a, eq]),
@@ -1138,12 +1151,19 @@ impl<'a> Binder<'a> {
                     Some(e) => self.bind(e)?,
                     None => Expr::Const(Datum::Null),
                 };
-                let operand = operand.as_ref().map(|o| self.bind(o)).transpose()?;
+                let bound = operand.as_ref().map(|o| self.bind(o)).transpose()?;
                 for w in conditions.iter().rev() {
                     let cond = self.bind(&w.condition)?;
-                    let cond = match &operand {
-                        Some(o) => Expr::call(Func::Eq, vec![o.clone(), cond]),
-                        None => cond,
+                    let cond = match (&bound, operand) {
+                        (Some(o), Some(operand)) => {
+                            let pair = [&**operand, &w.condition];
+                            let (o, cond) = match self.comparison_collation(&pair, "case")? {
+                                Some(id) => (sort_key(o.clone(), id), sort_key(cond, id)),
+                                None => (o.clone(), cond),
+                            };
+                            Expr::call(Func::Eq, vec![o, cond])
+                        }
+                        _ => cond,
                     };
                     let result = self.bind(&w.result)?;
                     out = Expr::call(Func::If, vec![cond, result, out]);

@@ -202,10 +202,7 @@ impl TableInfo {
 
     /// The table's default collation.
     pub fn default_collation(&self) -> &'static codec::collation::CollationInfo {
-        self.collation
-            .and_then(codec::collation::by_id)
-            .or_else(|| codec::collation::by_id(codec::collation::DEFAULT_ID))
-            .expect("TiDB's default collation is known")
+        collation_or_default(self.collation)
     }
 
     pub fn auto_increment_column(&self) -> Option<usize> {
@@ -217,6 +214,23 @@ impl TableInfo {
 pub struct DbInfo {
     pub id: i64,
     pub name: String,
+    /// The database's default collation (CREATE DATABASE ... COLLATE), by MySQL id: its
+    /// tables' unless they name their own. `None`: utf8mb4_bin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collation: Option<u16>,
+}
+
+impl DbInfo {
+    pub fn default_collation(&self) -> &'static codec::collation::CollationInfo {
+        collation_or_default(self.collation)
+    }
+}
+
+/// The collation `id` names, TiDB's default (utf8mb4_bin) for none.
+fn collation_or_default(id: Option<u16>) -> &'static codec::collation::CollationInfo {
+    id.and_then(codec::collation::by_id)
+        .or_else(|| codec::collation::by_id(codec::collation::DEFAULT_ID))
+        .expect("TiDB's default collation is known")
 }
 
 /// One version of the whole schema.

@@ -30,7 +30,7 @@ pub enum Coercibility {
 }
 
 /// The string functions whose result has their text arguments' collation.
-const PASSES_COLLATION: [&str; 24] = [
+const PASSES_COLLATION: [&str; 27] = [
     "concat",
     "concat_ws",
     "lower",
@@ -55,6 +55,9 @@ const PASSES_COLLATION: [&str; 24] = [
     "nullif",
     "substring_index",
     "any_value",
+    "min",
+    "max",
+    "group_concat",
 ];
 
 /// Whether collation `id` compares by weights (a `_ci` one), not by bytes.
@@ -96,6 +99,14 @@ pub fn sort_key(e: Expr, id: u16) -> Expr {
     }
 }
 
+/// Column `c` of `t` as comparisons of it are bound: its sort key when it is `_ci` text.
+pub fn compared_column(t: &crate::catalog::TableInfo, c: usize) -> Expr {
+    match t.columns[c].ty.text_collation() {
+        Some(id) => sort_key(Expr::Column(c), id),
+        None => Expr::Column(c),
+    }
+}
+
 /// The key under which DISTINCT and set operations find a row's equals: each text value of
 /// a `_ci` column (`collations`, by offset) as its sort key.
 pub fn row_key(row: &[Datum], collations: &[Collation]) -> Vec<u8> {
@@ -109,10 +120,7 @@ pub fn row_key(row: &[Datum], collations: &[Collation]) -> Vec<u8> {
                 .iter()
                 .chain(std::iter::repeat(&Collation::Binary)),
         )
-        .map(|(v, c)| match v {
-            Datum::Bytes(b) if !c.is_binary() => Datum::Bytes(c.sort_key(b)),
-            v => v.clone(),
-        })
+        .map(|(v, c)| c.key_datum(v))
         .collect();
     expr::eval::group_key(&keyed)
 }
@@ -131,16 +139,27 @@ impl Binder<'_> {
                     .map(|id| (id, Coercibility::Implicit))
             }
             E::Nested(inner) => self.collation_of(inner)?,
-            E::Collate { collation, .. } => {
+            E::Collate { expr, collation } => {
                 let name = collation.to_string();
-                let named =
-                    collation::by_name(name.trim_matches(['`', '\'', '"'])).ok_or_else(|| {
-                        SqlError {
-                            code: 1273,
-                            state: "HY000",
-                            message: format!("Unknown collation: '{name}'"),
-                        }
-                    })?;
+                let named = collation::by_name(name.trim_matches(['`', '\'', '"']));
+                let named = named.ok_or_else(|| SqlError {
+                    code: 1273,
+                    state: "HY000",
+                    message: format!("Unknown collation: '{name}'"),
+                })?;
+                // A number has the binary character set: 1253.
+                let binary =
+                    matches!(&**expr, E::Value(v) if matches!(v.value, ast::Value::Number(..)));
+                if binary && named.id != collation::BINARY_ID {
+                    return Err(SqlError {
+                        code: 1253,
+                        state: "42000",
+                        message: format!(
+                            "COLLATION '{}' is not valid for CHARACTER SET 'binary'",
+                            named.name
+                        ),
+                    });
+                }
                 Some((named.id, Coercibility::Explicit))
             }
             E::Value(v) => match &v.value {
@@ -150,6 +169,14 @@ impl Binder<'_> {
                 _ => None,
             },
             E::Substring { expr, .. } | E::Trim { expr, .. } => self.collation_of(expr)?,
+            // `||` under PIPES_AS_CONCAT is CONCAT.
+            E::BinaryOp {
+                left,
+                op: ast::BinaryOperator::StringConcat,
+                right,
+            } if crate::sql_mode::SqlMode::of(self.variable).pipes_as_concat() => {
+                self.strongest([&**left, &**right].into_iter(), "concat")?
+            }
             E::Case {
                 conditions,
                 else_result,
@@ -206,6 +233,10 @@ impl Binder<'_> {
                 Some((held, strength)) if strength < how => Some((held, strength)),
                 // Two IMPLICIT ones: a binary one wins (as MySQL's `_bin` of the same
                 // character set does); two `_ci` ones, or two EXPLICIT ones, are 1267.
+                // utf8_general_ci meets utf8mb4_general_ci as one: utf8mb4's.
+                Some((held, strength)) if strength == how && same_comparison(held, id) => {
+                    Some((if is_utf8mb4(id) { id } else { held }, how))
+                }
                 Some((held, strength))
                     if strength == how && held != id && how != Coercibility::Coercible =>
                 {
@@ -248,6 +279,18 @@ impl Binder<'_> {
             None => bound,
         })
     }
+}
+
+/// Whether two collations compare text the same way (utf8's and utf8mb4's of one name).
+fn same_comparison(a: u16, b: u16) -> bool {
+    match (collation::by_id(a), collation::by_id(b)) {
+        (Some(x), Some(y)) => x.collation == y.collation,
+        _ => a == b,
+    }
+}
+
+fn is_utf8mb4(id: u16) -> bool {
+    collation::by_id(id).is_some_and(|c| c.charset == "utf8mb4")
 }
 
 fn illegal_mix(a: (u16, Coercibility), b: (u16, Coercibility), operation: &str) -> SqlError {

@@ -16,6 +16,7 @@
 use std::collections::HashSet;
 use std::ops::ControlFlow;
 
+use codec::collation::Collation;
 use codec::datum::Datum;
 use kv_client::Transaction;
 use sqlparser::ast::{self, TableFactor, VisitMut, Visitor, VisitorMut};
@@ -157,11 +158,27 @@ pub fn is_recursive(q: &ast::Query) -> bool {
 /// stops here, not when the node runs out of memory).
 const MAX_ROWS: usize = 10_000_000;
 
-/// A materialized CTE: its name, columns and rows.
+/// A materialized CTE: its name, columns, rows and text columns' collations.
 struct Materialized {
     name: String,
     columns: Vec<String>,
     rows: Vec<Vec<Datum>>,
+    collations: Vec<Option<u16>>,
+}
+
+/// How each column compares, by its collation.
+fn kinds_of(collations: &[Option<u16>]) -> Vec<Collation> {
+    let kind = |id: &Option<u16>| id.and_then(codec::collation::by_id).map(|c| c.collation);
+    collations
+        .iter()
+        .map(|id| kind(id).unwrap_or(Collation::Binary))
+        .collect()
+}
+
+/// The collations of a result's text columns.
+fn collations(result: &ResultSet) -> Vec<Option<u16>> {
+    let text = |t: &crate::field_type::FieldType| t.sql_type().text_collation();
+    result.types.iter().map(text).collect()
 }
 
 /// `schema_table` with the CTEs of `ctes` (and `current`, the one being made) in front: an
@@ -182,6 +199,7 @@ fn resolver<'a>(
             return Ok(Resolved::Memory {
                 columns: m.columns.clone(),
                 rows: m.rows.clone(),
+                collations: m.collations.clone(),
             });
         }
         schema_table(name)
@@ -305,6 +323,7 @@ async fn materialize(
         let result = crate::query::select_boxed(ctx, txn, &resolve, &cte.query).await?;
         return Ok(Materialized {
             columns: columns(&result)?,
+            collations: collations(&result),
             name,
             rows: result.rows,
         });
@@ -321,15 +340,15 @@ async fn materialize(
         });
     }
     let mut seen = HashSet::new();
-    let keep = |rows: Vec<Vec<Datum>>, seen: &mut HashSet<Vec<u8>>| -> Vec<Vec<Datum>> {
-        match distinct {
+    // UNION DISTINCT keeps rows its columns' collations call new.
+    let keep =
+        |rows: Vec<Vec<Datum>>, seen: &mut HashSet<Vec<u8>>, kinds: &[Collation]| match distinct {
             true => rows
                 .into_iter()
-                .filter(|r| seen.insert(expr::eval::group_key(r)))
+                .filter(|r| seen.insert(crate::collate::row_key(r, kinds)))
                 .collect(),
             false => rows,
-        }
-    };
+        };
     // LIMIT n [OFFSET m]: the rounds stop once m + n rows are made.
     let (limit, offset) = match &cte.query.limit_clause {
         None => (None, 0),
@@ -357,11 +376,13 @@ async fn materialize(
         let resolve = resolver(schema_table, before, None);
         let result = crate::query::select_boxed(ctx, txn, &resolve, &query_of(anchor)).await?;
         if columns_named.is_none() {
-            columns_named = Some(columns(&result)?);
+            columns_named = Some((columns(&result)?, collations(&result)));
         }
-        all.extend(keep(result.rows, &mut seen));
+        let kinds = kinds_of(&columns_named.as_ref().expect("set above").1);
+        all.extend(keep(result.rows, &mut seen, &kinds));
     }
-    let columns = columns_named.expect("one anchor at least");
+    let (columns, collations) = columns_named.expect("one anchor at least");
+    let kinds = kinds_of(&collations);
     let mut last = all.clone();
     let mut rounds = 0u64;
     while !last.is_empty() && !enough(&all) {
@@ -379,12 +400,13 @@ async fn materialize(
             name: name.clone(),
             columns: columns.clone(),
             rows: std::mem::take(&mut last),
+            collations: collations.clone(),
         };
         let mut added = Vec::new();
         for step in &steps {
             let resolve = resolver(schema_table, before, Some(&round));
             let result = crate::query::select_boxed(ctx, txn, &resolve, &query_of(step)).await?;
-            added.extend(keep(result.rows, &mut seen));
+            added.extend(keep(result.rows, &mut seen, &kinds));
         }
         all.extend(added.iter().cloned());
         if all.len() > MAX_ROWS {
@@ -410,6 +432,7 @@ async fn materialize(
         name,
         columns,
         rows,
+        collations,
     })
 }
 
@@ -442,6 +465,7 @@ pub fn describe_recursive(
             name,
             columns,
             rows: Vec::new(),
+            collations: Vec::new(),
         });
     }
     let main = ast::Query {

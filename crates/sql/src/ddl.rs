@@ -49,7 +49,13 @@ where
     ))
 }
 
-pub async fn create_database(client: &Client, name: &str, if_not_exists: bool) -> Result<()> {
+/// CREATE DATABASE `name`, its tables' text defaulting to `collation` (None: utf8mb4_bin).
+pub async fn create_database(
+    client: &Client,
+    name: &str,
+    if_not_exists: bool,
+    collation: Option<u16>,
+) -> Result<()> {
     let name = name.to_string();
     let exists = std::sync::atomic::AtomicBool::new(false);
     in_ddl_txn(client, |mut txn| {
@@ -66,6 +72,7 @@ pub async fn create_database(client: &Client, name: &str, if_not_exists: bool) -
             let info = DbInfo {
                 id,
                 name: name.clone(),
+                collation,
             };
             txn.put(
                 db_key(&name),
@@ -345,6 +352,9 @@ pub(crate) fn collation_named(
     charset: Option<&str>,
     collation: Option<&str>,
 ) -> Result<Option<&'static CollationInfo>> {
+    let unquoted = |name: &str| name.trim_matches(['`', '\'', '"']).to_string();
+    let (charset, collation) = (charset.map(unquoted), collation.map(unquoted));
+    let (charset, collation) = (charset.as_deref(), collation.as_deref());
     let by_charset = charset
         .map(|cs| {
             collation::default_of_charset(cs).ok_or_else(|| SqlError {
@@ -505,9 +515,11 @@ pub fn table_from_ast(
         view: None,
         checks: Vec::new(),
         foreign_keys: Vec::new(),
-        collation: table_collation(&ct.table_options)?
-            .map(|c| c.id)
-            .filter(|&id| id != collation::DEFAULT_ID),
+        collation: match table_collation(&ct.table_options)? {
+            Some(named) => Some(named.id),
+            None => schema.db(db)?.collation,
+        }
+        .filter(|&id| id != collation::DEFAULT_ID),
     };
     let mut primary: Option<Vec<usize>> = None;
     let mut uniques: Vec<(Option<String>, Vec<usize>, bool)> = Vec::new();

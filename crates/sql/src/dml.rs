@@ -108,7 +108,10 @@ pub(crate) fn convert_row(
         ) {
             (Ok(v), ..) => v,
             (Err(e), Some(raw), Some(warnings)) if CLIPPED.contains(&e.code) => {
-                let text = crate::types::text(&raw).into_bytes();
+                let text = match raw {
+                    Datum::Bytes(b) => b,
+                    other => crate::types::text(&other).into_bytes(),
+                };
                 let (v, warning) =
                     crate::load_data::lenient(&c.ty, c.nullable, &c.name, Some(text), row_no);
                 warnings.extend(warning);
@@ -666,7 +669,8 @@ fn order_and_limit(
     if !order_by.is_empty() {
         let mut keys = Vec::with_capacity(order_by.len());
         for o in order_by {
-            let e = Binder::new(scope, ctx.variable).bind(&o.expr)?;
+            // Text of a `_ci` collation orders by its sort key.
+            let e = Binder::new(scope, ctx.variable).bind_key(&o.expr)?;
             keys.push((e, matches!(o.options.sort, Some(ast::OrderBySort::Desc))));
         }
         let mut keyed = Vec::with_capacity(rows.len());

@@ -416,7 +416,8 @@ impl TypeScope<'_> {
             E::Nested(inner) => self.infer(inner),
             E::Collate { expr, collation } => {
                 let mut t = self.infer(expr);
-                let named = codec::collation::by_name(&collation.to_string());
+                let name = collation.to_string();
+                let named = codec::collation::by_name(name.trim_matches(['`', '\'', '"']));
                 if let Some(named) = named.filter(|_| t.charset != CHARSET_BINARY) {
                     t.charset = named.id;
                 }
@@ -538,7 +539,14 @@ impl TypeScope<'_> {
             B::MyIntegerDivide => FieldType::longlong(false),
             B::Arrow => FieldType::json(),
             B::LongArrow => FieldType::text(u32::from(u16::MAX)),
-
+            // `||` under PIPES_AS_CONCAT is CONCAT.
+            B::StringConcat
+                if self
+                    .variable
+                    .is_some_and(|v| crate::sql_mode::SqlMode::of(v).pipes_as_concat()) =>
+            {
+                string_result(&merge(l, r))
+            }
             _ => boolean(),
         }
     }
@@ -902,6 +910,15 @@ pub fn merge(a: FieldType, b: FieldType) -> FieldType {
     if binary && !numeric(&a) && !numeric(&b) {
         t.charset = CHARSET_BINARY;
         t.flags |= flag::BINARY;
+    } else if let Some(named) = [&a, &b]
+        .iter()
+        .filter(|t| matches!(t.tp, Type::VarString | Type::Blob))
+        .map(|t| t.charset)
+        .find(|&c| c != CHARSET_BINARY && c != CHARSET_UTF8MB4_BIN)
+    {
+        // Text of a named collation beats the default one a literal has (crate::collate
+        // has MySQL's full rule; here a `_bin` column's 46 cannot be told from a literal's).
+        t.charset = named;
     }
     t
 }

@@ -72,10 +72,12 @@ fn indexed(t: &TableInfo, offsets: &[usize]) -> bool {
 }
 
 /// Whether two column types may be a foreign key's two ends (as InnoDB: the same type;
-/// strings of any length, both text or both binary).
+/// strings of any length, both text of one way of comparing or both binary).
 fn compatible(a: &SqlType, b: &SqlType) -> bool {
     match (a, b) {
-        (SqlType::String { binary: x, .. }, SqlType::String { binary: y, .. }) => x == y,
+        (SqlType::String { binary: x, .. }, SqlType::String { binary: y, .. }) => {
+            x == y && a.collation() == b.collation()
+        }
         _ => a == b,
     }
 }
@@ -355,16 +357,12 @@ fn key_of(row: &[Datum], at: &[usize]) -> Option<Vec<Datum>> {
 /// `column = value AND ...` over a row of `t`, each under its column's collation: the filter
 /// that finds rows by key.
 fn key_filter(t: &TableInfo, offsets: &[usize], values: &[Datum]) -> Result<Expr> {
-    let collated = |c: usize, e: Expr| match t.columns[c].ty.text_collation() {
-        Some(id) => crate::collate::sort_key(e, id),
-        None => e,
-    };
     offsets
         .iter()
         .zip(values)
         .map(|(&c, v)| {
-            let (column, value) = (Expr::Column(c), Expr::Const(v.clone()));
-            Expr::call(Func::Eq, vec![collated(c, column), collated(c, value)])
+            let value = Expr::Const(t.columns[c].ty.collation().key_datum(v));
+            Expr::call(Func::Eq, vec![crate::collate::compared_column(t, c), value])
         })
         .reduce(|a, b| Expr::call(Func::And, vec![a, b]))
         .ok_or_else(|| SqlError::unknown("a foreign key without columns"))

@@ -261,14 +261,19 @@ pub fn table(
                 "SQL_PATH",
                 "DEFAULT_ENCRYPTION",
             ]),
-            std::iter::once(DB)
-                .chain(schema.dbs.values().map(|(db, _)| db.name.as_str()))
-                .map(|db| {
+            std::iter::once((DB, None))
+                .chain(
+                    (schema.dbs.values())
+                        .map(|(db, _)| (db.name.as_str(), Some(db.default_collation()))),
+                )
+                .map(|(db, collation)| {
+                    let (charset, collation) =
+                        collation.map_or(("utf8mb4", "utf8mb4_bin"), |c| (c.charset, c.name));
                     vec![
                         text("def"),
                         text(db),
-                        text("utf8mb4"),
-                        text("utf8mb4_bin"),
+                        text(charset),
+                        text(collation),
                         Datum::Null,
                         text("NO"),
                     ]
@@ -721,7 +726,11 @@ pub fn table(
                         text(if c.is_default { "Yes" } else { "" }),
                         text("Yes"),
                         int(1),
-                        text(if c.pads() { "PAD SPACE" } else { "NO PAD" }),
+                        text(if c.collation.pads() {
+                            "PAD SPACE"
+                        } else {
+                            "NO PAD"
+                        }),
                     ]
                 })
                 .collect(),

@@ -43,16 +43,19 @@ pub enum Relation {
     Memory {
         columns: Vec<String>,
         rows: Vec<Vec<Datum>>,
+        /// Each text column's collation (a CTE's, from its query); empty for system tables.
+        collations: Vec<Option<u16>>,
     },
 }
 
 /// What a table name in FROM names.
 pub enum Resolved {
     Table(Arc<TableInfo>),
-    /// A system table: its columns and rows.
+    /// A system table or a CTE: its columns, rows and text columns' collations.
     Memory {
         columns: Vec<String>,
         rows: Vec<Vec<Datum>>,
+        collations: Vec<Option<u16>>,
     },
     /// A view (crate::view): its database and name, its query, and its columns' names.
     View {
@@ -103,8 +106,16 @@ fn read_relation(
             Ok(match schema_table(name)? {
                 Resolved::Table(t) => (Relation::Table(t), alias),
                 // Named by its alias or its own name, as a table is.
-                Resolved::Memory { columns, rows } => (
-                    Relation::Memory { columns, rows },
+                Resolved::Memory {
+                    columns,
+                    rows,
+                    collations,
+                } => (
+                    Relation::Memory {
+                        columns,
+                        rows,
+                        collations,
+                    },
                     alias.or_else(|| Some(crate::ddl::split_name(name).1)),
                 ),
                 // Read as a derived table of its query, named as the view.
@@ -226,13 +237,17 @@ pub fn scope(sources: &[Source]) -> Scope {
                     .map(|t| t.sql_type().text_collation())
                     .collect(),
             },
-            Relation::Memory { columns, .. } => Scope {
+            Relation::Memory {
+                columns,
+                collations,
+                ..
+            } => Scope {
                 columns: columns
                     .iter()
                     .map(|c| (s.alias.clone(), c.clone()))
                     .collect(),
                 keys: vec![],
-                collations: vec![],
+                collations: collations.clone(),
             },
         };
         let by = out.columns.len();
@@ -276,14 +291,12 @@ fn key_column(e: &Expr) -> Option<(usize, Option<u16>)> {
 
 /// The values of `row` at `keys`, each text one under a `_ci` collation as its sort key.
 fn key_values(row: &[Datum], keys: &[usize], collations: &[Option<u16>]) -> Vec<Datum> {
+    let kind = |id: &Option<u16>| id.and_then(codec::collation::by_id).map(|c| c.collation);
     keys.iter()
         .zip(collations)
-        .map(|(&c, collation)| {
-            let collation = collation.and_then(codec::collation::by_id);
-            match (&row[c], collation) {
-                (Datum::Bytes(b), Some(info)) => Datum::Bytes(info.collation.sort_key(b)),
-                (v, _) => v.clone(),
-            }
+        .map(|(&c, id)| match kind(id) {
+            Some(collation) => collation.key_datum(&row[c]),
+            None => row[c].clone(),
         })
         .collect()
 }

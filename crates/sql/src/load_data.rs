@@ -486,7 +486,27 @@ pub fn lenient(
     match ty.convert(raw.clone(), name, row) {
         Ok(d) => (d, None),
         Err(e) => {
+            let number = || {
+                let text = crate::types::text(&raw);
+                leading_number(&text).map(str::to_string)
+            };
             let fixed = match (e.code, ty) {
+                // '12abc' is 12 and '1.5x' 1.5, as MySQL reads the number a text starts with.
+                (1265 | 1366, SqlType::Int { .. } | SqlType::Double | SqlType::Decimal { .. }) => {
+                    number().map(|n| lenient(ty, nullable, name, Some(n.into_bytes()), row).0)
+                }
+                // Past the precision: the nearest value the type holds (999.99 for (5,2)).
+                (1264, SqlType::Decimal { precision, scale }) => {
+                    let negative = number().is_some_and(|n| n.starts_with('-'));
+                    let digits = usize::from(precision - scale);
+                    let nines = format!(
+                        "{}{}.{}",
+                        if negative { "-" } else { "" },
+                        "9".repeat(digits.max(1)),
+                        "9".repeat(usize::from(*scale))
+                    );
+                    ty.convert(Datum::Bytes(nines.into_bytes()), name, row).ok()
+                }
                 (1264, SqlType::Int { bytes, unsigned }) => {
                     let (lo, hi) = SqlType::int_range(*bytes, *unsigned);
                     let v = crate::types::text(&raw)
@@ -529,6 +549,33 @@ pub fn lenient(
             (fixed.unwrap_or_else(|| zero(ty)), Some((code, message)))
         }
     }
+}
+
+/// The number `text` starts with (after spaces): sign, digits, a fraction, an exponent;
+/// None when it starts with none.
+fn leading_number(text: &str) -> Option<&str> {
+    let t = text.trim_start();
+    let b = t.as_bytes();
+    let mut end = usize::from(matches!(b.first(), Some(b'-' | b'+')));
+    let digits = |from: usize| b[from..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let whole = digits(end);
+    end += whole;
+    let mut fraction = 0;
+    if b.get(end) == Some(&b'.') {
+        fraction = digits(end + 1);
+        end += 1 + fraction;
+    }
+    if whole + fraction == 0 {
+        return None;
+    }
+    if matches!(b.get(end), Some(b'e' | b'E')) {
+        let sign = usize::from(matches!(b.get(end + 1), Some(b'-' | b'+')));
+        let exponent = digits(end + 1 + sign);
+        if exponent > 0 {
+            end += 1 + sign + exponent;
+        }
+    }
+    Some(&t[..end])
 }
 
 /// The value MySQL puts where a LOCAL load's field is not a value of the type, and in a NOT
@@ -655,6 +702,18 @@ mod tests {
         assert_eq!((v, w.map(|w| w.0)), (Datum::Int(0), Some(1366)));
         let (v, w) = lenient(&int, false, "c", None, 4);
         assert_eq!((v, w.map(|w| w.0)), (Datum::Int(0), Some(1263)));
+        // The number a text starts with; a decimal past its digits, the largest it holds.
+        let (v, _) = lenient(&int, true, "c", f(" 12abc"), 4);
+        assert_eq!(v, Datum::Int(12));
+        let (v, _) = lenient(&int, true, "c", f("-1e9x"), 4);
+        assert_eq!(v, Datum::Int(-128));
+        let dec = SqlType::Decimal {
+            precision: 5,
+            scale: 2,
+        };
+        let (v, w) = lenient(&dec, true, "c", f("-1000"), 4);
+        assert_eq!(crate::types::text(&v), "-999.99");
+        assert_eq!(w.map(|w| w.0), Some(1264));
         let short = SqlType::String {
             max_chars: 2,
             binary: false,

@@ -136,9 +136,11 @@ pub fn column_type(
         crate::join::Relation::Derived { columns, types, .. } => {
             find(columns).map(|i| types[i].clone())
         }
-        crate::join::Relation::Memory { columns, rows } => {
-            find(columns).map(|i| FieldType::of_values(rows.iter().filter_map(|r| r.get(i))))
-        }
+        crate::join::Relation::Memory {
+            columns,
+            rows,
+            collations,
+        } => find(columns).map(|i| memory_column_type(rows, collations, i)),
     }
 }
 
@@ -152,15 +154,27 @@ fn source_columns(s: &crate::join::Source) -> Vec<(String, FieldType)> {
         crate::join::Relation::Derived { columns, types, .. } => {
             columns.iter().cloned().zip(types.iter().cloned()).collect()
         }
-        crate::join::Relation::Memory { columns, rows } => columns
+        crate::join::Relation::Memory {
+            columns,
+            rows,
+            collations,
+        } => columns
             .iter()
             .enumerate()
-            .map(|(i, name)| {
-                let ty = FieldType::of_values(rows.iter().filter_map(|r| r.get(i)));
-                (name.clone(), ty)
-            })
+            .map(|(i, name)| (name.clone(), memory_column_type(rows, collations, i)))
             .collect(),
     }
+}
+
+/// The type of column `i` of rows held in memory: by its values, text in its collation.
+fn memory_column_type(rows: &[Vec<Datum>], collations: &[Option<u16>], i: usize) -> FieldType {
+    let mut t = FieldType::of_values(rows.iter().filter_map(|r| r.get(i)));
+    if let Some(Some(id)) = collations.get(i)
+        && t.charset != crate::field_type::CHARSET_BINARY
+    {
+        t.charset = *id;
+    }
+    t
 }
 
 /// The names and types of the columns `sel` returns, its FROM resolved to `sources`.

@@ -75,12 +75,7 @@ pub fn index_values(idx: &IndexInfo, row: &[Datum]) -> Vec<Datum> {
 pub fn index_key_values(t: &TableInfo, idx: &IndexInfo, row: &[Datum]) -> Vec<Datum> {
     idx.columns
         .iter()
-        .map(|&c| match (&row[c], t.columns[c].ty.collation()) {
-            (Datum::Bytes(b), collation) if !collation.is_binary() => {
-                Datum::Bytes(collation.sort_key(b))
-            }
-            (v, _) => v.clone(),
-        })
+        .map(|&c| t.columns[c].ty.collation().key_datum(&row[c]))
         .collect()
 }
 

@@ -1773,12 +1773,22 @@ impl Session {
             let (columns, mut rows) =
                 crate::info_schema::table(schema, &t, &self.session_tables(&t))?;
             crate::info_schema::retain_visible(&columns, &mut rows, &self.grants);
-            return Ok(crate::join::Resolved::Memory { columns, rows });
+            let collations = Vec::new();
+            return Ok(crate::join::Resolved::Memory {
+                columns,
+                rows,
+                collations,
+            });
         }
         if db.eq_ignore_ascii_case(crate::grant_tables::DB) {
             let accounts = self.grant_tables.as_deref().map_or(&[][..], Vec::as_slice);
             let (columns, rows) = crate::grant_tables::table(&t, accounts)?;
-            return Ok(crate::join::Resolved::Memory { columns, rows });
+            let collations = Vec::new();
+            return Ok(crate::join::Resolved::Memory {
+                columns,
+                rows,
+                collations,
+            });
         }
         let table = schema.table_or_view(&db, &t)?;
         match table.view.is_some() {
@@ -2270,13 +2280,17 @@ impl Session {
             let lookup = |l: Lookup<'_>| this.lookup(l);
             let lower = name.to_ascii_lowercase();
             let v = match value {
-                // SET x = DEFAULT: MySQL's (and TiDB's) default value of the variable.
-                ast::Expr::Identifier(id)
-                    if id.value.eq_ignore_ascii_case("DEFAULT")
-                        && let Some(default) = crate::variables::DEFAULTS
-                            .get(scoped(lower.trim_start_matches("@@")).1.as_str()) =>
-                {
-                    default.clone()
+                // SET x = DEFAULT: a session's takes the global value, a global the
+                // compiled default (MySQL's rule).
+                ast::Expr::Identifier(id) if id.value.eq_ignore_ascii_case("DEFAULT") => {
+                    let (named, bare) = scoped(lower.trim_start_matches("@@"));
+                    let global =
+                        named == Named::Global || modifier == Some(ast::ContextModifier::Global);
+                    let value = match global {
+                        true => crate::variables::DEFAULTS.get(&bare).cloned(),
+                        false => self.variable(&bare, true),
+                    };
+                    value.ok_or_else(|| SqlError::unknown_variable(&bare))?
                 }
                 // SET autocommit = ON / tidb_txn_mode = optimistic: a bare word is a string.
                 ast::Expr::Identifier(id) if !id.value.starts_with('@') => {
@@ -2300,8 +2314,6 @@ impl Session {
     /// `SET NAMES charset [COLLATE collation]`: the connection's character set and collation
     /// (the collation of the statements' string literals, crate::collate).
     async fn set_names(&mut self, charset: &str, collation: Option<&str>) -> Result<()> {
-        let charset = charset.trim_matches(['\'', '"', '`']);
-        let collation = collation.map(|c| c.trim_matches(['\'', '"', '`']));
         let named = crate::ddl::collation_named(Some(charset), collation)?
             .expect("a character set names a collation");
         let charset = Datum::Bytes(named.charset.as_bytes().to_vec());
@@ -2390,8 +2402,16 @@ impl Session {
             Statement::CreateDatabase {
                 db_name,
                 if_not_exists,
+                default_charset,
+                default_collation,
                 ..
             } => {
+                let collation = crate::ddl::collation_named(
+                    default_charset.as_deref(),
+                    default_collation.as_deref(),
+                )?
+                .map(|c| c.id)
+                .filter(|&id| id != codec::collation::DEFAULT_ID);
                 let name = split_name(db_name).1;
                 // `mysql` holds the grant tables (crate::grant_tables).
                 if name.eq_ignore_ascii_case(crate::grant_tables::DB) {
@@ -2400,7 +2420,7 @@ impl Session {
                         false => Err(SqlError::database_exists(&name)),
                     };
                 }
-                ddl::create_database(&client, &name, *if_not_exists).await
+                ddl::create_database(&client, &name, *if_not_exists, collation).await
             }
             Statement::CreateTable(ct) => {
                 let (db, _) = self.qualified(&ct.name)?;

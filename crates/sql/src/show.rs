@@ -551,7 +551,7 @@ fn create_database(toks: &[Token], words: &[String]) -> Result<Show> {
         return Err(syntax(&format!("{:?}", toks[skip + 1])));
     }
     let create = format!(
-        "CREATE DATABASE {}{} /*!40100 DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin */",
+        "CREATE DATABASE {}{} /*!40100 DEFAULT CHARACTER SET ",
         if skip > 0 {
             "/*!32312 IF NOT EXISTS*/ "
         } else {
@@ -559,11 +559,15 @@ fn create_database(toks: &[Token], words: &[String]) -> Result<Show> {
         },
         ident(&db)
     );
+    // The database's own character set and collation, from information_schema.SCHEMATA.
     Ok(Show {
         select: format!(
-            "SELECT {} AS `Database`, {} AS `Create Database`",
+            "SELECT {} AS `Database`, CONCAT({}, DEFAULT_CHARACTER_SET_NAME, ' COLLATE ', \
+             DEFAULT_COLLATION_NAME, ' */') AS `Create Database` \
+             FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = {}",
             quote(&db),
-            quote(&create)
+            quote(&create),
+            quote(&db)
         ),
         target: Some(Target::Db(db)),
     })

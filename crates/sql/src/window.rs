@@ -21,7 +21,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use codec::datum::Datum;
-use expr::agg::{AggKind, AggState};
+use expr::agg::{AggFunc, AggKind};
 use expr::{Expr, Func};
 use sqlparser::ast;
 
@@ -563,13 +563,18 @@ impl Partition<'_> {
         let values: Vec<Vec<Datum>> = (0..n)
             .map(|j| args.iter().map(|a| a.eval(self.rows[j])).collect())
             .collect::<expr::Result<_>>()?;
+        // A state as the call's arguments make it (MIN and MAX read their collation there).
+        let call = AggFunc {
+            kind,
+            args: args.to_vec(),
+        };
         let from_start =
             frames.iter().all(|&(lo, _)| lo == 0) && frames.windows(2).all(|w| w[0].1 <= w[1].1);
         let to_end =
             frames.iter().all(|&(_, hi)| hi == n) && frames.windows(2).all(|w| w[0].0 <= w[1].0);
         let mut out = vec![Datum::Null; n];
         if from_start {
-            let (mut state, mut added) = (AggState::new(kind), 0);
+            let (mut state, mut added) = (call.state()?, 0);
             for (i, &(_, hi)) in frames.iter().enumerate() {
                 for v in &values[added..hi] {
                     state.update(v)?;
@@ -578,7 +583,7 @@ impl Partition<'_> {
                 out[i] = state.finish();
             }
         } else if to_end {
-            let (mut state, mut added_from) = (AggState::new(kind), n);
+            let (mut state, mut added_from) = (call.state()?, n);
             for (i, &(lo, _)) in frames.iter().enumerate().rev() {
                 for v in &values[lo.min(added_from)..added_from] {
                     state.update(v)?;
@@ -588,7 +593,7 @@ impl Partition<'_> {
             }
         } else {
             for (i, &(lo, hi)) in frames.iter().enumerate() {
-                let mut state = AggState::new(kind);
+                let mut state = call.state()?;
                 for v in &values[lo..hi] {
                     state.update(v)?;
                 }
