@@ -35,8 +35,9 @@ STR_VALUES = ["", "a", "b", "ab", "abc", "B", "hello world", "10", "2.5", "x_y",
 DATE_VALUES = ["1999-12-31", "2000-01-01", "2000-02-29", "2024-02-29", "2024-12-31", None]
 DT_VALUES = ["2000-01-01 00:00:00", "2024-02-29 13:05:09", "1999-12-31 23:59:59",
              "2021-07-04 08:09:10", None]
-# Text of a utf8mb4_general_ci column: case, accents, ß and trailing spaces that it ignores.
-CI_VALUES = ["abc", "ABC", "Abc ", "é", "E", "e", "ß", "s", "ss", "x_y", "", "b", None]
+# Text of a utf8mb4_general_ci column: case, accents and ß that it ignores. (No trailing
+# spaces: met with a _bin operand they compare by bytes here, PAD SPACE in MariaDB, KNOWN.md.)
+CI_VALUES = ["abc", "ABC", "Abc", "é", "E", "e", "ß", "s", "ss", "x_y", "", "b", None]
 
 # (column, kind) of both tables.
 COLUMNS = [("a", "int"), ("b", "int"), ("c", "dec"), ("d", "dbl"), ("e", "str"), ("f", "date"),
@@ -56,14 +57,18 @@ def literal(v):
 class Gen:
     def __init__(self, rng):
         self.r = rng
+        # While set, no _ci text: MIN and MAX of values its collation calls equal may give
+        # any of them (MySQL's manual), so Atoll and MariaDB may rightly differ.
+        self.no_ci = False
 
     def pick(self, xs):
         return self.r.choice(xs)
 
     def column(self, tables, kind=None):
-        cols = [(t, c) for t in tables for c, k in COLUMNS if kind in (None, k)
-                or (kind == "num" and k in ("int", "dec", "dbl"))
-                or (kind == "str" and k == "ci")]
+        cols = [(t, c) for t in tables for c, k in COLUMNS
+                if (kind in (None, k) or (kind == "num" and k in ("int", "dec", "dbl"))
+                    or (kind == "str" and k == "ci"))
+                and not (self.no_ci and k == "ci")]
         t, c = self.pick(cols)
         return f"{t}.{c}"
 
@@ -142,6 +147,13 @@ class Gen:
             forms += [lambda: f"{x} LIKE {pattern}", lambda: f"{x} NOT LIKE {pattern}"]
         return self.pick(forms)()
 
+    def without_ci(self, make, tables):
+        self.no_ci = True
+        try:
+            return make(tables)
+        finally:
+            self.no_ci = False
+
     def expr(self, tables):
         return self.pick([self.num, self.num, self.string, self.date])(tables)
 
@@ -159,7 +171,8 @@ class Gen:
             group = self.pick(["t1.a", "t1.e", "t1.f", "t1.a % 3", "LEFT(t1.e, 1)", "t1.h"])
             aggs = ", ".join(self.pick([
                 "COUNT(*)", f"COUNT({self.expr(t1)})", f"SUM({self.num(t1)})",
-                f"MIN({self.expr(t1)})", f"MAX({self.expr(t1)})", f"AVG({self.num(t1)})",
+                f"MIN({self.without_ci(self.expr, t1)})",
+                f"MAX({self.without_ci(self.expr, t1)})", f"AVG({self.num(t1)})",
                 f"COUNT(DISTINCT {self.expr(t1)})", f"SUM(DISTINCT {self.num(t1)})",
                 f"GROUP_CONCAT({self.string(t1)} ORDER BY t1.id)"])
                 for _ in range(self.r.randint(1, 3)))
