@@ -261,6 +261,11 @@ fn chars(s: &[u8]) -> impl Iterator<Item = u32> + '_ {
 }
 
 impl Collation {
+    /// How collation `id` compares; bytes for an id not known.
+    pub fn of_id(id: u16) -> Collation {
+        by_id(id).map_or(Collation::Binary, |c| c.collation)
+    }
+
     pub fn is_binary(self) -> bool {
         self == Collation::Binary
     }

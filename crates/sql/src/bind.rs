@@ -660,12 +660,8 @@ impl<'a> Binder<'a> {
             .collect::<Result<Vec<_>>>()?;
         window::check_args(name, function, &bound)?;
         // MIN and MAX of `_ci` text compare under its collation (as the aggregates do).
-        if let (window::Function::Aggregate(AggKind::Min | AggKind::Max), [a]) =
-            (function, args.as_slice())
-            && let Some((id, _)) = self.collation_of(a)?
-            && crate::collate::by_weights(id)
-        {
-            bound.push(Expr::Const(Datum::Int(i64::from(id))));
+        if let window::Function::Aggregate(kind) = function {
+            bound.extend(self.min_max_collation(kind, &args)?);
         }
         let args = bound;
         let spec = match &f.over {
@@ -785,12 +781,7 @@ impl<'a> Binder<'a> {
                     _ => inner.bind(a),
                 })
                 .collect::<Result<Vec<_>>>()?;
-            if let (AggKind::Min | AggKind::Max, [a]) = (kind, args.as_slice())
-                && let Some((id, _)) = inner.collation_of(a)?
-                && crate::collate::by_weights(id)
-            {
-                bound.push(Expr::Const(Datum::Int(i64::from(id))));
-            }
+            bound.extend(inner.min_max_collation(kind, &args)?);
             bound
         };
         Ok(Some(self.add_aggregate(AggFunc { kind, args: bound })))

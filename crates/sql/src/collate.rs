@@ -15,6 +15,7 @@
 
 use codec::collation::{self, Collation};
 use codec::datum::Datum;
+use expr::agg::AggKind;
 use expr::{Expr, Func};
 use sqlparser::ast;
 
@@ -62,7 +63,7 @@ const PASSES_COLLATION: [&str; 27] = [
 
 /// Whether collation `id` compares by weights (a `_ci` one), not by bytes.
 pub fn by_weights(id: u16) -> bool {
-    collation::by_id(id).is_some_and(|c| !c.collation.is_binary())
+    !Collation::of_id(id).is_binary()
 }
 
 /// Functions whose text result is new, in the connection's collation (COERCIBLE).
@@ -224,33 +225,11 @@ impl Binder<'_> {
         operands: impl Iterator<Item = &'e ast::Expr>,
         operation: &str,
     ) -> Result<Option<(u16, Coercibility)>> {
-        let mut best: Option<(u16, Coercibility)> = None;
+        let mut found = Vec::new();
         for o in operands {
-            let Some((id, how)) = self.collation_of(o)? else {
-                continue;
-            };
-            best = match best {
-                Some((held, strength)) if strength < how => Some((held, strength)),
-                // Two IMPLICIT ones: a binary one wins (as MySQL's `_bin` of the same
-                // character set does); two `_ci` ones, or two EXPLICIT ones, are 1267.
-                // utf8_general_ci meets utf8mb4_general_ci as one: utf8mb4's.
-                Some((held, strength)) if strength == how && same_comparison(held, id) => {
-                    Some((if is_utf8mb4(id) { id } else { held }, how))
-                }
-                Some((held, strength))
-                    if strength == how && held != id && how != Coercibility::Coercible =>
-                {
-                    match (by_weights(held), by_weights(id)) {
-                        (false, _) if how == Coercibility::Implicit => Some((held, how)),
-                        (true, false) if how == Coercibility::Implicit => Some((id, how)),
-                        _ => return Err(illegal_mix((held, strength), (id, how), operation)),
-                    }
-                }
-                Some(same) if same.1 == how => Some(same),
-                _ => Some((id, how)),
-            };
+            found.extend(self.collation_of(o)?);
         }
-        Ok(best)
+        strongest_of(found, operation)
     }
 
     /// The collation a comparison of `operands` uses when every one of them is text or
@@ -260,14 +239,29 @@ impl Binder<'_> {
         operands: &[&ast::Expr],
         operation: &str,
     ) -> Result<Option<u16>> {
+        let mut found = Vec::with_capacity(operands.len());
         for o in operands {
-            let null = matches!(o, ast::Expr::Value(v) if v.value == ast::Value::Null);
-            if !null && self.collation_of(o)?.is_none() {
-                return Ok(None);
+            match self.collation_of(o)? {
+                Some(c) => found.push(c),
+                None if matches!(o, ast::Expr::Value(v) if v.value == ast::Value::Null) => {}
+                None => return Ok(None),
             }
         }
-        let chosen = self.strongest(operands.iter().copied(), operation)?;
+        let chosen = strongest_of(found, operation)?;
         Ok(chosen.map(|(id, _)| id).filter(|&id| by_weights(id)))
+    }
+
+    /// The argument MIN and MAX of `_ci` text take after their value: the collation they
+    /// compare under (expr::agg); None for other aggregates and arguments.
+    pub fn min_max_collation(&self, kind: AggKind, args: &[&ast::Expr]) -> Result<Option<Expr>> {
+        let (AggKind::Min | AggKind::Max, [a]) = (kind, args) else {
+            return Ok(None);
+        };
+        let id = self
+            .collation_of(a)?
+            .map(|(id, _)| id)
+            .filter(|&id| by_weights(id));
+        Ok(id.map(|id| Expr::Const(Datum::Int(i64::from(id)))))
     }
 
     /// `e` bound as a key of grouping, DISTINCT or ordering: its sort key when it is text
@@ -279,6 +273,38 @@ impl Binder<'_> {
             None => bound,
         })
     }
+}
+
+/// The collation among `found` (text operands' collations) that holds most strongly, by
+/// MySQL's rules (1267 for a tie of two different ones at IMPLICIT or EXPLICIT).
+fn strongest_of(
+    found: Vec<(u16, Coercibility)>,
+    operation: &str,
+) -> Result<Option<(u16, Coercibility)>> {
+    let mut best: Option<(u16, Coercibility)> = None;
+    for (id, how) in found {
+        best = match best {
+            Some((held, strength)) if strength < how => Some((held, strength)),
+            // Two IMPLICIT ones: a binary one wins (as MySQL's `_bin` of the same
+            // character set does); two `_ci` ones, or two EXPLICIT ones, are 1267.
+            // utf8_general_ci meets utf8mb4_general_ci as one: utf8mb4's.
+            Some((held, strength)) if strength == how && same_comparison(held, id) => {
+                Some((if is_utf8mb4(id) { id } else { held }, how))
+            }
+            Some((held, strength))
+                if strength == how && held != id && how != Coercibility::Coercible =>
+            {
+                match (by_weights(held), by_weights(id)) {
+                    (false, _) if how == Coercibility::Implicit => Some((held, how)),
+                    (true, false) if how == Coercibility::Implicit => Some((id, how)),
+                    _ => return Err(illegal_mix((held, strength), (id, how), operation)),
+                }
+            }
+            Some(same) if same.1 == how => Some(same),
+            _ => Some((id, how)),
+        };
+    }
+    Ok(best)
 }
 
 /// Whether two collations compare text the same way (utf8's and utf8mb4's of one name).

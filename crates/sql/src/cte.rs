@@ -168,11 +168,8 @@ struct Materialized {
 
 /// How each column compares, by its collation.
 fn kinds_of(collations: &[Option<u16>]) -> Vec<Collation> {
-    let kind = |id: &Option<u16>| id.and_then(codec::collation::by_id).map(|c| c.collation);
-    collations
-        .iter()
-        .map(|id| kind(id).unwrap_or(Collation::Binary))
-        .collect()
+    let kind = |id: &Option<u16>| id.map_or(Collation::Binary, Collation::of_id);
+    collations.iter().map(kind).collect()
 }
 
 /// The collations of a result's text columns.

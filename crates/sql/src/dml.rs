@@ -82,12 +82,14 @@ const CLIPPED: [u16; 5] = [1264, 1265, 1366, 1406, 1292];
 /// Strict (None), or clipping a value that does not fit with MySQL's warning, kept here.
 pub(crate) type Lenient<'w> = Option<&'w mut Vec<(u16, String)>>;
 
-/// Whether the session's sql_mode is strict: if not, where a clipped value's warning goes.
-fn clip_into<'w>(ctx: &DmlContext<'_>, warnings: &'w mut Vec<(u16, String)>) -> Lenient<'w> {
-    match crate::sql_mode::SqlMode::of(ctx.variable).strict() {
-        true => None,
-        false => Some(warnings),
-    }
+/// Whether the session's sql_mode is strict (read once per statement).
+fn is_strict(ctx: &DmlContext<'_>) -> bool {
+    crate::sql_mode::SqlMode::of(ctx.variable).strict()
+}
+
+/// Strict, or clipping with the warning kept in `warnings`.
+fn clip_into(strict: bool, warnings: &mut Vec<(u16, String)>) -> Lenient<'_> {
+    (!strict).then_some(warnings)
 }
 
 /// `row` as the values `t`'s columns store (each converted to its column's type), its
@@ -434,12 +436,13 @@ pub async fn insert_rows(
     converted: bool,
 ) -> Result<Affected> {
     let mut affected = Affected::default();
+    let strict = is_strict(ctx);
     // Each row's values and handle, up to the first row that fails (its error comes when
     // the rows before it are written, as MySQL reports the first bad row).
     let mut prepared: Vec<Result<(Vec<Datum>, i64)>> = Vec::with_capacity(evaluated.len());
     for (r, mut row) in evaluated.into_iter().enumerate() {
         let row_no = r + 1;
-        let done = prepare_row(ctx, t, &mut row, row_no, &mut affected, converted)
+        let done = prepare_row(ctx, t, &mut row, row_no, &mut affected, converted, strict)
             .await
             .map(|handle| (row, handle));
         // As MySQL's INSERT IGNORE (and LOAD DATA LOCAL): a row that fails a CHECK is
@@ -518,7 +521,7 @@ pub async fn insert_rows(
                     let old = existing_row(txn, t, other)
                         .await?
                         .ok_or_else(|| SqlError::unknown("a duplicate row vanished"))?;
-                    let lenient = clip_into(ctx, &mut affected.warnings);
+                    let lenient = clip_into(strict, &mut affected.warnings);
                     let new = apply(t, &old, sets, row_no, &row, lenient)?;
                     if new != old {
                         crate::foreign_keys::on_parent_change(
@@ -556,6 +559,7 @@ async fn prepare_row(
     row_no: usize,
     affected: &mut Affected,
     converted: bool,
+    strict: bool,
 ) -> Result<i64> {
     // Auto-increment: NULL or 0 takes the next value; an explicit one moves it on.
     if let Some(ai) = t.auto_increment_column() {
@@ -591,7 +595,7 @@ async fn prepare_row(
     if converted {
         crate::row_rules::finish_row(t, row, row_no)?;
     } else {
-        let lenient = clip_into(ctx, &mut affected.warnings);
+        let lenient = clip_into(strict, &mut affected.warnings);
         *row = convert_row(t, std::mem::take(row), row_no, lenient)?;
     }
     match handle_of(t, row) {
@@ -727,6 +731,7 @@ pub async fn update(
     )
     .await?;
     let mut affected = Affected::default();
+    let strict = is_strict(ctx);
     // Cascades may have changed or deleted rows the statement read: each is read again.
     let cascades = !ctx.schema.referencing(t.id).is_empty();
     for (n, (h, old)) in rows.into_iter().enumerate() {
@@ -743,7 +748,7 @@ pub async fn update(
             &sets,
             n + 1,
             &[],
-            clip_into(ctx, &mut affected.warnings),
+            clip_into(strict, &mut affected.warnings),
         )?;
         if new != old {
             crate::foreign_keys::on_parent_change(ctx, txn, t, h, &old, Some(&new), 0).await?;

@@ -706,13 +706,7 @@ impl TypeScope<'_> {
                 if types.iter().any(is_binary_string) {
                     t.charset = CHARSET_BINARY;
                     t.flags |= flag::BINARY;
-                } else if let Some(named) = types
-                    .iter()
-                    .map(|a| a.charset)
-                    .find(|&c| c != CHARSET_BINARY && c != CHARSET_UTF8MB4_BIN)
-                {
-                    // Text of an argument's collation other than the default (crate::collate
-                    // has MySQL's full rule).
+                } else if let Some(named) = named_collation(&types) {
                     t.charset = named;
                 }
                 t
@@ -910,17 +904,21 @@ pub fn merge(a: FieldType, b: FieldType) -> FieldType {
     if binary && !numeric(&a) && !numeric(&b) {
         t.charset = CHARSET_BINARY;
         t.flags |= flag::BINARY;
-    } else if let Some(named) = [&a, &b]
-        .iter()
-        .filter(|t| matches!(t.tp, Type::VarString | Type::Blob))
-        .map(|t| t.charset)
-        .find(|&c| c != CHARSET_BINARY && c != CHARSET_UTF8MB4_BIN)
-    {
-        // Text of a named collation beats the default one a literal has (crate::collate
-        // has MySQL's full rule; here a `_bin` column's 46 cannot be told from a literal's).
+    } else if let Some(named) = named_collation(&[a, b]) {
         t.charset = named;
     }
     t
+}
+
+/// The first collation among `types` that is text's and not the default one: what text made
+/// of them has, as a named collation beats the default one a literal has (crate::collate has
+/// MySQL's full rule; here a `_bin` column's 46 cannot be told from a literal's). Every type
+/// that is not text has the binary character set.
+fn named_collation(types: &[FieldType]) -> Option<u16> {
+    types
+        .iter()
+        .map(|t| t.charset)
+        .find(|&c| c != CHARSET_BINARY && c != CHARSET_UTF8MB4_BIN)
 }
 
 /// `rows` with their numbers as the column types say, as MySQL writes a result column's

@@ -104,22 +104,22 @@ pub fn from_ast(
         .as_ref()
         .map(|n| n.value.clone())
         .unwrap_or_else(|| next_name(t));
+    let mut columns = Vec::with_capacity(fk.columns.len());
+    for c in &fk.columns {
+        let at = t.column(&c.value).ok_or_else(|| SqlError {
+            code: 1072,
+            state: "42000",
+            message: format!("Key column '{}' doesn't exist in table", c.value),
+        })?;
+        columns.push(at);
+    }
     let parent: &TableInfo = match &parent {
         Referenced::Itself => t,
         Referenced::Table(p) => p,
         Referenced::Missing(parent_db, parent_table) => {
-            let mut columns = Vec::with_capacity(fk.columns.len());
-            for c in &fk.columns {
-                let at = t.column(&c.value).ok_or_else(|| SqlError {
-                    code: 1072,
-                    state: "42000",
-                    message: format!("Key column '{}' doesn't exist in table", c.value),
-                })?;
-                columns.push(t.columns[at].id);
-            }
             return Ok(ForeignKey {
                 name,
-                columns,
+                columns: columns.iter().map(|&at| t.columns[at].id).collect(),
                 parent: 0,
                 parent_columns: Vec::new(),
                 parent_db: parent_db.clone(),
@@ -145,15 +145,6 @@ pub fn from_ast(
             .and_then(|p| p.as_ident())
             .map_or_else(|| db.to_string(), |i| i.value.clone()),
     };
-    let mut columns = Vec::with_capacity(fk.columns.len());
-    for c in &fk.columns {
-        let at = t.column(&c.value).ok_or_else(|| SqlError {
-            code: 1072,
-            state: "42000",
-            message: format!("Key column '{}' doesn't exist in table", c.value),
-        })?;
-        columns.push(at);
-    }
     let mut parent_columns = Vec::with_capacity(fk.referred_columns.len());
     for c in &fk.referred_columns {
         let at = parent.column(&c.value).ok_or_else(|| SqlError {

@@ -291,12 +291,12 @@ fn key_column(e: &Expr) -> Option<(usize, Option<u16>)> {
 
 /// The values of `row` at `keys`, each text one under a `_ci` collation as its sort key.
 fn key_values(row: &[Datum], keys: &[usize], collations: &[Option<u16>]) -> Vec<Datum> {
-    let kind = |id: &Option<u16>| id.and_then(codec::collation::by_id).map(|c| c.collation);
+    use codec::collation::Collation;
     keys.iter()
         .zip(collations)
-        .map(|(&c, id)| match kind(id) {
-            Some(collation) => collation.key_datum(&row[c]),
-            None => row[c].clone(),
+        .map(|(&c, id)| {
+            id.map_or(Collation::Binary, Collation::of_id)
+                .key_datum(&row[c])
         })
         .collect()
 }

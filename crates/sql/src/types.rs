@@ -155,9 +155,10 @@ impl SqlType {
     /// How values of the type compare as text: by their collation's weights for a `_ci`
     /// text type, else by their bytes.
     pub fn collation(&self) -> codec::collation::Collation {
-        self.text_collation()
-            .and_then(codec::collation::by_id)
-            .map_or(codec::collation::Collation::Binary, |c| c.collation)
+        self.text_collation().map_or(
+            codec::collation::Collation::Binary,
+            codec::collation::Collation::of_id,
+        )
     }
 
     /// The name of a text type's collation, as information_schema shows it.
