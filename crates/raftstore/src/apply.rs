@@ -10,18 +10,27 @@
 //!
 //! A command that no longer fits the region is refused, on every replica alike, without
 //! writing anything: writes proposed under an older epoch version (a split applied between
-//! proposal and apply), or to a key the region does not hold; a split whose keys are not
-//! inside the region. Its proposer hears [`Error::RefusedAtApply`] and routes again.
+//! proposal and apply), or to a key the region does not hold, or to a region whose merge was
+//! prepared; a split whose keys are not inside the region. Its proposer hears
+//! [`Error::RefusedAtApply`] and routes again.
+//!
+//! Merges (TiKV's three admin commands, see [`crate::merge`]): `PrepareMerge` freezes the
+//! source region (no writes, no log truncation) and records the merge in its apply state;
+//! `CommitMerge` on the target takes the source's range, after the caller brought this
+//! store's source replica up to the prepare ([`MergeSource`]) and in the same write batch
+//! that marks it a tombstone; `RollbackMerge` unfreezes the source.
 //! A `ConfChangeV2` entry changes the region's peers and roles as its context's
 //! [`ChangePeers`] says (an empty one, which raft-rs proposes itself, leaves a joint
 //! configuration) and bumps `conf_ver`; the caller hands it to raft-rs once written.
 
 use engine::{Cf, WriteBatch};
 use prost::Message;
-use proto::pd::{Peer as PeerMeta, PeerRole, Region};
+use proto::pd::{Peer as PeerMeta, PeerRole, Region, RegionEpoch};
 use proto::raft::change_peer::Kind as ChangeKind;
 use proto::raft::write_op::Kind;
-use proto::raft::{ApplyState, BatchSplit, ChangePeers, RaftCmd, WriteOp};
+use proto::raft::{
+    ApplyState, BatchSplit, ChangePeers, CommitMerge, MergeState, PrepareMerge, RaftCmd, WriteOp,
+};
 use protobuf::Message as _;
 use raft::eraftpb::{ConfChangeV2, Entry, EntryType};
 
@@ -42,6 +51,22 @@ pub struct ApplyOutcome {
     pub new_regions: Vec<Region>,
     /// Entries whose command was refused (see the module header), with why.
     pub refused: Vec<(u64, String)>,
+    /// Source regions a `CommitMerge` took in: their peers here go once the batch is written.
+    pub merged_sources: Vec<u64>,
+}
+
+/// What applying a `CommitMerge` needs of this store's replica of the source region: brought
+/// up to the merge's prepare in `wb` (from its own log and the entries the command carries),
+/// the source region as that prepare left it. An error is a store that cannot merge at all.
+pub type MergeSource<'a, W> = dyn FnMut(&CommitMerge, &mut W) -> Result<Region> + 'a;
+
+/// For a replica that merges nothing in: a source region's catch-up entries hold no
+/// `CommitMerge` (see [`crate::merge`]).
+pub fn no_merge_source<W>(cm: &CommitMerge, _: &mut W) -> Result<Region> {
+    Err(Error::Corrupt(format!(
+        "a merge of region {} inside another merge's catch-up",
+        cm.source.as_ref().map_or(0, |r| r.id)
+    )))
 }
 
 /// Decodes an entry's command.
@@ -76,12 +101,13 @@ fn apply_write(wb: &mut impl WriteBatch, op: &WriteOp) -> Result<()> {
 /// into `wb`, and puts the advanced `apply` state (and the region, if it changed) there too.
 /// A change that removes this store's peer (`own_peer_id`) saves the region as a tombstone
 /// in the same batch, so a crash cannot leave a region that lists no peer here.
-pub fn apply_entries(
+pub fn apply_entries<W: WriteBatch>(
     own_peer_id: u64,
     region: &mut Region,
     apply: &mut ApplyState,
     entries: &[Entry],
-    wb: &mut impl WriteBatch,
+    wb: &mut W,
+    merge_source: &mut MergeSource<'_, W>,
 ) -> Result<ApplyOutcome> {
     let region_id = region.id;
     let mut outcome = ApplyOutcome::default();
@@ -111,14 +137,17 @@ pub fn apply_entries(
             )));
         } else if !entry.data.is_empty() {
             let cmd = decode_cmd(entry)?;
-            let fitting = fits(region, &cmd);
+            let fitting = fits(region, apply, &cmd);
             if fitting.is_ok() {
                 for op in &cmd.writes {
                     apply_write(wb, op)?;
                 }
             }
+            let proposed_under = cmd.region_epoch;
             let admin = cmd.admin.unwrap_or_default();
+            // A source region keeps its log while it merges: the commit step carries it.
             if let Some(compact) = admin.compact_log
+                && apply.merging.is_none()
                 && compact.compact_index > apply.truncated_index
                 && compact.compact_index <= entry.index
             {
@@ -138,6 +167,46 @@ pub fn apply_entries(
                     }
                     Err(why) => outcome.refused.push((entry.index, why)),
                 }
+            } else if let Some(prepare) = admin.prepare_merge {
+                match prepare_merge(region, apply, proposed_under, prepare, entry.index) {
+                    Ok(()) => {
+                        state::put_region(wb, region);
+                        outcome.sync = true;
+                    }
+                    Err(why) => outcome.refused.push((entry.index, why)),
+                }
+            } else if let Some(commit) = admin.commit_merge {
+                match check_commit_merge(region, apply, proposed_under, &commit) {
+                    Ok(()) => {
+                        let source = merge_source(&commit, wb)?;
+                        let source_peer = source
+                            .peers
+                            .iter()
+                            .find(|p| p.store_id == store_of(region, own_peer_id));
+                        state::put_tombstone(wb, &source, source_peer.map_or(0, |p| p.id));
+                        absorb(region, &source);
+                        state::put_region(wb, region);
+                        outcome.merged_sources.push(source.id);
+                        outcome.sync = true;
+                    }
+                    Err(why) => outcome.refused.push((entry.index, why)),
+                }
+            } else if let Some(rollback) = admin.rollback_merge {
+                match &apply.merging {
+                    Some(m) if m.commit == rollback.commit => {
+                        apply.merging = None;
+                        region.region_epoch.get_or_insert_default().version += 1;
+                        state::put_region(wb, region);
+                        outcome.sync = true;
+                    }
+                    _ => outcome.refused.push((
+                        entry.index,
+                        format!(
+                            "region {} has no merge prepared at {}",
+                            region.id, rollback.commit
+                        ),
+                    )),
+                }
             }
         }
         apply.applied_index = entry.index;
@@ -149,7 +218,10 @@ pub fn apply_entries(
 
 /// Whether `cmd`'s writes may apply to `region`: proposed under its epoch version (when the
 /// proposer named one) and every key inside it ([`state::holds_data_key`]).
-fn fits(region: &Region, cmd: &RaftCmd) -> std::result::Result<(), String> {
+fn fits(region: &Region, apply: &ApplyState, cmd: &RaftCmd) -> std::result::Result<(), String> {
+    if apply.merging.is_some() && !cmd.writes.is_empty() {
+        return Err(format!("region {} is merging into another", region.id));
+    }
     let version = |e: &Option<proto::pd::RegionEpoch>| e.map_or(0, |e| e.version);
     if cmd.region_epoch.is_some() && version(&cmd.region_epoch) != version(&region.region_epoch) {
         return Err(format!(
@@ -259,6 +331,133 @@ pub fn split_region(
     Ok(new)
 }
 
+/// The store of `region`'s peer `peer_id` (0 if it lists no such peer).
+fn store_of(region: &Region, peer_id: u64) -> u64 {
+    region
+        .peers
+        .iter()
+        .find(|p| p.id == peer_id)
+        .map_or(0, |p| p.store_id)
+}
+
+/// Why `source` cannot merge into `target` as the regions stand, if it cannot: they must
+/// touch, neither may be changing its membership, and their peers must sit on the same
+/// stores, all voters (each store's target replica then finds the source's data beside it).
+pub fn check_merge(source: &Region, target: &Region) -> std::result::Result<(), String> {
+    if source.id == target.id {
+        return Err(format!("region {} cannot merge into itself", source.id));
+    }
+    let touching = (!source.end_key.is_empty() && source.end_key == target.start_key)
+        || (!target.end_key.is_empty() && target.end_key == source.start_key);
+    if !touching {
+        return Err(format!(
+            "regions {} and {} are not adjacent",
+            source.id, target.id
+        ));
+    }
+    let stores = |r: &Region| -> std::result::Result<Vec<u64>, String> {
+        if let Some(p) = r
+            .peers
+            .iter()
+            .find(|p| state::role_of(p) != PeerRole::Voter)
+        {
+            return Err(format!(
+                "region {} has a peer that is not a voter ({}): its membership is changing",
+                r.id, p.id
+            ));
+        }
+        let mut stores: Vec<u64> = r.peers.iter().map(|p| p.store_id).collect();
+        stores.sort_unstable();
+        Ok(stores)
+    };
+    if stores(source)? != stores(target)? {
+        return Err(format!(
+            "regions {} and {} have peers on different stores",
+            source.id, target.id
+        ));
+    }
+    Ok(())
+}
+
+/// Applies a `PrepareMerge` to the source `region`: proposed under its whole current epoch,
+/// no merge already prepared, the log not truncated past what the commit step will carry.
+/// Both epoch numbers move on (TiKV's rule), and the merge is recorded in `apply`.
+fn prepare_merge(
+    region: &mut Region,
+    apply: &mut ApplyState,
+    proposed_under: Option<RegionEpoch>,
+    prepare: PrepareMerge,
+    index: u64,
+) -> std::result::Result<(), String> {
+    if apply.merging.is_some() {
+        return Err(format!("region {} is merging already", region.id));
+    }
+    if proposed_under != region.region_epoch {
+        return Err(format!(
+            "merge of region {} proposed under epoch {:?}, the region is at {:?}",
+            region.id, proposed_under, region.region_epoch
+        ));
+    }
+    if apply.truncated_index > prepare.min_index {
+        return Err(format!(
+            "region {}'s log is truncated to {}, above the merge's {}",
+            region.id, apply.truncated_index, prepare.min_index
+        ));
+    }
+    let target = prepare
+        .target
+        .ok_or_else(|| "a merge needs its target region".to_string())?;
+    check_merge(region, &target)?;
+    let epoch = region.region_epoch.get_or_insert_default();
+    epoch.version += 1;
+    epoch.conf_ver += 1;
+    apply.merging = Some(MergeState {
+        min_index: prepare.min_index,
+        target: Some(target),
+        commit: index,
+    });
+    Ok(())
+}
+
+/// Why the target `region` cannot take `commit`'s source in, if it cannot: the command must
+/// be proposed under the target's whole epoch as the source's prepare saw it (a split or
+/// membership change since then refuses it, and the source rolls back), the target must not
+/// be merging itself, and the regions must still fit together.
+fn check_commit_merge(
+    region: &Region,
+    apply: &ApplyState,
+    proposed_under: Option<RegionEpoch>,
+    commit: &CommitMerge,
+) -> std::result::Result<(), String> {
+    if proposed_under.is_none() || proposed_under != region.region_epoch {
+        return Err(format!(
+            "merge into region {} proposed under epoch {:?}, the region is at {:?}",
+            region.id, proposed_under, region.region_epoch
+        ));
+    }
+    if apply.merging.is_some() {
+        return Err(format!("region {} is merging into another", region.id));
+    }
+    let source = commit
+        .source
+        .as_ref()
+        .ok_or_else(|| "a merge needs its source region".to_string())?;
+    check_merge(source, region)
+}
+
+/// The target `region` takes `source`'s range; its version moves above both regions'.
+fn absorb(region: &mut Region, source: &Region) {
+    // An empty key is no bound: a source that ends the key space lies to the right.
+    if !source.end_key.is_empty() && source.end_key == region.start_key {
+        region.start_key = source.start_key.clone();
+    } else {
+        region.end_key = source.end_key.clone();
+    }
+    let source_version = source.region_epoch.map_or(0, |e| e.version);
+    let epoch = region.region_epoch.get_or_insert_default();
+    epoch.version = epoch.version.max(source_version) + 1;
+}
+
 /// Changes `region`'s peers as a ConfChangeV2 entry says: `context` holds the proposal's
 /// [`ChangePeers`] (the peers with their stores); an empty change leaves a joint
 /// configuration (incoming voters become voters, demoting voters learners).
@@ -360,6 +559,7 @@ mod tests {
             truncated_index: 5,
             truncated_term: 5,
             applied_term: 5,
+            merging: None,
         };
         let writes = RaftCmd {
             region_id: 1,
@@ -383,7 +583,15 @@ mod tests {
             ..Entry::default()
         };
         let entries = [noop, entry(7, &writes), entry(8, &compact)];
-        let outcome = apply_entries(0, &mut region, &mut apply, &entries, &mut wb).unwrap();
+        let outcome = apply_entries(
+            0,
+            &mut region,
+            &mut apply,
+            &entries,
+            &mut wb,
+            &mut no_merge_source,
+        )
+        .unwrap();
         assert_eq!(outcome.compacted_to, Some((6, 6)));
         assert!(outcome.sync);
         assert_eq!((apply.applied_index, apply.truncated_index), (8, 6));
@@ -396,6 +604,49 @@ mod tests {
         assert_eq!(saved, Some(apply));
     }
 
+    fn region(id: u64, start: &[u8], end: &[u8], version: u64) -> Region {
+        Region {
+            id,
+            start_key: start.to_vec(),
+            end_key: end.to_vec(),
+            region_epoch: Some(RegionEpoch {
+                version,
+                conf_ver: 1,
+            }),
+            peers: vec![PeerMeta {
+                id: id * 10 + 1,
+                store_id: 1,
+                ..PeerMeta::default()
+            }],
+        }
+    }
+
+    #[test]
+    fn a_target_takes_its_neighbour_s_range_on_either_side_and_a_version_above_both() {
+        // The last region into the first: both have an empty bound, on different sides
+        // (found by the seeded merge test, which made an empty range of it).
+        let mut first = region(1, b"", b"m", 3);
+        let last = region(2, b"m", b"", 7);
+        check_merge(&last, &first).unwrap();
+        absorb(&mut first, &last);
+        assert_eq!(
+            (first.start_key.as_slice(), first.end_key.as_slice()),
+            (&b""[..], &b""[..])
+        );
+        assert_eq!(first.region_epoch.unwrap().version, 8);
+        let mut right = region(3, b"m", b"t", 2);
+        absorb(&mut right, &region(4, b"g", b"m", 1));
+        assert_eq!(
+            (right.start_key.as_slice(), right.end_key.as_slice()),
+            (&b"g"[..], &b"t"[..])
+        );
+        assert!(check_merge(&region(5, b"a", b"c", 1), &region(6, b"d", b"", 1)).is_err());
+        let mut elsewhere = region(7, b"c", b"d", 1);
+        elsewhere.peers[0].store_id = 2;
+        let err = check_merge(&elsewhere, &region(8, b"d", b"", 1)).unwrap_err();
+        assert!(err.contains("different stores"), "{err}");
+    }
+
     #[test]
     fn a_gap_an_unknown_cf_and_garbage_are_errors_not_writes() {
         let engine = MemoryEngine::new();
@@ -406,15 +657,32 @@ mod tests {
             ..ApplyState::default()
         };
         let cmd = RaftCmd::default();
-        assert!(apply_entries(0, &mut region, &mut apply, &[entry(7, &cmd)], &mut wb).is_err());
+        assert!(
+            apply_entries(
+                0,
+                &mut region,
+                &mut apply,
+                &[entry(7, &cmd)],
+                &mut wb,
+                &mut no_merge_source
+            )
+            .is_err()
+        );
         let mut bad = put(b"k", b"v");
         bad.cf = "nope".into();
         let cmd = RaftCmd {
             writes: vec![bad],
             ..RaftCmd::default()
         };
-        let err =
-            apply_entries(0, &mut region, &mut apply, &[entry(6, &cmd)], &mut wb).unwrap_err();
+        let err = apply_entries(
+            0,
+            &mut region,
+            &mut apply,
+            &[entry(6, &cmd)],
+            &mut wb,
+            &mut no_merge_source,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("unknown column family"), "{err}");
         let garbage = Entry {
             index: 6,
@@ -422,7 +690,14 @@ mod tests {
             ..Entry::default()
         };
         assert!(matches!(
-            apply_entries(0, &mut region, &mut apply, &[garbage], &mut wb),
+            apply_entries(
+                0,
+                &mut region,
+                &mut apply,
+                &[garbage],
+                &mut wb,
+                &mut no_merge_source
+            ),
             Err(Error::Corrupt(_))
         ));
     }

@@ -41,6 +41,12 @@ pub struct RaftstoreConfig {
     /// Where the store keeps snapshot files (`<data-dir>/snap` on a kv node); it clears the
     /// directory when it opens.
     pub snap_dir: std::path::PathBuf,
+    /// `raftstore.merge-check-tick-interval`, in ticks: how often a source region whose
+    /// merge is prepared proposes the commit step (or gives the merge up).
+    pub merge_check_ticks: usize,
+    /// `raftstore.merge-max-log-gap`: entries a peer may lack when a merge is prepared (the
+    /// commit step carries them).
+    pub merge_max_log_gap: u64,
     /// Build snapshot files on a thread of their own (`snap-gen`), as a kv node does; false
     /// builds them in the round itself (tests that drive a store step by step).
     pub snapshot_worker: bool,
@@ -65,6 +71,8 @@ impl Default for RaftstoreConfig {
             purge_interval: Duration::from_secs(10),
             store_io_threads: 1,
             snap_dir: std::path::PathBuf::new(),
+            merge_check_ticks: 2,
+            merge_max_log_gap: 10,
             snapshot_worker: false,
         }
     }

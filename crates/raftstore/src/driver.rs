@@ -44,7 +44,7 @@ pub enum StoreMsg {
     Raft(RaftMessage),
     Propose {
         region_id: u64,
-        cmd: RaftCmd,
+        cmd: Box<RaftCmd>,
         reply: Reply,
         /// When it was sent, for the propose wait ([`StoreMsg::propose`] stamps it).
         sent_at: Instant,
@@ -65,6 +65,13 @@ pub enum StoreMsg {
     /// ([`crate::Peer::transfer_target`]), if this store leads it.
     HandOffLeadership {
         region_id: u64,
+    },
+    /// As the source's leader: merge region `source` into its neighbour `target`
+    /// ([`Store::propose_prepare_merge`]); `reply` hears once the prepare applied.
+    PrepareMerge {
+        source: u64,
+        target: u64,
+        reply: Reply,
     },
     /// A linearizable read without the lease: `reply` hears once it may be served.
     ReadIndex {
@@ -101,7 +108,7 @@ impl StoreMsg {
     pub fn propose(region_id: u64, cmd: RaftCmd, reply: Reply) -> StoreMsg {
         StoreMsg::Propose {
             region_id,
-            cmd,
+            cmd: Box::new(cmd),
             reply,
             sent_at: Instant::now(),
         }
@@ -241,6 +248,7 @@ fn refuse(msg: StoreMsg, why: &'static str) -> Error {
     match msg {
         StoreMsg::Propose { reply, .. }
         | StoreMsg::ChangePeers { reply, .. }
+        | StoreMsg::PrepareMerge { reply, .. }
         | StoreMsg::ReadIndex { reply, .. }
         | StoreMsg::Bootstrap { reply, .. }
         | StoreMsg::Destroy { reply, .. } => reply(Err(Error::Busy(why))),
@@ -470,8 +478,13 @@ fn handle<E: KvEngine, T: Transport>(store: &mut Store<E, T>, msg: StoreMsg) -> 
             store
                 .stats()
                 .propose_wait(Instant::now().saturating_duration_since(sent_at));
-            store.propose(region_id, cmd, reply, now)
+            store.propose(region_id, *cmd, reply, now)
         }
+        StoreMsg::PrepareMerge {
+            source,
+            target,
+            reply,
+        } => store.propose_prepare_merge(source, target, reply, now),
         StoreMsg::ChangePeers {
             region_id,
             changes,

@@ -29,6 +29,13 @@ pub enum Error {
     /// A split the region cannot take (keys outside it or out of order, ids missing).
     #[error("invalid split: {0}")]
     InvalidSplit(String),
+    /// A merge the regions cannot take (not adjacent, peers on different stores).
+    #[error("invalid merge: {0}")]
+    InvalidMerge(String),
+    /// The region is merging into another (TiKV's ProposalInMergingMode): it takes no
+    /// writes and serves no reads until the merge commits or rolls back; retry through PD.
+    #[error("region {0} is merging into another")]
+    ProposalInMergingMode(u64),
     /// The proposal may or may not have applied (a snapshot went past it, or the wait for
     /// it ran out): the caller must not assume either.
     #[error("outcome unknown: {0}")]

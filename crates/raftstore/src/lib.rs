@@ -4,7 +4,8 @@
 //! applied index in the same write batch.
 //!
 //! - [`store::Store`]: all peers of one store, driven in rounds with group commit;
-//! - [`split_check`]: where a region grown too large splits;
+//! - [`split_check`]: where a region grown too large splits; [`merge`]: how a small region
+//!   hands its range to its neighbour;
 //! - [`peer::Peer`]: one region's replica, the pure core (messages, ticks and proposals in;
 //!   what to persist, send and apply out), its proposals and its leader lease;
 //! - [`apply`]: what a committed entry changes; [`state`]: what a store keeps per region;
@@ -18,6 +19,7 @@ pub mod apply;
 pub mod config;
 pub mod driver;
 mod error;
+pub mod merge;
 pub mod peer;
 pub mod snapshot;
 pub mod split_check;

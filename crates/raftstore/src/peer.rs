@@ -28,6 +28,12 @@
 //! a message for a region this store does not hold yet is *uninitialized*: no range, no
 //! members, an empty log, until the leader's snapshot arrives.
 //!
+//! Merge (see [`crate::merge`]): as the source's leader, [`Peer::propose_prepare_merge`];
+//! once the prepare applied, any replica of the source makes the commit step for the
+//! target's leader ([`Peer::commit_merge_cmd`]); a replica of the source that lags is
+//! brought up to the prepare by the target's commit ([`Peer::catch_up_for_merge`]). A
+//! source whose merge is prepared takes no writes and serves no reads.
+//!
 //! The lease: a leader serves reads locally until `max_leader_lease` after the moment it
 //! proposed an entry that has since been applied (a majority acknowledged a message sent after
 //! that moment, so no other leader can be elected before an election timeout from then; the
@@ -41,12 +47,12 @@ use std::time::Instant;
 use proto::pd::{Peer as PeerMeta, Region};
 use proto::raft::change_peer::Kind as ChangeKind;
 use proto::raft::{
-    AdminRequest, ApplyState, ChangePeer, ChangePeers, CompactLog, RaftCmd, RaftMessage,
-    SnapshotRef,
+    AdminRequest, ApplyState, ChangePeer, ChangePeers, CommitMerge, CompactLog, MergeState,
+    PrepareMerge, RaftCmd, RaftMessage, RollbackMerge, SnapshotRef,
 };
 use protobuf::Message as _;
 use raft::eraftpb::{ConfChangeSingle, ConfChangeType, ConfChangeV2, Entry, Message, MessageType};
-use raft::{ProgressState, RawNode, Ready, SnapshotStatus, StateRole};
+use raft::{GetEntriesContext, ProgressState, RawNode, Ready, SnapshotStatus, StateRole, Storage};
 use raft_log::{GroupStorage, LogBase, LogEngine, LogWrite};
 
 use crate::apply::{self, ApplyOutcome};
@@ -267,6 +273,11 @@ impl Peer {
         self.region.peers.iter().any(|p| p.id == self.peer_id)
     }
 
+    /// The merge this replica of a source region prepared, until it commits or rolls back.
+    pub fn merging(&self) -> Option<&MergeState> {
+        self.apply.merging.as_ref()
+    }
+
     pub fn first_index(&self) -> u64 {
         self.raw.store().base().truncated_index + 1
     }
@@ -437,6 +448,10 @@ impl Peer {
     pub fn propose_conf_change(&mut self, changes: Vec<ChangePeer>, reply: Reply, now: Instant) {
         if !self.is_leader() {
             reply(Err(self.not_leader()));
+            return;
+        }
+        if self.merging().is_some() {
+            reply(Err(Error::ProposalInMergingMode(self.region.id)));
             return;
         }
         let mut cc = ConfChangeV2::default();
@@ -622,6 +637,12 @@ impl Peer {
         if !self.is_leader() {
             return Err(self.not_leader());
         }
+        let admin = cmd.admin.as_ref();
+        let changes_data = !cmd.writes.is_empty()
+            || admin.is_some_and(|a| a.batch_split.is_some() || a.prepare_merge.is_some());
+        if self.merging().is_some() && changes_data {
+            return Err(Error::ProposalInMergingMode(self.region.id));
+        }
         if let Some(split) = cmd.admin.as_ref().and_then(|a| a.batch_split.as_ref()) {
             apply::check_split(&self.region, split).map_err(Error::InvalidSplit)?;
         }
@@ -642,10 +663,11 @@ impl Peer {
         }
     }
 
-    /// Until when this peer may serve reads locally, if it leads and applied an entry of its
-    /// term (see [`Peer::check_lease_read`]).
+    /// Until when this peer may serve reads locally, if it leads, applied an entry of its
+    /// term and is not merging (see [`Peer::check_lease_read`]).
     pub fn lease_until(&self) -> Option<Instant> {
         (self.is_leader()
+            && self.merging().is_none()
             && self.applied_term == self.raw.raft.term
             && self.raw.raft.lead_transferee.is_none())
         .then_some(self.lease_until)
@@ -760,6 +782,10 @@ impl Peer {
             reply(Err(self.not_leader()));
             return;
         }
+        if self.merging().is_some() {
+            reply(Err(Error::ProposalInMergingMode(self.region.id)));
+            return;
+        }
         // raft-rs drops a ReadIndex request silently until an entry of the term commits.
         if self.applied_term != self.raw.raft.term {
             reply(Err(Error::Busy(
@@ -812,6 +838,11 @@ impl Peer {
     /// lease holds, and it applied an entry of its own term (so it has applied everything
     /// any earlier leader committed).
     pub fn check_lease_read(&self, now: Instant) -> Result<()> {
+        // The target may take writes to this range as soon as its commit step applies (and
+        // `lease_until` holds none while merging).
+        if self.merging().is_some() {
+            return Err(Error::ProposalInMergingMode(self.region.id));
+        }
         let lease_holds = self.lease_until().is_some_and(|until| now < until);
         if lease_holds {
             Ok(())
@@ -823,7 +854,8 @@ impl Peer {
     /// A leader truncates what every peer has, or (past the count limit) what it applied,
     /// leaving a lagging peer to a snapshot.
     fn maybe_compact_log(&mut self, now: Instant) {
-        if !self.is_leader() {
+        // A merging source keeps its log: the commit step carries its tail.
+        if !self.is_leader() || self.merging().is_some() {
             return;
         }
         let first = self.first_index();
@@ -997,9 +1029,9 @@ impl Peer {
     fn on_snapshot_installed(&mut self, region: Region, apply: ApplyState) {
         self.log_bytes = 0;
         self.region = region;
-        self.apply = apply;
         self.applied_term = apply.applied_term;
         let index = apply.applied_index;
+        self.apply = apply;
         for p in std::mem::take(&mut self.proposals) {
             if p.index <= index {
                 (p.reply)(Err(Error::OutcomeUnknown("a snapshot replaced the log")));
@@ -1030,13 +1062,185 @@ impl Peer {
         self.wrap_all(unpersisted.messages, send);
     }
 
-    /// Step 3a: applies `entries` into the round's write batch.
-    pub fn apply(
+    /// Step 3a: applies `entries` into the round's write batch; a merge's commit step takes
+    /// this store's replica of its source from `merge_source`.
+    pub fn apply<W: engine::WriteBatch>(
         &mut self,
         entries: &[Entry],
-        wb: &mut impl engine::WriteBatch,
+        wb: &mut W,
+        merge_source: &mut apply::MergeSource<'_, W>,
     ) -> Result<ApplyOutcome> {
-        apply::apply_entries(self.peer_id, &mut self.region, &mut self.apply, entries, wb)
+        apply::apply_entries(
+            self.peer_id,
+            &mut self.region,
+            &mut self.apply,
+            entries,
+            wb,
+            merge_source,
+        )
+    }
+
+    /// As the source's leader: proposes to merge this region into `target` (as this store
+    /// holds it), TiKV's PrepareMerge. Every peer must hold the log within
+    /// `merge_max_log_gap` entries of its end, and no admin command but a log truncation may
+    /// be on its way: the commit step carries the entries above the lowest peer's match and
+    /// replays them on a replica that lacks them.
+    pub fn propose_prepare_merge(&mut self, target: &Region, reply: Reply, now: Instant) {
+        match self.prepare_merge_cmd(target) {
+            Ok(cmd) => self.propose(cmd, reply, now),
+            Err(e) => reply(Err(e)),
+        }
+    }
+
+    fn prepare_merge_cmd(&self, target: &Region) -> Result<RaftCmd> {
+        if !self.is_leader() {
+            return Err(self.not_leader());
+        }
+        if self.merging().is_some() {
+            return Err(Error::ProposalInMergingMode(self.region.id));
+        }
+        apply::check_merge(&self.region, target).map_err(Error::InvalidMerge)?;
+        if self.raw.raft.pending_conf_index > self.apply.applied_index {
+            return Err(Error::Busy("a membership change is on its way"));
+        }
+        let raft_log = &self.raw.raft.raft_log;
+        let min_index = (self.raw.raft.prs().iter())
+            .map(|(_, p)| p.matched)
+            .min()
+            .unwrap_or(0)
+            .min(raft_log.committed);
+        if min_index < self.first_index().saturating_sub(1)
+            || raft_log.last_index() > min_index + self.cfg.merge_max_log_gap
+        {
+            return Err(Error::Busy("a peer lags too far behind to merge"));
+        }
+        let tail = raft_log.entries(min_index + 1, None, GetEntriesContext::empty(false))?;
+        for entry in &tail {
+            let admin_other_than_compaction = match entry.get_entry_type() {
+                raft::eraftpb::EntryType::EntryNormal if entry.data.is_empty() => false,
+                raft::eraftpb::EntryType::EntryNormal => apply::decode_cmd(entry)?
+                    .admin
+                    .is_some_and(|a| a.compact_log.is_none()),
+                _ => true,
+            };
+            if admin_other_than_compaction {
+                return Err(Error::Busy("an admin command is on its way"));
+            }
+        }
+        Ok(RaftCmd {
+            region_epoch: self.region.region_epoch,
+            admin: Some(AdminRequest {
+                prepare_merge: Some(PrepareMerge {
+                    min_index,
+                    target: Some(target.clone()),
+                }),
+                ..AdminRequest::default()
+            }),
+            ..RaftCmd::default()
+        })
+    }
+
+    /// As a replica of a source whose prepare applied: the commit step for the target's
+    /// leader, under the target's epoch as the prepare saw it, carrying this replica's log
+    /// above the prepare's `min_index` up to the prepare.
+    pub fn commit_merge_cmd(&self) -> Result<Option<RaftCmd>> {
+        let Some(merging) = self.merging() else {
+            return Ok(None);
+        };
+        let entries = self.raw.store().entries(
+            merging.min_index + 1,
+            merging.commit + 1,
+            None,
+            GetEntriesContext::empty(false),
+        )?;
+        let target = merging.target.as_ref();
+        Ok(Some(RaftCmd {
+            region_epoch: target.and_then(|t| t.region_epoch),
+            admin: Some(AdminRequest {
+                commit_merge: Some(CommitMerge {
+                    source: Some(self.region.clone()),
+                    commit: merging.commit,
+                    entries: (entries.iter())
+                        .map(|e| e.write_to_bytes().expect("encoding an entry"))
+                        .collect(),
+                }),
+                ..AdminRequest::default()
+            }),
+            ..RaftCmd::default()
+        }))
+    }
+
+    /// As the source's leader, once the target moved on (see [`crate::merge`]): gives the
+    /// merge up.
+    pub fn propose_rollback_merge(&mut self, reply: Reply, now: Instant) {
+        let Some(commit) = self.merging().map(|m| m.commit) else {
+            reply(Ok(()));
+            return;
+        };
+        let cmd = RaftCmd {
+            region_epoch: self.region.region_epoch,
+            admin: Some(AdminRequest {
+                rollback_merge: Some(RollbackMerge { commit }),
+                ..AdminRequest::default()
+            }),
+            ..RaftCmd::default()
+        };
+        self.propose(cmd, reply, now);
+    }
+
+    /// This replica of a merge's source, brought up to the merge's prepare in `wb` as the
+    /// target's commit step applies: the entries it has not applied come from its own log up
+    /// to the prepare's `min_index` (every peer held those when the prepare was proposed) and
+    /// from the commit step above it. Returns the source region as the prepare left it.
+    /// The peer is destroyed once `wb` is written, so raft-rs does not hear of these.
+    pub(crate) fn catch_up_for_merge<W: engine::WriteBatch>(
+        &mut self,
+        commit: &CommitMerge,
+        wb: &mut W,
+    ) -> Result<Region> {
+        let applied = self.apply.applied_index;
+        if applied < commit.commit {
+            let mut carried = Vec::with_capacity(commit.entries.len());
+            for bytes in &commit.entries {
+                carried.push(
+                    Entry::parse_from_bytes(bytes)
+                        .map_err(|e| Error::Corrupt(format!("an entry a merge carries: {e}")))?,
+                );
+            }
+            let first_carried = carried.first().map_or(commit.commit + 1, |e| e.index);
+            let mut entries = if applied + 1 < first_carried {
+                self.raw.store().entries(
+                    applied + 1,
+                    first_carried,
+                    None,
+                    GetEntriesContext::empty(false),
+                )?
+            } else {
+                Vec::new()
+            };
+            entries.extend(carried.into_iter().filter(|e| e.index > applied));
+            let outcome = apply::apply_entries(
+                self.peer_id,
+                &mut self.region,
+                &mut self.apply,
+                &entries,
+                wb,
+                &mut apply::no_merge_source,
+            )?;
+            if !outcome.new_regions.is_empty() {
+                tracing::warn!(
+                    region_id = self.region.id,
+                    "a merge's catch-up replayed a split: its new regions get their peers here from their leaders"
+                );
+            }
+        }
+        match self.merging() {
+            Some(m) if m.commit == commit.commit => Ok(self.region.clone()),
+            _ => Err(Error::Corrupt(format!(
+                "region {} reached index {} without the merge prepared at {}",
+                self.region.id, self.apply.applied_index, commit.commit
+            ))),
+        }
     }
 
     /// Step 3b: the batch holding `entries`, committed at `committed_at`, is written. Hands

@@ -334,6 +334,8 @@ fn apply_file<E: KvEngine>(
         truncated_index: meta.index,
         truncated_term: meta.term,
         applied_term: meta.term,
+        // A merging region truncates no log, so no peer of it needs a snapshot.
+        merging: None,
     };
     let mut wb = engine.write_batch();
     // What this store held of the range goes, key by key (a new replica holds nothing).
@@ -391,6 +393,7 @@ mod tests {
             applied_term: 2,
             truncated_index: 5,
             truncated_term: 2,
+            merging: None,
         };
         state::put_apply_state(&mut wb, 1, &apply);
         engine.write(wb, true).unwrap();

@@ -50,6 +50,7 @@ pub fn initial_apply_state() -> ApplyState {
         truncated_index: INIT_LOG_INDEX,
         truncated_term: INIT_LOG_TERM,
         applied_term: INIT_LOG_TERM,
+        merging: None,
     }
 }
 

@@ -29,6 +29,10 @@
 //! `pending_msgs`). A split never replaces a peer that already holds data, or one this store
 //! removed since.
 //!
+//! Merges: a merge's commit step brings this store's replica of the source up to the merge
+//! and retires it in the same kv write that widens the target ([`crate::merge`]); the source
+//! peer is destroyed once that write landed.
+//!
 //! Durability: a follower acknowledges entries (and a voter votes) only after the log write
 //! that carries them returned. The kv engine's apply batch is not fsynced, except one that truncates
 //! the log: the log is the redo record of everything above the applied index saved with the
@@ -50,7 +54,7 @@ use crate::apply::ApplyOutcome;
 use crate::config::RaftstoreConfig;
 use crate::peer::{Peer, Reply, Unpersisted};
 use crate::stats::StoreStats;
-use crate::{Error, Result, snapshot, state};
+use crate::{Error, Result, merge, snapshot, state};
 
 /// Where a store's outgoing Raft messages go.
 pub trait Transport {
@@ -107,6 +111,8 @@ pub struct Store<E: KvEngine, T: Transport> {
     /// Votes for regions this store has no peer of yet, whose range a peer here still covers
     /// (see the module header), by region, with when they came; kept [`PENDING_VOTE_TTL`].
     pending_votes: BTreeMap<u64, (Instant, RaftMessage)>,
+    /// Ticks since the store opened.
+    ticks: u64,
     /// With `cfg.snapshot_worker`: the thread that builds snapshot files.
     snap_worker: Option<SnapWorker>,
     cfg: Arc<RaftstoreConfig>,
@@ -217,6 +223,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             next_seq: 0,
             clearing: BTreeMap::new(),
             pending_votes: BTreeMap::new(),
+            ticks: 0,
             snap_worker,
             cfg,
             logger,
@@ -451,10 +458,18 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         }
     }
 
-    /// One base tick for every peer.
+    /// One base tick for every peer; every `merge_check_ticks`, the merges prepared here
+    /// move on ([`merge::check_merges`]).
     pub fn tick(&mut self, now: Instant) {
         for peer in self.peers.values_mut() {
             peer.tick(now);
+        }
+        self.ticks += 1;
+        if self
+            .ticks
+            .is_multiple_of(self.cfg.merge_check_ticks.max(1) as u64)
+        {
+            merge::check_merges(&mut self.peers, &self.tombstones, now);
         }
     }
 
@@ -665,17 +680,27 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         }
     }
 
-    /// Applies what the peers committed (by `committed_at`) with one kv write.
+    /// Applies what the peers committed (by `committed_at`) with one kv write. A merge's
+    /// commit step brings this store's replica of its source up to the merge in the same
+    /// write (the source's own entries of the round, if it comes later, are dropped with it).
     fn apply(&mut self, committed: BTreeMap<u64, Vec<Entry>>, committed_at: Instant) -> Result<()> {
         let mut wb = self.engine.write_batch();
         let mut sync = false;
         let mut outcomes: Vec<(u64, Vec<Entry>, ApplyOutcome)> = Vec::new();
+        let mut merged = Vec::new();
         for (id, entries) in committed {
-            if entries.is_empty() {
+            if entries.is_empty() || merged.contains(&id) {
                 continue;
             }
-            let peer = self.peers.get_mut(&id).expect("peer of committed entries");
-            let mut outcome = peer.apply(&entries, &mut wb)?;
+            // Out of the map while it applies, so its merge may reach its source peer.
+            let mut peer = self.peers.remove(&id).expect("peer of committed entries");
+            let peers = &mut self.peers;
+            let applied = peer.apply(&entries, &mut wb, &mut |commit, wb| {
+                merge::catch_up_source(peers, id, commit, wb)
+            });
+            self.peers.insert(id, peer);
+            let mut outcome = applied?;
+            merged.extend(&outcome.merged_sources);
             outcome
                 .new_regions
                 .retain(|r| self.may_create_split_peer(r));
@@ -700,7 +725,10 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             fail::fail_point!("apply_after_kv_write");
         }
         for (id, entries, outcome) in outcomes {
-            let peer = self.peers.get_mut(&id).expect("peer of applied entries");
+            let Some(peer) = self.peers.get_mut(&id) else {
+                // A source a later region's merge took in this round: destroyed below.
+                continue;
+            };
             let (n, commit_log) = peer.on_applied(&entries, &outcome, committed_at)?;
             self.stats.commit_log(n, commit_log);
             if let Some((index, _)) = outcome.compacted_to {
@@ -714,8 +742,36 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             for region in outcome.new_regions {
                 self.create_split_peer(region, id, led_in)?;
             }
+            for source in outcome.merged_sources {
+                tracing::info!(
+                    store_id = self.store_id,
+                    region_id = id,
+                    source,
+                    "the region took its merge source in"
+                );
+                self.destroy_peer(source)?;
+            }
         }
         Ok(())
+    }
+
+    /// As the leader of `source_id`: proposes to merge it into `target_id`, as this store's
+    /// replica of the target holds it (see [`Peer::propose_prepare_merge`]).
+    pub fn propose_prepare_merge(
+        &mut self,
+        source_id: u64,
+        target_id: u64,
+        reply: Reply,
+        now: Instant,
+    ) {
+        let target = (self.peers.get(&target_id))
+            .filter(|p| p.is_initialized())
+            .map(|p| p.region().clone());
+        match (self.peers.get_mut(&source_id), target) {
+            (Some(source), Some(target)) => source.propose_prepare_merge(&target, reply, now),
+            (None, _) => reply(Err(Error::RegionNotFound(source_id))),
+            (_, None) => reply(Err(Error::RegionNotFound(target_id))),
+        }
     }
 
     /// Whether a split may create this store's peer of `region`: not if a peer of it already

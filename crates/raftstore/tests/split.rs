@@ -7,35 +7,13 @@
 
 mod cluster;
 
-use cluster::{Cluster, Outcome, REGION, outcome_of, put, test_config};
+use cluster::{
+    Cluster, Lcg, Outcome, REGION, data, outcome_of, put, rand_seed, route, split_cmd, test_config,
+    write_to,
+};
 use proto::pd::Region;
-use proto::raft::{AdminRequest, BatchSplit, RaftCmd, SplitRequest};
+use proto::raft::RaftCmd;
 use raftstore::Error;
-
-/// A split of `REGION` at `keys`, new regions numbered from `first_id` (peer ids
-/// `first_id * 10 + store`).
-fn split_cmd(c: &Cluster, keys: &[&[u8]], first_id: u64) -> RaftCmd {
-    let stores: Vec<u64> = c.stores.keys().copied().collect();
-    let requests = keys
-        .iter()
-        .enumerate()
-        .map(|(i, key)| {
-            let id = first_id + i as u64;
-            SplitRequest {
-                split_key: key.to_vec(),
-                new_region_id: id,
-                new_peer_ids: stores.iter().map(|s| id * 10 + s).collect(),
-            }
-        })
-        .collect();
-    RaftCmd {
-        admin: Some(AdminRequest {
-            batch_split: Some(BatchSplit { requests }),
-            ..AdminRequest::default()
-        }),
-        ..RaftCmd::default()
-    }
-}
 
 fn region_at(c: &Cluster, s: u64, id: u64) -> Region {
     c.stores[&s]
@@ -47,21 +25,6 @@ fn region_at(c: &Cluster, s: u64, id: u64) -> Region {
 
 fn version(r: &Region) -> u64 {
     r.region_epoch.unwrap().version
-}
-
-/// The data CF key of user key `user_key`: region bounds are user keys, data keys encoded.
-fn data(user_key: &[u8]) -> Vec<u8> {
-    codec::mvcc::encode_key(user_key)
-}
-
-fn write_to(c: &mut Cluster, region: u64, key: &[u8], value: &[u8]) -> Result<(), Error> {
-    let leader = c.leader_of(region).expect("the region has a leader");
-    let cmd = RaftCmd {
-        writes: vec![put(&data(key), value)],
-        ..RaftCmd::default()
-    };
-    let outcome = c.propose_cmd(leader, region, cmd);
-    c.wait_outcome(&outcome)
 }
 
 #[test]
@@ -316,43 +279,6 @@ fn seeded_splits_under_writes_lose_and_misplace_nothing() {
         }
     }
     assert!(next_region > 5, "seed {seed}: the run split a few times");
-}
-
-/// The region of store 1's view holding `key`, and its leader (ticking until it has one).
-fn route(c: &mut Cluster, key: &[u8]) -> (Region, u64) {
-    let region = c.stores[&1]
-        .peers()
-        .map(|p| p.region().clone())
-        .find(|r| {
-            key >= r.start_key.as_slice() && (r.end_key.is_empty() || key < r.end_key.as_slice())
-        })
-        .expect("a region holds every key");
-    for _ in 0..50 {
-        if let Some(leader) = c.leader_of(region.id) {
-            return (region, leader);
-        }
-        c.tick();
-    }
-    panic!("region {} has no leader after 50 ticks", region.id);
-}
-
-fn rand_seed() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(7, |d| d.as_nanos() as u64)
-}
-
-/// A small seeded generator (Knuth's MMIX LCG): the run replays from its seed.
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
 }
 
 #[test]

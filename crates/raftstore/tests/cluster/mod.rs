@@ -27,7 +27,9 @@ use engine::{Cf, Peekable};
 use proto::pd::{Peer as PeerMeta, Region, RegionEpoch};
 use proto::raft::change_peer::Kind as ChangeKind;
 use proto::raft::write_op::Kind;
-use proto::raft::{ChangePeer, RaftCmd, RaftMessage, WriteOp};
+use proto::raft::{
+    AdminRequest, BatchSplit, ChangePeer, RaftCmd, RaftMessage, SplitRequest, WriteOp,
+};
 use protobuf::Message as _;
 use raft::eraftpb::{Message, MessageType};
 use raft_log::{LogConfig, LogEngine};
@@ -490,6 +492,24 @@ impl Cluster {
         outcome
     }
 
+    /// Asks store `s` to merge region `source` into `target` (see
+    /// `Store::propose_prepare_merge`); the slot the prepare's outcome will land in.
+    pub fn propose_prepare_merge(&mut self, s: u64, source: u64, target: u64) -> Outcome {
+        let outcome: Outcome = Arc::default();
+        let slot = outcome.clone();
+        let now = self.now;
+        self.stores
+            .get_mut(&s)
+            .expect("a running store")
+            .propose_prepare_merge(
+                source,
+                target,
+                Box::new(move |r| *slot.lock().unwrap() = Some(r)),
+                now,
+            );
+        outcome
+    }
+
     /// Pumps and ticks until `outcome` is answered (at most 50 ticks); the answer.
     pub fn wait_outcome(&mut self, outcome: &Outcome) -> Result<(), Error> {
         self.pump();
@@ -617,4 +637,92 @@ pub fn put(key: &[u8], value: &[u8]) -> WriteOp {
 /// Takes the outcome if it arrived.
 pub fn outcome_of(o: &Outcome) -> Option<Result<(), Error>> {
     o.lock().unwrap().take()
+}
+
+/// A split of `REGION` at `keys`, new regions numbered from `first_id` (peer ids
+/// `first_id * 10 + store`).
+pub fn split_cmd(c: &Cluster, keys: &[&[u8]], first_id: u64) -> RaftCmd {
+    let stores: Vec<u64> = c.stores.keys().copied().collect();
+    let requests = keys
+        .iter()
+        .enumerate()
+        .map(|(i, key)| {
+            let id = first_id + i as u64;
+            SplitRequest {
+                split_key: key.to_vec(),
+                new_region_id: id,
+                new_peer_ids: stores.iter().map(|s| id * 10 + s).collect(),
+            }
+        })
+        .collect();
+    RaftCmd {
+        admin: Some(AdminRequest {
+            batch_split: Some(BatchSplit { requests }),
+            ..AdminRequest::default()
+        }),
+        ..RaftCmd::default()
+    }
+}
+
+/// The data CF key of user key `user_key`: region bounds are user keys, data keys encoded.
+pub fn data(user_key: &[u8]) -> Vec<u8> {
+    codec::mvcc::encode_key(user_key)
+}
+
+pub fn write_to(c: &mut Cluster, region: u64, key: &[u8], value: &[u8]) -> Result<(), Error> {
+    let leader = c.leader_of(region).expect("the region has a leader");
+    let cmd = RaftCmd {
+        writes: vec![put(&data(key), value)],
+        ..RaftCmd::default()
+    };
+    let outcome = c.propose_cmd(leader, region, cmd);
+    c.wait_outcome(&outcome)
+}
+
+/// The region of store 1's view holding `key`, and its leader (ticking until it has one).
+pub fn route(c: &mut Cluster, key: &[u8]) -> (Region, u64) {
+    let region = c.stores[&1]
+        .peers()
+        .map(|p| p.region().clone())
+        .find(|r| {
+            key >= r.start_key.as_slice() && (r.end_key.is_empty() || key < r.end_key.as_slice())
+        })
+        .unwrap_or_else(|| {
+            let regions: Vec<(u64, Vec<u8>, Vec<u8>)> = (c.stores[&1].peers())
+                .map(|p| {
+                    (
+                        p.region().id,
+                        p.region().start_key.clone(),
+                        p.region().end_key.clone(),
+                    )
+                })
+                .collect();
+            panic!("no region of store 1 holds {key:?}: {regions:?}")
+        });
+    for _ in 0..50 {
+        if let Some(leader) = c.leader_of(region.id) {
+            return (region, leader);
+        }
+        c.tick();
+    }
+    panic!("region {} has no leader after 50 ticks", region.id);
+}
+
+pub fn rand_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(7, |d| d.as_nanos() as u64)
+}
+
+/// A small seeded generator (Knuth's MMIX LCG): the run replays from its seed.
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
 }
