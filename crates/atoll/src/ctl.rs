@@ -90,13 +90,15 @@ enum StoreCommand {
 #[derive(Subcommand)]
 enum OperatorCommand {
     Show,
-    /// `add transfer-leader REGION STORE`, `add transfer-peer REGION FROM TO` or `add
-    /// split-region REGION [--policy scan|approximate|usekey --keys HEX,...]`.
+    /// `add transfer-leader REGION STORE`, `add transfer-peer REGION FROM TO`, `add
+    /// split-region REGION [--policy scan|approximate|usekey --keys HEX,...]` or `add
+    /// merge-region SOURCE TARGET`.
     Add {
-        #[arg(value_parser = ["transfer-leader", "transfer-peer", "split-region"])]
+        #[arg(value_parser = ["transfer-leader", "transfer-peer", "split-region", "merge-region"])]
         name: String,
         region: u64,
-        /// The store to lead (transfer-leader), or FROM and TO (transfer-peer).
+        /// The store to lead (transfer-leader), FROM and TO (transfer-peer), or the region
+        /// to merge into (merge-region).
         stores: Vec<u64>,
         /// split-region: in halves (scan, approximate) or at `--keys` (usekey).
         #[arg(long, default_value = "scan", value_parser = ["scan", "approximate", "usekey"])]
@@ -231,8 +233,11 @@ pub fn run(args: CtlArgs) -> anyhow::Result<()> {
                             "name": name, "region_id": region,
                             "from_store_id": from, "to_store_id": to,
                         }),
+                        ("merge-region", [target]) => serde_json::json!({
+                            "name": name, "source_region_id": region, "target_region_id": target,
+                        }),
                         _ => bail!(
-                            "usage: operator add transfer-leader REGION STORE | transfer-peer REGION FROM TO | split-region REGION [--policy P --keys K,...]"
+                            "usage: operator add transfer-leader REGION STORE | transfer-peer REGION FROM TO | split-region REGION [--policy P --keys K,...] | merge-region SOURCE TARGET"
                         ),
                     };
                     on_leader(&agent, &pd, "POST", "operators", Some(body))

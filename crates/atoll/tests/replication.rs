@@ -649,6 +649,65 @@ fn splits_and_leader_balancing_under_transfers_fail_no_transaction_and_the_parts
 }
 
 #[test]
+fn merges_under_transfers_fail_no_transaction_and_small_regions_merge_by_themselves() {
+    // The merge checker starts off: the first merge is asked for by hand.
+    let c = Cluster::start_with(3, "[schedule]\nmax-merge-region-size = 0\n");
+    open_bank(&c);
+    // New regions are measured within a second (the merge checker wants their size).
+    c.mysql("SET CONFIG kv `raftstore.split-region-check-tick-interval` = '1s'")
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let workload = transfers_until(c.port, stop.clone(), Duration::from_millis(50));
+    std::thread::sleep(Duration::from_secs(1));
+    let split = c.mysql("SPLIT TABLE bank.accounts BY (3), (6)").unwrap();
+    assert_eq!(split, "2\t1");
+    let regions = || -> Vec<String> {
+        let shown = c
+            .mysql("SHOW TABLE bank.accounts REGIONS")
+            .unwrap_or_default();
+        (shown.lines())
+            .map(|l| l.split('\t').next().unwrap().to_string())
+            .collect()
+    };
+    let r = regions();
+    assert_eq!(r.len(), 3, "{r:?}");
+    let apart = c
+        .ctl(&["operator", "add", "merge-region", &r[0], &r[2]])
+        .unwrap_err();
+    assert!(apart.contains("not adjacent"), "{apart}");
+    // The middle region into the first, with pessimistic transfers holding locks in both.
+    wait_until(
+        "pd takes the merge operator",
+        Duration::from_secs(30),
+        || match c.ctl(&["operator", "add", "merge-region", &r[1], &r[0]]) {
+            Ok(_) => true,
+            Err(e) if e.contains("has an operator in flight") => false,
+            Err(e) => panic!("merge-region refused: {e}"),
+        },
+    );
+    wait_until("the merge", Duration::from_secs(30), || {
+        regions().len() == 2
+    });
+    // Once on, the merge checker merges the small regions left.
+    c.ctl(&["config", "set", "split-merge-interval", "1s"])
+        .unwrap();
+    c.ctl(&["config", "set", "max-merge-region-size", "54"])
+        .unwrap();
+    wait_until(
+        "the merge checker's merges",
+        Duration::from_secs(60),
+        || regions().len() == 1,
+    );
+    stop.store(true, Ordering::Relaxed);
+    let (last, acked, failed) = workload.join().unwrap();
+    assert!(failed.is_empty(), "failed transfers: {failed:?}");
+    assert!(!acked.is_empty());
+    check_bank(&c, &acked, last);
+    let counts: Vec<i64> = (0..3).map(|i| c.region_count(i, "region")).collect();
+    assert!(counts.iter().all(|&n| n == counts[0]), "{counts:?}");
+}
+
+#[test]
 fn a_table_grown_past_the_split_size_splits_by_itself_and_reads_stay_whole() {
     let c = Cluster::start();
     open_bank(&c);

@@ -675,6 +675,18 @@ pub static KNOBS: &[KnobSpec] = knob_table![
         online: false,
     },
     KnobSpec {
+        name: "raftstore.merge-check-tick-interval",
+        kind: DURATION_ANY,
+        default: |_| dur(ReadableDuration::secs(2)),
+        online: false,
+    },
+    KnobSpec {
+        name: "raftstore.merge-max-log-gap",
+        kind: INT_POSITIVE,
+        default: |_| int(10),
+        online: false,
+    },
+    KnobSpec {
         name: "raftstore.raft-engine-purge-interval",
         kind: DURATION_ANY,
         default: |_| dur(ReadableDuration::secs(10)),

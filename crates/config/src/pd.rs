@@ -152,6 +152,24 @@ pub static KNOBS: &[KnobSpec] = knob_table![
         default: |_| int(54),
         online: true,
     },
+    KnobSpec {
+        name: "schedule.max-merge-region-keys",
+        kind: INT_NON_NEGATIVE,
+        default: |_| int(540_000),
+        online: true,
+    },
+    KnobSpec {
+        name: "schedule.split-merge-interval",
+        kind: DURATION_ANY,
+        default: |_| dur(ReadableDuration::hours(1)),
+        online: true,
+    },
+    KnobSpec {
+        name: "schedule.merge-schedule-limit",
+        kind: INT_NON_NEGATIVE,
+        default: |_| int(8),
+        online: true,
+    },
 ];
 
 /// The URL other processes reach this member at for `kind` ("client" or "peer"):

@@ -14,7 +14,8 @@
 //!    [`HAND_OFF_RETRY`] until no region is led here, nor has a peer here running for
 //!    leader (it is handed off once it won).
 //!
-//! [`transfer_region`] does the same for one region whose leadership PD moves.
+//! [`transfer_region`] does the same for one region whose leadership PD moves, and
+//! [`merge_region`] moves a region's locks before it merges into its neighbour.
 //!
 //! Both steps together take at most [`LEADER_HAND_OFF_WAIT_MS`] (each lock write waits only
 //! for the time left): with no follower up (the whole cluster stopping) the node stops
@@ -92,10 +93,8 @@ pub fn transfer_region(kv: &RaftKv, latches: &Latches, region_id: u64, to_peer_i
     let here = view.leader.map(|l| l.store_id);
     let (start, end) = (&view.region.start_key, &view.region.end_key);
     let table = kv.pessimistic_locks();
-    table.pause_range(start, end);
-    latches.wait_for_holders();
     let deadline = Instant::now() + TRANSFER_WAIT;
-    match move_locks(kv, latches, deadline, |n| table.keys_in(start, end, n)) {
+    match pause_and_move_locks(kv, latches, start, end, deadline) {
         Ok(moved) => {
             tracing::info!(
                 region_id,
@@ -136,18 +135,49 @@ pub fn transfer_region(kv: &RaftKv, latches: &Latches, region_id: u64, to_peer_i
     }
 }
 
-/// The leadership moves PD asked for that are under way, at most one per region: PD repeats
-/// its request with every heartbeat until the move shows.
+/// PD merges region `source`, led here, into its neighbour `target` (the merge checker, or
+/// `operator add merge-region`): the source's in-memory pessimistic locks go to the lock CF
+/// first, as in a leadership move (the target's leader finds them there), while new ones of
+/// its range go there directly; then the merge is prepared. If raftstore refused it, the
+/// range takes in-memory locks again. Once prepared, the range stays paused: the source
+/// takes no writes until the merge commits (the target's leader here, if it is here, then
+/// loads the range: `RaftKv::on_leader_term`) or rolls back (the pause then ends with the
+/// next leadership of the source).
+pub fn merge_region(kv: &RaftKv, latches: &Latches, source: u64, target: u64) {
+    let Some(view) = kv.views().get(source) else {
+        return;
+    };
+    let (start, end) = (&view.region.start_key, &view.region.end_key);
+    let deadline = Instant::now() + TRANSFER_WAIT;
+    match pause_and_move_locks(kv, latches, start, end, deadline) {
+        Ok(moved) => tracing::info!(source, target, locks_moved = moved, "merging the region"),
+        Err(e) => tracing::warn!(source, "moving the region's locks failed: {e}"),
+    }
+    let prepared = kv
+        .router()
+        .call_within(TRANSFER_WAIT, |reply| StoreMsg::PrepareMerge {
+            source,
+            target,
+            reply,
+        });
+    if let Err(e) = prepared {
+        tracing::info!(source, target, "merge not prepared: {e}");
+        kv.pessimistic_locks().resume_range(start, end);
+    }
+}
+
+/// The leadership moves and merges PD asked for that are under way, at most one per region:
+/// PD repeats its request with every heartbeat until the move shows.
 #[derive(Clone)]
-pub struct LeaderMoves {
+pub struct RegionMoves {
     kv: std::sync::Arc<RaftKv>,
     latches: std::sync::Arc<Latches>,
     moving: std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<u64>>>,
 }
 
-impl LeaderMoves {
-    pub fn new(kv: std::sync::Arc<RaftKv>, latches: std::sync::Arc<Latches>) -> LeaderMoves {
-        LeaderMoves {
+impl RegionMoves {
+    pub fn new(kv: std::sync::Arc<RaftKv>, latches: std::sync::Arc<Latches>) -> RegionMoves {
+        RegionMoves {
             kv,
             latches,
             moving: Default::default(),
@@ -155,8 +185,27 @@ impl LeaderMoves {
     }
 
     /// Starts [`transfer_region`] on a thread of its own (it waits for latches and a Raft
-    /// write), unless one for that region is under way.
+    /// write), unless a move of that region is under way.
     pub fn start(&self, region_id: u64, to_peer_id: u64) {
+        self.spawn(region_id, "move-leader", move |kv, latches| {
+            transfer_region(kv, latches, region_id, to_peer_id)
+        });
+    }
+
+    /// Starts [`merge_region`] on a thread of its own, unless a move of that region is
+    /// under way.
+    pub fn merge(&self, source: u64, target: u64) {
+        self.spawn(source, "merge-region", move |kv, latches| {
+            merge_region(kv, latches, source, target)
+        });
+    }
+
+    fn spawn(
+        &self,
+        region_id: u64,
+        name: &str,
+        work: impl FnOnce(&RaftKv, &Latches) + Send + 'static,
+    ) {
         if !self
             .moving
             .lock()
@@ -167,9 +216,9 @@ impl LeaderMoves {
         }
         let this = self.clone();
         let spawned = std::thread::Builder::new()
-            .name("move-leader".into())
+            .name(name.into())
             .spawn(move || {
-                transfer_region(&this.kv, &this.latches, region_id, to_peer_id);
+                work(&this.kv, &this.latches);
                 this.moving
                     .lock()
                     .expect("moves poisoned")
@@ -182,6 +231,21 @@ impl LeaderMoves {
                 .remove(&region_id);
         }
     }
+}
+
+/// A region's range `[start, end)` takes no more in-memory pessimistic locks (new ones go
+/// to the lock CF), and the ones it holds move there, before `deadline`; how many moved.
+fn pause_and_move_locks(
+    kv: &RaftKv,
+    latches: &Latches,
+    start: &[u8],
+    end: &[u8],
+    deadline: Instant,
+) -> engine::Result<usize> {
+    let table = kv.pessimistic_locks();
+    table.pause_range(start, end);
+    latches.wait_for_holders();
+    move_locks(kv, latches, deadline, |n| table.keys_in(start, end, n))
 }
 
 /// How long a region's range keeps its new locks out of memory while its leadership moves.

@@ -153,12 +153,18 @@ pub fn run(node: Node) -> Result<(), NodeError> {
         {
             let moves = replication
                 .as_ref()
-                .map(|r| hand_off::LeaderMoves::new(r.kv.clone(), storage.scheduler.latches()));
+                .map(|r| hand_off::RegionMoves::new(r.kv.clone(), storage.scheduler.latches()));
             let wake = wake_split_check.clone();
+            let merges = moves.clone();
             pd_worker::Orders {
                 move_leader: Box::new(move |region_id, to_peer_id| {
                     if let Some(moves) = &moves {
                         moves.start(region_id, to_peer_id);
+                    }
+                }),
+                merge_region: Box::new(move |source, target| {
+                    if let Some(merges) = &merges {
+                        merges.merge(source, target);
                     }
                 }),
                 split_region: Box::new(move |region_id, split| {
@@ -269,7 +275,9 @@ pub fn raftstore_config(
     snap_dir: std::path::PathBuf,
 ) -> raftstore::RaftstoreConfig {
     let base_tick = c.duration("raftstore.raft-base-tick-interval").0;
-    let gc_tick = c.duration("raftstore.raft-log-gc-tick-interval").0;
+    let in_ticks = |interval: std::time::Duration| {
+        (interval.as_millis() / base_tick.as_millis().max(1)).max(1) as usize
+    };
     raftstore::RaftstoreConfig {
         base_tick,
         heartbeat_ticks: c.int("raftstore.raft-heartbeat-ticks") as usize,
@@ -279,12 +287,14 @@ pub fn raftstore_config(
         max_size_per_msg_bytes: c.size("raftstore.raft-max-size-per-msg").bytes(),
         max_inflight_msgs: c.int("raftstore.raft-max-inflight-msgs") as usize,
         entry_max_size_bytes: c.size("raftstore.raft-entry-max-size").bytes(),
-        log_gc_ticks: (gc_tick.as_millis() / base_tick.as_millis().max(1)).max(1) as usize,
+        log_gc_ticks: in_ticks(c.duration("raftstore.raft-log-gc-tick-interval").0),
         log_gc_threshold: c.int("raftstore.raft-log-gc-threshold") as u64,
         log_gc_count_limit: c.int("raftstore.raft-log-gc-count-limit") as u64,
         log_gc_size_limit_bytes: c.size("raftstore.raft-log-gc-size-limit").bytes(),
         purge_interval: c.duration("raftstore.raft-engine-purge-interval").0,
         store_io_threads: c.int("raftstore.store-io-pool-size") as usize,
+        merge_check_ticks: in_ticks(c.duration("raftstore.merge-check-tick-interval").0),
+        merge_max_log_gap: c.int("raftstore.merge-max-log-gap") as u64,
         snap_dir,
         snapshot_worker: true,
     }

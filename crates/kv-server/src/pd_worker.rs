@@ -390,6 +390,7 @@ async fn leader_heartbeats(
                     change_peer: r.change_peer,
                     transfer_leader: r.transfer_leader,
                     split_region: r.split_region,
+                    merge_region: r.merge_region,
                 };
                 follow_order(raft.router(), orders, step);
             }
@@ -398,8 +399,8 @@ async fn leader_heartbeats(
     }
 }
 
-/// Does what PD asked of a region this store leads: a membership change, a leader transfer
-/// or a split; the outcome shows in a later heartbeat.
+/// Does what PD asked of a region this store leads: a membership change, a leader transfer,
+/// a split or a merge; the outcome shows in a later heartbeat.
 fn follow_order(router: &RaftRouter, orders: &Orders, step: wire::RegionOperator) {
     let region_id = step.region_id;
     if let Some(change) = step.change_peer {
@@ -411,6 +412,9 @@ fn follow_order(router: &RaftRouter, orders: &Orders, step: wire::RegionOperator
     if let Some(split) = step.split_region {
         (orders.split_region)(region_id, split);
     }
+    if let Some(merge) = step.merge_region {
+        (orders.merge_region)(region_id, merge.target);
+    }
 }
 
 /// What PD may ask of a region led here that happens off this thread.
@@ -420,6 +424,8 @@ pub struct Orders {
     /// Split the region, at the epoch version given, at the keys, or in halves when there
     /// are none (the split checker's [`crate::split_checker::Wake::Split`]).
     pub split_region: Box<dyn Fn(u64, wire::SplitRegion) + Send>,
+    /// Merge the region into its neighbour (`hand_off::merge_region`): `(source, target)`.
+    pub merge_region: Box<dyn Fn(u64, u64) + Send>,
 }
 
 /// Proposes PD's membership change; the outcome shows in a later heartbeat.

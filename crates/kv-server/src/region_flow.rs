@@ -39,7 +39,7 @@ pub struct Report {
     /// Milliseconds `flow` covers (since the previous report, or since the region was
     /// first counted).
     pub interval_ms: u64,
-    /// 0 while not measured.
+    /// 0 while not measured; at least 1 once measured, even for an empty region.
     pub approximate_size: u64,
     pub approximate_keys: u64,
 }
@@ -105,7 +105,7 @@ impl RegionFlows {
         self.with(region_id, |e| e.size = Some((size, keys)));
     }
 
-    /// Forgets the region's size: a split changed it.
+    /// Forgets the region's size: a split or a merge changed it.
     pub fn unmeasured(&self, region_id: u64) {
         self.with(region_id, |e| e.size = None);
     }
@@ -141,7 +141,9 @@ impl RegionFlows {
             let report = Report {
                 flow: std::mem::take(&mut e.flow),
                 interval_ms: now.duration_since(e.since).as_millis() as u64,
-                approximate_size: e.size.map_or(0, |(s, _)| s),
+                // A measured region reports at least a byte: 0 means not measured (an
+                // empty region is what PD's merge checker looks for first).
+                approximate_size: e.size.map_or(0, |(s, _)| s.max(1)),
                 approximate_keys: e.size.map_or(0, |(_, k)| k),
             };
             e.since = now;

@@ -115,6 +115,7 @@ impl Splitter {
                 | raftstore::Error::EpochNotMatch { .. }
                 | raftstore::Error::StaleCommand
                 | raftstore::Error::RefusedAtApply(_)
+                | raftstore::Error::ProposalInMergingMode(_)
                 | raftstore::Error::RegionNotFound(_) => SplitFailure::Moved(why),
                 _ => SplitFailure::Refused(why),
             }

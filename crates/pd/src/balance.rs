@@ -29,7 +29,7 @@ use crate::cluster::{Peer, Region, Store};
 use crate::replica_checker::{ROLE_LEARNER, ROLE_VOTER, Step, is_up};
 
 /// A region fit to be moved: settled, every peer on a store that is up.
-fn settled(r: &Region, up: &BTreeSet<u64>, busy: &BTreeSet<u64>) -> bool {
+pub(crate) fn settled(r: &Region, up: &BTreeSet<u64>, busy: &BTreeSet<u64>) -> bool {
     !busy.contains(&r.id)
         && r.pending_peers.is_empty()
         && r.leader.is_some()
@@ -48,7 +48,7 @@ fn extremes(counts: &BTreeMap<u64, usize>) -> Option<((usize, u64), (usize, u64)
     Some((most, fewest))
 }
 
-fn up_stores(stores: &[&Store], now_ms: u64) -> BTreeSet<u64> {
+pub(crate) fn up_stores(stores: &[&Store], now_ms: u64) -> BTreeSet<u64> {
     stores
         .iter()
         .filter(|s| is_up(s, now_ms))

@@ -18,7 +18,8 @@
 //! - `GET /pd/api/v1/operators`; `POST /pd/api/v1/operators` with `{"name":
 //!   "transfer-leader", "region_id", "to_store_id"}`, `{"name": "transfer-peer",
 //!   "region_id", "from_store_id", "to_store_id"}` or `{"name": "split-region",
-//!   "region_id", "policy": "scan"|"approximate"|"usekey", "keys": [hex, ...]}`; `DELETE
+//!   "region_id", "policy": "scan"|"approximate"|"usekey", "keys": [hex, ...]}` or
+//!   `{"name": "merge-region", "source_region_id", "target_region_id"}`; `DELETE
 //!   /pd/api/v1/operators/{region}`;
 //! - `GET /pd/api/v1/schedulers`; `POST /pd/api/v1/schedulers` with `{"name", "store_id"}`;
 //!   `DELETE /pd/api/v1/schedulers/{name}`;
@@ -514,7 +515,11 @@ fn admin_steps(api: &Api, body: &BTreeMap<String, Value>) -> Result<(u64, Vec<St
             .and_then(Value::as_u64)
             .ok_or_else(|| format!("the operator needs {name:?}"))
     };
-    let region_id = number("region_id")?;
+    let name = body.get("name").and_then(Value::as_str);
+    let region_id = match name {
+        Some("merge-region") => number("source_region_id")?,
+        _ => number("region_id")?,
+    };
     let meta = api.meta();
     let (region, stores) = meta.read(|c| {
         (
@@ -528,7 +533,7 @@ fn admin_steps(api: &Api, body: &BTreeMap<String, Value>) -> Result<(u64, Vec<St
             .iter()
             .any(|s| s.id == id && is_up(s, wall_clock_ms()))
     };
-    match body.get("name").and_then(Value::as_str) {
+    match name {
         Some("transfer-leader") => {
             let to = number("to_store_id")?;
             let peer = (region.peers.iter())
@@ -565,8 +570,15 @@ fn admin_steps(api: &Api, body: &BTreeMap<String, Value>) -> Result<(u64, Vec<St
             let version = region.epoch.version;
             Ok((region_id, vec![Step::Split { version, keys }], 0))
         }
+        Some("merge-region") => {
+            let target_id = number("target_region_id")?;
+            let target = (meta.read(|c| c.region(target_id).cloned()))
+                .ok_or_else(|| format!("region {target_id} not found"))?;
+            crate::merge_checker::check_pair(&region, &target)?;
+            Ok((region_id, vec![Step::Merge { target: target_id }], 0))
+        }
         other => Err(format!(
-            "unknown operator {other:?}; known: transfer-leader, transfer-peer, split-region"
+            "unknown operator {other:?}; known: transfer-leader, transfer-peer, split-region, merge-region"
         )),
     }
 }

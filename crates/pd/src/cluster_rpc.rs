@@ -217,6 +217,7 @@ pub fn store_heartbeat(
                 change_peer: order.change_peer,
                 transfer_leader: order.transfer_leader,
                 split_region: order.split_region,
+                merge_region: order.merge_region,
             })
         })
         .collect();
@@ -257,6 +258,7 @@ pub fn region_heartbeat(
         change_peer: order.change_peer,
         transfer_leader: order.transfer_leader,
         split_region: order.split_region,
+        merge_region: order.merge_region,
     }
 }
 

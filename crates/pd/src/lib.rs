@@ -5,8 +5,8 @@
 //! are. The leader alone serves, under its lease: the timestamp oracle ([`tso`] pure,
 //! [`oracle`] running), cluster metadata ([`cluster`] pure, [`metadata`] and
 //! [`cluster_rpc`] as served), the regions' sizes and flows ([`region_stats`], in memory),
-//! the replica checker ([`replica_checker`]) and the balance schedulers ([`balance`]),
-//! whose steps [`operators`] hands out, and the live sql nodes ([`sql_nodes`]); a follower
+//! the replica checker ([`replica_checker`]), the balance schedulers ([`balance`]) and the
+//! merge checker ([`merge_checker`]), whose steps [`operators`] hands out, and the live sql nodes ([`sql_nodes`]); a follower
 //! forwards every call to it ([`service`]). Online knobs are the group's ([`config_sync`]).
 //! [`http_api`] is PD's members API, [`cluster_api`] its stores, regions, hotspot,
 //! operators and schedulers API, [`metrics`] its Grafana names, [`server`] wires a
@@ -22,6 +22,7 @@ pub mod driver;
 pub mod http_api;
 pub mod member;
 pub mod members;
+pub mod merge_checker;
 pub mod metadata;
 pub mod metrics;
 pub mod operators;

@@ -7,10 +7,12 @@
 //!
 //! Where operators come from: the replica checker ([`replica_checker`]) for a region that
 //! has no operator, a person (`atoll ctl operator add`), evict-leader for the stores named,
-//! and the balance schedulers that are on ([`Schedulers`], [`balance`]), run at most every
-//! [`SCHEDULE_INTERVAL`] from store heartbeats, while fewer than
-//! `schedule.leader-schedule-limit` leader moves and `schedule.region-schedule-limit` (at
-//! most [`REGION_MOVES_MAX`]) replica moves are in flight. The same pass buries a deleted
+//! the balance schedulers that are on ([`Schedulers`], [`balance`]) and the merge checker
+//! ([`merge_checker`]), run at most every [`SCHEDULE_INTERVAL`] from store heartbeats, while
+//! fewer than `schedule.leader-schedule-limit` leader moves, `schedule.region-schedule-limit`
+//! (at most [`REGION_MOVES_MAX`]) replica moves and `schedule.merge-schedule-limit` merges
+//! are in flight. A merge's target counts as busy too: a split or move of it would make the
+//! merge roll back. The same pass buries a deleted
 //! (Offline) store none of whose replicas are left: it becomes a Tombstone. All in memory: a
 //! restarted or new PD leader decides anew from what the heartbeats show.
 
@@ -23,6 +25,7 @@ use proto::pd as wire;
 use crate::balance;
 use crate::cluster::{NodeState, Peer, Region, Store};
 use crate::cluster_rpc::{alloc_one, peer_to};
+use crate::merge_checker;
 use crate::metadata::Metadata;
 use crate::oracle::wall_clock_ms;
 use crate::region_stats::{FlowKind, RegionStats};
@@ -64,6 +67,8 @@ pub enum Kind {
     /// shuffle-leader's and shuffle-region's (for tests).
     ShuffleLeader,
     ShuffleRegion,
+    /// The merge checker's: a small region merged into its neighbour.
+    Merge,
     /// Asked for by a person (`atoll ctl operator add`).
     Admin,
 }
@@ -78,6 +83,7 @@ impl Kind {
             Kind::Hot => "balance-hot-region",
             Kind::ShuffleLeader => "shuffle-leader",
             Kind::ShuffleRegion => "shuffle-region",
+            Kind::Merge => "merge-region",
             Kind::Admin => "admin",
         }
     }
@@ -109,6 +115,7 @@ pub struct Order {
     pub change_peer: Option<wire::ChangePeer>,
     pub transfer_leader: Option<wire::TransferLeader>,
     pub split_region: Option<wire::SplitRegion>,
+    pub merge_region: Option<wire::MergeRegion>,
 }
 
 fn order(step: &Step, new_peer_id: u64) -> Order {
@@ -143,7 +150,23 @@ fn order(step: &Step, new_peer_id: u64) -> Order {
             }),
             ..Order::default()
         },
+        Step::Merge { target } => Order {
+            merge_region: Some(wire::MergeRegion { target: *target }),
+            ..Order::default()
+        },
     }
+}
+
+/// The regions no scheduler may touch now: those with an operator in flight, and the targets
+/// of merges in flight.
+fn busy(pending: &HashMap<u64, Operator>) -> BTreeSet<u64> {
+    let targets = pending.values().flat_map(|op| {
+        op.steps.iter().filter_map(|s| match s {
+            Step::Merge { target } => Some(*target),
+            _ => None,
+        })
+    });
+    pending.keys().copied().chain(targets).collect()
 }
 
 /// An operator in flight, as `atoll ctl operator show` lists it.
@@ -280,6 +303,9 @@ pub struct Operators {
     pub stats: RegionStats,
     /// The shuffle schedulers' random numbers (xorshift; seeded from the clock).
     shuffle_seed: Mutex<u64>,
+    /// When this member first saw each region (since it leads): the merge checker's
+    /// `split-merge-interval` counts from there.
+    first_seen: Mutex<HashMap<u64, Instant>>,
 }
 
 impl Operators {
@@ -326,7 +352,7 @@ impl Operators {
         let new_peer_id = match step {
             Step::AddLearner { .. } => alloc_one(meta).ok()?,
             Step::Promote(ref p) | Step::Remove(ref p) | Step::TransferLeader(ref p) => p.id,
-            Step::Split { .. } => 0,
+            Step::Split { .. } | Step::Merge { .. } => 0,
         };
         tracing::info!(region_id = region.id, ?step, new_peer_id, "replica checker");
         let order = order(&step, new_peer_id);
@@ -401,7 +427,7 @@ impl Operators {
         let hot_write = self.stats.hot(FlowKind::Write, threshold);
         let hot: BTreeSet<u64> = hot_read.iter().chain(&hot_write).map(|h| h.0).collect();
         while leader_moves(&pending) < limits.leader_schedule_limit {
-            let busy: BTreeSet<u64> = pending.keys().copied().collect();
+            let busy = busy(&pending);
             let refs: Vec<&Region> = regions.iter().collect();
             let made = match balance::evict_leader(&refs, &stores, now_ms, &busy, evicted) {
                 Some(m) => Some((Kind::Evict, m)),
@@ -432,7 +458,7 @@ impl Operators {
         };
         let size_of = |id: u64| stats.get(&id).map_or(1, |s| s.size_mib().max(1));
         while schedulers.balance_region && replica_moves(&pending) < region_moves {
-            let busy: BTreeSet<u64> = pending.keys().copied().collect();
+            let busy = busy(&pending);
             let refs: Vec<&Region> = regions.iter().collect();
             let mut new_peer_id = 0;
             let new_peer = alloc_into(meta, &mut new_peer_id);
@@ -466,7 +492,7 @@ impl Operators {
         // The shuffles make one move a pass each, within the leader and region limits.
         let mut pick = |n: usize| self.random_below(n);
         if schedulers.shuffle_leader && leader_moves(&pending) < limits.leader_schedule_limit {
-            let busy: BTreeSet<u64> = pending.keys().copied().collect();
+            let busy = busy(&pending);
             let refs: Vec<&Region> = regions.iter().collect();
             if let Some((region_id, step)) =
                 balance::shuffle_leader(&refs, &stores, now_ms, &busy, &mut pick)
@@ -476,7 +502,7 @@ impl Operators {
             }
         }
         if schedulers.shuffle_region && replica_moves(&pending) < region_moves {
-            let busy: BTreeSet<u64> = pending.keys().copied().collect();
+            let busy = busy(&pending);
             let refs: Vec<&Region> = regions.iter().collect();
             let mut new_peer_id = 0;
             let new_peer = alloc_into(meta, &mut new_peer_id);
@@ -486,8 +512,45 @@ impl Operators {
                 pending.insert(region_id, operator(Kind::ShuffleRegion, steps, new_peer_id));
             }
         }
+        self.check_merges(limits, &mut pending, &regions, &stores, now_ms);
         let known: std::collections::HashSet<u64> = regions.iter().map(|r| r.id).collect();
         self.stats.retain(|id| known.contains(&id));
+    }
+
+    /// The merge checker's operators, within `schedule.merge-schedule-limit`.
+    fn check_merges(
+        &self,
+        limits: Limits,
+        pending: &mut HashMap<u64, Operator>,
+        regions: &[Region],
+        stores: &[&Store],
+        now_ms: u64,
+    ) {
+        let now = Instant::now();
+        let mut first_seen = self.first_seen.lock().expect("operators poisoned");
+        first_seen.retain(|id, _| regions.iter().any(|r| r.id == *id));
+        for r in regions {
+            first_seen.entry(r.id).or_insert(now);
+        }
+        let age = |id: u64| first_seen.get(&id).map_or(Duration::ZERO, |t| now - *t);
+        let stats = self.stats.all();
+        let refs: Vec<&Region> = regions.iter().collect();
+        let in_flight = |pending: &HashMap<u64, Operator>| {
+            pending.values().filter(|o| o.kind == Kind::Merge).count()
+        };
+        while in_flight(pending) < limits.merge_schedule_limit {
+            let busy = busy(pending);
+            let Some((source, target)) =
+                merge_checker::next_merge(&refs, stores, now_ms, &stats, &age, &busy, limits.merge)
+            else {
+                break;
+            };
+            tracing::info!(source, target, "merge-region");
+            pending.insert(
+                source,
+                operator(Kind::Merge, vec![Step::Merge { target }], 0),
+            );
+        }
     }
 
     /// balance-hot-region's moves, within `schedule.hot-region-schedule-limit` and at most
@@ -509,7 +572,7 @@ impl Operators {
             pending.values().filter(|o| o.kind == Kind::Hot).count()
         };
         while in_flight(pending) < limits.hot_region_schedule_limit {
-            let busy: BTreeSet<u64> = pending.keys().copied().collect();
+            let busy = busy(pending);
             let refs: Vec<&Region> = regions.iter().collect();
             let leader_move = |hot_regions| {
                 balance::balance_hot_leader(&refs, stores, now_ms, &busy, hot.evicted, hot_regions)
@@ -623,7 +686,7 @@ impl Operator {
                 }
                 Step::Remove(p) => r.peers.retain(|q| q.id != p.id),
                 Step::TransferLeader(p) => r.leader = Some(p.clone()),
-                Step::AddLearner { .. } | Step::Split { .. } => {}
+                Step::AddLearner { .. } | Step::Split { .. } | Step::Merge { .. } => {}
             }
         }
     }

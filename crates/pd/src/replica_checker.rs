@@ -33,6 +33,10 @@ pub enum Step {
     /// Split the region, which is at epoch version `version`: at `keys`, or in halves when
     /// there are none (`operator add split-region`).
     Split { version: u64, keys: Vec<Vec<u8>> },
+    /// Merge the region into its neighbour `target` (the merge checker's, `operator add
+    /// merge-region`): done when the region is gone, which its heartbeats cannot show, so
+    /// the operator ends when PD no longer knows the region, or times out.
+    Merge { target: u64 },
 }
 
 /// Whether `store` serves (not deleted, not stopping) and was heard from lately: a place for
@@ -60,6 +64,10 @@ pub struct Limits {
     /// `schedule.hot-region-cache-hits-threshold`: reports in a row above the hot threshold
     /// that make a region hot.
     pub hot_region_cache_hits_threshold: u32,
+    /// `schedule.merge-schedule-limit`: merges in flight at most.
+    pub merge_schedule_limit: usize,
+    /// The merge checker's other knobs.
+    pub merge: crate::merge_checker::MergeLimits,
 }
 
 /// The next step `region` needs, if any.
@@ -153,6 +161,7 @@ pub fn is_done(step: &Step, new_peer_id: u64, region: &Region) -> bool {
         Step::Remove(peer) => region.peers.iter().all(|p| p.id != peer.id),
         Step::TransferLeader(peer) => region.leader.as_ref().is_some_and(|l| l.id == peer.id),
         Step::Split { version, .. } => region.epoch.version > *version,
+        Step::Merge { .. } => false,
     }
 }
 
@@ -181,6 +190,12 @@ mod tests {
             region_schedule_limit: 2048,
             hot_region_schedule_limit: 4,
             hot_region_cache_hits_threshold: 3,
+            merge_schedule_limit: 8,
+            merge: crate::merge_checker::MergeLimits {
+                max_size_mib: 54,
+                max_keys: 540_000,
+                split_merge_interval: std::time::Duration::from_secs(3600),
+            },
         }
     }
 

@@ -158,9 +158,14 @@ pub fn run_with(node: Node, extra: Option<axum::Router>) -> Result<(), NodeError
             (&limits.region, "schedule.region-schedule-limit"),
             (&limits.hot_region, "schedule.hot-region-schedule-limit"),
             (&limits.hot_hits, "schedule.hot-region-cache-hits-threshold"),
+            (&limits.merge, "schedule.merge-schedule-limit"),
+            (&limits.max_merge_size_mib, "schedule.max-merge-region-size"),
+            (&limits.max_merge_keys, "schedule.max-merge-region-keys"),
         ] {
             slot.store(c.int(name) as usize, Relaxed);
         }
+        let interval = c.duration("schedule.split-merge-interval").0;
+        (limits.split_merge_interval_ms).store(interval.as_millis() as usize, Relaxed);
     };
     follow(&config);
     crate::config_sync::propose_local_changes(

@@ -45,6 +45,14 @@ pub struct ScheduleLimits {
     pub hot_region: AtomicUsize,
     /// `hot-region-cache-hits-threshold`.
     pub hot_hits: AtomicUsize,
+    /// `merge-schedule-limit`.
+    pub merge: AtomicUsize,
+    /// `max-merge-region-size` (MiB).
+    pub max_merge_size_mib: AtomicUsize,
+    /// `max-merge-region-keys`.
+    pub max_merge_keys: AtomicUsize,
+    /// `split-merge-interval`, in milliseconds.
+    pub split_merge_interval_ms: AtomicUsize,
 }
 
 impl Default for ScheduleLimits {
@@ -54,6 +62,10 @@ impl Default for ScheduleLimits {
             region: AtomicUsize::new(2048),
             hot_region: AtomicUsize::new(4),
             hot_hits: AtomicUsize::new(3),
+            merge: AtomicUsize::new(8),
+            max_merge_size_mib: AtomicUsize::new(54),
+            max_merge_keys: AtomicUsize::new(540_000),
+            split_merge_interval_ms: AtomicUsize::new(3_600_000),
         }
     }
 }
@@ -237,6 +249,14 @@ impl PdService {
             region_schedule_limit: self.schedule_limits.region.load(Relaxed),
             hot_region_schedule_limit: self.schedule_limits.hot_region.load(Relaxed),
             hot_region_cache_hits_threshold: self.schedule_limits.hot_hits.load(Relaxed) as u32,
+            merge_schedule_limit: self.schedule_limits.merge.load(Relaxed),
+            merge: crate::merge_checker::MergeLimits {
+                max_size_mib: self.schedule_limits.max_merge_size_mib.load(Relaxed) as u64,
+                max_keys: self.schedule_limits.max_merge_keys.load(Relaxed) as u64,
+                split_merge_interval: std::time::Duration::from_millis(
+                    self.schedule_limits.split_merge_interval_ms.load(Relaxed) as u64,
+                ),
+            },
         }
     }
 
