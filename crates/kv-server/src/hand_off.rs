@@ -151,7 +151,12 @@ pub fn merge_region(kv: &RaftKv, latches: &Latches, source: u64, target: u64) {
     let deadline = Instant::now() + TRANSFER_WAIT;
     match pause_and_move_locks(kv, latches, start, end, deadline) {
         Ok(moved) => tracing::info!(source, target, locks_moved = moved, "merging the region"),
-        Err(e) => tracing::warn!(source, "moving the region's locks failed: {e}"),
+        Err(e) => {
+            // Their transactions would fail at prewrite: PD asks again later.
+            tracing::warn!(source, "moving the region's locks failed, no merge: {e}");
+            kv.pessimistic_locks().resume_range(start, end);
+            return;
+        }
     }
     let prepared = kv
         .router()
@@ -160,9 +165,16 @@ pub fn merge_region(kv: &RaftKv, latches: &Latches, source: u64, target: u64) {
             target,
             reply,
         });
-    if let Err(e) = prepared {
-        tracing::info!(source, target, "merge not prepared: {e}");
-        kv.pessimistic_locks().resume_range(start, end);
+    match prepared {
+        Ok(()) => {}
+        // Merging already (PD repeats its order), or the prepare may still apply.
+        Err(
+            e @ (raftstore::Error::ProposalInMergingMode(_) | raftstore::Error::OutcomeUnknown(_)),
+        ) => tracing::info!(source, target, "merge under way: {e}"),
+        Err(e) => {
+            tracing::info!(source, target, "merge not prepared: {e}");
+            kv.pessimistic_locks().resume_range(start, end);
+        }
     }
 }
 

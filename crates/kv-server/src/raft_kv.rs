@@ -81,41 +81,18 @@ pub struct RaftKv {
     views: Arc<RegionViews>,
     locks: Arc<LockTable>,
     pessimistic: Arc<PessimisticLocks>,
-    /// Each region whose lock state this node loaded as its leader: the term, and the range
-    /// loaded.
+    /// Each region whose lock state this node loaded as its leader.
     loaded_terms: Mutex<BTreeMap<u64, Loaded>>,
     /// What each region took in writes and served in reads, and its size.
     flows: Arc<RegionFlows>,
 }
 
-/// The lock state a node loaded for a region it leads.
+/// The lock state a node loaded for a region it leads: in which term, and after how many
+/// merges into it (`RegionView::merges`).
+#[derive(Clone, Copy, PartialEq, PartialOrd)]
 struct Loaded {
     term: u64,
-    start: Vec<u8>,
-    end: Vec<u8>,
-}
-
-impl Loaded {
-    fn of(term: u64, region: &proto::pd::Region) -> Loaded {
-        Loaded {
-            term,
-            start: region.start_key.clone(),
-            end: region.end_key.clone(),
-        }
-    }
-
-    /// The parts of `region`'s range this load does not cover (a merge widened it).
-    fn missing<'a>(&'a self, region: &'a proto::pd::Region) -> Vec<(&'a [u8], &'a [u8])> {
-        let mut parts = Vec::new();
-        if region.start_key < self.start {
-            parts.push((region.start_key.as_slice(), self.start.as_slice()));
-        }
-        let wider = |end: &[u8]| end.is_empty() || end > self.end.as_slice();
-        if !self.end.is_empty() && wider(&region.end_key) {
-            parts.push((self.end.as_slice(), region.end_key.as_slice()));
-        }
-        parts
-    }
+    merges: u64,
 }
 
 impl RaftKv {
@@ -154,8 +131,8 @@ impl RaftKv {
 
     /// Called before this store serves `view`'s region as its leader: the first time in a
     /// term, reloads the lock table and forgets the in-memory pessimistic locks of the
-    /// region's range, from what the region applied; within a term, does the same for the
-    /// range a merge added. Returns whether it did, so the caller syncs `max_ts` from PD.
+    /// region's range, from what the region applied; after a merge into it within a term,
+    /// reloads the lock table. Returns whether it did, so the caller syncs `max_ts` from PD.
     ///
     /// A region a split here cut from one this store led, in the term it had loaded that
     /// one's locks in, needs no reload while in its first leadership (raftstore's
@@ -163,62 +140,55 @@ impl RaftKv {
     /// as it is (in-memory pessimistic locks included, so the split fails no transaction).
     pub fn on_leader_term(&self, view: &RegionView) -> engine::Result<bool> {
         let (region, term) = (&view.region, view.term);
+        let now = Loaded {
+            term,
+            merges: view.merges,
+        };
         let mut loaded = self.loaded_terms.lock().expect("loaded terms poisoned");
-        let known = loaded.get(&region.id);
-        // A view from an older term than the one loaded is stale: nothing to do.
-        if known.is_some_and(|l| l.term > term) {
+        let known = loaded.get(&region.id).copied();
+        // Loaded in this term after as many merges, or a stale view: nothing to do.
+        if known.is_some_and(|l| l >= now) {
             return Ok(false);
         }
-        let reloaded = if let Some(l) = known.filter(|l| l.term == term) {
-            let missing = l.missing(region);
-            if missing.is_empty() {
-                return Ok(false);
-            }
-            // A merge gave the region its neighbour's range while this store leads it. The
-            // source's leader moved its in-memory pessimistic locks to the lock CF before
-            // the merge, so the lock CF holds the range's locks; and it served reads this
-            // leader never saw, so `max_ts` syncs again.
-            for (start, end) in missing {
-                (self.locks)
-                    .reload_range(self.engine.snapshot(), start, end)
-                    .map_err(|e| engine::Error::Engine(format!("reloading the lock table: {e}")))?;
-                self.pessimistic.clear_range(start, end);
-                self.pessimistic.resume_within(start, end);
-            }
-            // Its size grew by the source's: the split checker measures it again.
-            self.flows.unmeasured(region.id);
-            tracing::info!(
-                region_id = region.id,
-                term,
-                "a merge widened the region: lock table loaded for the new range"
-            );
-            true
-        } else {
-            // The parent's locks were loaded here in the very term this store led it in when
-            // the split applied: the table is current for the whole parent range through it.
-            let inherits = view
-                .split_from
-                .is_some_and(|(parent, term)| loaded.get(&parent).is_some_and(|l| l.term == term));
-            if !inherits {
-                self.locks
-                    .reload_range(self.engine.snapshot(), &region.start_key, &region.end_key)
-                    .map_err(|e| engine::Error::Engine(format!("reloading the lock table: {e}")))?;
+        let merged = known.is_some_and(|l| l.term == term);
+        // The parent's locks were loaded here, after every merge into it, in the very term
+        // this store led it in when the split applied: the table is current for the child.
+        let inherits = !merged
+            && view.split_from.is_some_and(|(parent, parent_term)| {
+                let parent_now = self.views.get(parent).map(|v| v.merges);
+                loaded
+                    .get(&parent)
+                    .is_some_and(|l| l.term == parent_term && Some(l.merges) == parent_now)
+            });
+        if !inherits {
+            self.locks
+                .reload_range(self.engine.snapshot(), &region.start_key, &region.end_key)
+                .map_err(|e| engine::Error::Engine(format!("reloading the lock table: {e}")))?;
+            if merged {
+                // A merge gave the region its neighbour's range while this store leads it:
+                // the source's leader moved its in-memory pessimistic locks to the lock CF
+                // before the merge, and it served reads this leader never saw (`max_ts`
+                // syncs again). This range's own in-memory locks stay. Its size grew by the
+                // source's: the split checker measures it again.
+                self.flows.unmeasured(region.id);
+            } else {
                 self.pessimistic
                     .clear_range(&region.start_key, &region.end_key);
-                // A pause left by a leadership this store gave away ends: it leads again.
-                self.pessimistic
-                    .resume_within(&region.start_key, &region.end_key);
             }
-            tracing::info!(
-                region_id = region.id,
-                term,
-                inherited = inherits,
-                "leading the region: lock table loaded"
-            );
-            !inherits
-        };
-        loaded.insert(region.id, Loaded::of(term, region));
-        Ok(reloaded)
+            // A pause left by a leadership this store gave away, or by the merge of a
+            // source it led, ends: it leads the range now.
+            self.pessimistic
+                .resume_within(&region.start_key, &region.end_key);
+        }
+        loaded.insert(region.id, now);
+        tracing::info!(
+            region_id = region.id,
+            term,
+            merges = view.merges,
+            inherited = inherits,
+            "leading the region: lock table loaded"
+        );
+        Ok(!inherits)
     }
 
     /// Proposes `txn`'s writes and answers `done` once they applied, on raftstore's thread

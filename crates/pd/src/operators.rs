@@ -42,6 +42,11 @@ pub const STEP_TIMEOUT: Duration = Duration::from_secs(10);
 /// `max-snapshot-count` play.
 pub const REGION_MOVES_MAX: usize = 4;
 
+/// How long a merge may take before its operator is dropped: its target stays busy until
+/// then (a split or move of it would roll the merge back), and a source whose prepare
+/// applied waits for its commit step, which needs the target's replicas to catch up.
+pub const MERGE_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// How long an Offline store must look empty before it is buried.
 pub const BURY_AFTER: Duration = Duration::from_secs(3);
 
@@ -346,6 +351,10 @@ impl Operators {
                 "operator ended"
             );
             pending.remove(&region.id);
+        }
+        // A merge's target waits for its source: a membership change would roll it back.
+        if busy(&pending).contains(&region.id) {
+            return None;
         }
         let step =
             meta.read(|c| replica_checker::next_step(region, c.stores(), wall_clock_ms(), limits))?;
@@ -657,6 +666,7 @@ impl Operator {
     fn timed_out(&self, region: &Region) -> bool {
         let limit = match self.steps.get(self.at) {
             Some(Step::Promote(p)) if region.pending_peers.contains(&p.id) => CATCH_UP_TIMEOUT,
+            Some(Step::Merge { .. }) => MERGE_TIMEOUT,
             _ => STEP_TIMEOUT,
         };
         self.step_started.elapsed() >= limit

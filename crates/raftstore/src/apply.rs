@@ -51,23 +51,16 @@ pub struct ApplyOutcome {
     pub new_regions: Vec<Region>,
     /// Entries whose command was refused (see the module header), with why.
     pub refused: Vec<(u64, String)>,
-    /// Source regions a `CommitMerge` took in: their peers here go once the batch is written.
+    /// Source regions a `CommitMerge` took in (and any their catch-up took in): their peers
+    /// here go once the batch is written.
     pub merged_sources: Vec<u64>,
 }
 
 /// What applying a `CommitMerge` needs of this store's replica of the source region: brought
 /// up to the merge's prepare in `wb` (from its own log and the entries the command carries),
-/// the source region as that prepare left it. An error is a store that cannot merge at all.
-pub type MergeSource<'a, W> = dyn FnMut(&CommitMerge, &mut W) -> Result<Region> + 'a;
-
-/// For a replica that merges nothing in: a source region's catch-up entries hold no
-/// `CommitMerge` (see [`crate::merge`]).
-pub fn no_merge_source<W>(cm: &CommitMerge, _: &mut W) -> Result<Region> {
-    Err(Error::Corrupt(format!(
-        "a merge of region {} inside another merge's catch-up",
-        cm.source.as_ref().map_or(0, |r| r.id)
-    )))
-}
+/// the source region as that prepare left it, and every region retired with it: the source
+/// first, then any its catch-up took in. An error is a store that cannot merge at all.
+pub type MergeSource<'a, W> = dyn FnMut(&CommitMerge, &mut W) -> Result<(Region, Vec<u64>)> + 'a;
 
 /// Decodes an entry's command.
 pub fn decode_cmd(entry: &Entry) -> Result<RaftCmd> {
@@ -178,15 +171,13 @@ pub fn apply_entries<W: WriteBatch>(
             } else if let Some(commit) = admin.commit_merge {
                 match check_commit_merge(region, apply, proposed_under, &commit) {
                     Ok(()) => {
-                        let source = merge_source(&commit, wb)?;
-                        let source_peer = source
-                            .peers
-                            .iter()
-                            .find(|p| p.store_id == store_of(region, own_peer_id));
+                        let (source, retired) = merge_source(&commit, wb)?;
+                        let here = store_of(region, own_peer_id);
+                        let source_peer = source.peers.iter().find(|p| p.store_id == here);
                         state::put_tombstone(wb, &source, source_peer.map_or(0, |p| p.id));
                         absorb(region, &source);
                         state::put_region(wb, region);
-                        outcome.merged_sources.push(source.id);
+                        outcome.merged_sources.extend(retired);
                         outcome.sync = true;
                     }
                     Err(why) => outcome.refused.push((entry.index, why)),
@@ -527,6 +518,10 @@ mod tests {
     use proto::raft::{AdminRequest, CompactLog};
 
     use super::*;
+
+    fn no_merge_source<W>(_: &CommitMerge, _: &mut W) -> Result<(Region, Vec<u64>)> {
+        panic!("no merge in these entries")
+    }
 
     fn entry(index: u64, cmd: &RaftCmd) -> Entry {
         Entry {

@@ -130,6 +130,10 @@ pub struct RegionView {
     pub split_from: Option<(u64, u64)>,
     /// This store's peer is running for leader.
     pub campaigning: bool,
+    /// Merges this store's peer applied as their target since the store opened
+    /// ([`crate::Peer::merges_applied`]): its leader's lock state must take in each
+    /// source's range.
+    pub merges: u64,
 }
 
 impl RegionView {
@@ -188,6 +192,7 @@ impl RegionViews {
                 pending_peers: peer.pending_peers(),
                 split_from: peer.split_from(),
                 campaigning: peer.is_campaigning(),
+                merges: peer.merges_applied(),
             };
             fresh.insert(view.region.id, view);
         }

@@ -17,9 +17,13 @@
 //! 3. **Rollback** (on the source): a split, membership change or prepared merge of the
 //!    target applied since the prepare refuses every commit step after it, and one before it
 //!    would have retired the source here already. So when this store's target replica shows
-//!    a newer epoch, or is gone (merged into another, or removed from this store), while the
-//!    source is still here, no commit step can apply anywhere: the source's leader proposes
-//!    the rollback, and the source takes writes again.
+//!    a newer epoch, or is gone with a newer one (merged into another, or removed from this
+//!    store), while the source is still here, no commit step can apply anywhere: the
+//!    source's leader proposes the rollback, and the source takes writes again.
+//!
+//! A replica of the target that lagged past the target's log gets the target's snapshot,
+//! which covers the source's range: this store's source replica, which may not have heard of
+//! the merge at all, is then retired ([`superseded_by`]).
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -28,25 +32,55 @@ use proto::pd::{Region, RegionEpoch};
 use proto::raft::CommitMerge;
 
 use crate::peer::Peer;
-use crate::{Error, Result};
+use crate::{Error, Result, state};
 
 /// The `MergeSource` of the target `target_id`'s commit step on this store: this store's
-/// replica of the source, brought up to the prepare in `wb`. Every target replica has one,
-/// since the regions' peers sit on the same stores and the prepare required each to hold the
-/// log, so a missing one is a store that cannot merge.
+/// replica of the source, brought up to the prepare in `wb` (a merge its catch-up replays
+/// takes its own source the same way). Every target replica has one, since the regions'
+/// peers sit on the same stores and the prepare required each to hold the log, so a missing
+/// one is a store that cannot merge.
 pub(crate) fn catch_up_source<W: engine::WriteBatch>(
     peers: &mut BTreeMap<u64, Peer>,
     target_id: u64,
     commit: &CommitMerge,
     wb: &mut W,
-) -> Result<Region> {
+) -> Result<(Region, Vec<u64>)> {
     let source_id = commit.source.as_ref().map_or(0, |r| r.id);
-    match peers.get_mut(&source_id) {
-        Some(source) if source.is_initialized() => source.catch_up_for_merge(commit, wb),
-        _ => Err(Error::Corrupt(format!(
-            "region {source_id} merges into region {target_id}, and this store holds no replica of it"
-        ))),
-    }
+    let Some(mut source) = peers.remove(&source_id) else {
+        return Err(no_source(source_id, target_id));
+    };
+    let caught_up = match source.is_initialized() {
+        true => source.catch_up_for_merge(commit, wb, &mut |nested, wb| {
+            catch_up_source(peers, source_id, nested, wb)
+        }),
+        false => Err(no_source(source_id, target_id)),
+    };
+    peers.insert(source_id, source);
+    caught_up
+}
+
+fn no_source(source_id: u64, target_id: u64) -> Error {
+    Error::Corrupt(format!(
+        "region {source_id} merges into region {target_id}, and this store holds no replica of it"
+    ))
+}
+
+/// Whether this store's `peer` is superseded by `region` as a message or snapshot from it
+/// shows it: `region`'s range holds the peer's whole range, at a newer epoch version. Such a
+/// peer's region no longer exists: a live region keeps part of every range it had (a split
+/// keeps its right part, a merge only widens a target), and live regions never overlap, so
+/// the region is a merge source `region` took in (or part of one) while this replica lagged,
+/// perhaps before it even heard of the prepare. It is retired, and `region`'s snapshot
+/// brings its data (TiKV's `check_snapshot`). A snapshot made before a split that created a
+/// region here is older than that region, and does not supersede it.
+pub(crate) fn superseded_by(peer: &Peer, region: &Region) -> bool {
+    let (mine, version) = (peer.region(), |r: &Region| {
+        r.region_epoch.map_or(0, |e| e.version)
+    });
+    let starts_within = mine.start_key >= region.start_key;
+    let ends_within =
+        region.end_key.is_empty() || (!mine.end_key.is_empty() && mine.end_key <= region.end_key);
+    mine.id != region.id && version(region) > version(mine) && starts_within && ends_within
 }
 
 /// What a source replica whose prepare applied does next, as this store's replica of the
@@ -67,24 +101,24 @@ enum Next {
 enum TargetHere {
     /// Its epoch, and whether it leads.
     Live(RegionEpoch, bool),
-    /// This store removed it (a tombstone): it merged into another, or left this store.
-    Gone,
+    /// This store removed it: its epoch as the tombstone saved it (merged into another, or
+    /// left this store, in the order of its log; or replaced by a newer peer without
+    /// applying anything, when the epoch is the one the prepare saw).
+    Gone(RegionEpoch),
     /// Not here yet, or not initialized.
     Unknown,
 }
 
 fn next_step(recorded: RegionEpoch, target: TargetHere) -> Next {
-    let (epoch, leads) = match target {
-        TargetHere::Live(epoch, leads) => (epoch, leads),
-        TargetHere::Gone => return Next::Rollback,
-        TargetHere::Unknown => return Next::Wait,
+    let moved_on = |epoch: RegionEpoch| {
+        epoch != recorded
+            && epoch.version >= recorded.version
+            && epoch.conf_ver >= recorded.conf_ver
     };
-    if epoch == recorded {
-        if leads { Next::Commit } else { Next::Wait }
-    } else if epoch.version >= recorded.version && epoch.conf_ver >= recorded.conf_ver {
-        Next::Rollback
-    } else {
-        Next::Wait
+    match target {
+        TargetHere::Live(epoch, true) if epoch == recorded => Next::Commit,
+        TargetHere::Live(epoch, _) | TargetHere::Gone(epoch) if moved_on(epoch) => Next::Rollback,
+        _ => Next::Wait,
     }
 }
 
@@ -93,6 +127,7 @@ fn next_step(recorded: RegionEpoch, target: TargetHere) -> Next {
 pub(crate) fn check_merges(
     peers: &mut BTreeMap<u64, Peer>,
     tombstones: &BTreeMap<u64, u64>,
+    engine: &impl engine::Peekable,
     now: Instant,
 ) {
     let prepared: Vec<(u64, Region)> = (peers.values())
@@ -104,7 +139,12 @@ pub(crate) fn check_merges(
             Some(t) if t.is_initialized() => {
                 TargetHere::Live(t.region().region_epoch.unwrap_or_default(), t.is_leader())
             }
-            None if tombstones.contains_key(&target.id) => TargetHere::Gone,
+            None if tombstones.contains_key(&target.id) => {
+                match state::load_region(engine, target.id) {
+                    Ok(Some(gone)) => TargetHere::Gone(gone.region_epoch.unwrap_or_default()),
+                    _ => TargetHere::Unknown,
+                }
+            }
             _ => TargetHere::Unknown,
         };
         match next_step(target.region_epoch.unwrap_or_default(), here) {
@@ -172,7 +212,10 @@ mod tests {
             Next::Rollback
         );
         assert_eq!(next_step(recorded, Live(epoch(3, 3), true)), Next::Rollback);
-        // The target merged into another region (found by the seeded merge test).
-        assert_eq!(next_step(recorded, Gone), Next::Rollback);
+        // The target merged into another region (found by the seeded merge test), or left
+        // this store; not when a newer peer replaced it here without applying anything.
+        assert_eq!(next_step(recorded, Gone(epoch(4, 3))), Next::Rollback);
+        assert_eq!(next_step(recorded, Gone(epoch(3, 3))), Next::Rollback);
+        assert_eq!(next_step(recorded, Gone(recorded)), Next::Wait);
     }
 }

@@ -128,6 +128,10 @@ pub struct Peer {
     /// Ticks a leadership transfer this leader started has been under way (see
     /// [`Peer::check_transfer`]).
     transfer_ticks: Option<usize>,
+    /// The index of the merge prepare this peer proposed as leader (see [`Peer::frozen`]).
+    prepare_proposed: Option<u64>,
+    /// Merges applied with this region as their target since the peer opened.
+    merges_applied: u64,
     cfg: Arc<RaftstoreConfig>,
 }
 
@@ -217,6 +221,8 @@ impl Peer {
             split_from: None,
             first_led_term: None,
             transfer_ticks: None,
+            prepare_proposed: None,
+            merges_applied: 0,
             cfg,
         })
     }
@@ -276,6 +282,22 @@ impl Peer {
     /// The merge this replica of a source region prepared, until it commits or rolls back.
     pub fn merging(&self) -> Option<&MergeState> {
         self.apply.merging.as_ref()
+    }
+
+    /// Merges applied with this region as their target since the peer opened.
+    pub fn merges_applied(&self) -> u64 {
+        self.merges_applied
+    }
+
+    /// Whether the region takes no writes, membership changes or splits and serves no
+    /// reads: its merge is prepared here, or this leader proposed a prepare that has not
+    /// applied yet (TiKV's `last_proposed_prepare_merge_idx`: a follower may apply it first,
+    /// and the target take writes to the range, while this leader still holds its lease).
+    fn frozen(&self) -> bool {
+        self.merging().is_some()
+            || self
+                .prepare_proposed
+                .is_some_and(|index| index > self.apply.applied_index)
     }
 
     pub fn first_index(&self) -> u64 {
@@ -450,7 +472,7 @@ impl Peer {
             reply(Err(self.not_leader()));
             return;
         }
-        if self.merging().is_some() {
+        if self.frozen() {
             reply(Err(Error::ProposalInMergingMode(self.region.id)));
             return;
         }
@@ -640,7 +662,7 @@ impl Peer {
         let admin = cmd.admin.as_ref();
         let changes_data = !cmd.writes.is_empty()
             || admin.is_some_and(|a| a.batch_split.is_some() || a.prepare_merge.is_some());
-        if self.merging().is_some() && changes_data {
+        if self.frozen() && changes_data {
             return Err(Error::ProposalInMergingMode(self.region.id));
         }
         if let Some(split) = cmd.admin.as_ref().and_then(|a| a.batch_split.as_ref()) {
@@ -667,7 +689,7 @@ impl Peer {
     /// term and is not merging (see [`Peer::check_lease_read`]).
     pub fn lease_until(&self) -> Option<Instant> {
         (self.is_leader()
-            && self.merging().is_none()
+            && !self.frozen()
             && self.applied_term == self.raw.raft.term
             && self.raw.raft.lead_transferee.is_none())
         .then_some(self.lease_until)
@@ -782,7 +804,7 @@ impl Peer {
             reply(Err(self.not_leader()));
             return;
         }
-        if self.merging().is_some() {
+        if self.frozen() {
             reply(Err(Error::ProposalInMergingMode(self.region.id)));
             return;
         }
@@ -823,6 +845,11 @@ impl Peer {
 
     /// Answers the reads whose index this peer has applied.
     fn answer_reads(&mut self) {
+        if self.frozen() {
+            let region_id = self.region.id;
+            self.fail_reads(|| Error::ProposalInMergingMode(region_id));
+            return;
+        }
         let applied = self.apply.applied_index;
         let mut i = 0;
         while i < self.reads.len() {
@@ -840,7 +867,7 @@ impl Peer {
     pub fn check_lease_read(&self, now: Instant) -> Result<()> {
         // The target may take writes to this range as soon as its commit step applies (and
         // `lease_until` holds none while merging).
-        if self.merging().is_some() {
+        if self.frozen() {
             return Err(Error::ProposalInMergingMode(self.region.id));
         }
         let lease_holds = self.lease_until().is_some_and(|until| now < until);
@@ -855,7 +882,7 @@ impl Peer {
     /// leaving a lagging peer to a snapshot.
     fn maybe_compact_log(&mut self, now: Instant) {
         // A merging source keeps its log: the commit step carries its tail.
-        if !self.is_leader() || self.merging().is_some() {
+        if !self.is_leader() || self.frozen() {
             return;
         }
         let first = self.first_index();
@@ -1087,7 +1114,16 @@ impl Peer {
     /// replays them on a replica that lacks them.
     pub fn propose_prepare_merge(&mut self, target: &Region, reply: Reply, now: Instant) {
         match self.prepare_merge_cmd(target) {
-            Ok(cmd) => self.propose(cmd, reply, now),
+            Ok(cmd) => {
+                let before = self.proposals.len();
+                self.propose(cmd, reply, now);
+                if self.proposals.len() > before {
+                    self.prepare_proposed = self.proposals.last().map(|p| p.index);
+                    // Reads waiting for their index would be served after the prepare.
+                    let region_id = self.region.id;
+                    self.fail_reads(|| Error::ProposalInMergingMode(region_id));
+                }
+            }
             Err(e) => reply(Err(e)),
         }
     }
@@ -1096,7 +1132,7 @@ impl Peer {
         if !self.is_leader() {
             return Err(self.not_leader());
         }
-        if self.merging().is_some() {
+        if self.frozen() {
             return Err(Error::ProposalInMergingMode(self.region.id));
         }
         apply::check_merge(&self.region, target).map_err(Error::InvalidMerge)?;
@@ -1191,14 +1227,18 @@ impl Peer {
     /// This replica of a merge's source, brought up to the merge's prepare in `wb` as the
     /// target's commit step applies: the entries it has not applied come from its own log up
     /// to the prepare's `min_index` (every peer held those when the prepare was proposed) and
-    /// from the commit step above it. Returns the source region as the prepare left it.
-    /// The peer is destroyed once `wb` is written, so raft-rs does not hear of these.
+    /// from the commit step above it; a merge among them takes its own source from
+    /// `merge_source`. Returns the source region as the prepare left it, and the regions
+    /// retired with it (this one first). The peer is destroyed once `wb` is written, so
+    /// raft-rs does not hear of these.
     pub(crate) fn catch_up_for_merge<W: engine::WriteBatch>(
         &mut self,
         commit: &CommitMerge,
         wb: &mut W,
-    ) -> Result<Region> {
+        merge_source: &mut apply::MergeSource<'_, W>,
+    ) -> Result<(Region, Vec<u64>)> {
         let applied = self.apply.applied_index;
+        let mut retired = vec![self.region.id];
         if applied < commit.commit {
             let mut carried = Vec::with_capacity(commit.entries.len());
             for bytes in &commit.entries {
@@ -1225,8 +1265,9 @@ impl Peer {
                 &mut self.apply,
                 &entries,
                 wb,
-                &mut apply::no_merge_source,
+                merge_source,
             )?;
+            retired.extend(outcome.merged_sources);
             if !outcome.new_regions.is_empty() {
                 tracing::warn!(
                     region_id = self.region.id,
@@ -1235,7 +1276,7 @@ impl Peer {
             }
         }
         match self.merging() {
-            Some(m) if m.commit == commit.commit => Ok(self.region.clone()),
+            Some(m) if m.commit == commit.commit => Ok((self.region.clone(), retired)),
             _ => Err(Error::Corrupt(format!(
                 "region {} reached index {} without the merge prepared at {}",
                 self.region.id, self.apply.applied_index, commit.commit
@@ -1263,6 +1304,7 @@ impl Peer {
         }
         self.raw.advance_apply_to(last.index);
         self.applied_term = last.term;
+        self.merges_applied += u64::from(!outcome.merged_sources.is_empty());
         if let Some((index, term)) = outcome.compacted_to {
             let (first, last) = (self.first_index(), self.raw.store().last_index());
             if index >= first && last >= first {

@@ -119,6 +119,16 @@ pub fn load_regions<E: KvEngine>(engine: &E, store_id: u64) -> Result<SavedRegio
     Ok((out, tombstones))
 }
 
+/// The region saved for `region_id` (live or a tombstone), if any.
+pub fn load_region(engine: &impl Peekable, region_id: u64) -> Result<Option<Region>> {
+    let Some(raw) = engine.get(Cf::Meta, &region_key(region_id))? else {
+        return Ok(None);
+    };
+    let state = RegionLocalState::decode(raw.as_slice())
+        .map_err(|e| Error::Corrupt(format!("region state of region {region_id}: {e}")))?;
+    Ok(state.region)
+}
+
 /// The apply state saved for `region_id`, if any.
 pub fn load_apply_state(engine: &impl Peekable, region_id: u64) -> Result<Option<ApplyState>> {
     let Some(raw) = engine.get(Cf::Meta, &apply_key(region_id))? else {

@@ -317,15 +317,31 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             let raw = raft::eraftpb::Message::parse_from_bytes(&msg.message)
                 .map_err(|e| Error::Corrupt(format!("raft message: {e}")))?;
             let region = snapshot::verify(&self.cfg.snap_dir, msg.region_id, &raw)?;
-            let other = (self.peers.values())
+            let overlapping: Vec<&Peer> = (self.peers.values())
                 .filter(|p| p.is_initialized() && p.region().id != msg.region_id)
-                .find(|p| overlaps(p.region(), &region.start_key, &region.end_key));
-            if let Some(other) = other {
+                .filter(|p| overlaps(p.region(), &region.start_key, &region.end_key))
+                .collect();
+            if let Some(other) = overlapping
+                .iter()
+                .find(|p| !merge::superseded_by(p, &region))
+            {
                 snapshot::discard(&self.cfg.snap_dir, msg.region_id, &raw);
                 return Err(Error::SnapshotOverlaps {
                     region_id: msg.region_id,
                     other: other.region().id,
                 });
+            }
+            // Regions the snapshot's region took in by merges while this store's replica of
+            // it lagged: their data is the snapshot's now.
+            let superseded: Vec<u64> = overlapping.iter().map(|p| p.region().id).collect();
+            for stale in superseded {
+                tracing::info!(
+                    store_id = self.store_id,
+                    region_id = stale,
+                    by = msg.region_id,
+                    "a newer snapshot covers the region: it was merged away"
+                );
+                self.destroy_peer(stale)?;
             }
         }
         let to = msg.to_peer.map_or(0, |p| p.id);
@@ -373,8 +389,17 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             // new peer.
             return Err(Error::RegionNotFound(msg.region_id));
         }
+        // A region the sender's took in by a merge is no cover: the sender's new peer gets
+        // a snapshot here, which retires it.
+        let sender = Region {
+            id: msg.region_id,
+            region_epoch: msg.region_epoch,
+            start_key: msg.start_key.clone(),
+            end_key: msg.end_key.clone(),
+            ..Region::default()
+        };
         let covered = (self.peers.values())
-            .filter(|p| p.is_initialized())
+            .filter(|p| p.is_initialized() && !merge::superseded_by(p, &sender))
             .any(|p| overlaps(p.region(), &msg.start_key, &msg.end_key));
         if covered {
             let vote = raft::eraftpb::Message::parse_from_bytes(&msg.message).is_ok_and(|m| {
@@ -469,7 +494,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             .ticks
             .is_multiple_of(self.cfg.merge_check_ticks.max(1) as u64)
         {
-            merge::check_merges(&mut self.peers, &self.tombstones, now);
+            merge::check_merges(&mut self.peers, &self.tombstones, &self.engine, now);
         }
     }
 
@@ -658,6 +683,12 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
                 continue;
             }
             let region_id = peer.region().id;
+            if peer.merging().is_some() {
+                // A merging source truncates no log, so no peer should need one; a snapshot
+                // without the merge state would make a replica that never merges.
+                tracing::warn!(region_id, "no snapshot of a merging region");
+                continue;
+            }
             match &mut self.snap_worker {
                 Some(worker) => {
                     if worker.building.insert(region_id) {
@@ -756,7 +787,8 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
     }
 
     /// As the leader of `source_id`: proposes to merge it into `target_id`, as this store's
-    /// replica of the target holds it (see [`Peer::propose_prepare_merge`]).
+    /// replica of the target holds it (see [`Peer::propose_prepare_merge`]), unless that
+    /// replica is merging into another region itself.
     pub fn propose_prepare_merge(
         &mut self,
         source_id: u64,
@@ -764,9 +796,14 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         reply: Reply,
         now: Instant,
     ) {
-        let target = (self.peers.get(&target_id))
-            .filter(|p| p.is_initialized())
-            .map(|p| p.region().clone());
+        let target = (self.peers.get(&target_id)).filter(|p| p.is_initialized());
+        if target.is_some_and(|t| t.merging().is_some()) {
+            // Its prepared epoch would be what its tombstone shows once it merged away, and
+            // the source could not tell that from a replica replaced unapplied.
+            reply(Err(Error::ProposalInMergingMode(target_id)));
+            return;
+        }
+        let target = target.map(|p| p.region().clone());
         match (self.peers.get_mut(&source_id), target) {
             (Some(source), Some(target)) => source.propose_prepare_merge(&target, reply, now),
             (None, _) => reply(Err(Error::RegionNotFound(source_id))),
