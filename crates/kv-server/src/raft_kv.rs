@@ -162,23 +162,27 @@ impl RaftKv {
             });
         if !inherits {
             self.locks
-                .reload_range(self.engine.snapshot(), &region.start_key, &region.end_key)
+                .reload_range(
+                    || self.engine.snapshot(),
+                    &region.start_key,
+                    &region.end_key,
+                )
                 .map_err(|e| engine::Error::Engine(format!("reloading the lock table: {e}")))?;
             if merged {
                 // A merge gave the region its neighbour's range while this store leads it:
                 // the source's leader moved its in-memory pessimistic locks to the lock CF
                 // before the merge, and it served reads this leader never saw (`max_ts`
-                // syncs again). This range's own in-memory locks stay. Its size grew by the
-                // source's: the split checker measures it again.
+                // syncs again). This range's own in-memory locks, and any pause of a
+                // leadership move under way, stay. Its size grew by the source's: the split
+                // checker measures it again.
                 self.flows.unmeasured(region.id);
             } else {
                 self.pessimistic
                     .clear_range(&region.start_key, &region.end_key);
+                // A pause left by a leadership this store gave away ends: it leads again.
+                self.pessimistic
+                    .resume_within(&region.start_key, &region.end_key);
             }
-            // A pause left by a leadership this store gave away, or by the merge of a
-            // source it led, ends: it leads the range now.
-            self.pessimistic
-                .resume_within(&region.start_key, &region.end_key);
         }
         loaded.insert(region.id, now);
         tracing::info!(

@@ -158,19 +158,28 @@ impl LockTable {
     }
 
     /// Replaces the table's locks of `[start, end)` (an empty `end` is unbounded) with those
-    /// of `snap`'s lock CF and forgets that `max_ts` was synced. For a replica that just
-    /// became the leader of the region of that range: the locks are the ones the log
-    /// applied, and reads the previous leader served are unknown here, so a one-phase commit
-    /// waits until [`LockTable::sync_max_ts`] brings a fresh PD timestamp. The locks of
-    /// other regions this store leads stay as they are.
-    pub fn reload_range<S: Snapshot>(&self, snap: S, start: &[u8], end: &[u8]) -> Result<()> {
+    /// of the lock CF as `snapshot` shows it, and forgets that `max_ts` was synced. For a
+    /// replica that just became the leader of the region of that range (the locks are the
+    /// ones the log applied, and reads the previous leader served are unknown here, so a
+    /// one-phase commit waits until [`LockTable::sync_max_ts`] brings a fresh PD timestamp),
+    /// or a leader whose region a merge widened. The snapshot is taken under the table's
+    /// write lock, so a write whose changes reached the table before is in it, and one whose
+    /// changes come after is applied on top; one-phase commits' committing entries stay. The
+    /// locks of other regions this store leads stay as they are.
+    pub fn reload_range<S: Snapshot>(
+        &self,
+        snapshot: impl FnOnce() -> S,
+        start: &[u8],
+        end: &[u8],
+    ) -> Result<()> {
+        let mut locks = self.locks.write().expect("lock table poisoned");
         let fresh: Vec<LockChange> =
-            (MvccReader::new(snap).scan_locks(start, end, u64::MAX, usize::MAX)?)
+            (MvccReader::new(snapshot()).scan_locks(start, end, u64::MAX, usize::MAX)?)
                 .iter()
                 .map(|(key, lock)| LockChange::put(key, lock))
                 .collect();
-        let mut locks = self.locks.write().expect("lock table poisoned");
         let stale: Vec<Vec<u8>> = (locks.range::<[u8], _>(key_bounds(start, end)))
+            .filter(|(_, e)| !e.committing)
             .map(|(k, _)| k.clone())
             .collect();
         for key in stale {

@@ -119,7 +119,7 @@ pub fn apply_entries<W: WriteBatch>(
             if region.peers.iter().any(|p| p.id == own_peer_id) {
                 state::put_region(wb, region);
             } else {
-                state::put_tombstone(wb, region, own_peer_id);
+                state::put_tombstone(wb, region, own_peer_id, false);
             }
             outcome.conf_changes.push(cc);
             outcome.sync = true;
@@ -174,7 +174,7 @@ pub fn apply_entries<W: WriteBatch>(
                         let (source, retired) = merge_source(&commit, wb)?;
                         let here = store_of(region, own_peer_id);
                         let source_peer = source.peers.iter().find(|p| p.store_id == here);
-                        state::put_tombstone(wb, &source, source_peer.map_or(0, |p| p.id));
+                        state::put_tombstone(wb, &source, source_peer.map_or(0, |p| p.id), true);
                         absorb(region, &source);
                         state::put_region(wb, region);
                         outcome.merged_sources.extend(retired);

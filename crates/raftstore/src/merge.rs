@@ -22,8 +22,9 @@
 //!    source's leader proposes the rollback, and the source takes writes again.
 //!
 //! A replica of the target that lagged past the target's log gets the target's snapshot,
-//! which covers the source's range: this store's source replica, which may not have heard of
-//! the merge at all, is then retired ([`superseded_by`]).
+//! which covers the source's range: this store's source replica is retired once raft-rs took
+//! the snapshot ([`superseded_by`]), if it applied the prepare or heard from another store
+//! that the source merged away. Until either, the snapshot is refused.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -65,22 +66,23 @@ fn no_source(source_id: u64, target_id: u64) -> Error {
     ))
 }
 
-/// Whether this store's `peer` is superseded by `region` as a message or snapshot from it
-/// shows it: `region`'s range holds the peer's whole range, at a newer epoch version. Such a
-/// peer's region no longer exists: a live region keeps part of every range it had (a split
-/// keeps its right part, a merge only widens a target), and live regions never overlap, so
-/// the region is a merge source `region` took in (or part of one) while this replica lagged,
-/// perhaps before it even heard of the prepare. It is retired, and `region`'s snapshot
-/// brings its data (TiKV's `check_snapshot`). A snapshot made before a split that created a
-/// region here is older than that region, and does not supersede it.
+/// Whether this store's `peer` was taken in by `region` as a message or snapshot from it
+/// shows it, so the snapshot may retire it: `region`'s range holds the peer's at a newer
+/// epoch version, and the peer's region is known gone. Either the peer applied a prepare
+/// into `region` at an older version (TiKV's `maybe_destroy_source`: a frozen source's range
+/// goes to its target only by this merge's commit), or another store answered that its
+/// replica merged away (`Store::answer_stale`). A range alone proves nothing: a region that
+/// took in its right neighbour and then split keeps none of its old range.
 pub(crate) fn superseded_by(peer: &Peer, region: &Region) -> bool {
-    let (mine, version) = (peer.region(), |r: &Region| {
-        r.region_epoch.map_or(0, |e| e.version)
-    });
-    let starts_within = mine.start_key >= region.start_key;
-    let ends_within =
-        region.end_key.is_empty() || (!mine.end_key.is_empty() && mine.end_key <= region.end_key);
-    mine.id != region.id && version(region) > version(mine) && starts_within && ends_within
+    let version = |r: &Region| r.region_epoch.map_or(0, |e| e.version);
+    let mine = peer.region();
+    let holds = mine.start_key >= region.start_key
+        && (region.end_key.is_empty()
+            || (!mine.end_key.is_empty() && mine.end_key <= region.end_key));
+    let target = peer.merging().and_then(|m| m.target.as_ref());
+    let into_region = target.is_some_and(|t| t.id == region.id && version(region) > version(t));
+    let gone = peer.merged_away() && version(region) > version(mine);
+    holds && mine.id != region.id && (into_region || gone)
 }
 
 /// What a source replica whose prepare applied does next, as this store's replica of the
@@ -140,8 +142,10 @@ pub(crate) fn check_merges(
                 TargetHere::Live(t.region().region_epoch.unwrap_or_default(), t.is_leader())
             }
             None if tombstones.contains_key(&target.id) => {
-                match state::load_region(engine, target.id) {
-                    Ok(Some(gone)) => TargetHere::Gone(gone.region_epoch.unwrap_or_default()),
+                match state::load_region_state(engine, target.id) {
+                    Ok(Some(gone)) => TargetHere::Gone(
+                        gone.region.and_then(|r| r.region_epoch).unwrap_or_default(),
+                    ),
                     _ => TargetHere::Unknown,
                 }
             }

@@ -132,6 +132,8 @@ pub struct Peer {
     prepare_proposed: Option<u64>,
     /// Merges applied with this region as their target since the peer opened.
     merges_applied: u64,
+    /// Another store answered that this region merged away (see `Store::answer_stale`).
+    merged_away: bool,
     cfg: Arc<RaftstoreConfig>,
 }
 
@@ -223,6 +225,7 @@ impl Peer {
             transfer_ticks: None,
             prepare_proposed: None,
             merges_applied: 0,
+            merged_away: false,
             cfg,
         })
     }
@@ -287,6 +290,16 @@ impl Peer {
     /// Merges applied with this region as their target since the peer opened.
     pub fn merges_applied(&self) -> u64 {
         self.merges_applied
+    }
+
+    /// Whether another store answered that this region merged away, while this replica
+    /// missed the merge.
+    pub fn merged_away(&self) -> bool {
+        self.merged_away
+    }
+
+    pub(crate) fn set_merged_away(&mut self) {
+        self.merged_away = true;
     }
 
     /// Whether the region takes no writes, membership changes or splits and serves no
@@ -1421,6 +1434,7 @@ impl Peer {
                 start_key: self.region.start_key.clone(),
                 end_key: self.region.end_key.clone(),
                 message: m.write_to_bytes().expect("encoding a raft message"),
+                merged_away: false,
             });
         }
     }

@@ -67,6 +67,7 @@ pub fn put_region(wb: &mut impl WriteBatch, region: &Region) {
         region: Some(region.clone()),
         tombstone: false,
         removed_peer_id: 0,
+        merged: false,
     };
     wb.put(Cf::Meta, &region_key(region.id), &state.encode_to_vec());
 }
@@ -119,14 +120,17 @@ pub fn load_regions<E: KvEngine>(engine: &E, store_id: u64) -> Result<SavedRegio
     Ok((out, tombstones))
 }
 
-/// The region saved for `region_id` (live or a tombstone), if any.
-pub fn load_region(engine: &impl Peekable, region_id: u64) -> Result<Option<Region>> {
+/// What this store saved of `region_id` (live or a tombstone), if anything.
+pub fn load_region_state(
+    engine: &impl Peekable,
+    region_id: u64,
+) -> Result<Option<RegionLocalState>> {
     let Some(raw) = engine.get(Cf::Meta, &region_key(region_id))? else {
         return Ok(None);
     };
     let state = RegionLocalState::decode(raw.as_slice())
         .map_err(|e| Error::Corrupt(format!("region state of region {region_id}: {e}")))?;
-    Ok(state.region)
+    Ok(Some(state))
 }
 
 /// The apply state saved for `region_id`, if any.
@@ -175,12 +179,18 @@ pub fn role_of(peer: &proto::pd::Peer) -> PeerRole {
 }
 
 /// Marks this store's peer `removed_peer_id` of `region` removed: its data stays until the range is cleaned,
-/// and it is never loaded again.
-pub fn put_tombstone(wb: &mut impl WriteBatch, region: &Region, removed_peer_id: u64) {
+/// and it is never loaded again. `merged`: the region merged away (see [`RegionLocalState`]).
+pub fn put_tombstone(
+    wb: &mut impl WriteBatch,
+    region: &Region,
+    removed_peer_id: u64,
+    merged: bool,
+) {
     let state = RegionLocalState {
         region: Some(region.clone()),
         tombstone: true,
         removed_peer_id,
+        merged,
     };
     wb.put(Cf::Meta, &region_key(region.id), &state.encode_to_vec());
 }

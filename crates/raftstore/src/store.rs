@@ -31,7 +31,9 @@
 //!
 //! Merges: a merge's commit step brings this store's replica of the source up to the merge
 //! and retires it in the same kv write that widens the target ([`crate::merge`]); the source
-//! peer is destroyed once that write landed.
+//! peer is destroyed once that write landed. Its tombstone says it merged: a message from a
+//! replica of it that missed the merge is answered so, and a snapshot covering that replica
+//! then retires it ([`merge::superseded_by`]).
 //!
 //! Durability: a follower acknowledges entries (and a voter votes) only after the log write
 //! that carries them returned. The kv engine's apply batch is not fsynced, except one that truncates
@@ -309,6 +311,25 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
     /// added this store back: the stale peer is destroyed and the new one created. A message
     /// for an older peer is stale and dropped.
     pub fn on_raft_message(&mut self, msg: &RaftMessage) -> Result<()> {
+        if msg.merged_away {
+            // Another store's replica of the region merged away: the region is gone, and
+            // this peer missed the merge. It stays (this store's target replica may still
+            // take it in from its log), but a snapshot of a region covering it retires it.
+            let to = msg.to_peer.map(|p| p.id);
+            if let Some(peer) = self.peers.get_mut(&msg.region_id)
+                && Some(peer.peer_id()) == to
+                && !peer.merged_away()
+            {
+                tracing::info!(
+                    store_id = self.store_id,
+                    region_id = msg.region_id,
+                    "the region merged away while this replica lagged"
+                );
+                peer.set_merged_away();
+            }
+            return Ok(());
+        }
+        let mut superseded = Vec::new();
         if snapshot::SnapKey::of_message(msg).is_some() {
             // A snapshot's file is checked before raft-rs sees it: raft-rs takes a snapshot
             // it accepts as the peer's state, so a bad one must not get that far. Nor one
@@ -331,18 +352,9 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
                     other: other.region().id,
                 });
             }
-            // Regions the snapshot's region took in by merges while this store's replica of
-            // it lagged: their data is the snapshot's now.
-            let superseded: Vec<u64> = overlapping.iter().map(|p| p.region().id).collect();
-            for stale in superseded {
-                tracing::info!(
-                    store_id = self.store_id,
-                    region_id = stale,
-                    by = msg.region_id,
-                    "a newer snapshot covers the region: it was merged away"
-                );
-                self.destroy_peer(stale)?;
-            }
+            // Merge sources the snapshot's region took in while this store's replica of it
+            // lagged: retired below once raft-rs took the snapshot.
+            superseded = overlapping.iter().map(|p| p.region().id).collect();
         }
         let to = msg.to_peer.map_or(0, |p| p.id);
         if let Some(local) = self.peers.get(&msg.region_id).map(Peer::peer_id) {
@@ -372,7 +384,21 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
                 peer.peer_id()
             )));
         }
-        peer.step(msg)
+        peer.step(msg)?;
+        // raft-rs may still drop a snapshot (stale, or its entries known): the sources it
+        // covers go only once the peer will install it.
+        if peer.installs_snapshot() {
+            for source in superseded {
+                tracing::info!(
+                    store_id = self.store_id,
+                    region_id = source,
+                    target = msg.region_id,
+                    "a snapshot of the region that took this one in covers it: retired"
+                );
+                self.remove_peer(source, true)?;
+            }
+        }
+        Ok(())
     }
 
     fn maybe_create_peer(&mut self, msg: &RaftMessage) -> Result<()> {
@@ -387,9 +413,10 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         {
             // The message is dropped; once the old peer's log is cleared a retry creates the
             // new peer.
+            self.answer_stale(msg)?;
             return Err(Error::RegionNotFound(msg.region_id));
         }
-        // A region the sender's took in by a merge is no cover: the sender's new peer gets
+        // A merge source the sender's region took in is no cover: the sender's new peer gets
         // a snapshot here, which retires it.
         let sender = Region {
             id: msg.region_id,
@@ -780,7 +807,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
                     source,
                     "the region took its merge source in"
                 );
-                self.destroy_peer(source)?;
+                self.remove_peer(source, true)?;
             }
         }
         Ok(())
@@ -869,8 +896,34 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         Ok(())
     }
 
+    /// A message for a region whose replica here merged away comes from a replica that missed
+    /// the merge (its leader's store retired it too, so nobody else will tell it): it hears
+    /// that the region is gone (TiKV's gc message for a stale peer). Only a merge's tombstone
+    /// answers so: a store whose peer was removed from a live region says nothing.
+    fn answer_stale(&mut self, msg: &RaftMessage) -> Result<()> {
+        let merged = state::load_region_state(&self.engine, msg.region_id)?
+            .is_some_and(|s| s.tombstone && s.merged);
+        if let (true, Some(from), Some(to)) = (merged, msg.from_peer, msg.to_peer) {
+            self.transport.send(RaftMessage {
+                region_id: msg.region_id,
+                from_peer: Some(to),
+                to_peer: Some(from),
+                region_epoch: msg.region_epoch,
+                merged_away: true,
+                ..RaftMessage::default()
+            });
+        }
+        Ok(())
+    }
+
     /// Removes this store's peer of `region_id` (the region no longer lists it).
     pub fn destroy_peer(&mut self, region_id: u64) -> Result<()> {
+        self.remove_peer(region_id, false)
+    }
+
+    /// Removes this store's peer of `region_id`; `merged`: the region merged away, which
+    /// its tombstone records (see [`Store::answer_stale`]).
+    fn remove_peer(&mut self, region_id: u64, merged: bool) -> Result<()> {
         let Some(mut peer) = self.peers.remove(&region_id) else {
             return Ok(());
         };
@@ -881,7 +934,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
         });
         peer.fail_reads(|| Error::RegionNotFound(region_id));
         let mut wb = self.engine.write_batch();
-        state::put_tombstone(&mut wb, peer.region(), peer.peer_id());
+        state::put_tombstone(&mut wb, peer.region(), peer.peer_id(), merged);
         self.engine.write(wb, true)?;
         // The clearing follows the peer's own writes on its store-io thread.
         for (_, waiting) in self.unpersisted.values_mut() {

@@ -237,7 +237,15 @@ fn a_replica_that_missed_the_merge_in_its_log_gets_the_target_s_snapshot_and_dro
         "the target's log no longer holds what store 3 lacks"
     );
     c.clear_filters();
+    // Store 3's source replica never heard of the prepare: the other stores answer its
+    // campaign that it merged away, and the target's snapshot then retires it.
     wait_merged(&mut c, 2);
+    for _ in 0..50 {
+        if c.get(3, &data(&[b'x', 9])).is_some() {
+            break;
+        }
+        c.tick();
+    }
     assert_whole(&c, 3);
     assert_eq!(
         c.get(3, &data(b"b")).as_deref(),

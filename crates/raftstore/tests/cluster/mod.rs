@@ -357,8 +357,10 @@ impl Cluster {
             match store.on_raft_message(&m) {
                 // A message for a peer the store removed is dropped, as a node drops it.
                 Ok(()) | Err(Error::RegionNotFound(_)) => {}
-                // So is a snapshot whose file is not whole; the leader sends it again.
-                Err(Error::Corrupt(_)) if SnapKey::of_message(&m).is_some() => {}
+                // So is a snapshot whose file is not whole, or that overlaps a region held
+                // here; the leader sends it again.
+                Err(Error::Corrupt(_) | Error::SnapshotOverlaps { .. })
+                    if SnapKey::of_message(&m).is_some() => {}
                 Err(e) => panic!("store {to} refused a message: {e}"),
             }
         }
