@@ -51,6 +51,8 @@ pub struct ApplyOutcome {
     pub new_regions: Vec<Region>,
     /// Entries whose command was refused (see the module header), with why.
     pub refused: Vec<(u64, String)>,
+    /// A merge's prepare applied: its commit step may go out at once.
+    pub merge_prepared: bool,
     /// Source regions a `CommitMerge` took in (and any their catch-up took in): their peers
     /// here go once the batch is written.
     pub merged_sources: Vec<u64>,
@@ -165,6 +167,7 @@ pub fn apply_entries<W: WriteBatch>(
                     Ok(()) => {
                         state::put_region(wb, region);
                         outcome.sync = true;
+                        outcome.merge_prepared = true;
                     }
                     Err(why) => outcome.refused.push((entry.index, why)),
                 }

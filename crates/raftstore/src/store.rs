@@ -782,6 +782,7 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
             );
             fail::fail_point!("apply_after_kv_write");
         }
+        let prepared = outcomes.iter().any(|(_, _, o)| o.merge_prepared);
         for (id, entries, outcome) in outcomes {
             let Some(peer) = self.peers.get_mut(&id) else {
                 // A source a later region's merge took in this round: destroyed below.
@@ -809,6 +810,16 @@ impl<E: KvEngine, T: Transport> Store<E, T> {
                 );
                 self.remove_peer(source, true)?;
             }
+        }
+        // The source is frozen from here on: its commit step goes out now, not at the next
+        // merge check.
+        if prepared {
+            merge::check_merges(
+                &mut self.peers,
+                &self.tombstones,
+                &self.engine,
+                committed_at,
+            );
         }
         Ok(())
     }

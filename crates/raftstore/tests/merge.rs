@@ -9,22 +9,51 @@
 mod cluster;
 
 use cluster::{
-    Cluster, Lcg, Outcome, REGION, data, outcome_of, put, rand_seed, route, split_cmd, test_config,
-    write_to,
+    Cluster, Lcg, Outcome, REGION, assert_every_store_holds, data, outcome_of, put, rand_seed,
+    route, split_cmd, test_config, write_to,
 };
 use proto::pd::Region;
 use proto::raft::RaftCmd;
 use raftstore::Error;
 
-/// A cluster of three stores whose region is split at `m`: region 2 holds `[, m)`, region
-/// [`REGION`] `[m, )`, both led by store 1.
+/// A cluster of three stores whose region is split at `m`: region 2 holds `[, m)`, led by
+/// store 1, and region [`REGION`] `[m, )`, led by store 2. A prepare store 1 proposes then
+/// applies there first, and the commit step waits until store 2's source replica applied it
+/// too (the next heartbeat): tests act in between.
 fn split_cluster() -> Cluster {
-    let mut c = Cluster::new(3, test_config());
+    split_cluster_with(test_config())
+}
+
+fn split_cluster_with(cfg: raftstore::RaftstoreConfig) -> Cluster {
+    let mut c = Cluster::new(3, cfg);
     c.elect(1);
     let split = c.propose_cmd(1, REGION, split_cmd(&c, &[b"m"], 2));
     c.wait_outcome(&split).expect("the split applied");
     c.tick();
+    lead_target_from_store_2(&mut c);
     c
+}
+
+fn lead_target_from_store_2(c: &mut Cluster) {
+    assert!(c.transfer_leader(1, 2), "store 2 may take over");
+    c.pump();
+    assert_eq!(c.leader_of(REGION), Some(2));
+}
+
+/// Merges region 2 into [`REGION`] while store 3 is cut off: store 3 misses a write to
+/// region 2 (`b`) and the prepare; the other two retire their sources.
+fn merge_without_store_3(c: &mut Cluster) {
+    c.isolate(3);
+    write_to(c, 2, b"b", b"missed by store 3").unwrap();
+    let prepare = c.propose_prepare_merge(1, 2, REGION);
+    c.wait_outcome(&prepare).expect("the prepare applied");
+    for _ in 0..20 {
+        if (1..=2).all(|s| c.stores[&s].peer(2).is_none()) {
+            break;
+        }
+        c.tick();
+    }
+    assert!((1..=2).all(|s| c.stores[&s].peer(2).is_none()));
 }
 
 fn region_at(c: &Cluster, s: u64, id: u64) -> Option<Region> {
@@ -179,18 +208,7 @@ fn the_source_takes_no_write_read_or_membership_change_from_the_prepare_on() {
 #[test]
 fn a_replica_cut_off_during_the_merge_brings_its_source_up_from_the_commit_step() {
     let mut c = split_cluster();
-    c.isolate(3);
-    // Store 3 misses this write and the prepare; the other two then retire their sources.
-    write_to(&mut c, 2, b"b", b"missed by store 3").unwrap();
-    let prepare = c.propose_prepare_merge(1, 2, REGION);
-    c.wait_outcome(&prepare).expect("the prepare applied");
-    for _ in 0..20 {
-        if (1..=2).all(|s| c.stores[&s].peer(2).is_none()) {
-            break;
-        }
-        c.tick();
-    }
-    assert!((1..=2).all(|s| c.stores[&s].peer(2).is_none()));
+    merge_without_store_3(&mut c);
     assert!(c.stores[&3].peer(2).is_some(), "store 3 has not heard");
     assert_eq!(c.get(3, &data(b"b")), None);
     c.clear_filters();
@@ -213,21 +231,8 @@ fn a_replica_that_missed_the_merge_in_its_log_gets_the_target_s_snapshot_and_dro
         log_gc_count_limit: 3,
         ..test_config()
     };
-    let mut c = Cluster::new(3, cfg);
-    c.elect(1);
-    let split = c.propose_cmd(1, REGION, split_cmd(&c, &[b"m"], 2));
-    c.wait_outcome(&split).expect("the split applied");
-    c.tick();
-    c.isolate(3);
-    write_to(&mut c, 2, b"b", b"missed by store 3").unwrap();
-    let prepare = c.propose_prepare_merge(1, 2, REGION);
-    c.wait_outcome(&prepare).expect("the prepare applied");
-    for _ in 0..20 {
-        if (1..=2).all(|s| c.stores[&s].peer(2).is_none()) {
-            break;
-        }
-        c.tick();
-    }
+    let mut c = split_cluster_with(cfg);
+    merge_without_store_3(&mut c);
     for i in 0..10u8 {
         write_to(&mut c, REGION, &[b'x', i], b"after").unwrap();
         c.tick();
@@ -290,7 +295,7 @@ fn a_target_split_since_the_prepare_makes_the_source_roll_back() {
     // Before the commit step: the target splits at t, so no commit step can apply.
     let mut split = split_cmd(&c, &[b"t"], 3);
     split.region_epoch = region_at(&c, 1, REGION).unwrap().region_epoch;
-    let split = c.propose_cmd(1, REGION, split);
+    let split = c.propose_cmd(2, REGION, split);
     c.pump();
     outcome_of(&split)
         .expect("answered within the pump")
@@ -324,6 +329,7 @@ fn a_merge_the_regions_cannot_take_is_refused() {
     let split = c.propose_cmd(1, REGION, split_cmd(&c, &[b"g", b"m"], 2));
     c.wait_outcome(&split).expect("the split applied");
     c.tick();
+    lead_target_from_store_2(&mut c);
     // Region 2 is [, g), 3 is [g, m), REGION is [m, ).
     let cases = [(2, REGION, "not adjacent"), (3, 3, "into itself")];
     for (source, target, what) in cases {
@@ -436,29 +442,7 @@ fn seeded_splits_and_merges_under_writes_lose_and_misplace_nothing() {
         }
     }
     c.ticks(10);
-    let mut last = std::collections::BTreeMap::new();
-    for (k, v) in acked {
-        last.insert(k, v);
-    }
-    for s in 1..=3 {
-        for (k, v) in &last {
-            assert_eq!(
-                c.get(s, &data(k)).as_ref(),
-                Some(v),
-                "seed {seed}: store {s}"
-            );
-        }
-        let mut regions: Vec<Region> = c.stores[&s].peers().map(|p| p.region().clone()).collect();
-        regions.sort_by(|a, b| a.start_key.cmp(&b.start_key));
-        assert!(regions.first().unwrap().start_key.is_empty());
-        assert!(regions.last().unwrap().end_key.is_empty());
-        for w in regions.windows(2) {
-            assert_eq!(
-                w[0].end_key, w[1].start_key,
-                "seed {seed}: regions tile the keys on store {s}"
-            );
-        }
-    }
+    assert_every_store_holds(&c, acked, seed);
     assert!(merges > 5, "seed {seed}: the run merged a few times");
 }
 
@@ -501,4 +485,21 @@ fn write_again(c: &mut Cluster, key: &[u8], value: &[u8], seed: u64) {
         "seed {seed}: no region took a write of {key:?} in 50 tries; last {last:?}\n{}",
         states.join("\n")
     );
+}
+
+#[test]
+fn where_one_store_leads_both_regions_the_commit_step_follows_the_prepare_at_once() {
+    let mut c = Cluster::new(3, test_config());
+    c.elect(1);
+    let split = c.propose_cmd(1, REGION, split_cmd(&c, &[b"m"], 2));
+    c.wait_outcome(&split).expect("the split applied");
+    c.tick();
+    let prepare = c.propose_prepare_merge(1, 2, REGION);
+    c.pump();
+    outcome_of(&prepare).expect("answered").expect("applied");
+    assert!(
+        c.stores[&1].peer(2).is_none(),
+        "merged without waiting for a merge check"
+    );
+    assert_whole(&c, 1);
 }

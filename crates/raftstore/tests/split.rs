@@ -8,8 +8,8 @@
 mod cluster;
 
 use cluster::{
-    Cluster, Lcg, Outcome, REGION, data, outcome_of, put, rand_seed, route, split_cmd, test_config,
-    write_to,
+    Cluster, Lcg, Outcome, REGION, assert_every_store_holds, data, outcome_of, put, rand_seed,
+    route, split_cmd, test_config, write_to,
 };
 use proto::pd::Region;
 use proto::raft::RaftCmd;
@@ -255,29 +255,7 @@ fn seeded_splits_under_writes_lose_and_misplace_nothing() {
         }
     }
     c.ticks(3);
-    let mut last = std::collections::BTreeMap::new();
-    for (k, v) in acked {
-        last.insert(k, v);
-    }
-    for s in 1..=3 {
-        for (k, v) in &last {
-            assert_eq!(
-                c.get(s, &data(k)).as_ref(),
-                Some(v),
-                "seed {seed}: store {s}"
-            );
-        }
-        let mut regions: Vec<Region> = c.stores[&s].peers().map(|p| p.region().clone()).collect();
-        regions.sort_by(|a, b| a.start_key.cmp(&b.start_key));
-        assert!(regions.first().unwrap().start_key.is_empty());
-        assert!(regions.last().unwrap().end_key.is_empty());
-        for w in regions.windows(2) {
-            assert_eq!(
-                w[0].end_key, w[1].start_key,
-                "seed {seed}: regions tile the keys"
-            );
-        }
-    }
+    assert_every_store_holds(&c, acked, seed);
     assert!(next_region > 5, "seed {seed}: the run split a few times");
 }
 

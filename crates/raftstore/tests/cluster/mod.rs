@@ -728,3 +728,28 @@ impl Lcg {
         self.0 >> 33
     }
 }
+
+/// Every store holds the last acknowledged value of every key in `acked` (in order of
+/// acknowledgement), and its regions tile the key space: a seeded run's final check.
+pub fn assert_every_store_holds(c: &Cluster, acked: Vec<(Vec<u8>, Vec<u8>)>, seed: u64) {
+    let last: BTreeMap<Vec<u8>, Vec<u8>> = acked.into_iter().collect();
+    for &s in c.stores.keys() {
+        for (k, v) in &last {
+            assert_eq!(
+                c.get(s, &data(k)).as_ref(),
+                Some(v),
+                "seed {seed}: store {s}"
+            );
+        }
+        let mut regions: Vec<Region> = c.stores[&s].peers().map(|p| p.region().clone()).collect();
+        regions.sort_by(|a, b| a.start_key.cmp(&b.start_key));
+        assert!(regions.first().unwrap().start_key.is_empty());
+        assert!(regions.last().unwrap().end_key.is_empty());
+        for w in regions.windows(2) {
+            assert_eq!(
+                w[0].end_key, w[1].start_key,
+                "seed {seed}: regions tile the keys on store {s}"
+            );
+        }
+    }
+}
