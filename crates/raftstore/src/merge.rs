@@ -1,18 +1,19 @@
 //! Region merge, as TiKV does it: a small region (the source) hands its range to an adjacent
 //! one (the target) whose peers sit on the same stores, safely while writes go on.
 //!
-//! 1. **Prepare** (on the source, proposed by its leader, [`crate::Peer::propose_prepare_merge`]):
-//!    once it applied, the source takes no writes, serves no reads and truncates no log; both
+//! 1. **Prepare** (on the source, proposed by its leader,
+//!    [`crate::Peer::propose_prepare_merge`]): from its proposal the leader takes no writes
+//!    and serves no reads; once it applied, no replica does, none truncates its log, and both
 //!    its epoch numbers move on, so a write proposed before it is refused at apply. It records
 //!    the target as it stood and `min_index`, the highest entry every source peer held.
 //! 2. **Commit** (on the target): as the prepare applies, and every `merge_check_ticks`
 //!    after, each source replica whose prepare applied makes the commit step for the target,
 //!    if this store's target replica leads ([`check_merges`]). The command carries the
 //!    source's log from `min_index` up to the prepare and is proposed under the target's
-//!    epoch as the prepare saw it. Where it
-//!    applies, this store's source replica is first brought up to the prepare in the same
-//!    write ([`catch_up_source`]): from its own log, and from the entries carried, which is
-//!    what a replica needs whose source peers elsewhere are already gone. The target then
+//!    epoch as the prepare saw it. Where it applies, this store's source replica is first
+//!    brought up to the prepare in the same write ([`catch_up_source`]): from its own log,
+//!    and from the entries carried, which is what a replica needs whose source peers
+//!    elsewhere are already gone. The target then
 //!    takes the range, its version above both regions', and the source becomes a tombstone;
 //!    its data stays where it is, now the target's.
 //! 3. **Rollback** (on the source): a split, membership change or prepared merge of the
