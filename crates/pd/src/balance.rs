@@ -358,11 +358,11 @@ pub fn shuffle_region(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::cluster::RegionEpoch;
 
-    fn store(id: u64) -> Store {
+    pub(crate) fn store(id: u64) -> Store {
         Store {
             node_state: crate::cluster::NodeState::Serving,
             id,

@@ -107,19 +107,8 @@ pub fn next_merge(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::{NodeState, Peer, RegionEpoch};
-
-    fn store(id: u64) -> Store {
-        Store {
-            node_state: NodeState::Serving,
-            id,
-            address: String::new(),
-            status_address: String::new(),
-            last_heartbeat_ms: 1_000,
-            stopping: false,
-            labels: Default::default(),
-        }
-    }
+    use crate::balance::tests::store;
+    use crate::cluster::{Peer, RegionEpoch};
 
     fn region(id: u64, start: &str, end: &str, stores: &[u64]) -> Region {
         let peers: Vec<Peer> = stores

@@ -147,15 +147,19 @@ fn the_source_takes_no_write_read_or_membership_change_from_the_prepare_on() {
     let prepare = c.propose_prepare_merge(1, 2, REGION);
     // Proposed, not applied yet: the leader is fenced already (a follower may apply the
     // prepare first and the target take writes while this leader's lease holds).
-    assert!(matches!(
-        outcome_of(&write(&mut c, b"lost?")),
-        Some(Err(Error::ProposalInMergingMode(2)))
-    ));
+    let refuses_writes_and_reads = |c: &mut Cluster| {
+        assert!(matches!(
+            outcome_of(&write(c, b"lost?")),
+            Some(Err(Error::ProposalInMergingMode(2)))
+        ));
+        let now = c.now;
+        assert!(matches!(
+            c.stores[&1].peer(2).unwrap().check_lease_read(now),
+            Err(Error::ProposalInMergingMode(2))
+        ));
+    };
+    refuses_writes_and_reads(&mut c);
     let now = c.now;
-    assert!(matches!(
-        c.stores[&1].peer(2).unwrap().check_lease_read(now),
-        Err(Error::ProposalInMergingMode(2))
-    ));
     let peer = proto::pd::Peer {
         id: 29,
         store_id: 3,
@@ -185,15 +189,7 @@ fn the_source_takes_no_write_read_or_membership_change_from_the_prepare_on() {
         .expect("answered")
         .expect("a write before the prepare applies");
     // Before the commit step (the next merge check), the source still refuses both.
-    assert!(matches!(
-        outcome_of(&write(&mut c, b"lost?")),
-        Some(Err(Error::ProposalInMergingMode(2)))
-    ));
-    let now = c.now;
-    assert!(matches!(
-        c.stores[&1].peer(2).unwrap().check_lease_read(now),
-        Err(Error::ProposalInMergingMode(2))
-    ));
+    refuses_writes_and_reads(&mut c);
     wait_merged(&mut c, 2);
     for s in 1..=3 {
         assert_eq!(
