@@ -1,13 +1,13 @@
 //! `atoll nemesis` end to end: three simulated hosts (network namespaces, which need root),
-//! the bank workload, and every nemesis (kill, pause, partition) for 30 s: the checker must
-//! pass and the run must leave no namespace behind.
+//! the bank and append workloads, and every nemesis (kill, pause, partition) for 2 minutes:
+//! the checkers must pass and the run must leave no namespace behind.
 
 mod common;
 
 use common::*;
 
 #[test]
-fn the_bank_survives_kills_pauses_and_partitions() {
+fn bank_and_append_survive_kills_pauses_and_partitions() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("skipped: network namespaces need root");
@@ -18,11 +18,11 @@ fn the_bank_survives_kills_pauses_and_partitions() {
     let run = run(&[
         "nemesis",
         "--workload",
-        "bank",
+        "bank,append",
         "--nemesis",
         "all",
         "--time",
-        "30",
+        "120",
         "--clients",
         "4",
         "--out",
@@ -36,7 +36,17 @@ fn the_bank_survives_kills_pauses_and_partitions() {
     );
     let last = stdout.lines().last().unwrap_or_default();
     assert!(last.ends_with(" 0 anomalies"), "{stdout}");
-    assert!(out.join("history.jsonl").exists() && out.join("faults.jsonl").exists());
+    assert!(out.join("faults.jsonl").exists());
+    let history = std::fs::read_to_string(out.join("history.jsonl")).unwrap();
+    for workload in ["bank", "append"] {
+        let ok = format!("\"workload\":\"{workload}\"");
+        assert!(
+            history
+                .lines()
+                .any(|l| l.contains(&ok) && l.contains("\"outcome\":\"ok\"")),
+            "no {workload} operation succeeded"
+        );
+    }
     let tag = format!("atlN{:x}-", run_pid(&stdout));
     let namespaces = std::process::Command::new("ip")
         .args(["netns", "list"])

@@ -7,7 +7,9 @@
 //! fault heals, the cluster gets a recovery window, final reads run, and the checker judges
 //! the history.
 //!
-//! Workloads: `bank` ([`bank`]). Each run is seeded (`--seed`, printed); the history
+//! Workloads ([`Workload`]): `bank` ([`bank`]) and `append` ([`append`], checked by
+//! [`cycles`]); several run at once with the clients split among them. Transactions are
+//! pessimistic (TiDB's default) or optimistic (`--txn-mode`). Each run is seeded (`--seed`, printed); the history
 //! (`history.jsonl`), the fault schedule (`faults.jsonl`) and every process's data and logs
 //! are kept in `--out`. The exit status is 0 only when the checker passes; the last line
 //! reads `nemesis: <ops> ops, <unknown> unknown, <anomalies> anomalies`.
@@ -16,8 +18,11 @@
 //! processes die with the harness (PR_SET_PDEATHSIG); a run that was SIGKILLed leaves its
 //! namespaces, which the next run removes.
 
+mod append;
 mod bank;
+mod client;
 mod cluster;
+mod cycles;
 mod topology;
 
 use std::io::Write;
@@ -31,7 +36,7 @@ use clap::Args;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use bank::{Op, Outcome};
+use client::{Failure, Op, Outcome};
 use cluster::Process;
 use topology::Topology;
 
@@ -43,9 +48,13 @@ const RECOVERY_MAX: Duration = Duration::from_secs(60);
 
 #[derive(Args)]
 pub struct NemesisArgs {
-    /// Workloads (only `bank` so far).
+    /// Workloads: bank, append (comma separated; the clients are split among them).
     #[arg(long, default_value = "bank")]
     workload: String,
+    /// Transactions' mode: pessimistic (reads of the append workload take locks) or
+    /// optimistic.
+    #[arg(long, value_enum, default_value_t = TxnMode::Pessimistic)]
+    txn_mode: TxnMode,
     /// Faults: none, kill, pause, partition, all (comma separated).
     #[arg(long, default_value = "kill")]
     nemesis: String,
@@ -61,6 +70,56 @@ pub struct NemesisArgs {
     /// Concurrent clients.
     #[arg(long, default_value_t = 4)]
     clients: usize,
+}
+
+/// What the harness needs of a workload.
+pub trait Workload: Send + Sync {
+    fn name(&self) -> &'static str;
+    /// Creates its tables and rows. It is retried until it succeeds, so it must be
+    /// idempotent.
+    fn setup(&self, sql_node: &str) -> Result<(), String>;
+    /// One random operation on the sql node.
+    fn operation(&self, rng: &mut StdRng, sql_node: &str) -> Attempt;
+    /// Reads everything, once every fault has healed.
+    fn final_read(&self, sql_node: &str) -> Result<String, Failure>;
+    /// The anomalies among this workload's operations and its final reads (by sql node).
+    fn check(&self, history: &[&Op], final_reads: &[(String, String)]) -> Vec<String>;
+}
+
+/// An operation as a workload ran it.
+pub struct Attempt {
+    pub kind: &'static str,
+    /// What it wrote, or what it read when it succeeded.
+    pub value: String,
+    pub result: Result<(), Failure>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TxnMode {
+    Pessimistic,
+    Optimistic,
+}
+
+impl TxnMode {
+    /// The statements that begin a transaction in this mode.
+    pub fn begin(self) -> &'static str {
+        match self {
+            TxnMode::Pessimistic => "BEGIN;",
+            TxnMode::Optimistic => "SET tidb_txn_mode = 'optimistic'; BEGIN;",
+        }
+    }
+}
+
+fn workloads(spec: &str, mode: TxnMode) -> anyhow::Result<Vec<Arc<dyn Workload>>> {
+    let mut out: Vec<Arc<dyn Workload>> = Vec::new();
+    for name in spec.split(',').map(str::trim) {
+        match name {
+            "bank" => out.push(Arc::new(bank::Bank { mode })),
+            "append" => out.push(Arc::new(append::Append::new(mode))),
+            other => bail!("unknown workload {other:?}: bank or append"),
+        }
+    }
+    Ok(out)
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -99,16 +158,18 @@ fn faults(spec: &str) -> anyhow::Result<Vec<Fault>> {
 }
 
 pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
-    if args.workload != "bank" {
-        bail!("unknown workload {:?}: only bank so far", args.workload);
+    let workloads = workloads(&args.workload, args.txn_mode)?;
+    if args.clients < workloads.len() {
+        bail!("--clients {}: at least one per workload", args.clients);
     }
     let faults = faults(&args.nemesis)?;
     let seed = args.seed.unwrap_or_else(|| rand::rng().random());
     println!(
-        "nemesis: seed {seed}, pid {}, commit {}, workload {}, nemesis {}, {} s",
+        "nemesis: seed {seed}, pid {}, commit {}, workload {} ({:?}), nemesis {}, {} s",
         std::process::id(),
         node::BUILD.git_hash,
         args.workload,
+        args.txn_mode,
         args.nemesis,
         args.time
     );
@@ -134,11 +195,13 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
         .collect();
     let began = Instant::now();
     let ms = move || began.elapsed().as_millis() as u64;
-    wait_until(
-        "the bank's accounts are created",
-        Duration::from_secs(120),
-        || bank::setup(&sql[0]).is_ok(),
-    )?;
+    for w in &workloads {
+        wait_until(
+            &format!("the {} workload's tables are created", w.name()),
+            Duration::from_secs(120),
+            || w.setup(&sql[0]).is_ok(),
+        )?;
+    }
     println!("nemesis: cluster up in {} ms", ms());
 
     let history: Arc<Mutex<Vec<Op>>> = Arc::default();
@@ -146,24 +209,27 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
     let clients: Vec<_> = (0..args.clients)
         .map(|c| {
             let (history, sql) = (history.clone(), sql.clone());
+            let workload = workloads[c % workloads.len()].clone();
             let mut rng = StdRng::seed_from_u64(seed.wrapping_add(c as u64 + 1));
             std::thread::spawn(move || {
                 while Instant::now() < workload_end && !STOP.load(Ordering::Relaxed) {
                     let node = sql[rng.random_range(0..sql.len())].clone();
                     let start_ms = ms();
-                    let (kind, answer) = bank::operation(&mut rng, &node);
-                    let (outcome, value) = match answer {
-                        Ok(v) => (Outcome::Ok, v),
-                        Err((o, e)) => (o, e),
+                    let attempt = workload.operation(&mut rng, &node);
+                    let (outcome, error) = match attempt.result {
+                        Ok(()) => (Outcome::Ok, None),
+                        Err((o, e)) => (o, Some(e)),
                     };
                     history.lock().expect("history lock").push(Op {
+                        workload: workload.name(),
                         client: c,
-                        kind,
+                        kind: attempt.kind,
                         node,
                         start_ms,
                         end_ms: ms(),
                         outcome,
-                        value,
+                        value: attempt.value,
+                        error,
                     });
                 }
             })
@@ -204,20 +270,26 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
     for c in clients {
         let _ = c.join();
     }
-    // Every fault healed: how long until a final read on every sql node succeeds.
+    // Every fault healed: how long until every workload's final read on every sql node
+    // succeeds.
     let healed = Instant::now();
-    let mut final_reads = Vec::new();
-    for node in &sql {
-        let answer = loop {
-            match bank::mysql(node, "SELECT id, balance FROM jepsen.bank ORDER BY id") {
-                Ok(a) => break Some(a),
-                Err(_) if healed.elapsed() < RECOVERY_MAX && !STOP.load(Ordering::Relaxed) => {
-                    std::thread::sleep(Duration::from_millis(200))
+    let mut anomalies = Vec::new();
+    let mut final_reads: Vec<Vec<(String, String)>> = vec![Vec::new(); workloads.len()];
+    for (w, reads) in workloads.iter().zip(&mut final_reads) {
+        for node in &sql {
+            loop {
+                match w.final_read(node) {
+                    Ok(a) => break reads.push((node.clone(), a)),
+                    Err(_) if healed.elapsed() < RECOVERY_MAX && !STOP.load(Ordering::Relaxed) => {
+                        std::thread::sleep(Duration::from_millis(200))
+                    }
+                    Err((_, e)) => break anomalies.push(format!(
+                        "{}: final read on {node} did not succeed within {RECOVERY_MAX:?} of the heal: {e}",
+                        w.name()
+                    )),
                 }
-                Err(_) => break None,
             }
-        };
-        final_reads.push((node.clone(), answer));
+        }
     }
     let recovery_ms = healed.elapsed().as_millis();
 
@@ -226,29 +298,12 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
     for op in history.iter() {
         writeln!(file, "{}", serde_json::to_string(op)?)?;
     }
-    let mut anomalies: Vec<String> = history
-        .iter()
-        .filter(|op| op.kind == "read" && op.outcome == Outcome::Ok)
-        .filter_map(|op| {
-            bank::check_read(&op.value).map(|why| {
-                format!(
-                    "read by client {} at {} ms on {}: {why}",
-                    op.client, op.end_ms, op.node
-                )
-            })
-        })
-        .collect();
-    for (node, answer) in &final_reads {
-        match answer {
-            Some(a) => {
-                if let Some(why) = bank::check_read(a) {
-                    anomalies.push(format!("final read on {node}: {why}"));
-                }
-            }
-            None => anomalies.push(format!(
-                "final read on {node} did not succeed within {RECOVERY_MAX:?} of the heal"
-            )),
-        }
+    for (w, reads) in workloads.iter().zip(&final_reads) {
+        let ops: Vec<&Op> = history
+            .iter()
+            .filter(|op| op.workload == w.name())
+            .collect();
+        anomalies.extend(w.check(&ops, reads));
     }
     let count = |o: Outcome| history.iter().filter(|op| op.outcome == o).count();
     let longest_gap = longest_gap_ms(&history);
