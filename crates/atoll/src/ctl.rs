@@ -425,6 +425,22 @@ fn on_leader(
     path: &str,
     body: Option<serde_json::Value>,
 ) -> anyhow::Result<()> {
+    let answer = call_leader(agent, pd, method, path, body)?;
+    match answer.as_str() {
+        Some(text) => println!("{text}"),
+        None => println!("{}", serde_json::to_string_pretty(&answer)?),
+    }
+    Ok(())
+}
+
+/// `METHOD /pd/api/v1/PATH` (with `body` as JSON) on the PD leader; its answer.
+pub(crate) fn call_leader(
+    agent: &ureq::Agent,
+    pd: &str,
+    method: &str,
+    path: &str,
+    body: Option<serde_json::Value>,
+) -> anyhow::Result<serde_json::Value> {
     let at = pd_leader(agent, pd)?;
     let url = format!("http://{at}/pd/api/v1/{path}");
     let response = match (method, body) {
@@ -433,12 +449,7 @@ fn on_leader(
         (_, Some(body)) => agent.post(url).send_json(&body),
         (_, None) => agent.post(url).send_empty(),
     };
-    let answer = send(response, &at)?;
-    match answer.as_str() {
-        Some(text) => println!("{text}"),
-        None => println!("{}", serde_json::to_string_pretty(&answer)?),
-    }
-    Ok(())
+    send(response, &at)
 }
 
 pub(crate) fn send(

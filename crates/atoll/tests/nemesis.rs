@@ -1,13 +1,13 @@
 //! `atoll nemesis` end to end: three simulated hosts (network namespaces, which need root),
-//! the bank and append workloads, and every nemesis (kill, pause, partition) for 2 minutes:
-//! the checkers must pass and the run must leave no namespace behind.
+//! the bank and append workloads, and every nemesis (kill, pause, partition, clock, shuffle,
+//! split) for 2 minutes: the checkers must pass and the run must leave no namespace behind.
 
 mod common;
 
 use common::*;
 
 #[test]
-fn bank_and_append_survive_kills_pauses_and_partitions() {
+fn bank_and_append_survive_every_nemesis() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("skipped: network namespaces need root");

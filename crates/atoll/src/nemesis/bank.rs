@@ -56,6 +56,13 @@ impl Workload for Bank {
         mysql(sql_node, READ)
     }
 
+    fn split(&self, rng: &mut StdRng) -> String {
+        format!(
+            "SPLIT TABLE jepsen.bank BY ({})",
+            rng.random_range(1..ACCOUNTS)
+        )
+    }
+
     fn check(&self, history: &[&Op], final_reads: &[(String, String)]) -> Vec<String> {
         let reads = history
             .iter()

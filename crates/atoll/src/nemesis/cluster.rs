@@ -1,7 +1,11 @@
 //! The three-node hybrid layout on the simulated hosts: each host runs a pd member, a kv
 //! node (regions replicated through Raft) and a sql node of this binary, in its namespace,
 //! with TiDB's default ports on the host's address. A process can be killed, paused,
-//! resumed and restarted (with the same arguments and data dir).
+//! resumed and restarted (with the same arguments and data dir), and restarted with its wall
+//! clock off by some seconds (libfaketime, preloaded; its monotonic clock stays true).
+//!
+//! PD merges regions 10 s after their split (`schedule.split-merge-interval`), so that the
+//! split nemesis's regions merge back while the workloads run.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -9,6 +13,9 @@ use std::process::{Child, Stdio};
 use anyhow::Context;
 
 use super::topology::Topology;
+
+/// Debian's libfaketime (package faketime).
+const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -24,6 +31,8 @@ pub struct Process {
     data_dir: PathBuf,
     child: Option<Child>,
     pub paused: bool,
+    /// Seconds the wall clock is off by from the next start on (0: true).
+    pub clock_offset_s: i64,
 }
 
 impl Process {
@@ -54,6 +63,16 @@ impl Process {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log);
+        if self.clock_offset_s != 0 {
+            anyhow::ensure!(
+                Path::new(LIBFAKETIME).exists(),
+                "the clock nemesis needs {LIBFAKETIME} (apt-get install faketime)"
+            );
+            command
+                .env("LD_PRELOAD", LIBFAKETIME)
+                .env("FAKETIME", format!("{:+}s", self.clock_offset_s))
+                .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+        }
         // The kernel ends the process if the harness dies.
         crate::playground::signal_when_parent_dies(&mut command, libc::SIGKILL);
         self.child = Some(
@@ -99,6 +118,8 @@ impl Drop for Process {
 pub fn plan(topology: &Topology, hosts: usize, out: &Path) -> anyhow::Result<Vec<Process>> {
     let config = out.join("kv.toml");
     std::fs::write(&config, "[raftstore]\nreplication = true\n")?;
+    let pd_config = out.join("pd.toml");
+    std::fs::write(&pd_config, "[schedule]\nsplit-merge-interval = \"10s\"\n")?;
     let ip = |h: usize| topology.ip(h);
     let initial = (0..hosts)
         .map(|h| format!("pd-{h}=http://{}:2380", ip(h)))
@@ -118,6 +139,7 @@ pub fn plan(topology: &Topology, hosts: usize, out: &Path) -> anyhow::Result<Vec
             data_dir,
             child: None,
             paused: false,
+            clock_offset_s: 0,
         };
         all.push(process(
             Role::Pd,
@@ -127,6 +149,7 @@ pub fn plan(topology: &Topology, hosts: usize, out: &Path) -> anyhow::Result<Vec
                 format!("--client-urls=http://{}:2379", ip(h)),
                 format!("--peer-urls=http://{}:2380", ip(h)),
                 format!("--initial-cluster={initial}"),
+                format!("--config={}", pd_config.display()),
             ],
             dir("pd"),
         ));

@@ -1,18 +1,17 @@
 //! `atoll nemesis`: Jepsen's method on real Atoll processes. Three simulated hosts
 //! ([`topology`]: network namespaces on a bridge the run creates and removes), each running a
-//! pd, a kv and a sql node ([`cluster`]); clients run a workload against the sql nodes and
-//! record every operation as ok, failed or unknown; a nemesis starts or heals a fault every
-//! ~10 s (random stagger): `kill` (SIGKILL a random process, restart it at the heal), `pause`
-//! (SIGSTOP / SIGCONT), `partition` (one host cut off); `all` mixes them. At the end every
-//! fault heals, the cluster gets a recovery window, final reads run, and the checker judges
-//! the history.
+//! pd, a kv and a sql node ([`cluster`]); clients run workloads against the sql nodes and
+//! record every operation as ok, failed or unknown ([`client`]); a nemesis starts or heals a
+//! fault every ~10 s, random stagger ([`faults`]: kill, pause, partition, clock, shuffle,
+//! split; `all` mixes them). At the end every fault heals, the cluster gets a recovery
+//! window, final reads run, and the checkers judge the history.
 //!
 //! Workloads ([`Workload`]): `bank` ([`bank`]) and `append` ([`append`], checked by
 //! [`cycles`]); several run at once with the clients split among them. Transactions are
-//! pessimistic (TiDB's default) or optimistic (`--txn-mode`). Each run is seeded (`--seed`, printed); the history
-//! (`history.jsonl`), the fault schedule (`faults.jsonl`) and every process's data and logs
-//! are kept in `--out`. The exit status is 0 only when the checker passes; the last line
-//! reads `nemesis: <ops> ops, <unknown> unknown, <anomalies> anomalies`.
+//! pessimistic (TiDB's default) or optimistic (`--txn-mode`). Each run is seeded (`--seed`,
+//! printed); the history (`history.jsonl`), the fault schedule (`faults.jsonl`) and every
+//! process's data and logs are kept in `--out`. The exit status is 0 only when every checker
+//! passes; the last line reads `nemesis: <ops> ops, <unknown> unknown, <anomalies> anomalies`.
 //!
 //! Cleanup: the namespaces and bridge go when the run ends, on Ctrl-C or SIGTERM too; the
 //! processes die with the harness (PR_SET_PDEATHSIG); a run that was SIGKILLed leaves its
@@ -23,6 +22,7 @@ mod bank;
 mod client;
 mod cluster;
 mod cycles;
+mod faults;
 mod topology;
 
 use std::io::Write;
@@ -37,7 +37,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use client::{Failure, Op, Outcome};
-use cluster::Process;
+use faults::{Cluster, Fault};
 use topology::Topology;
 
 const HOSTS: usize = 3;
@@ -55,7 +55,7 @@ pub struct NemesisArgs {
     /// optimistic.
     #[arg(long, value_enum, default_value_t = TxnMode::Pessimistic)]
     txn_mode: TxnMode,
-    /// Faults: none, kill, pause, partition, all (comma separated).
+    /// Faults: none, kill, pause, partition, clock, shuffle, split, all (comma separated).
     #[arg(long, default_value = "kill")]
     nemesis: String,
     /// Seconds of workload under faults.
@@ -84,6 +84,8 @@ pub trait Workload: Send + Sync {
     fn final_read(&self, sql_node: &str) -> Result<String, Failure>;
     /// The anomalies among this workload's operations and its final reads (by sql node).
     fn check(&self, history: &[&Op], final_reads: &[(String, String)]) -> Vec<String>;
+    /// A `SPLIT TABLE` statement that cuts its table at random keys in use.
+    fn split(&self, rng: &mut StdRng) -> String;
 }
 
 /// An operation as a workload ran it.
@@ -128,33 +130,10 @@ extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Fault {
-    Kill,
-    Pause,
-    Partition,
-}
-
-/// A fault in force: what it did and to whom.
+/// A fault in force, and since when.
 struct Active {
     fault: Fault,
-    target: usize,
     since_ms: u64,
-}
-
-fn faults(spec: &str) -> anyhow::Result<Vec<Fault>> {
-    let mut out = Vec::new();
-    for name in spec.split(',').map(str::trim) {
-        match name {
-            "none" => {}
-            "kill" => out.push(Fault::Kill),
-            "pause" => out.push(Fault::Pause),
-            "partition" => out.push(Fault::Partition),
-            "all" => out.extend([Fault::Kill, Fault::Pause, Fault::Partition]),
-            other => bail!("unknown nemesis {other:?}: none, kill, pause, partition or all"),
-        }
-    }
-    Ok(out)
 }
 
 pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
@@ -162,7 +141,7 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
     if args.clients < workloads.len() {
         bail!("--clients {}: at least one per workload", args.clients);
     }
-    let faults = faults(&args.nemesis)?;
+    let nemeses = faults::parse(&args.nemesis)?;
     let seed = args.seed.unwrap_or_else(|| rand::rng().random());
     println!(
         "nemesis: seed {seed}, pid {}, commit {}, workload {} ({:?}), nemesis {}, {} s",
@@ -186,13 +165,23 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.out)?;
     let exe = std::env::current_exe().context("cannot find the atoll binary")?;
     let topology = Topology::create(HOSTS)?;
-    let mut processes = cluster::plan(&topology, HOSTS, &args.out)?;
-    for p in &mut processes {
-        p.start(&topology, &exe)?;
-    }
     let sql: Vec<String> = (0..HOSTS)
         .map(|h| format!("{}:4000", topology.ip(h)))
         .collect();
+    let mut cluster = Cluster {
+        processes: cluster::plan(&topology, HOSTS, &args.out)?,
+        topology: &topology,
+        exe: &exe,
+        pd: (0..HOSTS)
+            .map(|h| format!("{}:2379", topology.ip(h)))
+            .collect::<Vec<_>>()
+            .join(","),
+        sql: sql.clone(),
+        agent: security::http_agent(Duration::from_secs(5)),
+    };
+    for p in &mut cluster.processes {
+        p.start(&topology, &exe)?;
+    }
     let began = Instant::now();
     let ms = move || began.elapsed().as_millis() as u64;
     for w in &workloads {
@@ -242,30 +231,27 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
     let mut next = Instant::now() + stagger(&mut rng);
     while Instant::now() < workload_end && !STOP.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
-        if Instant::now() < next || faults.is_empty() {
+        if Instant::now() < next || nemeses.is_empty() {
             continue;
         }
         next = Instant::now() + stagger(&mut rng);
         match active.take() {
-            Some(a) => heal(&a, &mut processes, &topology, &exe, &mut schedule, ms())?,
+            Some(a) => heal(&a, &mut cluster, &mut schedule, ms())?,
             None => {
-                let fault = faults[rng.random_range(0..faults.len())];
-                let target = match fault {
-                    Fault::Partition => rng.random_range(0..HOSTS),
-                    Fault::Kill | Fault::Pause => rng.random_range(0..processes.len()),
-                };
-                let a = Active {
-                    fault,
-                    target,
-                    since_ms: ms(),
-                };
-                start(&a, &mut processes, &topology, &mut schedule)?;
-                active = Some(a);
+                let nemesis = nemeses[rng.random_range(0..nemeses.len())];
+                let fault = nemesis.pick(&mut rng, &cluster.processes, HOSTS, &workloads);
+                let since_ms = ms();
+                let what = cluster.start(&fault, &mut rng)?;
+                record(
+                    &mut schedule,
+                    serde_json::json!({"at_ms": since_ms, "start": what}),
+                )?;
+                active = Some(Active { fault, since_ms });
             }
         }
     }
     if let Some(a) = active.take() {
-        heal(&a, &mut processes, &topology, &exe, &mut schedule, ms())?;
+        heal(&a, &mut cluster, &mut schedule, ms())?;
     }
     for c in clients {
         let _ = c.join();
@@ -324,7 +310,7 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
         count(Outcome::Unknown),
         anomalies.len()
     );
-    drop(processes);
+    drop(cluster);
     drop(topology);
     if STOP.load(Ordering::Relaxed) {
         bail!("stopped by a signal");
@@ -358,61 +344,14 @@ fn record(schedule: &mut std::fs::File, event: serde_json::Value) -> anyhow::Res
     Ok(())
 }
 
-fn start(
-    a: &Active,
-    processes: &mut [Process],
-    topology: &Topology,
-    schedule: &mut std::fs::File,
-) -> anyhow::Result<()> {
-    let what = match a.fault {
-        Fault::Kill => {
-            processes[a.target].kill();
-            format!("kill {}", processes[a.target].name())
-        }
-        Fault::Pause => {
-            processes[a.target].pause(true);
-            format!("pause {}", processes[a.target].name())
-        }
-        Fault::Partition => {
-            topology.isolate(a.target, true)?;
-            format!("isolate host-{}", a.target)
-        }
-    };
-    record(
-        schedule,
-        serde_json::json!({"at_ms": a.since_ms, "start": what}),
-    )
-}
-
 fn heal(
     a: &Active,
-    processes: &mut [Process],
-    topology: &Topology,
-    exe: &std::path::Path,
+    cluster: &mut Cluster,
     schedule: &mut std::fs::File,
     now_ms: u64,
 ) -> anyhow::Result<()> {
-    let what = match a.fault {
-        Fault::Kill => {
-            processes[a.target].start(topology, exe)?;
-            format!("restart {}", processes[a.target].name())
-        }
-        Fault::Pause => {
-            processes[a.target].pause(false);
-            format!("resume {}", processes[a.target].name())
-        }
-        Fault::Partition => {
-            topology.isolate(a.target, false)?;
-            format!("heal host-{}", a.target)
-        }
-    };
-    // A process that died by itself meanwhile is a finding too: it is restarted and said.
-    for p in processes.iter_mut() {
-        if !p.is_running() {
-            println!("nemesis: {} was not running; restarting it", p.name());
-            p.start(topology, exe)?;
-        }
-    }
+    let what = cluster.heal(&a.fault)?;
+    cluster.restart_the_dead()?;
     record(
         schedule,
         serde_json::json!({"at_ms": now_ms, "heal": what, "since_ms": a.since_ms}),

@@ -4,8 +4,9 @@
 //! clients here reach every host. Names carry the harness's pid in hex (`atlN<pid>-h<i>`,
 //! bridge `atlN<pid>`): [`Topology::remove_stale`] removes what a run that died left.
 //!
-//! A host is cut off by taking its interface down ([`Topology::isolate`]); nothing else of
-//! the machine is touched.
+//! A host is cut off by taking its interface down ([`Topology::isolate`]); two hosts lose
+//! each other by a blackhole route to the other in each namespace ([`Topology::cut`]), which
+//! leaves both reachable from the clients. Nothing else of the machine is touched.
 
 use std::process::Command;
 
@@ -87,6 +88,16 @@ impl Topology {
     pub fn isolate(&self, host: usize, cut: bool) -> anyhow::Result<()> {
         let state = if cut { "down" } else { "up" };
         ip(&["-n", &self.namespace(host), "link", "set", "eth0", state])
+    }
+
+    /// Drops every packet between hosts `a` and `b` (both ways), or heals the pair.
+    pub fn cut(&self, a: usize, b: usize, cut: bool) -> anyhow::Result<()> {
+        let verb = if cut { "add" } else { "del" };
+        for (from, to) in [(a, b), (b, a)] {
+            let to = format!("{}/32", self.ip(to));
+            ip(&["-n", &self.namespace(from), "route", verb, "blackhole", &to])?;
+        }
+        Ok(())
     }
 
     /// Removes namespaces and bridges of earlier runs whose harness is gone.
