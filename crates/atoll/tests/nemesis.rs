@@ -1,13 +1,15 @@
 //! `atoll nemesis` end to end: three simulated hosts (network namespaces, which need root),
-//! the bank and append workloads, and every nemesis (kill, pause, partition, clock, shuffle,
-//! split) for 2 minutes: the checkers must pass and the run must leave no namespace behind.
+//! every workload (bank, append, set, register, monotonic, table) and every nemesis (kill,
+//! pause, partition, clock, shuffle, split) for 2 minutes: each workload must get operations
+//! through, the checkers must pass, a chart must be drawn, and the run must leave no
+//! namespace behind.
 
 mod common;
 
 use common::*;
 
 #[test]
-fn bank_and_append_survive_every_nemesis() {
+fn every_workload_survives_every_nemesis() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("skipped: network namespaces need root");
@@ -18,13 +20,11 @@ fn bank_and_append_survive_every_nemesis() {
     let run = run(&[
         "nemesis",
         "--workload",
-        "bank,append",
+        "all",
         "--nemesis",
         "all",
         "--time",
         "120",
-        "--clients",
-        "4",
         "--out",
         out.to_str().unwrap(),
     ]);
@@ -36,9 +36,9 @@ fn bank_and_append_survive_every_nemesis() {
     );
     let last = stdout.lines().last().unwrap_or_default();
     assert!(last.ends_with(" 0 anomalies"), "{stdout}");
-    assert!(out.join("faults.jsonl").exists());
+    assert!(out.join("faults.jsonl").exists() && out.join("chart.png").exists());
     let history = std::fs::read_to_string(out.join("history.jsonl")).unwrap();
-    for workload in ["bank", "append"] {
+    for workload in ["bank", "append", "set", "register", "monotonic", "table"] {
         let ok = format!("\"workload\":\"{workload}\"");
         assert!(
             history

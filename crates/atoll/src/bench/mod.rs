@@ -6,7 +6,7 @@ mod gc_bench;
 mod kv_bench;
 mod oltp_report;
 mod pd_failover;
-mod plot;
+pub(crate) mod plot;
 mod pool_bench;
 mod storage_bench;
 mod tso_bench;

@@ -23,7 +23,7 @@ const COLORS: [RGBColor; 4] = [
     RGBColor(214, 39, 40),
 ];
 
-fn register_font() -> anyhow::Result<()> {
+pub(crate) fn register_font() -> anyhow::Result<()> {
     static ONCE: Once = Once::new();
     let mut result = Ok(());
     ONCE.call_once(|| {

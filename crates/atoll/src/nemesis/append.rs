@@ -177,11 +177,11 @@ impl Workload for Append {
         mysql(sql_node, "SELECT k, v FROM jepsen.append ORDER BY k")
     }
 
-    fn split(&self, rng: &mut StdRng) -> String {
+    fn split(&self, rng: &mut StdRng) -> Option<String> {
         let keys = self.keys.lock().expect("key pool lock");
         let at: std::collections::BTreeSet<u64> = (0..2).map(|_| keys.read_key(rng)).collect();
         let at: Vec<String> = at.iter().map(|k| format!("({k})")).collect();
-        format!("SPLIT TABLE jepsen.append BY {}", at.join(", "))
+        Some(format!("SPLIT TABLE jepsen.append BY {}", at.join(", ")))
     }
 
     fn check(&self, history: &[&Op], final_reads: &[(String, String)]) -> Vec<String> {

@@ -56,11 +56,11 @@ impl Workload for Bank {
         mysql(sql_node, READ)
     }
 
-    fn split(&self, rng: &mut StdRng) -> String {
-        format!(
+    fn split(&self, rng: &mut StdRng) -> Option<String> {
+        Some(format!(
             "SPLIT TABLE jepsen.bank BY ({})",
             rng.random_range(1..ACCOUNTS)
-        )
+        ))
     }
 
     fn check(&self, history: &[&Op], final_reads: &[(String, String)]) -> Vec<String> {

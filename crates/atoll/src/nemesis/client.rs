@@ -1,15 +1,26 @@
 //! How the workloads' clients talk to the sql nodes, and what the history records. A client
 //! runs each operation through the `mysql` command-line client, one connection per
 //! operation, and records it as ok, failed (certainly did not happen) or unknown (may have
-//! happened), as Jepsen's clients do.
+//! happened), as Jepsen's clients do. Clients share a [`Balancer`], as an application behind
+//! a load balancer with health checks would (HAProxy's `mysql-check`): a sql node that does
+//! not greet a new connection within [`CHECK_TIMEOUT`], or that a client could not reach, is
+//! left alone for a while.
 
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use rand::Rng;
+use rand::rngs::StdRng;
 use serde::Serialize;
 
 /// Longest an operation may take before it is given up (outcome unknown).
 pub const OP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the balancer leaves a sql node alone that could not be reached.
+const AVOID: Duration = Duration::from_secs(5);
+/// How often the balancer checks every node, and how long it waits for a greeting.
+const CHECK_EVERY: Duration = Duration::from_millis(200);
+const CHECK_TIMEOUT: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -47,7 +58,7 @@ pub fn mysql(addr: &str, sql: &str) -> Result<String, Failure> {
     let (host, port) = addr.split_once(':').unwrap_or((addr, "4000"));
     let mut child = Command::new("mysql")
         .args(["-h", host, "-P", port, "-u", "root", "--batch", "-N"])
-        .args(["--connect-timeout=5", "-e", sql])
+        .args(["--connect-timeout=2", "-e", sql])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -81,6 +92,98 @@ pub fn mysql(addr: &str, sql: &str) -> Result<String, Failure> {
     Err((classify(&error), error))
 }
 
+/// The sql nodes, each with the time until which clients leave it alone.
+pub struct Balancer {
+    nodes: Mutex<Vec<(String, Instant)>>,
+}
+
+impl Balancer {
+    pub fn new(nodes: &[String]) -> Balancer {
+        let now = Instant::now();
+        Balancer {
+            nodes: Mutex::new(nodes.iter().map(|n| (n.clone(), now)).collect()),
+        }
+    }
+
+    /// A random node among those not left alone (among all when every one is).
+    pub fn pick(&self, rng: &mut StdRng) -> String {
+        let nodes = self.nodes.lock().expect("balancer lock");
+        let now = Instant::now();
+        let healthy: Vec<&String> = nodes
+            .iter()
+            .filter(|(_, until)| *until <= now)
+            .map(|(n, _)| n)
+            .collect();
+        if healthy.is_empty() {
+            return nodes[rng.random_range(0..nodes.len())].0.clone();
+        }
+        healthy[rng.random_range(0..healthy.len())].clone()
+    }
+
+    /// Leaves `node` alone for a while when `error` says it could not be reached.
+    pub fn report(&self, node: &str, error: &str) {
+        const UNREACHABLE: [&str; 4] = [
+            "ERROR 2002",
+            "ERROR 2003",
+            "reading initial communication packet",
+            "reading authorization packet",
+        ];
+        if UNREACHABLE.iter().any(|e| error.contains(e)) {
+            self.avoid(node);
+        }
+    }
+
+    fn avoid(&self, node: &str) {
+        let mut nodes = self.nodes.lock().expect("balancer lock");
+        if let Some(entry) = nodes.iter_mut().find(|(n, _)| n == node) {
+            entry.1 = Instant::now() + AVOID;
+        }
+    }
+
+    /// Checks each node every [`CHECK_EVERY`] (a thread each) until `done` says stop: a node
+    /// must accept a connection and send its greeting within [`CHECK_TIMEOUT`].
+    pub fn watch(
+        self: std::sync::Arc<Self>,
+        done: impl Fn() -> bool + Send + Sync + 'static,
+    ) -> Vec<std::thread::JoinHandle<()>> {
+        let nodes: Vec<String> = self
+            .nodes
+            .lock()
+            .expect("balancer lock")
+            .iter()
+            .map(|(n, _)| n.clone())
+            .collect();
+        let done = std::sync::Arc::new(done);
+        nodes
+            .into_iter()
+            .map(|node| {
+                let (balancer, done) = (self.clone(), done.clone());
+                std::thread::spawn(move || {
+                    while !done() {
+                        if !greets(&node) {
+                            balancer.avoid(&node);
+                        }
+                        std::thread::sleep(CHECK_EVERY);
+                    }
+                })
+            })
+            .collect()
+    }
+}
+
+/// Whether the MySQL server at `addr` sends the first bytes of its greeting in time.
+fn greets(addr: &str) -> bool {
+    use std::io::Read;
+    let Ok(addr) = addr.parse() else {
+        return false;
+    };
+    let Ok(mut stream) = std::net::TcpStream::connect_timeout(&addr, CHECK_TIMEOUT) else {
+        return false;
+    };
+    let mut header = [0u8; 4];
+    stream.set_read_timeout(Some(CHECK_TIMEOUT)).is_ok() && stream.read_exact(&mut header).is_ok()
+}
+
 /// Whether a failed statement certainly did not happen. A lost or refused connection
 /// before the server answered, a deadlock or a conflict the server reported: it did not.
 /// A connection lost while a statement ran, or an error the server could raise after a
@@ -107,6 +210,23 @@ fn classify(error: &str) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_balancer_leaves_an_unreachable_node_alone() {
+        use rand::SeedableRng;
+        let nodes = ["a".to_string(), "b".to_string()];
+        let balancer = Balancer::new(&nodes);
+        let mut rng = StdRng::seed_from_u64(1);
+        balancer.report("a", "ERROR 1213 (40001): Deadlock found");
+        assert!((0..50).any(|_| balancer.pick(&mut rng) == "a"));
+        balancer.report("a", "ERROR 2013 (HY000): Lost connection to server at 'handshake: reading initial communication packet'");
+        assert!((0..50).all(|_| balancer.pick(&mut rng) == "b"));
+        balancer.report("b", "ERROR 2003 (HY000): Can't connect");
+        assert!(
+            (0..50).any(|_| balancer.pick(&mut rng) == "a"),
+            "all avoided: any"
+        );
+    }
 
     #[test]
     fn only_errors_that_prove_nothing_happened_are_failures() {

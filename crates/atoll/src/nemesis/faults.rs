@@ -118,7 +118,7 @@ impl Nemesis {
                 Fault::Clock(pds[rng.random_range(0..pds.len())], sign * offset)
             }
             Nemesis::Shuffle => Fault::Shuffle,
-            Nemesis::Split => Fault::Split(workloads.iter().map(|w| w.split(rng)).collect()),
+            Nemesis::Split => Fault::Split(workloads.iter().filter_map(|w| w.split(rng)).collect()),
         }
     }
 }

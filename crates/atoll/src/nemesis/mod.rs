@@ -6,11 +6,13 @@
 //! split; `all` mixes them). At the end every fault heals, the cluster gets a recovery
 //! window, final reads run, and the checkers judge the history.
 //!
-//! Workloads ([`Workload`]): `bank` ([`bank`]) and `append` ([`append`], checked by
-//! [`cycles`]); several run at once with the clients split among them. Transactions are
+//! Workloads ([`Workload`]): `bank` ([`bank`]), `append` ([`append`], checked by
+//! [`cycles`]), `set` ([`set`]), `register` ([`register`]), `monotonic` ([`monotonic`]) and `table` ([`table`]);
+//! several run at once with the clients split among them. Transactions are
 //! pessimistic (TiDB's default) or optimistic (`--txn-mode`). Each run is seeded (`--seed`,
-//! printed); the history (`history.jsonl`), the fault schedule (`faults.jsonl`) and every
-//! process's data and logs are kept in `--out`. The exit status is 0 only when every checker
+//! printed); the history (`history.jsonl`), the fault schedule (`faults.jsonl`), a chart of
+//! throughput and latency with the faults shaded ([`chart`]) and every process's data and
+//! logs are kept in `--out`. The exit status is 0 only when every checker
 //! passes; the last line reads `nemesis: <ops> ops, <unknown> unknown, <anomalies> anomalies`.
 //!
 //! Cleanup: the namespaces and bridge go when the run ends, on Ctrl-C or SIGTERM too; the
@@ -19,10 +21,15 @@
 
 mod append;
 mod bank;
+mod chart;
 mod client;
 mod cluster;
 mod cycles;
 mod faults;
+mod monotonic;
+mod register;
+mod set;
+mod table;
 mod topology;
 
 use std::io::Write;
@@ -48,7 +55,8 @@ const RECOVERY_MAX: Duration = Duration::from_secs(60);
 
 #[derive(Args)]
 pub struct NemesisArgs {
-    /// Workloads: bank, append (comma separated; the clients are split among them).
+    /// Workloads: bank, append, set, register, monotonic, table, all (comma separated; the clients are
+    /// split among them).
     #[arg(long, default_value = "bank")]
     workload: String,
     /// Transactions' mode: pessimistic (reads of the append workload take locks) or
@@ -67,9 +75,9 @@ pub struct NemesisArgs {
     /// Where the history, the fault schedule and the processes' data go.
     #[arg(long, default_value = "nemesis-out")]
     out: PathBuf,
-    /// Concurrent clients.
-    #[arg(long, default_value_t = 4)]
-    clients: usize,
+    /// Concurrent clients (default: two per workload, at least four).
+    #[arg(long)]
+    clients: Option<usize>,
 }
 
 /// What the harness needs of a workload.
@@ -84,8 +92,8 @@ pub trait Workload: Send + Sync {
     fn final_read(&self, sql_node: &str) -> Result<String, Failure>;
     /// The anomalies among this workload's operations and its final reads (by sql node).
     fn check(&self, history: &[&Op], final_reads: &[(String, String)]) -> Vec<String>;
-    /// A `SPLIT TABLE` statement that cuts its table at random keys in use.
-    fn split(&self, rng: &mut StdRng) -> String;
+    /// A `SPLIT TABLE` statement that cuts its table at random keys in use, if it has one.
+    fn split(&self, rng: &mut StdRng) -> Option<String>;
 }
 
 /// An operation as a workload ran it.
@@ -118,7 +126,21 @@ fn workloads(spec: &str, mode: TxnMode) -> anyhow::Result<Vec<Arc<dyn Workload>>
         match name {
             "bank" => out.push(Arc::new(bank::Bank { mode })),
             "append" => out.push(Arc::new(append::Append::new(mode))),
-            other => bail!("unknown workload {other:?}: bank or append"),
+            "set" => out.push(Arc::new(set::Set::new())),
+            "register" => out.push(Arc::new(register::Register::new())),
+            "monotonic" => out.push(Arc::new(monotonic::Monotonic { mode })),
+            "table" => out.push(Arc::new(table::Table::new())),
+            "all" => {
+                out.push(Arc::new(bank::Bank { mode }));
+                out.push(Arc::new(append::Append::new(mode)));
+                out.push(Arc::new(set::Set::new()));
+                out.push(Arc::new(register::Register::new()));
+                out.push(Arc::new(monotonic::Monotonic { mode }));
+                out.push(Arc::new(table::Table::new()));
+            }
+            other => bail!(
+                "unknown workload {other:?}: bank, append, set, register, monotonic, table or all"
+            ),
         }
     }
     Ok(out)
@@ -130,16 +152,18 @@ extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
 }
 
-/// A fault in force, and since when.
+/// A fault in force: what it is, what starting it did, and since when.
 struct Active {
     fault: Fault,
+    what: String,
     since_ms: u64,
 }
 
 pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
     let workloads = workloads(&args.workload, args.txn_mode)?;
-    if args.clients < workloads.len() {
-        bail!("--clients {}: at least one per workload", args.clients);
+    let clients = args.clients.unwrap_or((2 * workloads.len()).max(4));
+    if clients < workloads.len() {
+        bail!("--clients {clients}: at least one per workload");
     }
     let nemeses = faults::parse(&args.nemesis)?;
     let seed = args.seed.unwrap_or_else(|| rand::rng().random());
@@ -194,20 +218,27 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
     println!("nemesis: cluster up in {} ms", ms());
 
     let history: Arc<Mutex<Vec<Op>>> = Arc::default();
+    let balancer = Arc::new(client::Balancer::new(&sql));
     let workload_end = Instant::now() + Duration::from_secs(args.time);
-    let clients: Vec<_> = (0..args.clients)
+    let health_checks = balancer
+        .clone()
+        .watch(move || STOP.load(Ordering::Relaxed) || Instant::now() >= workload_end);
+    let clients: Vec<_> = (0..clients)
         .map(|c| {
-            let (history, sql) = (history.clone(), sql.clone());
+            let (history, balancer) = (history.clone(), balancer.clone());
             let workload = workloads[c % workloads.len()].clone();
             let mut rng = StdRng::seed_from_u64(seed.wrapping_add(c as u64 + 1));
             std::thread::spawn(move || {
                 while Instant::now() < workload_end && !STOP.load(Ordering::Relaxed) {
-                    let node = sql[rng.random_range(0..sql.len())].clone();
+                    let node = balancer.pick(&mut rng);
                     let start_ms = ms();
                     let attempt = workload.operation(&mut rng, &node);
                     let (outcome, error) = match attempt.result {
                         Ok(()) => (Outcome::Ok, None),
-                        Err((o, e)) => (o, Some(e)),
+                        Err((o, e)) => {
+                            balancer.report(&node, &e);
+                            (o, Some(e))
+                        }
                     };
                     history.lock().expect("history lock").push(Op {
                         workload: workload.name(),
@@ -228,6 +259,7 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut schedule = std::fs::File::create(args.out.join("faults.jsonl"))?;
     let mut active: Option<Active> = None;
+    let mut intervals = Vec::new();
     let mut next = Instant::now() + stagger(&mut rng);
     while Instant::now() < workload_end && !STOP.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
@@ -236,7 +268,7 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
         }
         next = Instant::now() + stagger(&mut rng);
         match active.take() {
-            Some(a) => heal(&a, &mut cluster, &mut schedule, ms())?,
+            Some(a) => intervals.push(heal(a, &mut cluster, &mut schedule, ms())?),
             None => {
                 let nemesis = nemeses[rng.random_range(0..nemeses.len())];
                 let fault = nemesis.pick(&mut rng, &cluster.processes, HOSTS, &workloads);
@@ -246,15 +278,22 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
                     &mut schedule,
                     serde_json::json!({"at_ms": since_ms, "start": what}),
                 )?;
-                active = Some(Active { fault, since_ms });
+                active = Some(Active {
+                    fault,
+                    what,
+                    since_ms,
+                });
             }
         }
     }
     if let Some(a) = active.take() {
-        heal(&a, &mut cluster, &mut schedule, ms())?;
+        intervals.push(heal(a, &mut cluster, &mut schedule, ms())?);
     }
     for c in clients {
         let _ = c.join();
+    }
+    for h in health_checks {
+        let _ = h.join();
     }
     // Every fault healed: how long until every workload's final read on every sql node
     // succeeds.
@@ -283,6 +322,9 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
     let mut file = std::io::BufWriter::new(std::fs::File::create(args.out.join("history.jsonl"))?);
     for op in history.iter() {
         writeln!(file, "{}", serde_json::to_string(op)?)?;
+    }
+    if let Err(e) = chart::draw(&history, &intervals, &args.out.join("chart.png")) {
+        println!("nemesis: no chart: {e:#}");
     }
     for (w, reads) in workloads.iter().zip(&final_reads) {
         let ops: Vec<&Op> = history
@@ -344,18 +386,24 @@ fn record(schedule: &mut std::fs::File, event: serde_json::Value) -> anyhow::Res
     Ok(())
 }
 
+/// Heals `a`; its interval, for the chart.
 fn heal(
-    a: &Active,
+    a: Active,
     cluster: &mut Cluster,
     schedule: &mut std::fs::File,
     now_ms: u64,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<chart::Interval> {
     let what = cluster.heal(&a.fault)?;
     cluster.restart_the_dead()?;
     record(
         schedule,
         serde_json::json!({"at_ms": now_ms, "heal": what, "since_ms": a.since_ms}),
-    )
+    )?;
+    Ok(chart::Interval {
+        from_ms: a.since_ms,
+        to_ms: now_ms,
+        what: a.what.chars().take(40).collect(),
+    })
 }
 
 /// The longest time between two successful operations' ends.
