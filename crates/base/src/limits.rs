@@ -44,12 +44,16 @@ pub const KV_BATCH_QUEUE_MAX: usize = 4096;
 /// How long a SQL node waits for a kv node to answer one request (tonic's per-call timeout
 /// before requests shared a stream).
 pub const KV_REQUEST_TIMEOUT_MS: u64 = 20_000;
-/// How often a SQL node pings a kv node its stream is open to, and how long it waits for the
-/// answer before it takes the node as gone (every request in flight then reroutes instead of
-/// waiting out [`KV_REQUEST_TIMEOUT_MS`]). TiDB's keepalive is 10 s + 3 s; `atoll nemesis`
-/// found a partitioned kv node stalling every client for 20 s and more with Atoll's 10 + 20.
-pub const KV_KEEPALIVE_INTERVAL_MS: u64 = 2_000;
-pub const KV_KEEPALIVE_TIMEOUT_MS: u64 = 3_000;
+/// How often a node pings another it keeps a gRPC stream open to (a SQL node's batch stream
+/// to a kv node, raft messages between kv nodes and between pd members), and how long it
+/// waits for the answer before it takes the stream as dead and connects again. Without
+/// pings a stream to a node behind a partition looks open until TCP gives up (minutes), and
+/// once the partition heals it resumes only at TCP's next retransmission, seconds later.
+/// TiDB's keepalive is 10 s + 3 s; `atoll nemesis` found a partitioned kv node stalling
+/// every client for 20 s and more with Atoll's 10 + 20 (SQL to kv), and regions and merges
+/// stalled ~6 s after a partition healed with no pings between kv nodes at all.
+pub const KEEPALIVE_INTERVAL_MS: u64 = 2_000;
+pub const KEEPALIVE_TIMEOUT_MS: u64 = 3_000;
 /// HTTP/2 flow-control window of each stream and each connection between SQL and kv nodes:
 /// many requests share one batch stream, and the default 64 KiB would make a large answer
 /// hold up the small ones behind it.

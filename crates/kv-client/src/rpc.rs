@@ -131,10 +131,10 @@ impl Connections {
             .map_err(|e| KvError::Invalid(format!("kv address {address}: {e}")))?
             .connect_timeout(std::time::Duration::from_secs(3))
             .http2_keep_alive_interval(std::time::Duration::from_millis(
-                base::limits::KV_KEEPALIVE_INTERVAL_MS,
+                base::limits::KEEPALIVE_INTERVAL_MS,
             ))
             .keep_alive_timeout(std::time::Duration::from_millis(
-                base::limits::KV_KEEPALIVE_TIMEOUT_MS,
+                base::limits::KEEPALIVE_TIMEOUT_MS,
             ))
             .initial_stream_window_size(KV_STREAM_WINDOW_BYTES)
             .initial_connection_window_size(KV_STREAM_WINDOW_BYTES)

@@ -120,8 +120,12 @@ async fn send_loop(
             tracing::error!(member = to.name, "not a peer URL: {}", to.peer_url);
             return;
         };
+        // Pings break a stream to a member that stopped answering (a partition, a paused
+        // process), so that the next connection finds it as soon as it is back.
         let endpoint = endpoint
             .connect_timeout(Duration::from_secs(1))
+            .http2_keep_alive_interval(Duration::from_millis(base::limits::KEEPALIVE_INTERVAL_MS))
+            .keep_alive_timeout(Duration::from_millis(base::limits::KEEPALIVE_TIMEOUT_MS))
             .tcp_nodelay(true);
         let mut client = match security::connect(endpoint).await {
             Ok(channel) => PdPeerClient::new(channel),
