@@ -1,5 +1,5 @@
 //! Three `atoll pd` members as real processes: timestamps stay in order and no call fails
-//! across SIGKILLs and transfers of the leader (`atoll bench pd-failover`); SQL writes go
+//! across SIGKILLs, SIGSTOPs and transfers of the leader (`atoll bench pd-failover`); SQL writes go
 //! on across a SIGKILL of the PD leader; a leader stopped with SIGTERM hands over before it
 //! exits; `atoll ctl member` shows and moves the leader; a bad `--initial-cluster` is one
 //! clear line.
@@ -12,12 +12,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use common::*;
 
 #[test]
-fn timestamps_stay_in_order_and_no_call_fails_across_leader_kills_and_transfers() {
+fn timestamps_stay_in_order_and_no_call_fails_across_leader_kills_pauses_and_transfers() {
     let out = run(&[
         "bench",
         "pd-failover",
         "--kills",
         "2",
+        "--pauses",
+        "1",
         "--transfers",
         "2",
         "--clients",
@@ -38,6 +40,9 @@ fn timestamps_stay_in_order_and_no_call_fails_across_leader_kills_and_transfers(
     for kind in ["kill-9", "transfer"] {
         assert!(text.contains(&format!("event={kind} count=2 ")), "{text}");
     }
+    // `atoll nemesis` found callers timing out on a leader that went silent (a partition)
+    // and never asking for the new one.
+    assert!(text.contains("event=sigstop count=1 "), "{text}");
 }
 
 struct Member {

@@ -148,13 +148,17 @@ async fn run(
 }
 
 /// Asks for `count` timestamps, on a new stream to the leader found again whenever the open
-/// one fails, until [`crate::RPC_TIMEOUT`] has passed.
+/// one fails, until [`crate::RPC_TIMEOUT`] has passed. A failed stream always sends the
+/// client looking for the leader, even past the deadline, and a leader found then gets one
+/// last try: a leader that went silent (behind a partition, or paused) fails by timing out,
+/// and without looking again every later request would wait on it too.
 async fn request_until_answered(
     conn: &Connection,
     stream: &mut Option<Stream>,
     count: u32,
 ) -> Result<u64, PdError> {
     let deadline = Instant::now() + crate::RPC_TIMEOUT;
+    let mut last_try = false;
     loop {
         let (generation, rpc) = conn.rpc();
         match request(&rpc, stream, count).await {
@@ -162,11 +166,14 @@ async fn request_until_answered(
             Err(e @ (PdError::Refused(_) | PdError::Stopped)) => return Err(e),
             Err(e) => {
                 *stream = None;
-                if Instant::now() >= deadline {
-                    return Err(e);
-                }
                 tracing::debug!("tso stream failed, finding the pd leader again: {e}");
-                if conn.reconnect(generation).await.is_err() {
+                let found = conn.reconnect(generation).await.is_ok();
+                if Instant::now() >= deadline {
+                    if last_try || !found {
+                        return Err(e);
+                    }
+                    last_try = true;
+                } else if !found {
                     tokio::time::sleep(RETRY_WAIT).await;
                 }
             }

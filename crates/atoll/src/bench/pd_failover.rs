@@ -3,7 +3,9 @@
 //! removes), lets `--clients` callers take timestamps through their own `pd-client` all along,
 //! and meanwhile:
 //! 1. `--kills` times: SIGKILL of the leader, then the member's restart once another leads;
-//! 2. `--transfers` times: `POST /pd/api/v1/leader/transfer/NAME` to the next member.
+//! 2. `--pauses` times: SIGSTOP of the leader (its connections stay open and silent, as
+//!    behind a partition), and SIGCONT once the callers get timestamps from another;
+//! 3. `--transfers` times: `POST /pd/api/v1/leader/transfer/NAME` to the next member.
 //!
 //! For each event, the TSO gap: from the last timestamp any caller got before it to the first
 //! one after it; p50 and p99 per kind. Every caller checks that its timestamps only grow, and
@@ -25,6 +27,8 @@ use clap::Args;
 pub struct PdFailoverArgs {
     #[arg(long, default_value_t = 20)]
     kills: usize,
+    #[arg(long, default_value_t = 0)]
+    pauses: usize,
     #[arg(long, default_value_t = 20)]
     transfers: usize,
     /// Callers taking timestamps, each through its own pd-client.
@@ -59,6 +63,17 @@ impl Pd {
             .with_context(|| format!("cannot start {}", self.name))?;
         self.child = Some(child);
         Ok(())
+    }
+
+    /// SIGSTOP (`pause`) or SIGCONT.
+    fn pause(&self, pause: bool) {
+        if let Some(c) = &self.child {
+            let signal = if pause { libc::SIGSTOP } else { libc::SIGCONT };
+            // SAFETY: signalling our own child by pid.
+            unsafe {
+                libc::kill(c.id() as libc::pid_t, signal);
+            }
+        }
     }
 
     fn kill(&mut self) {
@@ -183,9 +198,13 @@ async fn caller(endpoints: Vec<String>, seen: Arc<Seen>, stop: Arc<AtomicBool>) 
 }
 
 /// How long after an event no timestamp came: the longest pause between two timestamps
-/// received from the last one before `at` until `EVENT_WINDOW` after it. And whether every
+/// received from the last one before `at` until `window` after it. And whether every
 /// timestamp asked for after `at` is above every one received before.
-fn gap_at(served: &[(Instant, Instant, u64)], at: Instant) -> Option<(Duration, bool)> {
+fn gap_at(
+    served: &[(Instant, Instant, u64)],
+    at: Instant,
+    window: Duration,
+) -> Option<(Duration, bool)> {
     let max_before = served
         .iter()
         .filter(|(_, received, _)| *received <= at)
@@ -198,7 +217,7 @@ fn gap_at(served: &[(Instant, Instant, u64)], at: Instant) -> Option<(Duration, 
     let mut times: Vec<Instant> = served
         .iter()
         .map(|(_, received, _)| *received)
-        .filter(|t| *t <= at + EVENT_WINDOW)
+        .filter(|t| *t <= at + window)
         .collect();
     times.sort();
     let first = times.partition_point(|t| *t <= at).checked_sub(1)?;
@@ -209,8 +228,10 @@ fn gap_at(served: &[(Instant, Instant, u64)], at: Instant) -> Option<(Duration, 
     Some((gap, ordered))
 }
 
-/// How long after an event its gap is looked for.
+/// How long after a kill or a transfer its gap is looked for.
 const EVENT_WINDOW: Duration = Duration::from_secs(5);
+/// How long after a pause: callers find the leader silent only when a call times out.
+const PAUSE_WINDOW: Duration = Duration::from_secs(20);
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
@@ -266,6 +287,22 @@ pub fn run(args: PdFailoverArgs) -> anyhow::Result<()> {
         p.start(&exe)?;
         std::thread::sleep(Duration::from_millis(1000));
     }
+    let mut pauses = Vec::new();
+    for _ in 0..args.pauses {
+        let name = leader(&pds).context("no pd leader")?;
+        std::thread::sleep(Duration::from_millis(300));
+        let at = Instant::now();
+        let p = pds.iter().find(|p| p.name == name).expect("a member");
+        p.pause(true);
+        let served_after = wait_for("timestamps while the pd leader is stopped", || {
+            let served = seen.served.lock().expect("seen lock");
+            served.iter().filter(|(asked, _, _)| *asked > at).count() > 100
+        });
+        p.pause(false);
+        served_after?;
+        pauses.push(at);
+        std::thread::sleep(Duration::from_millis(1000));
+    }
     let mut transfers = Vec::new();
     for _ in 0..args.transfers {
         let name = leader(&pds).context("no pd leader")?;
@@ -294,10 +331,11 @@ pub fn run(args: PdFailoverArgs) -> anyhow::Result<()> {
         let _ = runtime.block_on(c);
     }
     let served = seen.served.lock().expect("seen lock");
-    let report = |kind: &str, events: &[Instant]| -> anyhow::Result<()> {
+    let report = |kind: &str, events: &[Instant], window: Duration| -> anyhow::Result<()> {
         let mut gaps = Vec::new();
         for &at in events {
-            let (gap, ordered) = gap_at(&served, at).context("no timestamp around an event")?;
+            let (gap, ordered) =
+                gap_at(&served, at, window).context("no timestamp around an event")?;
             if !ordered {
                 seen.out_of_order.fetch_add(1, Ordering::Relaxed);
             }
@@ -313,8 +351,9 @@ pub fn run(args: PdFailoverArgs) -> anyhow::Result<()> {
         );
         Ok(())
     };
-    report("kill-9", &kills)?;
-    report("transfer", &transfers)?;
+    report("kill-9", &kills, EVENT_WINDOW)?;
+    report("sigstop", &pauses, PAUSE_WINDOW)?;
+    report("transfer", &transfers, EVENT_WINDOW)?;
     println!(
         "pd_failover timestamps={} out_of_order={} failed_calls={}{}",
         served.len(),
