@@ -14,7 +14,7 @@
 //! cycle at all may appear. Optimistic transactions read their snapshot and promise snapshot
 //! isolation: G2-item (write skew) is allowed, nothing else.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -197,18 +197,23 @@ impl Workload for Append {
                 Err(e) => unreadable.push(format!("append: unreadable history entry: {e}")),
             }
         }
+        let mut finals = Vec::new();
         for (node, answer) in final_reads {
             match lists(answer) {
-                Ok(found) => txns.push(Txn {
-                    name: format!("final read on {node}"),
-                    outcome: Outcome::Ok,
-                    mops: found
-                        .into_iter()
-                        .map(|(k, list)| Mop::Read(k, Some(list)))
-                        .collect(),
-                }),
+                Ok(found) => finals.push((node.as_str(), found)),
                 Err(e) => unreadable.push(format!("append: final read on {node}: {e}")),
             }
+        }
+        unreadable.extend(lost_appends(&txns, &finals));
+        for (node, found) in finals {
+            txns.push(Txn {
+                name: format!("final read on {node}"),
+                outcome: Outcome::Ok,
+                mops: found
+                    .into_iter()
+                    .map(|(k, list)| Mop::Read(k, Some(list)))
+                    .collect(),
+            });
         }
         let allowed: &[&str] = match self.mode {
             TxnMode::Pessimistic => &[],
@@ -234,6 +239,38 @@ impl Workload for Append {
         }
         out
     }
+}
+
+/// Appends that were acknowledged, or seen by a successful read, but that a final read
+/// lacks (the list-append checker alone would take the shorter list for an earlier version).
+fn lost_appends(txns: &[Txn], finals: &[(&str, HashMap<u64, Vec<u64>>)]) -> Vec<String> {
+    let mut durable: HashMap<u64, BTreeSet<u64>> = HashMap::new();
+    for txn in txns.iter().filter(|t| t.outcome == Outcome::Ok) {
+        for mop in &txn.mops {
+            match mop {
+                Mop::Append(k, v) => {
+                    durable.entry(*k).or_default().insert(*v);
+                }
+                Mop::Read(k, Some(list)) => durable.entry(*k).or_default().extend(list),
+                Mop::Read(_, None) => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (node, found) in finals {
+        let mut keys: Vec<_> = durable.iter().collect();
+        keys.sort_unstable_by_key(|(k, _)| **k);
+        for (key, values) in keys {
+            let have: BTreeSet<u64> = found.get(key).into_iter().flatten().copied().collect();
+            let lost: Vec<&u64> = values.difference(&have).collect();
+            if !lost.is_empty() {
+                out.push(format!(
+                    "append: lost-append: the final read on {node} misses {lost:?} of key {key}, acknowledged or read before"
+                ));
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -264,6 +301,28 @@ mod tests {
         }
         assert!(appends_per_key.values().all(|&n| n <= MAX_APPENDS_PER_KEY));
         assert!(appends_per_key.len() > ACTIVE_KEYS, "keys are replaced");
+    }
+
+    #[test]
+    fn a_final_read_must_hold_every_acknowledged_or_seen_append() {
+        let txn = |outcome, mops| Txn {
+            name: String::new(),
+            outcome,
+            mops,
+        };
+        let txns = [
+            txn(Outcome::Ok, vec![Mop::Append(1, 1)]),
+            txn(Outcome::Unknown, vec![Mop::Append(1, 2)]),
+            txn(Outcome::Ok, vec![Mop::Read(1, Some(vec![1, 2]))]),
+            txn(Outcome::Unknown, vec![Mop::Append(2, 3)]),
+            txn(Outcome::Fail, vec![Mop::Append(2, 4)]),
+        ];
+        let whole = HashMap::from([(1, vec![1, 2])]);
+        assert!(lost_appends(&txns, &[("n", whole)]).is_empty());
+        let short = HashMap::from([(1, vec![1])]);
+        let lost = lost_appends(&txns, &[("n", short)]);
+        assert_eq!(lost.len(), 1, "{lost:?}");
+        assert!(lost[0].contains("misses [2] of key 1"), "{lost:?}");
     }
 
     #[test]

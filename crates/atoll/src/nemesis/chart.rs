@@ -8,8 +8,9 @@ use plotters::prelude::*;
 
 use super::client::{Op, Outcome};
 
-/// A fault as it happened: from, to (ms since the run began), and what it was.
+/// A fault as it happened: its nemesis, from, to (ms since the run began), and what it was.
 pub struct Interval {
+    pub nemesis: &'static str,
     pub from_ms: u64,
     pub to_ms: u64,
     pub what: String,

@@ -64,10 +64,23 @@ pub fn mysql(addr: &str, sql: &str) -> Result<String, Failure> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| (Outcome::Fail, format!("cannot run mysql: {e}")))?;
+    // Both pipes are drained while the client runs: an answer larger than a pipe holds
+    // would otherwise stall it until the timeout.
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
     let deadline = Instant::now() + OP_TIMEOUT;
-    loop {
+    let status = loop {
         match child.try_wait() {
-            Ok(Some(_)) => break,
+            Ok(Some(status)) => break status,
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
             _ => {
                 let _ = child.kill();
@@ -75,15 +88,14 @@ pub fn mysql(addr: &str, sql: &str) -> Result<String, Failure> {
                 return Err((Outcome::Unknown, format!("no answer in {OP_TIMEOUT:?}")));
             }
         }
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| (Outcome::Unknown, e.to_string()))?;
-    if out.status.success() {
-        return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
+    };
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    if status.success() {
+        return Ok(String::from_utf8_lossy(&stdout).into_owned());
     }
     // In batch mode the client echoes the failed statement before its ERROR line.
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = String::from_utf8_lossy(&stderr);
     let error = stderr
         .lines()
         .rfind(|l| l.starts_with("ERROR"))

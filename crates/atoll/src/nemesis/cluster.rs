@@ -53,7 +53,12 @@ impl Process {
 
     pub fn start(&mut self, topology: &Topology, exe: &Path) -> anyhow::Result<()> {
         std::fs::create_dir_all(&self.data_dir)?;
-        let log = std::fs::File::create(self.data_dir.join("stderr.log"))?;
+        // Appended to, so that a crash's last words survive the restart.
+        let mut log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.data_dir.join("stderr.log"))?;
+        std::io::Write::write_all(&mut log, b"--- atoll nemesis starts this process\n")?;
         let mut command = topology.command(self.host, exe);
         command
             .args(&self.args)

@@ -89,6 +89,20 @@ pub enum Fault {
     Split(Vec<String>),
 }
 
+impl Fault {
+    /// The nemesis it belongs to, as `--nemesis` names it.
+    pub fn nemesis(&self) -> &'static str {
+        match self {
+            Fault::Kill(_) => "kill",
+            Fault::Pause(_) => "pause",
+            Fault::Isolate(_) | Fault::Minority(_) | Fault::Bridge(..) => "partition",
+            Fault::Clock(..) => "clock",
+            Fault::Shuffle => "shuffle",
+            Fault::Split(_) => "split",
+        }
+    }
+}
+
 impl Nemesis {
     /// A fault of this kind with random targets.
     pub fn pick(
@@ -224,15 +238,17 @@ impl Cluster<'_> {
         })
     }
 
-    /// Restarts whatever died by itself meanwhile (a finding too, so it is said).
-    pub fn restart_the_dead(&mut self) -> anyhow::Result<()> {
+    /// Restarts whatever exited by itself meanwhile; their names (each is a finding).
+    pub fn restart_the_dead(&mut self) -> anyhow::Result<Vec<String>> {
+        let mut dead = Vec::new();
         for p in self.processes.iter_mut() {
             if !p.is_running() {
                 println!("nemesis: {} was not running; restarting it", p.name());
+                dead.push(p.name());
                 p.start(self.topology, self.exe)?;
             }
         }
-        Ok(())
+        Ok(dead)
     }
 
     fn others(&self, host: usize) -> Vec<usize> {

@@ -122,6 +122,11 @@ impl TxnMode {
 
 fn workloads(spec: &str, mode: TxnMode) -> anyhow::Result<Vec<Arc<dyn Workload>>> {
     let mut out: Vec<Arc<dyn Workload>> = Vec::new();
+    let mut names: Vec<&str> = spec.split(',').map(str::trim).collect();
+    names.sort_unstable();
+    if names.windows(2).any(|w| w[0] == w[1]) || (names.contains(&"all") && names.len() > 1) {
+        bail!("--workload {spec}: each workload once (they share tables)");
+    }
     for name in spec.split(',').map(str::trim) {
         match name {
             "bank" => out.push(Arc::new(bank::Bank { mode })),
@@ -260,6 +265,7 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
     let mut schedule = std::fs::File::create(args.out.join("faults.jsonl"))?;
     let mut active: Option<Active> = None;
     let mut intervals = Vec::new();
+    let mut deaths = Vec::new();
     let mut next = Instant::now() + stagger(&mut rng);
     while Instant::now() < workload_end && !STOP.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
@@ -268,7 +274,7 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
         }
         next = Instant::now() + stagger(&mut rng);
         match active.take() {
-            Some(a) => intervals.push(heal(a, &mut cluster, &mut schedule, ms())?),
+            Some(a) => intervals.push(heal(a, &mut cluster, &mut schedule, ms(), &mut deaths)?),
             None => {
                 let nemesis = nemeses[rng.random_range(0..nemeses.len())];
                 let fault = nemesis.pick(&mut rng, &cluster.processes, HOSTS, &workloads);
@@ -287,8 +293,9 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
         }
     }
     if let Some(a) = active.take() {
-        intervals.push(heal(a, &mut cluster, &mut schedule, ms())?);
+        intervals.push(heal(a, &mut cluster, &mut schedule, ms(), &mut deaths)?);
     }
+    deaths.extend(cluster.restart_the_dead()?);
     for c in clients {
         let _ = c.join();
     }
@@ -298,7 +305,10 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
     // Every fault healed: how long until every workload's final read on every sql node
     // succeeds.
     let healed = Instant::now();
-    let mut anomalies = Vec::new();
+    let mut anomalies: Vec<String> = deaths
+        .iter()
+        .map(|name| format!("{name} exited by itself (its stderr.log says why)"))
+        .collect();
     let mut final_reads: Vec<Vec<(String, String)>> = vec![Vec::new(); workloads.len()];
     for (w, reads) in workloads.iter().zip(&mut final_reads) {
         for node in &sql {
@@ -334,7 +344,13 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
         anomalies.extend(w.check(&ops, reads));
     }
     let count = |o: Outcome| history.iter().filter(|op| op.outcome == o).count();
-    let longest_gap = longest_gap_ms(&history);
+    let mut ends: Vec<u64> = history
+        .iter()
+        .filter(|op| op.outcome == Outcome::Ok)
+        .map(|op| op.end_ms)
+        .collect();
+    ends.sort_unstable();
+    let longest_gap = longest_gap_ms(&ends, 0, u64::MAX);
     println!(
         "nemesis: ok {}, failed {}, unknown {}; longest stretch without a successful operation {} ms; final reads {} ms after the heal",
         count(Outcome::Ok),
@@ -343,6 +359,25 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
         longest_gap,
         recovery_ms
     );
+    let mut per_nemesis: Vec<(&str, u64)> = Vec::new();
+    for (i, f) in intervals.iter().enumerate() {
+        let until = intervals.get(i + 1).map_or(u64::MAX, |next| next.from_ms);
+        let gap = longest_gap_ms(&ends, f.from_ms, until);
+        match per_nemesis.iter_mut().find(|(n, _)| *n == f.nemesis) {
+            Some((_, longest)) => *longest = (*longest).max(gap),
+            None => per_nemesis.push((f.nemesis, gap)),
+        }
+    }
+    if !per_nemesis.is_empty() {
+        let list: Vec<String> = per_nemesis
+            .iter()
+            .map(|(n, ms)| format!("{n} {ms} ms"))
+            .collect();
+        println!(
+            "nemesis: longest stretch without a successful operation from a fault's start to the next one's: {}",
+            list.join(", ")
+        );
+    }
     for a in anomalies.iter().take(10) {
         println!("nemesis: anomaly: {a}");
     }
@@ -392,27 +427,41 @@ fn heal(
     cluster: &mut Cluster,
     schedule: &mut std::fs::File,
     now_ms: u64,
+    deaths: &mut Vec<String>,
 ) -> anyhow::Result<chart::Interval> {
     let what = cluster.heal(&a.fault)?;
-    cluster.restart_the_dead()?;
+    deaths.extend(cluster.restart_the_dead()?);
     record(
         schedule,
         serde_json::json!({"at_ms": now_ms, "heal": what, "since_ms": a.since_ms}),
     )?;
     Ok(chart::Interval {
+        nemesis: a.fault.nemesis(),
         from_ms: a.since_ms,
         to_ms: now_ms,
         what: a.what.chars().take(40).collect(),
     })
 }
 
-/// The longest time between two successful operations' ends.
-fn longest_gap_ms(history: &[Op]) -> u64 {
-    let mut ends: Vec<u64> = history
-        .iter()
-        .filter(|op| op.outcome == Outcome::Ok)
-        .map(|op| op.end_ms)
-        .collect();
-    ends.sort_unstable();
-    ends.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0)
+/// The longest time without a successful operation within `[from_ms, to_ms)`, given the
+/// successful operations' ends in order.
+fn longest_gap_ms(ends: &[u64], from_ms: u64, to_ms: u64) -> u64 {
+    ends.windows(2)
+        .map(|w| w[1].min(to_ms).saturating_sub(w[0].max(from_ms)))
+        .max()
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stretch_counts_only_within_its_window() {
+        let ends = [0, 100, 1100, 1200, 5200];
+        assert_eq!(longest_gap_ms(&ends, 0, u64::MAX), 4000);
+        assert_eq!(longest_gap_ms(&ends, 0, 1150), 1000);
+        assert_eq!(longest_gap_ms(&ends, 4000, 6000), 1200);
+        assert_eq!(longest_gap_ms(&ends, 500, 700), 200);
+    }
 }

@@ -103,7 +103,9 @@ impl Workload for Register {
                 )
             }
             _ => {
-                let (old, new) = (rng.random_range(0..VALUES), rng.random_range(0..VALUES));
+                // New differs from old: a row updated to its own value counts as unchanged.
+                let old = rng.random_range(0..VALUES);
+                let new = (old + rng.random_range(1..VALUES)) % VALUES;
                 (
                     "cas",
                     RegisterOp::Cas(k, old, new),
@@ -120,9 +122,13 @@ impl Workload for Register {
                 Err(_) if answer.is_empty() => *value = None,
                 Err(_) => result = Err((Outcome::Unknown, format!("not a value: {answer:?}"))),
             },
-            // A compare-and-set that changed no row did not happen.
+            // A compare-and-set that changed no row did not happen; one that changed one
+            // did; any other answer says nothing.
             (RegisterOp::Cas(..), Ok(changed)) if changed == "0" => {
                 result = Err((Outcome::Fail, "compare failed".to_string()))
+            }
+            (RegisterOp::Cas(..), Ok(changed)) if changed != "1" => {
+                result = Err((Outcome::Unknown, format!("changed rows: {changed:?}")))
             }
             _ => {}
         }
