@@ -6,8 +6,8 @@
 //!   request is in flight the next batch gathers, and `tidb_tso_client_batch_max_wait_time`
 //!   may add a wait to grow batches further.
 //!
-//! - [`Connection`]: the PD members. It asks any member it can reach for the member list
-//!   and the leader, talks to the leader, and when a call fails as a broken connection
+//! - [`Connection`]: the PD members. It asks every member at once for the member list and
+//!   the leader (the first answer wins), talks to the leader, and when a call fails as a broken connection
 //!   would, finds the leader again and retries once (a follower would forward, so a member
 //!   that answers is enough while an election runs).
 //!
@@ -154,51 +154,55 @@ impl Connection {
     }
 }
 
-/// Asks the members at `endpoints`, in order, who leads; connects to the leader, or to the
-/// member that answered when the leader cannot be reached (it forwards). Returns the channel
-/// and every member's client URL.
+/// Asks the members at `endpoints`, all at once, who leads, and takes the first answer:
+/// connects to the leader, or to the member that answered when the leader cannot be reached
+/// (it forwards). Returns the channel and every member's client URL. A member that went
+/// silent (behind a partition, or paused) answers no one, and asking in turn would wait for
+/// its timeouts before asking the next.
 async fn find_leader(endpoints: &[String]) -> Result<(Rpc<Channel>, Vec<String>), PdError> {
-    let mut reason = String::from("no endpoints given");
+    let mut asks = tokio::task::JoinSet::new();
     for e in endpoints {
-        let channel = match endpoint(e) {
-            Ok(ep) => match security::connect(ep).await {
-                Ok(c) => c,
-                Err(err) => {
-                    reason = format!("{e}: {err}");
-                    continue;
-                }
-            },
-            Err(why) => {
-                reason = why;
-                continue;
-            }
-        };
-        let mut rpc = Rpc::new(channel);
-        let members = match rpc.get_members(GetMembersRequest {}).await {
-            Ok(r) => r.into_inner(),
-            Err(err) => {
-                reason = format!("{e}: {err}");
-                continue;
-            }
-        };
-        let urls: Vec<String> = members
-            .members
-            .iter()
-            .filter_map(|m| m.client_urls.first().cloned())
-            .collect();
-        let leader_url = members.leader.and_then(|l| l.client_urls.first().cloned());
-        if let Some(url) = leader_url.filter(|u| !same_host(u, e))
-            && let Ok(ep) = endpoint(&url)
-            && let Ok(channel) = security::connect(ep).await
-        {
-            return Ok((Rpc::new(channel), urls));
+        let e = e.clone();
+        asks.spawn(async move { ask_for_leader(&e).await });
+    }
+    let mut reason = String::from("no endpoints given");
+    while let Some(answer) = asks.join_next().await {
+        match answer {
+            Ok(Ok(found)) => return Ok(found),
+            Ok(Err(why)) => reason = why,
+            Err(e) => reason = e.to_string(),
         }
-        return Ok((rpc, urls));
     }
     Err(PdError::Unreachable {
         endpoints: endpoints.join(","),
         reason,
     })
+}
+
+/// Asks the member at `e` who leads (see [`find_leader`]).
+async fn ask_for_leader(e: &str) -> Result<(Rpc<Channel>, Vec<String>), String> {
+    let channel = security::connect(endpoint(e)?)
+        .await
+        .map_err(|err| format!("{e}: {err}"))?;
+    let mut rpc = Rpc::new(channel);
+    let members = rpc
+        .get_members(GetMembersRequest {})
+        .await
+        .map_err(|err| format!("{e}: {err}"))?
+        .into_inner();
+    let urls: Vec<String> = members
+        .members
+        .iter()
+        .filter_map(|m| m.client_urls.first().cloned())
+        .collect();
+    let leader_url = members.leader.and_then(|l| l.client_urls.first().cloned());
+    if let Some(url) = leader_url.filter(|u| !same_host(u, e))
+        && let Ok(ep) = endpoint(&url)
+        && let Ok(channel) = security::connect(ep).await
+    {
+        return Ok((Rpc::new(channel), urls));
+    }
+    Ok((rpc, urls))
 }
 
 fn same_host(a: &str, b: &str) -> bool {
