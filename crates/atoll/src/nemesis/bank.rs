@@ -23,8 +23,16 @@ impl Workload for Bank {
         "bank"
     }
 
-    fn setup(&self, sql_node: &str) -> Result<(), String> {
-        setup(sql_node)
+    fn setup(&self) -> String {
+        let values = (0..ACCOUNTS)
+            .map(|id| format!("({id}, {BALANCE})"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "CREATE DATABASE IF NOT EXISTS jepsen; \
+             CREATE TABLE IF NOT EXISTS jepsen.bank (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL); \
+             INSERT IGNORE INTO jepsen.bank VALUES {values}"
+        )
     }
 
     fn operation(&self, rng: &mut StdRng, sql_node: &str) -> Attempt {
@@ -81,24 +89,6 @@ impl Workload for Bank {
         reads.chain(finals).collect()
     }
 }
-/// Creates the accounts (once; a second run finds them).
-fn setup(addr: &str) -> Result<(), String> {
-    let values = (0..ACCOUNTS)
-        .map(|id| format!("({id}, {BALANCE})"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    mysql(
-        addr,
-        &format!(
-            "CREATE DATABASE IF NOT EXISTS jepsen; \
-             CREATE TABLE IF NOT EXISTS jepsen.bank (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL); \
-             INSERT IGNORE INTO jepsen.bank VALUES {values}"
-        ),
-    )
-    .map(|_| ())
-    .map_err(|(_, e)| e)
-}
-
 /// What is wrong with a read's answer, if anything.
 fn check_read(answer: &str) -> Option<String> {
     let rows: Vec<(u64, i64)> = answer

@@ -50,6 +50,31 @@ pub struct Op {
     pub error: Option<String>,
 }
 
+#[cfg(test)]
+impl Op {
+    /// An operation of client 0 on no node, for checkers' tests.
+    pub fn test(
+        workload: &'static str,
+        kind: &'static str,
+        value: &str,
+        outcome: Outcome,
+        start_ms: u64,
+        end_ms: u64,
+    ) -> Op {
+        Op {
+            workload,
+            client: 0,
+            kind,
+            node: String::new(),
+            start_ms,
+            end_ms,
+            outcome,
+            value: value.to_string(),
+            error: None,
+        }
+    }
+}
+
 /// A statement's failure: its outcome and the client's message.
 pub type Failure = (Outcome, String);
 

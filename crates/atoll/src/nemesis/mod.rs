@@ -83,9 +83,9 @@ pub struct NemesisArgs {
 /// What the harness needs of a workload.
 pub trait Workload: Send + Sync {
     fn name(&self) -> &'static str;
-    /// Creates its tables and rows. It is retried until it succeeds, so it must be
-    /// idempotent.
-    fn setup(&self, sql_node: &str) -> Result<(), String>;
+    /// The statements that create its tables and rows. They run until they succeed, so they
+    /// must be idempotent.
+    fn setup(&self) -> String;
     /// One random operation on the sql node.
     fn operation(&self, rng: &mut StdRng, sql_node: &str) -> Attempt;
     /// Reads everything, once every fault has healed.
@@ -217,7 +217,7 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
         wait_until(
             &format!("the {} workload's tables are created", w.name()),
             Duration::from_secs(120),
-            || w.setup(&sql[0]).is_ok(),
+            || client::mysql(&sql[0], &w.setup()).is_ok(),
         )?;
     }
     println!("nemesis: cluster up in {} ms", ms());

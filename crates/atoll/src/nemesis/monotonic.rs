@@ -24,8 +24,8 @@ impl Workload for Monotonic {
         "monotonic"
     }
 
-    fn setup(&self, sql_node: &str) -> Result<(), String> {
-        mysql(sql_node, SETUP).map(|_| ()).map_err(|(_, e)| e)
+    fn setup(&self) -> String {
+        SETUP.to_string()
     }
 
     fn operation(&self, rng: &mut StdRng, sql_node: &str) -> Attempt {
@@ -116,17 +116,7 @@ mod tests {
     use super::*;
 
     fn op(kind: &'static str, value: &str, outcome: Outcome, start_ms: u64, end_ms: u64) -> Op {
-        Op {
-            workload: "monotonic",
-            client: 1,
-            kind,
-            node: String::new(),
-            start_ms,
-            end_ms,
-            outcome,
-            value: value.to_string(),
-            error: None,
-        }
+        Op::test("monotonic", kind, value, outcome, start_ms, end_ms)
     }
 
     #[test]

@@ -80,8 +80,8 @@ impl Workload for Register {
         "register"
     }
 
-    fn setup(&self, sql_node: &str) -> Result<(), String> {
-        mysql(sql_node, SETUP).map(|_| ()).map_err(|(_, e)| e)
+    fn setup(&self) -> String {
+        SETUP.to_string()
     }
 
     fn operation(&self, rng: &mut StdRng, sql_node: &str) -> Attempt {
@@ -271,16 +271,9 @@ mod tests {
 
     #[test]
     fn the_history_keeps_an_empty_read_apart_from_a_value() {
-        let op = |value: RegisterOp, start_ms, end_ms| Op {
-            workload: "register",
-            client: 0,
-            kind: "read",
-            node: String::new(),
-            start_ms,
-            end_ms,
-            outcome: Outcome::Ok,
-            value: serde_json::to_string(&value).unwrap(),
-            error: None,
+        let op = |value: RegisterOp, start_ms, end_ms| {
+            let json = serde_json::to_string(&value).unwrap();
+            Op::test("register", "read", &json, Outcome::Ok, start_ms, end_ms)
         };
         let history = [
             op(RegisterOp::Read(7, None), 0, 5),

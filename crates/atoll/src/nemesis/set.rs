@@ -42,8 +42,8 @@ impl Workload for Set {
         "set"
     }
 
-    fn setup(&self, sql_node: &str) -> Result<(), String> {
-        mysql(sql_node, SETUP).map(|_| ()).map_err(|(_, e)| e)
+    fn setup(&self) -> String {
+        SETUP.to_string()
     }
 
     fn operation(&self, rng: &mut StdRng, sql_node: &str) -> Attempt {
@@ -134,17 +134,7 @@ mod tests {
     use super::*;
 
     fn op(kind: &'static str, value: &str, outcome: Outcome, start_ms: u64, end_ms: u64) -> Op {
-        Op {
-            workload: "set",
-            client: 0,
-            kind,
-            node: String::new(),
-            start_ms,
-            end_ms,
-            outcome,
-            value: value.to_string(),
-            error: None,
-        }
+        Op::test("set", kind, value, outcome, start_ms, end_ms)
     }
 
     #[test]

@@ -40,10 +40,8 @@ impl Workload for Table {
         "table"
     }
 
-    fn setup(&self, sql_node: &str) -> Result<(), String> {
-        mysql(sql_node, "CREATE DATABASE IF NOT EXISTS jepsen")
-            .map(|_| ())
-            .map_err(|(_, e)| e)
+    fn setup(&self) -> String {
+        "CREATE DATABASE IF NOT EXISTS jepsen".to_string()
     }
 
     fn operation(&self, rng: &mut StdRng, sql_node: &str) -> Attempt {
@@ -121,20 +119,16 @@ mod tests {
 
     #[test]
     fn a_table_created_before_an_insert_began_must_be_there() {
-        let op = |kind, table: &str, error: Option<&str>, start_ms, end_ms| Op {
-            workload: "table",
-            client: 2,
-            kind,
-            node: "n".to_string(),
-            start_ms,
-            end_ms,
-            outcome: if error.is_some() {
+        let op = |kind, table: &str, error: Option<&str>, start_ms, end_ms| {
+            let outcome = if error.is_some() {
                 Outcome::Fail
             } else {
                 Outcome::Ok
-            },
-            value: table.to_string(),
-            error: error.map(str::to_string),
+            };
+            Op {
+                error: error.map(str::to_string),
+                ..Op::test("table", kind, table, outcome, start_ms, end_ms)
+            }
         };
         let missing = Some("ERROR 1146 (42S02) at line 1: Table 'jepsen.t0' doesn't exist");
         let history = [
@@ -148,7 +142,7 @@ mod tests {
         let refs: Vec<&Op> = history.iter().collect();
         let found = Table::new().check(&refs, &[("n".to_string(), "t1\n".to_string())]);
         assert_eq!(found.len(), 2, "{found:?}");
-        assert!(found[0].contains("t0 did not exist for client 2 at 20 ms"));
+        assert!(found[0].contains("t0 did not exist for client 0 at 20 ms"));
         assert!(found[1].contains("misses created tables [\"t0\"]"));
     }
 }
