@@ -309,6 +309,14 @@ pub(crate) fn signal_when_parent_dies(command: &mut Command, signal: libc::c_int
     }
 }
 
+/// Sends `signal` to `child` (a process this one started and has not reaped yet).
+pub(crate) fn signal_child(child: &std::process::Child, signal: libc::c_int) {
+    // SAFETY: signalling our own child by pid.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, signal);
+    }
+}
+
 /// The child's last line on stderr, which says why it stopped.
 fn last_words(m: &Member) -> String {
     let text = std::fs::read_to_string(&m.stderr_path).unwrap_or_default();
@@ -418,10 +426,7 @@ const REPLICATED_KV_CONFIG: &str =
 fn stop_all(members: &mut [Member]) {
     // Stop in reverse start order: sql, then kv, then pd.
     for m in members.iter().rev() {
-        // SAFETY: signalling our own child by pid.
-        unsafe {
-            libc::kill(m.child.id() as libc::pid_t, libc::SIGTERM);
-        }
+        signal_child(&m.child, libc::SIGTERM);
     }
     let deadline = Instant::now() + Duration::from_millis(PLAYGROUND_STOP_WAIT_MS);
     for m in members.iter_mut().rev() {

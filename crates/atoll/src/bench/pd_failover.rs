@@ -69,10 +69,7 @@ impl Pd {
     fn pause(&self, pause: bool) {
         if let Some(c) = &self.child {
             let signal = if pause { libc::SIGSTOP } else { libc::SIGCONT };
-            // SAFETY: signalling our own child by pid.
-            unsafe {
-                libc::kill(c.id() as libc::pid_t, signal);
-            }
+            crate::playground::signal_child(c, signal);
         }
     }
 

@@ -90,12 +90,9 @@ impl Process {
     }
 
     fn signal(&self, signal: i32) {
+        // `ip netns exec` execs the program: the child's pid is the process's.
         if let Some(c) = &self.child {
-            // `ip netns exec` execs the program: the child's pid is the process's.
-            // SAFETY: signalling our own child by pid.
-            unsafe {
-                libc::kill(c.id() as libc::pid_t, signal);
-            }
+            crate::playground::signal_child(c, signal);
         }
     }
 
