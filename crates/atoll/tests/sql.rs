@@ -1359,3 +1359,72 @@ fn a_connection_that_ends_inside_a_transaction_releases_its_locks() {
     );
     assert_eq!(c.run("", "select v from d.t"), "v\n2\n");
 }
+
+/// What one session's two reads of row 1, each a point get with a pushed-down scan, see
+/// when another session commits a change to the row between them; `set` sets the first
+/// session's mode, and its transaction begins with its first read (autocommit off).
+fn reads_around_a_commit(c: &Cluster, set: &str) -> String {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    c.run("d", "UPDATE t SET v = 1 WHERE id = 1");
+    let mut first = Command::new("mysql")
+        .args(["-h127.0.0.1", "-uroot", "-P"])
+        .arg(c.port.to_string())
+        .args(["--batch", "--skip-column-names", "d"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = first.stdin.take().unwrap();
+    let read = "SELECT v, (SELECT SUM(v) FROM t WHERE id < 2) FROM t WHERE id = 1;";
+    writeln!(input, "{set} SET autocommit = 0; {read}").unwrap();
+    input.flush().unwrap();
+    // The change commits once the first session's transaction is open and idle.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let idle = "SELECT COUNT(*) FROM information_schema.TIDB_TRX WHERE STATE = 'Idle'";
+    while c.run("d", idle) != "COUNT(*)\n1\n" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no transaction opened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    c.run("d", "UPDATE t SET v = 5 WHERE id = 1");
+    writeln!(input, "{read} COMMIT;").unwrap();
+    drop(input);
+    let out = first.wait_with_output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn read_committed_reads_what_committed_before_each_statement_in_pessimistic_transactions() {
+    let c = Cluster::start();
+    c.run(
+        "",
+        "CREATE DATABASE d; CREATE TABLE d.t (id INT PRIMARY KEY, v INT); \
+         INSERT INTO d.t VALUES (1, 1), (2, 0)",
+    );
+    // REPEATABLE READ (the default): the transaction's snapshot, read after read.
+    assert_eq!(reads_around_a_commit(&c, ""), "1 1 1 1");
+    // READ COMMITTED: each statement reads the latest committed row, point get and scan alike.
+    assert_eq!(
+        reads_around_a_commit(
+            &c,
+            "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;"
+        ),
+        "1 1 5 5"
+    );
+    // As in TiDB, optimistic transactions keep their snapshot under READ COMMITTED.
+    assert_eq!(
+        reads_around_a_commit(
+            &c,
+            "SET transaction_isolation = 'READ-COMMITTED'; SET tidb_txn_mode = 'optimistic';"
+        ),
+        "1 1 1 1"
+    );
+}

@@ -1,4 +1,6 @@
-//! A transaction: reads at `start_ts` through its own writes, writes buffered until commit.
+//! A transaction: reads at `start_ts` through its own writes (or, READ COMMITTED, at a
+//! fresh ts per statement: [`Transaction::read_latest_committed`]), writes buffered until
+//! commit.
 //! Optimistic by default (conflicts surface at prewrite as `WriteConflict`); pessimistic
 //! transactions lock keys as they go (`lock_keys`), each lock at the txn's `for_update_ts`,
 //! renewed from PD only when a newer commit makes the lock fail (TiDB's point-get-for-update
@@ -51,6 +53,10 @@ pub struct Savepoint {
 
 pub struct Transaction {
     inner: Arc<Inner>,
+    /// The txn's identity: its locks, its primary and its commit carry it.
+    start_ts: u64,
+    /// What plain reads see: the snapshot at `start_ts`, or at a later ts once
+    /// [`Transaction::read_latest_committed`] moved it (READ COMMITTED).
     snapshot: Snapshot,
     buffer: BTreeMap<Vec<u8>, Buffered>,
     /// Buffered keys that take no pessimistic lock of their own because another lock of the
@@ -91,6 +97,7 @@ impl Transaction {
         Transaction {
             snapshot: Snapshot::new(inner.clone(), start_ts, group_id),
             inner,
+            start_ts,
             buffer: BTreeMap::new(),
             covered: BTreeSet::new(),
             pessimistic,
@@ -119,16 +126,33 @@ impl Transaction {
     }
 
     pub fn start_ts(&self) -> u64 {
+        self.start_ts
+    }
+
+    /// The ts plain reads see (the start ts unless [`Transaction::read_latest_committed`]).
+    pub fn read_ts(&self) -> u64 {
         self.snapshot.ts
+    }
+
+    /// From now on plain reads see what committed before a fresh ts from PD, under this
+    /// txn's own writes: READ COMMITTED as TiDB runs it, where each statement of a
+    /// pessimistic txn reads the latest committed data. The txn keeps its start ts, its
+    /// locks and its buffered writes; values read ahead are dropped.
+    pub async fn read_latest_committed(&mut self) -> Result<()> {
+        let ts = self.inner.pd.get_ts().await?;
+        self.snapshot.ts = ts;
+        self.prefetched.clear();
+        Ok(())
     }
 
     /// Turns a txn at [`LATEST`] into one at a fresh ts from PD, which it returns (nothing
     /// read so far may be kept); any other txn stays as it is.
     pub async fn take_ts_from_pd(&mut self) -> Result<Option<u64>> {
-        if self.snapshot.ts != LATEST {
+        if self.start_ts != LATEST {
             return Ok(None);
         }
         let ts = self.inner.pd.get_ts().await?;
+        self.start_ts = ts;
         self.snapshot.ts = ts;
         self.for_update_ts = ts;
         self.prefetched.clear();
@@ -285,7 +309,7 @@ impl Transaction {
             .any(|(_, b)| !matches!(b, Buffered::Lock))
     }
 
-    /// The snapshot this txn reads (at its start ts).
+    /// The snapshot this txn's plain reads see (at [`Transaction::read_ts`]).
     pub fn snapshot(&self) -> &Snapshot {
         &self.snapshot
     }

@@ -1349,14 +1349,13 @@ async fn read_pushed_down(
             kind: Some(pb::executor::Kind::Limit(pb::Limit { limit: l })),
         });
     }
-    let ts = txn.start_ts();
     let chunks = ctx
         .client
         .coprocessor(
             pb::DagRequest { executors },
             &[pb::KeyRange { start, end }],
-            ts,
-            ts,
+            txn.read_ts(),
+            txn.snapshot().group_id,
             ctx.scan_concurrency,
         )
         .await?;

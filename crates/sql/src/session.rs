@@ -266,6 +266,8 @@ pub struct Session {
     txn: Option<Transaction>,
     /// Inside BEGIN ... COMMIT.
     explicit: bool,
+    /// The open transaction is READ COMMITTED: each statement reads at a fresh ts.
+    txn_read_committed: bool,
     vars: BTreeMap<String, Datum>,
     user_vars: BTreeMap<String, Datum>,
     last_insert_id: u64,
@@ -514,6 +516,7 @@ impl Session {
             db: None,
             txn: None,
             explicit: false,
+            txn_read_committed: false,
             vars,
             user_vars: BTreeMap::new(),
             last_insert_id: 0,
@@ -543,6 +546,11 @@ impl Session {
 
     fn pessimistic(&self) -> bool {
         !matches!(self.vars.get("tidb_txn_mode"), Some(Datum::Bytes(b)) if b.eq_ignore_ascii_case(b"optimistic"))
+    }
+
+    /// Whether `transaction_isolation` is READ-COMMITTED.
+    fn read_committed(&self) -> bool {
+        matches!(self.vars.get("transaction_isolation"), Some(Datum::Bytes(l)) if l == b"READ-COMMITTED")
     }
 
     fn lookup(&self, l: Lookup<'_>) -> Result<Datum> {
@@ -1807,7 +1815,10 @@ impl Session {
         schema.table(&db, &t)
     }
 
-    async fn begin(&self) -> Result<Transaction> {
+    async fn begin(&mut self) -> Result<Transaction> {
+        // TiDB runs READ COMMITTED in pessimistic transactions only; optimistic ones keep
+        // their snapshot.
+        self.txn_read_committed = self.read_committed() && self.pessimistic();
         let mut txn = if self.pessimistic() {
             self.shared.client.begin_pessimistic().await?
         } else {
@@ -2635,7 +2646,15 @@ impl Session {
     async fn in_txn(&mut self, s: &Statement) -> Result<Output> {
         let own = self.txn.is_none() && !self.explicit && self.autocommit();
         let mut txn = match self.txn.take() {
-            Some(t) => t,
+            Some(mut t) => {
+                if self.txn_read_committed
+                    && let Err(e) = t.read_latest_committed().await
+                {
+                    self.txn = Some(t);
+                    return Err(e.into());
+                }
+                t
+            }
             // TiDB's max-ts point get: no timestamp from PD unless the plan needs one.
             None if own && matches!(s, Statement::Query(q) if query::may_be_point_get(q)) => {
                 self.shared.client.begin_latest()
