@@ -59,8 +59,8 @@ pub struct NemesisArgs {
     /// split among them).
     #[arg(long, default_value = "bank")]
     workload: String,
-    /// Transactions' mode: pessimistic (reads of the append workload take locks) or
-    /// optimistic.
+    /// Transactions' mode and isolation: pessimistic (the append workload's reads take
+    /// locks), repeatable-read or read-committed (pessimistic, plain reads), optimistic.
     #[arg(long, value_enum, default_value_t = TxnMode::Pessimistic)]
     txn_mode: TxnMode,
     /// Faults: none, kill, pause, partition, clock, shuffle, split, all (comma separated).
@@ -104,9 +104,19 @@ pub struct Attempt {
     pub result: Result<(), Failure>,
 }
 
+/// How the workloads' transactions run, and so which anomalies their checkers allow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TxnMode {
+    /// Pessimistic (TiDB's default), every read `FOR UPDATE`: each key read or written stays
+    /// locked until the commit.
     Pessimistic,
+    /// Pessimistic at REPEATABLE READ with plain reads, as InnoDB's: plain reads see the
+    /// transaction's snapshot, writes read the latest committed version under their lock.
+    RepeatableRead,
+    /// Pessimistic at READ COMMITTED as TiDB defines it: each statement reads what committed
+    /// before it, writes as in `RepeatableRead`.
+    ReadCommitted,
+    /// Optimistic: snapshot isolation, conflicts found at commit.
     Optimistic,
 }
 
@@ -114,8 +124,17 @@ impl TxnMode {
     /// The statements that begin a transaction in this mode.
     pub fn begin(self) -> &'static str {
         match self {
-            TxnMode::Pessimistic => "BEGIN;",
+            TxnMode::Pessimistic | TxnMode::RepeatableRead => "BEGIN;",
+            TxnMode::ReadCommitted => "SET transaction_isolation = 'READ-COMMITTED'; BEGIN;",
             TxnMode::Optimistic => "SET tidb_txn_mode = 'optimistic'; BEGIN;",
+        }
+    }
+
+    /// What a read in a transaction ends with.
+    pub fn read_suffix(self) -> &'static str {
+        match self {
+            TxnMode::Pessimistic => " FOR UPDATE",
+            _ => "",
         }
     }
 }
