@@ -770,6 +770,41 @@ fn pessimistic_transfers_wait_for_each_other_instead_of_conflicting() {
 }
 
 #[test]
+fn a_read_committed_txn_reads_newer_commits_and_commits_after_what_it_read() {
+    let cluster = Cluster::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let client = cluster.client().await;
+        let mut txn = client.begin_pessimistic().await.unwrap();
+        let mut committed_later = client.begin_pessimistic().await.unwrap();
+        let mut other = client.begin().await.unwrap();
+        other.put(b"rc".to_vec(), b"newer".to_vec());
+        other.commit().await.unwrap();
+        assert_eq!(txn.get(b"rc").await.unwrap(), None);
+        let start_ts = txn.start_ts();
+        txn.read_latest_committed().await.unwrap();
+        assert_eq!(txn.get(b"rc").await.unwrap(), Some(b"newer".to_vec()));
+        assert_eq!(txn.start_ts(), start_ts);
+        assert!(txn.read_ts() > start_ts);
+        txn.rollback().await.unwrap();
+        // It reads at a new ts without reading here (as if it read on another kv node, whose
+        // reads this node's max ts never saw); its one-phase commit still lands above it.
+        committed_later.read_latest_committed().await.unwrap();
+        let read_ts = committed_later.read_ts();
+        committed_later
+            .lock_keys(&[b"rc-out".to_vec()])
+            .await
+            .unwrap();
+        committed_later.put(b"rc-out".to_vec(), b"derived".to_vec());
+        let commit_ts = committed_later.commit().await.unwrap();
+        assert!(
+            commit_ts > read_ts,
+            "committed at {commit_ts}, read at {read_ts}"
+        );
+    });
+}
+
+#[test]
 fn a_lock_request_waits_on_the_kv_node_until_the_lock_is_released() {
     let cluster = Cluster::start();
     let rt = tokio::runtime::Runtime::new().unwrap();

@@ -137,10 +137,13 @@ impl Transaction {
     /// From now on plain reads see what committed before a fresh ts from PD, under this
     /// txn's own writes: READ COMMITTED as TiDB runs it, where each statement of a
     /// pessimistic txn reads the latest committed data. The txn keeps its start ts, its
-    /// locks and its buffered writes; values read ahead are dropped.
+    /// locks and its buffered writes; values read ahead are dropped. The ts is also the
+    /// for-update ts (as TiDB's statement ts): locks see what it read, and a one-phase
+    /// commit, which commits above the for-update ts, lands after everything it read.
     pub async fn read_latest_committed(&mut self) -> Result<()> {
         let ts = self.inner.pd.get_ts().await?;
         self.snapshot.ts = ts;
+        self.for_update_ts = self.for_update_ts.max(ts);
         self.prefetched.clear();
         Ok(())
     }

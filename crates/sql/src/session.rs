@@ -1244,7 +1244,7 @@ impl Session {
         if own {
             return self.load_own_batch(load, &t, rows, warnings).await;
         }
-        let mut txn = match self.txn.take() {
+        let mut txn = match self.take_open_txn().await? {
             Some(t) => t,
             None => self.begin().await?,
         };
@@ -1833,6 +1833,21 @@ impl Session {
         }
         self.show_txn(txn.start_ts());
         Ok(txn)
+    }
+
+    /// The open transaction, taken for a statement: under READ COMMITTED it first moves to
+    /// a fresh read ts (on failure it stays open as it was).
+    async fn take_open_txn(&mut self) -> Result<Option<Transaction>> {
+        let Some(mut txn) = self.txn.take() else {
+            return Ok(None);
+        };
+        if self.txn_read_committed
+            && let Err(e) = txn.read_latest_committed().await
+        {
+            self.txn = Some(txn);
+            return Err(e.into());
+        }
+        Ok(Some(txn))
     }
 
     async fn commit_open(&mut self) -> Result<()> {
@@ -2645,16 +2660,8 @@ impl Session {
     /// its own that commits at its end).
     async fn in_txn(&mut self, s: &Statement) -> Result<Output> {
         let own = self.txn.is_none() && !self.explicit && self.autocommit();
-        let mut txn = match self.txn.take() {
-            Some(mut t) => {
-                if self.txn_read_committed
-                    && let Err(e) = t.read_latest_committed().await
-                {
-                    self.txn = Some(t);
-                    return Err(e.into());
-                }
-                t
-            }
+        let mut txn = match self.take_open_txn().await? {
+            Some(t) => t,
             // TiDB's max-ts point get: no timestamp from PD unless the plan needs one.
             None if own && matches!(s, Statement::Query(q) if query::may_be_point_get(q)) => {
                 self.shared.client.begin_latest()
