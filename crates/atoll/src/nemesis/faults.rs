@@ -1,6 +1,7 @@
 //! The nemeses: what each fault does when it starts and when it heals.
 //!
-//! - `kill`: SIGKILL a random process; restart it at the heal.
+//! - `kill`: SIGKILL a random process, or (one time in three) every process of a random host,
+//!   as a host that loses power; restart them at the heal.
 //! - `pause`: SIGSTOP a random process; SIGCONT at the heal.
 //! - `partition`, in one of three shapes: a host cut off from everyone, the clients too (its
 //!   interface down); a host cut off from the other hosts only, so that its sql node still
@@ -74,7 +75,8 @@ pub fn parse(spec: &str) -> anyhow::Result<Vec<Nemesis>> {
 /// One fault, with its targets chosen.
 #[derive(Debug, Clone)]
 pub enum Fault {
-    Kill(usize),
+    /// Processes killed together (one, or a host's).
+    Kill(Vec<usize>),
     Pause(usize),
     /// A host cut off from everyone.
     Isolate(usize),
@@ -113,7 +115,15 @@ impl Nemesis {
         workloads: &[Arc<dyn Workload>],
     ) -> Fault {
         match self {
-            Nemesis::Kill => Fault::Kill(rng.random_range(0..processes.len())),
+            Nemesis::Kill if rng.random_bool(1.0 / 3.0) => {
+                let host = rng.random_range(0..hosts);
+                Fault::Kill(
+                    (0..processes.len())
+                        .filter(|&p| processes[p].host == host)
+                        .collect(),
+                )
+            }
+            Nemesis::Kill => Fault::Kill(vec![rng.random_range(0..processes.len())]),
             Nemesis::Pause => Fault::Pause(rng.random_range(0..processes.len())),
             Nemesis::Partition => {
                 let host = rng.random_range(0..hosts);
@@ -152,9 +162,11 @@ impl Cluster<'_> {
     /// Starts `fault`; what it did.
     pub fn start(&mut self, fault: &Fault, rng: &mut StdRng) -> anyhow::Result<String> {
         Ok(match fault {
-            Fault::Kill(p) => {
-                self.processes[*p].kill();
-                format!("kill {}", self.processes[*p].name())
+            Fault::Kill(ps) => {
+                for &p in ps {
+                    self.processes[p].kill();
+                }
+                format!("kill {}", self.names(ps))
             }
             Fault::Pause(p) => {
                 self.processes[*p].pause(true);
@@ -204,9 +216,11 @@ impl Cluster<'_> {
     /// Heals `fault`; what it did.
     pub fn heal(&mut self, fault: &Fault) -> anyhow::Result<String> {
         Ok(match fault {
-            Fault::Kill(p) => {
-                self.processes[*p].start(self.topology, self.exe)?;
-                format!("restart {}", self.processes[*p].name())
+            Fault::Kill(ps) => {
+                for &p in ps {
+                    self.processes[p].start(self.topology, self.exe)?;
+                }
+                format!("restart {}", self.names(ps))
             }
             Fault::Pause(p) => {
                 self.processes[*p].pause(false);
@@ -249,6 +263,14 @@ impl Cluster<'_> {
             }
         }
         Ok(dead)
+    }
+
+    fn names(&self, processes: &[usize]) -> String {
+        let names: Vec<String> = processes
+            .iter()
+            .map(|&p| self.processes[p].name())
+            .collect();
+        names.join(", ")
     }
 
     fn others(&self, host: usize) -> Vec<usize> {
