@@ -1428,3 +1428,43 @@ fn read_committed_reads_what_committed_before_each_statement_in_pessimistic_tran
         "1 1 1 1"
     );
 }
+
+#[test]
+fn begin_pessimistic_and_begin_optimistic_choose_their_transactions_mode() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let c = Cluster::start();
+    c.run(
+        "",
+        "CREATE DATABASE d; CREATE TABLE d.t (id INT PRIMARY KEY); INSERT INTO d.t VALUES (1)",
+    );
+    let mut holder = Command::new("mysql")
+        .args(["-h127.0.0.1", "-uroot", "-P"])
+        .arg(c.port.to_string())
+        .arg("d")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = holder.stdin.take().unwrap();
+    writeln!(input, "BEGIN; SELECT id FROM t WHERE id = 1 FOR UPDATE;").unwrap();
+    input.flush().unwrap();
+    let lock = "SET innodb_lock_wait_timeout = 1; SELECT id FROM t WHERE id = 1 FOR UPDATE";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while c.try_run("d", &format!("BEGIN; {lock}; COMMIT")).is_ok() {
+        assert!(std::time::Instant::now() < deadline, "the row never locked");
+    }
+    // A pessimistic transaction waits for the lock; an optimistic one takes none before it
+    // commits.
+    let pessimistic = c
+        .try_run(
+            "d",
+            &format!("SET tidb_txn_mode = 'optimistic'; BEGIN PESSIMISTIC; {lock}"),
+        )
+        .unwrap_err();
+    assert!(pessimistic.contains("1205"), "{pessimistic}");
+    c.run("d", &format!("begin optimistic; {lock}; ROLLBACK"));
+    c.fails("d", "BEGIN SOMEHOW", "1064");
+    drop(input);
+    holder.wait().unwrap();
+}

@@ -268,6 +268,9 @@ pub struct Session {
     explicit: bool,
     /// The open transaction is READ COMMITTED: each statement reads at a fresh ts.
     txn_read_committed: bool,
+    /// Set by `BEGIN PESSIMISTIC|OPTIMISTIC` for the BEGIN it runs: whether its transaction
+    /// is pessimistic, whatever `tidb_txn_mode` says.
+    begin_pessimistic: Option<bool>,
     vars: BTreeMap<String, Datum>,
     user_vars: BTreeMap<String, Datum>,
     last_insert_id: u64,
@@ -517,6 +520,7 @@ impl Session {
             txn: None,
             explicit: false,
             txn_read_committed: false,
+            begin_pessimistic: None,
             vars,
             user_vars: BTreeMap::new(),
             last_insert_id: 0,
@@ -739,6 +743,16 @@ impl Session {
                 self.run_logged(&statement, StatementText::Text(sql.into()))
                     .await?,
             );
+            return Ok(());
+        }
+        if let Some(pessimistic) = crate::variables::begin_mode(sql) {
+            self.begin_pessimistic = Some(pessimistic);
+            let begin = parse("BEGIN")?.pop().expect("one statement");
+            let result = self
+                .run_logged(&begin, StatementText::Text(sql.into()))
+                .await;
+            self.begin_pessimistic = None;
+            out.push(result?);
             return Ok(());
         }
         let statements = parse(sql)?;
@@ -1816,10 +1830,14 @@ impl Session {
     }
 
     async fn begin(&mut self) -> Result<Transaction> {
+        let pessimistic = self
+            .begin_pessimistic
+            .take()
+            .unwrap_or_else(|| self.pessimistic());
         // TiDB runs READ COMMITTED in pessimistic transactions only; optimistic ones keep
         // their snapshot.
-        self.txn_read_committed = self.read_committed() && self.pessimistic();
-        let mut txn = if self.pessimistic() {
+        self.txn_read_committed = self.read_committed() && pessimistic;
+        let mut txn = if pessimistic {
             self.shared.client.begin_pessimistic().await?
         } else {
             self.shared.client.begin().await?
@@ -1828,19 +1846,26 @@ impl Session {
             self.vars.get("tidb_enable_1pc"),
             Some(Datum::Int(0))
         ));
-        if let Some(Datum::Int(secs)) = self.vars.get("innodb_lock_wait_timeout") {
-            txn.set_lock_wait_timeout(std::time::Duration::from_secs((*secs).max(1) as u64));
-        }
+        self.set_lock_wait(&mut txn);
         self.show_txn(txn.start_ts());
         Ok(txn)
     }
 
-    /// The open transaction, taken for a statement: under READ COMMITTED it first moves to
-    /// a fresh read ts (on failure it stays open as it was).
+    /// How long the transaction's lock requests wait: `innodb_lock_wait_timeout` as the
+    /// session has it now (MySQL applies a change to the open transaction's next wait).
+    fn set_lock_wait(&self, txn: &mut Transaction) {
+        if let Some(Datum::Int(secs)) = self.vars.get("innodb_lock_wait_timeout") {
+            txn.set_lock_wait_timeout(std::time::Duration::from_secs((*secs).max(1) as u64));
+        }
+    }
+
+    /// The open transaction, taken for a statement: its lock wait as the session's is now,
+    /// and under READ COMMITTED a fresh read ts (on failure it stays open as it was).
     async fn take_open_txn(&mut self) -> Result<Option<Transaction>> {
         let Some(mut txn) = self.txn.take() else {
             return Ok(None);
         };
+        self.set_lock_wait(&mut txn);
         if self.txn_read_committed
             && let Err(e) = txn.read_latest_committed().await
         {

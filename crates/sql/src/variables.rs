@@ -188,6 +188,26 @@ pub fn check(name: &str, v: Datum) -> Result<(Datum, Option<Value>)> {
     Ok((value, None))
 }
 
+/// TiDB's `BEGIN PESSIMISTIC` and `BEGIN OPTIMISTIC`: whether the transaction they begin is
+/// pessimistic, whatever `tidb_txn_mode` says. `None` for any other statement.
+pub fn begin_mode(sql: &str) -> Option<bool> {
+    let words: Vec<&str> = sql
+        .trim()
+        .trim_end_matches(';')
+        .split_whitespace()
+        .collect();
+    match words.as_slice() {
+        [begin, mode] if begin.eq_ignore_ascii_case("BEGIN") => {
+            match mode.to_ascii_uppercase().as_str() {
+                "PESSIMISTIC" => Some(true),
+                "OPTIMISTIC" => Some(false),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 /// `SET [GLOBAL | SESSION] TRANSACTION mode [, mode]` (JDBC's `setTransactionIsolation` and
 /// `setReadOnly` send it; sqlparser drops its GLOBAL) as the `SET` of the variables it sets:
 /// `transaction_isolation`, `transaction_read_only`. `None` for any other statement, and for
