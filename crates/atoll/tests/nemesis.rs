@@ -1,8 +1,8 @@
 //! `atoll nemesis` end to end: three simulated hosts (network namespaces, which need root),
-//! every workload (bank, append, set, register, monotonic, table) and every nemesis (kill,
-//! pause, partition, clock, shuffle, split) for 2 minutes: each workload must get operations
-//! through, the checkers must pass, a chart must be drawn, and the run must leave no
-//! namespace behind.
+//! every workload (bank, append, set, register, monotonic, table, long-fork) and every
+//! nemesis (kill, pause, partition, clock, shuffle, split) for 2 minutes: each workload must
+//! get operations through, the checkers must pass, a chart must be drawn, and the run must
+//! leave no namespace behind.
 
 mod common;
 
@@ -38,7 +38,15 @@ fn every_workload_survives_every_nemesis() {
     assert!(last.ends_with(" 0 anomalies"), "{stdout}");
     assert!(out.join("faults.jsonl").exists() && out.join("chart.png").exists());
     let history = std::fs::read_to_string(out.join("history.jsonl")).unwrap();
-    for workload in ["bank", "append", "set", "register", "monotonic", "table"] {
+    for workload in [
+        "bank",
+        "append",
+        "set",
+        "register",
+        "monotonic",
+        "table",
+        "long-fork",
+    ] {
         let ok = format!("\"workload\":\"{workload}\"");
         assert!(
             history

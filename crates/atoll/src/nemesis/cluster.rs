@@ -78,8 +78,10 @@ impl Process {
                 .env("FAKETIME", format!("{:+}s", self.clock_offset_s))
                 .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
         }
-        // The kernel ends the process if the harness dies.
+        // The kernel ends the process if the harness dies. In a process group of its own, it
+        // does not get the terminal's Ctrl-C: the harness ends the run and then the processes.
         crate::playground::signal_when_parent_dies(&mut command, libc::SIGKILL);
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
         self.child = Some(
             command
                 .spawn()

@@ -12,6 +12,9 @@
 //! - `shuffle`: PD's shuffle-leader scheduler moves leaders at random until the heal.
 //! - `split`: every workload's table is split at random keys; PD merges the regions back
 //!   `schedule.split-merge-interval` (10 s here) later, so the heal has nothing to do.
+//! - `kv-restart`: every pd member paused and every kv node killed and restarted while they
+//!   are, for [`KV_RESTART_OUTAGE`]; the heal resumes PD. Not part of `all`: no transaction
+//!   gets a timestamp meanwhile, so it would take most of a short run.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -31,6 +34,9 @@ const MAX_CLOCK_OFFSET_S: i64 = 60;
 /// How long a call to PD that starts or heals a fault is retried.
 const PD_RETRY: Duration = Duration::from_secs(30);
 const SHUFFLE_LEADER: &str = "shuffle-leader-scheduler";
+/// How long `kv-restart` keeps PD paused (RELIABILITY.md's T3: longer than a minute, past
+/// the retry budgets of whatever waits for PD).
+pub const KV_RESTART_OUTAGE: Duration = Duration::from_secs(70);
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Nemesis {
@@ -40,6 +46,7 @@ pub enum Nemesis {
     Clock,
     Shuffle,
     Split,
+    KvRestart,
 }
 
 const ALL: [Nemesis; 6] = [
@@ -63,9 +70,10 @@ pub fn parse(spec: &str) -> anyhow::Result<Vec<Nemesis>> {
             "clock" => out.push(Nemesis::Clock),
             "shuffle" => out.push(Nemesis::Shuffle),
             "split" => out.push(Nemesis::Split),
+            "kv-restart" => out.push(Nemesis::KvRestart),
             "all" => out.extend(ALL),
             other => bail!(
-                "unknown nemesis {other:?}: none, kill, pause, partition, clock, shuffle, split or all"
+                "unknown nemesis {other:?}: none, kill, pause, partition, clock, shuffle, split, kv-restart or all"
             ),
         }
     }
@@ -89,6 +97,7 @@ pub enum Fault {
     Shuffle,
     /// The SPLIT TABLE statements to run.
     Split(Vec<String>),
+    KvRestart,
 }
 
 impl Fault {
@@ -101,6 +110,15 @@ impl Fault {
             Fault::Clock(..) => "clock",
             Fault::Shuffle => "shuffle",
             Fault::Split(_) => "split",
+            Fault::KvRestart => "kv-restart",
+        }
+    }
+
+    /// How long it stays in force before its heal, at least.
+    pub fn lasts_at_least(&self) -> Duration {
+        match self {
+            Fault::KvRestart => KV_RESTART_OUTAGE,
+            _ => Duration::ZERO,
         }
     }
 }
@@ -143,6 +161,7 @@ impl Nemesis {
             }
             Nemesis::Shuffle => Fault::Shuffle,
             Nemesis::Split => Fault::Split(workloads.iter().filter_map(|w| w.split(rng)).collect()),
+            Nemesis::KvRestart => Fault::KvRestart,
         }
     }
 }
@@ -210,6 +229,17 @@ impl Cluster<'_> {
                 }
                 format!("split: {}", done.join("; "))
             }
+            Fault::KvRestart => {
+                let (pds, kvs) = (self.of_role(Role::Pd), self.of_role(Role::Kv));
+                for &p in &pds {
+                    self.processes[p].pause(true);
+                }
+                for &p in &kvs {
+                    self.processes[p].kill();
+                    self.processes[p].start(self.topology, self.exe)?;
+                }
+                format!("pause {}; restart {}", self.names(&pds), self.names(&kvs))
+            }
         })
     }
 
@@ -249,6 +279,13 @@ impl Cluster<'_> {
                 "stop shuffling leaders".to_string()
             }
             Fault::Split(_) => "merges are PD's".to_string(),
+            Fault::KvRestart => {
+                let pds = self.of_role(Role::Pd);
+                for &p in &pds {
+                    self.processes[p].pause(false);
+                }
+                format!("resume {}", self.names(&pds))
+            }
         })
     }
 
@@ -263,6 +300,12 @@ impl Cluster<'_> {
             }
         }
         Ok(dead)
+    }
+
+    fn of_role(&self, role: Role) -> Vec<usize> {
+        (0..self.processes.len())
+            .filter(|&p| self.processes[p].role == role)
+            .collect()
     }
 
     fn names(&self, processes: &[usize]) -> String {

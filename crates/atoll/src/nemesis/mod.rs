@@ -7,13 +7,17 @@
 //! window, final reads run, and the checkers judge the history.
 //!
 //! Workloads ([`Workload`]): `bank` ([`bank`]), `append` ([`append`], checked by
-//! [`cycles`]), `set` ([`set`]), `register` ([`register`]), `monotonic` ([`monotonic`]) and `table` ([`table`]);
-//! several run at once with the clients split among them. Transactions are
-//! pessimistic (TiDB's default) or optimistic (`--txn-mode`). Each run is seeded (`--seed`,
+//! [`cycles`]), `set` ([`set`]), `register` ([`register`]), `monotonic` ([`monotonic`]),
+//! `table` ([`table`]) and `long-fork` ([`long_fork`]);
+//! several run at once with the clients split among them. Transactions are pessimistic
+//! (TiDB's default) with locking reads, pessimistic with plain reads at REPEATABLE READ or READ
+//! COMMITTED, or optimistic ([`TxnMode`]). Each run is seeded (`--seed`,
 //! printed); the history (`history.jsonl`), the fault schedule (`faults.jsonl`), a chart of
 //! throughput and latency with the faults shaded ([`chart`]) and every process's data and
 //! logs are kept in `--out`. The exit status is 0 only when every checker
 //! passes; the last line reads `nemesis: <ops> ops, <unknown> unknown, <anomalies> anomalies`.
+//! A process that exits by itself, or a fault that cannot start or heal, is an anomaly too;
+//! after the latter no fault starts, and the run goes on to its checks.
 //!
 //! Cleanup: the namespaces and bridge go when the run ends, on Ctrl-C or SIGTERM too; the
 //! processes die with the harness (PR_SET_PDEATHSIG); a run that was SIGKILLed leaves its
@@ -26,6 +30,7 @@ mod client;
 mod cluster;
 mod cycles;
 mod faults;
+mod long_fork;
 mod monotonic;
 mod register;
 mod set;
@@ -55,15 +60,16 @@ const RECOVERY_MAX: Duration = Duration::from_secs(60);
 
 #[derive(Args)]
 pub struct NemesisArgs {
-    /// Workloads: bank, append, set, register, monotonic, table, all (comma separated; the clients are
-    /// split among them).
+    /// Workloads: bank, append, set, register, monotonic, table, long-fork, all (comma
+    /// separated; the clients are split among them).
     #[arg(long, default_value = "bank")]
     workload: String,
     /// Transactions' mode and isolation: pessimistic (the append workload's reads take
     /// locks), repeatable-read or read-committed (pessimistic, plain reads), optimistic.
     #[arg(long, value_enum, default_value_t = TxnMode::Pessimistic)]
     txn_mode: TxnMode,
-    /// Faults: none, kill, pause, partition, clock, shuffle, split, all (comma separated).
+    /// Faults: none, kill, pause, partition, clock, shuffle, split, kv-restart, all (comma
+    /// separated; all is every one but kv-restart).
     #[arg(long, default_value = "kill")]
     nemesis: String,
     /// Seconds of workload under faults.
@@ -154,6 +160,7 @@ fn workloads(spec: &str, mode: TxnMode) -> anyhow::Result<Vec<Arc<dyn Workload>>
             "register" => out.push(Arc::new(register::Register::new())),
             "monotonic" => out.push(Arc::new(monotonic::Monotonic { mode })),
             "table" => out.push(Arc::new(table::Table::new())),
+            "long-fork" => out.push(Arc::new(long_fork::LongFork::new())),
             "all" => {
                 out.push(Arc::new(bank::Bank { mode }));
                 out.push(Arc::new(append::Append::new(mode)));
@@ -161,9 +168,10 @@ fn workloads(spec: &str, mode: TxnMode) -> anyhow::Result<Vec<Arc<dyn Workload>>
                 out.push(Arc::new(register::Register::new()));
                 out.push(Arc::new(monotonic::Monotonic { mode }));
                 out.push(Arc::new(table::Table::new()));
+                out.push(Arc::new(long_fork::LongFork::new()));
             }
             other => bail!(
-                "unknown workload {other:?}: bank, append, set, register, monotonic, table or all"
+                "unknown workload {other:?}: bank, append, set, register, monotonic, table, long-fork or all"
             ),
         }
     }
@@ -181,6 +189,16 @@ struct Active {
     fault: Fault,
     what: String,
     since_ms: u64,
+}
+
+/// What the nemesis did over a run.
+#[derive(Default)]
+struct FaultLog {
+    /// Each fault's time in force, for the chart and the per-nemesis stretches.
+    intervals: Vec<chart::Interval>,
+    /// Processes that exited by themselves, and faults that could not start or heal: each
+    /// is an anomaly.
+    findings: Vec<String>,
 }
 
 pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
@@ -213,9 +231,6 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.out)?;
     let exe = std::env::current_exe().context("cannot find the atoll binary")?;
     let topology = Topology::create(HOSTS)?;
-    let sql: Vec<String> = (0..HOSTS)
-        .map(|h| format!("{}:4000", topology.ip(h)))
-        .collect();
     let mut cluster = Cluster {
         processes: cluster::plan(&topology, HOSTS, &args.out)?,
         topology: &topology,
@@ -224,7 +239,9 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
             .map(|h| format!("{}:2379", topology.ip(h)))
             .collect::<Vec<_>>()
             .join(","),
-        sql: sql.clone(),
+        sql: (0..HOSTS)
+            .map(|h| format!("{}:4000", topology.ip(h)))
+            .collect(),
         agent: security::http_agent(Duration::from_secs(5)),
     };
     for p in &mut cluster.processes {
@@ -236,69 +253,139 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
         wait_until(
             &format!("the {} workload's tables are created", w.name()),
             Duration::from_secs(120),
-            || client::mysql(&sql[0], &w.setup()).is_ok(),
+            || client::mysql(&cluster.sql[0], &w.setup()).is_ok(),
         )?;
     }
     println!("nemesis: cluster up in {} ms", ms());
 
     let history: Arc<Mutex<Vec<Op>>> = Arc::default();
-    let balancer = Arc::new(client::Balancer::new(&sql));
     let workload_end = Instant::now() + Duration::from_secs(args.time);
-    let health_checks = balancer
-        .clone()
-        .watch(move || STOP.load(Ordering::Relaxed) || Instant::now() >= workload_end);
-    let clients: Vec<_> = (0..clients)
-        .map(|c| {
-            let (history, balancer) = (history.clone(), balancer.clone());
-            let workload = workloads[c % workloads.len()].clone();
-            let mut rng = StdRng::seed_from_u64(seed.wrapping_add(c as u64 + 1));
-            std::thread::spawn(move || {
-                while Instant::now() < workload_end && !STOP.load(Ordering::Relaxed) {
-                    let node = balancer.pick(&mut rng);
-                    let start_ms = ms();
-                    let attempt = workload.operation(&mut rng, &node);
-                    let (outcome, error) = match attempt.result {
-                        Ok(()) => (Outcome::Ok, None),
-                        Err((o, e)) => {
-                            balancer.report(&node, &e);
-                            (o, Some(e))
-                        }
-                    };
-                    history.lock().expect("history lock").push(Op {
-                        workload: workload.name(),
-                        client: c,
-                        kind: attempt.kind,
-                        node,
-                        start_ms,
-                        end_ms: ms(),
-                        outcome,
-                        value: attempt.value,
-                        error,
-                    });
-                }
-            })
-        })
-        .collect();
-
+    let done = move || STOP.load(Ordering::Relaxed) || Instant::now() >= workload_end;
+    let threads = spawn_clients(clients, &workloads, &cluster.sql, seed, &history, ms, done);
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut schedule = std::fs::File::create(args.out.join("faults.jsonl"))?;
+    let schedule = std::fs::File::create(args.out.join("faults.jsonl"))?;
+    let log = inject_faults(
+        &mut cluster,
+        &nemeses,
+        &workloads,
+        &mut rng,
+        schedule,
+        ms,
+        done,
+    )?;
+    for t in threads {
+        let _ = t.join();
+    }
+    // Every fault healed: how long until every workload's final read on every sql node
+    // succeeds.
+    let healed = Instant::now();
+    let mut anomalies = log.findings;
+    let final_reads = final_reads(&workloads, &cluster.sql, &mut anomalies);
+    let recovery_ms = healed.elapsed().as_millis();
+
+    let history = history.lock().expect("history lock");
+    save(&args.out, &history, &log.intervals)?;
+    for (w, reads) in workloads.iter().zip(&final_reads) {
+        let ops: Vec<&Op> = history
+            .iter()
+            .filter(|op| op.workload == w.name())
+            .collect();
+        anomalies.extend(w.check(&ops, reads));
+    }
+    report(&history, &log.intervals, recovery_ms, &anomalies);
+    drop(cluster);
+    drop(topology);
+    if STOP.load(Ordering::Relaxed) {
+        bail!("stopped by a signal");
+    }
+    if !anomalies.is_empty() {
+        bail!("{} anomalies (see above; seed {seed})", anomalies.len());
+    }
+    Ok(())
+}
+
+/// The client threads, each running its workload's operations on the sql nodes (through a
+/// [`client::Balancer`]) until `done`, and the balancer's health checks.
+fn spawn_clients(
+    clients: usize,
+    workloads: &[Arc<dyn Workload>],
+    sql: &[String],
+    seed: u64,
+    history: &Arc<Mutex<Vec<Op>>>,
+    ms: impl Fn() -> u64 + Copy + Send + 'static,
+    done: impl Fn() -> bool + Copy + Send + Sync + 'static,
+) -> Vec<std::thread::JoinHandle<()>> {
+    let balancer = Arc::new(client::Balancer::new(sql));
+    let mut threads = balancer.clone().watch(done);
+    threads.extend((0..clients).map(|c| {
+        let (history, balancer) = (history.clone(), balancer.clone());
+        let workload = workloads[c % workloads.len()].clone();
+        let mut rng = StdRng::seed_from_u64(seed.wrapping_add(c as u64 + 1));
+        std::thread::spawn(move || {
+            while !done() {
+                let node = balancer.pick(&mut rng);
+                let start_ms = ms();
+                let attempt = workload.operation(&mut rng, &node);
+                let (outcome, error) = match attempt.result {
+                    Ok(()) => (Outcome::Ok, None),
+                    Err((o, e)) => {
+                        balancer.report(&node, &e);
+                        (o, Some(e))
+                    }
+                };
+                history.lock().expect("history lock").push(Op {
+                    workload: workload.name(),
+                    client: c,
+                    kind: attempt.kind,
+                    node,
+                    start_ms,
+                    end_ms: ms(),
+                    outcome,
+                    value: attempt.value,
+                    error,
+                });
+            }
+        })
+    }));
+    threads
+}
+
+/// Starts and heals a fault about every [`FAULT_INTERVAL`] until `done`, then heals the one
+/// in force; each start and heal goes to `schedule` (JSON lines). A fault that cannot start
+/// or heal is a finding, and no fault starts after it: the cluster is then in a state the
+/// run did not plan.
+fn inject_faults(
+    cluster: &mut Cluster,
+    nemeses: &[faults::Nemesis],
+    workloads: &[Arc<dyn Workload>],
+    rng: &mut StdRng,
+    mut schedule: std::fs::File,
+    ms: impl Fn() -> u64,
+    done: impl Fn() -> bool,
+) -> anyhow::Result<FaultLog> {
+    let mut log = FaultLog::default();
     let mut active: Option<Active> = None;
-    let mut intervals = Vec::new();
-    let mut deaths = Vec::new();
-    let mut next = Instant::now() + stagger(&mut rng);
-    while Instant::now() < workload_end && !STOP.load(Ordering::Relaxed) {
+    let mut stopped = nemeses.is_empty();
+    let mut next = Instant::now() + stagger(rng);
+    while !done() {
         std::thread::sleep(Duration::from_millis(50));
-        if Instant::now() < next || nemeses.is_empty() {
+        if Instant::now() < next || stopped {
             continue;
         }
-        next = Instant::now() + stagger(&mut rng);
-        match active.take() {
-            Some(a) => intervals.push(heal(a, &mut cluster, &mut schedule, ms(), &mut deaths)?),
-            None => {
-                let nemesis = nemeses[rng.random_range(0..nemeses.len())];
-                let fault = nemesis.pick(&mut rng, &cluster.processes, HOSTS, &workloads);
-                let since_ms = ms();
-                let what = cluster.start(&fault, &mut rng)?;
+        next = Instant::now() + stagger(rng);
+        if let Some(a) = active.take() {
+            if ms() < a.since_ms + a.fault.lasts_at_least().as_millis() as u64 {
+                active = Some(a);
+            } else {
+                stopped = !heal(a, cluster, &mut schedule, ms(), &mut log)?;
+            }
+            continue;
+        }
+        let nemesis = nemeses[rng.random_range(0..nemeses.len())];
+        let fault = nemesis.pick(rng, &cluster.processes, HOSTS, workloads);
+        let since_ms = ms();
+        match cluster.start(&fault, rng) {
+            Ok(what) => {
                 record(
                     &mut schedule,
                     serde_json::json!({"at_ms": since_ms, "start": what}),
@@ -309,35 +396,83 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
                     since_ms,
                 });
             }
+            Err(e) => {
+                let error = format!("{e:#}");
+                record(
+                    &mut schedule,
+                    serde_json::json!({"at_ms": since_ms, "start_failed": fault.nemesis(), "error": error}),
+                )?;
+                log.findings.push(format!(
+                    "a {} fault could not start: {error}",
+                    fault.nemesis()
+                ));
+                // Undo whatever part of it started.
+                let _ = cluster.heal(&fault);
+                stopped = true;
+            }
         }
     }
     if let Some(a) = active.take() {
-        intervals.push(heal(a, &mut cluster, &mut schedule, ms(), &mut deaths)?);
+        heal(a, cluster, &mut schedule, ms(), &mut log)?;
     }
-    deaths.extend(cluster.restart_the_dead()?);
-    for c in clients {
-        let _ = c.join();
-    }
-    for h in health_checks {
-        let _ = h.join();
-    }
-    // Every fault healed: how long until every workload's final read on every sql node
-    // succeeds.
-    let healed = Instant::now();
-    let mut anomalies: Vec<String> = deaths
-        .iter()
-        .map(|name| format!("{name} exited by itself (its stderr.log says why)"))
-        .collect();
-    let mut final_reads: Vec<Vec<(String, String)>> = vec![Vec::new(); workloads.len()];
-    for (w, reads) in workloads.iter().zip(&mut final_reads) {
-        for node in &sql {
+    log.findings
+        .extend(cluster.restart_the_dead()?.into_iter().map(died));
+    Ok(log)
+}
+
+/// Heals `a` and restarts whatever exited meanwhile, into `schedule` and `log`; false when
+/// the heal failed.
+fn heal(
+    a: Active,
+    cluster: &mut Cluster,
+    schedule: &mut std::fs::File,
+    now_ms: u64,
+    log: &mut FaultLog,
+) -> anyhow::Result<bool> {
+    let healed = cluster.heal(&a.fault);
+    let event = match &healed {
+        Ok(what) => serde_json::json!({"at_ms": now_ms, "heal": what, "since_ms": a.since_ms}),
+        Err(e) => {
+            let error = format!("{e:#}");
+            log.findings
+                .push(format!("{:?} could not be healed: {error}", a.what));
+            serde_json::json!({"at_ms": now_ms, "heal_failed": a.what, "error": error, "since_ms": a.since_ms})
+        }
+    };
+    record(schedule, event)?;
+    log.findings
+        .extend(cluster.restart_the_dead()?.into_iter().map(died));
+    log.intervals.push(chart::Interval {
+        nemesis: a.fault.nemesis(),
+        from_ms: a.since_ms,
+        to_ms: now_ms,
+        what: a.what.chars().take(40).collect(),
+    });
+    Ok(healed.is_ok())
+}
+
+fn died(process: String) -> String {
+    format!("{process} exited by itself (its stderr.log says why)")
+}
+
+/// Each workload's final read on every sql node (by node), retried until it succeeds within
+/// [`RECOVERY_MAX`]; a read that never does is a finding.
+fn final_reads(
+    workloads: &[Arc<dyn Workload>],
+    sql: &[String],
+    findings: &mut Vec<String>,
+) -> Vec<Vec<(String, String)>> {
+    let began = Instant::now();
+    let mut out = vec![Vec::new(); workloads.len()];
+    for (w, reads) in workloads.iter().zip(&mut out) {
+        for node in sql {
             loop {
                 match w.final_read(node) {
                     Ok(a) => break reads.push((node.clone(), a)),
-                    Err(_) if healed.elapsed() < RECOVERY_MAX && !STOP.load(Ordering::Relaxed) => {
+                    Err(_) if began.elapsed() < RECOVERY_MAX && !STOP.load(Ordering::Relaxed) => {
                         std::thread::sleep(Duration::from_millis(200))
                     }
-                    Err((_, e)) => break anomalies.push(format!(
+                    Err((_, e)) => break findings.push(format!(
                         "{}: final read on {node} did not succeed within {RECOVERY_MAX:?} of the heal: {e}",
                         w.name()
                     )),
@@ -345,23 +480,28 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
             }
         }
     }
-    let recovery_ms = healed.elapsed().as_millis();
+    out
+}
 
-    let history = history.lock().expect("history lock");
-    let mut file = std::io::BufWriter::new(std::fs::File::create(args.out.join("history.jsonl"))?);
-    for op in history.iter() {
+/// Writes `history.jsonl` and `chart.png` into `out`.
+fn save(
+    out: &std::path::Path,
+    history: &[Op],
+    intervals: &[chart::Interval],
+) -> anyhow::Result<()> {
+    let mut file = std::io::BufWriter::new(std::fs::File::create(out.join("history.jsonl"))?);
+    for op in history {
         writeln!(file, "{}", serde_json::to_string(op)?)?;
     }
-    if let Err(e) = chart::draw(&history, &intervals, &args.out.join("chart.png")) {
+    if let Err(e) = chart::draw(history, intervals, &out.join("chart.png")) {
         println!("nemesis: no chart: {e:#}");
     }
-    for (w, reads) in workloads.iter().zip(&final_reads) {
-        let ops: Vec<&Op> = history
-            .iter()
-            .filter(|op| op.workload == w.name())
-            .collect();
-        anomalies.extend(w.check(&ops, reads));
-    }
+    Ok(())
+}
+
+/// Prints the run's counts, its longest stretches without a successful operation (overall
+/// and per nemesis), the first anomalies and the closing line.
+fn report(history: &[Op], intervals: &[chart::Interval], recovery_ms: u128, anomalies: &[String]) {
     let count = |o: Outcome| history.iter().filter(|op| op.outcome == o).count();
     let mut ends: Vec<u64> = history
         .iter()
@@ -369,13 +509,12 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
         .map(|op| op.end_ms)
         .collect();
     ends.sort_unstable();
-    let longest_gap = longest_gap_ms(&ends, 0, u64::MAX);
     println!(
         "nemesis: ok {}, failed {}, unknown {}; longest stretch without a successful operation {} ms; final reads {} ms after the heal",
         count(Outcome::Ok),
         count(Outcome::Fail),
         count(Outcome::Unknown),
-        longest_gap,
+        longest_gap_ms(&ends, 0, u64::MAX),
         recovery_ms
     );
     let mut per_nemesis: Vec<(&str, u64)> = Vec::new();
@@ -406,15 +545,6 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
         count(Outcome::Unknown),
         anomalies.len()
     );
-    drop(cluster);
-    drop(topology);
-    if STOP.load(Ordering::Relaxed) {
-        bail!("stopped by a signal");
-    }
-    if !anomalies.is_empty() {
-        bail!("{} anomalies (see above; seed {seed})", anomalies.len());
-    }
-    Ok(())
 }
 
 /// About [`FAULT_INTERVAL`], give or take half of it.
@@ -438,28 +568,6 @@ fn record(schedule: &mut std::fs::File, event: serde_json::Value) -> anyhow::Res
     println!("nemesis: {event}");
     writeln!(schedule, "{event}")?;
     Ok(())
-}
-
-/// Heals `a`; its interval, for the chart.
-fn heal(
-    a: Active,
-    cluster: &mut Cluster,
-    schedule: &mut std::fs::File,
-    now_ms: u64,
-    deaths: &mut Vec<String>,
-) -> anyhow::Result<chart::Interval> {
-    let what = cluster.heal(&a.fault)?;
-    deaths.extend(cluster.restart_the_dead()?);
-    record(
-        schedule,
-        serde_json::json!({"at_ms": now_ms, "heal": what, "since_ms": a.since_ms}),
-    )?;
-    Ok(chart::Interval {
-        nemesis: a.fault.nemesis(),
-        from_ms: a.since_ms,
-        to_ms: now_ms,
-        what: a.what.chars().take(40).collect(),
-    })
 }
 
 /// The longest time without a successful operation within `[from_ms, to_ms)`, given the
