@@ -78,6 +78,15 @@ impl Op {
 /// A statement's failure: its outcome and the client's message.
 pub type Failure = (Outcome, String);
 
+/// The numbers in a one-column answer, one per line (lines that are not a number are left
+/// out).
+pub fn numbers(answer: &str) -> std::collections::BTreeSet<u64> {
+    answer
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
 /// Runs `sql` on the sql node at `addr`; the output, or how it failed.
 pub fn mysql(addr: &str, sql: &str) -> Result<String, Failure> {
     let (host, port) = addr.split_once(':').unwrap_or((addr, "4000"));

@@ -51,6 +51,11 @@ impl Process {
             .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
     }
 
+    /// Whether it was started and has ended by itself (the harness's kill forgets the child).
+    pub fn has_exited(&mut self) -> bool {
+        self.child.is_some() && !self.is_running()
+    }
+
     pub fn start(&mut self, topology: &Topology, exe: &Path) -> anyhow::Result<()> {
         std::fs::create_dir_all(&self.data_dir)?;
         // Appended to, so that a crash's last words survive the restart.

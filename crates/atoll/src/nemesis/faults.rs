@@ -34,8 +34,8 @@ const MAX_CLOCK_OFFSET_S: i64 = 60;
 /// How long a call to PD that starts or heals a fault is retried.
 const PD_RETRY: Duration = Duration::from_secs(30);
 const SHUFFLE_LEADER: &str = "shuffle-leader-scheduler";
-/// How long `kv-restart` keeps PD paused (RELIABILITY.md's T3: longer than a minute, past
-/// the retry budgets of whatever waits for PD).
+/// How long `kv-restart` keeps PD paused (../shared/RELIABILITY.md, T3: longer than a
+/// minute, past the retry budgets of whatever waits for PD).
 pub const KV_RESTART_OUTAGE: Duration = Duration::from_secs(70);
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -236,8 +236,8 @@ impl Cluster<'_> {
                 }
                 for &p in &kvs {
                     self.processes[p].kill();
-                    self.processes[p].start(self.topology, self.exe)?;
                 }
+                self.start_all(&kvs)?;
                 format!("pause {}; restart {}", self.names(&pds), self.names(&kvs))
             }
         })
@@ -247,9 +247,7 @@ impl Cluster<'_> {
     pub fn heal(&mut self, fault: &Fault) -> anyhow::Result<String> {
         Ok(match fault {
             Fault::Kill(ps) => {
-                for &p in ps {
-                    self.processes[p].start(self.topology, self.exe)?;
-                }
+                self.start_all(ps)?;
                 format!("restart {}", self.names(ps))
             }
             Fault::Pause(p) => {
@@ -289,17 +287,38 @@ impl Cluster<'_> {
         })
     }
 
-    /// Restarts whatever exited by itself meanwhile; their names (each is a finding).
-    pub fn restart_the_dead(&mut self) -> anyhow::Result<Vec<String>> {
-        let mut dead = Vec::new();
+    /// Starts every process that is not running: one that exited by itself, or one a heal
+    /// could not start again. What it found (each is an anomaly).
+    pub fn restart_the_dead(&mut self) -> Vec<String> {
+        let mut found = Vec::new();
         for p in self.processes.iter_mut() {
-            if !p.is_running() {
+            if p.is_running() {
+                continue;
+            }
+            if p.has_exited() {
                 println!("nemesis: {} was not running; restarting it", p.name());
-                dead.push(p.name());
-                p.start(self.topology, self.exe)?;
+                found.push(format!(
+                    "{} exited by itself (its stderr.log says why)",
+                    p.name()
+                ));
+            }
+            if let Err(e) = p.start(self.topology, self.exe) {
+                found.push(format!("{} could not be started again: {e:#}", p.name()));
             }
         }
-        Ok(dead)
+        found
+    }
+
+    /// Starts each of `processes`, all of them even when one fails.
+    fn start_all(&mut self, processes: &[usize]) -> anyhow::Result<()> {
+        let mut failed = Vec::new();
+        for &p in processes {
+            if let Err(e) = self.processes[p].start(self.topology, self.exe) {
+                failed.push(format!("{}: {e:#}", self.processes[p].name()));
+            }
+        }
+        anyhow::ensure!(failed.is_empty(), "cannot start {}", failed.join("; "));
+        Ok(())
     }
 
     fn of_role(&self, role: Role) -> Vec<usize> {

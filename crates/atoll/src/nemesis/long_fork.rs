@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rand::Rng;
 use rand::rngs::StdRng;
 
-use super::client::{Failure, Op, Outcome, mysql};
+use super::client::{Failure, Op, Outcome, mysql, numbers};
 use super::{Attempt, Workload};
 
 /// Keys a read covers; writers fill one group after the other.
@@ -36,13 +36,6 @@ impl LongFork {
             next: AtomicU64::new(0),
         }
     }
-}
-
-fn parse(answer: &str) -> BTreeSet<u64> {
-    answer
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect()
 }
 
 impl Workload for LongFork {
@@ -109,7 +102,7 @@ impl Workload for LongFork {
             .iter()
             .filter(|op| op.kind == "read" && op.outcome == Outcome::Ok)
         {
-            let keys = parse(&op.value);
+            let keys = numbers(&op.value);
             let Some(first) = keys.first() else { continue };
             seen.extend(keys.iter().copied());
             let who = format!("read by client {} at {} ms", op.client, op.start_ms);
@@ -155,7 +148,7 @@ impl Workload for LongFork {
             .chain(seen.iter().copied())
             .collect();
         for (node, answer) in final_reads {
-            let last = parse(answer);
+            let last = numbers(answer);
             let lost: Vec<u64> = durable.difference(&last).copied().collect();
             if !lost.is_empty() {
                 out.push(format!(

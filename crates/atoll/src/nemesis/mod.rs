@@ -271,7 +271,7 @@ pub fn run(args: NemesisArgs) -> anyhow::Result<()> {
         &mut rng,
         schedule,
         ms,
-        done,
+        workload_end,
     )?;
     for t in threads {
         let _ = t.join();
@@ -350,10 +350,10 @@ fn spawn_clients(
     threads
 }
 
-/// Starts and heals a fault about every [`FAULT_INTERVAL`] until `done`, then heals the one
-/// in force; each start and heal goes to `schedule` (JSON lines). A fault that cannot start
-/// or heal is a finding, and no fault starts after it: the cluster is then in a state the
-/// run did not plan.
+/// Starts and heals a fault about every [`FAULT_INTERVAL`] until `end` (or a signal), then
+/// heals the one in force; each start and heal goes to `schedule` (JSON lines). A fault that
+/// would outlast `end` does not start. A fault that cannot start or heal is a finding, and
+/// no fault starts after it: the cluster is then in a state the run did not plan.
 fn inject_faults(
     cluster: &mut Cluster,
     nemeses: &[faults::Nemesis],
@@ -361,13 +361,13 @@ fn inject_faults(
     rng: &mut StdRng,
     mut schedule: std::fs::File,
     ms: impl Fn() -> u64,
-    done: impl Fn() -> bool,
+    end: Instant,
 ) -> anyhow::Result<FaultLog> {
     let mut log = FaultLog::default();
     let mut active: Option<Active> = None;
     let mut stopped = nemeses.is_empty();
     let mut next = Instant::now() + stagger(rng);
-    while !done() {
+    while Instant::now() < end && !STOP.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(50));
         if Instant::now() < next || stopped {
             continue;
@@ -383,6 +383,9 @@ fn inject_faults(
         }
         let nemesis = nemeses[rng.random_range(0..nemeses.len())];
         let fault = nemesis.pick(rng, &cluster.processes, HOSTS, workloads);
+        if Instant::now() + fault.lasts_at_least() > end {
+            continue;
+        }
         let since_ms = ms();
         match cluster.start(&fault, rng) {
             Ok(what) => {
@@ -407,7 +410,13 @@ fn inject_faults(
                     fault.nemesis()
                 ));
                 // Undo whatever part of it started.
-                let _ = cluster.heal(&fault);
+                if let Err(e) = cluster.heal(&fault) {
+                    log.findings.push(format!(
+                        "the part of a {} fault that started could not be undone: {e:#}",
+                        fault.nemesis()
+                    ));
+                }
+                log.findings.extend(cluster.restart_the_dead());
                 stopped = true;
             }
         }
@@ -415,8 +424,7 @@ fn inject_faults(
     if let Some(a) = active.take() {
         heal(a, cluster, &mut schedule, ms(), &mut log)?;
     }
-    log.findings
-        .extend(cluster.restart_the_dead()?.into_iter().map(died));
+    log.findings.extend(cluster.restart_the_dead());
     Ok(log)
 }
 
@@ -440,8 +448,7 @@ fn heal(
         }
     };
     record(schedule, event)?;
-    log.findings
-        .extend(cluster.restart_the_dead()?.into_iter().map(died));
+    log.findings.extend(cluster.restart_the_dead());
     log.intervals.push(chart::Interval {
         nemesis: a.fault.nemesis(),
         from_ms: a.since_ms,
@@ -449,10 +456,6 @@ fn heal(
         what: a.what.chars().take(40).collect(),
     });
     Ok(healed.is_ok())
-}
-
-fn died(process: String) -> String {
-    format!("{process} exited by itself (its stderr.log says why)")
 }
 
 /// Each workload's final read on every sql node (by node), retried until it succeeds within

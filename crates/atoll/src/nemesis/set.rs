@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rand::Rng;
 use rand::rngs::StdRng;
 
-use super::client::{Failure, Op, Outcome, mysql};
+use super::client::{Failure, Op, Outcome, mysql, numbers};
 use super::{Attempt, Workload};
 
 const SETUP: &str = "CREATE DATABASE IF NOT EXISTS jepsen; \
@@ -28,13 +28,6 @@ impl Set {
             next: AtomicU64::new(1),
         }
     }
-}
-
-fn parse(answer: &str) -> BTreeSet<u64> {
-    answer
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect()
 }
 
 impl Workload for Set {
@@ -120,10 +113,10 @@ impl Workload for Set {
             .filter(|op| op.kind == "read" && op.outcome == Outcome::Ok)
         {
             let who = format!("read by client {} at {} ms", op.client, op.start_ms);
-            judge(who, &parse(&op.value), op.start_ms);
+            judge(who, &numbers(&op.value), op.start_ms);
         }
         for (node, answer) in final_reads {
-            judge(format!("final read on {node}"), &parse(answer), u64::MAX);
+            judge(format!("final read on {node}"), &numbers(answer), u64::MAX);
         }
         out
     }
