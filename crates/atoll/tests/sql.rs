@@ -1360,14 +1360,11 @@ fn a_connection_that_ends_inside_a_transaction_releases_its_locks() {
     assert_eq!(c.run("", "select v from d.t"), "v\n2\n");
 }
 
-/// What one session's two reads of row 1, each a point get with a pushed-down scan, see
-/// when another session commits a change to the row between them; `set` sets the first
-/// session's mode, and its transaction begins with its first read (autocommit off).
-fn reads_around_a_commit(c: &Cluster, set: &str) -> String {
-    use std::io::Write;
+/// A `mysql` client session in database `d` that runs what is written to its stdin, line
+/// by line, as the lines arrive; its answers (batch form, no column names) on its stdout.
+fn open_session(c: &Cluster) -> (std::process::Child, std::process::ChildStdin) {
     use std::process::{Command, Stdio};
-    c.run("d", "UPDATE t SET v = 1 WHERE id = 1");
-    let mut first = Command::new("mysql")
+    let mut session = Command::new("mysql")
         .args(["-h127.0.0.1", "-uroot", "-P"])
         .arg(c.port.to_string())
         .args(["--batch", "--skip-column-names", "d"])
@@ -1375,7 +1372,17 @@ fn reads_around_a_commit(c: &Cluster, set: &str) -> String {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut input = first.stdin.take().unwrap();
+    let input = session.stdin.take().unwrap();
+    (session, input)
+}
+
+/// What one session's two reads of row 1, each a point get with a pushed-down scan, see
+/// when another session commits a change to the row between them; `set` sets the first
+/// session's mode, and its transaction begins with its first read (autocommit off).
+fn reads_around_a_commit(c: &Cluster, set: &str) -> String {
+    use std::io::Write;
+    c.run("d", "UPDATE t SET v = 1 WHERE id = 1");
+    let (first, mut input) = open_session(c);
     let read = "SELECT v, (SELECT SUM(v) FROM t WHERE id < 2) FROM t WHERE id = 1;";
     writeln!(input, "{set} SET autocommit = 0; {read}").unwrap();
     input.flush().unwrap();
@@ -1432,21 +1439,12 @@ fn read_committed_reads_what_committed_before_each_statement_in_pessimistic_tran
 #[test]
 fn begin_pessimistic_and_begin_optimistic_choose_their_transactions_mode() {
     use std::io::Write;
-    use std::process::{Command, Stdio};
     let c = Cluster::start();
     c.run(
         "",
         "CREATE DATABASE d; CREATE TABLE d.t (id INT PRIMARY KEY); INSERT INTO d.t VALUES (1)",
     );
-    let mut holder = Command::new("mysql")
-        .args(["-h127.0.0.1", "-uroot", "-P"])
-        .arg(c.port.to_string())
-        .arg("d")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut input = holder.stdin.take().unwrap();
+    let (holder, mut input) = open_session(&c);
     writeln!(input, "BEGIN; SELECT id FROM t WHERE id = 1 FOR UPDATE;").unwrap();
     input.flush().unwrap();
     let lock = "SET innodb_lock_wait_timeout = 1; SELECT id FROM t WHERE id = 1 FOR UPDATE";
@@ -1466,5 +1464,5 @@ fn begin_pessimistic_and_begin_optimistic_choose_their_transactions_mode() {
     c.run("d", &format!("begin optimistic; {lock}; ROLLBACK"));
     c.fails("d", "BEGIN SOMEHOW", "1064");
     drop(input);
-    holder.wait().unwrap();
+    assert!(holder.wait_with_output().unwrap().status.success());
 }

@@ -266,11 +266,11 @@ fn lost_appends(txns: &[Txn], finals: &[(&str, HashMap<u64, Vec<u64>>)]) -> Vec<
             }
         }
     }
+    let mut keys: Vec<_> = durable.iter().collect();
+    keys.sort_unstable_by_key(|(k, _)| **k);
     let mut out = Vec::new();
     for (node, found) in finals {
-        let mut keys: Vec<_> = durable.iter().collect();
-        keys.sort_unstable_by_key(|(k, _)| **k);
-        for (key, values) in keys {
+        for &(key, values) in &keys {
             let have: BTreeSet<u64> = found.get(key).into_iter().flatten().copied().collect();
             let lost: Vec<&u64> = values.difference(&have).collect();
             if !lost.is_empty() {

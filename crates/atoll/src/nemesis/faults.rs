@@ -135,11 +135,7 @@ impl Nemesis {
         match self {
             Nemesis::Kill if rng.random_bool(1.0 / 3.0) => {
                 let host = rng.random_range(0..hosts);
-                Fault::Kill(
-                    (0..processes.len())
-                        .filter(|&p| processes[p].host == host)
-                        .collect(),
-                )
+                Fault::Kill(indices(processes, |p| p.host == host))
             }
             Nemesis::Kill => Fault::Kill(vec![rng.random_range(0..processes.len())]),
             Nemesis::Pause => Fault::Pause(rng.random_range(0..processes.len())),
@@ -152,9 +148,7 @@ impl Nemesis {
                 }
             }
             Nemesis::Clock => {
-                let pds: Vec<usize> = (0..processes.len())
-                    .filter(|&p| processes[p].role == Role::Pd)
-                    .collect();
+                let pds = indices(processes, |p| p.role == Role::Pd);
                 let offset = rng.random_range(1..=MAX_CLOCK_OFFSET_S);
                 let sign = if rng.random_bool(0.5) { 1 } else { -1 };
                 Fault::Clock(pds[rng.random_range(0..pds.len())], sign * offset)
@@ -164,6 +158,13 @@ impl Nemesis {
             Nemesis::KvRestart => Fault::KvRestart,
         }
     }
+}
+
+/// The positions in `processes` of those that `keep`.
+fn indices(processes: &[Process], keep: impl Fn(&Process) -> bool) -> Vec<usize> {
+    (0..processes.len())
+        .filter(|&p| keep(&processes[p]))
+        .collect()
 }
 
 /// What the faults act on.
@@ -322,9 +323,7 @@ impl Cluster<'_> {
     }
 
     fn of_role(&self, role: Role) -> Vec<usize> {
-        (0..self.processes.len())
-            .filter(|&p| self.processes[p].role == role)
-            .collect()
+        indices(&self.processes, |p| p.role == role)
     }
 
     fn names(&self, processes: &[usize]) -> String {
