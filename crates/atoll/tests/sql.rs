@@ -1115,6 +1115,68 @@ fn set_config_kv_changes_every_kv_node_and_reports_refusals_as_warnings() {
 }
 
 #[test]
+fn cluster_info_and_cluster_config_show_every_node_pd_lists() {
+    let c = Cluster::start();
+    // The sql node tells PD where it serves when it starts, then every 10 s.
+    let types = "SELECT GROUP_CONCAT(TYPE ORDER BY TYPE) FROM information_schema.CLUSTER_INFO";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !c.run("", types).ends_with("\npd,tidb,tikv\n") {
+        assert!(std::time::Instant::now() < deadline, "{}", c.run("", types));
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let (_, status) = common::get(&format!("http://{}/status", c.kv_status));
+    let status: serde_json::Value = serde_json::from_slice(&status).unwrap();
+    let kv = c.run(
+        "",
+        "SELECT STATUS_ADDRESS, VERSION, GIT_HASH, START_TIME LIKE '____-__-__T__:__:__Z', \
+         UPTIME LIKE '%s', SERVER_ID FROM information_schema.CLUSTER_INFO WHERE TYPE = 'tikv'",
+    );
+    assert_eq!(
+        kv,
+        format!(
+            "STATUS_ADDRESS\tVERSION\tGIT_HASH\tSTART_TIME LIKE '____-__-__T__:__:__Z'\t\
+             UPTIME LIKE '%s'\tSERVER_ID\n{}\t{}\t{}\t1\t1\t0\n",
+            c.kv_status,
+            status["version"].as_str().unwrap(),
+            status["git_hash"].as_str().unwrap()
+        )
+    );
+    // CLUSTER_CONFIG reads each node's config as it is now, also after an online change.
+    let batch_keys = "SELECT VALUE FROM information_schema.CLUSTER_CONFIG \
+                      WHERE TYPE = 'tikv' AND `KEY` = 'gc.batch-keys'";
+    c.run("", "SET CONFIG kv `gc.batch-keys` = 300");
+    assert_eq!(c.run("", batch_keys), "VALUE\n300\n");
+    assert_eq!(
+        c.run(
+            "",
+            "SHOW CONFIG LIKE 'tikv' WHERE Name IN ('gc.batch-keys', 'raftstore.replication')"
+        )
+        .lines()
+        .skip(1)
+        .map(|l| l.split('\t').skip(2).collect::<Vec<_>>().join("="))
+        .collect::<Vec<_>>(),
+        ["gc.batch-keys=300", "raftstore.replication=false"]
+    );
+    let pd_keys = c.run(
+        "",
+        "SELECT COUNT(*) > 10 FROM information_schema.CLUSTER_CONFIG WHERE TYPE = 'pd'",
+    );
+    assert_eq!(pd_keys, "COUNT(*) > 10\n1\n");
+    // As TiDB asks: the PROCESS privilege.
+    c.run("", "CREATE USER viewer IDENTIFIED BY 'pw'");
+    let refused = as_user(
+        &c,
+        "viewer",
+        "",
+        "SELECT * FROM information_schema.CLUSTER_INFO",
+    );
+    assert!(refused.unwrap_err().starts_with("1227 (42000)"));
+    c.run("", "GRANT PROCESS ON *.* TO viewer");
+    let sql_nodes = "SELECT COUNT(*) FROM information_schema.CLUSTER_INFO WHERE TYPE = 'tidb'";
+    assert_eq!(as_user(&c, "viewer", "", sql_nodes).unwrap(), "1\n");
+}
+
+#[test]
 fn caching_sha2_password_accounts_log_in_with_rsa_then_fast_auth() {
     let c = Cluster::start();
     c.run(

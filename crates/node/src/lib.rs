@@ -8,7 +8,9 @@
 //! - [`metrics`]: process figures and CPU seconds per named thread pool.
 //! - [`profile`], [`thread_stacks`], [`debug_zip`]: what the debug endpoints collect.
 //! - [`lifecycle`]: start-up and shutdown of a role process in that order.
+//! - [`cluster`]: the cluster's nodes as PD lists them, and a status port read as JSON.
 
+pub mod cluster;
 pub mod data_dir;
 pub mod debug_zip;
 pub mod error;

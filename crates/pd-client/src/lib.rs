@@ -332,6 +332,21 @@ impl PdClient {
         Ok(r.stores)
     }
 
+    /// The leader's client address (host:port), where PD's HTTP API answers too.
+    pub async fn leader_address(&self) -> Result<String, PdError> {
+        let r = self
+            .conn
+            .call(|mut rpc| async move { rpc.get_members(GetMembersRequest {}).await })
+            .await?;
+        check(r.error)?;
+        let url = (r.leader.and_then(|l| l.client_urls.into_iter().next()))
+            .ok_or_else(|| PdError::Refused("PD has no leader yet".to_string()))?;
+        Ok(url
+            .trim_start_matches("http://")
+            .trim_start_matches("https://")
+            .to_string())
+    }
+
     /// A sql node says where it serves (`ReportSqlNode`; call every
     /// `base::limits::SQL_NODE_REPORT_INTERVAL_MS`).
     pub async fn report_sql_node(&self, report: ReportSqlNodeRequest) -> Result<(), PdError> {

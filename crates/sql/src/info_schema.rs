@@ -12,7 +12,8 @@
 //!   [`codec::collation`]) and ENGINES.
 //! - From the session ([`SessionTables`]): PROCESSLIST, SESSION_VARIABLES,
 //!   GLOBAL_VARIABLES, SESSION_STATUS, GLOBAL_STATUS; TiDB's TIDB_TRX (this sql node's open
-//!   transactions) and SLOW_QUERY (this node's slow log).
+//!   transactions) and SLOW_QUERY (this node's slow log); CLUSTER_INFO and CLUSTER_CONFIG
+//!   (every node's, [`crate::cluster_tables`]), read before the statement runs.
 
 use codec::datum::Datum;
 
@@ -44,6 +45,8 @@ pub struct SessionTables {
     pub transactions: Vec<Vec<Datum>>,
     /// SLOW_QUERY: Time, User, Host, Conn_ID, Query_time, DB, Succ, Query.
     pub slow_queries: Vec<Vec<Datum>>,
+    /// TiDB's CLUSTER_INFO and CLUSTER_CONFIG ([`crate::cluster_tables`]).
+    pub cluster: std::sync::Arc<crate::cluster_tables::ClusterRows>,
 }
 
 /// `PRI`, `UNI`, `MUL` or `` for column `i` of `t`, as SHOW COLUMNS and COLUMNS say it.
@@ -777,6 +780,23 @@ pub fn table(
                 "Query",
             ]),
             session.slow_queries.clone(),
+        ),
+        "cluster_info" => (
+            names(&[
+                "TYPE",
+                "INSTANCE",
+                "STATUS_ADDRESS",
+                "VERSION",
+                "GIT_HASH",
+                "START_TIME",
+                "UPTIME",
+                "SERVER_ID",
+            ]),
+            session.cluster.info.clone(),
+        ),
+        "cluster_config" => (
+            names(&["TYPE", "INSTANCE", "KEY", "VALUE"]),
+            session.cluster.config.clone(),
         ),
         "analyze_status" => (
             names(&[

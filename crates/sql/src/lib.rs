@@ -43,6 +43,7 @@ pub mod authorize;
 pub mod bind;
 pub mod caching_sha2;
 pub mod catalog;
+pub mod cluster_tables;
 pub mod collate;
 pub mod cte;
 pub mod ddl;

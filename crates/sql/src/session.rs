@@ -260,6 +260,8 @@ pub struct Session {
     password_expired: bool,
     /// The accounts, read for a statement that reads MySQL's grant tables.
     grant_tables: Option<Arc<Vec<crate::users::Account>>>,
+    /// CLUSTER_INFO and CLUSTER_CONFIG, read for the statement that reads them.
+    cluster_rows: Arc<crate::cluster_tables::ClusterRows>,
     /// The last statement's warnings (SHOW WARNINGS): (level, code, message).
     warnings: Vec<(&'static str, u16, String)>,
     pub db: Option<String>,
@@ -515,6 +517,7 @@ impl Session {
             roles_on: Vec::new(),
             password_expired: false,
             grant_tables: None,
+            cluster_rows: Arc::default(),
             warnings: Vec::new(),
             db: None,
             txn: None,
@@ -1938,6 +1941,9 @@ impl Session {
                 .collect()
         };
         match name.to_ascii_lowercase().as_str() {
+            crate::cluster_tables::CLUSTER_INFO | crate::cluster_tables::CLUSTER_CONFIG => {
+                out.cluster = self.cluster_rows.clone();
+            }
             "processlist" => out.processes = self.process_list(true).rows,
             "tidb_trx" => out.transactions = self.transactions(),
             "slow_query" => {
@@ -2190,6 +2196,36 @@ impl Session {
         Ok(needs)
     }
 
+    /// Reads every node for CLUSTER_INFO and CLUSTER_CONFIG when `s` reads them (PROCESS
+    /// privilege, as TiDB asks), each node that cannot be read a warning; forgets the last
+    /// statement's otherwise.
+    async fn read_cluster_tables(&mut self, s: &Statement) -> Result<()> {
+        let mut reads = (false, false);
+        let _ = ast::visit_relations(s, |name| {
+            let (db, table) = split_name(name);
+            let db = db.or_else(|| self.db.clone()).unwrap_or_default();
+            if db.eq_ignore_ascii_case(crate::info_schema::DB) {
+                reads.0 |= crate::cluster_tables::is_cluster_table(&table);
+                reads.1 |= table.eq_ignore_ascii_case(crate::cluster_tables::CLUSTER_CONFIG);
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+        self.cluster_rows = match reads {
+            (false, _) => Arc::default(),
+            (true, with_config) => {
+                if !self.sees_all_processes() {
+                    return Err(crate::authorize::need_privilege("PROCESS"));
+                }
+                let pd = self.shared.client.pd();
+                let rows = crate::cluster_tables::read(pd, with_config).await?;
+                let warnings = rows.warnings.iter().map(|w| (1105, w.clone()));
+                self.warn(warnings.collect::<Vec<_>>());
+                Arc::new(rows)
+            }
+        };
+        Ok(())
+    }
+
     async fn run(&mut self, s: &Statement) -> Result<Output> {
         let needs = self.authorize(s).await?;
         let reads_grant_tables = needs.iter().any(|n| {
@@ -2200,6 +2236,7 @@ impl Session {
             true => Some(Arc::new(crate::users::all(&self.shared.client).await?)),
             false => None,
         };
+        self.read_cluster_tables(s).await?;
         match s {
             Statement::StartTransaction { .. } => {
                 self.commit_open().await?;

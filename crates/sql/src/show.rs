@@ -7,7 +7,8 @@
 //! Forms: `SHOW {DATABASES | SCHEMAS}`, `SHOW [FULL] TABLES [FROM db]`,
 //! `SHOW [FULL] {COLUMNS | FIELDS} FROM t [FROM db]`, `SHOW {INDEX | INDEXES | KEYS} FROM t
 //! [FROM db]`, `SHOW TABLE STATUS [FROM db]`, `SHOW [GLOBAL | SESSION] {VARIABLES | STATUS}`,
-//! `SHOW ENGINES`, `SHOW {CHARSET | CHARACTER SET}`, `SHOW COLLATION`, each with `LIKE
+//! `SHOW ENGINES`, `SHOW {CHARSET | CHARACTER SET}`, `SHOW COLLATION`, TiDB's `SHOW CONFIG`
+//! (CLUSTER_CONFIG, whose `LIKE` matches the node type as TiDB's does), each with `LIKE
 //! 'pattern'` (on the first column) or `WHERE expr`; `SHOW CREATE {DATABASE | SCHEMA}
 //! [IF NOT EXISTS] db`; `{DESCRIBE | DESC} t [column]`, which is SHOW COLUMNS; and `SHOW
 //! GRANTS [FOR CURRENT_USER[()] | user]`, whose lines the session reads from the account
@@ -95,6 +96,7 @@ pub fn rewrite(sql: &str, db: Option<&str>, user: &str) -> Option<Result<Show>> 
         }
         Some("COLLATION") => What::Collation,
         Some("STATS_META") => What::StatsMeta,
+        Some("CONFIG") => What::Config,
         Some("ANALYZE") if words.get(at + 1).is_some_and(|w| w == "STATUS") => {
             at += 1;
             What::AnalyzeStatus
@@ -137,6 +139,8 @@ enum What {
     StatsMeta,
     /// TiDB's: the ANALYZE jobs (here, each table's last).
     AnalyzeStatus,
+    /// TiDB's: every node's config, one key a row (`LIKE` matches the type).
+    Config,
 }
 
 fn syntax(what: &str) -> SqlError {
@@ -434,6 +438,20 @@ fn build(
             "ANALYZE_STATUS",
             String::new(),
             "`End_time`",
+            None,
+        ),
+        What::Config => (
+            [
+                "TYPE AS `Type`",
+                "INSTANCE AS `Instance`",
+                "`KEY` AS `Name`",
+                "VALUE AS `Value`",
+            ]
+            .map(String::from)
+            .to_vec(),
+            "CLUSTER_CONFIG",
+            String::new(),
+            "",
             None,
         ),
     };

@@ -6,7 +6,6 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use node::host::HostFigures;
 use serde_json::Value;
 
@@ -65,84 +64,28 @@ pub fn agent(timeout: Duration) -> ureq::Agent {
 /// The nodes PD knows, asked of its leader (found through any of `pd`, comma separated).
 pub fn discover(agent: &ureq::Agent, pd: &str) -> anyhow::Result<Collection> {
     let leader = pd_leader(agent, pd)?;
-    let get = |path: &str| {
-        send(
-            agent
-                .get(format!("http://{leader}/pd/api/v1/{path}"))
-                .call(),
-            &leader,
-        )
-    };
-    let mut out = Collection {
-        pd_leader: leader.clone(),
+    let topology = node::cluster::topology(agent, &leader).map_err(anyhow::Error::msg)?;
+    let targets: Vec<Target> = (topology.nodes.into_iter())
+        .map(|n| {
+            let role = match n.role {
+                config::Role::Pd => Role::Pd,
+                config::Role::Kv => Role::Kv,
+                config::Role::Sql => Role::Sql,
+            };
+            Target {
+                role,
+                name: format!("{} {}", n.role.name(), n.address),
+                status: n.status,
+            }
+        })
+        .collect();
+    Ok(Collection {
+        pd_leader: leader,
+        nodes: targets.iter().map(|_| NodeData::default()).collect(),
+        targets,
+        missing: topology.missing,
         ..Collection::default()
-    };
-    let members = get("members").context("cannot list the pd members")?;
-    for m in members["members"].as_array().into_iter().flatten() {
-        if let Some(url) = m["client_urls"][0].as_str() {
-            let host = url.trim_start_matches("http://").to_string();
-            out.targets.push(Target {
-                role: Role::Pd,
-                name: format!("pd {host}"),
-                status: host,
-            });
-        }
-    }
-    let stores = get("stores").context("cannot list the stores")?;
-    for s in stores["stores"].as_array().into_iter().flatten() {
-        let store = &s["store"];
-        let (Some(address), Some(status)) =
-            (store["address"].as_str(), store["status_address"].as_str())
-        else {
-            continue;
-        };
-        match store["state_name"].as_str() {
-            Some("Tombstone") => continue,
-            Some(state @ ("Disconnected" | "Down")) => {
-                out.missing.push(format!(
-                    "kv {address}: PD has it {state}, so it was not read"
-                ));
-                continue;
-            }
-            _ => {}
-        }
-        out.targets.push(Target {
-            role: Role::Kv,
-            name: format!("kv {address}"),
-            status: reachable(status, address),
-        });
-    }
-    match get("sql-nodes") {
-        Ok(sql) => {
-            for n in sql["sql_nodes"].as_array().into_iter().flatten() {
-                let (Some(address), Some(status)) =
-                    (n["address"].as_str(), n["status_address"].as_str())
-                else {
-                    continue;
-                };
-                out.targets.push(Target {
-                    role: Role::Sql,
-                    name: format!("sql {address}"),
-                    status: reachable(status, address),
-                });
-            }
-        }
-        Err(e) => out.missing.push(format!("the sql nodes (PD: {e:#})")),
-    }
-    out.nodes = out.targets.iter().map(|_| NodeData::default()).collect();
-    Ok(out)
-}
-
-/// A status address that binds every interface (`0.0.0.0:10080`) is reached at the host of
-/// the node's service address.
-fn reachable(status: &str, service: &str) -> String {
-    match status.rsplit_once(':') {
-        Some((host, port)) if host == "0.0.0.0" || host == "[::]" || host.is_empty() => {
-            let service_host = service.rsplit_once(':').map_or(service, |(h, _)| h);
-            format!("{service_host}:{port}")
-        }
-        _ => status.to_string(),
-    }
+    })
 }
 
 fn text(agent: &ureq::Agent, url: &str) -> Result<String, String> {
@@ -443,22 +386,5 @@ fn each<T: Send>(targets: &[Target], read: impl Fn(usize, &Target) -> T + Sync) 
 fn note(missing: &mut Vec<String>, what: String) {
     if !missing.contains(&what) {
         missing.push(what);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_status_port_on_every_interface_is_reached_at_the_service_host() {
-        assert_eq!(
-            reachable("0.0.0.0:10080", "10.0.0.5:4000"),
-            "10.0.0.5:10080"
-        );
-        assert_eq!(
-            reachable("127.0.0.1:10080", "10.0.0.5:4000"),
-            "127.0.0.1:10080"
-        );
     }
 }
