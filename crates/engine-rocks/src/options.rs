@@ -125,6 +125,9 @@ pub fn db_options(c: &Config) -> (Options, RateLimiter) {
     o.set_max_background_flushes(c.int("rocksdb.max-background-flushes") as i32);
     o.set_max_subcompactions(c.int("rocksdb.max-sub-compactions") as u32);
     o.enable_statistics();
+    // Atoll reads tickers only (metrics.rs). Timers and histograms cost a clock read in every
+    // get and write: about 5 % of a kv node's CPU in a bulk load.
+    o.set_statistics_level(rocksdb::statistics::StatsLevel::ExceptHistogramOrTimers);
     let limiter = RateLimiter::new(
         rate_limiter::bytes_per_sec(c.size("rocksdb.rate-bytes-per-sec").bytes()),
         Mode::from_name(c.str("rocksdb.rate-limiter-mode"))

@@ -27,6 +27,6 @@ pub mod txn;
 pub use error::{LockInfo, MvccError, Result};
 pub use lock_table::{LockTable, Probe};
 pub use pessimistic_locks::PessimisticLocks;
-pub use reader::{MvccReader, ScanCursor};
+pub use reader::{MvccReader, ScanCursor, WriteCursor};
 pub use record::{Latest, Lock, LockType, Write, WriteType};
 pub use txn::{LockChanges, MvccTxn};

@@ -55,6 +55,69 @@ impl TxnCommitRecord {
             None
         }
     }
+
+    /// What a key's write records since `start_ts` (newest first) say about txn `start_ts`.
+    pub fn among(start_ts: u64, writes: Vec<(u64, Write)>) -> TxnCommitRecord {
+        (writes.into_iter())
+            .find_map(|(commit_ts, write)| TxnCommitRecord::of(start_ts, commit_ts, &write))
+            .unwrap_or(TxnCommitRecord::None)
+    }
+}
+
+/// One write-CF iterator that many keys' write records are read through: a command over many
+/// keys (a prewrite of a batch) seeks it once per key, where opening an iterator for each key
+/// cost more than the seek. Each seek still consults the CF's prefix bloom filters, as a
+/// fresh iterator's would. Opened at the first read.
+pub struct WriteCursor<'r, S: Snapshot> {
+    reader: &'r MvccReader<S>,
+    it: Option<S::Iter<'r>>,
+}
+
+impl<S: Snapshot> WriteCursor<'_, S> {
+    /// Every write record of `key` with commit_ts at or above `ts`, newest first (as
+    /// [`MvccReader::writes_since`]).
+    pub fn writes_since(&mut self, key: &[u8], ts: u64) -> Result<Vec<(u64, Write)>> {
+        let it = match &mut self.it {
+            Some(it) => it,
+            None => {
+                let opts = IterOptions {
+                    prefix_seek: true,
+                    ..IterOptions::default()
+                };
+                self.it.insert(self.reader.snap.iter(Cf::Write, opts)?)
+            }
+        };
+        walk_versions(it, key, &encode_key(key), u64::MAX, usize::MAX, |c| c >= ts)
+    }
+}
+
+/// `key`'s write records (its encoded form `encoded`) that `it` holds, newest first, from the
+/// newest at or below `from_ts`, at most `limit`, while `more(commit_ts)` says to go on: the
+/// walk stops there, so a caller that needs the recent versions never reads (or steps onto)
+/// the old ones.
+fn walk_versions(
+    it: &mut impl EngineIterator,
+    key: &[u8],
+    encoded: &[u8],
+    from_ts: u64,
+    limit: usize,
+    mut more: impl FnMut(u64) -> bool,
+) -> Result<Vec<(u64, Write)>> {
+    let mut out = Vec::new();
+    let mut ok = it.seek(&append_ts(encoded, from_ts))?;
+    while ok {
+        let (user_key, commit_ts) =
+            split_versioned(it.key()).map_err(|e| corrupt_key(Cf::Write, key, e))?;
+        if user_key != encoded || !more(commit_ts) {
+            break;
+        }
+        out.push((commit_ts, Write::decode(key, it.value())?));
+        if out.len() == limit {
+            break;
+        }
+        ok = it.next()?;
+    }
+    Ok(out)
 }
 
 pub struct MvccReader<S> {
@@ -150,14 +213,13 @@ impl<S: Snapshot> MvccReader<S> {
     }
 
     /// The key's write records, newest first, from the newest at or below `from_ts`, at most
-    /// `limit`, while `more(commit_ts)` says to go on: the walk stops there, so a caller
-    /// that needs the recent versions never reads (or steps onto) the old ones.
+    /// `limit`, while `more(commit_ts)` says to go on (see [`walk_versions`]).
     fn walk_writes(
         &self,
         key: &[u8],
         from_ts: u64,
         limit: usize,
-        mut more: impl FnMut(u64) -> bool,
+        more: impl FnMut(u64) -> bool,
     ) -> Result<Vec<(u64, Write)>> {
         let encoded = encode_key(key);
         let opts = IterOptions {
@@ -167,21 +229,15 @@ impl<S: Snapshot> MvccReader<S> {
             ..IterOptions::default()
         };
         let mut it = self.snap.iter(Cf::Write, opts)?;
-        let mut out = Vec::new();
-        let mut ok = it.seek_to_first()?;
-        while ok {
-            let (_, commit_ts) =
-                split_versioned(it.key()).map_err(|e| corrupt_key(Cf::Write, key, e))?;
-            if !more(commit_ts) {
-                break;
-            }
-            out.push((commit_ts, Write::decode(key, it.value())?));
-            if out.len() == limit {
-                break;
-            }
-            ok = it.next()?;
+        walk_versions(&mut it, key, &encoded, from_ts, limit, more)
+    }
+
+    /// One write-CF iterator for the write records of many keys ([`WriteCursor`]).
+    pub fn write_cursor(&self) -> WriteCursor<'_, S> {
+        WriteCursor {
+            reader: self,
+            it: None,
         }
-        Ok(out)
     }
 
     /// The newest write record at or below `ts`.
@@ -196,12 +252,8 @@ impl<S: Snapshot> MvccReader<S> {
 
     /// Whether txn `start_ts` committed or rolled back on `key`.
     pub fn txn_commit_record(&self, key: &[u8], start_ts: u64) -> Result<TxnCommitRecord> {
-        for (commit_ts, write) in self.writes_since(key, start_ts)? {
-            if let Some(record) = TxnCommitRecord::of(start_ts, commit_ts, &write) {
-                return Ok(record);
-            }
-        }
-        Ok(TxnCommitRecord::None)
+        let writes = self.writes_since(key, start_ts)?;
+        Ok(TxnCommitRecord::among(start_ts, writes))
     }
 
     /// Whether a write record newer than `ts` exists.

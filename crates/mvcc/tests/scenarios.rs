@@ -989,6 +989,7 @@ fn a_one_phase_commit_at_a_rolled_back_start_ts_carries_the_rollback() {
         let prewritten = check_prewrite(
             txn,
             r,
+            &mut r.write_cursor(),
             &Store::props(b"k", ts(10)),
             m,
             KeyCheck::NoNewerWrite,
@@ -996,11 +997,14 @@ fn a_one_phase_commit_at_a_rolled_back_start_ts_carries_the_rollback() {
         let Prewritten::Lock {
             lock,
             over_pessimistic,
+            no_write_since_start,
         } = prewritten
         else {
             panic!("a fresh key: {prewritten:?}");
         };
-        commit_one_pc(txn, r, b"k", lock, over_pessimistic, ts(20))
+        // The rollback record at 20 is above the start ts: the commit must look at 20.
+        assert!(!no_write_since_start);
+        commit_one_pc(txn, r, b"k", lock, over_pessimistic, false, ts(20))
     })
     .unwrap();
     assert_eq!(s.get(b"k", ts(20)).unwrap(), v("one-pc"));

@@ -178,6 +178,7 @@ impl Command {
                 try_one_pc,
             } => {
                 let mut prewritten = Vec::with_capacity(mutations.len());
+                let mut writes = reader.write_cursor();
                 let mut one_pc = try_one_pc;
                 for (i, m) in mutations.into_iter().enumerate() {
                     let flag = |flags: &[bool]| flags.get(i).copied().unwrap_or(false);
@@ -192,7 +193,8 @@ impl Command {
                     if one_pc && check == KeyCheck::Covered {
                         one_pc = !committed_after(reader, &key, props.for_update_ts)?;
                     }
-                    prewritten.push((key, check_prewrite(txn, reader, &props, m, check)?));
+                    let p = check_prewrite(txn, reader, &mut writes, &props, m, check)?;
+                    prewritten.push((key, p));
                 }
                 return prewrite_or_commit(txn, reader, locks, &props, prewritten, one_pc);
             }
@@ -344,10 +346,14 @@ fn prewrite_or_commit<S: Snapshot>(
         if let Prewritten::Lock {
             lock,
             over_pessimistic,
+            no_write_since_start,
         } = p
         {
             match commit_ts {
-                Some(ts) => commit_one_pc(txn, reader, &key, lock, over_pessimistic, ts)?,
+                Some(ts) => {
+                    let checked = no_write_since_start;
+                    commit_one_pc(txn, reader, &key, lock, over_pessimistic, checked, ts)?
+                }
                 None => txn.put_lock(&key, &lock),
             }
         }

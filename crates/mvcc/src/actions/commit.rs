@@ -65,13 +65,15 @@ pub fn commit<S: Snapshot>(
 /// One-phase commit of `key`: the write record `lock` would have become at `commit_ts`,
 /// written in its place (`over_pessimistic`: the txn's pessimistic lock on the key goes). A
 /// one-phase commit ts is not PD's: the txn that started at it may have left its rollback
-/// record there, which the commit record then carries (`overlapped_rollback`).
+/// record there, which the commit record then carries (`overlapped_rollback`), unless the
+/// prewrite found no write record at or above the txn's start ts (`no_write_since_start`).
 pub fn commit_one_pc<S: Snapshot>(
     txn: &mut MvccTxn,
     reader: &MvccReader<S>,
     key: &[u8],
     lock: Lock,
     over_pessimistic: bool,
+    no_write_since_start: bool,
     commit_ts: u64,
 ) -> Result<()> {
     let Some(write_type) = WriteType::from_lock(lock.lock_type) else {
@@ -82,7 +84,11 @@ pub fn commit_one_pc<S: Snapshot>(
             expected: "a prewritten lock",
         });
     };
-    let overlapped_rollback = match reader.write_at(key, commit_ts)? {
+    let at_commit_ts = match no_write_since_start {
+        true => None,
+        false => reader.write_at(key, commit_ts)?,
+    };
+    let overlapped_rollback = match at_commit_ts {
         None => false,
         Some(w) if w.write_type == WriteType::Rollback => true,
         // Another commit at this very ts: not ours to replace.

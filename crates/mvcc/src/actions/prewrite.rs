@@ -10,7 +10,7 @@
 use engine::Snapshot;
 
 use crate::error::{LockInfo, MvccError, Result};
-use crate::reader::{MvccReader, TxnCommitRecord};
+use crate::reader::{MvccReader, TxnCommitRecord, WriteCursor};
 use crate::record::{Lock, LockType, WriteType};
 use crate::txn::MvccTxn;
 
@@ -64,8 +64,14 @@ pub enum Prewritten {
     /// nothing to write.
     Already,
     /// `lock` goes on the key (or, in a one-phase commit, becomes its write record);
-    /// `over_pessimistic`: it takes the place of the txn's pessimistic lock.
-    Lock { lock: Lock, over_pessimistic: bool },
+    /// `over_pessimistic`: it takes the place of the txn's pessimistic lock;
+    /// `no_write_since_start`: the key has no write record at or above the txn's start ts,
+    /// so none at a one-phase commit ts above it either.
+    Lock {
+        lock: Lock,
+        over_pessimistic: bool,
+        no_write_since_start: bool,
+    },
 }
 
 /// Prewrites one mutation, after the checks `check` asks for.
@@ -77,17 +83,21 @@ pub fn prewrite<S: Snapshot>(
     check: KeyCheck,
 ) -> Result<()> {
     let key = mutation.key().to_vec();
-    if let Prewritten::Lock { lock, .. } = check_prewrite(txn, reader, props, mutation, check)? {
+    let mut writes = reader.write_cursor();
+    let prewritten = check_prewrite(txn, reader, &mut writes, props, mutation, check)?;
+    if let Prewritten::Lock { lock, .. } = prewritten {
         txn.put_lock(&key, &lock);
     }
     Ok(())
 }
 
 /// The checks of [`prewrite`], and the lock it would write; a value too long for the lock
-/// is already put in the default CF.
+/// is already put in the default CF. `writes` reads the write records of `reader`'s
+/// snapshot (one cursor for all the keys of a command).
 pub fn check_prewrite<S: Snapshot>(
     txn: &mut MvccTxn,
     reader: &MvccReader<S>,
+    writes: &mut WriteCursor<'_, S>,
     props: &TxnProps,
     mutation: Mutation,
     check: KeyCheck,
@@ -95,6 +105,7 @@ pub fn check_prewrite<S: Snapshot>(
     let key = mutation.key().to_vec();
     let start_ts = props.start_ts;
     let mut over_pessimistic = false;
+    let mut no_write_since_start = false;
     // A pessimistic lock's TTL (kept ahead by the txn's heartbeats) stays with the lock that
     // replaces it, as in TiKV (which keeps the larger min_commit_ts too): a prewrite with the
     // short optimistic TTL would let another txn roll this one back while its commit is
@@ -115,7 +126,9 @@ pub fn check_prewrite<S: Snapshot>(
         // No conflict check here (the pessimistic lock did it, or the key is covered): only a
         // retried or too-late prewrite is caught, and a pessimistic lock that is gone.
         None if check != KeyCheck::NoNewerWrite => {
-            match reader.txn_commit_record(&key, start_ts)? {
+            let since = writes.writes_since(&key, start_ts)?;
+            no_write_since_start = since.is_empty();
+            match TxnCommitRecord::among(start_ts, since) {
                 TxnCommitRecord::Committed { .. } => return Ok(Prewritten::Already),
                 TxnCommitRecord::RolledBack => {
                     return Err(MvccError::AlreadyRolledBack { key, start_ts });
@@ -127,7 +140,9 @@ pub fn check_prewrite<S: Snapshot>(
             }
         }
         None => {
-            for (commit_ts, write) in reader.writes_since(&key, start_ts)? {
+            let since = writes.writes_since(&key, start_ts)?;
+            no_write_since_start = since.is_empty();
+            for (commit_ts, write) in since {
                 match TxnCommitRecord::of(start_ts, commit_ts, &write) {
                     Some(TxnCommitRecord::RolledBack) => {
                         return Err(MvccError::AlreadyRolledBack { key, start_ts });
@@ -167,5 +182,6 @@ pub fn check_prewrite<S: Snapshot>(
     Ok(Prewritten::Lock {
         lock,
         over_pessimistic,
+        no_write_since_start,
     })
 }
