@@ -208,6 +208,7 @@ fn column(name: &str, t: &mut FieldType) -> Column {
         Type::DateTime => ColumnType::MYSQL_TYPE_DATETIME,
         Type::Null => ColumnType::MYSQL_TYPE_NULL,
         Type::VarString => ColumnType::MYSQL_TYPE_VAR_STRING,
+        Type::String => ColumnType::MYSQL_TYPE_STRING,
         Type::Blob => ColumnType::MYSQL_TYPE_BLOB,
         Type::Json => ColumnType::MYSQL_TYPE_JSON,
     };
@@ -319,9 +320,15 @@ fn write_row<W: AsyncWrite + Send + Unpin>(
             (d, Type::Date | Type::DateTime) => {
                 w.write_col(Temporal(sql::types::text(&d).as_bytes()))?
             }
-            (d, Type::NewDecimal | Type::Null | Type::VarString | Type::Blob | Type::Json) => {
-                write_text(w, d)?
-            }
+            (
+                d,
+                Type::NewDecimal
+                | Type::Null
+                | Type::VarString
+                | Type::String
+                | Type::Blob
+                | Type::Json,
+            ) => write_text(w, d)?,
         }
     }
     Ok(())

@@ -24,7 +24,7 @@ use sqlparser::ast;
 
 use crate::bind::{Lookup, Variables};
 use crate::catalog::{ColumnInfo, TableInfo};
-use crate::types::SqlType;
+use crate::types::{SqlType, StringKind};
 
 /// The column types Atoll sends (`enum_field_types`; the codes are sql-server's business).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +40,8 @@ pub enum Type {
     DateTime,
     Null,
     VarString,
+    /// CHAR(n) and BINARY(n) columns (MYSQL_TYPE_STRING).
+    String,
     Blob,
     Json,
 }
@@ -191,18 +193,20 @@ impl FieldType {
                 max_chars,
                 binary,
                 collation,
+                kind,
             } => {
-                let blob = max_chars > MAX_VARCHAR_CHARS;
                 let (charset, per_char, flags) = if binary {
                     (CHARSET_BINARY, 1, flag::BINARY)
                 } else {
                     (collation, 4, 0)
                 };
                 let length = max_chars.saturating_mul(per_char);
-                if blob {
-                    FieldType::new(Type::Blob, flags | flag::BLOB, length, 0, charset)
-                } else {
-                    FieldType::new(Type::VarString, flags, length, 0, charset)
+                match kind {
+                    StringKind::Fixed => FieldType::new(Type::String, flags, length, 0, charset),
+                    StringKind::Variable if max_chars <= MAX_VARCHAR_CHARS => {
+                        FieldType::new(Type::VarString, flags, length, 0, charset)
+                    }
+                    _ => FieldType::new(Type::Blob, flags | flag::BLOB, length, 0, charset),
                 }
             }
         }
@@ -284,6 +288,11 @@ impl FieldType {
         )
     }
 
+    /// Whether values of this type are strings (text or binary).
+    pub fn is_string(&self) -> bool {
+        matches!(self.tp, Type::VarString | Type::String | Type::Blob)
+    }
+
     fn unsigned(&self) -> bool {
         self.flags & flag::UNSIGNED != 0
     }
@@ -312,7 +321,7 @@ impl FieldType {
             Type::DateTime => SqlType::DateTime {
                 fsp: self.decimals.min(6),
             },
-            Type::Null | Type::VarString | Type::Blob => SqlType::String {
+            Type::Null | Type::VarString | Type::String | Type::Blob => SqlType::String {
                 max_chars: match self.charset {
                     CHARSET_BINARY => self.length,
                     _ => self.length.div_ceil(4),
@@ -321,6 +330,10 @@ impl FieldType {
                 collation: match self.charset {
                     CHARSET_BINARY => codec::collation::DEFAULT_ID,
                     id => id,
+                },
+                kind: match self.tp {
+                    Type::String => StringKind::Fixed,
+                    _ => StringKind::Variable,
                 },
             },
         }
@@ -783,7 +796,7 @@ fn boolean() -> FieldType {
 
 /// Whether values of `t` are binary strings (numbers and dates share their charset, 63).
 fn is_binary_string(t: &FieldType) -> bool {
-    matches!(t.tp, Type::VarString | Type::Blob) && t.charset == CHARSET_BINARY
+    t.is_string() && t.charset == CHARSET_BINARY
 }
 
 /// A string function's result over an argument of type `arg`: binary data stays binary.
@@ -793,7 +806,7 @@ fn string_result(arg: &FieldType) -> FieldType {
     if is_binary_string(arg) {
         t.charset = CHARSET_BINARY;
         t.flags |= flag::BINARY;
-    } else if matches!(arg.tp, Type::VarString | Type::Blob) {
+    } else if arg.is_string() {
         t.charset = arg.charset;
     }
     t
@@ -886,7 +899,7 @@ pub fn merge(a: FieldType, b: FieldType) -> FieldType {
     let numeric = |t: &FieldType| {
         !matches!(
             t.tp,
-            Type::VarString | Type::Blob | Type::Date | Type::DateTime | Type::Json
+            Type::VarString | Type::String | Type::Blob | Type::Date | Type::DateTime | Type::Json
         )
     };
     if numeric(&a) && numeric(&b) {
@@ -1056,6 +1069,7 @@ mod tests {
                         max_chars: u32::MAX,
                         binary: true,
                         collation: codec::collation::BINARY_ID,
+                        kind: crate::types::StringKind::Variable,
                     },
                     true,
                 ),
@@ -1066,6 +1080,7 @@ mod tests {
                         max_chars: 10,
                         binary: false,
                         collation: codec::collation::DEFAULT_ID,
+                        kind: crate::types::StringKind::Variable,
                     },
                     true,
                 ),

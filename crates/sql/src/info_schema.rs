@@ -20,7 +20,7 @@ use codec::datum::Datum;
 use crate::catalog::{Schema, TableInfo};
 use crate::error::{Result, SqlError};
 use crate::privileges::Grants;
-use crate::types::SqlType;
+use crate::types::{SqlType, StringKind};
 
 pub const DB: &str = "information_schema";
 
@@ -182,10 +182,13 @@ fn type_facts(ty: &SqlType) -> [Datum; 7] {
             max_chars,
             binary,
             collation,
+            kind,
         } => {
             let chars = i64::from(max_chars);
+            // A TEXT's size class is in bytes, and MySQL shows it as both lengths.
+            let per_char = if kind == StringKind::Text { 1 } else { 4 };
             let (octets, charset, collation) = match codec::collation::by_id(collation) {
-                Some(c) if !binary => (chars * 4, text(c.charset), text(c.name)),
+                Some(c) if !binary => (chars * per_char, text(c.charset), text(c.name)),
                 _ => (chars, null(), null()),
             };
             [

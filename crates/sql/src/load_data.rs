@@ -718,6 +718,7 @@ mod tests {
             max_chars: 2,
             binary: false,
             collation: codec::collation::DEFAULT_ID,
+            kind: crate::types::StringKind::Variable,
         };
         let (v, w) = lenient(&short, true, "s", f("héllo"), 5);
         assert_eq!(
@@ -728,6 +729,7 @@ mod tests {
             max_chars: 2,
             binary: true,
             collation: codec::collation::BINARY_ID,
+            kind: crate::types::StringKind::Variable,
         };
         let (v, _) = lenient(&bytes, true, "b", f("héllo"), 6);
         assert_eq!(v, Datum::Bytes(b"h\xc3".to_vec()));

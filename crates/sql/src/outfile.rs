@@ -92,7 +92,7 @@ pub fn write(outfile: &Outfile, rows: &ResultSet) -> Result<u64> {
         .map(|t| {
             matches!(
                 t.tp,
-                Type::VarString | Type::Blob | Type::Date | Type::DateTime
+                Type::VarString | Type::String | Type::Blob | Type::Date | Type::DateTime
             )
         })
         .collect();

@@ -32,15 +32,42 @@ pub enum SqlType {
     },
     /// `max_chars`: CHAR(n)/VARCHAR(n)'s n; TEXT's 65535. `binary`: BINARY/VARBINARY/BLOB.
     /// `collation`: the MySQL id of its collation ([`codec::collation`]; 63 when binary).
+    /// `kind`: CHAR, VARCHAR or TEXT (and their binary twins).
     String {
         max_chars: u32,
         binary: bool,
         #[serde(default = "default_collation")]
         collation: u16,
+        #[serde(default)]
+        kind: StringKind,
     },
     /// JSON, kept in TiDB's binary form ([`codec::json`]).
     Json,
 }
+
+/// What a string column was declared as: the name SHOW CREATE TABLE gives it, the type
+/// drivers are told, and whether its values have a fixed length.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StringKind {
+    /// CHAR(n), whose trailing spaces go when a value is stored (MySQL without
+    /// PAD_CHAR_TO_FULL_LENGTH), and BINARY(n), whose values are padded with 0x00 to n bytes.
+    Fixed,
+    /// VARCHAR(n) and VARBINARY(n); also every string that is not a column's.
+    #[default]
+    Variable,
+    /// TINYTEXT ... LONGTEXT and TINYBLOB ... LONGBLOB, the size class in `max_chars` (one
+    /// of [`TEXT_SIZES`]).
+    Text,
+}
+
+/// The longest value of TINYTEXT, TEXT, MEDIUMTEXT and LONGTEXT (bytes for the BLOBs),
+/// with the prefix of each name.
+pub const TEXT_SIZES: [(u32, &str); 4] = [
+    (255, "tiny"),
+    (65535, ""),
+    (16_777_215, "medium"),
+    (u32::MAX, "long"),
+];
 
 fn default_collation() -> u16 {
     codec::collation::DEFAULT_ID
@@ -98,45 +125,53 @@ impl SqlType {
             D::Datetime(fsp) | D::Timestamp(fsp, _) => Ok(SqlType::DateTime {
                 fsp: fsp.unwrap_or(0).min(6) as u8,
             }),
-            D::Char(l) | D::Character(l) => Ok(SqlType::String {
-                max_chars: len(l, 1),
-                binary: false,
-                collation: codec::collation::DEFAULT_ID,
-            }),
-            D::Varchar(l) | D::CharacterVarying(l) => Ok(SqlType::String {
-                max_chars: len(l, 65535),
-                binary: false,
-                collation: codec::collation::DEFAULT_ID,
-            }),
-            D::Text | D::TinyText | D::MediumText | D::LongText => Ok(SqlType::String {
-                max_chars: match t {
-                    D::TinyText => 255,
-                    D::Text => 65535,
-                    _ => u32::MAX,
-                },
-                binary: false,
-                collation: codec::collation::DEFAULT_ID,
-            }),
-            D::Binary(n) => Ok(SqlType::String {
-                max_chars: n.map_or(1, |n| n as u32),
-                binary: true,
-                collation: codec::collation::BINARY_ID,
-            }),
-            D::Varbinary(n) => Ok(SqlType::String {
-                max_chars: match n {
+            D::Char(l) | D::Character(l) => Ok(SqlType::text(len(l, 1), StringKind::Fixed)),
+            D::Varchar(l) | D::CharacterVarying(l) => {
+                Ok(SqlType::text(len(l, 65535), StringKind::Variable))
+            }
+            D::TinyText => Ok(SqlType::text(TEXT_SIZES[0].0, StringKind::Text)),
+            D::Text => Ok(SqlType::text(TEXT_SIZES[1].0, StringKind::Text)),
+            D::MediumText => Ok(SqlType::text(TEXT_SIZES[2].0, StringKind::Text)),
+            D::LongText => Ok(SqlType::text(TEXT_SIZES[3].0, StringKind::Text)),
+            D::Binary(n) => Ok(SqlType::bytes(n.map_or(1, |n| n as u32), StringKind::Fixed)),
+            D::Varbinary(n) => Ok(SqlType::bytes(
+                match n {
                     Some(sqlparser::ast::BinaryLength::IntegerLength { length }) => *length as u32,
                     _ => 65535,
                 },
-                binary: true,
-                collation: codec::collation::BINARY_ID,
-            }),
-            D::Blob(_) | D::TinyBlob | D::MediumBlob | D::LongBlob => Ok(SqlType::String {
-                max_chars: u32::MAX,
-                binary: true,
-                collation: codec::collation::BINARY_ID,
-            }),
+                StringKind::Variable,
+            )),
+            // BLOB(n) is the smallest BLOB type that holds n bytes, as in MySQL.
+            D::Blob(n) => {
+                let n = n.map_or(65535, |n| n.min(u64::from(u32::MAX)) as u32);
+                let size = TEXT_SIZES.iter().map(|(s, _)| *s).find(|s| *s >= n);
+                Ok(SqlType::bytes(size.unwrap_or(u32::MAX), StringKind::Text))
+            }
+            D::TinyBlob => Ok(SqlType::bytes(TEXT_SIZES[0].0, StringKind::Text)),
+            D::MediumBlob => Ok(SqlType::bytes(TEXT_SIZES[2].0, StringKind::Text)),
+            D::LongBlob => Ok(SqlType::bytes(TEXT_SIZES[3].0, StringKind::Text)),
             D::JSON => Ok(SqlType::Json),
             other => Err(SqlError::not_supported(format!("column type {other}"))),
+        }
+    }
+
+    /// A text type of `max_chars` characters in the default collation.
+    pub fn text(max_chars: u32, kind: StringKind) -> SqlType {
+        SqlType::String {
+            max_chars,
+            binary: false,
+            collation: codec::collation::DEFAULT_ID,
+            kind,
+        }
+    }
+
+    /// A binary string type of `max_bytes` bytes.
+    pub fn bytes(max_bytes: u32, kind: StringKind) -> SqlType {
+        SqlType::String {
+            max_chars: max_bytes,
+            binary: true,
+            collation: codec::collation::BINARY_ID,
+            kind,
         }
     }
 
@@ -188,13 +223,26 @@ impl SqlType {
             SqlType::DateTime { fsp: 0 } => "datetime".into(),
             SqlType::DateTime { fsp } => format!("datetime({fsp})"),
             SqlType::String {
-                max_chars, binary, ..
-            } => match (*max_chars, *binary) {
-                (u32::MAX, false) => "longtext".into(),
-                (u32::MAX, true) => "longblob".into(),
-                (n, false) => format!("varchar({n})"),
-                (n, true) => format!("varbinary({n})"),
-            },
+                max_chars,
+                binary,
+                kind,
+                ..
+            } => {
+                let n = *max_chars;
+                match (kind, binary) {
+                    (StringKind::Fixed, false) => format!("char({n})"),
+                    (StringKind::Fixed, true) => format!("binary({n})"),
+                    (StringKind::Text, _) | (StringKind::Variable, _) if n == u32::MAX => {
+                        format!("long{}", if *binary { "blob" } else { "text" })
+                    }
+                    (StringKind::Text, _) => {
+                        let prefix = TEXT_SIZES.iter().find(|(s, _)| *s >= n).map_or("", |p| p.1);
+                        format!("{prefix}{}", if *binary { "blob" } else { "text" })
+                    }
+                    (StringKind::Variable, false) => format!("varchar({n})"),
+                    (StringKind::Variable, true) => format!("varbinary({n})"),
+                }
+            }
             SqlType::Json => "json".into(),
         }
     }
@@ -316,12 +364,19 @@ impl SqlType {
                 other => Ok(Datum::Float(other.as_f64().unwrap_or(0.0))),
             },
             SqlType::String {
-                max_chars, binary, ..
+                max_chars,
+                binary,
+                kind,
+                ..
             } => {
-                let bytes = match d {
+                let mut bytes = match d {
                     Datum::Bytes(b) => b,
                     other => text(&other).into_bytes(),
                 };
+                if kind == StringKind::Fixed && !binary {
+                    let kept = bytes.iter().rposition(|&b| b != b' ').map_or(0, |i| i + 1);
+                    bytes.truncate(kept);
+                }
                 let len = if binary {
                     bytes.len()
                 } else {
@@ -329,6 +384,9 @@ impl SqlType {
                 };
                 if len > max_chars as usize {
                     return Err(SqlError::data_too_long(column, row));
+                }
+                if kind == StringKind::Fixed && binary {
+                    bytes.resize(max_chars as usize, 0);
                 }
                 Ok(Datum::Bytes(bytes))
             }
@@ -413,6 +471,7 @@ mod tests {
             max_chars: 3,
             binary: false,
             collation: codec::collation::DEFAULT_ID,
+            kind: crate::types::StringKind::Variable,
         };
         assert_eq!(
             v.convert(Datum::Bytes("äöü".as_bytes().to_vec()), "c", 1)

@@ -111,8 +111,7 @@ public class DriverSuite {
                     ResultSetMetaData m = r.getMetaData();
                     List<String> names = new ArrayList<>();
                     for (int i = 1; i <= m.getColumnCount(); i++) names.add(m.getColumnTypeName(i));
-                    // Atoll stores every BLOB as a LONGBLOB (SHOW CREATE TABLE says so too).
-                    eq(String.join(" ", names), "INT BIGINT BIGINT UNSIGNED DECIMAL DOUBLE DATETIME DATETIME DATE VARCHAR LONGBLOB", "column types");
+                    eq(String.join(" ", names), "INT BIGINT BIGINT UNSIGNED DECIMAL DOUBLE DATETIME DATETIME DATE VARCHAR BLOB", "column types");
                     eq(m.isNullable(1), ResultSetMetaData.columnNoNulls, "the key is NOT NULL");
                     eq(m.getTableName(1), "t", "table name");
                     eq(m.getScale(4), 4, "DECIMAL scale");
