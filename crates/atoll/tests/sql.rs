@@ -1115,6 +1115,39 @@ fn set_config_kv_changes_every_kv_node_and_reports_refusals_as_warnings() {
 }
 
 #[test]
+fn a_statements_error_and_warnings_stay_for_show_warnings_and_the_counts() {
+    let c = Cluster::start();
+    c.run(
+        "",
+        "CREATE DATABASE w; CREATE TABLE w.t (id INT PRIMARY KEY, v TINYINT)",
+    );
+    // MariaDB 10.11 answers these lines the same.
+    let out = c.run_force(
+        "w",
+        "SELECT * FROM nope;\n\
+         SHOW WARNINGS;\n\
+         SHOW ERRORS;\n\
+         SELECT @@warning_count, @@error_count;\n\
+         SET sql_mode = '';\n\
+         INSERT INTO t VALUES (1, 300), (2, 400);\n\
+         SELECT @@warning_count, @@error_count;\n\
+         SELECT @@global.warning_count;\n\
+         SHOW ERRORS;\n",
+    );
+    let missing = "Level\tCode\tMessage\nError\t1146\tTable 'w.nope' doesn't exist\n";
+    let counts = |w: u32, e: u32| format!("@@warning_count\t@@error_count\n{w}\t{e}\n");
+    let scope = "Error\t1238\tVariable 'warning_count' is a SESSION variable\n";
+    assert_eq!(
+        out,
+        format!(
+            "{missing}{missing}{}{}Level\tCode\tMessage\n{scope}",
+            counts(1, 1),
+            counts(2, 0)
+        )
+    );
+}
+
+#[test]
 fn cluster_info_and_cluster_config_show_every_node_pd_lists() {
     let c = Cluster::start();
     // The sql node tells PD where it serves when it starts, then every 10 s.

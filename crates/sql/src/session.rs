@@ -262,8 +262,12 @@ pub struct Session {
     grant_tables: Option<Arc<Vec<crate::users::Account>>>,
     /// CLUSTER_INFO and CLUSTER_CONFIG, read for the statement that reads them.
     cluster_rows: Arc<crate::cluster_tables::ClusterRows>,
-    /// The last statement's warnings (SHOW WARNINGS): (level, code, message).
+    /// The last statement's warnings and error (SHOW WARNINGS): (level, code, message), at
+    /// most [`MAX_WARNINGS`]; how many more there were; and the counts the statement before
+    /// it left (`@@warning_count`, `@@error_count`).
     warnings: Vec<(&'static str, u16, String)>,
+    warnings_dropped: usize,
+    previous_diagnostics: (usize, usize),
     pub db: Option<String>,
     txn: Option<Transaction>,
     /// Inside BEGIN ... COMMIT.
@@ -519,6 +523,8 @@ impl Session {
             grant_tables: None,
             cluster_rows: Arc::default(),
             warnings: Vec::new(),
+            warnings_dropped: 0,
+            previous_diagnostics: (0, 0),
             db: None,
             txn: None,
             explicit: false,
@@ -564,6 +570,19 @@ impl Session {
         match l {
             Lookup::System(name) => {
                 let (named, name) = scoped(name);
+                // MySQL's read-only counts of what the statement before this one left.
+                let (warnings, errors) = self.previous_diagnostics;
+                let count = match name.as_str() {
+                    "warning_count" => Some(warnings),
+                    "error_count" => Some(errors),
+                    _ => None,
+                };
+                if let Some(n) = count {
+                    return match named {
+                        Named::Global => Err(crate::variables::wrong_scope(&name, "SESSION")),
+                        _ => Ok(Datum::UInt(n as u64)),
+                    };
+                }
                 if named == Named::Session && crate::variables::scope(&name) == Scope::Global {
                     return Err(crate::variables::wrong_scope(&name, "GLOBAL"));
                 }
@@ -652,7 +671,16 @@ impl Session {
             out.push(Output::Rows(shown?));
             return Ok(());
         }
-        self.warnings.clear();
+        self.begin_diagnostics();
+        let done = self.execute_one(sql, out).await;
+        if let Err(e) = &done {
+            self.diagnose_error(e);
+        }
+        done
+    }
+
+    /// Runs one statement (see [`Session::execute_into`]).
+    async fn execute_one(&mut self, sql: &str, out: &mut Vec<Output>) -> Result<()> {
         if let Some(account) = crate::users::parse(sql, &self.user) {
             let account = account?;
             if !self.own_password_only(&account) {
@@ -700,8 +728,7 @@ impl Session {
                 return Err(crate::authorize::need_privilege("CONFIG"));
             }
             let warnings = crate::set_config::apply(&self.shared.client, &change?).await?;
-            self.warnings
-                .extend(warnings.into_iter().map(|w| ("Warning", 1105, w)));
+            self.warn(warnings.into_iter().map(|w| (1105, w)));
             out.push(Output::done(0));
             return Ok(());
         }
@@ -824,9 +851,9 @@ impl Session {
         Ok(Output::done(written))
     }
 
-    /// `SHOW WARNINGS|ERRORS [LIMIT [offset,] count]` and `SHOW COUNT(*) WARNINGS|ERRORS`;
-    /// `None` for any other statement. Statements here end with an error or without
-    /// warnings, and errors reach the client at once: no error is kept.
+    /// `SHOW WARNINGS|ERRORS [LIMIT [offset,] count]` and `SHOW COUNT(*) WARNINGS|ERRORS`
+    /// (the last statement's diagnostics, its error among them); `None` for any other
+    /// statement. They keep the diagnostics they show.
     fn show_diagnostics(&self, sql: &str) -> Option<Result<ResultSet>> {
         let words: Vec<String> = sql
             .trim()
@@ -839,15 +866,18 @@ impl Session {
             return None;
         }
         let kept = |what: &str| match what {
-            "WARNINGS" => Some(&self.warnings[..]),
-            "ERRORS" => Some(&[][..]),
+            "WARNINGS" => Some(self.warnings.iter().collect::<Vec<_>>()),
+            "ERRORS" => Some(self.warnings.iter().filter(|w| w.0 == "Error").collect()),
             _ => None,
         };
         let text = |v: &str| Datum::Bytes(v.as_bytes().to_vec());
         if let [count, what] = rest
             && count == "COUNT(*)"
         {
-            let n = kept(what)?.len();
+            let n = match what.as_str() {
+                "WARNINGS" => self.warnings.len() + self.warnings_dropped,
+                _ => kept(what)?.len(),
+            };
             let name = format!(
                 "@@session.{}_count",
                 what.trim_end_matches('S').to_lowercase()
@@ -1108,7 +1138,7 @@ impl Session {
             });
         }
         substitute_params(&mut p.statement, &p.slots, params);
-        self.warnings.clear();
+        self.begin_diagnostics();
         // The text with `?` and the arguments apart (formatting the whole statement again
         // would cost more than a point get's planning).
         let text = match params {
@@ -1123,6 +1153,9 @@ impl Session {
         }
         let out = self.run_logged(&p.statement, text).await;
         self.prepared.insert(id, p);
+        if let Err(e) = &out {
+            self.diagnose_error(e);
+        }
         out
     }
 
@@ -1132,7 +1165,7 @@ impl Session {
     pub fn local_infile(&mut self, sql: &str) -> Option<String> {
         let spec = crate::load_data::parse(sql)?.ok().filter(|s| s.local)?;
         let file = spec.file.clone();
-        self.warnings.clear();
+        self.begin_diagnostics();
         self.load = Some(Box::new(Load {
             splitter: crate::load_data::Splitter::new(&spec),
             spec,
@@ -1350,15 +1383,32 @@ impl Session {
         dml::insert_rows(&ctx, txn, t, rows, on_duplicate, true).await
     }
 
-    /// Adds `warnings` to the statement's, up to [`MAX_WARNINGS`].
+    /// Adds `warnings` to the statement's, up to [`MAX_WARNINGS`] (the others are only
+    /// counted, as MySQL counts them past `max_error_count`).
     fn warn(&mut self, warnings: impl IntoIterator<Item = (u16, String)>) {
-        let room = MAX_WARNINGS.saturating_sub(self.warnings.len());
-        self.warnings.extend(
-            warnings
-                .into_iter()
-                .take(room)
-                .map(|(code, message)| ("Warning", code, message)),
-        );
+        for (code, message) in warnings {
+            self.diagnose("Warning", code, message);
+        }
+    }
+
+    fn diagnose(&mut self, level: &'static str, code: u16, message: String) {
+        match self.warnings.len() < MAX_WARNINGS {
+            true => self.warnings.push((level, code, message)),
+            false => self.warnings_dropped += 1,
+        }
+    }
+
+    /// Keeps the error a statement ended with, for SHOW WARNINGS and SHOW ERRORS.
+    fn diagnose_error(&mut self, e: &SqlError) {
+        self.diagnose("Error", e.code, e.message.clone());
+    }
+
+    /// A statement starts: the last one's diagnostics go, their counts stay readable.
+    fn begin_diagnostics(&mut self) {
+        let errors = self.warnings.iter().filter(|w| w.0 == "Error").count();
+        self.previous_diagnostics = (self.warnings.len() + self.warnings_dropped, errors);
+        self.warnings.clear();
+        self.warnings_dropped = 0;
     }
 
     /// The table `load` fills, resolved the first time.
@@ -1507,7 +1557,8 @@ impl Session {
         self.user_vars.clear();
         self.prepared.clear();
         self.named.clear();
-        self.warnings.clear();
+        self.begin_diagnostics();
+        self.previous_diagnostics = (0, 0);
         self.last_insert_id = 0;
         self.row_count = -1;
         self.active_roles = None;
@@ -2070,7 +2121,7 @@ impl Session {
 
     /// How many warnings the last statement left (the OK packet's count).
     pub fn warning_count(&self) -> u16 {
-        u16::try_from(self.warnings.len()).unwrap_or(u16::MAX)
+        u16::try_from(self.warnings.len() + self.warnings_dropped).unwrap_or(u16::MAX)
     }
 
     /// Replica reads say in a warning that only the leader serves reads until replicas
@@ -2079,13 +2130,12 @@ impl Session {
         if let config::value::Value::Str(mode) = v
             && mode != "leader"
         {
-            self.warnings.push((
-                "Warning",
+            self.warn([(
                 1105,
                 format!(
                     "tidb_replica_read is '{mode}', but regions have no follower replicas yet: reads still go to the leader"
                 ),
-            ));
+            )]);
         }
     }
 
