@@ -7,38 +7,22 @@
 //! a random moment, reopens the DB, resolves the locks it left, and checks: every acked txn
 //! is fully visible; every other txn is fully visible or fully absent.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command as Process, Stdio};
 use std::time::{Duration, Instant};
 
-use config::{Config, Resources, Role};
 use engine_rocks::RocksEngine;
 use mvcc::MvccReader;
 use mvcc::actions::check_txn_status::TxnStatus;
 use mvcc::actions::prewrite::{Mutation, TxnProps};
-use txn::{Command, CommandOutput, LocalKv, ReplicatedKv, Scheduler, SchedulerConfig};
+use txn::{Command, CommandOutput, LocalKv, ReplicatedKv, Scheduler};
 
 const ROUNDS: u64 = 5;
 /// Timestamps of round r start at r * TS_PER_ROUND, so they only grow across restarts.
 const TS_PER_ROUND: u64 = 1 << 40;
-
-fn open(dir: &Path) -> Scheduler<LocalKv<RocksEngine>> {
-    let res = Resources {
-        cpu_cores: 2.0,
-        memory_bytes: 4 << 30,
-    };
-    let config = Config::defaults(Role::Kv, res).unwrap();
-    let engine = RocksEngine::open(dir, &config).unwrap();
-    Scheduler::new(
-        LocalKv::open(engine).expect("the lock CF loads"),
-        SchedulerConfig {
-            workers: 2,
-            latch_slots: 1024,
-            pending_write_threshold_bytes: 100 << 20,
-        },
-    )
-}
 
 fn keys(round: u64, n: u64) -> [Vec<u8>; 2] {
     [
@@ -52,7 +36,7 @@ fn keys(round: u64, n: u64) -> [Vec<u8>; 2] {
 fn writer_child() {
     let dir = std::env::var("ATOLL_CRASH_DIR").expect("set by the parent");
     let round: u64 = std::env::var("ATOLL_CRASH_ROUND").unwrap().parse().unwrap();
-    let s = open(Path::new(&dir));
+    let s = common::open(Path::new(&dir));
     let mut ts = round * TS_PER_ROUND;
     for n in 0.. {
         let [a, b] = keys(round, n);
@@ -180,7 +164,7 @@ fn sigkill_loses_no_acknowledged_commit() {
             acked.push((round, n));
         }
 
-        let s = open(dir.path());
+        let s = common::open(dir.path());
         let now = (round + 1) * TS_PER_ROUND - 1;
         resolve_all(&s, now);
         let reader = MvccReader::new(s.kv().snapshot().unwrap());

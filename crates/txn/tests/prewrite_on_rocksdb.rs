@@ -3,28 +3,12 @@
 //! key's check must see its own records, whether they are in the memtable or in an SST file,
 //! and never a neighbour's, also when one key's encoding starts like another's.
 
-use config::{Config, Resources, Role};
+mod common;
+
 use engine_rocks::RocksEngine;
 use mvcc::MvccError;
 use mvcc::actions::prewrite::{Mutation, TxnProps};
-use txn::{Command, LocalKv, Scheduler, SchedulerConfig, TxnError};
-
-fn open(dir: &std::path::Path) -> Scheduler<LocalKv<RocksEngine>> {
-    let res = Resources {
-        cpu_cores: 2.0,
-        memory_bytes: 4 << 30,
-    };
-    let config = Config::defaults(Role::Kv, res).unwrap();
-    let engine = RocksEngine::open(dir, &config).unwrap();
-    Scheduler::new(
-        LocalKv::open(engine).expect("the lock CF loads"),
-        SchedulerConfig {
-            workers: 1,
-            latch_slots: 1024,
-            pending_write_threshold_bytes: 100 << 20,
-        },
-    )
-}
+use txn::{Command, LocalKv, Scheduler, TxnError};
 
 /// Prewrites `keys` at `start_ts`, each put to `value`, and commits them at `start_ts + 1`.
 fn put_all(
@@ -60,7 +44,7 @@ fn put_all(
 #[test]
 fn a_batch_prewrite_checks_each_key_against_its_own_write_records() {
     let dir = tempfile::tempdir().unwrap();
-    let s = open(dir.path());
+    let s = common::open(dir.path());
     // "k" is committed at 11; "k1", "k11" and "kk" (encodings that start
     // alike) at 101, in an SST file, and "k1" again at 201, in the memtable.
     put_all(&s, &[b"k"], 10, b"old").unwrap();
