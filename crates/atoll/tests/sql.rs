@@ -1132,7 +1132,11 @@ fn a_statements_error_and_warnings_stay_for_show_warnings_and_the_counts() {
          INSERT INTO t VALUES (1, 300), (2, 400);\n\
          SELECT @@warning_count, @@error_count;\n\
          SELECT @@global.warning_count;\n\
-         SHOW ERRORS;\n",
+         SHOW ERRORS;\n\
+         PREPARE s FROM 'INSERT INTO t VALUES (?, 1)';\n\
+         SET @a = 1;\n\
+         EXECUTE s USING @a;\n\
+         SELECT @@error_count;\n",
     );
     let missing = "Level\tCode\tMessage\nError\t1146\tTable 'w.nope' doesn't exist\n";
     let counts = |w: u32, e: u32| format!("@@warning_count\t@@error_count\n{w}\t{e}\n");
@@ -1140,7 +1144,7 @@ fn a_statements_error_and_warnings_stay_for_show_warnings_and_the_counts() {
     assert_eq!(
         out,
         format!(
-            "{missing}{missing}{}{}Level\tCode\tMessage\n{scope}",
+            "{missing}{missing}{}{}Level\tCode\tMessage\n{scope}@@error_count\n1\n",
             counts(1, 1),
             counts(2, 0)
         )

@@ -425,6 +425,18 @@ pub(crate) fn column_from_ast(
         origin_default: None,
         generated: None,
     };
+    if let SqlType::String {
+        max_chars,
+        kind: crate::types::StringKind::Fixed,
+        ..
+    } = col.ty
+        && max_chars > crate::types::MAX_FIXED_CHARS
+    {
+        return Err(SqlError::column_too_long(
+            &col.name,
+            crate::types::MAX_FIXED_CHARS,
+        ));
+    }
     let mut keys = ColumnKeys::default();
     let (mut charset, mut collation) = (None, None);
     for opt in &c.options {

@@ -94,6 +94,16 @@ impl SqlError {
             format!("Data too long for column '{column}' at row {row}"),
         )
     }
+    /// MySQL's 1074 for a CHAR or BINARY longer than it allows.
+    pub fn column_too_long(column: &str, max: u32) -> SqlError {
+        err(
+            1074,
+            "42000",
+            format!(
+                "Column length too big for column '{column}' (max = {max}); use BLOB or TEXT instead"
+            ),
+        )
+    }
     pub fn not_null(column: &str) -> SqlError {
         err(1048, "23000", format!("Column '{column}' cannot be null"))
     }

@@ -534,7 +534,9 @@ pub fn lenient(
                             .map_or(b.len(), |(i, _)| i),
                         _ => (*max_chars as usize).min(b.len()),
                     };
-                    Some(Datum::Bytes(b[..cut].to_vec()))
+                    // What fits, stored as the column stores it (CHAR's trailing spaces go).
+                    let fits = Datum::Bytes(b[..cut].to_vec());
+                    ty.convert(fits.clone(), name, row).ok().or(Some(fits))
                 }
                 _ => None,
             };
@@ -588,7 +590,9 @@ pub fn zero(ty: &SqlType) -> Datum {
         SqlType::Decimal { .. } => ty.convert(Datum::Int(0), "", 0).unwrap_or(Datum::Int(0)),
         SqlType::Date => Datum::Bytes(b"0000-00-00".to_vec()),
         SqlType::DateTime { .. } => Datum::Bytes(b"0000-00-00 00:00:00".to_vec()),
-        SqlType::String { .. } => Datum::Bytes(Vec::new()),
+        // Empty, as the column stores it (a BINARY(n) holds n bytes of 0x00).
+        SqlType::String { .. } => (ty.convert(Datum::Bytes(Vec::new()), "", 0))
+            .unwrap_or_else(|_| Datum::Bytes(Vec::new())),
         SqlType::Json => Datum::Json(codec::json::Json::Null),
     }
 }

@@ -267,6 +267,7 @@ pub struct Session {
     /// it left (`@@warning_count`, `@@error_count`).
     warnings: Vec<(&'static str, u16, String)>,
     warnings_dropped: usize,
+    errors: usize,
     previous_diagnostics: (usize, usize),
     pub db: Option<String>,
     txn: Option<Transaction>,
@@ -524,6 +525,7 @@ impl Session {
             cluster_rows: Arc::default(),
             warnings: Vec::new(),
             warnings_dropped: 0,
+            errors: 0,
             previous_diagnostics: (0, 0),
             db: None,
             txn: None,
@@ -1112,8 +1114,15 @@ impl Session {
         self.count(Counter::Questions);
         self.count(Counter::StmtExecute);
         self.refresh_grants().await?;
-        self.refuse_if_password_expired()?;
-        self.run_prepared(id, params).await
+        self.begin_diagnostics();
+        let out = match self.refuse_if_password_expired() {
+            Ok(()) => self.run_prepared(id, params).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = &out {
+            self.diagnose_error(e);
+        }
+        out
     }
 
     /// Runs prepared statement `id` (the protocol's or SQL's EXECUTE) with `params`.
@@ -1138,7 +1147,6 @@ impl Session {
             });
         }
         substitute_params(&mut p.statement, &p.slots, params);
-        self.begin_diagnostics();
         // The text with `?` and the arguments apart (formatting the whole statement again
         // would cost more than a point get's planning).
         let text = match params {
@@ -1153,9 +1161,6 @@ impl Session {
         }
         let out = self.run_logged(&p.statement, text).await;
         self.prepared.insert(id, p);
-        if let Err(e) = &out {
-            self.diagnose_error(e);
-        }
         out
     }
 
@@ -1400,15 +1405,17 @@ impl Session {
 
     /// Keeps the error a statement ended with, for SHOW WARNINGS and SHOW ERRORS.
     fn diagnose_error(&mut self, e: &SqlError) {
+        self.errors += 1;
         self.diagnose("Error", e.code, e.message.clone());
     }
 
     /// A statement starts: the last one's diagnostics go, their counts stay readable.
     fn begin_diagnostics(&mut self) {
-        let errors = self.warnings.iter().filter(|w| w.0 == "Error").count();
-        self.previous_diagnostics = (self.warnings.len() + self.warnings_dropped, errors);
+        let all = self.warnings.len() + self.warnings_dropped;
+        self.previous_diagnostics = (all, self.errors);
         self.warnings.clear();
         self.warnings_dropped = 0;
+        self.errors = 0;
     }
 
     /// The table `load` fills, resolved the first time.
@@ -1468,19 +1475,22 @@ impl Session {
         };
         let mut rows = Vec::with_capacity(records.len());
         let mut warnings = Vec::new();
+        // A column the record gives no value: its default as the column stores it, or for a
+        // NOT NULL one without a default the type's zero value, as MySQL's LOCAL load fills
+        // it in.
+        let defaults: Vec<Datum> = (t.columns.iter())
+            .map(|c| match &c.default {
+                None if !c.nullable && !c.auto_increment => crate::load_data::zero(&c.ty),
+                d => {
+                    let v = crate::rows::default_value(d.as_ref());
+                    c.ty.convert(v.clone(), &c.name, 0).unwrap_or(v)
+                }
+            })
+            .collect();
         for record in records {
             load.records += 1;
             let row_no = load.records as usize;
-            // A column the record gives no value: its default, or for a NOT NULL one without
-            // a default the type's zero value, as MySQL's LOCAL load fills it in.
-            let mut row: Vec<Datum> = t
-                .columns
-                .iter()
-                .map(|c| match &c.default {
-                    None if !c.nullable && !c.auto_increment => crate::load_data::zero(&c.ty),
-                    d => crate::rows::default_value(d.as_ref()),
-                })
-                .collect();
+            let mut row = defaults.clone();
             if record.len() < columns.len() {
                 warnings.push((
                     1261,

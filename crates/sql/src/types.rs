@@ -60,6 +60,9 @@ pub enum StringKind {
     Text,
 }
 
+/// The longest CHAR(n) and BINARY(n) MySQL allows.
+pub const MAX_FIXED_CHARS: u32 = 255;
+
 /// The longest value of TINYTEXT, TEXT, MEDIUMTEXT and LONGTEXT (bytes for the BLOBs),
 /// with the prefix of each name.
 pub const TEXT_SIZES: [(u32, &str); 4] = [
@@ -77,7 +80,9 @@ impl SqlType {
     pub fn from_ast(t: &DataType) -> Result<SqlType> {
         use sqlparser::ast::{CharacterLength, DataType as D};
         let len = |l: &Option<CharacterLength>, default: u32| match l {
-            Some(CharacterLength::IntegerLength { length, .. }) => *length as u32,
+            Some(CharacterLength::IntegerLength { length, .. }) => {
+                (*length).min(u32::MAX.into()) as u32
+            }
             _ => default,
         };
         let int = |bytes, unsigned| Ok(SqlType::Int { bytes, unsigned });
@@ -133,10 +138,15 @@ impl SqlType {
             D::Text => Ok(SqlType::text(TEXT_SIZES[1].0, StringKind::Text)),
             D::MediumText => Ok(SqlType::text(TEXT_SIZES[2].0, StringKind::Text)),
             D::LongText => Ok(SqlType::text(TEXT_SIZES[3].0, StringKind::Text)),
-            D::Binary(n) => Ok(SqlType::bytes(n.map_or(1, |n| n as u32), StringKind::Fixed)),
+            D::Binary(n) => Ok(SqlType::bytes(
+                n.map_or(1, |n| n.min(u32::MAX.into()) as u32),
+                StringKind::Fixed,
+            )),
             D::Varbinary(n) => Ok(SqlType::bytes(
                 match n {
-                    Some(sqlparser::ast::BinaryLength::IntegerLength { length }) => *length as u32,
+                    Some(sqlparser::ast::BinaryLength::IntegerLength { length }) => {
+                        (*length).min(u32::MAX.into()) as u32
+                    }
                     _ => 65535,
                 },
                 StringKind::Variable,

@@ -411,6 +411,14 @@ def test_load_data_local_infile(conn, tmp_path):
         assert tuple(int(x) for x in cur.fetchone()) == kept
     cur.execute("SHOW COUNT(*) WARNINGS")
     assert cur.fetchone() == (0,)
+    # CHAR and BINARY values as the columns store them, cut, zero or default (MariaDB's).
+    fixed = tmp_path / "fixed.csv"
+    fixed.write_bytes(b"1,ab cd\n")
+    cur.execute("CREATE TABLE lf (id INT PRIMARY KEY, c CHAR(3), b BINARY(4) NOT NULL, "
+                "d BINARY(2) DEFAULT 'a')")
+    cur.execute(f"LOAD DATA LOCAL INFILE '{fixed}' INTO TABLE lf FIELDS TERMINATED BY ',' (id, c)")
+    cur.execute("SELECT LENGTH(c), HEX(b), HEX(d) FROM lf")
+    assert cur.fetchall() == ((2, "00000000", "6100"),)
     c.close()
 
 
