@@ -30,11 +30,6 @@ pub struct ClusterRows {
     pub warnings: Vec<String>,
 }
 
-/// Whether `table` of information_schema is one of this module's.
-pub fn is_cluster_table(table: &str) -> bool {
-    table.eq_ignore_ascii_case(CLUSTER_INFO) || table.eq_ignore_ascii_case(CLUSTER_CONFIG)
-}
-
 /// TiDB's name for a role, the tables' TYPE.
 fn type_name(role: Role) -> &'static str {
     match role {
@@ -44,18 +39,19 @@ fn type_name(role: Role) -> &'static str {
     }
 }
 
-/// Reads every node PD lists (the config too when `with_config`).
-pub async fn read(pd: &pd_client::PdClient, with_config: bool) -> Result<ClusterRows> {
+/// Reads every node PD lists: its `/status` for CLUSTER_INFO when `info`, its `/config` for
+/// CLUSTER_CONFIG when `config`.
+pub async fn read(pd: &pd_client::PdClient, info: bool, config: bool) -> Result<ClusterRows> {
     let leader = pd
         .leader_address()
         .await
         .map_err(kv_client::KvError::from)?;
-    tokio::task::spawn_blocking(move || read_nodes(&leader, with_config))
+    tokio::task::spawn_blocking(move || read_nodes(&leader, info, config))
         .await
         .map_err(|e| SqlError::unknown(format!("reading the cluster's nodes failed: {e}")))?
 }
 
-fn read_nodes(leader: &str, with_config: bool) -> Result<ClusterRows> {
+fn read_nodes(leader: &str, info: bool, config: bool) -> Result<ClusterRows> {
     let agent = security::http_agent(NODE_TIMEOUT);
     let topology = node::cluster::topology(&agent, leader).map_err(SqlError::unknown)?;
     let mut nodes = topology.nodes;
@@ -71,13 +67,13 @@ fn read_nodes(leader: &str, with_config: bool) -> Result<ClusterRows> {
             .map(|n| {
                 let agent = &agent;
                 s.spawn(move || {
-                    let url = |path: &str| format!("http://{}/{path}", n.status);
-                    let status = node::cluster::get_json(agent, &url("status"))?;
-                    let config = match with_config {
-                        true => Some(node::cluster::get_json(agent, &url("config"))?),
-                        false => None,
+                    let read = |wanted: bool, path: &str| {
+                        let url = format!("http://{}/{path}", n.status);
+                        wanted
+                            .then(|| node::cluster::get_json(agent, &url))
+                            .transpose()
                     };
-                    Ok::<_, String>((status, config))
+                    Ok::<_, String>((read(info, "status")?, read(config, "config")?))
                 })
             })
             .collect();
@@ -100,17 +96,19 @@ fn read_nodes(leader: &str, with_config: bool) -> Result<ClusterRows> {
             }
         };
         let text = |v: &str| Datum::Bytes(v.as_bytes().to_vec());
-        let started = status["start_timestamp"].as_u64().unwrap_or(0);
-        out.info.push(vec![
-            text(kind),
-            text(&n.address),
-            text(&n.status),
-            text(status["version"].as_str().unwrap_or("")),
-            text(status["git_hash"].as_str().unwrap_or("")),
-            text(&rfc3339(started)),
-            text(&go_duration(now.saturating_sub(started))),
-            Datum::Int(0),
-        ]);
+        if let Some(status) = status {
+            let started = status["start_timestamp"].as_u64().unwrap_or(0);
+            out.info.push(vec![
+                text(kind),
+                text(&n.address),
+                text(&n.status),
+                text(status["version"].as_str().unwrap_or("")),
+                text(status["git_hash"].as_str().unwrap_or("")),
+                text(&rfc3339(started)),
+                text(&go_duration(now.saturating_sub(started))),
+                Datum::Int(0),
+            ]);
+        }
         if let Some(config) = config {
             let mut keys = Vec::new();
             flatten("", &config, &mut keys);

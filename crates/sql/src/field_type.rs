@@ -1065,23 +1065,13 @@ mod tests {
                 col(
                     2,
                     "b",
-                    SqlType::String {
-                        max_chars: u32::MAX,
-                        binary: true,
-                        collation: codec::collation::BINARY_ID,
-                        kind: crate::types::StringKind::Variable,
-                    },
+                    SqlType::bytes(u32::MAX, crate::types::StringKind::Variable),
                     true,
                 ),
                 col(
                     3,
                     "s",
-                    SqlType::String {
-                        max_chars: 10,
-                        binary: false,
-                        collation: codec::collation::DEFAULT_ID,
-                        kind: crate::types::StringKind::Variable,
-                    },
+                    SqlType::text(10, crate::types::StringKind::Variable),
                     true,
                 ),
             ],

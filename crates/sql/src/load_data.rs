@@ -718,23 +718,13 @@ mod tests {
         let (v, w) = lenient(&dec, true, "c", f("-1000"), 4);
         assert_eq!(crate::types::text(&v), "-999.99");
         assert_eq!(w.map(|w| w.0), Some(1264));
-        let short = SqlType::String {
-            max_chars: 2,
-            binary: false,
-            collation: codec::collation::DEFAULT_ID,
-            kind: crate::types::StringKind::Variable,
-        };
+        let short = SqlType::text(2, crate::types::StringKind::Variable);
         let (v, w) = lenient(&short, true, "s", f("héllo"), 5);
         assert_eq!(
             (v, w.map(|w| w.0)),
             (Datum::Bytes("hé".as_bytes().to_vec()), Some(1265))
         );
-        let bytes = SqlType::String {
-            max_chars: 2,
-            binary: true,
-            collation: codec::collation::BINARY_ID,
-            kind: crate::types::StringKind::Variable,
-        };
+        let bytes = SqlType::bytes(2, crate::types::StringKind::Variable);
         let (v, _) = lenient(&bytes, true, "b", f("héllo"), 6);
         assert_eq!(v, Datum::Bytes(b"h\xc3".to_vec()));
         let (v, w) = lenient(&SqlType::Date, true, "d", f("not a date"), 7);

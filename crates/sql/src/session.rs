@@ -2265,19 +2265,19 @@ impl Session {
             let (db, table) = split_name(name);
             let db = db.or_else(|| self.db.clone()).unwrap_or_default();
             if db.eq_ignore_ascii_case(crate::info_schema::DB) {
-                reads.0 |= crate::cluster_tables::is_cluster_table(&table);
+                reads.0 |= table.eq_ignore_ascii_case(crate::cluster_tables::CLUSTER_INFO);
                 reads.1 |= table.eq_ignore_ascii_case(crate::cluster_tables::CLUSTER_CONFIG);
             }
             std::ops::ControlFlow::<()>::Continue(())
         });
         self.cluster_rows = match reads {
-            (false, _) => Arc::default(),
-            (true, with_config) => {
+            (false, false) => Arc::default(),
+            (info, config) => {
                 if !self.sees_all_processes() {
                     return Err(crate::authorize::need_privilege("PROCESS"));
                 }
                 let pd = self.shared.client.pd();
-                let rows = crate::cluster_tables::read(pd, with_config).await?;
+                let rows = crate::cluster_tables::read(pd, info, config).await?;
                 let warnings = rows.warnings.iter().map(|w| (1105, w.clone()));
                 self.warn(warnings.collect::<Vec<_>>());
                 Arc::new(rows)

@@ -477,12 +477,7 @@ mod tests {
             1366
         );
         assert_eq!(tiny.convert(Datum::Float(2.5), "c", 1), Ok(Datum::Int(3)));
-        let v = SqlType::String {
-            max_chars: 3,
-            binary: false,
-            collation: codec::collation::DEFAULT_ID,
-            kind: crate::types::StringKind::Variable,
-        };
+        let v = SqlType::text(3, StringKind::Variable);
         assert_eq!(
             v.convert(Datum::Bytes("äöü".as_bytes().to_vec()), "c", 1)
                 .unwrap(),
