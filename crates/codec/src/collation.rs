@@ -3,8 +3,11 @@
 //! A collation turns a string into its sort key ([`Collation::sort_key`]): bytes whose
 //! order is the collation's order of the strings and which are equal exactly when the
 //! collation calls the strings equal. Comparisons, grouping, DISTINCT, ORDER BY, joins and
-//! index keys of a `_ci` column work on sort keys; the binary ones compare the bytes.
+//! index keys of a text column work on sort keys; only `binary` and `utf8mb4_0900_bin`
+//! compare every byte as it is.
 //!
+//! - `utf8mb4_bin` and the other `_bin` collations of text: the bytes, trailing spaces not
+//!   counting (PAD SPACE, as MySQL and TiDB's new collations compare them: `'a' = 'a '`).
 //! - `utf8mb4_general_ci`: one 16-bit weight per character (case and Latin accents folded,
 //!   `ß` = `s`), characters beyond the BMP all weigh U+FFFD; trailing spaces do not count.
 //! - `utf8mb4_unicode_ci`: UCA 4.0.0's primary weights, 0 to 8 per character (`ß` = `ss`,
@@ -24,10 +27,14 @@ use std::sync::OnceLock;
 
 use crate::datum::Datum;
 
-/// How a collation compares: the binary ones byte by byte, the others by weights.
+/// How a collation compares: byte by byte (every byte, or without trailing spaces), or by
+/// weights.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Collation {
+    /// Every byte counts (NO PAD): binary strings and `utf8mb4_0900_bin`.
     Binary,
+    /// The bytes without trailing spaces (PAD SPACE): the `_bin` collations of text.
+    PadBin,
     GeneralCi,
     UnicodeCi,
     Uca0900AiCi,
@@ -62,10 +69,10 @@ const fn info(
 
 /// The collations TiDB supports with its new collation framework (`SHOW COLLATION`).
 pub const COLLATIONS: [CollationInfo; 11] = [
-    info("ascii_bin", "ascii", 65, Collation::Binary, true),
+    info("ascii_bin", "ascii", 65, Collation::PadBin, true),
     info("binary", "binary", 63, Collation::Binary, true),
-    info("latin1_bin", "latin1", 47, Collation::Binary, true),
-    info("utf8_bin", "utf8", 83, Collation::Binary, true),
+    info("latin1_bin", "latin1", 47, Collation::PadBin, true),
+    info("utf8_bin", "utf8", 83, Collation::PadBin, true),
     info("utf8_general_ci", "utf8", 33, Collation::GeneralCi, false),
     info("utf8_unicode_ci", "utf8", 192, Collation::UnicodeCi, false),
     info(
@@ -76,7 +83,7 @@ pub const COLLATIONS: [CollationInfo; 11] = [
         false,
     ),
     info("utf8mb4_0900_bin", "utf8mb4", 309, Collation::Binary, false),
-    info("utf8mb4_bin", "utf8mb4", 46, Collation::Binary, true),
+    info("utf8mb4_bin", "utf8mb4", 46, Collation::PadBin, true),
     info(
         "utf8mb4_general_ci",
         "utf8mb4",
@@ -248,7 +255,9 @@ fn weights(collation: Collation) -> &'static Weights {
                 Rule::Implicit,
             )
         }),
-        Collation::Binary => unreachable!("a binary collation compares bytes, not weights"),
+        Collation::Binary | Collation::PadBin => {
+            unreachable!("a binary collation compares bytes, not weights")
+        }
     }
 }
 
@@ -266,14 +275,24 @@ impl Collation {
         by_id(id).map_or(Collation::Binary, |c| c.collation)
     }
 
+    /// Whether text compares as it is, every byte counting: its sort key is itself.
     pub fn is_binary(self) -> bool {
         self == Collation::Binary
     }
 
-    /// Whether trailing spaces do not count (PAD SPACE), as in MySQL's `_ci` collations
-    /// before 0900. (MySQL's `_bin` ones are PAD SPACE too; Atoll's compare every byte.)
+    /// Whether one character equals another only when it is the same character (the `_bin`
+    /// collations): LIKE and LOCATE need no weights.
+    pub fn by_code_point(self) -> bool {
+        matches!(self, Collation::Binary | Collation::PadBin)
+    }
+
+    /// Whether trailing spaces do not count (PAD SPACE), as in MySQL's collations before
+    /// 0900.
     pub fn pads(self) -> bool {
-        matches!(self, Collation::GeneralCi | Collation::UnicodeCi)
+        matches!(
+            self,
+            Collation::PadBin | Collation::GeneralCi | Collation::UnicodeCi
+        )
     }
 
     /// The text a weight is taken of: without trailing spaces where they do not count.
@@ -285,14 +304,14 @@ impl Collation {
         }
     }
 
-    /// The sort key of `s`: each character's weights, 16 bits big-endian each. A binary
-    /// collation's is `s` itself.
+    /// The sort key of `s`: each character's weights, 16 bits big-endian each; for a `_bin`
+    /// collation `s` itself (without its trailing spaces where they do not count).
     pub fn sort_key(self, s: &[u8]) -> Vec<u8> {
-        if self.is_binary() {
+        let s = self.significant(s);
+        if self.by_code_point() {
             return s.to_vec();
         }
         let table = weights(self);
-        let s = self.significant(s);
         let mut key = Vec::with_capacity(s.len() * 2);
         for c in chars(s) {
             let mut packed = table.of(c);
@@ -316,7 +335,7 @@ impl Collation {
     /// Each character of `s` as one comparable unit (its packed weights), for LIKE, whose
     /// `_` is one character.
     pub fn units(self, s: &[u8]) -> Vec<u128> {
-        match self.is_binary() {
+        match self.by_code_point() {
             true => chars(s).map(u128::from).collect(),
             false => {
                 let table = weights(self);
@@ -327,7 +346,7 @@ impl Collation {
 
     /// The units of a LIKE pattern's literal character `c`.
     pub fn unit_of(self, c: char) -> u128 {
-        match self.is_binary() {
+        match self.by_code_point() {
             true => c as u128,
             false => weights(self).of(c as u32),
         }
@@ -372,6 +391,18 @@ mod tests {
         assert!(eq(n, "Ærø", "aero") && eq(n, "ǅ", "dž") && eq(n, "ŒUF", "oeuf"));
         assert!(!eq(n, "a ", "a") && lt(n, "a", "a "));
         assert!(!eq(n, "😀", "😁") && lt(n, "z", "一") && lt(n, "一", "𠀀"));
+    }
+
+    #[test]
+    fn bin_collations_of_text_pad_and_binary_ones_count_every_byte() {
+        let b = by_name("utf8mb4_bin").unwrap().collation;
+        assert!(eq(b, "a  ", "a") && !eq(b, "a", "A") && lt(b, "a", "a\u{1}"));
+        // Only spaces pad: a tab or a no-break space counts.
+        assert!(!eq(b, "a\t", "a") && !eq(b, "a\u{a0}", "a"));
+        assert_eq!(b.sort_key(b"ab  "), b"ab".to_vec());
+        for name in ["binary", "utf8mb4_0900_bin"] {
+            assert!(!eq(by_name(name).unwrap().collation, "a ", "a"), "{name}");
+        }
     }
 
     #[test]

@@ -794,7 +794,7 @@ impl<'a> Binder<'a> {
         let (group_by, base) = (agg.group_by, agg.base);
         let keyed_by_weights = self
             .collation_of(&group_by[i])?
-            .is_some_and(|(id, _)| crate::collate::by_weights(id));
+            .is_some_and(|(id, _)| crate::collate::by_sort_key(id));
         if !keyed_by_weights {
             return Ok(Expr::Column(i));
         }
@@ -812,7 +812,8 @@ impl<'a> Binder<'a> {
         s: &ast::Expr,
         from: Option<&ast::Expr>,
     ) -> Result<Expr> {
-        let Some(id) = self.comparison_collation(&[needle, s], "locate")? else {
+        let collation = self.comparison_collation(&[needle, s], "locate")?;
+        let Some(id) = collation.filter(|&id| crate::collate::by_weights(id)) else {
             return match from {
                 Some(from) => self.call(Func::Locate, &[needle, s, from]),
                 None => self.call(Func::Locate, &[needle, s]),
@@ -1118,7 +1119,8 @@ impl<'a> Binder<'a> {
                 escape_char: None,
                 any: false,
             } => {
-                let e = match self.comparison_collation(&[expr, pattern], "like")? {
+                let collation = self.comparison_collation(&[expr, pattern], "like")?;
+                let e = match collation.filter(|&id| crate::collate::by_weights(id)) {
                     Some(id) => {
                         let (v, p) = (self.bind(expr)?, self.bind(pattern)?);
                         let id = Expr::Const(Datum::Int(i64::from(id)));

@@ -9,9 +9,11 @@
 //! ones, are MySQL's 1267. Anything that is not text (a number, a date function, a
 //! variable) has none, and an operation with such an operand compares as before, not as text.
 //!
-//! Under a `_ci` collation the operands are compared as their sort keys
-//! (`expr::Func::SortKey`, [`codec::collation`]), LIKE becomes `CollatedLike`, and GROUP BY,
-//! DISTINCT and ORDER BY keys are sort keys; the values a query returns stay as stored.
+//! Under any collation but the NO PAD binary ones (`binary`, `utf8mb4_0900_bin`) the
+//! operands are compared as their sort keys (`expr::Func::SortKey`, [`codec::collation`]),
+//! and GROUP BY, DISTINCT and ORDER BY keys are sort keys: a `_ci` one's weights, a `_bin`
+//! one's bytes without trailing spaces (PAD SPACE). Under a `_ci` collation LIKE becomes
+//! `CollatedLike`. The values a query returns stay as stored.
 
 use codec::collation::{self, Collation};
 use codec::datum::Datum;
@@ -61,9 +63,16 @@ const PASSES_COLLATION: [&str; 27] = [
     "group_concat",
 ];
 
-/// Whether collation `id` compares by weights (a `_ci` one), not by bytes.
-pub fn by_weights(id: u16) -> bool {
+/// Whether text of collation `id` compares as its sort key: every collation but the NO PAD
+/// binary ones (a `_ci` one by weights, a `_bin` one without trailing spaces).
+pub fn by_sort_key(id: u16) -> bool {
     !Collation::of_id(id).is_binary()
+}
+
+/// Whether LIKE and LOCATE under collation `id` need its weights: characters of a `_bin`
+/// collation match only themselves, as the plain functions match them.
+pub fn by_weights(id: u16) -> bool {
+    !Collation::of_id(id).by_code_point()
 }
 
 /// Functions whose text result is new, in the connection's collation (COERCIBLE).
@@ -91,7 +100,7 @@ const COERCIBLE_TEXT: [&str; 19] = [
 
 /// `e` compared by collation `id`: its sort key when the collation is a `_ci` one.
 pub fn sort_key(e: Expr, id: u16) -> Expr {
-    match by_weights(id) {
+    match by_sort_key(id) {
         true => folded(
             Func::SortKey,
             vec![e, Expr::Const(Datum::Int(i64::from(id)))],
@@ -233,7 +242,8 @@ impl Binder<'_> {
     }
 
     /// The collation a comparison of `operands` uses when every one of them is text or
-    /// NULL and it is a `_ci` one; None when they compare by bytes or as numbers or dates.
+    /// NULL and it compares by sort key; None when they compare every byte or as numbers or
+    /// dates.
     pub fn comparison_collation(
         &self,
         operands: &[&ast::Expr],
@@ -248,10 +258,10 @@ impl Binder<'_> {
             }
         }
         let chosen = strongest_of(found, operation)?;
-        Ok(chosen.map(|(id, _)| id).filter(|&id| by_weights(id)))
+        Ok(chosen.map(|(id, _)| id).filter(|&id| by_sort_key(id)))
     }
 
-    /// The argument MIN and MAX of `_ci` text take after their value: the collation they
+    /// The argument MIN and MAX of text compared by sort key take after their value: the collation they
     /// compare under (expr::agg); None for other aggregates and arguments.
     pub fn min_max_collation(&self, kind: AggKind, args: &[&ast::Expr]) -> Result<Option<Expr>> {
         let (AggKind::Min | AggKind::Max, [a]) = (kind, args) else {
@@ -260,12 +270,12 @@ impl Binder<'_> {
         let id = self
             .collation_of(a)?
             .map(|(id, _)| id)
-            .filter(|&id| by_weights(id));
+            .filter(|&id| by_sort_key(id));
         Ok(id.map(|id| Expr::Const(Datum::Int(i64::from(id)))))
     }
 
     /// `e` bound as a key of grouping, DISTINCT or ordering: its sort key when it is text
-    /// of a `_ci` collation.
+    /// of a collation that compares by one.
     pub fn bind_key(&mut self, e: &ast::Expr) -> Result<Expr> {
         let bound = self.bind(e)?;
         Ok(match self.collation_of(e)? {

@@ -886,7 +886,7 @@ pub fn plan<'q>(
             };
             // An output column of `_ci` text orders by its sort key.
             let at = match types.get(at).and_then(|t| t.sql_type().text_collation()) {
-                Some(id) if at < visible && crate::collate::by_weights(id) => {
+                Some(id) if at < visible && crate::collate::by_sort_key(id) => {
                     exprs.push(crate::collate::sort_key(exprs[at].clone(), id));
                     exprs.len() - 1
                 }
