@@ -1525,6 +1525,18 @@ fn read_committed_reads_what_committed_before_each_statement_in_pessimistic_tran
         ),
         "1 1 5 5"
     );
+    // Without a scope word, SET TRANSACTION is for the next transaction only.
+    assert_eq!(
+        reads_around_a_commit(&c, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED;"),
+        "1 1 5 5"
+    );
+    assert_eq!(
+        reads_around_a_commit(
+            &c,
+            "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; BEGIN; COMMIT;"
+        ),
+        "1 1 1 1"
+    );
     // As in TiDB, optimistic transactions keep their snapshot under READ COMMITTED.
     assert_eq!(
         reads_around_a_commit(

@@ -36,6 +36,7 @@ use crate::ddl::{
     json_not_indexed, split_name,
 };
 use crate::error::{Result, SqlError};
+use crate::interrupt::Stop;
 use kv_client::Client;
 
 /// What an ALTER TABLE does besides its new definition.
@@ -571,7 +572,13 @@ fn add_constraint(t: &mut TableInfo, constraint: &TableConstraint, plan: &mut Pl
 
 /// Checks that every stored value of the columns `plan.checks` names is already a value of
 /// its new type (and not NULL where the column became NOT NULL).
-async fn check_rows(client: &Client, old: &TableInfo, new: &TableInfo, plan: &Plan) -> Result<()> {
+async fn check_rows(
+    client: &Client,
+    old: &TableInfo,
+    new: &TableInfo,
+    plan: &Plan,
+    stop: &Stop,
+) -> Result<()> {
     let checks = &plan.checks;
     // The new definition with only the added CHECKs, to evaluate them on each row.
     let added = TableInfo {
@@ -595,6 +602,7 @@ async fn check_rows(client: &Client, old: &TableInfo, new: &TableInfo, plan: &Pl
     let (mut from, end) = codec::table::row_range(old.id);
     let mut row_no = 0;
     loop {
+        stop.check()?;
         let page = snapshot
             .scan(&from, &end, crate::ddl::BACKFILL_BATCH_ROWS)
             .await?;
@@ -659,6 +667,7 @@ pub async fn alter_table(
     table: &str,
     operations: &[Op],
     foreign_key_checks: bool,
+    stop: &Stop,
 ) -> Result<()> {
     let version = schema.table(db, table)?;
     // DISABLE/ENABLE KEYS (crate::dialect): nothing to change.
@@ -671,7 +680,7 @@ pub async fn alter_table(
         apply(&mut t, op, &mut plan, schema, db)?;
     }
     if !plan.checks.is_empty() || !plan.constraints.is_empty() {
-        check_rows(client, &version, &t, &plan).await?;
+        check_rows(client, &version, &t, &plan, stop).await?;
     }
     if plan.generated_added {
         let snapshot = client.snapshot(client.current_ts().await?, 0);
@@ -690,7 +699,7 @@ pub async fn alter_table(
             .iter()
             .filter(|f| plan.foreign_keys.contains(&f.name))
         {
-            crate::foreign_keys::check_existing(client, schema, &t, fk).await?;
+            crate::foreign_keys::check_existing(client, schema, &t, fk, stop).await?;
         }
     }
     let old_key = table_key(version.db_id, &version.name);
@@ -736,7 +745,7 @@ pub async fn alter_table(
         // Every node's cached schema has the indexes before the backfill reads (catalog.rs).
         crate::catalog::wait_out_lease().await;
         for idx in &staged.indexes[version.indexes.len()..] {
-            if let Err(e) = backfill(client, &staged, idx).await {
+            if let Err(e) = backfill(client, &staged, idx, stop).await {
                 if commit_definition(client, &old_key, &old_key, &staged, version.clone())
                     .await
                     .is_err()

@@ -10,6 +10,7 @@ use crate::catalog::{
     Catalog, ColumnInfo, DbInfo, Default, IndexInfo, Schema, TableInfo, db_key, table_key,
 };
 use crate::error::{Result, SqlError};
+use crate::interrupt::Stop;
 use crate::types::SqlType;
 use kv_client::{Client, Transaction};
 
@@ -944,6 +945,7 @@ pub async fn create_index(
     schema: &Schema,
     db: &str,
     ci: &ast::CreateIndex,
+    stop: &Stop,
 ) -> Result<()> {
     let (_, table_name) = split_name(&ci.table_name);
     let t = schema.table(db, &table_name)?;
@@ -1006,7 +1008,7 @@ pub async fn create_index(
         .find(|i| i.id == index_id)
         .cloned()
         .ok_or_else(|| SqlError::unknown("the new index vanished"))?;
-    if let Err(e) = backfill(client, &t, &idx).await {
+    if let Err(e) = backfill(client, &t, &idx, stop).await {
         // Take the half-built index out again; its entries are unreachable without it.
         let _ = drop_index_by_id(client, &key, index_id).await;
         return Err(e);
@@ -1014,9 +1016,17 @@ pub async fn create_index(
     Ok(())
 }
 
-pub(crate) async fn backfill(client: &Client, t: &TableInfo, idx: &IndexInfo) -> Result<()> {
+/// Writes `idx`'s entries for every row of `t`, a batch per transaction; KILL QUERY stops
+/// it between two batches.
+pub(crate) async fn backfill(
+    client: &Client,
+    t: &TableInfo,
+    idx: &IndexInfo,
+    stop: &Stop,
+) -> Result<()> {
     let (mut from, end) = codec::table::row_range(t.id);
     loop {
+        stop.check()?;
         let mut txn = client.begin_pessimistic().await?;
         let rows = txn.scan(&from, &end, BACKFILL_BATCH_ROWS).await?;
         let Some((last, _)) = rows.last() else {

@@ -665,6 +665,7 @@ pub async fn check_existing(
     schema: &Schema,
     t: &TableInfo,
     fk: &ForeignKey,
+    stop: &crate::interrupt::Stop,
 ) -> Result<()> {
     let (parent, parent_at) = match fk.parent == t.id {
         true => (
@@ -680,6 +681,7 @@ pub async fn check_existing(
     let mut reader = client.begin().await?;
     let (mut from, end) = codec::table::row_range(t.id);
     loop {
+        stop.check()?;
         let page = reader
             .scan(&from, &end, crate::ddl::BACKFILL_BATCH_ROWS)
             .await?;

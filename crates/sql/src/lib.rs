@@ -18,7 +18,7 @@
 //!   DATA LOCAL INFILE's statement, records and lenient values; [`outfile`]: SELECT ... INTO
 //!   OUTFILE.
 //! - [`session`]: a connection's state and statement loop: transactions, variables,
-//!   prepared statements.
+//!   prepared statements; [`interrupt`]: KILL QUERY reaching the statement it stops.
 //! - [`show`]: SHOW statements as SELECTs over information_schema, with LIKE and WHERE.
 //! - [`set_config`]: `SET CONFIG kv ...`, forwarded to every kv node's `/config`.
 //! - [`users`]: accounts (CREATE/ALTER/DROP USER), the login password check, and each
@@ -56,6 +56,7 @@ pub mod foreign_keys;
 pub mod gc;
 pub mod grant_tables;
 pub mod info_schema;
+pub mod interrupt;
 pub mod join;
 pub mod load_data;
 pub mod outfile;

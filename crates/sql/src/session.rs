@@ -24,6 +24,7 @@ use crate::ddl::{self, split_name};
 use crate::dml::{self, DmlContext};
 use crate::error::{Result, SqlError};
 use crate::field_type::FieldType;
+use crate::interrupt::{Interrupt, Stop};
 use crate::privileges::Grants;
 use crate::query::{self, QueryContext, ResultSet};
 use crate::status::Counter;
@@ -31,6 +32,15 @@ use crate::types::text;
 use config::sysvars::Scope;
 
 pub const SERVER_VERSION: &str = "8.0.11-Atoll-0.1.0";
+
+/// MySQL's answer to a write in a READ ONLY transaction.
+fn read_only_transaction() -> SqlError {
+    SqlError {
+        code: 1792,
+        state: "25006",
+        message: "Cannot execute statement in a READ ONLY transaction.".into(),
+    }
+}
 
 /// The instance-wide variable kept in [`Shared::slow_log`].
 const SLOW_LOG_THRESHOLD: &str = "tidb_slow_log_threshold";
@@ -74,35 +84,6 @@ struct Process {
     kill: Arc<tokio::sync::Notify>,
     /// `KILL QUERY` of this connection: the running statement stops.
     interrupt: Arc<Interrupt>,
-}
-
-/// What `KILL QUERY` changes: a statement that began before the count moved is interrupted,
-/// whether it waits on `notify` already or not yet; one that begins after is not.
-#[derive(Debug, Default)]
-struct Interrupt {
-    count: std::sync::atomic::AtomicU64,
-    notify: tokio::sync::Notify,
-}
-
-impl Interrupt {
-    fn raise(&self) {
-        self.count.fetch_add(1, Ordering::SeqCst);
-        self.notify.notify_waiters();
-    }
-
-    /// Returns once the count has moved past `seen`.
-    async fn after(&self, seen: u64) {
-        loop {
-            let notified = self.notify.notified();
-            tokio::pin!(notified);
-            // Registered before the look: a raise in between still wakes it.
-            notified.as_mut().enable();
-            if self.count.load(Ordering::SeqCst) != seen {
-                return;
-            }
-            notified.await;
-        }
-    }
 }
 
 impl Shared {
@@ -275,6 +256,10 @@ pub struct Session {
     explicit: bool,
     /// The open transaction is READ COMMITTED: each statement reads at a fresh ts.
     txn_read_committed: bool,
+    /// The open transaction is READ ONLY: a statement that writes is 1792.
+    txn_read_only: bool,
+    /// `SET TRANSACTION` without a scope word: what the next transaction begins with.
+    next_txn: Option<crate::variables::SetTransaction>,
     /// Set by `BEGIN PESSIMISTIC|OPTIMISTIC` for the BEGIN it runs: whether its transaction
     /// is pessimistic, whatever `tidb_txn_mode` says.
     begin_pessimistic: Option<bool>,
@@ -296,8 +281,8 @@ pub struct Session {
     /// the same).
     kill: Arc<tokio::sync::Notify>,
     interrupt: Arc<Interrupt>,
-    /// The interrupt count when the running statement began.
-    interrupts_seen: u64,
+    /// The running statement's view of `interrupt`.
+    stop: Stop,
     /// This session's status counters (SHOW STATUS).
     counts: crate::status::SessionCounts,
 }
@@ -531,6 +516,8 @@ impl Session {
             txn: None,
             explicit: false,
             txn_read_committed: false,
+            txn_read_only: false,
+            next_txn: None,
             begin_pessimistic: None,
             vars,
             user_vars: BTreeMap::new(),
@@ -542,7 +529,7 @@ impl Session {
             load: None,
             kill: Arc::new(tokio::sync::Notify::new()),
             interrupt: Arc::default(),
-            interrupts_seen: 0,
+            stop: Stop::default(),
             counts: Default::default(),
         };
         session.show_process(None);
@@ -566,6 +553,52 @@ impl Session {
     /// Whether `transaction_isolation` is READ-COMMITTED.
     fn read_committed(&self) -> bool {
         matches!(self.vars.get("transaction_isolation"), Some(Datum::Bytes(l)) if l == b"READ-COMMITTED")
+    }
+
+    /// Whether `transaction_read_only` is on.
+    fn read_only(&self) -> bool {
+        matches!(self.vars.get("transaction_read_only"), Some(Datum::Int(1)))
+    }
+
+    /// `SET TRANSACTION mode` without a scope word: the modes of the session's next
+    /// transaction only (1568 while one is open, as in MySQL).
+    fn set_next_transaction(&mut self, set: crate::variables::SetTransaction) -> Result<()> {
+        if self.txn.is_some() {
+            return Err(SqlError {
+                code: 1568,
+                state: "25001",
+                message: "Transaction characteristics can't be changed while a transaction is in progress".into(),
+            });
+        }
+        if let Some(level) = set.isolation {
+            self.check_isolation_level(&Datum::Bytes(level.into()), false)?;
+        }
+        let next = self.next_txn.get_or_insert(set.clone());
+        next.isolation = set.isolation.or(next.isolation);
+        next.read_only = set.read_only.or(next.read_only);
+        Ok(())
+    }
+
+    /// 8048 for an isolation level TiDB does not run, unless
+    /// `tidb_skip_isolation_level_check` is on.
+    fn check_isolation_level(&self, level: &Datum, global: bool) -> Result<()> {
+        let unsupported =
+            matches!(level, Datum::Bytes(l) if l == b"SERIALIZABLE" || l == b"READ-UNCOMMITTED");
+        let skip = matches!(
+            self.variable("tidb_skip_isolation_level_check", global),
+            Some(Datum::Int(1))
+        );
+        match unsupported && !skip {
+            true => Err(SqlError {
+                code: 8048,
+                state: "HY000",
+                message: format!(
+                    "The isolation level '{}' is not supported. Set tidb_skip_isolation_level_check=1 to skip this error",
+                    text(level)
+                ),
+            }),
+            false => Ok(()),
+        }
     }
 
     fn lookup(&self, l: Lookup<'_>) -> Result<Datum> {
@@ -770,6 +803,15 @@ impl Session {
             out.push(self.select_into_outfile(sql, select, outfile).await?);
             return Ok(());
         }
+        if let Some(set) = crate::variables::set_transaction(sql)
+            && set
+                .as_ref()
+                .is_ok_and(|s| s.scope == crate::variables::TxnScope::Next)
+        {
+            self.set_next_transaction(set?)?;
+            out.push(Output::done(0));
+            return Ok(());
+        }
         if let Some(statement) = self.rewrite(sql).await? {
             out.push(
                 self.run_logged(&statement, StatementText::Text(sql.into()))
@@ -924,7 +966,7 @@ impl Session {
     /// refused here.
     async fn rewrite(&self, sql: &str) -> Result<Option<Statement>> {
         let text = if let Some(set) = crate::variables::set_transaction(sql) {
-            set?
+            set?.as_set()
         } else if let Some(set) = crate::variables::set_charset(sql) {
             set?
         } else if let Some(show) = crate::show::rewrite(sql, self.db.as_deref(), &self.user) {
@@ -1171,6 +1213,14 @@ impl Session {
         let spec = crate::load_data::parse(sql)?.ok().filter(|s| s.local)?;
         let file = spec.file.clone();
         self.begin_diagnostics();
+        // Before the process list shows it running: a KILL QUERY that sees it counts.
+        self.stop = Stop::begin(&self.interrupt);
+        self.show_process(Some(StatementText::Text(sql.into())));
+        let read_only = match self.txn.is_some() {
+            true => self.txn_read_only,
+            false => (self.next_txn.as_ref().and_then(|n| n.read_only))
+                .unwrap_or_else(|| self.read_only()),
+        };
         self.load = Some(Box::new(Load {
             splitter: crate::load_data::Splitter::new(&spec),
             spec,
@@ -1180,7 +1230,8 @@ impl Session {
             table: None,
             statement_savepoint: None,
             affected: 0,
-            error: None,
+            // The file is still read, and dropped.
+            error: read_only.then(read_only_transaction),
             in_flight: Default::default(),
         }));
         Some(file)
@@ -1196,8 +1247,8 @@ impl Session {
     /// (which fails with 1317 and is rolled back; its transaction stays). 1094 if there is no
     /// such connection; 1095 for another account's without CONNECTION_ADMIN (or SUPER), and
     /// 1227 for a SYSTEM_USER account's without SYSTEM_USER. A QUERY of an idle connection
-    /// does nothing, as in MySQL; one of DDL, ANALYZE or LOAD DATA neither (they run to
-    /// their end).
+    /// does nothing, as in MySQL; a DDL or LOAD DATA stops between two of its batches
+    /// ([`crate::interrupt`]).
     async fn kill(&self, modifier: Option<ast::KillType>, id: u64) -> Result<Output> {
         let unknown = || SqlError {
             code: 1094,
@@ -1267,6 +1318,7 @@ impl Session {
         if finished.is_ok() {
             finished = landed;
         }
+        self.show_process(None);
         finished.map(|()| Output::done(load.affected))
     }
 
@@ -1293,6 +1345,7 @@ impl Session {
         load: &mut Load,
         records: Vec<crate::load_data::Record>,
     ) -> Result<()> {
+        self.stop.check()?;
         let t = self.load_table(load).await?;
         let (rows, warnings) = self.load_rows(&t, load, records)?;
         let own = self.txn.is_none() && !self.explicit && self.autocommit();
@@ -1898,9 +1951,15 @@ impl Session {
             .begin_pessimistic
             .take()
             .unwrap_or_else(|| self.pessimistic());
+        let next = self.next_txn.take();
+        let read_committed = match next.as_ref().and_then(|n| n.isolation) {
+            Some(level) => level == "READ-COMMITTED",
+            None => self.read_committed(),
+        };
         // TiDB runs READ COMMITTED in pessimistic transactions only; optimistic ones keep
         // their snapshot.
-        self.txn_read_committed = self.read_committed() && pessimistic;
+        self.txn_read_committed = read_committed && pessimistic;
+        self.txn_read_only = (next.and_then(|n| n.read_only)).unwrap_or_else(|| self.read_only());
         let mut txn = if pessimistic {
             self.shared.client.begin_pessimistic().await?
         } else {
@@ -2185,7 +2244,7 @@ impl Session {
     async fn run_logged(&mut self, s: &Statement, text: StatementText) -> Result<Output> {
         let started = std::time::Instant::now();
         // Before the process list shows it running: a KILL QUERY that sees it counts.
-        self.interrupts_seen = self.interrupt.count.load(Ordering::SeqCst);
+        self.stop = Stop::begin(&self.interrupt);
         self.show_process(Some(text.clone()));
         let result = self.run(s).await;
         self.row_count = match &result {
@@ -2298,8 +2357,20 @@ impl Session {
         };
         self.read_cluster_tables(s).await?;
         match s {
-            Statement::StartTransaction { .. } => {
+            Statement::StartTransaction { modes, .. } => {
                 self.commit_open().await?;
+                for mode in modes {
+                    if let ast::TransactionMode::AccessMode(access) = mode {
+                        let read_only = *access == ast::TransactionAccessMode::ReadOnly;
+                        self.next_txn
+                            .get_or_insert(crate::variables::SetTransaction {
+                                scope: crate::variables::TxnScope::Next,
+                                isolation: None,
+                                read_only: None,
+                            })
+                            .read_only = Some(read_only);
+                    }
+                }
                 self.txn = Some(self.begin().await?);
                 self.explicit = true;
                 Ok(Output::done(0))
@@ -2383,7 +2454,13 @@ impl Session {
                 let ts = client.current_ts().await?;
                 // GC must not pass the snapshot while the table is read.
                 self.show_txn(ts);
-                let stats = crate::stats::collect(&client.snapshot(ts, 0), &t).await?;
+                // It only reads until it has them all: KILL QUERY may drop it anywhere.
+                let snapshot = client.snapshot(ts, 0);
+                let stats = tokio::select! {
+                    biased;
+                    stats = crate::stats::collect(&snapshot, &t) => stats?,
+                    () = self.stop.stopped() => return Err(crate::interrupt::interrupted()),
+                };
                 ddl::set_stats(client, &t, stats).await?;
                 if let Err(e) = self.shared.catalog.refresh().await {
                     tracing::warn!("schema refresh after ANALYZE failed: {}", e.message);
@@ -2490,23 +2567,8 @@ impl Session {
                 "SUPER or SYSTEM_VARIABLES_ADMIN",
             ));
         }
-        let unsupported_level =
-            matches!(&value, Datum::Bytes(l) if l == b"SERIALIZABLE" || l == b"READ-UNCOMMITTED");
-        if matches!(name, "transaction_isolation" | "tx_isolation")
-            && unsupported_level
-            && !matches!(
-                self.variable("tidb_skip_isolation_level_check", global),
-                Some(Datum::Int(1))
-            )
-        {
-            return Err(SqlError {
-                code: 8048,
-                state: "HY000",
-                message: format!(
-                    "The isolation level '{}' is not supported. Set tidb_skip_isolation_level_check=1 to skip this error",
-                    text(&value)
-                ),
-            });
+        if matches!(name, "transaction_isolation" | "tx_isolation") {
+            self.check_isolation_level(&value, global)?;
         }
         // Both names of a variable that has two move together.
         for alias in crate::variables::aliases(name)
@@ -2584,7 +2646,7 @@ impl Session {
             }
             Statement::CreateIndex(ci) => {
                 let (db, _) = self.qualified(&ci.table_name)?;
-                ddl::create_index(&client, &schema, &db, ci).await
+                ddl::create_index(&client, &schema, &db, ci, &self.stop).await
             }
             Statement::CreateView(cv) => {
                 // Views run with their definer's rights; SQL SECURITY INVOKER is not built.
@@ -2614,8 +2676,17 @@ impl Session {
             Statement::AlterTable(at) => {
                 let (db, table) = self.qualified(&at.name)?;
                 let checks = self.foreign_key_checks();
-                crate::alter::alter_table(&client, &schema, &db, &table, &at.operations, checks)
-                    .await
+                let stop = &self.stop;
+                crate::alter::alter_table(
+                    &client,
+                    &schema,
+                    &db,
+                    &table,
+                    &at.operations,
+                    checks,
+                    stop,
+                )
+                .await
             }
             Statement::RenameTable(pairs) => {
                 crate::alter::rename_tables(&client, &schema, self.db.as_deref(), pairs).await
@@ -2785,7 +2856,10 @@ impl Session {
         let mut txn = match self.take_open_txn().await? {
             Some(t) => t,
             // TiDB's max-ts point get: no timestamp from PD unless the plan needs one.
-            None if own && matches!(s, Statement::Query(q) if query::may_be_point_get(q)) => {
+            None if own
+                && self.next_txn.is_none()
+                && matches!(s, Statement::Query(q) if query::may_be_point_get(q)) =>
+            {
                 self.shared.client.begin_latest()
             }
             None => self.begin().await?,
@@ -2795,15 +2869,18 @@ impl Session {
         // KILL QUERY drops the statement wherever it waits (a lock, a scan); it then ends
         // as any failed one. A lock granted to a request in flight is not known to the txn:
         // it stays until the txn's locks expire.
-        let (interrupt, seen) = (self.interrupt.clone(), self.interrupts_seen);
-        let result = tokio::select! {
-            biased;
-            result = self.statement(&mut txn, s) => result,
-            () = interrupt.after(seen) => Err(SqlError {
-                code: 1317,
-                state: "70100",
-                message: "Query execution was interrupted".into(),
-            }),
+        let stop = self.stop.clone();
+        let writes = matches!(
+            s,
+            Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)
+        );
+        let result = match self.txn_read_only && writes {
+            true => Err(read_only_transaction()),
+            false => tokio::select! {
+                biased;
+                result = self.statement(&mut txn, s) => result,
+                () = stop.stopped() => Err(crate::interrupt::interrupted()),
+            },
         };
         let out = self
             .end_statement(own, txn, Some(savepoint), result)

@@ -208,14 +208,47 @@ pub fn begin_mode(sql: &str) -> Option<bool> {
     }
 }
 
+/// Which transactions `SET TRANSACTION` changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxnScope {
+    Global,
+    Session,
+    /// Without a scope word: the session's next transaction only (MySQL's and TiDB's rule).
+    Next,
+}
+
+/// `SET [GLOBAL | SESSION] TRANSACTION mode [, mode]`: the characteristics it sets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetTransaction {
+    pub scope: TxnScope,
+    /// `transaction_isolation`'s value: `READ-COMMITTED`, `REPEATABLE-READ`...
+    pub isolation: Option<&'static str>,
+    pub read_only: Option<bool>,
+}
+
+impl SetTransaction {
+    /// The `SET` of the variables a GLOBAL or SESSION one sets (a prepared one without a
+    /// scope word sets the session's).
+    pub fn as_set(&self) -> String {
+        let scope = match self.scope {
+            TxnScope::Global => "global",
+            TxnScope::Session | TxnScope::Next => "session",
+        };
+        let isolation = (self.isolation.iter())
+            .map(|level| format!("@@{scope}.transaction_isolation = '{level}'"));
+        let read_only = (self.read_only.iter())
+            .map(|on| format!("@@{scope}.transaction_read_only = {}", i64::from(*on)));
+        format!(
+            "SET {}",
+            isolation.chain(read_only).collect::<Vec<_>>().join(", ")
+        )
+    }
+}
+
 /// `SET [GLOBAL | SESSION] TRANSACTION mode [, mode]` (JDBC's `setTransactionIsolation` and
-/// `setReadOnly` send it; sqlparser drops its GLOBAL) as the `SET` of the variables it sets:
-/// `transaction_isolation`, `transaction_read_only`. `None` for any other statement, and for
+/// `setReadOnly` send it; sqlparser drops its GLOBAL). `None` for any other statement, and for
 /// one of several (sqlparser reads those, and Atoll refuses them).
-///
-/// Atoll applies it to the session, not to the next transaction only as MySQL does without a
-/// scope word.
-pub fn set_transaction(sql: &str) -> Option<Result<String>> {
+pub fn set_transaction(sql: &str) -> Option<Result<SetTransaction>> {
     let first = sql.split_whitespace().next()?;
     if !first.eq_ignore_ascii_case("SET") {
         return None;
@@ -232,15 +265,19 @@ pub fn set_transaction(sql: &str) -> Option<Result<String>> {
     let (scope, rest) = match words.as_slice() {
         [set, scope, txn, rest @ ..] if set == "SET" && txn == "TRANSACTION" => {
             match scope.as_str() {
-                "GLOBAL" => ("global", rest),
-                "SESSION" | "LOCAL" => ("session", rest),
+                "GLOBAL" => (TxnScope::Global, rest),
+                "SESSION" | "LOCAL" => (TxnScope::Session, rest),
                 _ => return None,
             }
         }
-        [set, txn, rest @ ..] if set == "SET" && txn == "TRANSACTION" => ("session", rest),
+        [set, txn, rest @ ..] if set == "SET" && txn == "TRANSACTION" => (TxnScope::Next, rest),
         _ => return None,
     };
-    let mut out = Vec::new();
+    let mut out = SetTransaction {
+        scope,
+        isolation: None,
+        read_only: None,
+    };
     let mut at = 0;
     let word = |i: usize| rest.get(i).map(String::as_str);
     while at < rest.len() {
@@ -253,14 +290,11 @@ pub fn set_transaction(sql: &str) -> Option<Result<String>> {
                     ("SERIALIZABLE", _) => ("SERIALIZABLE", 3),
                     _ => return Some(Err(SqlError::syntax(format!("near '{a}'")))),
                 };
-                out.push(format!("@@{scope}.transaction_isolation = '{level}'"));
+                out.isolation = Some(level);
                 at += used;
             }
             (Some("READ"), Some(mode @ ("ONLY" | "WRITE")), _, _) => {
-                out.push(format!(
-                    "@@{scope}.transaction_read_only = {}",
-                    i64::from(mode == "ONLY")
-                ));
+                out.read_only = Some(mode == "ONLY");
                 at += 2;
             }
             (w, _, _, _) => {
@@ -268,10 +302,10 @@ pub fn set_transaction(sql: &str) -> Option<Result<String>> {
             }
         }
     }
-    if out.is_empty() {
+    if out.isolation.is_none() && out.read_only.is_none() {
         return Some(Err(SqlError::syntax("SET TRANSACTION needs a mode")));
     }
-    Some(Ok(format!("SET {}", out.join(", "))))
+    Some(Ok(out))
 }
 
 /// `SET {CHARACTER SET | CHARSET} name` (sqlparser does not read it) as the `SET` of the
@@ -465,6 +499,23 @@ pub async fn load(client: &Client) -> Result<Stored> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn set_transaction_reads_its_scope_and_modes() {
+        let next = set_transaction("set transaction isolation level read committed, read only")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (next.scope, next.isolation, next.read_only),
+            (TxnScope::Next, Some("READ-COMMITTED"), Some(true))
+        );
+        let global = set_transaction("SET GLOBAL TRANSACTION READ WRITE;")
+            .unwrap()
+            .unwrap();
+        assert_eq!(global.as_set(), "SET @@global.transaction_read_only = 0");
+        assert!(set_transaction("SET TRANSACTION").unwrap().is_err());
+        assert!(set_transaction("SET x = 1").is_none());
+    }
 
     #[test]
     fn stored_text_checks_back_to_the_value_that_was_set() {

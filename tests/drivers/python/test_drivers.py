@@ -346,6 +346,29 @@ def test_isolation_levels_as_tidb_takes_them(conn):
     assert conn.error_code("SET transaction_isolation = 'BOGUS'") == 1231
 
 
+def test_set_transaction_without_a_scope_is_for_the_next_transaction_only(conn):
+    if conn.mode != "pymysql":
+        return
+    conn.run("CREATE TABLE ro (id INT PRIMARY KEY)")
+    # READ ONLY: writes are MySQL's 1792; the next transaction after it writes again.
+    conn.run("SET TRANSACTION READ ONLY")
+    assert conn.error_code("INSERT INTO ro VALUES (1)") == 1792
+    conn.run("INSERT INTO ro VALUES (2)")
+    conn.run("START TRANSACTION READ ONLY")
+    assert conn.error_code("DELETE FROM ro") == 1792
+    assert conn.query("SELECT id FROM ro")[0] == [(2,)]
+    # Not while a transaction is open (1568), with or without the scope word's SESSION.
+    assert conn.error_code("SET TRANSACTION ISOLATION LEVEL READ COMMITTED") == 1568
+    conn.run("COMMIT")
+    conn.run("SET SESSION TRANSACTION READ ONLY")
+    for _ in range(2):
+        assert conn.error_code("UPDATE ro SET id = 3") == 1792
+    conn.run("SET SESSION TRANSACTION READ WRITE")
+    conn.run("UPDATE ro SET id = 3")
+    assert conn.query("SELECT id FROM ro")[0] == [(3,)]
+    assert conn.error_code("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE") == 8048
+
+
 def test_sql_prepare_execute_and_deallocate(conn):
     if conn.prepared:
         # As MySQL: SQL's PREPARE is not itself a statement to prepare.
@@ -482,6 +505,67 @@ def test_kill_query_stops_a_waiting_statement_and_keeps_its_transaction(conn):
     assert conn.query("SELECT id, v FROM waited ORDER BY id")[0] == [(1, 0), (2, 2)]
     victim.close()
     holder.close()
+
+
+def _kill_query_while(conn, victim_id, verb, run):
+    """Runs `run` (which returns an error code) in a thread; once SHOW PROCESSLIST shows the
+    victim running a statement that starts with `verb`, sends KILL QUERY; returns the code."""
+    import threading
+
+    outcome = []
+    t = threading.Thread(target=lambda: outcome.append(run()))
+    t.start()
+    for _ in range(400):
+        infos = [r[7] for r in conn.query("SHOW PROCESSLIST")[0] if r[0] == victim_id]
+        if infos and infos[0] and infos[0].startswith(verb):
+            break
+        threading.Event().wait(0.01)
+    conn.run(f"KILL QUERY {victim_id}")
+    t.join(60)
+    return outcome
+
+
+def test_kill_query_stops_a_ddl_and_a_load_between_their_batches(conn, tmp_path):
+    if conn.mode != "pymysql":
+        return
+    conn.run("CREATE TABLE backfilled (id INT PRIMARY KEY, v INT)")
+    rows = ", ".join(f"({i}, {i % 7})" for i in range(20_000))
+    conn.run(f"INSERT INTO backfilled VALUES {rows}")
+    victim = Conn("pymysql", database="drv_pymysql")
+    victim_id = victim.query("SELECT CONNECTION_ID()")[0][0][0]
+    # ALTER waits a schema lease before its backfill: KILL QUERY comes before the first of
+    # its 20 batches; the half-made index goes again, as after any failure.
+    outcome = _kill_query_while(conn, victim_id, "ALTER",
+                                lambda: victim.error_code("ALTER TABLE backfilled ADD INDEX v_i (v)"))
+    assert outcome == [1317]
+    assert [r[2] for r in conn.query("SHOW INDEX FROM backfilled")[0]] == ["PRIMARY"]
+    assert conn.query("SELECT COUNT(*) FROM backfilled WHERE v = 3")[0] == [(2857,)]
+    # The connection stays, and its next statement is not interrupted.
+    assert victim.query("SELECT COUNT(*) FROM backfilled")[0] == [(20_000,)]
+    victim.close()
+
+    loader = pymysql.connect(host=HOST, port=PORT, **PYMYSQL_TLS, user="root",
+                             local_infile=True, database="drv_pymysql", autocommit=True)
+    loader_id = loader.thread_id()
+    conn.run("CREATE TABLE loaded (id INT PRIMARY KEY, v INT)")
+    big = tmp_path / "big.tsv"
+    big.write_text("".join(f"{i}\t{i}\n" for i in range(300_000)))
+
+    def load():
+        try:
+            loader.cursor().execute(f"LOAD DATA LOCAL INFILE '{big}' INTO TABLE loaded")
+        except pymysql.MySQLError as e:
+            return e.args[0]
+        return None
+
+    assert _kill_query_while(conn, loader_id, "LOAD DATA", load) == [1317]
+    # The batches that committed before it stay (as TiDB's); the rest of the file is not read.
+    loaded = conn.query("SELECT COUNT(*) FROM loaded")[0][0][0]
+    assert loaded < 300_000
+    cur = loader.cursor()
+    cur.execute("SELECT COUNT(*) FROM loaded")
+    assert cur.fetchone() == (loaded,)
+    loader.close()
 
 
 def test_kill_of_another_accounts_connection_is_refused(conn):
