@@ -518,6 +518,10 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         self.session.transport = crate::tls::transport(&session);
     }
 
+    fn on_multi_statements(&mut self, on: bool) {
+        self.session.multi_statements = on;
+    }
+
     fn statistics(&mut self) -> String {
         self.session.statistics()
     }

@@ -6,9 +6,11 @@
 //! The session ([`crate::session`]) inserts the records in batches ([`batch_rows`]), each in a
 //! transaction of its own under autocommit (TiDB's LOAD DATA is not one transaction either);
 //! rows whose key is taken are skipped (LOCAL implies IGNORE) or replace the old ones (REPLACE).
-//! Not built: the server-side form (without LOCAL), `@variables` in the column list, and `SET`.
+//! Fields may go to user variables (`(a, @b)`) that `SET c = expr` reads, row by row.
+//! Not built: the server-side form (without LOCAL).
 
 use codec::datum::Datum;
+use sqlparser::ast;
 
 use crate::error::{Result, SqlError};
 use crate::types::SqlType;
@@ -34,8 +36,18 @@ pub struct LoadSpec {
     pub format: Format,
     /// Records skipped at the start (`IGNORE n LINES`).
     pub ignore_lines: u64,
-    /// The columns the fields go to, in order (all of the table's when empty).
-    pub columns: Vec<String>,
+    /// Where the fields go, in order (all of the table's columns when empty).
+    pub columns: Vec<Target>,
+    /// `SET column = expr, ...`: evaluated for each record after its fields, in order; an
+    /// expression reads the record's columns and variables.
+    pub set: Vec<(String, ast::Expr)>,
+}
+
+/// Where a field goes: a column, or a user variable (named lowercase) for `SET` to read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    Column(String),
+    Variable(String),
 }
 
 /// How fields and lines are written in a file: `FIELDS ... LINES ...` of LOAD DATA and of
@@ -157,15 +169,17 @@ pub fn parse(sql: &str) -> Option<Result<LoadSpec>> {
     if !first.eq_ignore_ascii_case("LOAD") || !second.eq_ignore_ascii_case("DATA") {
         return None;
     }
+    let sql = sql.trim().trim_end_matches(';');
     Some(parse_tokens(
-        &match tokens(sql.trim().trim_end_matches(';')) {
+        sql,
+        &match tokens(sql) {
             Ok(t) => t,
             Err(e) => return Some(Err(e)),
         },
     ))
 }
 
-fn parse_tokens(toks: &[Token]) -> Result<LoadSpec> {
+fn parse_tokens(sql: &str, toks: &[Token]) -> Result<LoadSpec> {
     let mut at = 2;
     let word = |i: usize| word_at(toks, i);
     let string = |i: usize| quoted_at(toks, i);
@@ -211,6 +225,7 @@ fn parse_tokens(toks: &[Token]) -> Result<LoadSpec> {
         format: Format::default(),
         ignore_lines: 0,
         columns: Vec::new(),
+        set: Vec::new(),
     };
     if word(at) == "CHARACTER" && word(at + 1) == "SET" {
         // Values are bytes here whatever their character set.
@@ -227,13 +242,15 @@ fn parse_tokens(toks: &[Token]) -> Result<LoadSpec> {
     if matches!(toks.get(at), Some(Token::Symbol('('))) {
         at += 1;
         loop {
-            match toks.get(at) {
-                Some(Token::Word(w) | Token::Quoted(w)) => spec.columns.push(w.clone()),
-                Some(Token::Symbol('@')) => {
-                    return Err(SqlError::not_supported("LOAD DATA into @variables"));
+            let target = match (toks.get(at), toks.get(at + 1)) {
+                (Some(Token::Symbol('@')), Some(Token::Word(w) | Token::Quoted(w))) => {
+                    at += 1;
+                    Target::Variable(w.to_ascii_lowercase())
                 }
-                other => return Err(syntax(&format!("{other:?}"))),
-            }
+                (Some(Token::Word(w) | Token::Quoted(w)), _) => Target::Column(w.clone()),
+                (other, _) => return Err(syntax(&format!("{other:?}"))),
+            };
+            spec.columns.push(target);
             match toks.get(at + 1) {
                 Some(Token::Symbol(',')) => at += 2,
                 Some(Token::Symbol(')')) => {
@@ -245,7 +262,10 @@ fn parse_tokens(toks: &[Token]) -> Result<LoadSpec> {
         }
     }
     if word(at) == "SET" {
-        return Err(SqlError::not_supported("LOAD DATA ... SET"));
+        // The last clause: what follows the keyword is UPDATE's assignment list.
+        let from = set_keyword(sql).ok_or_else(|| syntax("SET"))?;
+        spec.set = assignments(&sql[from + 3..])?;
+        at = toks.len();
     }
     if let Some(extra) = toks.get(at) {
         return Err(syntax(&format!("{extra:?}")));
@@ -256,6 +276,66 @@ fn parse_tokens(toks: &[Token]) -> Result<LoadSpec> {
         ));
     }
     Ok(spec)
+}
+
+/// The byte offset of the `SET` that begins a LOAD DATA's SET clause: the first one outside
+/// quotes that is a word of its own and not `CHARACTER SET`.
+fn set_keyword(sql: &str) -> Option<usize> {
+    let bytes = sql.as_bytes();
+    let word_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80;
+    let (mut i, mut previous) = (0, "");
+    while i < bytes.len() {
+        match bytes[i] {
+            quote @ (b'\'' | b'"' | b'`') => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != quote {
+                    i += if bytes[i] == b'\\' && quote != b'`' {
+                        2
+                    } else {
+                        1
+                    };
+                }
+                i += 1;
+            }
+            b if word_byte(b) => {
+                let start = i;
+                while i < bytes.len() && word_byte(bytes[i]) {
+                    i += 1;
+                }
+                let word = &sql[start..i];
+                let variable = start > 0 && bytes[start - 1] == b'@';
+                if word.eq_ignore_ascii_case("SET")
+                    && !variable
+                    && !previous.eq_ignore_ascii_case("CHARACTER")
+                {
+                    return Some(start);
+                }
+                previous = word;
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// `a = expr, b = expr`: each column's name and its expression.
+fn assignments(text: &str) -> Result<Vec<(String, ast::Expr)>> {
+    let dialect = crate::dialect::Atoll::default();
+    let statement = sqlparser::parser::Parser::new(&dialect)
+        .try_with_sql(&format!("UPDATE t SET {text}"))
+        .and_then(|mut p| p.parse_statement())
+        .map_err(|e| SqlError::syntax(format!("{e} in LOAD DATA's SET")))?;
+    let ast::Statement::Update(update) = statement else {
+        return Err(syntax("SET"));
+    };
+    (update.assignments.into_iter())
+        .map(|a| match a.target {
+            ast::AssignmentTarget::ColumnName(name) => {
+                Ok((crate::ddl::split_name(&name).1, a.value))
+            }
+            ast::AssignmentTarget::Tuple(_) => Err(syntax("(")),
+        })
+        .collect()
 }
 
 /// Whether `pat` is at `pos` of `buf`: yes, no, or not known until more bytes arrive.
@@ -640,15 +720,35 @@ mod tests {
         );
         assert_eq!(
             (s.ignore_lines, s.columns.clone()),
-            (1, vec!["a".to_string(), "b".to_string()])
+            (
+                1,
+                vec![Target::Column("a".into()), Target::Column("b".into())]
+            )
         );
         assert!(parse("SELECT 1").is_none());
+        // Fields into variables, and SET (the first SET that is not CHARACTER SET's, outside
+        // quotes).
+        let s = spec(
+            "LOAD DATA LOCAL INFILE 'set' INTO TABLE t CHARACTER SET utf8mb4 \
+             FIELDS TERMINATED BY 'SET' (a, @B, @`c`) SET b = CONCAT(@b, ' SET'), c = @c + a;",
+        );
         assert_eq!(
-            parse("LOAD DATA LOCAL INFILE 'x' INTO TABLE t (@a)")
+            s.columns,
+            vec![
+                Target::Column("a".into()),
+                Target::Variable("b".into()),
+                Target::Variable("c".into())
+            ]
+        );
+        let set: Vec<String> = s.set.iter().map(|(c, e)| format!("{c}={e}")).collect();
+        assert_eq!(set, ["b=CONCAT(@b, ' SET')", "c=@c + a"]);
+        assert_eq!(s.format.fields_terminated, b"SET");
+        assert_eq!(
+            parse("LOAD DATA LOCAL INFILE 'x' INTO TABLE t (a) SET b =")
                 .unwrap()
                 .unwrap_err()
                 .code,
-            1235
+            1064
         );
         assert_eq!(
             parse("LOAD DATA LOCAL INFILE 'x' INTO t")

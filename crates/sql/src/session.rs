@@ -231,6 +231,10 @@ pub struct Session {
     pub user: String,
     /// The connection's transport (TLS, the client's certificate), set before the login.
     pub transport: crate::users::Transport,
+    /// Whether the client may send several statements in one query (CLIENT_MULTI_STATEMENTS
+    /// or COM_SET_OPTION); without it such a query is TiDB's 8130, unless
+    /// `tidb_multi_statement_mode` is ON (or WARN: a warning).
+    pub multi_statements: bool,
     /// Its privileges, read when the running statement began (its active roles' included).
     grants: Arc<Grants>,
     /// The roles SET ROLE chose (`None`: the account's default roles).
@@ -502,6 +506,7 @@ impl Session {
             // Set by the login before any statement runs.
             user: String::new(),
             transport: crate::users::Transport::default(),
+            multi_statements: true,
             grants: Arc::default(),
             active_roles: None,
             roles_on: Vec::new(),
@@ -558,6 +563,23 @@ impl Session {
     /// Whether `transaction_read_only` is on.
     fn read_only(&self) -> bool {
         matches!(self.vars.get("transaction_read_only"), Some(Datum::Int(1)))
+    }
+
+    /// Whether a query of several statements may run: TiDB's 8130 when the client did not
+    /// ask for them (which guards against SQL injected after a `;`), as an error, or with
+    /// `tidb_multi_statement_mode` WARN as the warning to leave once they ran (ON: none).
+    fn several_statements(&self) -> Result<Option<SqlError>> {
+        let refused = SqlError {
+            code: 8130,
+            state: "HY000",
+            message: "client has multi-statement capability disabled. Run SET GLOBAL tidb_multi_statement_mode='ON' after you understand the security risk".into(),
+        };
+        match self.vars.get("tidb_multi_statement_mode") {
+            _ if self.multi_statements => Ok(None),
+            Some(Datum::Bytes(mode)) if mode == b"ON" => Ok(None),
+            Some(Datum::Bytes(mode)) if mode == b"WARN" => Ok(Some(refused)),
+            _ => Err(refused),
+        }
     }
 
     /// `SET TRANSACTION mode` without a scope word: the modes of the session's next
@@ -694,9 +716,11 @@ impl Session {
     async fn execute_into(&mut self, sql: &str, out: &mut Vec<Output>) -> Result<()> {
         let statements = crate::words::split_statements(sql);
         if statements.len() > 1 {
+            let warning = self.several_statements()?;
             for one in statements {
                 Box::pin(self.execute_into(one, out)).await?;
             }
+            self.warn(warning.map(|e| (e.code, e.message)));
             return Ok(());
         }
         self.count(Counter::Questions);
@@ -1514,18 +1538,35 @@ impl Session {
         load: &mut Load,
         records: Vec<crate::load_data::Record>,
     ) -> Result<(Vec<Vec<Datum>>, Vec<(u16, String)>)> {
-        let columns: Vec<usize> = if load.spec.columns.is_empty() {
-            (0..t.columns.len()).collect()
-        } else {
-            load.spec
-                .columns
-                .iter()
-                .map(|c| {
-                    t.column(c)
-                        .ok_or_else(|| SqlError::unknown_column(c, "field list"))
+        use crate::load_data::Target;
+        /// Where a field goes: a column, or a variable by its offset in `variables`.
+        #[derive(Clone, Copy)]
+        enum Slot {
+            Column(usize),
+            Variable(usize),
+        }
+        let mut variables: Vec<&str> = Vec::new();
+        let slots: Vec<Slot> = match load.spec.columns.is_empty() {
+            true => (0..t.columns.len()).map(Slot::Column).collect(),
+            false => (load.spec.columns.iter())
+                .map(|target| match target {
+                    Target::Column(c) => t
+                        .column(c)
+                        .map(Slot::Column)
+                        .ok_or_else(|| SqlError::unknown_column(c, "field list")),
+                    Target::Variable(v) => Ok(Slot::Variable(
+                        match variables.iter().position(|n| n == v) {
+                            Some(i) => i,
+                            None => {
+                                variables.push(v);
+                                variables.len() - 1
+                            }
+                        },
+                    )),
                 })
-                .collect::<Result<_>>()?
+                .collect::<Result<_>>()?,
         };
+        let set = self.load_assignments(t, &variables, &load.spec.set)?;
         let mut rows = Vec::with_capacity(records.len());
         let mut warnings = Vec::new();
         // A column the record gives no value: its default as the column stores it, or for a
@@ -1544,27 +1585,99 @@ impl Session {
             load.records += 1;
             let row_no = load.records as usize;
             let mut row = defaults.clone();
-            if record.len() < columns.len() {
+            if record.len() < slots.len() {
                 warnings.push((
                     1261,
                     format!("Row {row_no} doesn't contain data for all columns"),
                 ));
-            } else if record.len() > columns.len() {
+            } else if record.len() > slots.len() {
                 warnings.push((
                     1262,
                     format!("Row {row_no} was truncated; it contained more data than there were input columns"),
                 ));
             }
-            for (field, &c) in record.into_iter().zip(&columns) {
-                let col = &t.columns[c];
-                let (value, warning) =
-                    crate::load_data::lenient(&col.ty, col.nullable, &col.name, field, row_no);
-                row[c] = value;
-                warnings.extend(warning);
+            let mut values = vec![Datum::Null; variables.len()];
+            for (field, &slot) in record.into_iter().zip(&slots) {
+                match slot {
+                    Slot::Column(c) => {
+                        let col = &t.columns[c];
+                        let (value, warning) = crate::load_data::lenient(
+                            &col.ty,
+                            col.nullable,
+                            &col.name,
+                            field,
+                            row_no,
+                        );
+                        row[c] = value;
+                        warnings.extend(warning);
+                    }
+                    Slot::Variable(v) => values[v] = field.map_or(Datum::Null, Datum::Bytes),
+                }
+            }
+            if !set.is_empty() {
+                // The row, then the variables: what the SET expressions were bound over.
+                let mut input: Vec<Datum> = row.iter().cloned().chain(values).collect();
+                for (c, e) in &set {
+                    let col = &t.columns[*c];
+                    let (value, warning) = match e.eval(&input)? {
+                        Datum::Null => crate::load_data::lenient(
+                            &col.ty,
+                            col.nullable,
+                            &col.name,
+                            None,
+                            row_no,
+                        ),
+                        v => match col.ty.convert(v.clone(), &col.name, row_no) {
+                            Ok(converted) => (converted, None),
+                            Err(_) => crate::load_data::lenient(
+                                &col.ty,
+                                col.nullable,
+                                &col.name,
+                                Some(text(&v).into_bytes()),
+                                row_no,
+                            ),
+                        },
+                    };
+                    (row[*c], input[*c]) = (value.clone(), value);
+                    warnings.extend(warning);
+                }
             }
             rows.push(row);
         }
         Ok((rows, warnings))
+    }
+
+    /// LOAD DATA's `SET column = expr` list bound over `t`'s columns followed by the
+    /// `variables` the fields went to (each `@name` of theirs read from there; any other
+    /// variable is the session's): each column's offset and its expression.
+    fn load_assignments(
+        &self,
+        t: &TableInfo,
+        variables: &[&str],
+        set: &[(String, ast::Expr)],
+    ) -> Result<Vec<(usize, expr::Expr)>> {
+        let pseudo = |i: usize| format!("{}load_var_{i}", crate::subquery::INTERNAL_PREFIX);
+        let mut scope = crate::query::table_scope(t, None);
+        scope
+            .columns
+            .extend((0..variables.len()).map(|i| (None, pseudo(i))));
+        let lookup = |l: Lookup<'_>| self.lookup(l);
+        let mut bound = Vec::with_capacity(set.len());
+        for (name, e) in set {
+            let c = (t.column(name)).ok_or_else(|| SqlError::unknown_column(name, "field list"))?;
+            let mut e = e.clone();
+            let _ = ast::visit_expressions_mut(&mut e, |x| {
+                if let ast::Expr::Identifier(id) = x
+                    && let Some(v) = id.value.strip_prefix('@')
+                    && let Some(i) = variables.iter().position(|n| n.eq_ignore_ascii_case(v))
+                {
+                    *x = ast::Expr::Identifier(ast::Ident::new(pseudo(i)));
+                }
+                std::ops::ControlFlow::<()>::Continue(())
+            });
+            bound.push((c, crate::bind::Binder::new(&scope, &lookup).bind(&e)?));
+        }
+        Ok(bound)
     }
 
     /// The id of the statement SQL's PREPARE named `name` (1243 if there is none, as MySQL

@@ -73,6 +73,7 @@ pub static DEFAULTS: LazyLock<BTreeMap<String, Datum>> = LazyLock::new(|| {
         ("sql_auto_is_null", Datum::Int(0)),
         ("tidb_txn_mode", s("pessimistic")),
         ("tidb_skip_isolation_level_check", Datum::Int(0)),
+        ("tidb_multi_statement_mode", s("OFF")),
         ("socket", s("")),
         ("port", Datum::Int(4000)),
         ("hostname", s("localhost")),
@@ -169,6 +170,12 @@ pub fn check(name: &str, v: Datum) -> Result<(Datum, Option<Value>)> {
                 _ => return Err(SqlError::wrong_variable_value(name, &shown)),
             }
         }
+        "tidb_multi_statement_mode" => match shown.to_ascii_uppercase().as_str() {
+            "OFF" | "0" => Datum::Bytes(b"OFF".to_vec()),
+            "ON" | "1" => Datum::Bytes(b"ON".to_vec()),
+            "WARN" | "2" => Datum::Bytes(b"WARN".to_vec()),
+            _ => return Err(SqlError::wrong_variable_value(name, &shown)),
+        },
         "tidb_txn_mode" => match shown.to_ascii_lowercase().as_str() {
             "" | "pessimistic" => Datum::Bytes(b"pessimistic".to_vec()),
             "optimistic" => Datum::Bytes(b"optimistic".to_vec()),

@@ -310,6 +310,46 @@ def test_several_statements_in_one_query_answer_each():
     c.close()
 
 
+def test_several_statements_need_the_clients_consent(conn):
+    if conn.mode != "pymysql":
+        return
+    from pymysql.constants import COMMAND
+
+    # PyMySQL does not ask for CLIENT_MULTI_STATEMENTS: a `;` cannot smuggle in a second
+    # statement (TiDB's 8130), and nothing ran.
+    c = pymysql.connect(host=HOST, port=PORT, **PYMYSQL_TLS, user="root")
+    cur = c.cursor()
+    with pytest.raises(pymysql.MySQLError) as e:
+        cur.execute("SET @smuggled = 1; SELECT 2")
+    assert e.value.args[0] == 8130
+    cur.execute("SELECT @smuggled")
+    assert cur.fetchall() == ((None,),)
+    # COM_SET_OPTION turns them on (and off), as libmysqlclient's mysql_set_server_option.
+    for option, expect in [(b"\x00\x00", None), (b"\x01\x00", 8130)]:
+        c._execute_command(COMMAND.COM_SET_OPTION, option)
+        assert c._read_packet().is_eof_packet()
+        try:
+            cur.execute("SELECT 1; SELECT 2")
+            while cur.nextset():
+                pass
+            got = None
+        except pymysql.MySQLError as err:
+            got = err.args[0]
+        assert got == expect
+    # tidb_multi_statement_mode lets a session take them anyway (WARN: with a warning).
+    cur.execute("SET tidb_multi_statement_mode = 'WARN'")
+    cur.execute("SELECT 1; SELECT 2")
+    while cur.nextset():
+        pass
+    cur.execute("SHOW WARNINGS")
+    assert [w[1] for w in cur.fetchall()] == [8130]
+    cur.execute("SET tidb_multi_statement_mode = 'ON'")
+    cur.execute("SELECT 1; SELECT 2")
+    while cur.nextset():
+        pass
+    c.close()
+
+
 def test_metadata_statements_tools_send(conn):
     conn.run("CREATE TABLE m (id INT PRIMARY KEY, name VARCHAR(20) NOT NULL, price INT,"
              " UNIQUE KEY name_u (name), KEY price_i (price))")
@@ -434,6 +474,16 @@ def test_load_data_local_infile(conn, tmp_path):
         assert tuple(int(x) for x in cur.fetchone()) == kept
     cur.execute("SHOW COUNT(*) WARNINGS")
     assert cur.fetchone() == (0,)
+    # Fields into user variables, and SET from them (MySQL's way to convert a field).
+    dated = tmp_path / "dated.csv"
+    dated.write_bytes(b"1,12/31/2024,5\n2,01/02/2025,\\N\n")
+    cur.execute("CREATE TABLE ls (id INT PRIMARY KEY, d DATE, n INT, twice INT)")
+    cur.execute(f"LOAD DATA LOCAL INFILE '{dated}' INTO TABLE ls FIELDS TERMINATED BY ',' "
+                "(id, @d, @n) SET d = STR_TO_DATE(@d, '%m/%d/%Y'), n = @n, "
+                "twice = IFNULL(@n, 0) * 2 + id")
+    cur.execute("SELECT id, d, n, twice FROM ls ORDER BY id")
+    assert cur.fetchall() == ((1, datetime.date(2024, 12, 31), 5, 11),
+                              (2, datetime.date(2025, 1, 2), None, 2))
     # CHAR and BINARY values as the columns store them, cut, zero or default (MariaDB's).
     fixed = tmp_path / "fixed.csv"
     fixed.write_bytes(b"1,ab cd\n")

@@ -141,6 +141,7 @@ const COM_STMT_SEND_LONG_DATA: u8 = 0x18;
 const COM_STMT_CLOSE: u8 = 0x19;
 const COM_STMT_RESET: u8 = 0x1a;
 const COM_RESET_CONNECTION: u8 = 0x1f;
+const COM_SET_OPTION: u8 = 0x1b;
 
 /// Atoll: a statement or name that is not UTF-8 gets MySQL's 1300 and the connection stays.
 async fn not_utf8<W: AsyncWrite + Unpin>(w: &mut PacketWriter<W>) -> io::Result<()> {
@@ -258,6 +259,10 @@ pub trait AsyncMysqlShim<W: Send> {
 
     /// Atoll: the connection switched to TLS before the login, as `session` says.
     fn on_tls(&mut self, _session: TlsSession) {}
+
+    /// Atoll: whether the client may send several statements in one COM_QUERY: its
+    /// CLIENT_MULTI_STATEMENTS at the handshake, then each COM_SET_OPTION.
+    fn on_multi_statements(&mut self, _on: bool) {}
 
     /// Atoll: a COM_STMT_FETCH arrived (the server counts them).
     fn on_fetch(&mut self) {}
@@ -623,6 +628,11 @@ where
             }
 
             self.client_capabilities = handshake.capabilities;
+            self.shim.on_multi_statements(
+                handshake
+                    .capabilities
+                    .contains(CapabilityFlags::CLIENT_MULTI_STATEMENTS),
+            );
             if let Some(username) = &handshake.username {
                 let auth_response = handshake.auth_response.clone();
                 if !self
@@ -1156,6 +1166,21 @@ where
                                 // As a failed login: the connection ends.
                                 break;
                             }
+                        }
+                        // MYSQL_OPTION_MULTI_STATEMENTS_ON (0) or _OFF (1), answered with
+                        // EOF as MySQL answers it; any other option is 1047.
+                        Some(COM_SET_OPTION) if packet.len() == 3 && packet[2] == 0 && packet[1] < 2 => {
+                            let on = packet[1] == 0;
+                            self.client_capabilities
+                                .set(CapabilityFlags::CLIENT_MULTI_STATEMENTS, on);
+                            self.shim.on_multi_statements(on);
+                            let status = self.shim.server_status();
+                            writers::write_end_of_rows(
+                                &mut self.writer,
+                                self.client_capabilities,
+                                status,
+                            )
+                            .await?;
                         }
                         Some(COM_RESET_CONNECTION) => {
                             stmts.clear();
