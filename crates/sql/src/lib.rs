@@ -19,6 +19,7 @@
 //!   OUTFILE.
 //! - [`session`]: a connection's state and statement loop: transactions, variables,
 //!   prepared statements; [`interrupt`]: KILL QUERY reaching the statement it stops.
+//! - [`column_names`]: result columns named as the statement wrote them.
 //! - [`show`]: SHOW statements as SELECTs over information_schema, with LIKE and WHERE.
 //! - [`set_config`]: `SET CONFIG kv ...`, forwarded to every kv node's `/config`.
 //! - [`users`]: accounts (CREATE/ALTER/DROP USER), the login password check, and each
@@ -45,6 +46,7 @@ pub mod caching_sha2;
 pub mod catalog;
 pub mod cluster_tables;
 pub mod collate;
+pub mod column_names;
 pub mod cte;
 pub mod ddl;
 pub mod dialect;

@@ -853,7 +853,12 @@ impl Session {
             out.push(result?);
             return Ok(());
         }
-        let statements = parse(sql)?;
+        let mut statements = parse(sql)?;
+        for s in &mut statements {
+            if let Statement::Query(q) = s {
+                crate::column_names::name_as_written(q, sql);
+            }
+        }
         for s in &statements {
             let text = match statements.len() {
                 1 => sql.into(),
@@ -1107,7 +1112,10 @@ impl Session {
                         "a prepared statement must be exactly one statement",
                     ));
                 }
-                let statement = statements.pop().expect("one statement");
+                let mut statement = statements.pop().expect("one statement");
+                if let Statement::Query(q) = &mut statement {
+                    crate::column_names::name_as_written(q, sql);
+                }
                 let command = crate::status::command(&statement);
                 (statement, command)
             }

@@ -310,6 +310,16 @@ def test_several_statements_in_one_query_answer_each():
     c.close()
 
 
+def test_result_columns_are_named_as_the_query_wrote_them(conn):
+    # MariaDB names them the same; over the binary protocol too (the prepared modes).
+    cur = conn.cursor()
+    cur.execute("SELECT 1+1, count(*), CONCAT('a','b'), 2 AS two, 'x', -1,  2.50 * 2 FROM (SELECT 1) t")
+    assert [d[0] for d in cur.description] == [
+        "1+1", "count(*)", "CONCAT('a','b')", "two", "x", "-1", "2.50 * 2"]
+    cur.fetchall()
+    cur.close()
+
+
 def test_several_statements_need_the_clients_consent(conn):
     if conn.mode != "pymysql":
         return
