@@ -1199,18 +1199,22 @@ fn cluster_info_and_cluster_config_show_every_node_pd_lists() {
         "SELECT COUNT(*) > 10 FROM information_schema.CLUSTER_CONFIG WHERE TYPE = 'pd'",
     );
     assert_eq!(pd_keys, "COUNT(*) > 10\n1\n");
-    // As TiDB asks: the PROCESS privilege.
+    // As TiDB asks: the PROCESS privilege for CLUSTER_INFO, CONFIG for the configuration.
     c.run("", "CREATE USER viewer IDENTIFIED BY 'pw'");
-    let refused = as_user(
-        &c,
-        "viewer",
-        "",
+    for statement in [
         "SELECT * FROM information_schema.CLUSTER_INFO",
-    );
-    assert!(refused.unwrap_err().starts_with("1227 (42000)"));
+        "SHOW CONFIG",
+    ] {
+        let refused = as_user(&c, "viewer", "", statement);
+        assert!(refused.unwrap_err().starts_with("1227 (42000)"));
+    }
     c.run("", "GRANT PROCESS ON *.* TO viewer");
     let sql_nodes = "SELECT COUNT(*) FROM information_schema.CLUSTER_INFO WHERE TYPE = 'tidb'";
     assert_eq!(as_user(&c, "viewer", "", sql_nodes).unwrap(), "1\n");
+    let config = "SELECT COUNT(*) > 10 FROM information_schema.CLUSTER_CONFIG";
+    assert!(as_user(&c, "viewer", "", config).is_err());
+    c.run("", "GRANT CONFIG ON *.* TO viewer");
+    assert_eq!(as_user(&c, "viewer", "", config).unwrap(), "1\n");
 }
 
 #[test]

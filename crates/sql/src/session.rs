@@ -2436,9 +2436,9 @@ impl Session {
         Ok(needs)
     }
 
-    /// Reads every node for CLUSTER_INFO and CLUSTER_CONFIG when `s` reads them (PROCESS
-    /// privilege, as TiDB asks), each node that cannot be read a warning; forgets the last
-    /// statement's otherwise.
+    /// Reads every node for CLUSTER_INFO and CLUSTER_CONFIG when `s` reads them (the
+    /// PROCESS and the CONFIG privilege, as TiDB asks), each node that cannot be read a
+    /// warning; forgets the last statement's otherwise.
     async fn read_cluster_tables(&mut self, s: &Statement) -> Result<()> {
         let mut reads = (false, false);
         let _ = ast::visit_relations(s, |name| {
@@ -2453,8 +2453,11 @@ impl Session {
         self.cluster_rows = match reads {
             (false, false) => Arc::default(),
             (info, config) => {
-                if !self.sees_all_processes() {
+                if info && !self.sees_all_processes() {
                     return Err(crate::authorize::need_privilege("PROCESS"));
+                }
+                if config && !self.grants.dynamic("CONFIG") {
+                    return Err(crate::authorize::need_privilege("CONFIG"));
                 }
                 let pd = self.shared.client.pd();
                 let rows = crate::cluster_tables::read(pd, info, config).await?;
