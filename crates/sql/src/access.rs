@@ -194,7 +194,7 @@ enum Bound {
 fn as_column_value(t: &TableInfo, col: usize, e: &Expr) -> Option<Datum> {
     let Expr::Const(d) = e else { return None };
     if !t.columns[col].ty.collation().is_binary() {
-        // A `_ci` column's bound is a sort key already (see `bounds`), as its entries hold.
+        // A text column's bound is a sort key already (see `bounds`), as its entries hold.
         return matches!(d, Datum::Bytes(_)).then(|| d.clone());
     }
     let is_text = |x: &Datum| matches!(x, Datum::Bytes(_));

@@ -788,14 +788,14 @@ impl<'a> Binder<'a> {
     }
 
     /// The value of group-by expression `i` in an aggregated row: the group's key, or for
-    /// text grouped by a `_ci` collation (whose key is a sort key) its first row's value.
+    /// text grouped by its sort key its first row's value.
     fn group_value(&mut self, i: usize) -> Result<Expr> {
         let agg = self.aggregation.as_ref().expect("an aggregating query");
         let (group_by, base) = (agg.group_by, agg.base);
-        let keyed_by_weights = self
+        let keyed_by_sort_key = self
             .collation_of(&group_by[i])?
             .is_some_and(|(id, _)| crate::collate::by_sort_key(id));
-        if !keyed_by_weights {
+        if !keyed_by_sort_key {
             return Ok(Expr::Column(i));
         }
         let value = Binder::new(base, self.variable).bind(&group_by[i])?;

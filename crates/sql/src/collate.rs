@@ -98,7 +98,7 @@ const COERCIBLE_TEXT: [&str; 19] = [
     "version",
 ];
 
-/// `e` compared by collation `id`: its sort key when the collation is a `_ci` one.
+/// `e` compared by collation `id`: its sort key when the collation compares by one.
 pub fn sort_key(e: Expr, id: u16) -> Expr {
     match by_sort_key(id) {
         true => folded(
@@ -109,7 +109,8 @@ pub fn sort_key(e: Expr, id: u16) -> Expr {
     }
 }
 
-/// Column `c` of `t` as comparisons of it are bound: its sort key when it is `_ci` text.
+/// Column `c` of `t` as comparisons of it are bound: its sort key when it is text of a
+/// collation that compares by one.
 pub fn compared_column(t: &crate::catalog::TableInfo, c: usize) -> Expr {
     match t.columns[c].ty.text_collation() {
         Some(id) => sort_key(Expr::Column(c), id),
@@ -118,7 +119,7 @@ pub fn compared_column(t: &crate::catalog::TableInfo, c: usize) -> Expr {
 }
 
 /// The key under which DISTINCT and set operations find a row's equals: each text value of
-/// a `_ci` column (`collations`, by offset) as its sort key.
+/// a column whose collation compares by sort key (`collations`, by offset) as its sort key.
 pub fn row_key(row: &[Datum], collations: &[Collation]) -> Vec<u8> {
     if collations.iter().all(|c| c.is_binary()) {
         return expr::eval::group_key(row);

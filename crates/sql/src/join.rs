@@ -276,7 +276,7 @@ fn shift(e: &Expr, base: usize) -> Expr {
     }
 }
 
-/// The column a join key reads, and the `_ci` collation it is compared under: `c` or
+/// The column a join key reads, and the collation it is compared under by sort key: `c` or
 /// `SORT_KEY(c, collation)`.
 fn key_column(e: &Expr) -> Option<(usize, Option<u16>)> {
     match e {
@@ -289,7 +289,7 @@ fn key_column(e: &Expr) -> Option<(usize, Option<u16>)> {
     }
 }
 
-/// The values of `row` at `keys`, each text one under a `_ci` collation as its sort key.
+/// The values of `row` at `keys`, each text one under a collation that compares by sort key as its sort key.
 fn key_values(row: &[Datum], keys: &[usize], collations: &[Option<u16>]) -> Vec<Datum> {
     use codec::collation::Collation;
     keys.iter()
@@ -330,15 +330,13 @@ pub const LOOKUP_JOIN_MAX_KEYS: usize = 2048;
 /// when `comparable(a, b)`: columns whose values compare the same way (`'1.0' = 1` but not
 /// `'1.0' = '1'`, so a text column equal to a number column learns nothing).
 fn propagate_constants(parts: &mut Vec<Expr>, comparable: impl Fn(usize, usize) -> bool) {
-    let pinned = |parts: &[Expr]| -> Vec<(usize, Datum)> {
+    let pinned = |parts: &[Expr]| -> Vec<(Compared, Datum)> {
         parts
             .iter()
             .filter_map(|p| match p {
                 Expr::Call(Func::Eq, args) => match args.as_slice() {
-                    [Expr::Column(a), Expr::Const(c)] | [Expr::Const(c), Expr::Column(a)]
-                        if !c.is_null() =>
-                    {
-                        Some((*a, c.clone()))
+                    [x, Expr::Const(c)] | [Expr::Const(c), x] if !c.is_null() => {
+                        Some((Compared::of(x)?, c.clone()))
                     }
                     _ => None,
                 },
@@ -353,24 +351,21 @@ fn propagate_constants(parts: &mut Vec<Expr>, comparable: impl Fn(usize, usize) 
             let Expr::Call(Func::Eq, args) = p else {
                 continue;
             };
-            let [Expr::Column(a), Expr::Column(b)] = args.as_slice() else {
+            let [x, y] = args.as_slice() else { continue };
+            let (Some(a), Some(b)) = (Compared::of(x), Compared::of(y)) else {
                 continue;
             };
-            if !comparable(*a, *b) {
+            if a.collation != b.collation || !comparable(a.column, b.column) {
                 continue;
             }
             for (from, to) in [(a, b), (b, a)] {
-                let has = |c: &usize| known.iter().any(|(k, _)| k == c);
-                if has(to) {
+                if known.iter().any(|(k, _)| *k == to) {
                     continue;
                 }
-                if let Some((_, v)) = known.iter().find(|(k, _)| k == from) {
+                if let Some((_, v)) = known.iter().find(|(k, _)| *k == from) {
                     let v = v.clone();
-                    known.push((*to, v.clone()));
-                    added.push(Expr::call(
-                        Func::Eq,
-                        vec![Expr::Column(*to), Expr::Const(v)],
-                    ));
+                    known.push((to, v.clone()));
+                    added.push(Expr::call(Func::Eq, vec![to.expr(), Expr::Const(v)]));
                 }
             }
         }
@@ -378,6 +373,42 @@ fn propagate_constants(parts: &mut Vec<Expr>, comparable: impl Fn(usize, usize) 
             return;
         }
         parts.extend(added);
+    }
+}
+
+/// A column as a comparison holds it: itself, or its sort key under a collation (by id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Compared {
+    column: usize,
+    collation: Option<i64>,
+}
+
+impl Compared {
+    fn of(e: &Expr) -> Option<Compared> {
+        match e {
+            Expr::Column(c) => Some(Compared {
+                column: *c,
+                collation: None,
+            }),
+            Expr::Call(Func::SortKey, args) => match args.as_slice() {
+                [Expr::Column(c), Expr::Const(Datum::Int(id))] => Some(Compared {
+                    column: *c,
+                    collation: Some(*id),
+                }),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    fn expr(self) -> Expr {
+        match self.collation {
+            None => Expr::Column(self.column),
+            Some(id) => Expr::call(
+                Func::SortKey,
+                vec![Expr::Column(self.column), Expr::Const(Datum::Int(id))],
+            ),
+        }
     }
 }
 

@@ -263,7 +263,7 @@ fn parse_tokens(sql: &str, toks: &[Token]) -> Result<LoadSpec> {
     }
     if word(at) == "SET" {
         // The last clause: what follows the keyword is UPDATE's assignment list.
-        let from = set_keyword(sql).ok_or_else(|| syntax("SET"))?;
+        let from = set_keyword(sql, toks, at).ok_or_else(|| syntax("SET"))?;
         spec.set = assignments(&sql[from + 3..])?;
         at = toks.len();
     }
@@ -278,61 +278,51 @@ fn parse_tokens(sql: &str, toks: &[Token]) -> Result<LoadSpec> {
     Ok(spec)
 }
 
-/// The byte offset of the `SET` that begins a LOAD DATA's SET clause: the first one outside
-/// quotes that is a word of its own and not `CHARACTER SET`.
-fn set_keyword(sql: &str) -> Option<usize> {
-    let bytes = sql.as_bytes();
-    let word_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80;
-    let (mut i, mut previous) = (0, "");
-    while i < bytes.len() {
-        match bytes[i] {
-            quote @ (b'\'' | b'"' | b'`') => {
-                i += 1;
-                while i < bytes.len() && bytes[i] != quote {
-                    i += if bytes[i] == b'\\' && quote != b'`' {
-                        2
-                    } else {
-                        1
-                    };
-                }
-                i += 1;
+/// The byte offset in `sql` of the `SET` keyword that is token `at` of `toks`: the
+/// occurrence outside quotes and comments with as many `SET` words before it (CHARACTER
+/// SET's, a table named `db.set`'s and an `@set` variable's are not keywords).
+fn set_keyword(sql: &str, toks: &[Token], at: usize) -> Option<usize> {
+    let keyword = |i: usize| {
+        matches!(&toks[i], Token::Word(w) if w.eq_ignore_ascii_case("SET"))
+            && (i == 0 || toks[i - 1] != Token::Symbol('@'))
+    };
+    let rank = (0..at).filter(|&i| keyword(i)).count();
+    let (mut from, mut seen) = (0, 0);
+    loop {
+        let i = from + crate::words::find_keyword(&sql[from..], "SET")?;
+        let (before, after) = (sql[..i].bytes().last(), sql.as_bytes().get(i + 3));
+        if !matches!(before, Some(b'@' | b'.')) && after != Some(&b'.') {
+            if seen == rank {
+                return Some(i);
             }
-            b if word_byte(b) => {
-                let start = i;
-                while i < bytes.len() && word_byte(bytes[i]) {
-                    i += 1;
-                }
-                let word = &sql[start..i];
-                let variable = start > 0 && bytes[start - 1] == b'@';
-                if word.eq_ignore_ascii_case("SET")
-                    && !variable
-                    && !previous.eq_ignore_ascii_case("CHARACTER")
-                {
-                    return Some(start);
-                }
-                previous = word;
-            }
-            _ => i += 1,
+            seen += 1;
         }
+        from = i + 3;
     }
-    None
 }
 
 /// `a = expr, b = expr`: each column's name and its expression.
 fn assignments(text: &str) -> Result<Vec<(String, ast::Expr)>> {
     let dialect = crate::dialect::Atoll::default();
-    let statement = sqlparser::parser::Parser::new(&dialect)
+    let mut parser = sqlparser::parser::Parser::new(&dialect)
         .try_with_sql(&format!("UPDATE t SET {text}"))
-        .and_then(|mut p| p.parse_statement())
         .map_err(|e| SqlError::syntax(format!("{e} in LOAD DATA's SET")))?;
+    let statement = (parser.parse_statement())
+        .map_err(|e| SqlError::syntax(format!("{e} in LOAD DATA's SET")))?;
+    // Nothing may follow the assignments (a WHERE, a second statement).
+    let next = parser.peek_token().token;
     let ast::Statement::Update(update) = statement else {
         return Err(syntax("SET"));
     };
+    if next != sqlparser::tokenizer::Token::EOF || update.selection.is_some() {
+        return Err(syntax(&next.to_string()));
+    }
     (update.assignments.into_iter())
         .map(|a| match a.target {
-            ast::AssignmentTarget::ColumnName(name) => {
+            ast::AssignmentTarget::ColumnName(name) if name.0.len() == 1 => {
                 Ok((crate::ddl::split_name(&name).1, a.value))
             }
+            ast::AssignmentTarget::ColumnName(name) => Err(syntax(&name.to_string())),
             ast::AssignmentTarget::Tuple(_) => Err(syntax("(")),
         })
         .collect()
@@ -743,13 +733,19 @@ mod tests {
         let set: Vec<String> = s.set.iter().map(|(c, e)| format!("{c}={e}")).collect();
         assert_eq!(set, ["b=CONCAT(@b, ' SET')", "c=@c + a"]);
         assert_eq!(s.format.fields_terminated, b"SET");
-        assert_eq!(
-            parse("LOAD DATA LOCAL INFILE 'x' INTO TABLE t (a) SET b =")
-                .unwrap()
-                .unwrap_err()
-                .code,
-            1064
-        );
+        for bad in [
+            "(a) SET b =",
+            "(a) SET b = 1 WHERE a > 5",
+            "(a) SET b = 1; DROP TABLE t",
+            "(a) SET d.t.b = 1",
+        ] {
+            let sql = format!("LOAD DATA LOCAL INFILE 'x' INTO TABLE t {bad}");
+            assert_eq!(parse(&sql).unwrap().unwrap_err().code, 1064, "{bad}");
+        }
+        // A table named `set`, a variable named `@character`: neither is the keyword.
+        let s =
+            spec("LOAD DATA LOCAL INFILE 'x' INTO TABLE d.set (a, @character) SET b = @character");
+        assert_eq!((s.table.as_str(), s.set.len()), ("set", 1));
         assert_eq!(
             parse("LOAD DATA LOCAL INFILE 'x' INTO t")
                 .unwrap()

@@ -70,7 +70,7 @@ pub fn index_values(idx: &IndexInfo, row: &[Datum]) -> Vec<Datum> {
     idx.columns.iter().map(|&c| row[c].clone()).collect()
 }
 
-/// What `idx`'s key holds of `row`: each column's value, a `_ci` text column's as its sort
+/// What `idx`'s key holds of `row`: each column's value, a text column's as its sort
 /// key (so that values its collation calls equal collide in a unique index).
 pub fn index_key_values(t: &TableInfo, idx: &IndexInfo, row: &[Datum]) -> Vec<Datum> {
     idx.columns

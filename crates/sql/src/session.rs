@@ -29,6 +29,7 @@ use crate::privileges::Grants;
 use crate::query::{self, QueryContext, ResultSet};
 use crate::status::Counter;
 use crate::types::text;
+use crate::variables::TxnModes;
 use config::sysvars::Scope;
 
 pub const SERVER_VERSION: &str = "8.0.11-Atoll-0.1.0";
@@ -263,7 +264,8 @@ pub struct Session {
     /// The open transaction is READ ONLY: a statement that writes is 1792.
     txn_read_only: bool,
     /// `SET TRANSACTION` without a scope word: what the next transaction begins with.
-    next_txn: Option<crate::variables::SetTransaction>,
+    /// (COMMIT, ROLLBACK and an implicit commit forget them, as MySQL's do.)
+    next_txn: TxnModes,
     /// Set by `BEGIN PESSIMISTIC|OPTIMISTIC` for the BEGIN it runs: whether its transaction
     /// is pessimistic, whatever `tidb_txn_mode` says.
     begin_pessimistic: Option<bool>,
@@ -345,8 +347,9 @@ struct Load {
     records: u64,
     /// Records per batch ([`crate::load_data::batch_rows`], once the table is known).
     batch_rows: usize,
-    /// The table, resolved for the first batch.
+    /// The table, resolved for the first batch, and how fields become its rows.
     table: Option<Arc<TableInfo>>,
+    plan: Option<Arc<LoadPlan>>,
     /// In a transaction of the session's: its writes before the load, to go back to if the
     /// load fails.
     statement_savepoint: Option<kv_client::transaction::Savepoint>,
@@ -356,6 +359,23 @@ struct Load {
     /// The last batches of their own, committing while the next one is read and converted
     /// (up to [`LOAD_COMMITS_IN_FLIGHT`]), oldest first.
     in_flight: std::collections::VecDeque<InFlight>,
+}
+
+/// How LOAD DATA's fields become a row of its table, made once per load.
+struct LoadPlan {
+    /// Where each field goes.
+    slots: Vec<Slot>,
+    /// The variables the fields go to.
+    variables: usize,
+    /// SET: each column and its expression over the row, then the variables.
+    set: Vec<(usize, expr::Expr)>,
+}
+
+/// Where a LOAD DATA field goes: a column, or a variable (by its offset among them).
+#[derive(Clone, Copy)]
+enum Slot {
+    Column(usize),
+    Variable(usize),
 }
 
 /// LOAD DATA batches committing at once.
@@ -522,7 +542,7 @@ impl Session {
             explicit: false,
             txn_read_committed: false,
             txn_read_only: false,
-            next_txn: None,
+            next_txn: TxnModes::default(),
             begin_pessimistic: None,
             vars,
             user_vars: BTreeMap::new(),
@@ -565,26 +585,40 @@ impl Session {
         matches!(self.vars.get("transaction_read_only"), Some(Datum::Int(1)))
     }
 
-    /// Whether a query of several statements may run: TiDB's 8130 when the client did not
-    /// ask for them (which guards against SQL injected after a `;`), as an error, or with
-    /// `tidb_multi_statement_mode` WARN as the warning to leave once they ran (ON: none).
-    fn several_statements(&self) -> Result<Option<SqlError>> {
-        let refused = SqlError {
-            code: 8130,
-            state: "HY000",
-            message: "client has multi-statement capability disabled. Run SET GLOBAL tidb_multi_statement_mode='ON' after you understand the security risk".into(),
-        };
+    /// Whether a query of these `statements` may run: TiDB's 8130 when there are several
+    /// (a comment alone is none) and the client did not ask for them, which guards against
+    /// SQL injected after a `;`. OFF refuses the query (the error kept for SHOW ERRORS);
+    /// WARN gives the warning to leave once they ran; ON lets them run.
+    fn several_statements(&mut self, statements: &[&str]) -> Result<Option<(u16, String)>> {
+        let several = statements
+            .iter()
+            .filter(|s| !crate::words::only_comments(s));
+        if self.multi_statements || several.count() < 2 {
+            return Ok(None);
+        }
+        let (code, message) = (
+            8130,
+            "client has multi-statement capability disabled. Run SET GLOBAL tidb_multi_statement_mode='ON' after you understand the security risk",
+        );
         match self.vars.get("tidb_multi_statement_mode") {
-            _ if self.multi_statements => Ok(None),
             Some(Datum::Bytes(mode)) if mode == b"ON" => Ok(None),
-            Some(Datum::Bytes(mode)) if mode == b"WARN" => Ok(Some(refused)),
-            _ => Err(refused),
+            Some(Datum::Bytes(mode)) if mode == b"WARN" => Ok(Some((code, message.into()))),
+            _ => {
+                let refused = SqlError {
+                    code,
+                    state: "HY000",
+                    message: message.into(),
+                };
+                self.begin_diagnostics();
+                self.diagnose_error(&refused);
+                Err(refused)
+            }
         }
     }
 
     /// `SET TRANSACTION mode` without a scope word: the modes of the session's next
     /// transaction only (1568 while one is open, as in MySQL).
-    fn set_next_transaction(&mut self, set: crate::variables::SetTransaction) -> Result<()> {
+    fn set_next_transaction(&mut self, modes: TxnModes) -> Result<()> {
         if self.txn.is_some() {
             return Err(SqlError {
                 code: 1568,
@@ -592,12 +626,10 @@ impl Session {
                 message: "Transaction characteristics can't be changed while a transaction is in progress".into(),
             });
         }
-        if let Some(level) = set.isolation {
+        if let Some(level) = modes.isolation {
             self.check_isolation_level(&Datum::Bytes(level.into()), false)?;
         }
-        let next = self.next_txn.get_or_insert(set.clone());
-        next.isolation = set.isolation.or(next.isolation);
-        next.read_only = set.read_only.or(next.read_only);
+        self.next_txn = self.next_txn.and(modes);
         Ok(())
     }
 
@@ -716,11 +748,11 @@ impl Session {
     async fn execute_into(&mut self, sql: &str, out: &mut Vec<Output>) -> Result<()> {
         let statements = crate::words::split_statements(sql);
         if statements.len() > 1 {
-            let warning = self.several_statements()?;
+            let warning = self.several_statements(&statements)?;
             for one in statements {
                 Box::pin(self.execute_into(one, out)).await?;
             }
-            self.warn(warning.map(|e| (e.code, e.message)));
+            self.warn(warning);
             return Ok(());
         }
         self.count(Counter::Questions);
@@ -811,7 +843,7 @@ impl Session {
                     d => text(&d),
                 },
             };
-            let (id, _, _) = self.prepare(&text).await?;
+            let (id, _, _) = self.prepare_sql(&text).await?;
             if let Some(old) = self.named.insert(name, id) {
                 self.close_prepared(old);
             }
@@ -832,7 +864,7 @@ impl Session {
                 .as_ref()
                 .is_ok_and(|s| s.scope == crate::variables::TxnScope::Next)
         {
-            self.set_next_transaction(set?)?;
+            self.set_next_transaction(set?.modes)?;
             out.push(Output::done(0));
             return Ok(());
         }
@@ -1085,9 +1117,20 @@ impl Session {
         }
     }
 
+    /// COM_STMT_PREPARE: [`Session::prepare_sql`], a statement of its own whose error stays
+    /// for SHOW WARNINGS.
+    pub async fn prepare(&mut self, sql: &str) -> Result<(u32, usize, Vec<(String, FieldType)>)> {
+        self.begin_diagnostics();
+        let prepared = self.prepare_sql(sql).await;
+        if let Err(e) = &prepared {
+            self.diagnose_error(e);
+        }
+        prepared
+    }
+
     /// Prepares one statement: its id, its number of parameters and (for a query) the
     /// columns it returns.
-    pub async fn prepare(&mut self, sql: &str) -> Result<(u32, usize, Vec<(String, FieldType)>)> {
+    async fn prepare_sql(&mut self, sql: &str) -> Result<(u32, usize, Vec<(String, FieldType)>)> {
         let sql = &*crate::words::executable_comments(sql);
         let first = sql.split_whitespace().next().unwrap_or_default();
         if ["PREPARE", "EXECUTE", "DEALLOCATE"]
@@ -1248,9 +1291,11 @@ impl Session {
         // Before the process list shows it running: a KILL QUERY that sees it counts.
         self.stop = Stop::begin(&self.interrupt);
         self.show_process(Some(StatementText::Text(sql.into())));
+        // Its batches are the next transaction when none is open.
         let read_only = match self.txn.is_some() {
             true => self.txn_read_only,
-            false => (self.next_txn.as_ref().and_then(|n| n.read_only))
+            false => std::mem::take(&mut self.next_txn)
+                .read_only
                 .unwrap_or_else(|| self.read_only()),
         };
         self.load = Some(Box::new(Load {
@@ -1260,6 +1305,7 @@ impl Session {
             records: 0,
             batch_rows: 1,
             table: None,
+            plan: None,
             statement_savepoint: None,
             affected: 0,
             // The file is still read, and dropped.
@@ -1351,6 +1397,9 @@ impl Session {
             finished = landed;
         }
         self.show_process(None);
+        if let Err(e) = &finished {
+            self.diagnose_error(e);
+        }
         finished.map(|()| Output::done(load.affected))
     }
 
@@ -1532,6 +1581,7 @@ impl Session {
             }
         }
         let t = schema.table(&db, &load.spec.table)?;
+        load.plan = Some(Arc::new(self.load_plan(&t, &load.spec)?));
         load.batch_rows = crate::load_data::batch_rows(&t);
         load.table = Some(t.clone());
         Ok(t)
@@ -1546,35 +1596,8 @@ impl Session {
         load: &mut Load,
         records: Vec<crate::load_data::Record>,
     ) -> Result<(Vec<Vec<Datum>>, Vec<(u16, String)>)> {
-        use crate::load_data::Target;
-        /// Where a field goes: a column, or a variable by its offset in `variables`.
-        #[derive(Clone, Copy)]
-        enum Slot {
-            Column(usize),
-            Variable(usize),
-        }
-        let mut variables: Vec<&str> = Vec::new();
-        let slots: Vec<Slot> = match load.spec.columns.is_empty() {
-            true => (0..t.columns.len()).map(Slot::Column).collect(),
-            false => (load.spec.columns.iter())
-                .map(|target| match target {
-                    Target::Column(c) => t
-                        .column(c)
-                        .map(Slot::Column)
-                        .ok_or_else(|| SqlError::unknown_column(c, "field list")),
-                    Target::Variable(v) => Ok(Slot::Variable(
-                        match variables.iter().position(|n| n == v) {
-                            Some(i) => i,
-                            None => {
-                                variables.push(v);
-                                variables.len() - 1
-                            }
-                        },
-                    )),
-                })
-                .collect::<Result<_>>()?,
-        };
-        let set = self.load_assignments(t, &variables, &load.spec.set)?;
+        let plan = load.plan.clone().expect("made with the table");
+        let (slots, set) = (&plan.slots, &plan.set);
         let mut rows = Vec::with_capacity(records.len());
         let mut warnings = Vec::new();
         // A column the record gives no value: its default as the column stores it, or for a
@@ -1604,8 +1627,8 @@ impl Session {
                     format!("Row {row_no} was truncated; it contained more data than there were input columns"),
                 ));
             }
-            let mut values = vec![Datum::Null; variables.len()];
-            for (field, &slot) in record.into_iter().zip(&slots) {
+            let mut values = vec![Datum::Null; plan.variables];
+            for (field, &slot) in record.into_iter().zip(slots) {
                 match slot {
                     Slot::Column(c) => {
                         let col = &t.columns[c];
@@ -1625,7 +1648,7 @@ impl Session {
             if !set.is_empty() {
                 // The row, then the variables: what the SET expressions were bound over.
                 let mut input: Vec<Datum> = row.iter().cloned().chain(values).collect();
-                for (c, e) in &set {
+                for (c, e) in set {
                     let col = &t.columns[*c];
                     let (value, warning) = match e.eval(&input)? {
                         Datum::Null => crate::load_data::lenient(
@@ -1655,9 +1678,40 @@ impl Session {
         Ok((rows, warnings))
     }
 
-    /// LOAD DATA's `SET column = expr` list bound over `t`'s columns followed by the
-    /// `variables` the fields went to (each `@name` of theirs read from there; any other
-    /// variable is the session's): each column's offset and its expression.
+    /// Where `spec`'s fields go in `t`, and its `SET column = expr` list bound over `t`'s
+    /// columns followed by the variables the fields go to (each `@name` of theirs read from
+    /// there; any other variable is the session's, and NOW() is the load's start).
+    fn load_plan(&self, t: &TableInfo, spec: &crate::load_data::LoadSpec) -> Result<LoadPlan> {
+        use crate::load_data::Target;
+        let mut variables: Vec<&str> = Vec::new();
+        let slots: Vec<Slot> = match spec.columns.is_empty() {
+            true => (0..t.columns.len()).map(Slot::Column).collect(),
+            false => (spec.columns.iter())
+                .map(|target| match target {
+                    Target::Column(c) => t
+                        .column(c)
+                        .map(Slot::Column)
+                        .ok_or_else(|| SqlError::unknown_column(c, "field list")),
+                    Target::Variable(v) => Ok(Slot::Variable(
+                        match variables.iter().position(|n| n == v) {
+                            Some(i) => i,
+                            None => {
+                                variables.push(v);
+                                variables.len() - 1
+                            }
+                        },
+                    )),
+                })
+                .collect::<Result<_>>()?,
+        };
+        Ok(LoadPlan {
+            slots,
+            variables: variables.len(),
+            set: self.load_assignments(t, &variables, &spec.set)?,
+        })
+    }
+
+    /// [`Session::load_plan`]'s SET: each column's offset and its bound expression.
     fn load_assignments(
         &self,
         t: &TableInfo,
@@ -1673,6 +1727,12 @@ impl Session {
         let mut bound = Vec::with_capacity(set.len());
         for (name, e) in set {
             let c = (t.column(name)).ok_or_else(|| SqlError::unknown_column(name, "field list"))?;
+            if t.columns[c].generated.is_some() {
+                return Err(crate::row_rules::value_for_generated(
+                    &t.columns[c].name,
+                    &t.name,
+                ));
+            }
             let mut e = e.clone();
             let _ = ast::visit_expressions_mut(&mut e, |x| {
                 if let ast::Expr::Identifier(id) = x
@@ -1738,6 +1798,8 @@ impl Session {
             let _ = txn.rollback().await;
         }
         self.vars = self.shared.globals.all();
+        self.next_txn = TxnModes::default();
+        self.begin_pessimistic = None;
         self.user_vars.clear();
         self.prepared.clear();
         self.named.clear();
@@ -2072,15 +2134,15 @@ impl Session {
             .begin_pessimistic
             .take()
             .unwrap_or_else(|| self.pessimistic());
-        let next = self.next_txn.take();
-        let read_committed = match next.as_ref().and_then(|n| n.isolation) {
+        let next = std::mem::take(&mut self.next_txn);
+        let read_committed = match next.isolation {
             Some(level) => level == "READ-COMMITTED",
             None => self.read_committed(),
         };
         // TiDB runs READ COMMITTED in pessimistic transactions only; optimistic ones keep
         // their snapshot.
         self.txn_read_committed = read_committed && pessimistic;
-        self.txn_read_only = (next.and_then(|n| n.read_only)).unwrap_or_else(|| self.read_only());
+        self.txn_read_only = next.read_only.unwrap_or_else(|| self.read_only());
         let mut txn = if pessimistic {
             self.shared.client.begin_pessimistic().await?
         } else {
@@ -2121,6 +2183,7 @@ impl Session {
 
     async fn commit_open(&mut self) -> Result<()> {
         self.explicit = false;
+        self.next_txn = TxnModes::default();
         if let Some(txn) = self.txn.take() {
             txn.commit().await?;
         }
@@ -2482,19 +2545,15 @@ impl Session {
         self.read_cluster_tables(s).await?;
         match s {
             Statement::StartTransaction { modes, .. } => {
+                // SET TRANSACTION before BEGIN is for the transaction BEGIN starts.
+                let mut next = std::mem::take(&mut self.next_txn);
                 self.commit_open().await?;
                 for mode in modes {
                     if let ast::TransactionMode::AccessMode(access) = mode {
-                        let read_only = *access == ast::TransactionAccessMode::ReadOnly;
-                        self.next_txn
-                            .get_or_insert(crate::variables::SetTransaction {
-                                scope: crate::variables::TxnScope::Next,
-                                isolation: None,
-                                read_only: None,
-                            })
-                            .read_only = Some(read_only);
+                        next.read_only = Some(*access == ast::TransactionAccessMode::ReadOnly);
                     }
                 }
+                self.next_txn = next;
                 self.txn = Some(self.begin().await?);
                 self.explicit = true;
                 Ok(Output::done(0))
@@ -2505,6 +2564,7 @@ impl Session {
             }
             Statement::Rollback { .. } => {
                 self.explicit = false;
+                self.next_txn = TxnModes::default();
                 if let Some(txn) = self.txn.take() {
                     txn.rollback().await?;
                 }
@@ -2981,7 +3041,7 @@ impl Session {
             Some(t) => t,
             // TiDB's max-ts point get: no timestamp from PD unless the plan needs one.
             None if own
-                && self.next_txn.is_none()
+                && self.next_txn == TxnModes::default()
                 && matches!(s, Statement::Query(q) if query::may_be_point_get(q)) =>
             {
                 self.shared.client.begin_latest()

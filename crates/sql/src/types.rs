@@ -197,8 +197,8 @@ impl SqlType {
         }
     }
 
-    /// How values of the type compare as text: by their collation's weights for a `_ci`
-    /// text type, else by their bytes.
+    /// How values of the type compare: a text type's by its collation, anything else by its
+    /// bytes.
     pub fn collation(&self) -> codec::collation::Collation {
         self.text_collation().map_or(
             codec::collation::Collation::Binary,

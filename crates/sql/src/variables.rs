@@ -224,13 +224,29 @@ pub enum TxnScope {
     Next,
 }
 
-/// `SET [GLOBAL | SESSION] TRANSACTION mode [, mode]`: the characteristics it sets.
+/// `SET [GLOBAL | SESSION] TRANSACTION mode [, mode]`: where, and what.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SetTransaction {
     pub scope: TxnScope,
+    pub modes: TxnModes,
+}
+
+/// Transaction characteristics; one not given stays as it is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TxnModes {
     /// `transaction_isolation`'s value: `READ-COMMITTED`, `REPEATABLE-READ`...
     pub isolation: Option<&'static str>,
     pub read_only: Option<bool>,
+}
+
+impl TxnModes {
+    /// These modes, and `later`'s where it gives one.
+    pub fn and(self, later: TxnModes) -> TxnModes {
+        TxnModes {
+            isolation: later.isolation.or(self.isolation),
+            read_only: later.read_only.or(self.read_only),
+        }
+    }
 }
 
 impl SetTransaction {
@@ -241,9 +257,9 @@ impl SetTransaction {
             TxnScope::Global => "global",
             TxnScope::Session | TxnScope::Next => "session",
         };
-        let isolation = (self.isolation.iter())
+        let isolation = (self.modes.isolation.iter())
             .map(|level| format!("@@{scope}.transaction_isolation = '{level}'"));
-        let read_only = (self.read_only.iter())
+        let read_only = (self.modes.read_only.iter())
             .map(|on| format!("@@{scope}.transaction_read_only = {}", i64::from(*on)));
         format!(
             "SET {}",
@@ -282,8 +298,7 @@ pub fn set_transaction(sql: &str) -> Option<Result<SetTransaction>> {
     };
     let mut out = SetTransaction {
         scope,
-        isolation: None,
-        read_only: None,
+        modes: TxnModes::default(),
     };
     let mut at = 0;
     let word = |i: usize| rest.get(i).map(String::as_str);
@@ -297,11 +312,11 @@ pub fn set_transaction(sql: &str) -> Option<Result<SetTransaction>> {
                     ("SERIALIZABLE", _) => ("SERIALIZABLE", 3),
                     _ => return Some(Err(SqlError::syntax(format!("near '{a}'")))),
                 };
-                out.isolation = Some(level);
+                out.modes.isolation = Some(level);
                 at += used;
             }
             (Some("READ"), Some(mode @ ("ONLY" | "WRITE")), _, _) => {
-                out.read_only = Some(mode == "ONLY");
+                out.modes.read_only = Some(mode == "ONLY");
                 at += 2;
             }
             (w, _, _, _) => {
@@ -309,7 +324,7 @@ pub fn set_transaction(sql: &str) -> Option<Result<SetTransaction>> {
             }
         }
     }
-    if out.isolation.is_none() && out.read_only.is_none() {
+    if out.modes == TxnModes::default() {
         return Some(Err(SqlError::syntax("SET TRANSACTION needs a mode")));
     }
     Some(Ok(out))
@@ -513,7 +528,7 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(
-            (next.scope, next.isolation, next.read_only),
+            (next.scope, next.modes.isolation, next.modes.read_only),
             (TxnScope::Next, Some("READ-COMMITTED"), Some(true))
         );
         let global = set_transaction("SET GLOBAL TRANSACTION READ WRITE;")

@@ -219,6 +219,24 @@ impl Cursor {
     }
 }
 
+/// Whether `sql` holds nothing but white space and comments (an executable `/*!` comment
+/// is a statement).
+pub fn only_comments(sql: &str) -> bool {
+    let bytes = sql.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\'' | b'"' | b'`' => return false,
+            b'/' if bytes[i..].starts_with(b"/*!") => return false,
+            _ if let Some(end) = skip_quoted_or_comment(sql, i) => i = end,
+            b if b.is_ascii_whitespace() => {}
+            _ => return false,
+        }
+        i += 1;
+    }
+    true
+}
+
 /// `sql` split into its statements at the semicolons outside quotes and comments (the last
 /// may lack one); empty statements are left out.
 pub fn split_statements(sql: &str) -> Vec<&str> {

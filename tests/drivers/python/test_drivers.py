@@ -234,6 +234,11 @@ def test_errors_carry_mysql_codes(conn):
     conn.run("INSERT INTO e VALUES (1)")
     assert conn.error_code("INSERT INTO e VALUES (%s)", (1,)) == 1062
     assert conn.error_code("SELECT * FROM missing") == 1146
+    # The error stays for SHOW ERRORS, also one of COM_STMT_PREPARE (the prepared modes).
+    cur = conn.raw.cursor()
+    cur.execute("SHOW ERRORS")
+    assert [e[1] for e in cur.fetchall()] == [1146]
+    cur.close()
     assert conn.error_code("SELECT nope FROM e") == 1054
     # The connection is still usable after each error.
     assert conn.query("SELECT COUNT(*) FROM e")[0] == [(1,)]
@@ -332,8 +337,13 @@ def test_several_statements_need_the_clients_consent(conn):
     with pytest.raises(pymysql.MySQLError) as e:
         cur.execute("SET @smuggled = 1; SELECT 2")
     assert e.value.args[0] == 8130
+    cur.execute("SHOW ERRORS")
+    assert [r[1] for r in cur.fetchall()] == [8130]
     cur.execute("SELECT @smuggled")
     assert cur.fetchall() == ((None,),)
+    # A comment after the `;` is no second statement.
+    cur.execute("SELECT 3; -- done")
+    assert cur.fetchall() == ((3,),)
     # COM_SET_OPTION turns them on (and off), as libmysqlclient's mysql_set_server_option.
     for option, expect in [(b"\x00\x00", None), (b"\x01\x00", 8130)]:
         c._execute_command(COMMAND.COM_SET_OPTION, option)
@@ -416,6 +426,10 @@ def test_set_transaction_without_a_scope_is_for_the_next_transaction_only(conn):
     conn.run("SET SESSION TRANSACTION READ WRITE")
     conn.run("UPDATE ro SET id = 3")
     assert conn.query("SELECT id FROM ro")[0] == [(3,)]
+    # COMMIT (as ROLLBACK and a DDL) forgets what SET TRANSACTION set for the next one.
+    conn.run("SET TRANSACTION READ ONLY")
+    conn.run("COMMIT")
+    conn.run("INSERT INTO ro VALUES (4)")
     assert conn.error_code("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE") == 8048
 
 
@@ -619,10 +633,12 @@ def test_kill_query_stops_a_ddl_and_a_load_between_their_batches(conn, tmp_path)
         return None
 
     assert _kill_query_while(conn, loader_id, "LOAD DATA", load) == [1317]
+    cur = loader.cursor()
+    cur.execute("SHOW ERRORS")
+    assert [e[1] for e in cur.fetchall()] == [1317]
     # The batches that committed before it stay (as TiDB's); the rest of the file is not read.
     loaded = conn.query("SELECT COUNT(*) FROM loaded")[0][0][0]
     assert loaded < 300_000
-    cur = loader.cursor()
     cur.execute("SELECT COUNT(*) FROM loaded")
     assert cur.fetchone() == (loaded,)
     loader.close()

@@ -1197,7 +1197,8 @@ where
                         Some(COM_STMT_SEND_LONG_DATA | COM_STMT_CLOSE) => {}
                         Some(byte)
                             if PARSED_COMMANDS.contains(&byte)
-                                || [COM_PROCESS_KILL, COM_STMT_FETCH].contains(&byte) =>
+                                || [COM_PROCESS_KILL, COM_STMT_FETCH].contains(&byte)
+                                || (byte == COM_SET_OPTION && packet.len() != 3) =>
                         {
                             writers::write_err_code(
                                 1835,
