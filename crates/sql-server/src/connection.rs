@@ -167,8 +167,9 @@ pub async fn serve(
         logged_in: Arc::default(),
         local,
     };
-    // KILL [CONNECTION] of this connection closes it, wherever it is.
+    // KILL [CONNECTION] of this connection closes it once its statement (interrupted) ends.
     let killed = conn.session.kill_signal();
+    let running = conn.session.running_flag();
     let logged_in = Arc::clone(&conn.logged_in);
     let login_deadline = async move {
         tokio::time::sleep(LOGIN_TIMEOUT).await;
@@ -187,12 +188,26 @@ pub async fn serve(
             _ => opensrv_mysql::plain_run_with_options(conn, w, options, handshake).await,
         }
     };
+    tokio::pin!(served);
     tokio::select! {
-        served = served => served,
-        () = killed.notified() => Ok(()),
+        served = &mut served => served,
+        () = killed.notified() => {
+            let stopped = async {
+                while running.load(std::sync::atomic::Ordering::SeqCst) {
+                    tokio::time::sleep(KILL_POLL).await;
+                }
+            };
+            tokio::select! {
+                served = &mut served => served,
+                () = stopped => Ok(()),
+            }
+        }
         () = login_deadline => Ok(()),
     }
 }
+
+/// How often a killed connection looks whether its interrupted statement has ended.
+const KILL_POLL: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// A result column's definition as the protocol sends it (the column's origin moves into it).
 fn column(name: &str, t: &mut FieldType) -> Column {

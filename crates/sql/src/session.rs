@@ -289,6 +289,9 @@ pub struct Session {
     interrupt: Arc<Interrupt>,
     /// The running statement's view of `interrupt`.
     stop: Stop,
+    /// Whether a statement runs now (KILL CONNECTION lets it end before the connection
+    /// closes, so that a DDL undoes what it must).
+    running: Arc<std::sync::atomic::AtomicBool>,
     /// This session's status counters (SHOW STATUS).
     counts: crate::status::SessionCounts,
 }
@@ -555,6 +558,7 @@ impl Session {
             kill: Arc::new(tokio::sync::Notify::new()),
             interrupt: Arc::default(),
             stop: Stop::default(),
+            running: Arc::default(),
             counts: Default::default(),
         };
         session.show_process(None);
@@ -1316,9 +1320,17 @@ impl Session {
     }
 
     /// What `KILL [CONNECTION]` of this connection notifies: the connection then closes, as
-    /// when its client goes (its open transaction is dropped).
+    /// when its client goes (its open transaction is dropped), once the statement it runs
+    /// has stopped (see [`Session::running_flag`]).
     pub fn kill_signal(&self) -> Arc<tokio::sync::Notify> {
         self.kill.clone()
+    }
+
+    /// Whether a statement of this connection runs now. KILL CONNECTION interrupts it as
+    /// KILL QUERY does, and the connection waits for it before it closes: a DDL dropped
+    /// between two of its steps would leave a half-built index in the schema.
+    pub fn running_flag(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        self.running.clone()
     }
 
     /// `KILL [CONNECTION | QUERY] id`: ends connection `id`, or stops the statement it runs
@@ -1355,7 +1367,10 @@ impl Session {
         let process = all.get(&id).ok_or_else(unknown)?;
         match modifier {
             Some(ast::KillType::Query) => process.interrupt.raise(),
-            _ => process.kill.notify_one(),
+            _ => {
+                process.interrupt.raise();
+                process.kill.notify_one();
+            }
         }
         Ok(Output::done(0))
     }
@@ -2430,7 +2445,9 @@ impl Session {
         // Before the process list shows it running: a KILL QUERY that sees it counts.
         self.stop = Stop::begin(&self.interrupt);
         self.show_process(Some(text.clone()));
+        self.running.store(true, Ordering::SeqCst);
         let result = self.run(s).await;
+        self.running.store(false, Ordering::SeqCst);
         self.row_count = match &result {
             Ok(Output::Done { affected, .. }) => i64::try_from(*affected).unwrap_or(i64::MAX),
             _ => -1,

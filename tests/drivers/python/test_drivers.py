@@ -581,9 +581,9 @@ def test_kill_query_stops_a_waiting_statement_and_keeps_its_transaction(conn):
     holder.close()
 
 
-def _kill_query_while(conn, victim_id, verb, run):
+def _kill_query_while(conn, victim_id, verb, run, kill="KILL QUERY"):
     """Runs `run` (which returns an error code) in a thread; once SHOW PROCESSLIST shows the
-    victim running a statement that starts with `verb`, sends KILL QUERY; returns the code."""
+    victim running a statement that starts with `verb`, sends `kill`; returns the code."""
     import threading
 
     outcome = []
@@ -594,7 +594,7 @@ def _kill_query_while(conn, victim_id, verb, run):
         if infos and infos[0] and infos[0].startswith(verb):
             break
         threading.Event().wait(0.01)
-    conn.run(f"KILL QUERY {victim_id}")
+    conn.run(f"{kill} {victim_id}")
     t.join(60)
     return outcome
 
@@ -616,7 +616,15 @@ def test_kill_query_stops_a_ddl_and_a_load_between_their_batches(conn, tmp_path)
     assert conn.query("SELECT COUNT(*) FROM backfilled WHERE v = 3")[0] == [(2857,)]
     # The connection stays, and its next statement is not interrupted.
     assert victim.query("SELECT COUNT(*) FROM backfilled")[0] == [(20_000,)]
-    victim.close()
+    # KILL CONNECTION interrupts it too, and closes the connection once the ALTER has taken
+    # its index out again.
+    outcome = _kill_query_while(conn, victim_id, "ALTER",
+                                lambda: victim.error_code("ALTER TABLE backfilled ADD INDEX v_i (v)"),
+                                kill="KILL")
+    assert outcome in ([1317], [2013])
+    assert [r[2] for r in conn.query("SHOW INDEX FROM backfilled")[0]] == ["PRIMARY"]
+    with pytest.raises(pymysql.MySQLError):
+        victim.query("SELECT 1")
 
     loader = pymysql.connect(host=HOST, port=PORT, **PYMYSQL_TLS, user="root",
                              local_infile=True, database="drv_pymysql", autocommit=True)
