@@ -142,6 +142,28 @@ impl Binder<'_> {
     pub fn collation_of(&self, e: &ast::Expr) -> Result<Option<(u16, Coercibility)>> {
         use ast::Expr as E;
         Ok(match e {
+            // A user variable holding text: the connection's collation, IMPLICIT as MySQL
+            // holds a variable's.
+            E::Identifier(id) if id.value.starts_with('@') && !id.value.starts_with("@@") => {
+                match (self.variable)(Lookup::User(&id.value[1..]))? {
+                    Datum::Bytes(_) => Some((self.connection_collation(), Coercibility::Implicit)),
+                    _ => None,
+                }
+            }
+            // CAST(... AS CHAR) and CONVERT(..., CHAR): text in the connection's collation;
+            // CONVERT(... USING charset): in the character set's default one.
+            E::Cast { data_type, .. }
+            | E::Convert {
+                data_type: Some(data_type),
+                ..
+            } if is_char(data_type) => Some((self.connection_collation(), Coercibility::Implicit)),
+            E::Convert {
+                data_type: None,
+                charset: Some(charset),
+                ..
+            } => collation::default_of_charset(&charset.to_string())
+                .filter(|c| c.id != collation::BINARY_ID)
+                .map(|c| (c.id, Coercibility::Implicit)),
             E::Identifier(_) | E::CompoundIdentifier(_) => {
                 let base = self.aggregation.as_ref().map_or(self.scope, |a| a.base);
                 column_name(e)
@@ -316,6 +338,20 @@ fn strongest_of(
         };
     }
     Ok(best)
+}
+
+/// Whether `t` is a character type, as CAST and CONVERT name one.
+fn is_char(t: &ast::DataType) -> bool {
+    use ast::DataType as T;
+    matches!(
+        t,
+        T::Char(_)
+            | T::Character(_)
+            | T::Varchar(_)
+            | T::CharacterVarying(_)
+            | T::Nvarchar(_)
+            | T::Text
+    )
 }
 
 /// Whether two collations compare text the same way (utf8's and utf8mb4's of one name).
