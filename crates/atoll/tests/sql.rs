@@ -1136,7 +1136,11 @@ fn a_statements_error_and_warnings_stay_for_show_warnings_and_the_counts() {
          PREPARE s FROM 'INSERT INTO t VALUES (?, 1)';\n\
          SET @a = 1;\n\
          EXECUTE s USING @a;\n\
-         SELECT @@error_count;\n",
+         SELECT @@error_count;\n\
+         INSERT INTO t VALUES (3, 500);\n\
+         SELECT @@warning_count;\n\
+         SET @b = 2;\n\
+         SHOW WARNINGS;\n",
     );
     let missing = "Level\tCode\tMessage\nError\t1146\tTable 'w.nope' doesn't exist\n";
     let counts = |w: u32, e: u32| format!("@@warning_count\t@@error_count\n{w}\t{e}\n");
@@ -1144,9 +1148,12 @@ fn a_statements_error_and_warnings_stay_for_show_warnings_and_the_counts() {
     assert_eq!(
         out,
         format!(
-            "{missing}{missing}{}{}Level\tCode\tMessage\n{scope}@@error_count\n1\n",
+            "{missing}{missing}{}{}Level\tCode\tMessage\n{scope}@@error_count\n1\n{}",
             counts(1, 1),
-            counts(2, 0)
+            counts(2, 0),
+            // A statement that reads no table and raises nothing keeps the diagnostics.
+            "@@warning_count\n1\nLevel\tCode\tMessage\n\
+             Warning\t1264\tOut of range value for column 'v' at row 1\n"
         )
     );
 }

@@ -255,6 +255,9 @@ pub struct Session {
     warnings_dropped: usize,
     errors: usize,
     previous_diagnostics: (usize, usize),
+    /// The diagnostics before the running statement's, put back if it reads no table and
+    /// raises none.
+    set_aside: (Vec<(&'static str, u16, String)>, usize, usize),
     pub db: Option<String>,
     txn: Option<Transaction>,
     /// Inside BEGIN ... COMMIT.
@@ -540,6 +543,7 @@ impl Session {
             warnings_dropped: 0,
             errors: 0,
             previous_diagnostics: (0, 0),
+            set_aside: Default::default(),
             db: None,
             txn: None,
             explicit: false,
@@ -756,7 +760,11 @@ impl Session {
             for one in statements {
                 Box::pin(self.execute_into(one, out)).await?;
             }
-            self.warn(warning);
+            if let Some(warning) = warning {
+                // The query's own condition: what the statements left goes.
+                self.begin_diagnostics();
+                self.warn([warning]);
+            }
             return Ok(());
         }
         self.count(Counter::Questions);
@@ -770,6 +778,9 @@ impl Session {
         let done = self.execute_one(sql, out).await;
         if let Err(e) = &done {
             self.diagnose_error(e);
+        }
+        if crate::words::reads_no_table(sql) {
+            self.keep_diagnostics_unless_raised();
         }
         done
     }
@@ -1562,9 +1573,20 @@ impl Session {
     fn begin_diagnostics(&mut self) {
         let all = self.warnings.len() + self.warnings_dropped;
         self.previous_diagnostics = (all, self.errors);
-        self.warnings.clear();
-        self.warnings_dropped = 0;
-        self.errors = 0;
+        self.set_aside = (
+            std::mem::take(&mut self.warnings),
+            std::mem::take(&mut self.warnings_dropped),
+            std::mem::take(&mut self.errors),
+        );
+    }
+
+    /// A statement that read no table and raised nothing leaves the diagnostics before it
+    /// as they were, as MySQL's do (`SELECT @@warning_count`, `SET @x = 1`).
+    fn keep_diagnostics_unless_raised(&mut self) {
+        if self.warnings.is_empty() && self.warnings_dropped == 0 && self.errors == 0 {
+            (self.warnings, self.warnings_dropped, self.errors) =
+                std::mem::take(&mut self.set_aside);
+        }
     }
 
     /// The table `load` fills, resolved the first time.
@@ -1820,6 +1842,7 @@ impl Session {
         self.named.clear();
         self.begin_diagnostics();
         self.previous_diagnostics = (0, 0);
+        self.set_aside = Default::default();
         self.last_insert_id = 0;
         self.row_count = -1;
         self.active_roles = None;

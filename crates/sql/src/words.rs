@@ -237,6 +237,16 @@ pub fn only_comments(sql: &str) -> bool {
     true
 }
 
+/// Whether statement `sql` reads no table, as MySQL tells which statements keep the last
+/// statement's diagnostics: a SET, DO or SELECT without FROM.
+pub fn reads_no_table(sql: &str) -> bool {
+    let first = sql.split_whitespace().next().unwrap_or_default();
+    ["SET", "DO", "SELECT"]
+        .iter()
+        .any(|w| first.eq_ignore_ascii_case(w))
+        && find_keyword(sql, "FROM").is_none()
+}
+
 /// `sql` split into its statements at the semicolons outside quotes and comments (the last
 /// may lack one); empty statements are left out.
 pub fn split_statements(sql: &str) -> Vec<&str> {
