@@ -118,6 +118,21 @@ pub fn compared_column(t: &crate::catalog::TableInfo, c: usize) -> Expr {
     }
 }
 
+/// The column `e` compares, and the collation whose sort key of it `e` is ([`sort_key`]'s
+/// form; None for the column itself); None for any other expression.
+pub fn keyed_column(e: &Expr) -> Option<(usize, Option<u16>)> {
+    match e {
+        Expr::Column(c) => Some((*c, None)),
+        Expr::Call(Func::SortKey, args) => match args.as_slice() {
+            [Expr::Column(c), Expr::Const(Datum::Int(id))] => {
+                u16::try_from(*id).ok().map(|id| (*c, Some(id)))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// The key under which DISTINCT and set operations find a row's equals: each text value of
 /// a column whose collation compares by sort key (`collations`, by offset) as its sort key.
 pub fn row_key(row: &[Datum], collations: &[Collation]) -> Vec<u8> {
@@ -156,7 +171,13 @@ impl Binder<'_> {
             | E::Convert {
                 data_type: Some(data_type),
                 ..
-            } if is_char(data_type) => Some((self.connection_collation(), Coercibility::Implicit)),
+            } if matches!(
+                crate::bind::cast_target(data_type),
+                Ok(expr::cast::Target::Char(_))
+            ) =>
+            {
+                Some((self.connection_collation(), Coercibility::Implicit))
+            }
             E::Convert {
                 data_type: None,
                 charset: Some(charset),
@@ -338,20 +359,6 @@ fn strongest_of(
         };
     }
     Ok(best)
-}
-
-/// Whether `t` is a character type, as CAST and CONVERT name one.
-fn is_char(t: &ast::DataType) -> bool {
-    use ast::DataType as T;
-    matches!(
-        t,
-        T::Char(_)
-            | T::Character(_)
-            | T::Varchar(_)
-            | T::CharacterVarying(_)
-            | T::Nvarchar(_)
-            | T::Text
-    )
 }
 
 /// Whether two collations compare text the same way (utf8's and utf8mb4's of one name).

@@ -330,13 +330,15 @@ pub const LOOKUP_JOIN_MAX_KEYS: usize = 2048;
 /// when `comparable(a, b)`: columns whose values compare the same way (`'1.0' = 1` but not
 /// `'1.0' = '1'`, so a text column equal to a number column learns nothing).
 fn propagate_constants(parts: &mut Vec<Expr>, comparable: impl Fn(usize, usize) -> bool) {
-    let pinned = |parts: &[Expr]| -> Vec<(Compared, Datum)> {
+    // A column as a comparison holds it: itself, or its sort key under a collation.
+    let compared = crate::collate::keyed_column;
+    let pinned = |parts: &[Expr]| -> Vec<((usize, Option<u16>), Datum)> {
         parts
             .iter()
             .filter_map(|p| match p {
                 Expr::Call(Func::Eq, args) => match args.as_slice() {
                     [x, Expr::Const(c)] | [Expr::Const(c), x] if !c.is_null() => {
-                        Some((Compared::of(x)?, c.clone()))
+                        Some((compared(x)?, c.clone()))
                     }
                     _ => None,
                 },
@@ -352,10 +354,10 @@ fn propagate_constants(parts: &mut Vec<Expr>, comparable: impl Fn(usize, usize) 
                 continue;
             };
             let [x, y] = args.as_slice() else { continue };
-            let (Some(a), Some(b)) = (Compared::of(x), Compared::of(y)) else {
+            let (Some(a), Some(b)) = (compared(x), compared(y)) else {
                 continue;
             };
-            if a.collation != b.collation || !comparable(a.column, b.column) {
+            if a.1 != b.1 || !comparable(a.0, b.0) {
                 continue;
             }
             for (from, to) in [(a, b), (b, a)] {
@@ -365,7 +367,11 @@ fn propagate_constants(parts: &mut Vec<Expr>, comparable: impl Fn(usize, usize) 
                 if let Some((_, v)) = known.iter().find(|(k, _)| *k == from) {
                     let v = v.clone();
                     known.push((to, v.clone()));
-                    added.push(Expr::call(Func::Eq, vec![to.expr(), Expr::Const(v)]));
+                    let to = match to {
+                        (c, None) => Expr::Column(c),
+                        (c, Some(id)) => crate::collate::sort_key(Expr::Column(c), id),
+                    };
+                    added.push(Expr::call(Func::Eq, vec![to, Expr::Const(v)]));
                 }
             }
         }
@@ -373,42 +379,6 @@ fn propagate_constants(parts: &mut Vec<Expr>, comparable: impl Fn(usize, usize) 
             return;
         }
         parts.extend(added);
-    }
-}
-
-/// A column as a comparison holds it: itself, or its sort key under a collation (by id).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Compared {
-    column: usize,
-    collation: Option<i64>,
-}
-
-impl Compared {
-    fn of(e: &Expr) -> Option<Compared> {
-        match e {
-            Expr::Column(c) => Some(Compared {
-                column: *c,
-                collation: None,
-            }),
-            Expr::Call(Func::SortKey, args) => match args.as_slice() {
-                [Expr::Column(c), Expr::Const(Datum::Int(id))] => Some(Compared {
-                    column: *c,
-                    collation: Some(*id),
-                }),
-                _ => None,
-            },
-            _ => None,
-        }
-    }
-
-    fn expr(self) -> Expr {
-        match self.collation {
-            None => Expr::Column(self.column),
-            Some(id) => Expr::call(
-                Func::SortKey,
-                vec![Expr::Column(self.column), Expr::Const(Datum::Int(id))],
-            ),
-        }
     }
 }
 

@@ -722,21 +722,19 @@ impl SelectPlan<'_> {
         let wanted: Option<Vec<usize>> = self
             .order
             .iter()
-            .map(|&(at, desc)| match &self.exprs[at] {
-                _ if desc => None,
-                Expr::Column(c) => Some(*c),
-                // Text ordered by its own collation's sort key: the order its index keeps.
-                Expr::Call(expr::Func::SortKey, args) => match args.as_slice() {
-                    [Expr::Column(c), Expr::Const(Datum::Int(id))]
-                        if (t.columns.get(*c)).and_then(|col| col.ty.text_collation())
-                            == u16::try_from(*id).ok() =>
+            .map(
+                |&(at, desc)| match crate::collate::keyed_column(&self.exprs[at]) {
+                    _ if desc => None,
+                    Some((c, None)) => Some(c),
+                    // Text ordered by its own collation's sort key: the order its index keeps.
+                    Some((c, id))
+                        if id == (t.columns.get(c)).and_then(|col| col.ty.text_collation()) =>
                     {
-                        Some(*c)
+                        Some(c)
                     }
                     _ => None,
                 },
-                _ => None,
-            })
+            )
             .collect();
         let read_limit = self
             .limit
