@@ -17,6 +17,8 @@ use crate::error::{Result, SqlError};
 pub struct Interrupt {
     count: AtomicU64,
     notify: tokio::sync::Notify,
+    /// KILL CONNECTION came: no statement begins any more.
+    killed: std::sync::atomic::AtomicBool,
 }
 
 impl Interrupt {
@@ -24,6 +26,21 @@ impl Interrupt {
     pub fn raise(&self) {
         self.count.fetch_add(1, Ordering::SeqCst);
         self.notify.notify_waiters();
+    }
+
+    /// KILL CONNECTION: interrupts the statement running now, and refuses the next ones
+    /// while the connection closes.
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::SeqCst);
+        self.raise();
+    }
+
+    /// 1317 once KILL CONNECTION came: for a statement about to begin.
+    pub fn check_not_killed(&self) -> Result<()> {
+        match self.killed.load(Ordering::SeqCst) {
+            true => Err(interrupted()),
+            false => Ok(()),
+        }
     }
 }
 

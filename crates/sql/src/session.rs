@@ -1379,7 +1379,7 @@ impl Session {
         match modifier {
             Some(ast::KillType::Query) => process.interrupt.raise(),
             _ => {
-                process.interrupt.raise();
+                process.interrupt.kill();
                 process.kill.notify_one();
             }
         }
@@ -2468,8 +2468,12 @@ impl Session {
         // Before the process list shows it running: a KILL QUERY that sees it counts.
         self.stop = Stop::begin(&self.interrupt);
         self.show_process(Some(text.clone()));
+        // Set before the statement begins: a KILL CONNECTION closes only once it is clear.
         self.running.store(true, Ordering::SeqCst);
-        let result = self.run(s).await;
+        let result = match self.interrupt.check_not_killed() {
+            Ok(()) => self.run(s).await,
+            Err(e) => Err(e),
+        };
         self.running.store(false, Ordering::SeqCst);
         self.row_count = match &result {
             Ok(Output::Done { affected, .. }) => i64::try_from(*affected).unwrap_or(i64::MAX),
