@@ -54,6 +54,9 @@ pub struct TwoPhase {
     pub bytes: usize,
     /// Commit in one phase when every key lies in one region batch (`tidb_enable_1pc`).
     pub one_pc: bool,
+    /// Whether a prewrite that meets a live txn's lock waits for it; else the commit fails
+    /// with [`KvError::KeyLocked`].
+    pub waits_for_locks: bool,
 }
 
 impl TwoPhase {
@@ -175,6 +178,12 @@ async fn prewrite_region(
             return Ok(Sent::Done(resp.one_pc_commit_ts));
         }
         if !lock_resolver::resolve(&inner, &bo, 0, &locks).await?.all {
+            if !tp.waits_for_locks {
+                return Err(KvError::KeyLocked {
+                    start_ts: tp.start_ts,
+                    key: locks[0].key.clone(),
+                });
+            }
             bo.wait(BackoffKind::TxnLock, "prewrite met a live txn's lock")
                 .await?;
         }
@@ -388,6 +397,7 @@ mod tests {
             mutations: vec![m(b"a"), m(b"b"), m(b"c")],
             bytes: 6,
             one_pc: false,
+            waits_for_locks: true,
         };
         let req = tp.prewrite_request(&[b"c".to_vec(), b"a".to_vec()], false);
         let keys: Vec<&[u8]> = req.mutations.iter().map(|m| m.key.as_slice()).collect();

@@ -23,6 +23,13 @@ pub enum KvError {
         conflict_start_ts: u64,
         conflict_commit_ts: u64,
     },
+    /// A prewrite met another txn's live lock on `key`, and the txn asked not to wait for it
+    /// ([`crate::Transaction::set_commit_waits_for_locks`]).
+    #[error("txn {start_ts}: key {key:02x?} is locked by a live txn")]
+    KeyLocked { start_ts: u64, key: Vec<u8> },
+    /// A key the txn inserted (presumed absent) has a committed value.
+    #[error("txn {start_ts}: key {key:02x?} already exists")]
+    AlreadyExist { start_ts: u64, key: Vec<u8> },
     /// Waiting for `lock_ts`'s lock would have closed a cycle of waiting txns.
     #[error("deadlock: txn {start_ts} would wait for txn {lock_ts} on key {key:02x?}")]
     Deadlock {
@@ -52,8 +59,21 @@ impl KvError {
         matches!(
             self,
             KvError::WriteConflict { .. }
+                | KvError::KeyLocked { .. }
                 | KvError::Aborted { .. }
                 | KvError::BackoffExhausted { .. }
+        )
+    }
+
+    /// Whether another txn's write got in the way at commit: a write committed since the
+    /// txn's start, a live lock it was told not to wait for, or a value where it inserted.
+    /// Nothing of the txn stays.
+    pub fn is_write_clash(&self) -> bool {
+        matches!(
+            self,
+            KvError::WriteConflict { .. }
+                | KvError::KeyLocked { .. }
+                | KvError::AlreadyExist { .. }
         )
     }
 
@@ -64,6 +84,12 @@ impl KvError {
                 start_ts,
                 lock_ts: d.lock_ts,
                 key: d.lock_key.clone(),
+            };
+        }
+        if let Some(a) = &e.already_exist {
+            return KvError::AlreadyExist {
+                start_ts,
+                key: a.key.clone(),
             };
         }
         if let Some(c) = &e.conflict {

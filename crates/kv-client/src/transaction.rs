@@ -79,6 +79,12 @@ pub struct Transaction {
     primary: Option<Vec<u8>>,
     /// Commit in one phase when the keys allow (`tidb_enable_1pc`).
     one_pc: bool,
+    /// The caller runs the txn again as a pessimistic one when another txn's write gets in
+    /// its way ([`Transaction::set_rerun_on_clash`]).
+    rerun_on_clash: bool,
+    /// Keys presumed to have no value ([`Transaction::prefetch_inserted`]): their puts
+    /// prewrite as inserts, which check.
+    presumed_absent: BTreeSet<Vec<u8>>,
     /// How long a pessimistic lock waits for another txn's (`innodb_lock_wait_timeout`).
     lock_wait_ms: u64,
     /// Dropping it stops the heartbeat task.
@@ -108,6 +114,8 @@ impl Transaction {
             prefetched: BTreeMap::new(),
             primary: None,
             one_pc: true,
+            rerun_on_clash: false,
+            presumed_absent: BTreeSet::new(),
             lock_wait_ms: LOCK_WAIT_BUDGET_MS,
             _heartbeat: None,
         }
@@ -123,6 +131,15 @@ impl Transaction {
     /// `tidb_enable_1pc`, on by default).
     pub fn set_one_pc(&mut self, enabled: bool) {
         self.one_pc = enabled;
+    }
+
+    /// Says that the caller runs this optimistic txn again, as a pessimistic one, when its
+    /// commit fails with a write clash ([`KvError::is_write_clash`]): its commit then waits
+    /// for no other txn's live lock (the pessimistic run's lock wait has a deadline and
+    /// deadlock detection), and the keys it inserts are presumed absent
+    /// ([`Transaction::prefetch_inserted`]).
+    pub fn set_rerun_on_clash(&mut self) {
+        self.rerun_on_clash = true;
     }
 
     pub fn start_ts(&self) -> u64 {
@@ -198,6 +215,23 @@ impl Transaction {
         for k in remote {
             let v = found.get(&k).cloned();
             self.prefetched.insert(k, v);
+        }
+        Ok(())
+    }
+
+    /// [`Transaction::prefetch`] for the keys of rows a statement inserts, which fails if one
+    /// of them exists. A txn rerun on a clash presumes them absent instead and reads nothing
+    /// (TiDB's lazy uniqueness check): their prewrite checks, and a key found there fails
+    /// the commit with [`KvError::AlreadyExist`], a clash.
+    pub async fn prefetch_inserted(&mut self, keys: &[Vec<u8>]) -> Result<()> {
+        if !self.rerun_on_clash {
+            return self.prefetch(keys).await;
+        }
+        for k in keys {
+            if !self.buffer.contains_key(k) && !self.prefetched.contains_key(k) {
+                self.prefetched.insert(k.clone(), None);
+                self.presumed_absent.insert(k.clone());
+            }
         }
         Ok(())
     }
@@ -589,6 +623,7 @@ impl Transaction {
             .into_iter()
             .map(|(key, b)| {
                 let (op, value) = match b {
+                    Buffered::Put(v) if self.presumed_absent.contains(&key) => (Op::Insert, v),
                     Buffered::Put(v) => (Op::Put, v),
                     Buffered::Delete => (Op::Del, Vec::new()),
                     Buffered::Lock => (Op::Lock, Vec::new()),
@@ -627,6 +662,7 @@ impl Transaction {
                 },
                 mutations,
                 one_pc: self.one_pc,
+                waits_for_locks: !self.rerun_on_clash,
             },
         )
         .await

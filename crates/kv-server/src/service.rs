@@ -123,6 +123,10 @@ impl From<MvccError> for Failure {
                 }),
                 ..KeyError::default()
             },
+            MvccError::AlreadyExist { key: k } => key(KeyError {
+                already_exist: Some(AlreadyExist { key: k.clone() }),
+                ..KeyError::default()
+            }),
             MvccError::TxnNotFound { primary, start_ts } => key(KeyError {
                 txn_not_found: Some(TxnNotFound {
                     start_ts: *start_ts,
@@ -203,6 +207,7 @@ fn mutation(m: proto::kv::Mutation) -> Result<Mutation, Status> {
         Ok(Op::Put) => Mutation::Put(m.key, m.value),
         Ok(Op::Del) => Mutation::Delete(m.key),
         Ok(Op::Lock) => Mutation::Lock(m.key),
+        Ok(Op::Insert) => Mutation::Insert(m.key, m.value),
         Err(_) => {
             return Err(Status::invalid_argument(format!(
                 "unknown mutation op {}",

@@ -42,6 +42,9 @@ pub enum MvccError {
         conflict_start_ts: u64,
         conflict_commit_ts: u64,
     },
+    /// An insert's key already has a committed value.
+    #[error("key {} already exists", hex(key))]
+    AlreadyExist { key: Vec<u8> },
     #[error("txn {start_ts} was rolled back on key {}", hex(key))]
     AlreadyRolledBack { key: Vec<u8>, start_ts: u64 },
     #[error(

@@ -186,6 +186,58 @@ fn conflicting_writers_are_detected() {
 }
 
 #[test]
+fn an_insert_prewrites_only_a_key_whose_newest_version_is_no_value() {
+    let s = Store::new();
+    let insert = |key: &[u8], start| {
+        let m = Mutation::Insert(key.to_vec(), b"new".to_vec());
+        s.prewrite(m, key, start)
+    };
+    s.write(b"k", b"v", ts(10), ts(11));
+    let err = insert(b"k", ts(20)).unwrap_err();
+    assert!(
+        matches!(&err, MvccError::AlreadyExist { key } if key == b"k"),
+        "{err}"
+    );
+    // Nothing written: another txn may still take the key.
+    assert_eq!(stored_lock(&s, b"k"), None);
+    // A key deleted, or only locked since, has no value: the insert is a put.
+    s.run(|txn, r| {
+        let m = Mutation::Delete(b"k".to_vec());
+        prewrite(
+            txn,
+            r,
+            &Store::props(b"k", ts(30)),
+            m,
+            KeyCheck::NoNewerWrite,
+        )
+    })
+    .unwrap();
+    s.commit(b"k", ts(30), ts(31)).unwrap();
+    s.run(|txn, r| {
+        let m = Mutation::Lock(b"k".to_vec());
+        prewrite(
+            txn,
+            r,
+            &Store::props(b"k", ts(40)),
+            m,
+            KeyCheck::NoNewerWrite,
+        )
+    })
+    .unwrap();
+    s.commit(b"k", ts(40), ts(41)).unwrap();
+    insert(b"k", ts(50)).unwrap();
+    s.commit(b"k", ts(50), ts(51)).unwrap();
+    assert_eq!(s.get(b"k", ts(60)).unwrap(), v("new"));
+    // A key never written, too; a commit since the txn's start is a conflict first.
+    insert(b"fresh", ts(70)).unwrap();
+    s.write(b"late", b"v", ts(80), ts(81));
+    assert!(matches!(
+        insert(b"late", ts(75)),
+        Err(MvccError::WriteConflict { .. })
+    ));
+}
+
+#[test]
 fn a_rollback_stops_a_late_prewrite_and_a_late_commit() {
     let s = Store::new();
     s.rollback(b"k", ts(30)).unwrap();

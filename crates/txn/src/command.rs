@@ -94,7 +94,7 @@ impl Command {
             Command::Prewrite { mutations, .. } => mutations
                 .iter()
                 .map(|m| match m {
-                    Mutation::Put(_, v) => v.len(),
+                    Mutation::Put(_, v) | Mutation::Insert(_, v) => v.len(),
                     _ => 0,
                 })
                 .sum(),

@@ -20,12 +20,17 @@ pub enum Mutation {
     Delete(Vec<u8>),
     /// Lock the key without changing it.
     Lock(Vec<u8>),
+    /// Put a key that has no value yet: the prewrite fails with `AlreadyExist` if it has one.
+    Insert(Vec<u8>, Vec<u8>),
 }
 
 impl Mutation {
     pub fn key(&self) -> &[u8] {
         match self {
-            Mutation::Put(k, _) | Mutation::Delete(k) | Mutation::Lock(k) => k,
+            Mutation::Put(k, _)
+            | Mutation::Delete(k)
+            | Mutation::Lock(k)
+            | Mutation::Insert(k, _) => k,
         }
     }
 }
@@ -163,8 +168,17 @@ pub fn check_prewrite<S: Snapshot>(
             }
         }
     }
+    // An insert's key may hold no value. A newer commit than the txn's start was a conflict
+    // above, unless the txn's pessimistic lock checked for it (and saw this value, if any).
+    if let Mutation::Insert(..) = mutation
+        && reader
+            .load_latest(&key)?
+            .is_some_and(|latest| latest.write.write_type == WriteType::Put)
+    {
+        return Err(MvccError::AlreadyExist { key });
+    }
     let (lock_type, value) = match mutation {
-        Mutation::Put(_, v) => (LockType::Put, Some(v)),
+        Mutation::Put(_, v) | Mutation::Insert(_, v) => (LockType::Put, Some(v)),
         Mutation::Delete(_) => (LockType::Delete, None),
         Mutation::Lock(_) => (LockType::Lock, None),
     };
