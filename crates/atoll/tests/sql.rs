@@ -1588,3 +1588,97 @@ fn begin_pessimistic_and_begin_optimistic_choose_their_transactions_mode() {
     drop(input);
     assert!(holder.wait_with_output().unwrap().status.success());
 }
+
+/// The kv node's requests of each kind in `kinds` so far (its `/metrics`).
+fn kv_requests<const N: usize>(c: &Cluster, kinds: [&str; N]) -> [u64; N] {
+    let (_, body) = common::get(&format!("http://{}/metrics", c.kv_status));
+    let body = String::from_utf8(body).unwrap();
+    kinds.map(|kind| {
+        let prefix = format!("atoll_kv_request_duration_seconds_count{{type=\"{kind}\"}} ");
+        body.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .map_or(0, |n| n.trim().parse().unwrap())
+    })
+}
+
+#[test]
+fn an_autocommit_insert_locks_nothing_first_yet_waits_for_a_lock_in_its_way() {
+    use std::io::Write;
+    let mut c = Cluster::start();
+    c.run(
+        "",
+        "CREATE DATABASE d; CREATE TABLE d.t (id INT PRIMARY KEY, v INT, UNIQUE KEY uv (v))",
+    );
+    // TiDB's pessimistic-auto-commit = false: no lock request, and no read of the keys
+    // either (the prewrite checks that they are free): one request.
+    let kinds = ["kv_pessimistic_lock", "kv_batch_get", "kv_prewrite"];
+    let [locks, reads, prewrites] = kv_requests(&c, kinds);
+    c.run("d", "INSERT INTO t VALUES (1, 1), (2, 2)");
+    assert_eq!(kv_requests(&c, kinds), [locks, reads, prewrites + 1]);
+    let duplicate = c.try_run("d", "INSERT INTO t VALUES (3, 1)").unwrap_err();
+    assert!(
+        duplicate.contains("ERROR 1062 (23000)")
+            && duplicate.contains("Duplicate entry '1' for key 't.uv'"),
+        "{duplicate}"
+    );
+    // With it on, the INSERT locks its keys first.
+    let locking = c
+        .add_sql_with_config("[pessimistic-txn]\npessimistic-auto-commit = true\n")
+        .to_string();
+    c.try_run_with("d", "INSERT INTO t VALUES (3, 3)", &["-P", &locking])
+        .unwrap();
+    assert!(kv_requests(&c, kinds)[0] > locks);
+
+    // Another txn's uncommitted row under the same key: the INSERT waits for its txn as a
+    // pessimistic one would, then meets the row (IGNORE: one warning per row, none left
+    // from the first run), or takes the key once that txn rolled back.
+    let holding = |row: &str| {
+        let (holder, mut input) = open_session(&c);
+        writeln!(input, "BEGIN; INSERT INTO t VALUES {row};").unwrap();
+        input.flush().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let idle = "SELECT COUNT(*) FROM information_schema.TIDB_TRX WHERE STATE = 'Idle'";
+        while c.run("d", idle) != "COUNT(*)\n1\n" {
+            assert!(std::time::Instant::now() < deadline, "no row held");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        (holder, input)
+    };
+    let ends_after = |(holder, mut input): (std::process::Child, std::process::ChildStdin),
+                      end: &'static str| {
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            writeln!(input, "{end};").unwrap();
+            drop(input);
+            assert!(holder.wait_with_output().unwrap().status.success());
+        })
+    };
+    let ending = ends_after(holding("(10, 10)"), "COMMIT");
+    let waited = std::time::Instant::now();
+    assert_eq!(
+        c.run(
+            "d",
+            "INSERT IGNORE INTO t VALUES (10, 11), (11, 1), (12, 12); SHOW WARNINGS"
+        ),
+        "Level\tCode\tMessage\n\
+         Warning\t1062\tDuplicate entry '10' for key 't.PRIMARY'\n\
+         Warning\t1062\tDuplicate entry '1' for key 't.uv'\n"
+    );
+    assert!(waited.elapsed() > std::time::Duration::from_secs(1));
+    ending.join().unwrap();
+    let ending = ends_after(holding("(20, 20)"), "ROLLBACK");
+    c.run("d", "INSERT INTO t VALUES (20, 21)");
+    ending.join().unwrap();
+    assert_eq!(
+        c.run("d", "SELECT id, v FROM t WHERE id >= 10 ORDER BY id"),
+        "id\tv\n10\t10\n12\t12\n20\t21\n"
+    );
+    // Its wait ends at innodb_lock_wait_timeout, as a pessimistic INSERT's does.
+    let ending = ends_after(holding("(30, 30)"), "ROLLBACK");
+    c.fails(
+        "d",
+        "SET innodb_lock_wait_timeout = 1; INSERT INTO t VALUES (30, 31)",
+        "1205",
+    );
+    ending.join().unwrap();
+}

@@ -85,6 +85,15 @@ pub static KNOBS: &[KnobSpec] = knob_table![
         default: |_| int(3_600_000),
         online: false,
     },
+    // TiDB's: autocommit statements of pessimistic sessions take pessimistic locks too. Off,
+    // an autocommit INSERT first runs as an optimistic txn, and again as a pessimistic one if
+    // another txn's write got in its way.
+    KnobSpec {
+        name: "pessimistic-txn.pessimistic-auto-commit",
+        kind: Kind::Bool,
+        default: |_| Value::Bool(false),
+        online: false,
+    },
     KnobSpec {
         name: "tikv-client.grpc-connection-count",
         kind: Kind::Int { min: 1, max: 256 },

@@ -98,6 +98,7 @@ pub fn run(node: Node) -> Result<(), NodeError> {
     let tls = tls::server_config(&config).map_err(NodeError::Tls)?;
     let require_secure = config.bool("security.require-secure-transport");
     let skip_grant_table = config.bool("security.skip-grant-table");
+    let pessimistic_auto_commit = config.bool("pessimistic-txn.pessimistic-auto-commit");
     let listener = std::net::TcpListener::bind(&addr).map_err(bind_error)?;
     listener.set_nonblocking(true).map_err(bind_error)?;
     let endpoints: Vec<String> = config.list("path").to_vec();
@@ -142,7 +143,11 @@ pub fn run(node: Node) -> Result<(), NodeError> {
                 "security.skip-grant-table is on: any account logs in from this host without a password and may do everything; connections from other hosts are refused"
             );
         }
-        let shared = Shared::new(client, slow_log, skip_grant_table);
+        let settings = sql::session::NodeSettings {
+            skip_grant_table,
+            pessimistic_auto_commit,
+        };
+        let shared = Shared::new(client, slow_log, settings);
         if let Err(e) = registry.register(Box::new(metrics::SqlCollector::new(Arc::clone(&shared))))
         {
             tracing::warn!("sql metrics not registered: {e}");

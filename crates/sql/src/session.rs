@@ -68,6 +68,18 @@ pub struct Shared {
     counts: crate::status::NodeCounts,
     /// Every statement's time, for `/metrics`.
     pub statement_time: crate::status::StatementTime,
+    /// `pessimistic-txn.pessimistic-auto-commit`: autocommit INSERTs of pessimistic sessions
+    /// take pessimistic locks too (else they first run optimistically, see `Session::in_txn`).
+    pessimistic_auto_commit: bool,
+}
+
+/// How a SQL node runs its sessions (its config file's settings that sessions read).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NodeSettings {
+    /// `security.skip-grant-table`: no password or privilege is checked.
+    pub skip_grant_table: bool,
+    /// `pessimistic-txn.pessimistic-auto-commit`.
+    pub pessimistic_auto_commit: bool,
 }
 
 /// A connection as SHOW PROCESSLIST shows it.
@@ -88,11 +100,10 @@ struct Process {
 }
 
 impl Shared {
-    /// `skip_grant_table`: no password or privilege is checked (`security.skip-grant-table`).
     pub fn new(
         client: Client,
         slow_log: crate::slow_log::SlowLog,
-        skip_grant_table: bool,
+        settings: NodeSettings,
     ) -> Arc<Shared> {
         Arc::new(Shared {
             catalog: Catalog::new(client.clone()),
@@ -100,7 +111,7 @@ impl Shared {
             slow_log,
             globals: crate::variables::Globals::default(),
             sha2_logins: crate::caching_sha2::Logins::default(),
-            grants: match skip_grant_table {
+            grants: match settings.skip_grant_table {
                 true => crate::users::GrantCache::skipping(),
                 false => crate::users::GrantCache::default(),
             },
@@ -109,6 +120,7 @@ impl Shared {
             started: std::time::Instant::now(),
             counts: crate::status::NodeCounts::default(),
             statement_time: crate::status::StatementTime::default(),
+            pessimistic_auto_commit: settings.pessimistic_auto_commit,
             node_id: {
                 let started = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
@@ -3079,8 +3091,46 @@ impl Session {
 
     /// Runs a statement that reads or writes data in the session's transaction (or one of
     /// its own that commits at its end).
+    ///
+    /// An INSERT of its own in a pessimistic session first runs as an optimistic txn, as
+    /// TiDB's autocommit statements do (`pessimistic-auto-commit = false`): it prewrites its
+    /// keys, where a pessimistic txn would lock them first, one request more; a plain INSERT
+    /// does not even read them, its prewrite checks that they have no value (TiDB's lazy
+    /// uniqueness check). When another txn's write gets in the way (a commit since its
+    /// start, a live lock, which it does not wait for, or a value), nothing of it stays, and it
+    /// runs again as the pessimistic txn it would have been: that run waits for locks within
+    /// `innodb_lock_wait_timeout`, detects deadlocks, and meets the other txn's row as MySQL's
+    /// INSERT would (1062, or IGNORE's warning).
     async fn in_txn(&mut self, s: &Statement) -> Result<Output> {
         let own = self.txn.is_none() && !self.explicit && self.autocommit();
+        if own
+            && matches!(s, Statement::Insert(_))
+            && self.pessimistic()
+            && !self.shared.pessimistic_auto_commit
+            && self.next_txn == TxnModes::default()
+            && !self.read_only()
+        {
+            let diagnostics = (self.warnings.len(), self.warnings_dropped);
+            self.begin_pessimistic = Some(false);
+            let mut txn = self.begin().await?;
+            txn.set_rerun_on_clash();
+            let out = match self.run_statement(&mut txn, s).await {
+                Ok(out) => out,
+                Err(e) => {
+                    let _ = txn.rollback().await;
+                    return Err(e);
+                }
+            };
+            match txn.commit().await {
+                Ok(_) => return Ok(self.statement_done(out)),
+                // Its warnings go with it: the pessimistic run gives its own.
+                Err(e) if e.is_write_clash() => {
+                    self.warnings.truncate(diagnostics.0);
+                    self.warnings_dropped = diagnostics.1;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
         let mut txn = match self.take_open_txn().await? {
             Some(t) => t,
             // TiDB's max-ts point get: no timestamp from PD unless the plan needs one.
@@ -3094,31 +3144,41 @@ impl Session {
         };
         // A failed statement leaves nothing behind in the txn (MySQL's statement rollback).
         let savepoint = txn.savepoint();
-        // KILL QUERY drops the statement wherever it waits (a lock, a scan); it then ends
-        // as any failed one. A lock granted to a request in flight is not known to the txn:
-        // it stays until the txn's locks expire.
+        let result = self.run_statement(&mut txn, s).await;
+        let out = self
+            .end_statement(own, txn, Some(savepoint), result)
+            .await?;
+        Ok(self.statement_done(out))
+    }
+
+    /// Runs `s` in `txn`, unless the txn is read-only and `s` writes (1792). KILL QUERY
+    /// drops the statement wherever it waits (a lock, a scan); it then ends as any failed
+    /// one. A lock granted to a request in flight is not known to the txn: it stays until the
+    /// txn's locks expire.
+    async fn run_statement(&mut self, txn: &mut Transaction, s: &Statement) -> Result<Output> {
         let stop = self.stop.clone();
         let writes = matches!(
             s,
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)
         );
-        let result = match self.txn_read_only && writes {
+        match self.txn_read_only && writes {
             true => Err(read_only_transaction()),
             false => tokio::select! {
                 biased;
-                result = self.statement(&mut txn, s) => result,
+                result = self.statement(txn, s) => result,
                 () = stop.stopped() => Err(crate::interrupt::interrupted()),
             },
-        };
-        let out = self
-            .end_statement(own, txn, Some(savepoint), result)
-            .await?;
+        }
+    }
+
+    /// A statement's output once its txn took it: LAST_INSERT_ID() now answers its first id.
+    fn statement_done(&mut self, out: Output) -> Output {
         if let Output::Done { last_insert_id, .. } = out
             && last_insert_id > 0
         {
             self.last_insert_id = last_insert_id;
         }
-        Ok(out)
+        out
     }
 
     /// Ends a statement that ran in `txn`: its written keys locked; on failure its writes
