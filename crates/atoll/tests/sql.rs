@@ -1621,6 +1621,21 @@ fn an_autocommit_insert_locks_nothing_first_yet_waits_for_a_lock_in_its_way() {
             && duplicate.contains("Duplicate entry '1' for key 't.uv'"),
         "{duplicate}"
     );
+    // The first row with an error names it, as in MySQL, though the keys were not read: a
+    // duplicate before a value out of range, or before a missing parent.
+    c.fails(
+        "d",
+        "INSERT INTO t VALUES (1, 9), (40, 99999999999)",
+        "1062",
+    );
+    c.run(
+        "d",
+        "CREATE TABLE p (id INT PRIMARY KEY); INSERT INTO p VALUES (1); \
+         CREATE TABLE c (id INT PRIMARY KEY, pid INT, FOREIGN KEY (pid) REFERENCES p (id)); \
+         INSERT INTO c VALUES (1, 1)",
+    );
+    c.fails("d", "INSERT INTO c VALUES (1, 999)", "1062");
+    c.fails("d", "INSERT INTO c VALUES (2, 999)", "1452");
     // With it on, the INSERT locks its keys first.
     let locking = c
         .add_sql_with_config("[pessimistic-txn]\npessimistic-auto-commit = true\n")

@@ -285,11 +285,16 @@ pub(crate) async fn commit(inner: &Arc<Inner>, tp: TwoPhase) -> Result<u64> {
         Err(e @ KvError::Undetermined { .. }) => return Err(e),
         Err(e) => {
             let inner = inner.clone();
-            tokio::spawn(async move {
+            let rolled_back = async move {
                 if let Err(e) = rollback(&inner, start_ts, keys).await {
                     tracing::warn!(start_ts, "rollback after a failed prewrite: {e}");
                 }
-            });
+            };
+            // A txn rerun at once would otherwise meet its own locks.
+            match tp.waits_for_locks {
+                true => drop(tokio::spawn(rolled_back)),
+                false => rolled_back.await,
+            }
             return Err(e);
         }
         Ok(()) => {}

@@ -24,7 +24,7 @@ pub enum KvError {
         conflict_commit_ts: u64,
     },
     /// A prewrite met another txn's live lock on `key`, and the txn asked not to wait for it
-    /// ([`crate::Transaction::set_commit_waits_for_locks`]).
+    /// ([`crate::Transaction::set_rerun_on_clash`]).
     #[error("txn {start_ts}: key {key:02x?} is locked by a live txn")]
     KeyLocked { start_ts: u64, key: Vec<u8> },
     /// A key the txn inserted (presumed absent) has a committed value.

@@ -459,8 +459,7 @@ pub async fn insert_rows(
             break;
         }
     }
-    let clash_fails = matches!(on_duplicate, OnDuplicate::Error);
-    lock_keys_of_new_rows(txn, t, &prepared, clash_fails).await?;
+    lock_keys_of_new_rows(txn, t, &prepared).await?;
     for (r, done) in prepared.into_iter().enumerate() {
         let row_no = r + 1;
         let (row, handle) = done?;
@@ -610,14 +609,12 @@ async fn prepare_row(
 /// statement wrote, ask the kv nodes nothing more; TiDB locks an INSERT's keys together too.
 /// Unlike InnoDB, which stops at the first duplicate row, such an INSERT waits for a lock on
 /// any of its rows before it reports a duplicate, and keeps all those locks until the txn
-/// ends even when it fails. Optimistic txns read the same keys ahead in one request; one
-/// that runs again on a clash presumes them absent for a plain INSERT (`clash_fails`), whose
-/// prewrite then checks ([`Transaction::prefetch_inserted`]).
+/// ends even when it fails. Optimistic txns read the same keys ahead in one request, or,
+/// run again on a clash, presume them absent ([`Transaction::prefetch_inserted`]).
 async fn lock_keys_of_new_rows(
     txn: &mut Transaction,
     t: &TableInfo,
     rows: &[Result<(Vec<Datum>, i64)>],
-    clash_fails: bool,
 ) -> Result<()> {
     let mut keys = Vec::new();
     for (row, handle) in rows.iter().flatten() {
@@ -633,11 +630,9 @@ async fn lock_keys_of_new_rows(
     keys.dedup();
     if txn.is_pessimistic() {
         txn.batch_get_for_update(&keys).await?;
-    } else if clash_fails {
-        txn.prefetch_inserted(&keys).await?;
     } else {
         // The duplicate checks that follow read these keys one by one: one request now.
-        txn.prefetch(&keys).await?;
+        txn.prefetch_inserted(&keys).await?;
     }
     Ok(())
 }

@@ -3092,19 +3092,20 @@ impl Session {
     /// Runs a statement that reads or writes data in the session's transaction (or one of
     /// its own that commits at its end).
     ///
-    /// An INSERT of its own in a pessimistic session first runs as an optimistic txn, as
-    /// TiDB's autocommit statements do (`pessimistic-auto-commit = false`): it prewrites its
-    /// keys, where a pessimistic txn would lock them first, one request more; a plain INSERT
-    /// does not even read them, its prewrite checks that they have no value (TiDB's lazy
-    /// uniqueness check). When another txn's write gets in the way (a commit since its
-    /// start, a live lock, which it does not wait for, or a value), nothing of it stays, and it
-    /// runs again as the pessimistic txn it would have been: that run waits for locks within
-    /// `innodb_lock_wait_timeout`, detects deadlocks, and meets the other txn's row as MySQL's
-    /// INSERT would (1062, or IGNORE's warning).
+    /// A plain INSERT of its own (no IGNORE, ON DUPLICATE KEY UPDATE or REPLACE, which read
+    /// what they skip or replace) in a pessimistic session first runs as an optimistic txn,
+    /// as TiDB's autocommit statements do (`pessimistic-auto-commit = false`): it neither
+    /// reads nor locks its keys, its prewrite checks that they have no value (TiDB's lazy
+    /// uniqueness check), one request where a pessimistic txn makes two. When another txn's
+    /// write gets in the way (a commit since its start, a live lock, which it does not wait
+    /// for, or a value), or the statement fails, nothing of it stays, and it runs again as
+    /// the pessimistic txn it would have been: that run waits for locks within
+    /// `innodb_lock_wait_timeout`, detects deadlocks, and fails with the error of the first
+    /// row that has one, as MySQL's INSERT does (1062 included).
     async fn in_txn(&mut self, s: &Statement) -> Result<Output> {
         let own = self.txn.is_none() && !self.explicit && self.autocommit();
         if own
-            && matches!(s, Statement::Insert(_))
+            && matches!(s, Statement::Insert(i) if !i.ignore && !i.replace_into && i.on.is_none())
             && self.pessimistic()
             && !self.shared.pessimistic_auto_commit
             && self.next_txn == TxnModes::default()
@@ -3114,22 +3115,21 @@ impl Session {
             self.begin_pessimistic = Some(false);
             let mut txn = self.begin().await?;
             txn.set_rerun_on_clash();
-            let out = match self.run_statement(&mut txn, s).await {
-                Ok(out) => out,
+            match self.run_statement(&mut txn, s).await {
+                Ok(out) => match txn.commit().await {
+                    Ok(_) => return Ok(self.statement_done(out)),
+                    Err(e) if !e.is_write_clash() => return Err(e.into()),
+                    Err(_) => {}
+                },
+                // A key presumed free may hold the row that fails first.
                 Err(e) => {
                     let _ = txn.rollback().await;
-                    return Err(e);
+                    self.stop.check().map_err(|_| e)?;
                 }
-            };
-            match txn.commit().await {
-                Ok(_) => return Ok(self.statement_done(out)),
-                // Its warnings go with it: the pessimistic run gives its own.
-                Err(e) if e.is_write_clash() => {
-                    self.warnings.truncate(diagnostics.0);
-                    self.warnings_dropped = diagnostics.1;
-                }
-                Err(e) => return Err(e.into()),
             }
+            // Its warnings go with it: the pessimistic run gives its own.
+            self.warnings.truncate(diagnostics.0);
+            self.warnings_dropped = diagnostics.1;
         }
         let mut txn = match self.take_open_txn().await? {
             Some(t) => t,
