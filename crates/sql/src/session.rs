@@ -261,14 +261,13 @@ pub struct Session {
     /// CLUSTER_INFO and CLUSTER_CONFIG, read for the statement that reads them.
     cluster_rows: Arc<crate::cluster_tables::ClusterRows>,
     /// The last statement's warnings and error (SHOW WARNINGS): (level, code, message), at
-    /// most [`MAX_WARNINGS`]; how many more there were; and the counts the statement before
-    /// it left (`@@warning_count`, `@@error_count`).
+    /// most [`MAX_WARNINGS`]; how many more there were.
     warnings: Vec<(&'static str, u16, String)>,
     warnings_dropped: usize,
     errors: usize,
-    previous_diagnostics: (usize, usize),
-    /// The diagnostics before the running statement's, put back if it reads no table and
-    /// raises none.
+    /// The diagnostics before the running statement's, as `warnings`, `warnings_dropped` and
+    /// `errors`: what `@@warning_count` and `@@error_count` count, and what is put back if
+    /// the statement reads no table and raises none.
     set_aside: (Vec<(&'static str, u16, String)>, usize, usize),
     pub db: Option<String>,
     txn: Option<Transaction>,
@@ -554,7 +553,6 @@ impl Session {
             warnings: Vec::new(),
             warnings_dropped: 0,
             errors: 0,
-            previous_diagnostics: (0, 0),
             set_aside: Default::default(),
             db: None,
             txn: None,
@@ -680,7 +678,8 @@ impl Session {
             Lookup::System(name) => {
                 let (named, name) = scoped(name);
                 // MySQL's read-only counts of what the statement before this one left.
-                let (warnings, errors) = self.previous_diagnostics;
+                let (before, dropped, errors) = &self.set_aside;
+                let (warnings, errors) = (before.len() + dropped, *errors);
                 let count = match name.as_str() {
                     "warning_count" => Some(warnings),
                     "error_count" => Some(errors),
@@ -1583,8 +1582,6 @@ impl Session {
 
     /// A statement starts: the last one's diagnostics go, their counts stay readable.
     fn begin_diagnostics(&mut self) {
-        let all = self.warnings.len() + self.warnings_dropped;
-        self.previous_diagnostics = (all, self.errors);
         self.set_aside = (
             std::mem::take(&mut self.warnings),
             std::mem::take(&mut self.warnings_dropped),
@@ -1853,7 +1850,6 @@ impl Session {
         self.prepared.clear();
         self.named.clear();
         self.begin_diagnostics();
-        self.previous_diagnostics = (0, 0);
         self.set_aside = Default::default();
         self.last_insert_id = 0;
         self.row_count = -1;
